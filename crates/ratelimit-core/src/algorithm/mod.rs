@@ -1,0 +1,87 @@
+//! The six algorithms of the contract, behind one [`Algorithm`] trait.
+//!
+//! Every algorithm is exact: times are integer nanoseconds, the emission
+//! interval `T = P / L` is kept as an exact fraction (time is scaled by the
+//! fraction's denominator), and waits are rounded up to the next whole
+//! nanosecond only when they are reported. Only admitted cost changes state.
+
+mod any;
+mod fixed_window;
+mod gcra;
+mod interval;
+mod leaky_bucket;
+mod sliding_log;
+mod sliding_window;
+mod stable_hash;
+mod token_bucket;
+
+pub use any::{AnyAlgorithm, AnyState};
+pub use fixed_window::{Anchor, FixedWindow, WindowState};
+pub use gcra::Gcra;
+pub use leaky_bucket::LeakyBucket;
+pub use sliding_log::{LogState, SlidingLog, DEFAULT_MAX_LOG_ENTRIES};
+pub use sliding_window::{SlidingWindow, SlidingWindowState};
+pub use stable_hash::stable_hash;
+pub use token_bucket::TokenBucket;
+
+use crate::Decision;
+use std::hash::Hash;
+use std::time::Duration;
+
+/// A rate-limiting algorithm: it decides, given one key's state, the time
+/// and the cost. It owns no keys and reads no clock; a store keeps the state
+/// per key and makes each check atomic.
+///
+/// Times are nanoseconds since the clock's origin and never decrease for a
+/// key.
+pub trait Algorithm: Send + Sync + 'static {
+    /// The per-key state.
+    type State: Send + Sync + 'static;
+
+    /// The state of a key seen for the first time at `now`: full, as if
+    /// absent. `key` matters only to per-key window offsets.
+    fn fresh<K: Hash + ?Sized>(&self, key: &K, now: u64) -> Self::State;
+
+    /// Decides a request of `cost` at `now`, updating `state` only if it is
+    /// admitted with a positive cost.
+    fn check(&self, state: &mut Self::State, now: u64, cost: u64) -> Decision;
+
+    /// Gives back `cost` admitted at `admitted_at`, as far as the state can
+    /// still tell (a window that has ended has nothing to give back).
+    fn refund(&self, state: &mut Self::State, now: u64, admitted_at: u64, cost: u64);
+
+    /// Whether `state` is back to full at `now`: it then carries no
+    /// information and can be dropped without changing any decision.
+    fn is_full(&self, state: &Self::State, now: u64) -> bool;
+
+    /// How long, in nanoseconds, a state may sit untouched before a store
+    /// must drop it or sweep it (see [`MemoryStore`](crate::MemoryStore)).
+    /// `u64::MAX` means it never has to.
+    fn idle_horizon(&self) -> u64 {
+        u64::MAX
+    }
+
+    /// The capacity reported in [`Decision::limit`].
+    fn limit(&self) -> u64;
+
+    /// The window reported in [`Decision::window`].
+    fn window(&self) -> Duration;
+
+    /// The algorithm's name in the contract (`gcra`, `token-bucket`, ...).
+    fn name(&self) -> &'static str;
+}
+
+pub(crate) fn period_nanos(period: Duration) -> Result<u64, crate::ConfigError> {
+    if period.is_zero() {
+        return Err(crate::ConfigError::ZeroPeriod);
+    }
+    u64::try_from(period.as_nanos()).map_err(|_| crate::ConfigError::PeriodTooLong(period))
+}
+
+pub(crate) fn nonzero(value: u64, what: &'static str) -> Result<u64, crate::ConfigError> {
+    if value == 0 {
+        Err(crate::ConfigError::ZeroLimit(what))
+    } else {
+        Ok(value)
+    }
+}

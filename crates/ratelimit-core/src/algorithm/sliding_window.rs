@@ -1,0 +1,165 @@
+//! The sliding window counter: the two-window approximation of the log.
+
+use super::{nonzero, period_nanos, Algorithm};
+use crate::{ConfigError, Decision};
+use std::hash::Hash;
+use std::time::Duration;
+
+/// A sliding window's per-key state: 24 bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlidingWindowState {
+    /// Index `k` of the current window `[k*P, (k+1)*P)`.
+    window: u64,
+    prev: u64,
+    cur: u64,
+}
+
+/// The sliding-window counter: with `e` the time into the current aligned
+/// window, the estimate is `prev * (P - e) / P + cur`; a request is admitted
+/// iff `prev*(P - e) + (cur + n)*P <= L*P`, in integers.
+///
+/// ```
+/// use ratelimit_core::{Algorithm, SlidingWindow};
+/// use std::time::Duration;
+///
+/// let sw = SlidingWindow::new(10, Duration::from_secs(1)).unwrap();
+/// let mut s = sw.fresh("key", 0);
+/// assert!(sw.check(&mut s, 900_000_000, 10).allowed);
+/// // Half into the next window, half of the previous one still counts.
+/// assert_eq!(sw.check(&mut s, 1_500_000_000, 0).remaining, 5);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlidingWindow {
+    limit: u64,
+    period: u64,
+}
+
+impl SlidingWindow {
+    /// `limit` per sliding `period`.
+    pub fn new(limit: u64, period: Duration) -> Result<Self, ConfigError> {
+        Ok(Self {
+            limit: nonzero(limit, "limit")?,
+            period: period_nanos(period)?,
+        })
+    }
+
+    /// The limit `L`.
+    pub fn rate_limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// The period `P`.
+    pub fn period(&self) -> Duration {
+        Duration::from_nanos(self.period)
+    }
+
+    fn roll(&self, s: &mut SlidingWindowState, now: u64) {
+        let k = now / self.period;
+        if k != s.window {
+            s.prev = if k == s.window + 1 { s.cur } else { 0 };
+            s.cur = 0;
+            s.window = k;
+        }
+    }
+
+    fn decision(
+        &self,
+        allowed: bool,
+        s: &SlidingWindowState,
+        now: u64,
+        wait: Option<u64>,
+    ) -> Decision {
+        let p = u128::from(self.period);
+        let left = p - u128::from(now % self.period); // P - e
+        let free = i128::try_from(u128::from(self.limit) * p).unwrap_or(i128::MAX)
+            - i128::try_from(u128::from(s.cur) * p + u128::from(s.prev) * left)
+                .unwrap_or(i128::MAX);
+        let remaining = u64::try_from(free.max(0) / p as i128).unwrap_or(0);
+        let reset = if s.cur > 0 {
+            left + p
+        } else if s.prev > 0 {
+            left
+        } else {
+            0
+        };
+        Decision {
+            allowed,
+            remaining,
+            wait: wait.map(Duration::from_nanos),
+            limit: self.limit,
+            window: Duration::from_nanos(self.period),
+            reset: Duration::from_nanos(u64::try_from(reset).unwrap_or(u64::MAX)),
+        }
+    }
+}
+
+impl Algorithm for SlidingWindow {
+    type State = SlidingWindowState;
+
+    fn fresh<K: Hash + ?Sized>(&self, _key: &K, now: u64) -> SlidingWindowState {
+        SlidingWindowState {
+            window: now / self.period,
+            prev: 0,
+            cur: 0,
+        }
+    }
+
+    fn check(&self, s: &mut SlidingWindowState, now: u64, cost: u64) -> Decision {
+        self.roll(s, now);
+        if cost == 0 {
+            return self.decision(true, s, now, Some(0));
+        }
+        if cost > self.limit {
+            return self.decision(false, s, now, None);
+        }
+        let p = u128::from(self.period);
+        let left = p - u128::from(now % self.period); // P - e
+        let (l, prev, cur, n) = (
+            u128::from(self.limit),
+            u128::from(s.prev),
+            u128::from(s.cur),
+            u128::from(cost),
+        );
+        if prev * left + (cur + n) * p <= l * p {
+            s.cur += cost;
+            return self.decision(true, s, now, Some(0));
+        }
+        let wait = if cur + n <= l {
+            // Still this window: wait until prev*(P - e') <= room*P.
+            let room = l - cur - n;
+            left - room * p / prev
+        } else {
+            // The current window must become the previous one; then wait
+            // until cur*(P - e'') <= (L - n)*P.
+            left + p.saturating_sub((l - n) * p / cur)
+        };
+        self.decision(false, s, now, Some(u64::try_from(wait).unwrap_or(u64::MAX)))
+    }
+
+    fn refund(&self, s: &mut SlidingWindowState, now: u64, admitted_at: u64, cost: u64) {
+        self.roll(s, now);
+        let k = admitted_at / self.period;
+        if k == s.window {
+            s.cur = s.cur.saturating_sub(cost);
+        } else if k + 1 == s.window {
+            s.prev = s.prev.saturating_sub(cost);
+        }
+    }
+
+    fn is_full(&self, s: &SlidingWindowState, now: u64) -> bool {
+        let k = now / self.period;
+        k >= s.window + 2 || (s.cur == 0 && (k > s.window || s.prev == 0))
+    }
+
+    fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    fn window(&self) -> Duration {
+        Duration::from_nanos(self.period)
+    }
+
+    fn name(&self) -> &'static str {
+        "sliding-window"
+    }
+}

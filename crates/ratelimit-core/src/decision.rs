@@ -1,0 +1,53 @@
+//! The outcome of a check, with every number a response needs.
+
+use std::time::Duration;
+
+/// What an algorithm decided for one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decision {
+    /// Whether the request is admitted.
+    pub allowed: bool,
+    /// The largest `k` such that `k` further requests of cost 1 at the same
+    /// instant would all be admitted.
+    pub remaining: u64,
+    /// For a denial: the exact shortest time after which the same request
+    /// would be admitted, rounded up to a whole nanosecond, or `None` when
+    /// it can never be admitted (its cost exceeds the capacity). For an
+    /// admission: how long to hold it before passing it on (non-zero only
+    /// for the leaky bucket).
+    pub wait: Option<Duration>,
+    /// The capacity: how many cost units fit in [`window`](Self::window).
+    pub limit: u64,
+    /// The window the limit applies to (for a rate `L per P` with burst
+    /// `B`, the time `B * P / L` to refill from empty).
+    pub window: Duration,
+    /// Time until the key's state is back to full (nothing used).
+    pub reset: Duration,
+}
+
+impl Decision {
+    /// The time a denied client should wait before retrying: `Some` for a
+    /// denial that can succeed later, `None` for an admission or a denial
+    /// that never can.
+    pub fn retry_after(&self) -> Option<Duration> {
+        if self.allowed {
+            None
+        } else {
+            self.wait
+        }
+    }
+
+    /// The hold time of an admitted request (zero except for the leaky
+    /// bucket).
+    pub fn hold(&self) -> Duration {
+        match (self.allowed, self.wait) {
+            (true, Some(w)) => w,
+            _ => Duration::ZERO,
+        }
+    }
+
+    /// Whether the request was denied and can never be admitted.
+    pub fn is_never(&self) -> bool {
+        !self.allowed && self.wait.is_none()
+    }
+}

@@ -1,0 +1,43 @@
+//! Exact rate-limiting algorithms and a fast, bounded in-memory store.
+//!
+//! Six algorithms — [`Gcra`], [`TokenBucket`], [`LeakyBucket`],
+//! [`FixedWindow`], [`SlidingLog`] and [`SlidingWindow`] — decide exactly
+//! as the contract (`ALGORITHMS.md`) says, to the last nanosecond: no
+//! floats, no rounding of `P / L`, no drift. They share one [`Algorithm`]
+//! trait, so a store or an HTTP layer handles any of them alike, and
+//! [`AnyAlgorithm`] picks one at run time.
+//!
+//! The algorithm decides, the store ([`MemoryStore`]) owns atomicity and
+//! memory, and the clock ([`Clock`]) is passed in.
+//!
+//! ```
+//! use ratelimit_core::{Clock, Gcra, ManualClock, MemoryStore};
+//! use std::time::Duration;
+//!
+//! let clock = ManualClock::new();
+//! let store = MemoryStore::new(Gcra::new(5, Duration::from_secs(60)).unwrap());
+//! for _ in 0..5 {
+//!     assert!(store.check("10.0.0.1", 1, clock.now()).unwrap().allowed);
+//! }
+//! let denied = store.check("10.0.0.1", 1, clock.now()).unwrap();
+//! assert_eq!(denied.retry_after(), Some(Duration::from_secs(12)));
+//! # let _: &MemoryStore<Gcra, String> = &store;
+//! ```
+
+mod algorithm;
+mod clock;
+mod decision;
+mod duration;
+mod error;
+mod store;
+
+pub use algorithm::{
+    stable_hash, Algorithm, Anchor, AnyAlgorithm, AnyState, FixedWindow, Gcra, LeakyBucket,
+    LogState, SlidingLog, SlidingWindow, SlidingWindowState, TokenBucket, WindowState,
+    DEFAULT_MAX_LOG_ENTRIES,
+};
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use decision::Decision;
+pub use duration::parse_duration;
+pub use error::{ConfigError, StoreError};
+pub use store::{MemoryStore, MemoryStoreBuilder, Store};

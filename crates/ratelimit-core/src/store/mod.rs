@@ -1,0 +1,51 @@
+//! Stores: where per-key state lives, and what makes each check atomic.
+//!
+//! [`Store`] is what the HTTP layer talks to; [`MemoryStore`] implements
+//! it with ready futures (no allocation, no await point), and remote stores
+//! (Redis) with real ones.
+
+mod memory;
+
+pub use memory::{MemoryStore, MemoryStoreBuilder};
+
+use crate::{Algorithm, Decision, StoreError};
+use std::future::{ready, Future, Ready};
+use std::hash::Hash;
+
+/// A keyed rate-limit store, local or remote, seen through futures so that
+/// one HTTP layer serves both.
+///
+/// `now` is the caller's clock in nanoseconds; a remote store may use its
+/// own clock instead (Redis uses the server's `TIME`, so instances' clocks
+/// don't matter) and must say so.
+pub trait Store<K: ?Sized>: Send + Sync + 'static {
+    /// The future of a check.
+    type CheckFuture: Future<Output = Result<Decision, StoreError>> + Send + 'static;
+    /// The future of a refund.
+    type RefundFuture: Future<Output = Result<(), StoreError>> + Send + 'static;
+
+    /// Decides a request of `cost` for `key` at `now`.
+    fn check(&self, key: &K, cost: u64, now: u64) -> Self::CheckFuture;
+
+    /// Gives back `cost` admitted for `key` at `admitted_at`.
+    fn refund(&self, key: &K, cost: u64, admitted_at: u64, now: u64) -> Self::RefundFuture;
+}
+
+impl<A, K> Store<K> for MemoryStore<A, K>
+where
+    A: Algorithm,
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+{
+    type CheckFuture = Ready<Result<Decision, StoreError>>;
+    type RefundFuture = Ready<Result<(), StoreError>>;
+
+    #[inline]
+    fn check(&self, key: &K, cost: u64, now: u64) -> Self::CheckFuture {
+        ready(MemoryStore::check(self, key, cost, now))
+    }
+
+    fn refund(&self, key: &K, cost: u64, admitted_at: u64, now: u64) -> Self::RefundFuture {
+        MemoryStore::refund(self, key, cost, admitted_at, now);
+        ready(Ok(()))
+    }
+}
