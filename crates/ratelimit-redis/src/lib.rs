@@ -1,0 +1,1 @@
+//! A Redis store for ratelimit-core.

@@ -1,0 +1,1 @@
+//! Rate-limiting middleware for tower and axum.

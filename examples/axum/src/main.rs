@@ -1,0 +1,3 @@
+//! Example app.
+
+fn main() {}
