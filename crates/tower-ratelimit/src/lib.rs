@@ -1,1 +1,119 @@
-//! Rate-limiting middleware for tower and axum.
+//! Rate-limiting middleware for tower and axum: exact algorithms, safe
+//! client keys behind proxies, IETF `RateLimit` headers.
+//!
+//! [`RateLimitLayer`] limits any `http::Request<B>` → `http::Response<B2>`
+//! service: in an axum 0.8 `Router` with `.layer` or `.route_layer`, in a
+//! [`tower::ServiceBuilder`], or under plain hyper. The algorithm (from
+//! [`ratelimit_core`]) decides, the store owns atomicity, the
+//! [`KeyExtractor`](key::KeyExtractor) says who is limited, and the
+//! [`ResponseBuilder`](response::ResponseBuilder) says what a rejected
+//! client gets.
+//!
+//! ```
+//! use axum::{routing::get, Router};
+//! use ratelimit_core::{Gcra, MemoryStore};
+//! use std::time::Duration;
+//! use tower_ratelimit::{key::PeerIp, RateLimitLayer};
+//!
+//! // 100 requests per minute per client IP (IPv6 per /64).
+//! let store = MemoryStore::new(Gcra::new(100, Duration::from_secs(60)).unwrap());
+//! let app: Router = Router::new()
+//!     .route("/", get(|| async { "hello" }))
+//!     .layer(RateLimitLayer::new(store, PeerIp::new()));
+//! // Serve with app.into_make_service_with_connect_info::<SocketAddr>().
+//! ```
+//!
+//! # What a limited client sees
+//!
+//! `429 Too Many Requests` with `Retry-After` in whole seconds (rounded up,
+//! never 0 for a positive wait), the IETF draft's `RateLimit-Policy:
+//! "default";q=100;w=60` and `RateLimit: "default";r=0;t=1`, and an
+//! RFC 9457 `application/problem+json` body (see
+//! [`ProblemJson`](response::ProblemJson)). Admitted responses carry the
+//! two `RateLimit` fields too ([`Headers`](response::Headers) switches them
+//! off or adds legacy `X-RateLimit-*`), and handlers read every decision
+//! from the request extensions as a [`RateLimitInfo`].
+//!
+//! # Keys
+//!
+//! [`key`] has the peer IP, the client IP behind trusted proxies
+//! (`X-Forwarded-For` read from the right, or `Forwarded`; headers from
+//! untrusted peers ignored; IPv6 by /64), a header, an API key, a bearer
+//! token, a user id from the extensions, a global key and composite keys.
+//! A request without a usable key gets a 4xx, or goes through unlimited,
+//! as [`KeyErrorPolicy`](policy::KeyErrorPolicy) says: never a 5xx.
+//!
+//! # Policies
+//!
+//! [`RateLimitLayer::builder`] adds several named limits (admitted only if
+//! all admit; nothing consumed otherwise), per-request costs and limit
+//! selection (plan tiers), counting only some responses (failed logins:
+//! reserve, then refund), shaping for the leaky bucket, dry-run, and the
+//! store failure policy (fail open by default, or 503). See [`policy`].
+//!
+//! With several limits, the layer checks them in order and refunds those
+//! already consumed when a later one denies. With a store whose futures
+//! are ready at once (`MemoryStore`) this runs under a per-key lock, so
+//! it is exact with respect to every other request through the same layer.
+//! With a remote store the checks are separate round trips: between a
+//! consumption and its refund, a concurrent request may see the limit one
+//! request fuller than it ends up.
+//!
+//! # Observability
+//!
+//! `tracing` events: `debug` when a request is limited (or would be, in
+//! dry-run) or has no key, `warn` when the store fails. With the `metrics`
+//! feature, counters through the `metrics` facade, labelled by `limit`:
+//! `ratelimit_allowed_total`, `ratelimit_limited_total`,
+//! `ratelimit_dry_run_total`, `ratelimit_store_errors_total`, and
+//! `ratelimit_key_errors_total` (labelled by `reason`).
+//!
+//! # Stores
+//!
+//! Any [`ratelimit_core::Store`] whose futures are `Unpin` (box them) works:
+//! the in-memory store, whose ready futures make the hot path free of
+//! allocation and await points, or a remote one (Redis) whose checks may
+//! fail with [`StoreError`](ratelimit_core::StoreError); failures go
+//! through the [`FailurePolicy`](policy::FailurePolicy). Keys of built-in
+//! extractors implement `Display` for remote stores.
+//!
+//! # How this differs from `tower::limit::RateLimit`
+//!
+//! `tower::limit::RateLimit` is a different tool: one fixed-window budget
+//! for a whole service, enforced as backpressure in `poll_ready`. It is not
+//! `Clone`, so axum needs it behind a `Buffer` (and a `HandleErrorLayer`);
+//! every clone of the buffered service then feeds the same queue rather
+//! than sharing a limit, and requests wait instead of being refused. Behind
+//! a `Buffer` in axum it let 1,500 requests through a 5/s cap. It has no
+//! notion of clients, keys, headers or 429s.
+//!
+//! This layer is `Clone + Send + Sync` (clones share the stores), decides
+//! per key in `call`, answers a limited request at once with a 429 (never
+//! an error, so no `HandleErrorLayer` and no `Buffer`), and never blocks
+//! `poll_ready`.
+
+mod builder;
+mod check;
+mod clock;
+mod error;
+mod future;
+mod info;
+mod layer;
+mod observe;
+mod service;
+mod shared;
+
+pub mod key;
+pub mod policy;
+pub mod response;
+
+pub use builder::RateLimitBuilder;
+pub use clock::TokioClock;
+pub use error::BuildError;
+pub use future::ResponseFuture;
+pub use info::{LimitDecision, RateLimitInfo};
+pub use layer::RateLimitLayer;
+pub use service::RateLimit;
+
+#[cfg(doc)]
+use tower as _;

@@ -1,0 +1,191 @@
+//! [`RateLimitBuilder`]: several named limits, costs, selectors, modes and policies.
+
+use crate::clock::default_clock;
+use crate::key::KeyExtractor;
+use crate::policy::{Cost, FailurePolicy, KeyErrorPolicy, LimitSelector, Mode, ResponsePredicate};
+use crate::response::{Headers, ProblemJson};
+use crate::shared::{Limit, Shared, Stripes};
+use crate::{BuildError, RateLimitLayer};
+use ratelimit_core::Clock;
+use std::sync::Arc;
+
+/// Builds a [`RateLimitLayer`]; from [`RateLimitLayer::builder`].
+///
+/// ```
+/// use ratelimit_core::{Gcra, MemoryStore, SlidingWindow};
+/// use std::time::Duration;
+/// use tower_ratelimit::{key::PeerIp, RateLimitLayer};
+///
+/// // 10 per second and 1,000 per day: a request must fit both, and
+/// // consumes from neither unless it does.
+/// let layer = RateLimitLayer::builder(PeerIp::new())
+///     .limit("burst", MemoryStore::new(Gcra::new(10, Duration::from_secs(1)).unwrap()))
+///     .limit("daily", MemoryStore::new(Gcra::new(1000, Duration::from_secs(86_400)).unwrap()))
+///     .build()
+///     .unwrap();
+/// # let _ = layer;
+/// ```
+pub struct RateLimitBuilder<X: KeyExtractor, St, R = ProblemJson> {
+    key: X,
+    limits: Vec<(String, Arc<St>)>,
+    cost: Option<Box<dyn Cost>>,
+    select: Option<Box<dyn LimitSelector<X::Key>>>,
+    count_if: Option<Box<dyn ResponsePredicate>>,
+    mode: Mode,
+    on_key_error: KeyErrorPolicy,
+    on_store_error: FailurePolicy,
+    headers: Headers,
+    response: R,
+    clock: Option<Arc<dyn Clock>>,
+}
+
+impl<X: KeyExtractor, St> RateLimitBuilder<X, St> {
+    pub(crate) fn new(key: X) -> Self {
+        Self {
+            key,
+            limits: Vec::new(),
+            cost: None,
+            select: None,
+            count_if: None,
+            mode: Mode::Enforce,
+            on_key_error: KeyErrorPolicy::Reject,
+            on_store_error: FailurePolicy::Open,
+            headers: Headers::new(),
+            response: ProblemJson::new(),
+            clock: None,
+        }
+    }
+}
+
+impl<X: KeyExtractor, St, R> RateLimitBuilder<X, St, R> {
+    /// Adds a limit named `name` (1 to 64 printable ASCII characters, shown
+    /// in the `RateLimit` headers) kept in `store` (a store or an
+    /// `Arc` of one, to share it with other layers). A request is admitted
+    /// only if every selected limit admits it; limits are checked in the
+    /// order they are added.
+    pub fn limit(mut self, name: impl Into<String>, store: impl Into<Arc<St>>) -> Self {
+        self.limits.push((name.into(), store.into()));
+        self
+    }
+
+    /// The cost of each request (default 1).
+    pub fn cost(mut self, cost: impl Cost) -> Self {
+        self.cost = Some(Box::new(cost));
+        self
+    }
+
+    /// Chooses the limits per request (default: all of them).
+    pub fn select(mut self, selector: impl LimitSelector<X::Key>) -> Self {
+        self.select = Some(Box::new(selector));
+        self
+    }
+
+    /// Counts only the responses that match `predicate` (failed logins:
+    /// [`StatusIs`](crate::policy::StatusIs)`::new(StatusCode::UNAUTHORIZED)`).
+    ///
+    /// The cost is reserved before the inner service is called, so
+    /// concurrent requests cannot slip past the limit (at most `L`
+    /// counted requests reach the service), and refunded when the response
+    /// does not count, or the service fails. A request dropped before its
+    /// response keeps its reservation.
+    pub fn count_if(mut self, predicate: impl ResponsePredicate) -> Self {
+        self.count_if = Some(Box::new(predicate));
+        self
+    }
+
+    /// Enforce (default), dry-run or shape.
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Shorthand for [`Mode::DryRun`].
+    pub fn dry_run(self) -> Self {
+        self.mode(Mode::DryRun)
+    }
+
+    /// What to do when no key can be extracted (default: reject).
+    pub fn on_key_error(mut self, policy: KeyErrorPolicy) -> Self {
+        self.on_key_error = policy;
+        self
+    }
+
+    /// What to do when the store fails (default: fail open).
+    pub fn on_store_error(mut self, policy: FailurePolicy) -> Self {
+        self.on_store_error = policy;
+        self
+    }
+
+    /// Which header fields to send.
+    pub fn headers(mut self, headers: Headers) -> Self {
+        self.headers = headers;
+        self
+    }
+
+    /// The clock (default: a process-wide [`SystemClock`](ratelimit_core::SystemClock)).
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Some(Arc::new(clock));
+        self
+    }
+
+    /// How rejections are answered (default: [`ProblemJson`]).
+    pub fn response<R2>(self, response: R2) -> RateLimitBuilder<X, St, R2> {
+        RateLimitBuilder {
+            key: self.key,
+            limits: self.limits,
+            cost: self.cost,
+            select: self.select,
+            count_if: self.count_if,
+            mode: self.mode,
+            on_key_error: self.on_key_error,
+            on_store_error: self.on_store_error,
+            headers: self.headers,
+            response,
+            clock: self.clock,
+        }
+    }
+
+    /// The layer, or why the configuration cannot work.
+    pub fn build(self) -> Result<RateLimitLayer<X, St, R>, BuildError> {
+        let n = self.limits.len();
+        if n == 0 {
+            return Err(BuildError::NoLimits);
+        }
+        if n > 64 {
+            return Err(BuildError::TooManyLimits(n));
+        }
+        let mut limits = Vec::with_capacity(n);
+        for (name, store) in self.limits {
+            if name.is_empty()
+                || name.len() > 64
+                || !name.bytes().all(|b| (0x20..=0x7e).contains(&b))
+            {
+                return Err(BuildError::BadLimitName(name));
+            }
+            if limits.iter().any(|l: &Limit<St>| *l.name == *name) {
+                return Err(BuildError::DuplicateLimitName(name));
+            }
+            limits.push(Limit {
+                name: name.into(),
+                store,
+            });
+        }
+        Ok(RateLimitLayer {
+            shared: Arc::new(Shared {
+                key: self.key,
+                all: if n == 64 { u64::MAX } else { (1 << n) - 1 },
+                stripes: (n > 1).then(|| Stripes::new(64)),
+                limits: limits.into_boxed_slice(),
+                cost: self.cost,
+                select: self.select,
+                count_if: self.count_if,
+                mode: self.mode,
+                on_key_error: self.on_key_error,
+                on_store_error: self.on_store_error,
+                headers: self.headers,
+                response: self.response,
+                clock: self.clock.unwrap_or_else(default_clock),
+            }),
+        })
+    }
+}

@@ -1,0 +1,56 @@
+//! Configuration errors of the layer and its extractors.
+
+use std::fmt;
+
+/// A layer or extractor setting that cannot work. Constructors and
+/// [`RateLimitBuilder::build`](crate::RateLimitBuilder::build) return it;
+/// nothing panics on bad configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// No limit was added.
+    NoLimits,
+    /// More than 64 limits on one layer.
+    TooManyLimits(usize),
+    /// A limit name that cannot go in a header: it must be 1 to 64
+    /// printable ASCII characters.
+    BadLimitName(String),
+    /// Two limits with the same name.
+    DuplicateLimitName(String),
+    /// A trusted-proxy entry that is neither a CIDR nor an address.
+    BadCidr(String),
+    /// A prefix length of 0, or longer than the address.
+    BadPrefix {
+        /// `IPv4` or `IPv6`.
+        family: &'static str,
+        /// The rejected length.
+        prefix: u8,
+    },
+    /// An invalid header name.
+    BadHeaderName(String),
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoLimits => f.write_str("a rate-limit layer needs at least one limit"),
+            Self::TooManyLimits(n) => write!(f, "{n} limits on one layer (at most 64)"),
+            Self::BadLimitName(n) => write!(
+                f,
+                "bad limit name {n:?}: use 1 to 64 printable ASCII characters"
+            ),
+            Self::DuplicateLimitName(n) => write!(f, "two limits are named {n:?}"),
+            Self::BadCidr(c) => write!(
+                f,
+                "bad trusted proxy {c:?}: expected a CIDR like 10.0.0.0/8 or an address"
+            ),
+            Self::BadPrefix { family, prefix } => {
+                let max = if *family == "IPv4" { 32 } else { 128 };
+                write!(f, "bad {family} prefix /{prefix}: expected 1 to {max}")
+            }
+            Self::BadHeaderName(n) => write!(f, "bad header name {n:?}"),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}

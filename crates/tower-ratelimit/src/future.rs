@@ -1,0 +1,95 @@
+//! [`ResponseFuture`]: the inner service's future, a ready rejection, or the slow path.
+
+use crate::info::RateLimitInfo;
+use crate::response::Headers;
+use http::Response;
+use pin_project_lite::pin_project;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// The fields to add to an admitted response.
+pub(crate) struct HeaderPlan {
+    pub(crate) info: RateLimitInfo,
+    pub(crate) headers: Headers,
+}
+
+impl HeaderPlan {
+    pub(crate) fn apply<B>(&self, res: &mut Response<B>) {
+        self.headers
+            .write(res.headers_mut(), &self.info.entries, None);
+    }
+}
+
+pin_project! {
+    /// The future of [`RateLimit`](crate::RateLimit): the inner service's
+    /// future (admitted with an in-memory store: no allocation), an
+    /// immediate rejection, or, for remote stores, shaping and counted
+    /// responses, a boxed future.
+    pub struct ResponseFuture<F: Future> {
+        #[pin]
+        kind: Kind<F>,
+    }
+}
+
+pin_project! {
+    #[project = KindProj]
+    enum Kind<F: Future> {
+        Ready { out: Option<F::Output> },
+        Inner { #[pin] fut: F, plan: Option<HeaderPlan> },
+        Boxed { fut: BoxFuture<F::Output> },
+    }
+}
+
+impl<F: Future> ResponseFuture<F> {
+    pub(crate) fn ready(out: F::Output) -> Self {
+        Self {
+            kind: Kind::Ready { out: Some(out) },
+        }
+    }
+
+    pub(crate) fn inner(fut: F, plan: Option<HeaderPlan>) -> Self {
+        Self {
+            kind: Kind::Inner { fut, plan },
+        }
+    }
+
+    pub(crate) fn boxed(fut: BoxFuture<F::Output>) -> Self {
+        Self {
+            kind: Kind::Boxed { fut },
+        }
+    }
+}
+
+impl<F, B, E> Future for ResponseFuture<F>
+where
+    F: Future<Output = Result<Response<B>, E>>,
+{
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project().kind.project() {
+            KindProj::Ready { out } => match out.take() {
+                Some(out) => Poll::Ready(out),
+                None => Poll::Pending,
+            },
+            KindProj::Inner { fut, plan } => {
+                let mut out = std::task::ready!(fut.poll(cx));
+                if let (Ok(res), Some(plan)) = (&mut out, plan.take()) {
+                    plan.apply(res);
+                }
+                Poll::Ready(out)
+            }
+            KindProj::Boxed { fut } => fut.as_mut().poll(cx),
+        }
+    }
+}
+
+impl<F: Future> fmt::Debug for ResponseFuture<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResponseFuture").finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,85 @@
+//! The decisions a request got, as handlers see them in the request extensions.
+
+use ratelimit_core::Decision;
+use smallvec::SmallVec;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One limit's decision for a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LimitDecision {
+    /// The limit's name, as in the `RateLimit-Policy` header.
+    pub name: Arc<str>,
+    /// What it decided.
+    pub decision: Decision,
+}
+
+/// Every decision a request got, inserted into the request extensions
+/// before the inner service is called (read it with axum's
+/// `Extension<RateLimitInfo>`), and passed to the
+/// [`ResponseBuilder`](crate::response::ResponseBuilder) on rejection.
+/// Stacked layers add their decisions to the same value.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RateLimitInfo {
+    pub(crate) entries: SmallVec<[LimitDecision; 2]>,
+    pub(crate) denied: Option<usize>,
+    pub(crate) dry_run: bool,
+}
+
+impl RateLimitInfo {
+    /// Every decision, in the order the limits were checked.
+    pub fn decisions(&self) -> &[LimitDecision] {
+        &self.entries
+    }
+
+    /// The decision of the limit named `name`.
+    pub fn get(&self, name: &str) -> Option<&Decision> {
+        self.entries
+            .iter()
+            .find(|e| &*e.name == name)
+            .map(|e| &e.decision)
+    }
+
+    /// The decision that denied the request, if one did.
+    pub fn denied(&self) -> Option<&LimitDecision> {
+        self.denied.and_then(|i| self.entries.get(i))
+    }
+
+    /// Whether every limit admitted the request.
+    pub fn is_allowed(&self) -> bool {
+        self.denied.is_none()
+    }
+
+    /// Whether a denied request was let through because the layer is in
+    /// dry-run mode.
+    pub fn is_dry_run(&self) -> bool {
+        self.dry_run && self.denied.is_some()
+    }
+
+    /// The smallest `remaining` over all limits.
+    pub fn remaining(&self) -> Option<u64> {
+        self.entries.iter().map(|e| e.decision.remaining).min()
+    }
+
+    /// How long a denied client should wait; `None` if admitted or if the
+    /// request can never be admitted.
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.denied().and_then(|d| d.decision.retry_after())
+    }
+
+    pub(crate) fn merge_into(&self, ext: &mut http::Extensions) {
+        match ext.get_mut::<RateLimitInfo>() {
+            Some(existing) => {
+                let offset = existing.entries.len();
+                existing.entries.extend(self.entries.iter().cloned());
+                if existing.denied.is_none() {
+                    existing.denied = self.denied.map(|i| i + offset);
+                }
+                existing.dry_run |= self.dry_run;
+            }
+            None => {
+                ext.insert(self.clone());
+            }
+        }
+    }
+}

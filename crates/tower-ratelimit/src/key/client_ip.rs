@@ -1,0 +1,369 @@
+//! The client's IP address behind trusted proxies (`X-Forwarded-For`, `Forwarded`).
+
+use super::ip::{normalize, IpKey, IpPrefixes};
+use super::peer_ip::{peer_addr, NO_PEER};
+use super::{KeyError, KeyExtractor};
+use crate::BuildError;
+use http::header::{HeaderName, FORWARDED};
+use http::request::Parts;
+use ipnet::IpNet;
+use smallvec::SmallVec;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+/// Which header the trusted proxies append the client's address to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ProxyHeader {
+    /// `X-Forwarded-For: client, proxy1, proxy2` (the default).
+    #[default]
+    XForwardedFor,
+    /// RFC 7239 `Forwarded: for=client, for="[2001:db8::1]:4711"`.
+    Forwarded,
+}
+
+const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+
+const BAD_XFF: KeyError = KeyError::malformed("X-Forwarded-For header");
+const BAD_FORWARDED: KeyError = KeyError::malformed("Forwarded header");
+
+/// Keys by the client's IP address as reported by trusted proxies.
+///
+/// - A request whose peer is not a trusted proxy is keyed by the peer's
+///   address: its forwarding headers are ignored, so clients cannot forge
+///   them.
+/// - Otherwise the configured header ([`ProxyHeader`]) is read **from the
+///   right**, skipping addresses of trusted proxies; the first untrusted
+///   address is the client. Entries left of it were written by the client
+///   and are never read, so a forged leftmost entry changes nothing.
+/// - When every hop is trusted, the leftmost address is used.
+/// - A malformed entry reached in that walk (non-ASCII bytes, garbage,
+///   `unknown`, obfuscated identifiers, a port-only value) is a
+///   [`KeyError`] (400); several header lines are read as one list.
+///
+/// Addresses are keyed like [`PeerIp`](super::PeerIp): IPv6 by /64,
+/// IPv4-mapped addresses as IPv4.
+///
+/// ```
+/// use tower_ratelimit::key::{ClientIp, KeyExtractor, PeerAddr};
+///
+/// let client_ip = ClientIp::new(["10.0.0.0/8"]).unwrap();
+/// let mut req = http::Request::builder()
+///     .header("x-forwarded-for", "6.6.6.6, 203.0.113.9, 10.0.0.2")
+///     .body(())
+///     .unwrap()
+///     .into_parts()
+///     .0;
+/// req.extensions.insert(PeerAddr("10.0.0.1:5000".parse().unwrap()));
+/// assert_eq!(client_ip.extract(&req).unwrap().to_string(), "203.0.113.9");
+/// ```
+#[derive(Debug, Clone)]
+pub struct ClientIp {
+    trusted: Arc<[IpNet]>,
+    prefixes: IpPrefixes,
+    header: ProxyHeader,
+}
+
+impl ClientIp {
+    /// Trusts the proxies in `cidrs` (`"10.0.0.0/8"`, `"2001:db8::/32"`, or
+    /// a bare address). Fails on the first one that does not parse.
+    pub fn new<I>(cidrs: I) -> Result<Self, BuildError>
+    where
+        I: IntoIterator,
+        I::Item: AsRef<str>,
+    {
+        let trusted = cidrs
+            .into_iter()
+            .map(|c| parse_cidr(c.as_ref()))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self::trusting(trusted))
+    }
+
+    /// Trusts the comma-separated CIDRs in `list` (as in a `TRUSTED_PROXIES`
+    /// variable); blank entries are skipped, so `""` trusts nobody.
+    pub fn from_list(list: &str) -> Result<Self, BuildError> {
+        Self::new(list.split(',').map(str::trim).filter(|s| !s.is_empty()))
+    }
+
+    /// Trusts these networks.
+    pub fn trusting(nets: impl IntoIterator<Item = IpNet>) -> Self {
+        Self {
+            trusted: nets.into_iter().map(|n| n.trunc()).collect(),
+            prefixes: IpPrefixes::DEFAULT,
+            header: ProxyHeader::XForwardedFor,
+        }
+    }
+
+    /// Reads this header instead of `X-Forwarded-For`. Pick the one your
+    /// proxies write: the other is client-controlled.
+    pub fn header(mut self, header: ProxyHeader) -> Self {
+        self.header = header;
+        self
+    }
+
+    /// How much of an address forms the key.
+    pub fn prefixes(mut self, prefixes: IpPrefixes) -> Self {
+        self.prefixes = prefixes;
+        self
+    }
+
+    /// The trusted networks.
+    pub fn trusted(&self) -> &[IpNet] {
+        &self.trusted
+    }
+
+    /// Whether `ip` is a trusted proxy.
+    pub fn is_trusted(&self, ip: IpAddr) -> bool {
+        let ip = normalize(ip);
+        self.trusted.iter().any(|n| n.contains(&ip))
+    }
+
+    /// The client's address (not reduced to a prefix), for handlers and
+    /// logs.
+    pub fn client_addr(&self, req: &Parts) -> Result<IpAddr, KeyError> {
+        let peer = peer_addr(req).ok_or(NO_PEER)?;
+        if !self.is_trusted(peer) {
+            return Ok(normalize(peer));
+        }
+        match self.header {
+            ProxyHeader::XForwardedFor => self.walk_xff(req, peer),
+            ProxyHeader::Forwarded => self.walk_forwarded(req, peer),
+        }
+    }
+
+    fn walk_xff(&self, req: &Parts, peer: IpAddr) -> Result<IpAddr, KeyError> {
+        let mut client = peer;
+        for value in req.headers.get_all(X_FORWARDED_FOR).iter().rev() {
+            let value = value.to_str().map_err(|_| BAD_XFF)?;
+            for entry in value.rsplit(',') {
+                let ip = parse_node(entry.trim_matches([' ', '\t'])).ok_or(BAD_XFF)?;
+                client = normalize(ip);
+                if !self.is_trusted(client) {
+                    return Ok(client);
+                }
+            }
+        }
+        Ok(client)
+    }
+
+    fn walk_forwarded(&self, req: &Parts, peer: IpAddr) -> Result<IpAddr, KeyError> {
+        let mut client = peer;
+        for value in req.headers.get_all(FORWARDED).iter().rev() {
+            let value = value.to_str().map_err(|_| BAD_FORWARDED)?;
+            let elements = split_elements(value).ok_or(BAD_FORWARDED)?;
+            for element in elements.iter().rev() {
+                let node = forwarded_for(element).ok_or(BAD_FORWARDED)?;
+                let ip = parse_node(node).ok_or(BAD_FORWARDED)?;
+                client = normalize(ip);
+                if !self.is_trusted(client) {
+                    return Ok(client);
+                }
+            }
+        }
+        Ok(client)
+    }
+}
+
+impl KeyExtractor for ClientIp {
+    type Key = IpKey;
+
+    #[inline]
+    fn extract(&self, req: &Parts) -> Result<IpKey, KeyError> {
+        self.client_addr(req).map(|ip| self.prefixes.key(ip))
+    }
+}
+
+fn parse_cidr(s: &str) -> Result<IpNet, BuildError> {
+    let s = s.trim();
+    if let Ok(net) = s.parse::<IpNet>() {
+        return Ok(net);
+    }
+    s.parse::<IpAddr>()
+        .map(IpNet::from)
+        .map_err(|_| BuildError::BadCidr(s.to_owned()))
+}
+
+/// An address, optionally with a port: `1.2.3.4`, `1.2.3.4:80`, `::1`,
+/// `[::1]`, `[::1]:80`.
+fn parse_node(s: &str) -> Option<IpAddr> {
+    if s.is_empty() || s.len() > 64 {
+        return None;
+    }
+    if let Ok(ip) = s.parse::<IpAddr>() {
+        return Some(ip);
+    }
+    if let Ok(sa) = s.parse::<SocketAddr>() {
+        return Some(sa.ip());
+    }
+    s.strip_prefix('[')
+        .and_then(|r| r.strip_suffix(']'))
+        .and_then(|r| r.parse::<std::net::Ipv6Addr>().ok())
+        .map(IpAddr::V6)
+}
+
+/// Splits a `Forwarded` value into its comma-separated elements, honouring
+/// quoted strings. `None` for an unterminated quote.
+fn split_elements(value: &str) -> Option<SmallVec<[&str; 4]>> {
+    let mut out = SmallVec::new();
+    let bytes = value.as_bytes();
+    let (mut start, mut quoted, mut escaped) = (0, false, false);
+    for (i, &b) in bytes.iter().enumerate() {
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        match b {
+            b'\\' if quoted => escaped = true,
+            b'"' => quoted = !quoted,
+            b',' if !quoted => {
+                out.push(&value[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if quoted {
+        return None;
+    }
+    out.push(&value[start..]);
+    Some(out)
+}
+
+/// The `for=` node of one `Forwarded` element, unquoted.
+fn forwarded_for(element: &str) -> Option<&str> {
+    for pair in element.split(';') {
+        let pair = pair.trim_matches([' ', '\t']);
+        let (name, value) = pair.split_once('=')?;
+        if name.trim().eq_ignore_ascii_case("for") {
+            let value = value.trim();
+            let value = match value.strip_prefix('"') {
+                Some(rest) => rest.strip_suffix('"')?,
+                None => value,
+            };
+            if value.contains(['"', '\\']) {
+                return None;
+            }
+            return Some(value);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::PeerAddr;
+
+    fn req(peer: &str, headers: &[(&str, &[u8])]) -> Parts {
+        let mut b = http::Request::builder();
+        for (n, v) in headers {
+            b = b.header(*n, http::HeaderValue::from_bytes(v).unwrap());
+        }
+        let mut p = b.body(()).unwrap().into_parts().0;
+        p.extensions.insert(PeerAddr(peer.parse().unwrap()));
+        p
+    }
+
+    fn ip(c: &ClientIp, r: &Parts) -> Result<String, KeyError> {
+        c.extract(r).map(|k| k.to_string())
+    }
+
+    #[test]
+    fn untrusted_peer_headers_ignored() {
+        let c = ClientIp::new(["10.0.0.0/8"]).unwrap();
+        let r = req("198.51.100.7:1", &[("x-forwarded-for", b"1.1.1.1")]);
+        assert_eq!(ip(&c, &r).unwrap(), "198.51.100.7");
+        let r = req("198.51.100.7:1", &[("x-forwarded-for", b"\xff garbage")]);
+        assert_eq!(ip(&c, &r).unwrap(), "198.51.100.7");
+    }
+
+    #[test]
+    fn xff_read_from_the_right() {
+        let c = ClientIp::new(["10.0.0.0/8", "192.168.0.1"]).unwrap();
+        let r = req(
+            "10.0.0.1:1",
+            &[("x-forwarded-for", b"9.9.9.9, 203.0.113.5, 192.168.0.1")],
+        );
+        assert_eq!(ip(&c, &r).unwrap(), "203.0.113.5");
+        // Several lines form one list.
+        let r = req(
+            "10.0.0.1:1",
+            &[
+                ("x-forwarded-for", b"9.9.9.9"),
+                ("x-forwarded-for", b"10.1.1.1"),
+            ],
+        );
+        assert_eq!(ip(&c, &r).unwrap(), "9.9.9.9");
+        // All trusted: the leftmost.
+        let r = req("10.0.0.1:1", &[("x-forwarded-for", b"10.2.2.2, 10.1.1.1")]);
+        assert_eq!(ip(&c, &r).unwrap(), "10.2.2.2");
+        // No header: the proxy itself.
+        let r = req("10.0.0.1:1", &[]);
+        assert_eq!(ip(&c, &r).unwrap(), "10.0.0.1");
+        // Ports, brackets and mapped addresses.
+        let r = req("10.0.0.1:1", &[("x-forwarded-for", b"[2001:db8::1]:80")]);
+        assert_eq!(ip(&c, &r).unwrap(), "2001:db8::/64");
+        let r = req(
+            "[::ffff:10.0.0.1]:1",
+            &[("x-forwarded-for", b"::ffff:8.8.8.8")],
+        );
+        assert_eq!(ip(&c, &r).unwrap(), "8.8.8.8");
+    }
+
+    #[test]
+    fn malformed_xff_is_a_4xx() {
+        let c = ClientIp::new(["10.0.0.0/8"]).unwrap();
+        for bad in [
+            &b"garbage"[..],
+            b"",
+            b" , ",
+            b"\xff\xfe",
+            b"1.2.3.4.5",
+            b"unknown",
+        ] {
+            let r = req("10.0.0.1:1", &[("x-forwarded-for", bad)]);
+            let e = c.extract(&r).unwrap_err();
+            assert_eq!(e.status(), 400, "{bad:?}");
+        }
+        // Garbage left of the client is never read.
+        let r = req("10.0.0.1:1", &[("x-forwarded-for", b"garbage, 5.5.5.5")]);
+        assert_eq!(ip(&c, &r).unwrap(), "5.5.5.5");
+    }
+
+    #[test]
+    fn forwarded_header() {
+        let c = ClientIp::new(["10.0.0.0/8"])
+            .unwrap()
+            .header(ProxyHeader::Forwarded);
+        let r = req(
+            "10.0.0.1:1",
+            &[(
+                "forwarded",
+                b"for=6.6.6.6, for=\"[2001:db8:cafe::17]:4711\";proto=https, For=10.0.0.3;by=10.0.0.1",
+            )],
+        );
+        assert_eq!(ip(&c, &r).unwrap(), "2001:db8:cafe::/64");
+        for bad in [
+            &b"for=unknown"[..],
+            b"for=_hidden",
+            b"for=\"[::1]",
+            b"proto=http",
+            b"for",
+            b"for=\"a\\\"b\"",
+        ] {
+            let r = req("10.0.0.1:1", &[("forwarded", bad)]);
+            assert!(c.extract(&r).is_err(), "{bad:?}");
+        }
+        // X-Forwarded-For is ignored when Forwarded is configured.
+        let r = req("10.0.0.1:1", &[("x-forwarded-for", b"1.2.3.4")]);
+        assert_eq!(ip(&c, &r).unwrap(), "10.0.0.1");
+    }
+
+    #[test]
+    fn bad_cidrs_are_errors() {
+        assert!(ClientIp::new(["10.0.0.0/33"]).is_err());
+        assert!(ClientIp::new(["nope"]).is_err());
+        assert!(ClientIp::from_list("10.0.0.0/8, ,::1").is_ok());
+        assert_eq!(ClientIp::from_list("").unwrap().trusted().len(), 0);
+        assert!(ClientIp::from_list("10.0.0.0/8,x").is_err());
+    }
+}

@@ -1,0 +1,90 @@
+//! The peer's IP address, from the connection info.
+
+use super::ip::{IpKey, IpPrefixes};
+use super::{KeyError, KeyExtractor};
+use crate::BuildError;
+use http::request::Parts;
+use std::net::{IpAddr, SocketAddr};
+
+/// The address of the connection's peer, as a request extension, for
+/// servers without axum's `ConnectInfo` (plain hyper: insert it per
+/// connection).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerAddr(pub SocketAddr);
+
+/// The peer's address, read from the request extensions: axum's
+/// `ConnectInfo<SocketAddr>` (with the `axum` feature; serve with
+/// `into_make_service_with_connect_info::<SocketAddr>()`, or use
+/// `MockConnectInfo` in tests), [`PeerAddr`], a `SocketAddr` or an `IpAddr`.
+pub fn peer_addr(req: &Parts) -> Option<IpAddr> {
+    #[cfg(feature = "axum")]
+    if let Some(info) = req
+        .extensions
+        .get::<axum::extract::ConnectInfo<SocketAddr>>()
+    {
+        return Some(info.0.ip());
+    }
+    if let Some(p) = req.extensions.get::<PeerAddr>() {
+        return Some(p.0.ip());
+    }
+    if let Some(a) = req.extensions.get::<SocketAddr>() {
+        return Some(a.ip());
+    }
+    req.extensions.get::<IpAddr>().copied()
+}
+
+pub(crate) const NO_PEER: KeyError =
+    KeyError::missing("peer address (serve with connection info, e.g. into_make_service_with_connect_info::<SocketAddr>())");
+
+/// Keys by the IP address of the TCP peer, ignoring every header.
+///
+/// Right when clients connect directly; behind a proxy every client would
+/// share the proxy's address: use [`ClientIp`](super::ClientIp) there.
+/// Without connection info it fails with a 400 (a misconfiguration: it is
+/// logged).
+///
+/// ```
+/// use tower_ratelimit::key::{KeyExtractor, PeerAddr, PeerIp};
+///
+/// let mut req = http::Request::new(()).into_parts().0;
+/// req.extensions.insert(PeerAddr("[2001:db8::1]:443".parse().unwrap()));
+/// assert_eq!(PeerIp::new().extract(&req).unwrap().to_string(), "2001:db8::/64");
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PeerIp {
+    prefixes: IpPrefixes,
+}
+
+impl PeerIp {
+    /// IPv4 addresses, IPv6 /64 prefixes.
+    pub const fn new() -> Self {
+        Self {
+            prefixes: IpPrefixes::DEFAULT,
+        }
+    }
+
+    /// Keys IPv6 addresses by a prefix of `prefix` bits (1..=128).
+    pub fn ipv6_prefix(self, prefix: u8) -> Result<Self, BuildError> {
+        IpPrefixes::new(self.prefixes.v4(), prefix).map(|prefixes| Self { prefixes })
+    }
+
+    /// Keys IPv4 addresses by a prefix of `prefix` bits (1..=32).
+    pub fn ipv4_prefix(self, prefix: u8) -> Result<Self, BuildError> {
+        IpPrefixes::new(prefix, self.prefixes.v6()).map(|prefixes| Self { prefixes })
+    }
+}
+
+impl KeyExtractor for PeerIp {
+    type Key = IpKey;
+
+    #[inline]
+    fn extract(&self, req: &Parts) -> Result<IpKey, KeyError> {
+        match peer_addr(req) {
+            Some(ip) => Ok(self.prefixes.key(ip)),
+            None => {
+                tracing::error!("tower-ratelimit: no peer address in the request extensions");
+                Err(NO_PEER)
+            }
+        }
+    }
+}

@@ -1,0 +1,69 @@
+//! A user id that authentication middleware put in the request extensions.
+
+use super::{KeyError, KeyExtractor};
+use http::request::Parts;
+use http::StatusCode;
+use std::fmt;
+use std::marker::PhantomData;
+
+const MISSING: KeyError =
+    KeyError::missing("authenticated user").with_status(StatusCode::UNAUTHORIZED);
+
+/// Keys by a value of type `T` found in the request extensions, such as the
+/// user id your authentication layer inserted (place it outside the rate
+/// limit). Absent: a missing key (401 when rejected).
+///
+/// ```
+/// use tower_ratelimit::key::{Extension, KeyExtractor};
+///
+/// #[derive(Clone, PartialEq, Eq, Hash, Debug)]
+/// struct UserId(u64);
+///
+/// let mut req = http::Request::new(()).into_parts().0;
+/// req.extensions.insert(UserId(7));
+/// assert_eq!(Extension::<UserId>::new().extract(&req).unwrap(), UserId(7));
+/// ```
+pub struct Extension<T> {
+    _marker: PhantomData<fn() -> T>,
+}
+
+impl<T> Extension<T> {
+    /// Reads `T` from the extensions.
+    pub const fn new() -> Self {
+        Self {
+            _marker: PhantomData,
+        }
+    }
+}
+
+impl<T> Default for Extension<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> Clone for Extension<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Extension<T> {}
+
+impl<T> fmt::Debug for Extension<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Extension<{}>", std::any::type_name::<T>())
+    }
+}
+
+impl<T> KeyExtractor for Extension<T>
+where
+    T: Clone + Send + Sync + 'static,
+{
+    type Key = T;
+
+    #[inline]
+    fn extract(&self, req: &Parts) -> Result<T, KeyError> {
+        req.extensions.get::<T>().cloned().ok_or(MISSING)
+    }
+}

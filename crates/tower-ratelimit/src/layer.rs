@@ -1,0 +1,96 @@
+//! [`RateLimitLayer`]: the tower layer, cheap to clone, sharing its limits.
+
+use crate::builder::RateLimitBuilder;
+use crate::clock::default_clock;
+use crate::key::KeyExtractor;
+use crate::policy::{FailurePolicy, KeyErrorPolicy, Mode};
+use crate::response::{Headers, ProblemJson};
+use crate::service::RateLimit;
+use crate::shared::{Limit, Shared};
+use std::fmt;
+use std::sync::Arc;
+use tower_layer::Layer;
+
+/// Applies rate limits to an HTTP service: see the [crate docs](crate).
+///
+/// `X` extracts the key, `St` is the store ([`MemoryStore`] or a remote
+/// one), `R` builds rejections. Clones share everything, including the
+/// stores: the limit holds across clones, threads and routes that use the
+/// same layer.
+///
+/// [`MemoryStore`]: ratelimit_core::MemoryStore
+pub struct RateLimitLayer<X: KeyExtractor, St, R = ProblemJson> {
+    pub(crate) shared: Arc<Shared<X, St, R>>,
+}
+
+impl<X: KeyExtractor, St> RateLimitLayer<X, St> {
+    /// One limit named `default` in `store`, keyed by `key`, with the
+    /// default policies: enforce, 429 problem+json, IETF headers, reject
+    /// requests without a key, fail open.
+    ///
+    /// ```
+    /// use ratelimit_core::{Gcra, MemoryStore};
+    /// use std::time::Duration;
+    /// use tower_ratelimit::{key::PeerIp, RateLimitLayer};
+    ///
+    /// let store = MemoryStore::new(Gcra::new(100, Duration::from_secs(60)).unwrap());
+    /// let layer = RateLimitLayer::new(store, PeerIp::new());
+    /// # let _ = layer;
+    /// ```
+    pub fn new(store: impl Into<Arc<St>>, key: X) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                key,
+                limits: Box::new([Limit {
+                    name: Arc::from("default"),
+                    store: store.into(),
+                }]),
+                all: 1,
+                cost: None,
+                select: None,
+                count_if: None,
+                mode: Mode::Enforce,
+                on_key_error: KeyErrorPolicy::Reject,
+                on_store_error: FailurePolicy::Open,
+                headers: Headers::new(),
+                response: ProblemJson::new(),
+                clock: default_clock(),
+                stripes: None,
+            }),
+        }
+    }
+
+    /// A builder for several named limits and other policies.
+    pub fn builder(key: X) -> RateLimitBuilder<X, St> {
+        RateLimitBuilder::new(key)
+    }
+}
+
+impl<X: KeyExtractor, St, R> Clone for RateLimitLayer<X, St, R> {
+    fn clone(&self) -> Self {
+        Self {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<X: KeyExtractor, St, R> fmt::Debug for RateLimitLayer<X, St, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.shared.limits.iter().map(|l| &*l.name).collect();
+        f.debug_struct("RateLimitLayer")
+            .field("limits", &names)
+            .field("mode", &self.shared.mode)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S, X: KeyExtractor, St, R> Layer<S> for RateLimitLayer<X, St, R> {
+    type Service = RateLimit<S, X, St, R>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        RateLimit {
+            inner,
+            shared: self.shared.clone(),
+        }
+    }
+}

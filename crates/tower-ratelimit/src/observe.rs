@@ -1,0 +1,59 @@
+//! Tracing events and `metrics` counters (behind the `metrics` feature).
+
+use crate::key::KeyError;
+use ratelimit_core::{Decision, StoreError};
+
+/// Counter names, all with a `limit` label (key errors: a `reason` label).
+#[cfg(feature = "metrics")]
+pub(crate) mod names {
+    pub(crate) const ALLOWED: &str = "ratelimit_allowed_total";
+    pub(crate) const LIMITED: &str = "ratelimit_limited_total";
+    pub(crate) const DRY_RUN: &str = "ratelimit_dry_run_total";
+    pub(crate) const KEY_ERRORS: &str = "ratelimit_key_errors_total";
+    pub(crate) const STORE_ERRORS: &str = "ratelimit_store_errors_total";
+}
+
+#[cfg(feature = "metrics")]
+fn count(name: &'static str, limit: &std::sync::Arc<str>) {
+    metrics::counter!(name, "limit" => limit.to_string()).increment(1);
+}
+
+#[inline]
+pub(crate) fn allowed(_limit: &std::sync::Arc<str>) {
+    #[cfg(feature = "metrics")]
+    count(names::ALLOWED, _limit);
+}
+
+pub(crate) fn limited(limit: &std::sync::Arc<str>, d: &Decision, dry_run: bool) {
+    if dry_run {
+        tracing::debug!(limit = %limit, remaining = d.remaining, wait = ?d.wait, "rate limit exceeded (dry run: let through)");
+        #[cfg(feature = "metrics")]
+        count(names::DRY_RUN, limit);
+    } else {
+        tracing::debug!(limit = %limit, wait = ?d.wait, "rate limited");
+        #[cfg(feature = "metrics")]
+        count(names::LIMITED, limit);
+    }
+}
+
+pub(crate) fn key_error(e: &KeyError) {
+    tracing::debug!(error = %e, "no rate-limit key");
+    #[cfg(feature = "metrics")]
+    metrics::counter!(names::KEY_ERRORS, "reason" => e.what()).increment(1);
+}
+
+pub(crate) fn store_error(limit: &std::sync::Arc<str>, e: &StoreError, fail_open: bool) {
+    if fail_open {
+        tracing::warn!(limit = %limit, error = %e, "rate-limit store failed: letting the request through");
+    } else {
+        tracing::warn!(limit = %limit, error = %e, "rate-limit store failed: rejecting the request");
+    }
+    #[cfg(feature = "metrics")]
+    count(names::STORE_ERRORS, limit);
+}
+
+pub(crate) fn refund_error(limit: &std::sync::Arc<str>, e: &StoreError) {
+    tracing::warn!(limit = %limit, error = %e, "rate-limit refund failed");
+    #[cfg(feature = "metrics")]
+    count(names::STORE_ERRORS, limit);
+}

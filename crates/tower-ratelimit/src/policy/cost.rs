@@ -1,0 +1,55 @@
+//! The cost of a request: how many units of the limit it uses.
+
+use http::request::Parts;
+
+/// How many units of the limit a request uses (1 by default). A cost of 0
+/// is a peek: always admitted, consumes nothing. Closures
+/// `Fn(&Parts) -> u64` are costs too.
+///
+/// ```
+/// use http::request::Parts;
+/// use tower_ratelimit::policy::Cost;
+///
+/// // Bulk endpoints cost one unit per item in `?count=`.
+/// let per_item = |req: &Parts| {
+///     req.uri
+///         .query()
+///         .and_then(|q| q.strip_prefix("count="))
+///         .and_then(|n| n.parse().ok())
+///         .unwrap_or(1u64)
+/// };
+/// let req = http::Request::get("/bulk?count=20").body(()).unwrap();
+/// assert_eq!(per_item.cost(&req.into_parts().0), 20);
+/// ```
+pub trait Cost: Send + Sync + 'static {
+    /// The cost of `req`.
+    fn cost(&self, req: &Parts) -> u64;
+}
+
+impl<F> Cost for F
+where
+    F: Fn(&Parts) -> u64 + Send + Sync + 'static,
+{
+    #[inline]
+    fn cost(&self, req: &Parts) -> u64 {
+        self(req)
+    }
+}
+
+/// The same cost for every request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FixedCost(pub u64);
+
+impl FixedCost {
+    /// Every request costs `n`.
+    pub const fn new(n: u64) -> Self {
+        Self(n)
+    }
+}
+
+impl Cost for FixedCost {
+    #[inline]
+    fn cost(&self, _req: &Parts) -> u64 {
+        self.0
+    }
+}

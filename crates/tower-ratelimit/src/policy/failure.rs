@@ -1,0 +1,17 @@
+//! What to do when the store cannot decide (Redis down, in-memory store full).
+
+/// What to do when the store fails ([`StoreError`](ratelimit_core::StoreError),
+/// including [`CapacityExceeded`](ratelimit_core::StoreError::CapacityExceeded)
+/// from a capped `MemoryStore`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FailurePolicy {
+    /// Admit the request as if that limit did not exist; log a warning and
+    /// count a store error. The default: a limiter outage must not become
+    /// a service outage.
+    #[default]
+    Open,
+    /// Reject with 503 and an `application/problem+json` body saying the
+    /// limiter is unavailable (built by the
+    /// [`ResponseBuilder`](crate::response::ResponseBuilder)).
+    Closed,
+}

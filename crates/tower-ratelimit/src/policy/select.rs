@@ -1,0 +1,71 @@
+//! Choosing, per request, which of a layer's limits apply (plan tiers, anonymous vs authenticated).
+
+use http::request::Parts;
+
+/// A set of a layer's limits, by the order they were added (at most 64).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Selection(u64);
+
+impl Selection {
+    /// Every limit.
+    pub const ALL: Self = Self(u64::MAX);
+    /// No limit: the request goes on unlimited.
+    pub const NONE: Self = Self(0);
+
+    /// Only limit `index`.
+    pub const fn only(index: usize) -> Self {
+        Self::NONE.with(index)
+    }
+
+    /// This set and limit `index`.
+    pub const fn with(self, index: usize) -> Self {
+        if index < 64 {
+            Self(self.0 | 1 << index)
+        } else {
+            self
+        }
+    }
+
+    /// Whether limit `index` is in the set.
+    pub const fn contains(self, index: usize) -> bool {
+        index < 64 && self.0 & (1 << index) != 0
+    }
+
+    /// The set as a bit mask (bit `i` for limit `i`).
+    pub const fn bits(self) -> u64 {
+        self.0
+    }
+}
+
+/// Chooses which limits apply to a request, given its head and key.
+/// Closures `Fn(&Parts, &K) -> Selection` are selectors too.
+///
+/// ```
+/// use http::request::Parts;
+/// use tower_ratelimit::policy::{LimitSelector, Selection};
+///
+/// #[derive(Clone, PartialEq)]
+/// enum Plan { Free, Pro }
+///
+/// // Limit 0 is the free plan's, limit 1 the pro plan's.
+/// let by_plan = |req: &Parts, _key: &String| match req.extensions.get::<Plan>() {
+///     Some(Plan::Pro) => Selection::only(1),
+///     _ => Selection::only(0),
+/// };
+/// let req = http::Request::new(()).into_parts().0;
+/// assert_eq!(by_plan.select(&req, &"k".to_owned()), Selection::only(0));
+/// ```
+pub trait LimitSelector<K>: Send + Sync + 'static {
+    /// The limits that apply to `req`.
+    fn select(&self, req: &Parts, key: &K) -> Selection;
+}
+
+impl<F, K> LimitSelector<K> for F
+where
+    F: Fn(&Parts, &K) -> Selection + Send + Sync + 'static,
+{
+    #[inline]
+    fn select(&self, req: &Parts, key: &K) -> Selection {
+        self(req, key)
+    }
+}

@@ -1,0 +1,222 @@
+//! The rate-limit header fields: IETF `RateLimit-Policy` and `RateLimit`, `Retry-After`, and legacy `X-RateLimit-*`.
+
+use super::problem::ceil_secs;
+use crate::info::LimitDecision;
+use http::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
+use std::fmt::Write;
+
+/// `RateLimit-Policy` (draft-ietf-httpapi-ratelimit-headers).
+pub const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
+/// `RateLimit` (draft-ietf-httpapi-ratelimit-headers).
+pub const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
+/// Legacy `X-RateLimit-Limit`.
+pub const X_RATELIMIT_LIMIT: HeaderName = HeaderName::from_static("x-ratelimit-limit");
+/// Legacy `X-RateLimit-Remaining`.
+pub const X_RATELIMIT_REMAINING: HeaderName = HeaderName::from_static("x-ratelimit-remaining");
+/// Legacy `X-RateLimit-Reset` (seconds from now).
+pub const X_RATELIMIT_RESET: HeaderName = HeaderName::from_static("x-ratelimit-reset");
+
+/// Which rate-limit header fields the layer sends.
+///
+/// With the defaults, every response of a limited route carries the two
+/// structured fields of the IETF draft, one list member per limit:
+///
+/// ```text
+/// RateLimit-Policy: "per-minute";q=100;w=60, "per-day";q=1000;w=86400
+/// RateLimit: "per-minute";r=42;t=18, "per-day";r=917;t=3600
+/// ```
+///
+/// `q` is the limit, `w` the window in seconds (rounded up), `r` what is
+/// left and `t` the seconds (rounded up) until the limit is back to full,
+/// or, on a 429, until the request may be retried. A 429 lists only the
+/// limit that denied it, and carries `Retry-After` (whole seconds, rounded
+/// up, never 0 for a positive wait; absent when the request can never be
+/// admitted). Stacked layers append their own members.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Headers {
+    ietf: bool,
+    on_allowed: bool,
+    legacy: bool,
+}
+
+impl Default for Headers {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Headers {
+    /// IETF fields on every response, no legacy fields.
+    pub const fn new() -> Self {
+        Self {
+            ietf: true,
+            on_allowed: true,
+            legacy: false,
+        }
+    }
+
+    /// No rate-limit fields except `Retry-After` on 429s.
+    pub const fn none() -> Self {
+        Self {
+            ietf: false,
+            on_allowed: false,
+            legacy: false,
+        }
+    }
+
+    /// Whether to send the IETF `RateLimit-Policy` and `RateLimit` fields.
+    pub const fn ietf(mut self, on: bool) -> Self {
+        self.ietf = on;
+        self
+    }
+
+    /// Whether admitted responses carry the fields too (not only 429s).
+    pub const fn on_allowed(mut self, on: bool) -> Self {
+        self.on_allowed = on;
+        self
+    }
+
+    /// Whether to send `X-RateLimit-Limit`, `-Remaining` and `-Reset`
+    /// (seconds from now) for the most restrictive limit.
+    pub const fn legacy(mut self, on: bool) -> Self {
+        self.legacy = on;
+        self
+    }
+
+    pub(crate) fn wants_allowed(&self) -> bool {
+        self.on_allowed && (self.ietf || self.legacy)
+    }
+
+    /// Writes the fields for `entries` (all of one layer). `denied`: the
+    /// entry that denied the request, whose fields alone are written.
+    pub(crate) fn write(
+        &self,
+        map: &mut HeaderMap,
+        entries: &[LimitDecision],
+        denied: Option<usize>,
+    ) {
+        let entries = match denied {
+            Some(i) => {
+                let e = &entries[i];
+                if !map.contains_key(RETRY_AFTER) {
+                    if let Some(wait) = e.decision.retry_after() {
+                        map.insert(RETRY_AFTER, HeaderValue::from(ceil_secs(wait).max(1)));
+                    }
+                }
+                std::slice::from_ref(e)
+            }
+            None => entries,
+        };
+        if entries.is_empty() {
+            return;
+        }
+        if self.ietf {
+            let mut policy = String::with_capacity(32 * entries.len());
+            let mut state = String::with_capacity(32 * entries.len());
+            for (i, e) in entries.iter().enumerate() {
+                let d = &e.decision;
+                if i > 0 {
+                    policy.push_str(", ");
+                    state.push_str(", ");
+                }
+                sf_string(&mut policy, &e.name);
+                let _ = write!(policy, ";q={};w={}", d.limit, ceil_secs(d.window).max(1));
+                sf_string(&mut state, &e.name);
+                let t = match d.retry_after() {
+                    Some(wait) => ceil_secs(wait).max(1),
+                    None => ceil_secs(d.reset),
+                };
+                let _ = write!(state, ";r={};t={}", d.remaining, t);
+            }
+            append(map, RATELIMIT_POLICY, policy);
+            append(map, RATELIMIT, state);
+        }
+        if self.legacy {
+            let e = entries
+                .iter()
+                .min_by_key(|e| e.decision.remaining)
+                .unwrap_or(&entries[0]);
+            let d = &e.decision;
+            let reset = match d.retry_after() {
+                Some(wait) => ceil_secs(wait).max(1),
+                None => ceil_secs(d.reset),
+            };
+            map.insert(X_RATELIMIT_LIMIT, HeaderValue::from(d.limit));
+            map.insert(X_RATELIMIT_REMAINING, HeaderValue::from(d.remaining));
+            map.insert(X_RATELIMIT_RESET, HeaderValue::from(reset));
+        }
+    }
+}
+
+fn append(map: &mut HeaderMap, name: HeaderName, value: String) {
+    if let Ok(v) = HeaderValue::from_maybe_shared(bytes::Bytes::from(value)) {
+        map.append(name, v);
+    }
+}
+
+/// A structured-field string (names are printable ASCII, checked at build).
+fn sf_string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        if c == '"' || c == '\\' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratelimit_core::Decision;
+    use std::time::Duration;
+
+    fn entry(name: &str, allowed: bool, remaining: u64, wait: Option<Duration>) -> LimitDecision {
+        LimitDecision {
+            name: name.into(),
+            decision: Decision {
+                allowed,
+                remaining,
+                wait,
+                limit: 100,
+                window: Duration::from_millis(59_500),
+                reset: Duration::from_millis(29_001),
+            },
+        }
+    }
+
+    #[test]
+    fn allowed_fields() {
+        let mut map = HeaderMap::new();
+        let entries = [
+            entry("a", true, 7, Some(Duration::ZERO)),
+            entry("b\"c", true, 9, Some(Duration::ZERO)),
+        ];
+        Headers::new().legacy(true).write(&mut map, &entries, None);
+        assert_eq!(
+            map[RATELIMIT_POLICY],
+            r#""a";q=100;w=60, "b\"c";q=100;w=60"#
+        );
+        assert_eq!(map[RATELIMIT], r#""a";r=7;t=30, "b\"c";r=9;t=30"#);
+        assert_eq!(map[X_RATELIMIT_REMAINING], "7");
+        assert_eq!(map[X_RATELIMIT_RESET], "30");
+        assert!(!map.contains_key(RETRY_AFTER));
+    }
+
+    #[test]
+    fn denied_fields() {
+        let mut map = HeaderMap::new();
+        let entries = [
+            entry("a", true, 7, Some(Duration::ZERO)),
+            entry("b", false, 0, Some(Duration::from_millis(1))),
+        ];
+        Headers::new().write(&mut map, &entries, Some(1));
+        assert_eq!(map[RETRY_AFTER], "1");
+        assert_eq!(map[RATELIMIT_POLICY], r#""b";q=100;w=60"#);
+        assert_eq!(map[RATELIMIT], r#""b";r=0;t=1"#);
+        let mut map = HeaderMap::new();
+        Headers::none().write(&mut map, &[entry("n", false, 0, None)], Some(0));
+        assert!(map.is_empty());
+    }
+}

@@ -1,0 +1,12 @@
+//! Responses: the rejection builder trait, the default problem+json 429, and the rate-limit header fields.
+
+mod builder;
+mod headers;
+mod problem;
+
+pub use builder::{Rejection, ResponseBuilder};
+pub use headers::{
+    Headers, RATELIMIT, RATELIMIT_POLICY, X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING,
+    X_RATELIMIT_RESET,
+};
+pub use problem::{ProblemJson, PROBLEM_JSON};

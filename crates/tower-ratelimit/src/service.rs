@@ -1,0 +1,375 @@
+//! [`RateLimit`]: the service that checks each request in `call` and answers or forwards it.
+
+use crate::check::{poll_now, Checker, Verdict};
+use crate::future::{HeaderPlan, ResponseFuture};
+use crate::info::{LimitDecision, RateLimitInfo};
+use crate::key::KeyExtractor;
+use crate::observe;
+use crate::policy::{KeyErrorPolicy, Mode};
+use crate::response::{ProblemJson, Rejection, ResponseBuilder};
+use crate::shared::Shared;
+use http::request::Parts;
+use http::{Request, Response};
+use ratelimit_core::Store;
+use smallvec::SmallVec;
+use std::fmt;
+use std::hash::Hash;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tower_service::Service;
+
+/// The rate-limiting service made by [`RateLimitLayer`](crate::RateLimitLayer).
+///
+/// Limits are checked in [`call`](Service::call), never in `poll_ready`
+/// (which is the inner service's), and a limited request is answered with a
+/// response, not an error: the error type stays the inner service's.
+pub struct RateLimit<S, X: KeyExtractor, St, R = ProblemJson> {
+    pub(crate) inner: S,
+    pub(crate) shared: Arc<Shared<X, St, R>>,
+}
+
+impl<S, X: KeyExtractor, St, R> RateLimit<S, X, St, R> {
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// The inner service, consuming the limiter.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S: Clone, X: KeyExtractor, St, R> Clone for RateLimit<S, X, St, R> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<S: fmt::Debug, X: KeyExtractor, St, R> fmt::Debug for RateLimit<S, X, St, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RateLimit")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Cost reserved by an admitted request, for refunds.
+struct Reserved<K> {
+    key: K,
+    cost: u64,
+    at: u64,
+    limits: SmallVec<[usize; 2]>,
+}
+
+enum Next<B, K> {
+    Respond(Response<B>),
+    Forward {
+        parts: Parts,
+        plan: Option<HeaderPlan>,
+        hold: Duration,
+        reserved: Option<Reserved<K>>,
+    },
+}
+
+impl<S, X, St, R, ReqBody, ResBody> Service<Request<ReqBody>> for RateLimit<S, X, St, R>
+where
+    S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Send + 'static,
+    X: KeyExtractor,
+    X::Key: Hash,
+    St: Store<X::Key>,
+    St::CheckFuture: Unpin,
+    St::RefundFuture: Unpin,
+    R: ResponseBuilder<ResBody>,
+    ReqBody: Send + 'static,
+    ResBody: Send + 'static,
+{
+    type Response = Response<ResBody>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S::Future>;
+
+    #[inline]
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<ReqBody>) -> Self::Future {
+        let shared = &*self.shared;
+        let (parts, body) = req.into_parts();
+        let key = match shared.key.extract(&parts) {
+            Ok(key) => key,
+            Err(e) => {
+                observe::key_error(&e);
+                let pass = match shared.on_key_error {
+                    KeyErrorPolicy::Reject => false,
+                    KeyErrorPolicy::Allow => true,
+                    KeyErrorPolicy::AllowMissing => e.is_missing(),
+                };
+                if pass {
+                    let fut = self.inner.call(Request::from_parts(parts, body));
+                    return ResponseFuture::inner(fut, None);
+                }
+                return ResponseFuture::ready(Ok(shared.response.build(Rejection::KeyError(&e))));
+            }
+        };
+        let mut selection = shared.all;
+        if let Some(select) = &shared.select {
+            selection &= select.select(&parts, &key).bits();
+        }
+        if selection == 0 {
+            return ResponseFuture::inner(self.inner.call(Request::from_parts(parts, body)), None);
+        }
+        let cost = shared.cost.as_ref().map_or(1, |c| c.cost(&parts));
+        let now = shared.clock.now();
+        let mut checker = Checker::<X::Key, St>::new(key, cost, now, selection);
+        let polled = {
+            // Several limits: check them under a per-key lock, so that a
+            // check-then-refund is never seen half-done by another request
+            // of this layer (exact when the store's futures are ready).
+            let _guard = shared.stripes.as_ref().map(|s| s.lock(&checker.key));
+            let mut cx = Context::from_waker(std::task::Waker::noop());
+            checker.poll(&mut cx, &shared.limits, shared.on_store_error)
+        };
+        match polled {
+            Poll::Ready(verdict) => match decide(shared, parts, checker, verdict) {
+                Next::Respond(res) => ResponseFuture::ready(Ok(res)),
+                Next::Forward {
+                    parts,
+                    plan,
+                    hold,
+                    reserved: None,
+                } if hold.is_zero() => {
+                    ResponseFuture::inner(self.inner.call(Request::from_parts(parts, body)), plan)
+                }
+                Next::Forward {
+                    parts,
+                    plan,
+                    hold,
+                    reserved,
+                } => {
+                    let inner = self.take_inner();
+                    let req = Request::from_parts(parts, body);
+                    let shared = self.shared.clone();
+                    ResponseFuture::boxed(Box::pin(forward(
+                        shared, inner, req, plan, hold, reserved,
+                    )))
+                }
+            },
+            Poll::Pending => {
+                // A remote store: finish the check asynchronously.
+                let inner = self.take_inner();
+                let shared = self.shared.clone();
+                ResponseFuture::boxed(Box::pin(async move {
+                    let verdict = std::future::poll_fn(|cx| {
+                        checker.poll(cx, &shared.limits, shared.on_store_error)
+                    })
+                    .await;
+                    match decide(&shared, parts, checker, verdict) {
+                        Next::Respond(res) => Ok(res),
+                        Next::Forward {
+                            parts,
+                            plan,
+                            hold,
+                            reserved,
+                        } => {
+                            let req = Request::from_parts(parts, body);
+                            forward(shared, inner, req, plan, hold, reserved).await
+                        }
+                    }
+                }))
+            }
+        }
+    }
+}
+
+impl<S: Clone, X: KeyExtractor, St, R> RateLimit<S, X, St, R> {
+    /// The ready inner service, leaving a fresh clone in its place.
+    fn take_inner(&mut self) -> S {
+        let clone = self.inner.clone();
+        std::mem::replace(&mut self.inner, clone)
+    }
+}
+
+fn decide<X, St, R, B>(
+    shared: &Shared<X, St, R>,
+    mut parts: Parts,
+    checker: Checker<X::Key, St>,
+    verdict: Verdict,
+) -> Next<B, X::Key>
+where
+    X: KeyExtractor,
+    St: Store<X::Key>,
+    St::CheckFuture: Unpin,
+    St::RefundFuture: Unpin,
+    R: ResponseBuilder<B>,
+{
+    let entries: SmallVec<[LimitDecision; 2]> = checker
+        .entries
+        .iter()
+        .map(|&(i, decision)| LimitDecision {
+            name: shared.limits[i].name.clone(),
+            decision,
+        })
+        .collect();
+    let dry_run = shared.mode == Mode::DryRun;
+    let mut reserved = None;
+    let mut hold = Duration::ZERO;
+    let info = match verdict {
+        Verdict::Unavailable(e) => {
+            return Next::Respond(shared.response.build(Rejection::Unavailable(&e)));
+        }
+        Verdict::Denied => {
+            let i = entries.len() - 1;
+            let info = RateLimitInfo {
+                entries,
+                denied: Some(i),
+                dry_run,
+            };
+            let denied = &info.entries[i];
+            observe::limited(&denied.name, &denied.decision, dry_run);
+            if !dry_run {
+                let mut res = shared.response.build(Rejection::Limited(&info));
+                shared
+                    .headers
+                    .write(res.headers_mut(), &info.entries, info.denied);
+                return Next::Respond(res);
+            }
+            info
+        }
+        Verdict::Admitted => {
+            for e in &entries {
+                observe::allowed(&e.name);
+            }
+            if shared.mode == Mode::Shape {
+                hold = entries
+                    .iter()
+                    .map(|e| e.decision.hold())
+                    .max()
+                    .unwrap_or_default();
+            }
+            if (shared.count_if.is_some() || !hold.is_zero()) && checker.cost > 0 {
+                reserved = Some(Reserved {
+                    limits: checker
+                        .entries
+                        .iter()
+                        .filter(|(_, d)| d.allowed)
+                        .map(|&(i, _)| i)
+                        .collect(),
+                    key: checker.key,
+                    cost: checker.cost,
+                    at: checker.now,
+                });
+            }
+            RateLimitInfo {
+                entries,
+                denied: None,
+                dry_run: false,
+            }
+        }
+    };
+    info.merge_into(&mut parts.extensions);
+    let plan = shared.headers.wants_allowed().then(|| HeaderPlan {
+        info,
+        headers: shared.headers,
+    });
+    Next::Forward {
+        parts,
+        plan,
+        hold,
+        reserved,
+    }
+}
+
+/// Gives back a held request's slots if it is dropped before it goes on.
+struct HoldGuard<'a, X: KeyExtractor, St: Store<X::Key>, R> {
+    shared: &'a Shared<X, St, R>,
+    reserved: Option<Reserved<X::Key>>,
+}
+
+impl<X: KeyExtractor, St: Store<X::Key>, R> HoldGuard<'_, X, St, R> {
+    fn disarm(mut self) -> Option<Reserved<X::Key>> {
+        self.reserved.take()
+    }
+}
+
+impl<X: KeyExtractor, St: Store<X::Key>, R> Drop for HoldGuard<'_, X, St, R> {
+    fn drop(&mut self) {
+        if let Some(r) = self.reserved.take() {
+            let now = self.shared.clock.now();
+            for &i in &r.limits {
+                let limit = &self.shared.limits[i];
+                let mut fut = Box::pin(limit.store.refund(&r.key, r.cost, r.at, now));
+                if let Some(Err(e)) = poll_now(&mut fut) {
+                    observe::refund_error(&limit.name, &e);
+                }
+            }
+        }
+    }
+}
+
+async fn refund<X, St, R>(shared: &Shared<X, St, R>, r: Reserved<X::Key>)
+where
+    X: KeyExtractor,
+    St: Store<X::Key>,
+{
+    let now = shared.clock.now();
+    for &i in &r.limits {
+        let limit = &shared.limits[i];
+        if let Err(e) = limit.store.refund(&r.key, r.cost, r.at, now).await {
+            observe::refund_error(&limit.name, &e);
+        }
+    }
+}
+
+async fn forward<S, X, St, R, ReqBody, ResBody>(
+    shared: Arc<Shared<X, St, R>>,
+    mut inner: S,
+    req: Request<ReqBody>,
+    plan: Option<HeaderPlan>,
+    hold: Duration,
+    mut reserved: Option<Reserved<X::Key>>,
+) -> Result<Response<ResBody>, S::Error>
+where
+    S: Service<Request<ReqBody>, Response = Response<ResBody>>,
+    X: KeyExtractor,
+    St: Store<X::Key>,
+{
+    if !hold.is_zero() {
+        let guard = HoldGuard {
+            shared: &*shared,
+            reserved: reserved.take(),
+        };
+        tokio::time::sleep(hold).await;
+        reserved = guard.disarm();
+    }
+    let mut result = inner.call(req).await;
+    if let (Some(predicate), Some(r)) = (&shared.count_if, reserved) {
+        let counts = match result {
+            Ok(res) => {
+                let (head, body) = res.into_parts();
+                let counts = predicate.counts(&head);
+                result = Ok(Response::from_parts(head, body));
+                counts
+            }
+            Err(_) => false,
+        };
+        if !counts {
+            refund(&shared, r).await;
+        }
+    }
+    if let (Ok(res), Some(plan)) = (&mut result, plan) {
+        plan.apply(res);
+    }
+    result
+}

@@ -1,0 +1,52 @@
+//! The state every clone of a layer and its services shares.
+
+use crate::key::KeyExtractor;
+use crate::policy::{Cost, FailurePolicy, KeyErrorPolicy, LimitSelector, Mode, ResponsePredicate};
+use crate::response::Headers;
+use ratelimit_core::Clock;
+use std::hash::{BuildHasher, Hash, RandomState};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+/// One named limit: a store and the name used in headers.
+pub(crate) struct Limit<St> {
+    pub(crate) name: Arc<str>,
+    pub(crate) store: Arc<St>,
+}
+
+/// Locks that make a multi-limit check atomic per key (for stores whose
+/// checks complete at once, like `MemoryStore`).
+pub(crate) struct Stripes {
+    locks: Box<[Mutex<()>]>,
+    hasher: RandomState,
+}
+
+impl Stripes {
+    pub(crate) fn new(n: usize) -> Self {
+        Self {
+            locks: (0..n.next_power_of_two()).map(|_| Mutex::new(())).collect(),
+            hasher: RandomState::new(),
+        }
+    }
+
+    pub(crate) fn lock<K: Hash>(&self, key: &K) -> MutexGuard<'_, ()> {
+        let i = self.hasher.hash_one(key) as usize & (self.locks.len() - 1);
+        self.locks[i].lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+pub(crate) struct Shared<X: KeyExtractor, St, R> {
+    pub(crate) key: X,
+    pub(crate) limits: Box<[Limit<St>]>,
+    /// Bit mask of every configured limit.
+    pub(crate) all: u64,
+    pub(crate) cost: Option<Box<dyn Cost>>,
+    pub(crate) select: Option<Box<dyn LimitSelector<X::Key>>>,
+    pub(crate) count_if: Option<Box<dyn ResponsePredicate>>,
+    pub(crate) mode: Mode,
+    pub(crate) on_key_error: KeyErrorPolicy,
+    pub(crate) on_store_error: FailurePolicy,
+    pub(crate) headers: Headers,
+    pub(crate) response: R,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) stripes: Option<Stripes>,
+}
