@@ -4,11 +4,56 @@
 //! `ratelimit-sim ALGORITHM [OPTIONS]` reads lines `T_MS KEY [COST]` on
 //! standard input and writes `T_MS KEY allow|deny REMAINING WAIT_MS` for
 //! each, deciding through [`ratelimit_core::MemoryStore`] on a manual clock.
+//!
+//! Three subcommands show how the algorithms differ on the same traffic:
+//!
+//! - `ratelimit-sim generate NAME [OPTIONS]` prints a seeded trace: `steady`,
+//!   `bursty`, `poisson` or the `window-edge` attack (see [`generate`](mod@generate)).
+//! - `ratelimit-sim compare [OPTIONS]` prints a table, one row per
+//!   algorithm: admitted, denied, held, the largest cost admitted in any
+//!   half-open interval `[s, s + P)`, and the share of requests decided
+//!   otherwise than by the exact sliding log (see [`compare`](mod@compare)).
+//! - `ratelimit-sim plot [OPTIONS]` draws an SVG chart, one panel per
+//!   algorithm: requests admitted, held and denied over time, and the
+//!   remaining capacity (see [`plot`](mod@plot)).
+//!
+//! Both `compare` and `plot` take the algorithms as `--algo "ALGORITHM
+//! [OPTIONS]"` (repeated, or several separated by `;`), or, without
+//! `--algo`, all six at `--limit L --period P` (default 10 per 1s); and the
+//! traffic as `--generator "NAME [OPTIONS]"` or a trace on standard input.
+//!
+//! ```text
+//! ratelimit-sim compare --generator "window-edge --limit 10 --period 1s"
+//! ratelimit-sim plot --algo "gcra --limit 10 --period 1s; fixed-window --limit 10 --period 1s" \
+//!     --generator "window-edge --limit 10 --period 1s --duration 4s" -o edge.svg
+//! ratelimit-sim generate poisson --rate 20 --period 1s --seed 7 | ratelimit-sim gcra --limit 10 --period 1s
+//! ```
 
+mod cli;
+pub mod compare;
+pub mod generate;
 mod options;
+pub mod plot;
 mod replay;
 mod trace;
 
+pub use cli::{all_algorithms, parse_specs, read_trace, AlgorithmSpec};
+pub use compare::{
+    compare, compare_usage, decide_all, format_table, max_in_interval, run_compare, Row,
+};
+pub use generate::{
+    format_trace, generator_usage, parse_generator, run_generate, Generator, Shape,
+};
 pub use options::{parse_algorithm, usage, SimError};
+pub use plot::{chart_data, plot_usage, render_svg, run_plot, Chart, Panel};
 pub use replay::{format_decision, replay, Replayer};
 pub use trace::{parse_line, Event};
+
+/// The lines `ratelimit-sim --help` prints after [`usage`]: the
+/// subcommands.
+pub fn subcommands_usage() -> &'static str {
+    "subcommands (each with --help):\n  \
+     ratelimit-sim generate NAME [OPTIONS]   print a seeded trace (steady, bursty, poisson, window-edge)\n  \
+     ratelimit-sim compare [OPTIONS]         one table row per algorithm on the same trace\n  \
+     ratelimit-sim plot [OPTIONS]            an SVG chart, one panel per algorithm"
+}

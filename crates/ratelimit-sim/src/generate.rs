@@ -1,0 +1,465 @@
+//! Seeded traffic generators: steady, bursty, Poisson and the window-edge
+//! attack, each producing a trace in the sim's input format.
+//!
+//! A generator is written like an algorithm on the command line, `NAME
+//! [OPTIONS]`:
+//!
+//! | generator | options | requests |
+//! | --- | --- | --- |
+//! | `steady` | `--rate N --period P [--jitter J]` | the `i`-th at `floor(i*P/N)`, each pushed later by a random `[0, J)` (default 0) |
+//! | `bursty` | `--size S --every E [--spread W]` | a burst of `S` every `E`, starting at a random point of `[k*E, k*E + E/2)`, its requests at random points of the next `W` (default 100ms) |
+//! | `poisson` | `--rate N --period P` | a Poisson process of mean rate `N` per `P` (exponential gaps), floored to the millisecond |
+//! | `window-edge` | `--limit L --period P [--spread W]` | at each odd boundary `k*P` (`k = 1, 3, 5, ...`), `L` requests evenly in `[k*P - W, k*P)` and `L` in `[k*P, k*P + W)` (default `W = P/10`) |
+//!
+//! Common options: `--duration D` (default 10s; requests at times `< D`),
+//! `--start S` (default 0: every time is shifted by `S`, so the requests
+//! fall in `[S, S + D)`), `--seed N` (default 1), `--key K` (default
+//! `client`), `--cost N` (default 1). The same options and seed give the same trace every time;
+//! `steady` without jitter and `window-edge` use no randomness at all.
+//! Times are integer milliseconds, never decreasing.
+//!
+//! The window-edge attack is aimed at a fixed window aligned on `P`: it
+//! spends the whole quota `L` at the end of one window and again at the
+//! start of the next, so `2L` requests land within `2W` — and then waits
+//! one window, since the window after the boundary is spent.
+
+use crate::cli::Flags;
+use crate::{Event, SimError};
+use ratelimit_core::parse_duration;
+use std::time::Duration;
+
+/// The usage text of the generators.
+pub fn generator_usage() -> &'static str {
+    "generators (NAME [OPTIONS]):\n  \
+     steady --rate N --period P [--jitter J]\n  \
+     bursty --size S --every E [--spread W]\n  \
+     poisson --rate N --period P\n  \
+     window-edge --limit L --period P [--spread W]\n  \
+     common: [--duration D (10s)] [--start S (0)] [--seed N (1)] [--key K (client)] [--cost N (1)]"
+}
+
+/// The shape of the traffic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Shape {
+    /// `rate` requests per `period`, evenly spaced, each delayed by a
+    /// random amount below `jitter_ms`.
+    Steady {
+        /// Requests per period.
+        rate: u64,
+        /// The period in milliseconds.
+        period_ms: u64,
+        /// Upper bound (exclusive) of the random delay; 0 for none.
+        jitter_ms: u64,
+    },
+    /// Bursts of `size` requests, one per `every_ms`, each spread over
+    /// `spread_ms`.
+    Bursty {
+        /// Requests per burst.
+        size: u64,
+        /// Milliseconds between burst slots.
+        every_ms: u64,
+        /// How long one burst lasts.
+        spread_ms: u64,
+    },
+    /// Poisson arrivals at a mean of `rate` per `period_ms`.
+    Poisson {
+        /// Mean requests per period.
+        rate: u64,
+        /// The period in milliseconds.
+        period_ms: u64,
+    },
+    /// The whole quota `limit` just before and just after every other
+    /// boundary of a fixed window of `period_ms`.
+    WindowEdge {
+        /// The quota of the attacked window.
+        limit: u64,
+        /// The attacked window's length in milliseconds.
+        period_ms: u64,
+        /// How long before (and after) the boundary the quota is spent.
+        spread_ms: u64,
+    },
+}
+
+/// A generator: a shape and the common options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Generator {
+    /// The shape of the traffic.
+    pub shape: Shape,
+    /// Requests are generated at times below this, in milliseconds
+    /// (before the shift by `start_ms`).
+    pub duration_ms: u64,
+    /// Added to every time.
+    pub start_ms: u64,
+    /// The seed of the random choices.
+    pub seed: u64,
+    /// The key of every request.
+    pub key: String,
+    /// The cost of every request.
+    pub cost: u64,
+}
+
+fn millis(d: Duration, name: &str) -> Result<u64, SimError> {
+    u64::try_from(d.as_millis())
+        .map_err(|_| SimError(format!("option --{name}: duration too large")))
+}
+
+fn take_millis(flags: &mut Flags, name: &str, default: Option<u64>) -> Result<u64, SimError> {
+    match flags.single(name)? {
+        Some(v) => {
+            let d = parse_duration(&v).map_err(|e| SimError(format!("option --{name}: {e}")))?;
+            millis(d, name)
+        }
+        None => default.ok_or_else(|| SimError(format!("missing option --{name}"))),
+    }
+}
+
+fn positive(flags: &mut Flags, name: &str, default: Option<u64>) -> Result<u64, SimError> {
+    let v = flags.integer(name)?.or(default);
+    match v {
+        Some(0) => Err(SimError(format!("option --{name} must be positive"))),
+        Some(v) => Ok(v),
+        None => Err(SimError(format!("missing option --{name}"))),
+    }
+}
+
+/// Parses `NAME [OPTIONS]` into a generator.
+///
+/// ```
+/// use ratelimit_sim::parse_generator;
+/// let words = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
+/// let g = parse_generator(&words("window-edge --limit 3 --period 1s --duration 2s")).unwrap();
+/// let times: Vec<u64> = g.events().iter().map(|e| e.t_ms).collect();
+/// assert_eq!(times, [900, 933, 966, 1000, 1033, 1066]);
+/// assert!(parse_generator(&words("steady --rate 0 --period 1s")).is_err());
+/// ```
+pub fn parse_generator(args: &[String]) -> Result<Generator, SimError> {
+    let (name, rest) = args
+        .split_first()
+        .ok_or_else(|| SimError("missing generator NAME".to_owned()))?;
+    let mut f = Flags::parse(rest, &[])?;
+    let shape = match name.as_str() {
+        "steady" => Shape::Steady {
+            rate: positive(&mut f, "rate", None)?,
+            period_ms: positive_duration(&mut f, "period", None)?,
+            jitter_ms: take_millis(&mut f, "jitter", Some(0))?,
+        },
+        "bursty" => {
+            let size = positive(&mut f, "size", None)?;
+            let every_ms = positive_duration(&mut f, "every", None)?;
+            let spread_ms = positive_duration(&mut f, "spread", Some(100))?;
+            Shape::Bursty {
+                size,
+                every_ms,
+                spread_ms,
+            }
+        }
+        "poisson" => Shape::Poisson {
+            rate: positive(&mut f, "rate", None)?,
+            period_ms: positive_duration(&mut f, "period", None)?,
+        },
+        "window-edge" => {
+            let limit = positive(&mut f, "limit", None)?;
+            let period_ms = positive_duration(&mut f, "period", None)?;
+            let spread_ms = positive_duration(&mut f, "spread", Some((period_ms / 10).max(1)))?;
+            if spread_ms > period_ms {
+                return Err(SimError(
+                    "option --spread must not exceed --period".to_owned(),
+                ));
+            }
+            Shape::WindowEdge {
+                limit,
+                period_ms,
+                spread_ms,
+            }
+        }
+        other => return Err(SimError(format!("unknown generator {other:?}"))),
+    };
+    let duration_ms = take_millis(&mut f, "duration", Some(10_000))?;
+    let start_ms = take_millis(&mut f, "start", Some(0))?;
+    if start_ms.checked_add(duration_ms).is_none() {
+        return Err(SimError(
+            "options --start and --duration are too large".to_owned(),
+        ));
+    }
+    let seed = f.integer("seed")?.unwrap_or(1);
+    let key = f.single("key")?.unwrap_or_else(|| "client".to_owned());
+    let cost = f.integer("cost")?.unwrap_or(1);
+    f.finish("this generator")?;
+    Ok(Generator {
+        shape,
+        duration_ms,
+        start_ms,
+        seed,
+        key,
+        cost,
+    })
+}
+
+fn positive_duration(flags: &mut Flags, name: &str, default: Option<u64>) -> Result<u64, SimError> {
+    match take_millis(flags, name, default)? {
+        0 => Err(SimError(format!("option --{name} must be at least 1ms"))),
+        v => Ok(v),
+    }
+}
+
+impl Generator {
+    /// The generated requests, in time order.
+    pub fn events(&self) -> Vec<Event> {
+        let mut rng = SplitMix64(self.seed);
+        let end = self.duration_ms;
+        let mut times: Vec<u64> = Vec::new();
+        match self.shape {
+            Shape::Steady {
+                rate,
+                period_ms,
+                jitter_ms,
+            } => {
+                for i in 0u64.. {
+                    // floor(i * P / N), exact.
+                    let base = u128::from(i) * u128::from(period_ms) / u128::from(rate);
+                    let Ok(base) = u64::try_from(base) else { break };
+                    if base >= end {
+                        break;
+                    }
+                    let t = base + rng.below(jitter_ms);
+                    if t < end {
+                        times.push(t);
+                    }
+                }
+            }
+            Shape::Bursty {
+                size,
+                every_ms,
+                spread_ms,
+            } => {
+                let mut slot = 0u64;
+                while slot < end {
+                    let start = slot + rng.below(every_ms.div_ceil(2));
+                    times.extend(
+                        (0..size)
+                            .map(|_| start + rng.below(spread_ms))
+                            .filter(|&t| t < end),
+                    );
+                    slot = slot.saturating_add(every_ms);
+                }
+            }
+            Shape::Poisson { rate, period_ms } => {
+                let mean = period_ms as f64 / rate as f64;
+                let mut t = 0.0f64;
+                loop {
+                    // Exponential gap by inversion; 1 - u is in (0, 1].
+                    t += -(1.0 - rng.unit()).ln() * mean;
+                    if t >= end as f64 {
+                        break;
+                    }
+                    times.push(t as u64);
+                }
+            }
+            Shape::WindowEdge {
+                limit,
+                period_ms,
+                spread_ms,
+            } => {
+                let mut boundary = period_ms;
+                while boundary.saturating_sub(spread_ms) < end {
+                    for i in 0..limit {
+                        // The i-th of L evenly spaced points of [-W, 0) and [0, W).
+                        let offset = u128::from(i) * u128::from(spread_ms) / u128::from(limit);
+                        let offset = offset as u64; // < spread_ms
+                        times.push(boundary - spread_ms + offset);
+                    }
+                    for i in 0..limit {
+                        let offset = u128::from(i) * u128::from(spread_ms) / u128::from(limit);
+                        times.push(boundary + offset as u64);
+                    }
+                    boundary = boundary.saturating_add(2 * period_ms);
+                }
+                times.retain(|&t| t < end);
+            }
+        }
+        times.sort_unstable();
+        times
+            .into_iter()
+            .map(|t_ms| Event {
+                t_ms: t_ms + self.start_ms,
+                key: self.key.clone(),
+                cost: self.cost,
+            })
+            .collect()
+    }
+}
+
+/// Formats events as trace lines `T_MS KEY COST`, one per line.
+pub fn format_trace(events: &[Event]) -> String {
+    let mut out = String::new();
+    for e in events {
+        out.push_str(&format!("{} {} {}\n", e.t_ms, e.key, e.cost));
+    }
+    out
+}
+
+/// `ratelimit-sim generate NAME [OPTIONS]`: prints the generated trace.
+pub fn run_generate(args: &[String], mut output: impl std::io::Write) -> Result<(), SimError> {
+    let generator = parse_generator(args)?;
+    output
+        .write_all(format_trace(&generator.events()).as_bytes())
+        .and_then(|()| output.flush())
+        .map_err(|e| SimError(format!("i/o error: {e}")))
+}
+
+/// splitmix64 (Steele, Lea and Flood): a tiny, well-mixed, seedable PRNG,
+/// plenty for traffic shapes.
+#[derive(Debug, Clone)]
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `[0, n)` (0 when `n` is 0), by multiply-high.
+    fn below(&mut self, n: u64) -> u64 {
+        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
+    }
+
+    /// Uniform in `[0, 1)`, 53 bits.
+    fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gen(spec: &str) -> Generator {
+        let words: Vec<String> = spec.split_whitespace().map(String::from).collect();
+        parse_generator(&words).unwrap()
+    }
+
+    fn times(spec: &str) -> Vec<u64> {
+        gen(spec).events().iter().map(|e| e.t_ms).collect()
+    }
+
+    #[test]
+    fn splitmix_matches_reference_values() {
+        // First outputs for seed 1234567 from the reference implementation.
+        let mut r = SplitMix64(1234567);
+        assert_eq!(r.next_u64(), 6457827717110365317);
+        assert_eq!(r.next_u64(), 3203168211198807973);
+    }
+
+    #[test]
+    fn steady_is_evenly_spaced_and_exact() {
+        assert_eq!(
+            times("steady --rate 3 --period 1s --duration 2s"),
+            [0, 333, 666, 1000, 1333, 1666]
+        );
+    }
+
+    #[test]
+    fn steady_jitter_is_seeded() {
+        let a = times("steady --rate 10 --period 1s --jitter 50ms --seed 7");
+        let b = times("steady --rate 10 --period 1s --jitter 50ms --seed 7");
+        let c = times("steady --rate 10 --period 1s --jitter 50ms --seed 8");
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert!(a.windows(2).all(|w| w[0] <= w[1]));
+        assert!(a.iter().all(|&t| t < 10_000));
+    }
+
+    #[test]
+    fn window_edge_fires_the_quota_on_both_sides_of_odd_boundaries() {
+        let t = times("window-edge --limit 10 --period 1s --duration 4s");
+        let expected: Vec<u64> = [1000u64, 3000]
+            .iter()
+            .flat_map(|&b| (0..20).map(move |i| b - 100 + i * 10))
+            .collect();
+        assert_eq!(t, expected);
+    }
+
+    #[test]
+    fn poisson_is_seeded_and_near_its_rate() {
+        let a = times("poisson --rate 20 --period 1s --duration 100s --seed 3");
+        assert_eq!(
+            a,
+            times("poisson --rate 20 --period 1s --duration 100s --seed 3")
+        );
+        assert_ne!(
+            a,
+            times("poisson --rate 20 --period 1s --duration 100s --seed 4")
+        );
+        // 2000 expected; the standard deviation is about 45.
+        assert!((1800..2200).contains(&a.len()), "{}", a.len());
+        assert!(a.windows(2).all(|w| w[0] <= w[1]));
+    }
+
+    #[test]
+    fn bursty_bursts_stay_in_their_slot() {
+        let t = times("bursty --size 5 --every 2s --spread 100ms --duration 10s --seed 9");
+        assert_eq!(t.len(), 25);
+        for (k, burst) in t.chunks(5).enumerate() {
+            let slot = k as u64 * 2000;
+            assert!(
+                burst.iter().all(|&x| x >= slot && x < slot + 1100),
+                "{burst:?}"
+            );
+            assert!(burst[4] - burst[0] < 100);
+        }
+    }
+
+    #[test]
+    fn start_shifts_every_request() {
+        assert_eq!(
+            times("steady --rate 2 --period 1s --duration 2s --start 5s"),
+            [5000, 5500, 6000, 6500]
+        );
+    }
+
+    #[test]
+    fn generators_reject_bad_options() {
+        let bad = [
+            "",
+            "zigzag",
+            "steady --rate 10",
+            "steady --rate x --period 1s",
+            "steady --rate 10 --period 1s --burst 3",
+            "poisson --rate 10 --period 0ms",
+            "window-edge --limit 10 --period 1s --spread 2s",
+            "bursty --size 3 --every 1s --duration forever",
+        ];
+        for spec in bad {
+            let words: Vec<String> = spec.split_whitespace().map(String::from).collect();
+            assert!(parse_generator(&words).is_err(), "{spec:?}");
+        }
+    }
+
+    #[test]
+    fn run_generate_prints_the_trace() {
+        let words: Vec<String> = "window-edge --limit 2 --period 1s --duration 2s --key k"
+            .split_whitespace()
+            .map(String::from)
+            .collect();
+        let mut out = Vec::new();
+        run_generate(&words, &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "900 k 1\n950 k 1\n1000 k 1\n1050 k 1\n"
+        );
+        assert!(run_generate(&words[..1], Vec::new()).is_err());
+    }
+
+    #[test]
+    fn format_trace_writes_parseable_lines() {
+        let events = gen("steady --rate 2 --period 1s --duration 1s --key k --cost 3").events();
+        let text = format_trace(&events);
+        assert_eq!(text, "0 k 3\n500 k 3\n");
+        for (line, e) in text.lines().zip(&events) {
+            assert_eq!(crate::parse_line(line).unwrap().as_ref(), Some(e));
+        }
+    }
+}

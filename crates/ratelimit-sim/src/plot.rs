@@ -1,0 +1,569 @@
+//! `ratelimit-sim plot`: a trace through several algorithms, drawn as an
+//! SVG chart with one panel per algorithm.
+//!
+//! Each panel shows, for one key (`--key`, default the trace's first key):
+//!
+//! - bars: the requests arriving in each time bin (`--bin`), stacked as
+//!   admitted (green), admitted but held (orange: the leaky bucket's queue)
+//!   and denied (red), on the left axis;
+//! - small orange dots, above the bars, where a held request goes on
+//!   (`t + hold`): the leaky bucket's steady output;
+//! - a blue step line: the remaining capacity over time (the `remaining`
+//!   the algorithm reports, sampled after each request and, between
+//!   requests, by cost-0 peeks five times per bin), on the right axis.
+//!
+//! The requests of other keys are left out (keys are independent, so they
+//! would change nothing).
+
+use crate::cli::{Flags, Setup, SETUP_REPEATABLE, SETUP_USAGE};
+use crate::{AlgorithmSpec, Event, Replayer, SimError};
+use plotters::prelude::*;
+use std::io::{BufRead, Write};
+use std::time::Duration;
+
+/// The usage text of `plot`.
+pub fn plot_usage() -> String {
+    format!(
+        "usage: ratelimit-sim plot [OPTIONS] [< TRACE]\n\
+         draws one trace through several algorithms as an SVG chart, one panel each:\n\
+         requests per time bin (admitted, held by the leaky bucket, denied) and the remaining capacity.\n\
+         options:\n{SETUP_USAGE}\n  \
+         --svg FILE, -o FILE             where to write the SVG (default: standard output)\n  \
+         --key K                         the key to draw (default: the trace's first key)\n  \
+         --bin D                         the width of a bar (default: about 1/100 of the trace)\n  \
+         --title TEXT                    the chart's title\n  \
+         --width PX --height PX          the size (default: 1000 wide, 100 + 190 per algorithm high)\n\
+         example: ratelimit-sim plot --generator \"window-edge --limit 10 --period 1s --duration 4s\" -o edge.svg\n\
+         example: ratelimit-sim plot --algo \"gcra --limit 10 --period 1s; fixed-window --limit 10 --period 1s\" < trace.txt > chart.svg"
+    )
+}
+
+/// What one panel draws.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Panel {
+    /// The algorithm as written.
+    pub label: String,
+    /// Per bin: requests admitted at once, admitted but held, denied.
+    pub bins: Vec<[u64; 3]>,
+    /// `(time in ms, remaining)`, in time order.
+    pub remaining: Vec<(u64, u64)>,
+    /// When each held request goes on, in ms (fractional).
+    pub departures: Vec<f64>,
+    /// Requests admitted.
+    pub admitted: u64,
+    /// Requests denied.
+    pub denied: u64,
+}
+
+/// Everything the chart draws.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chart {
+    /// The key drawn.
+    pub key: String,
+    /// The width of a bin in ms.
+    pub bin_ms: u64,
+    /// The end of the time axis in ms (the start is 0).
+    pub end_ms: u64,
+    /// One panel per algorithm.
+    pub panels: Vec<Panel>,
+}
+
+/// A round bin width near `span / 100`: 1, 2 or 5 times a power of ten ms.
+fn auto_bin(span_ms: u64) -> u64 {
+    let target = (span_ms / 100).max(1);
+    let mut unit = 1u64;
+    loop {
+        for m in [1, 2, 5] {
+            if unit * m >= target {
+                return unit * m;
+            }
+        }
+        unit *= 10;
+    }
+}
+
+/// Runs the events of `key` (default: the first key) through each
+/// algorithm and gathers what the chart draws.
+pub fn chart_data(
+    specs: &[AlgorithmSpec],
+    events: &[Event],
+    key: Option<&str>,
+    bin: Option<Duration>,
+) -> Result<Chart, SimError> {
+    let key = match key {
+        Some(k) => k.to_owned(),
+        None => events
+            .first()
+            .map(|e| e.key.clone())
+            .ok_or_else(|| SimError("the trace is empty: nothing to plot".to_owned()))?,
+    };
+    let events: Vec<&Event> = events.iter().filter(|e| e.key == key).collect();
+    let last = events
+        .last()
+        .ok_or_else(|| SimError(format!("no request of key {key:?} to plot")))?
+        .t_ms;
+    let bin_ms = match bin {
+        Some(b) => u64::try_from(b.as_millis())
+            .ok()
+            .filter(|&b| b > 0)
+            .ok_or_else(|| SimError("option --bin must be at least 1ms".to_owned()))?,
+        None => auto_bin(last + 1),
+    };
+    // The axis ends after the last request, or after the last held request
+    // goes on, whichever is later.
+    let mut end_ms = (last / bin_ms + 1) * bin_ms;
+    let mut panels = Vec::with_capacity(specs.len());
+    for spec in specs {
+        let panel = run_panel(spec, &events, bin_ms, end_ms)?;
+        if let Some(&d) = panel.departures.last() {
+            end_ms = end_ms.max((d as u64 / bin_ms + 1) * bin_ms);
+        }
+        panels.push(panel);
+    }
+    if panels
+        .iter()
+        .any(|p| p.bins.len() as u64 * bin_ms != end_ms)
+    {
+        panels = specs
+            .iter()
+            .map(|spec| run_panel(spec, &events, bin_ms, end_ms))
+            .collect::<Result<_, _>>()?;
+    }
+    Ok(Chart {
+        key,
+        bin_ms,
+        end_ms,
+        panels,
+    })
+}
+
+fn run_panel(
+    spec: &AlgorithmSpec,
+    events: &[&Event],
+    bin_ms: u64,
+    end_ms: u64,
+) -> Result<Panel, SimError> {
+    let mut replayer = Replayer::new(spec.algorithm);
+    let nbins = usize::try_from(end_ms / bin_ms).unwrap_or(usize::MAX);
+    let mut panel = Panel {
+        label: spec.label.clone(),
+        bins: vec![[0; 3]; nbins],
+        remaining: Vec::new(),
+        departures: Vec::new(),
+        admitted: 0,
+        denied: 0,
+    };
+    let step = (bin_ms / 5).max(1);
+    let key = events.first().map_or("", |e| e.key.as_str());
+    let peek = |replayer: &mut Replayer, t_ms: u64| {
+        replayer.decide(&Event {
+            t_ms,
+            key: key.to_owned(),
+            cost: 0,
+        })
+    };
+    let mut next_peek = 0u64;
+    for event in events {
+        while next_peek <= event.t_ms {
+            let d = peek(&mut replayer, next_peek)?;
+            panel.remaining.push((next_peek, d.remaining));
+            next_peek += step;
+        }
+        let d = replayer.decide(event)?;
+        panel.remaining.push((event.t_ms, d.remaining));
+        let slot = usize::try_from(event.t_ms / bin_ms).unwrap_or(usize::MAX);
+        let category = match (d.allowed, d.hold().is_zero()) {
+            (true, true) => 0,
+            (true, false) => 1,
+            (false, _) => 2,
+        };
+        if let Some(bin) = panel.bins.get_mut(slot) {
+            bin[category] += 1;
+        }
+        if d.allowed {
+            panel.admitted += 1;
+            if !d.hold().is_zero() {
+                panel
+                    .departures
+                    .push(event.t_ms as f64 + d.hold().as_nanos() as f64 / 1e6);
+            }
+        } else {
+            panel.denied += 1;
+        }
+    }
+    // Keep sampling after the last request, to the end of the axis.
+    while next_peek <= end_ms {
+        let d = peek(&mut replayer, next_peek)?;
+        panel.remaining.push((next_peek, d.remaining));
+        next_peek += step;
+    }
+    Ok(panel)
+}
+
+const ADMITTED: RGBColor = RGBColor(44, 160, 44);
+const HELD: RGBColor = RGBColor(255, 127, 14);
+const DENIED: RGBColor = RGBColor(214, 39, 40);
+const REMAINING: RGBColor = RGBColor(31, 119, 180);
+const FONT: &str = "sans-serif";
+
+/// Draws the chart as an SVG document of `width` x `height` pixels
+/// (`height` 0: 100 + 190 per panel).
+pub fn render_svg(chart: &Chart, title: &str, width: u32, height: u32) -> Result<String, SimError> {
+    let height = if height == 0 {
+        100 + 190 * chart.panels.len() as u32
+    } else {
+        height
+    };
+    let mut svg = String::new();
+    draw(chart, title, (width, height), &mut svg)
+        .map_err(|e| SimError(format!("cannot draw the chart: {e}")))?;
+    Ok(svg)
+}
+
+fn draw(
+    chart: &Chart,
+    title: &str,
+    size: (u32, u32),
+    svg: &mut String,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let root = SVGBackend::with_string(svg, size).into_drawing_area();
+    root.fill(&WHITE)?;
+    let (header, body) = root.split_vertically(70);
+    header.draw(&Text::new(
+        title.to_owned(),
+        (20, 10),
+        (FONT, 21).into_font().style(FontStyle::Bold),
+    ))?;
+    draw_legend(&header)?;
+
+    let end_s = chart.end_ms as f64 / 1000.0;
+    let bar_max = chart
+        .panels
+        .iter()
+        .flat_map(|p| p.bins.iter().map(|b| b.iter().sum::<u64>()))
+        .max()
+        .unwrap_or(0)
+        .max(1) as f64;
+    let areas = body.split_evenly((chart.panels.len().max(1), 1));
+    let bin_s = chart.bin_ms as f64 / 1000.0;
+    let y_desc = format!("requests per {} ms", chart.bin_ms);
+    for (i, (area, panel)) in areas.iter().zip(&chart.panels).enumerate() {
+        let last = i + 1 == chart.panels.len();
+        let held = panel.bins.iter().map(|b| b[1]).sum::<u64>();
+        let caption = if held > 0 {
+            format!(
+                "{}   (admitted {}, of which held {}; denied {})",
+                panel.label, panel.admitted, held, panel.denied
+            )
+        } else {
+            format!(
+                "{}   (admitted {}, denied {})",
+                panel.label, panel.admitted, panel.denied
+            )
+        };
+        let remaining_max = panel
+            .remaining
+            .iter()
+            .map(|&(_, r)| r)
+            .max()
+            .unwrap_or(0)
+            .max(1) as f64;
+        let mut c = ChartBuilder::on(area)
+            .caption(caption, (FONT, 17))
+            .margin_left(10)
+            .margin_right(10)
+            .margin_bottom(4)
+            .x_label_area_size(if last { 40 } else { 22 })
+            .y_label_area_size(60)
+            .right_y_label_area_size(70)
+            .build_cartesian_2d(0f64..end_s, 0f64..bar_max * 1.15)?
+            .set_secondary_coord(0f64..end_s, 0f64..remaining_max * 1.15);
+        let mut mesh = c.configure_mesh();
+        mesh.disable_x_mesh()
+            .bold_line_style(RGBColor(225, 225, 225))
+            .light_line_style(WHITE)
+            .y_labels(5)
+            .y_label_formatter(&|y| format!("{y:.0}"))
+            .x_label_formatter(&|x| format!("{x}"))
+            .y_desc(&y_desc)
+            .label_style((FONT, 14))
+            .axis_desc_style((FONT, 15));
+        if last {
+            mesh.x_desc("time (s)");
+        }
+        mesh.draw()?;
+        c.configure_secondary_axes()
+            .y_labels(5)
+            .y_label_formatter(&|y| format!("{y:.0}"))
+            .y_desc("remaining capacity")
+            .label_style((FONT, 14).into_font().color(&REMAINING))
+            .axis_desc_style((FONT, 15).into_font().color(&REMAINING))
+            .draw()?;
+
+        let gap = bin_s * 0.12;
+        c.draw_series(panel.bins.iter().enumerate().flat_map(|(k, b)| {
+            let x0 = k as f64 * bin_s + gap;
+            let x1 = (k + 1) as f64 * bin_s - gap;
+            let mut y = 0.0;
+            [ADMITTED, HELD, DENIED]
+                .into_iter()
+                .zip(b.iter())
+                .filter(|&(_, &n)| n > 0)
+                .map(move |(color, &n)| {
+                    let rect = Rectangle::new([(x0, y), (x1, y + n as f64)], color.filled());
+                    y += n as f64;
+                    rect
+                })
+                .collect::<Vec<_>>()
+        }))?;
+        // Above the tallest bar, in the headroom of the axis.
+        let dot_y = bar_max * 1.07;
+        c.draw_series(
+            panel
+                .departures
+                .iter()
+                .map(|&d| Circle::new((d / 1000.0, dot_y), 2, HELD.filled())),
+        )?;
+        // A step line: a corner at each change, and the last sample.
+        let mut steps: Vec<(f64, f64)> = Vec::new();
+        for (i, &(t, r)) in panel.remaining.iter().enumerate() {
+            let (x, y) = (t as f64 / 1000.0, r as f64);
+            match steps.last() {
+                Some(&(_, prev)) if prev == y && i + 1 < panel.remaining.len() => {}
+                Some(&(_, prev)) => {
+                    steps.push((x, prev));
+                    steps.push((x, y));
+                }
+                None => steps.push((x, y)),
+            }
+        }
+        c.draw_secondary_series(std::iter::once(PathElement::new(
+            steps,
+            REMAINING.stroke_width(2),
+        )))?;
+    }
+    root.present()?;
+    Ok(())
+}
+
+fn draw_legend(
+    area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let font = (FONT, 16).into_font();
+    let y = 44;
+    let mut x = 20;
+    let boxes = [
+        (ADMITTED, "admitted"),
+        (HELD, "admitted, held in the queue (leaky bucket)"),
+        (DENIED, "denied"),
+    ];
+    for (color, text) in boxes {
+        area.draw(&Rectangle::new([(x, y), (x + 14, y + 14)], color.filled()))?;
+        area.draw(&Text::new(text, (x + 20, y), font.clone()))?;
+        x += 20 + 7 * text.len() as i32 + 28;
+    }
+    area.draw(&Circle::new((x + 7, y + 7), 3, HELD.filled()))?;
+    let text = "held request goes on";
+    area.draw(&Text::new(text, (x + 20, y), font.clone()))?;
+    x += 20 + 7 * text.len() as i32 + 28;
+    area.draw(&PathElement::new(
+        vec![(x, y + 7), (x + 24, y + 7)],
+        REMAINING.stroke_width(3),
+    ))?;
+    let text = "remaining capacity (right axis)";
+    area.draw(&Text::new(text, (x + 30, y), font))?;
+    Ok(())
+}
+
+/// `ratelimit-sim plot [OPTIONS]`: writes the SVG to `--svg FILE` or to
+/// `output`.
+pub fn run_plot(
+    args: &[String],
+    input: impl BufRead,
+    mut output: impl Write,
+) -> Result<(), SimError> {
+    let mut flags = Flags::parse(args, SETUP_REPEATABLE)?;
+    let file = flags.single("svg")?;
+    let key = flags.single("key")?;
+    let bin = flags.duration("bin")?;
+    let title = flags.single("title")?;
+    let width = flags.integer("width")?.unwrap_or(1000);
+    let height = flags.integer("height")?.unwrap_or(0);
+    let (Ok(width), Ok(height)) = (u32::try_from(width), u32::try_from(height)) else {
+        return Err(SimError(
+            "option --width or --height is too large".to_owned(),
+        ));
+    };
+    if !(200..=20_000).contains(&width) || (height != 0 && !(100..=20_000).contains(&height)) {
+        return Err(SimError(
+            "options --width and --height must be between 200 (100 high) and 20000 pixels"
+                .to_owned(),
+        ));
+    }
+    let setup = Setup::take(&mut flags, input)?;
+    flags.finish("plot")?;
+    let chart = chart_data(&setup.specs, &setup.events, key.as_deref(), bin)?;
+    let title = title.unwrap_or_else(|| format!("ratelimit-sim: key {:?}", chart.key));
+    let svg = render_svg(&chart, &title, width, height)?;
+    match file {
+        Some(path) if path != "-" => {
+            std::fs::write(&path, svg).map_err(|e| SimError(format!("cannot write {path:?}: {e}")))
+        }
+        _ => output
+            .write_all(svg.as_bytes())
+            .and_then(|()| output.flush())
+            .map_err(|e| SimError(format!("i/o error: {e}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::spec;
+    use crate::compare::decide_all;
+    use crate::parse_generator;
+
+    fn events(generator: &str) -> Vec<Event> {
+        let words: Vec<String> = generator.split_whitespace().map(String::from).collect();
+        parse_generator(&words).unwrap().events()
+    }
+
+    #[test]
+    fn bins_are_round() {
+        assert_eq!(auto_bin(1), 1);
+        assert_eq!(auto_bin(4000), 50);
+        assert_eq!(auto_bin(10_000), 100);
+        assert_eq!(auto_bin(60_000), 1000);
+    }
+
+    #[test]
+    fn peeks_change_no_decision() {
+        let evs = events("poisson --rate 25 --period 1s --duration 20s --seed 5");
+        for s in crate::all_algorithms(10, "1s").unwrap() {
+            let chart = chart_data(std::slice::from_ref(&s), &evs, None, None).unwrap();
+            let p = &chart.panels[0];
+            let decided = decide_all(s.algorithm, &evs).unwrap();
+            let admitted = decided.iter().filter(|d| d.allowed).count() as u64;
+            assert_eq!(
+                (p.admitted, p.denied),
+                (admitted, evs.len() as u64 - admitted)
+            );
+            let held = decided.iter().filter(|d| !d.hold().is_zero()).count();
+            assert_eq!(p.departures.len(), held, "{}", s.label);
+            let binned: u64 = p.bins.iter().flatten().sum();
+            assert_eq!(binned, evs.len() as u64);
+        }
+    }
+
+    #[test]
+    fn window_edge_chart_numbers() {
+        let evs = events("window-edge --limit 10 --period 1s --duration 4s");
+        let specs = [
+            spec("fixed-window --limit 10 --period 1s"),
+            spec("leaky-bucket --limit 10 --period 1s --queue 9"),
+        ];
+        let chart = chart_data(&specs, &evs, None, None).unwrap();
+        assert_eq!((chart.key.as_str(), chart.bin_ms), ("client", 50));
+        let fixed = &chart.panels[0];
+        // Bins of 50ms: 900..940, 950..990, 1000..1040, 1050..1090.
+        assert_eq!(&fixed.bins[18..22], &[[5, 0, 0]; 4]);
+        // Full at 0, empty just before the boundary, full again at 1000,
+        // empty again at 1090.
+        assert_eq!(fixed.remaining.first(), Some(&(0, 10)));
+        assert!(fixed.remaining.contains(&(990, 0)));
+        assert!(fixed.remaining.contains(&(1000, 9)));
+        assert!(fixed.remaining.contains(&(1090, 0)));
+        let leaky = &chart.panels[1];
+        assert_eq!(leaky.bins[18], [1, 4, 0]);
+        assert_eq!(leaky.bins[20], [0, 1, 4]);
+        // Held requests go on 100ms apart: 1000, 1100, ..., 1900.
+        assert_eq!(
+            leaky.departures[..10],
+            [1000.0, 1100.0, 1200.0, 1300.0, 1400.0, 1500.0, 1600.0, 1700.0, 1800.0, 1900.0]
+        );
+        assert!(chart.end_ms >= 3100);
+    }
+
+    #[test]
+    fn svg_has_a_panel_per_algorithm_and_a_legend() {
+        let evs = events("window-edge --limit 10 --period 1s --duration 4s");
+        let specs = crate::all_algorithms(10, "1s").unwrap();
+        let chart = chart_data(&specs, &evs, None, None).unwrap();
+        let svg = render_svg(&chart, "edge", 1000, 0).unwrap();
+        assert!(svg.starts_with("<svg"), "{}", &svg[..100]);
+        assert!(svg.contains("height=\"1240\""));
+        for s in &specs {
+            assert!(svg.contains(&s.label), "{}", s.label);
+        }
+        for text in [
+            "admitted",
+            "denied",
+            "remaining capacity (right axis)",
+            "time (s)",
+        ] {
+            assert!(svg.contains(text), "{text}");
+        }
+        assert!(svg.trim_end().ends_with("</svg>"));
+    }
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn run_plot_writes_to_output_or_file() {
+        let mut out = Vec::new();
+        run_plot(
+            &args(&["--algo", "gcra --limit 2 --period 1s", "--title", "T"]),
+            "0 a\n10 a\n20 a\n1500 a\n".as_bytes(),
+            &mut out,
+        )
+        .unwrap();
+        let svg = String::from_utf8(out).unwrap();
+        assert!(svg.starts_with("<svg") && svg.contains(">\nT\n</text>"));
+        assert!(svg.contains("gcra --limit 2 --period 1s   (admitted 3, denied 1)"));
+
+        let path = std::env::temp_dir().join(format!("ratelimit-sim-{}.svg", std::process::id()));
+        let mut out = Vec::new();
+        run_plot(
+            &args(&[
+                "--generator",
+                "steady --rate 5 --period 1s --duration 2s",
+                "-o",
+                path.to_str().unwrap(),
+            ]),
+            "".as_bytes(),
+            &mut out,
+        )
+        .unwrap();
+        assert!(out.is_empty());
+        let svg = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        // Without --algo: the six algorithms at 10 per 1s.
+        assert_eq!(svg.matches("   (admitted ").count(), 6);
+    }
+
+    #[test]
+    fn run_plot_rejects_bad_options() {
+        for bad in [
+            &["--svg"][..],
+            &["--width", "10"],
+            &["--bin", "0ms"],
+            &["--algo", "gcra"],
+            &["--generator", "steady --rate 1 --period 1s", "--key", "x"],
+            &["--color", "red"],
+        ] {
+            let err = run_plot(&args(bad), "0 a\n".as_bytes(), Vec::new()).unwrap_err();
+            assert!(!err.0.contains('\n'), "{bad:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn plot_rejects_empty_and_unknown_keys() {
+        let s = [spec("gcra --limit 1 --period 1s")];
+        assert!(chart_data(&s, &[], None, None).is_err());
+        let evs = events("steady --rate 1 --period 1s --duration 2s");
+        assert!(chart_data(&s, &evs, Some("nobody"), None).is_err());
+        assert!(chart_data(&s, &evs, None, Some(Duration::ZERO)).is_err());
+    }
+}
