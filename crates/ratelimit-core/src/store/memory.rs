@@ -2,9 +2,9 @@
 
 use crate::{Algorithm, Decision, StoreError};
 use hashbrown::{DefaultHashBuilder, HashTable};
+use spin::mutex::{SpinMutex, SpinMutexGuard};
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
-use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// A concurrent keyed store: every key has its own state, created full on
 /// first use, and every check of a key is atomic.
@@ -15,7 +15,9 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 /// each a mutex around a [`hashbrown::HashTable`] of `(key, state)` pairs,
 /// hashed once per check with a randomly seeded hasher (foldhash), so
 /// clients cannot choose colliding keys. A check is one hash, one
-/// uncontended lock and a few integer operations.
+/// uncontended lock and a few integer operations. The shard locks are spin
+/// locks held only for one probe and one decision; a waiter spins briefly,
+/// then yields, then sleeps.
 ///
 /// Memory per key is the key, the state and one control byte, over the
 /// table's load factor (between 7/16 and 7/8). States:
@@ -68,9 +70,10 @@ pub struct MemoryStore<A: Algorithm, K> {
     shard_cap: usize,
     max_keys: Option<usize>,
     horizon: u64,
+    half_horizon: u64,
 }
 
-type ShardLock<K, S> = Padded<Mutex<Shard<K, S>>>;
+type ShardLock<K, S> = Padded<SpinMutex<Shard<K, S>>>;
 
 /// Keeps each shard's lock on its own cache line.
 #[repr(align(128))]
@@ -111,11 +114,12 @@ impl<A: Algorithm> MemoryStoreBuilder<A> {
             .max_keys
             .map_or(usize::MAX, |m| m.div_ceil(shards).max(1));
         MemoryStore {
+            half_horizon: self.algorithm.idle_horizon() / 2,
             horizon: self.algorithm.idle_horizon(),
             algorithm: self.algorithm,
             shards: (0..shards)
                 .map(|_| {
-                    Padded(Mutex::new(Shard {
+                    Padded(SpinMutex::new(Shard {
                         table: HashTable::new(),
                         last_sweep: 0,
                     }))
@@ -124,7 +128,7 @@ impl<A: Algorithm> MemoryStoreBuilder<A> {
             hasher: DefaultHashBuilder::default(),
             // The top 7 bits feed hashbrown's tags; take the shard from the
             // bits below them.
-            shard_shift: 64 - bits,
+            shard_shift: 57 - bits,
             shard_cap,
             max_keys: self.max_keys,
         }
@@ -172,12 +176,9 @@ impl<A: Algorithm, K> MemoryStore<A, K> {
 
 impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     #[inline]
-    fn shard(&self, hash: u64) -> MutexGuard<'_, Shard<K, A::State>> {
-        let index = if self.shard_shift == 64 {
-            0
-        } else {
-            ((hash << 7) >> self.shard_shift) as usize
-        };
+    fn shard(&self, hash: u64) -> SpinMutexGuard<'_, Shard<K, A::State>> {
+        // The bits just below the top 7 (those feed hashbrown's tags).
+        let index = (hash >> self.shard_shift) as usize & (self.shards.len() - 1);
         lock(&self.shards[index].0)
     }
 
@@ -273,7 +274,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     #[inline]
     fn keep_unambiguous(&self, shard: &mut Shard<K, A::State>, now: u64) {
         let elapsed = now.saturating_sub(shard.last_sweep);
-        if elapsed >= self.horizon / 2 {
+        if elapsed >= self.half_horizon {
             if elapsed >= self.horizon {
                 // Every state was written at least horizon / 2 ago and so is
                 // full by now.
@@ -286,10 +287,41 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // An algorithm never panics mid-update, so a poisoned lock still guards
-    // a consistent state.
-    m.lock().unwrap_or_else(PoisonError::into_inner)
+/// Locks a shard.
+///
+/// A shard's lock is held for a few nanoseconds (one probe and one
+/// decision), so it is a spin lock: taking and releasing it costs one atomic
+/// read-modify-write and one plain store, where a parking mutex needs two
+/// read-modify-writes. A waiter spins briefly, then yields its core, then
+/// sleeps, so a holder that is preempted, or busy growing or sweeping its
+/// shard, is not starved.
+#[inline]
+fn lock<T>(m: &SpinMutex<T>) -> SpinMutexGuard<'_, T> {
+    match m.try_lock_weak() {
+        Some(guard) => guard,
+        None => lock_contended(m),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn lock_contended<T>(m: &SpinMutex<T>) -> SpinMutexGuard<'_, T> {
+    let mut waited = 0u32;
+    loop {
+        while m.is_locked() {
+            if waited < 64 {
+                std::hint::spin_loop();
+            } else if waited < 128 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(std::time::Duration::from_micros(10));
+            }
+            waited = waited.saturating_add(1);
+        }
+        if let Some(guard) = m.try_lock_weak() {
+            return guard;
+        }
+    }
 }
 
 impl<A: Algorithm + std::fmt::Debug, K> std::fmt::Debug for MemoryStore<A, K> {

@@ -1,0 +1,278 @@
+//! Keyed GCRA check: `ratelimit-core`'s [`MemoryStore`] against
+//! `governor`'s keyed limiter (its default DashMap store), in one run.
+//!
+//! Cases: one hot key, 10,000 keys and 1,000,000 keys (pre-populated, keys
+//! cycled); the allowed and the denied path; 1 and 2 threads; each
+//! limiter's default production clock (`SystemClock` for us, `QuantaClock`
+//! for governor) and a frozen clock for both (`ManualClock`,
+//! `FakeRelativeClock`), which compares the algorithm and store alone.
+//! Each group benches ours then governor's, back to back, with the same
+//! quota and `u64` keys.
+//!
+//! Before the timings it prints the bytes allocated per key at 1,000,000
+//! keys for both, counted by a global allocator.
+//!
+//! `cargo bench -p ratelimit-core --bench keyed`
+
+use criterion::{black_box, BenchmarkId, Criterion, Throughput};
+use governor::clock::{Clock as _, FakeRelativeClock};
+use governor::middleware::NoOpMiddleware;
+use governor::state::keyed::DefaultKeyedStateStore;
+use governor::{Quota, RateLimiter};
+use ratelimit_core::{Clock, Gcra, ManualClock, MemoryStore, SystemClock};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicIsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// Counts live heap bytes, to measure memory per key.
+struct Counting;
+
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+
+// A global allocator needs an `unsafe impl`; this is the only unsafe code in
+// the workspace (the workspace lint is `deny`, not `forbid`, for this). It
+// forwards every call to `System` unchanged and only counts bytes.
+#[allow(unsafe_code)]
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        System.alloc(layout)
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        System.alloc_zeroed(layout)
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        System.dealloc(ptr, layout)
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LIVE.fetch_add(
+            new_size as isize - layout.size() as isize,
+            Ordering::Relaxed,
+        );
+        System.realloc(ptr, layout, new_size)
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+const KEY_COUNTS: [usize; 3] = [1, 10_000, 1_000_000];
+const THREADS: [usize; 2] = [1, 2];
+
+/// The `i`-th key: a bijection of `i`, so keys are distinct and spread.
+#[inline(always)]
+fn key(i: usize) -> u64 {
+    (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Path {
+    /// 10 per second with a burst of `u32::MAX`: every check is admitted.
+    Allowed,
+    /// 1 per hour, burst 1, each key used once beforehand: every check is
+    /// denied.
+    Denied,
+}
+
+impl Path {
+    fn name(self) -> &'static str {
+        match self {
+            Path::Allowed => "allowed",
+            Path::Denied => "denied",
+        }
+    }
+
+    fn ours(self) -> Gcra {
+        match self {
+            Path::Allowed => {
+                Gcra::with_burst(10, Duration::from_secs(1), u64::from(u32::MAX)).unwrap()
+            }
+            Path::Denied => Gcra::new(1, Duration::from_secs(3600)).unwrap(),
+        }
+    }
+
+    fn governor(self) -> Quota {
+        match self {
+            Path::Allowed => {
+                Quota::per_second(NonZeroU32::new(10).unwrap()).allow_burst(NonZeroU32::MAX)
+            }
+            Path::Denied => Quota::per_hour(NonZeroU32::new(1).unwrap()),
+        }
+    }
+
+    /// The cost each key is pre-populated with: enough to keep every key's
+    /// state non-full (so it stays in our store) for the whole run.
+    fn prefill(self) -> u32 {
+        match self {
+            Path::Allowed => 10_000,
+            Path::Denied => 1,
+        }
+    }
+}
+
+/// Runs `iters` checks on each of `threads` threads over `nkeys` keys
+/// (thread `t` starts at key `t * nkeys / threads`), and returns the wall
+/// time.
+fn run<F: Fn(u64) + Sync>(iters: u64, threads: usize, nkeys: usize, check: &F) -> Duration {
+    let work = |start: usize| {
+        let mut i = start;
+        for _ in 0..iters {
+            check(key(i));
+            i += 1;
+            if i == nkeys {
+                i = 0;
+            }
+        }
+    };
+    if threads == 1 {
+        let t0 = Instant::now();
+        work(0);
+        return t0.elapsed();
+    }
+    let t0 = Instant::now();
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let work = &work;
+            s.spawn(move || work(t * nkeys / threads));
+        }
+    });
+    t0.elapsed()
+}
+
+fn ours<C: Clock>(path: Path, nkeys: usize, clock: &C) -> MemoryStore<Gcra, u64> {
+    let store = MemoryStore::new(path.ours());
+    for i in 0..nkeys {
+        let d = store
+            .check(&key(i), path.prefill().into(), clock.now())
+            .unwrap();
+        assert!(d.allowed);
+    }
+    assert_eq!(store.len(), nkeys);
+    store
+}
+
+/// Governor's keyed limiter with its default store (DashMap) on clock `C`.
+type Governor<C> = RateLimiter<
+    u64,
+    DefaultKeyedStateStore<u64>,
+    C,
+    NoOpMiddleware<<C as governor::clock::Clock>::Instant>,
+>;
+
+fn governor<C: governor::clock::Clock>(
+    path: Path,
+    nkeys: usize,
+    make: impl Fn(Quota) -> Governor<C>,
+) -> Governor<C> {
+    let limiter = make(path.governor());
+    let n = NonZeroU32::new(path.prefill()).unwrap();
+    for i in 0..nkeys {
+        assert!(matches!(limiter.check_key_n(&key(i), n), Ok(Ok(()))));
+    }
+    assert_eq!(limiter.len(), nkeys);
+    limiter
+}
+
+/// Checks that the benchmarked path is the one named: the next check of
+/// the first key is admitted (or denied) by both.
+fn assert_path<C: Clock, G: governor::clock::Clock>(
+    path: Path,
+    store: &MemoryStore<Gcra, u64>,
+    clock: &C,
+    limiter: &Governor<G>,
+) {
+    let allowed = path == Path::Allowed;
+    assert_eq!(
+        store.check(&key(0), 1, clock.now()).unwrap().allowed,
+        allowed
+    );
+    assert_eq!(limiter.check_key(&key(0)).is_ok(), allowed);
+}
+
+fn bench_clock<C: Clock, G: governor::clock::Clock + Sync>(
+    c: &mut Criterion,
+    clock_name: &str,
+    our_clock: &C,
+    make_governor: impl Fn(Quota) -> Governor<G> + Copy,
+) {
+    for path in [Path::Allowed, Path::Denied] {
+        for nkeys in KEY_COUNTS {
+            let store = ours(path, nkeys, our_clock);
+            let limiter = governor(path, nkeys, make_governor);
+            for threads in THREADS {
+                let mut group =
+                    c.benchmark_group(format!("{clock_name}/{}/{threads}t", path.name()));
+                group.throughput(Throughput::Elements(threads as u64));
+                group.bench_function(BenchmarkId::new("ours", nkeys), |b| {
+                    b.iter_custom(|iters| {
+                        run(iters, threads, nkeys, &|k| {
+                            let _ = black_box(store.check(&k, 1, our_clock.now()));
+                        })
+                    })
+                });
+                group.bench_function(BenchmarkId::new("governor", nkeys), |b| {
+                    b.iter_custom(|iters| {
+                        run(iters, threads, nkeys, &|k| {
+                            let _ = black_box(limiter.check_key(&k));
+                        })
+                    })
+                });
+                group.finish();
+            }
+            assert_path(path, &store, our_clock, &limiter);
+        }
+    }
+}
+
+/// Live bytes allocated by `build`'s result, per key.
+fn bytes_per_key<T>(nkeys: usize, build: impl FnOnce() -> T) -> f64 {
+    let before = LIVE.load(Ordering::Relaxed);
+    let value = build();
+    let after = LIVE.load(Ordering::Relaxed);
+    drop(value);
+    (after - before) as f64 / nkeys as f64
+}
+
+fn memory() {
+    let n = 1_000_000;
+    for path in [Path::Allowed, Path::Denied] {
+        let ours = bytes_per_key(n, || ours(path, n, &SystemClock::new()));
+        let gov = bytes_per_key(n, || governor(path, n, RateLimiter::keyed));
+        println!(
+            "memory/{}/{n} keys: ours {ours:.1} bytes per key, governor {gov:.1} bytes per key",
+            path.name()
+        );
+    }
+}
+
+fn benches(c: &mut Criterion) {
+    memory();
+    bench_clock(c, "system-clock", &SystemClock::new(), RateLimiter::keyed);
+    bench_clock(c, "frozen-clock", &ManualClock::new(), |quota| {
+        RateLimiter::dashmap_with_clock(quota, FakeRelativeClock::default())
+    });
+    // The clocks alone, for reference.
+    let mut group = c.benchmark_group("clock");
+    let system = SystemClock::new();
+    group.bench_function("ours-system", |b| b.iter(|| black_box(system.now())));
+    let quanta = governor::clock::DefaultClock::default();
+    group.bench_function("governor-quanta", |b| b.iter(|| black_box(quanta.now())));
+    group.finish();
+}
+
+fn main() {
+    let mut c = Criterion::default()
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2))
+        .sample_size(10)
+        .without_plots()
+        .configure_from_args();
+    benches(&mut c);
+    c.final_summary();
+}
