@@ -105,7 +105,12 @@ impl ProblemJson {
                 }
             }
             Rejection::KeyError(e) => {
-                let detail = format!("Cannot rate limit this request: {e}.");
+                let text = e.to_string();
+                let mut chars = text.chars();
+                let detail = match chars.next() {
+                    Some(first) => format!("{}{}.", first.to_ascii_uppercase(), chars.as_str()),
+                    None => text,
+                };
                 (e.status(), problem(e.status(), &detail, |_| {}))
             }
             Rejection::Unavailable(_) => {

@@ -1,0 +1,93 @@
+//! The hyper example of `tower-ratelimit`: plain hyper 1 + hyper-util, a
+//! global limit and a per-IP limit, built with `tower::ServiceBuilder`.
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body_util::Full;
+use ratelimit_core::{Gcra, MemoryStore};
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::time::Duration;
+use tower::util::BoxCloneSyncService;
+use tower::ServiceBuilder;
+use tower_ratelimit::key::{Global, PeerAddr, PeerIp};
+use tower_ratelimit::RateLimitLayer;
+
+/// The limits: `global` per second for the whole server, `per_ip` per
+/// second per client IP.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Requests per second, all clients together.
+    pub global: u64,
+    /// Requests per second per client IP (IPv6 per /64).
+    pub per_ip: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            global: 1000,
+            per_ip: 10,
+        }
+    }
+}
+
+/// The service type, for any request body.
+pub type Service<B> = BoxCloneSyncService<Request<B>, Response<Full<Bytes>>, Infallible>;
+
+/// The handler wrapped in both limits. Requests must carry the peer's
+/// address as a [`PeerAddr`] extension (see [`serve_connection`]).
+pub fn service<B: Send + 'static>(
+    limits: Limits,
+) -> Result<Service<B>, Box<dyn std::error::Error + Send + Sync>> {
+    let second = Duration::from_secs(1);
+    let global = RateLimitLayer::builder(Global)
+        .limit(
+            "global",
+            MemoryStore::new(Gcra::new(limits.global, second)?),
+        )
+        .build()?;
+    let per_ip = RateLimitLayer::builder(PeerIp::new())
+        .limit(
+            "per-ip",
+            MemoryStore::new(Gcra::new(limits.per_ip, second)?),
+        )
+        .build()?;
+    let svc = ServiceBuilder::new()
+        .layer(per_ip)
+        .layer(global)
+        .service_fn(hello::<B>);
+    Ok(BoxCloneSyncService::new(svc))
+}
+
+async fn hello<B>(req: Request<B>) -> Result<Response<Full<Bytes>>, Infallible> {
+    let body = match req.uri().path() {
+        "/" => "hello from hyper\n",
+        _ => {
+            let mut res = Response::new(Full::from("not found\n"));
+            *res.status_mut() = http::StatusCode::NOT_FOUND;
+            return Ok(res);
+        }
+    };
+    Ok(Response::new(Full::from(body)))
+}
+
+/// Serves one connection: tags each request with the peer's address and
+/// hands it to `svc` through `TowerToHyperService`.
+pub async fn serve_connection(
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    svc: Service<hyper::body::Incoming>,
+) {
+    use hyper_util::rt::TokioIo;
+    use hyper_util::service::TowerToHyperService;
+    let tagged = ServiceBuilder::new()
+        .map_request(move |mut req: Request<hyper::body::Incoming>| {
+            req.extensions_mut().insert(PeerAddr(peer));
+            req
+        })
+        .service(svc);
+    let conn = hyper::server::conn::http1::Builder::new()
+        .serve_connection(TokioIo::new(stream), TowerToHyperService::new(tagged));
+    let _ = conn.await;
+}
