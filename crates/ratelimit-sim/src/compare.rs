@@ -369,6 +369,44 @@ mod tests {
     }
 
     #[test]
+    fn the_readme_table() {
+        // docs/README-sim-section.md: two window-edge attacks (1s, 3s), then
+        // 20 per second from 4s to 8s (every 50ms, 80 requests).
+        let mut evs = events("window-edge --limit 10 --period 1s --duration 4s");
+        evs.extend(events(
+            "steady --rate 20 --period 1s --start 4s --duration 4s",
+        ));
+        let rows = compare(&crate::all_algorithms(10, "1s").unwrap(), &evs, None).unwrap();
+        let got: Vec<_> = rows.iter().map(numbers).collect();
+        assert_eq!(
+            got,
+            [
+                // Attacks: 11 + 11 (see window_edge_gcra_lets_one_more_through).
+                // From 4000 (full): 4000 + 50k admitted while 100(k+1) <=
+                // 1000 + 50k, k <= 18: 19 in [4000, 5000) (9 more than the
+                // log: +9); then one per 100ms, 5000..7900: 30, of which
+                // 5000..5800 over 10 in the last second (+9). +2 from the
+                // attacks.
+                (71, 49, 0, 19, 20, 0),
+                (71, 49, 0, 19, 20, 0),
+                // Same admissions, held: 68 of 71 wait; departures 100ms
+                // apart.
+                (71, 49, 68, 10, 20, 0),
+                // Attacks 20 + 20; then the first 10 of each second: 40.
+                (80, 40, 0, 20, 20, 0),
+                // Attacks 10 + 10; then 4000..4450, 5000..5450, ...: 40.
+                (60, 60, 0, 10, 0, 0),
+                // Attacks 10 + 10 (prev 10 at the boundary); then per window
+                // 10 (prev 0), 9 (prev 10: at e = 100, 200, ..., 900),
+                // 9 and 9 (prev 9: e = 0, 150, 250, 350, 450, 600, 700,
+                // 800, 900): 57. The log, on that history, would have
+                // admitted 32 of the denied.
+                (57, 63, 0, 10, 0, 32),
+            ]
+        );
+    }
+
+    #[test]
     fn gcra_peak_in_one_period_is_two_bursts_minus_one() {
         // Hammering every millisecond: the burst L at 0, then one per T:
         // 100, 200, ..., 900 in [0, 1000) and 1000 is outside. 2L - 1.

@@ -11,8 +11,9 @@
 //!   `bursty`, `poisson` or the `window-edge` attack (see [`generate`](mod@generate)).
 //! - `ratelimit-sim compare [OPTIONS]` prints a table, one row per
 //!   algorithm: admitted, denied, held, the largest cost admitted in any
-//!   half-open interval `[s, s + P)`, and the share of requests decided
-//!   otherwise than by the exact sliding log (see [`compare`](mod@compare)).
+//!   half-open interval `[s, s + P)`, and the share of requests the exact
+//!   sliding log would have decided otherwise given the same history (see
+//!   [`compare`](mod@compare)).
 //! - `ratelimit-sim plot [OPTIONS]` draws an SVG chart, one panel per
 //!   algorithm: requests admitted, held and denied over time, and the
 //!   remaining capacity (see [`plot`](mod@plot)).
