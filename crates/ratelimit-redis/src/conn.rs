@@ -1,0 +1,121 @@
+//! One shared multiplexed connection, (re)established in the background.
+
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, Client};
+use std::pin::pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+use tokio::sync::Notify;
+
+#[derive(Default)]
+struct Slot {
+    conn: Option<(MultiplexedConnection, u64)>,
+    connecting: bool,
+    generation: u64,
+    last_error: Option<String>,
+}
+
+/// The connection of a store. Every call clones the multiplexed connection
+/// (a handle to one pipelined socket). When it breaks, the next call starts
+/// a reconnect in a background task, so a caller's timeout never cuts a
+/// connect short.
+pub(crate) struct Conn {
+    client: Client,
+    config: AsyncConnectionConfig,
+    scripts: Vec<redis::Script>,
+    slot: Mutex<Slot>,
+    ready: Notify,
+}
+
+impl Conn {
+    pub(crate) fn new(client: Client, connect_timeout: Duration, scripts: Vec<redis::Script>) -> Self {
+        Self {
+            client,
+            config: AsyncConnectionConfig::new()
+                .set_connection_timeout(Some(connect_timeout))
+                // The store applies its own, shorter, per-call timeout.
+                .set_response_timeout(None),
+            scripts,
+            slot: Mutex::new(Slot::default()),
+            ready: Notify::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Slot> {
+        self.slot.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The connection and its generation, waiting for a connect if needed.
+    pub(crate) async fn get(self: &Arc<Self>) -> Result<(MultiplexedConnection, u64), String> {
+        let mut notified = pin!(self.ready.notified());
+        {
+            let mut slot = self.lock();
+            if let Some((c, g)) = &slot.conn {
+                return Ok((c.clone(), *g));
+            }
+            notified.as_mut().enable();
+            if !slot.connecting {
+                slot.connecting = true;
+                tokio::spawn(Arc::clone(self).connect());
+            }
+        }
+        notified.await;
+        let slot = self.lock();
+        match &slot.conn {
+            Some((c, g)) => Ok((c.clone(), *g)),
+            None => Err(slot
+                .last_error
+                .clone()
+                .unwrap_or_else(|| "not connected".into())),
+        }
+    }
+
+    async fn connect(self: Arc<Self>) {
+        let result = self
+            .client
+            .get_multiplexed_async_connection_with_config(&self.config)
+            .await;
+        let result = match result {
+            Ok(mut c) => {
+                // Load the scripts now, so the first check is one round
+                // trip (EVALSHA still reloads on NOSCRIPT, e.g. after a
+                // SCRIPT FLUSH or a failover).
+                for s in &self.scripts {
+                    let _ = s.prepare_invoke().load_async(&mut c).await;
+                }
+                Ok(c)
+            }
+            Err(e) => Err(e),
+        };
+        {
+            let mut slot = self.lock();
+            slot.connecting = false;
+            match result {
+                Ok(c) => {
+                    slot.generation += 1;
+                    slot.conn = Some((c, slot.generation));
+                    slot.last_error = None;
+                    tracing::debug!(target: "ratelimit_redis", "connected to redis");
+                }
+                Err(e) => {
+                    tracing::debug!(target: "ratelimit_redis", error = %e, "cannot connect to redis");
+                    slot.last_error = Some(format!("cannot connect: {e}"));
+                }
+            }
+        }
+        self.ready.notify_waiters();
+    }
+
+    /// Drops connection `generation` (broken), unless already replaced.
+    pub(crate) fn invalidate(&self, generation: u64) {
+        let mut slot = self.lock();
+        if matches!(slot.conn, Some((_, g)) if g == generation) {
+            slot.conn = None;
+        }
+    }
+
+    /// Drops the current connection, whatever it is.
+    pub(crate) fn reset(&self) {
+        self.lock().conn = None;
+    }
+}

@@ -1,0 +1,40 @@
+-- GCRA (and the token bucket): state TAT; used = TAT - t in [0, B*T].
+local cw, cf = tonumber(ARGV[11]), tonumber(ARGV[12])  -- B*T
+local burst = tonumber(ARGV[13])
+
+local dw, df = read_ahead()
+
+if op == 'r' then
+  if not dw then return {0, 0, 0, 0} end
+  local uw, uf = 0, 0
+  if dw >= 0 then
+    if le(dw, df, cw, cf) then uw, uf = dw, df else uw, uf = cw, cf end
+  end
+  local bw, bf = mul(math.min(cost, burst), sw, sf)
+  local rw, rf = sub(uw, uf, bw, bf)
+  if rw < 0 or (rw == 0 and rf == 0) then
+    redis.call('DEL', key)
+  else
+    write(rw, rf, ceil_ns(rw, rf))
+  end
+  return {0, 0, 0, 0}
+end
+
+-- A state behind now, or beyond the capacity (invalid), counts as full.
+local uw, uf = 0, 0
+if dw and dw >= 0 and le(dw, df, cw, cf) then uw, uf = dw, df end
+
+local function decide(allowed, aw, af, wait)
+  local rw, rf = sub(cw, cf, aw, af)
+  return {allowed, per_step(rw, rf), wait, ceil_ns(aw, af)}
+end
+
+if cost > burst then return decide(0, uw, uf, -1) end
+local kw, kf = mul(cost, sw, sf)
+local nw, nf = add(uw, uf, kw, kf)
+if le(nw, nf, cw, cf) then
+  if cost > 0 then write(nw, nf, ceil_ns(nw, nf)) end
+  return decide(1, nw, nf, 0)
+end
+local ww, wf = sub(nw, nf, cw, cf)
+return decide(0, uw, uf, ceil_ns(ww, wf))

@@ -1,0 +1,46 @@
+-- Leaky bucket as a queue: state D, the last admitted departure;
+-- d = D - t is kept in [-T, Q*T].
+local qw, qf = tonumber(ARGV[11]), tonumber(ARGV[12])  -- Q*T
+local queue = tonumber(ARGV[13])
+local mw, mf = 0, 0                                     -- -T
+if sf > 0 then mw, mf = -sw - 1, sc - sf else mw, mf = -sw, 0 end
+
+local dw, df = read_ahead()
+local present = dw ~= nil
+if not present or not le(dw, df, qw, qf) or le(dw, df, mw, mf) then
+  dw, df = mw, mf
+end
+
+if op == 'r' then
+  if not present then return {0, 0, 0, 0} end
+  local bw, bf = mul(math.min(cost, queue + 1), sw, sf)
+  local rw, rf = sub(dw, df, bw, bf)
+  if le(rw, rf, mw, mf) then
+    redis.call('DEL', key)
+  else
+    local ew, ef = add(rw, rf, sw, sf)
+    write(rw, rf, ceil_ns(ew, ef))
+  end
+  return {0, 0, 0, 0}
+end
+
+-- last: the last departure (or d when denied).
+local function decide(allowed, lw, lf, wait)
+  local ew, ef = add(lw, lf, sw, sf)          -- drained, in [0, (Q+1)*T]
+  local fw, ff = add(qw, qf, sw, sf)          -- (Q+1)*T
+  local rw, rf = sub(fw, ff, ew, ef)
+  return {allowed, per_step(rw, rf), wait, ceil_ns(ew, ef)}
+end
+
+if cost == 0 then return decide(1, dw, df, 0) end
+if cost - 1 > queue then return decide(0, dw, df, -1) end
+local stw, stf = add(dw, df, sw, sf)          -- start = d + T >= 0
+local kw, kf = mul(cost - 1, sw, sf)
+local lw, lf = add(stw, stf, kw, kf)          -- last = start + (n-1)*T
+if le(lw, lf, qw, qf) then
+  local ew, ef = add(lw, lf, sw, sf)
+  write(lw, lf, ceil_ns(ew, ef))
+  return decide(1, lw, lf, ceil_ns(stw, stf))
+end
+local ww, wf = sub(lw, lf, qw, qf)
+return decide(0, dw, df, ceil_ns(ww, wf))

@@ -1,0 +1,117 @@
+-- Sliding log: a hash used as a deque. Fields: u (the logged cost), h (the
+-- oldest entry's index), t (one past the newest), and entry i as
+-- 'seconds:nanoseconds:cost'. At most L entries, as in ratelimit-core.
+local exact = ARGV[11] == '1'
+local meta = redis.call('HMGET', key, 'u', 'h', 't')
+local u, h, t = tonumber(meta[1]) or 0, tonumber(meta[2]) or 0, tonumber(meta[3]) or 0
+local changed = false
+
+local function entry(i)
+  local v = redis.call('HGET', key, i)
+  if not v then corrupt() end
+  local a, b, c = string.match(v, '^(%-?%d+):(%d+):(%d+)$')
+  if not a then corrupt() end
+  return tonumber(a), tonumber(b), tonumber(c)
+end
+local function fmt_entry(ts, tn, c)
+  return fmt_time(ts, tn) .. string.format(':%d', c)
+end
+
+-- Entries at or before now - P no longer count.
+while h < t do
+  local es, en, c = entry(h)
+  if tdiff(es, en, s, n) + P > 0 then break end
+  u = u - c
+  redis.call('HDEL', key, h)
+  h = h + 1
+  changed = true
+end
+
+local function persist()
+  if not changed then return end
+  if h >= t then
+    redis.call('DEL', key)
+  else
+    redis.call('HSET', key, 'u', u, 'h', h, 't', t)
+  end
+end
+
+if op == 'r' then
+  local idx
+  if exact then
+    for i = t - 1, h, -1 do
+      local es, en = entry(i)
+      if es == as and en == an then idx = i; break end
+    end
+  else
+    -- Server time: the caller's admitted_at is only known up to the
+    -- latency, so the entry closest to it is refunded.
+    local best
+    for i = t - 1, h, -1 do
+      local es, en = entry(i)
+      local d = tdiff(es, en, as, an)
+      if not best or math.abs(d) < best then best = math.abs(d); idx = i end
+      if d < 0 and -d > best then break end
+    end
+  end
+  if idx then
+    local es, en, c = entry(idx)
+    local back = math.min(cost, c)
+    u = u - back
+    if c == back then
+      for j = idx + 1, t - 1 do
+        redis.call('HSET', key, j - 1, redis.call('HGET', key, j))
+      end
+      redis.call('HDEL', key, t - 1)
+      t = t - 1
+    else
+      redis.call('HSET', key, idx, fmt_entry(es, en, c - back))
+    end
+    changed = true
+  end
+  persist()
+  return {0, 0, 0, 0}
+end
+
+local function decide(allowed, wait)
+  local reset = 0
+  if h < t then
+    local es, en = entry(t - 1)
+    reset = tdiff(es, en, s, n) + P
+  end
+  return {allowed, L - u, wait, reset}
+end
+
+if cost == 0 then persist(); return decide(1, 0) end
+if cost > L then persist(); return decide(0, -1) end
+if u + cost <= L then
+  local merged = false
+  if h < t then
+    local es, en, c = entry(t - 1)
+    if es == s and en == n then
+      redis.call('HSET', key, t - 1, fmt_entry(es, en, c + cost))
+      merged = true
+    end
+  end
+  if not merged then
+    redis.call('HSET', key, t, fmt_entry(s, n, cost))
+    t = t + 1
+  end
+  u = u + cost
+  redis.call('HSET', key, 'u', u, 'h', h, 't', t)
+  redis.call('PEXPIRE', key, ttl_ms(P))
+  return decide(1, 0)
+end
+-- Denied: drop the oldest entries until the request fits.
+local need = u + cost - L
+local freed, wait = 0, 0
+for i = h, t - 1 do
+  local es, en, c = entry(i)
+  freed = freed + c
+  if freed >= need then
+    wait = tdiff(es, en, s, n) + P
+    break
+  end
+end
+persist()
+return decide(0, wait)

@@ -1,0 +1,101 @@
+-- Sliding window: state (start of the current window, prev, cur).
+
+-- a * b = q * m + r, exact for a < 2^53, b <= m < 2^52, a*b/m < 2^53.
+local function muldivmod(a, b, m)
+  local p = a * b
+  if p < TWO53 then
+    local r = fmod(p, m)
+    return (p - r) / m, r
+  end
+  local q, r = 0, 0
+  local bq, br = 0, b                         -- b * 2^i = bq*m + br
+  if br >= m then bq, br = 1, br - m end
+  while a > 0 do
+    local bit = fmod(a, 2)
+    if bit == 1 then
+      q = q + bq
+      r = r + br
+      if r >= m then r = r - m; q = q + 1 end
+    end
+    a = (a - bit) / 2
+    bq = bq + bq
+    br = br + br
+    if br >= m then br = br - m; bq = bq + 1 end
+  end
+  return q, r
+end
+
+-- floor(a * P / m), for a result below 2^52.
+local function times_p_over(a, m)
+  local pq, pr = divmod(P, m)
+  local q = muldivmod(a, pr, m)
+  return a * pq + q
+end
+
+local e = time_mod(s, n)
+local left = P - e
+local cs, cn = norm(s, n - e)
+local prev, cur = 0, 0
+local v = redis.call('GET', key)
+if v then
+  local a, b, c, d = string.match(v, '^(%-?%d+):(%d+):(%d+):(%d+)$')
+  if not a then corrupt() end
+  local delta = tdiff(cs, cn, tonumber(a), tonumber(b))
+  if delta == 0 then
+    prev, cur = tonumber(c), tonumber(d)
+  elseif delta == P then
+    prev = tonumber(d)
+  end
+elseif op == 'r' then
+  return {0, 0, 0, 0}
+end
+
+local function save()
+  if prev == 0 and cur == 0 then
+    redis.call('DEL', key)
+  else
+    redis.call('SET', key, fmt_time(cs, cn) .. string.format(':%d:%d', prev, cur), 'PX', ttl_ms(left + P))
+  end
+end
+
+if op == 'r' then
+  local ea = time_mod(as, an)
+  local cas, can = norm(as, an - ea)
+  local d = tdiff(cs, cn, cas, can)
+  if d == 0 then
+    cur = cur - math.min(cost, cur)
+  elseif d == P then
+    prev = prev - math.min(cost, prev)
+  end
+  save()
+  return {0, 0, 0, 0}
+end
+
+local function decide(allowed, wait)
+  local q, r = muldivmod(prev, left, P)
+  local rem = L - cur - q
+  if r > 0 then rem = rem - 1 end
+  if rem < 0 then rem = 0 end
+  local reset = 0
+  if cur > 0 then reset = left + P elseif prev > 0 then reset = left end
+  return {allowed, rem, wait, reset}
+end
+
+if cost == 0 then return decide(1, 0) end
+if cost > L then return decide(0, -1) end
+-- Admit iff prev*(P - e) <= (L - cur - n)*P.
+local room = L - cur - cost
+local q, r = muldivmod(prev, left, P)
+if r > 0 then q = q + 1 end
+if room >= 0 and q <= room then
+  cur = cur + cost
+  save()
+  return decide(1, 0)
+end
+local wait
+if room >= 0 then
+  wait = left - times_p_over(room, prev)
+else
+  wait = left + math.max(0, P - times_p_over(L - cost, cur))
+end
+return decide(0, wait)

@@ -1,0 +1,195 @@
+//! How an algorithm is run in Redis: its script and its fixed arguments.
+//!
+//! The scripts keep every number exact although Lua numbers are doubles
+//! (exact only below 2^53): see the crate docs, "Exactness". This module
+//! checks, once at build time, that a configuration stays inside the range
+//! where that holds, and rejects it otherwise.
+
+use crate::BuildError;
+use ratelimit_core::{Algorithm, Anchor, AnyAlgorithm, FixedWindow, SlidingLog, SlidingWindow};
+use std::time::Duration;
+
+const COMMON: &str = include_str!("lua/common.lua");
+const SCALED: &str = include_str!("lua/scaled.lua");
+const WINDOW: &str = include_str!("lua/window.lua");
+
+/// Bound on every quantity a script forms as one number, with room for a
+/// few additions below 2^53.
+const LIMIT: u128 = 1 << 51;
+const NANOS_PER_SEC: u64 = 1_000_000_000;
+
+/// What a store sends with every call of its script.
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    /// The script's source.
+    pub(crate) source: String,
+    /// The algorithm's parameters, `ARGV[8..]` (the log's exact-match flag
+    /// is appended per call).
+    pub(crate) params: Vec<String>,
+    /// A short fingerprint of the algorithm and its parameters, part of
+    /// every key, so that two limits never share state.
+    pub(crate) tag: String,
+    /// For a fixed window anchored at a key offset: the index in `params`
+    /// of the phase, which the store fills in per key.
+    pub(crate) phase_index: Option<usize>,
+}
+
+fn gcd(mut a: u128, mut b: u128) -> u128 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+fn nanos(d: Duration) -> u128 {
+    d.as_nanos()
+}
+
+fn unsupported(algorithm: &AnyAlgorithm, why: &str) -> BuildError {
+    BuildError::Unsupported(format!("{} ({algorithm:?}): {why}", algorithm.name()))
+}
+
+/// `T = P / L` as `(scale, T in whole ns, remainder)` and `count * T` as a
+/// `(w, f)` pair, checking the script's bounds for up to `max_count`
+/// intervals.
+fn scaled(
+    algorithm: &AnyAlgorithm,
+    limit: u64,
+    period: Duration,
+    count: u64,
+    max_count: u64,
+) -> Result<Vec<String>, BuildError> {
+    let (l, p) = (u128::from(limit), nanos(period));
+    let g = gcd(l, p);
+    let (step, scale) = (p / g, l / g);
+    let span = u128::from(max_count) * step / scale;
+    if span >= LIMIT || u128::from(max_count) * scale >= LIMIT {
+        return Err(unsupported(
+            algorithm,
+            "its window or its limit is too large for exact arithmetic in Lua \
+             (each must stay below 2^51 ns, resp. 2^51 / (L / gcd(L, P)))",
+        ));
+    }
+    let cap = u128::from(count) * step;
+    Ok(vec![
+        scale.to_string(),
+        (step / scale).to_string(),
+        (step % scale).to_string(),
+        (cap / scale).to_string(),
+        (cap % scale).to_string(),
+    ])
+}
+
+fn window(algorithm: &AnyAlgorithm, limit: u64, period: Duration) -> Result<Vec<String>, BuildError> {
+    let p = nanos(period);
+    if p >= LIMIT || u128::from(limit) >= LIMIT {
+        return Err(unsupported(
+            algorithm,
+            "the period must be below 2^51 ns (26 days) for exact arithmetic in Lua",
+        ));
+    }
+    let pg = p / gcd(p, u128::from(NANOS_PER_SEC));
+    Ok(vec![p.to_string(), limit.to_string(), pg.to_string()])
+}
+
+impl Plan {
+    /// The plan for `algorithm`, or why it cannot run exactly in Redis.
+    pub(crate) fn new(algorithm: &AnyAlgorithm, exact_log: bool) -> Result<Self, BuildError> {
+        let (body, params) = match algorithm {
+            AnyAlgorithm::Gcra(_) | AnyAlgorithm::TokenBucket(_) => {
+                let g = match algorithm {
+                    AnyAlgorithm::TokenBucket(t) => *t.as_gcra(),
+                    AnyAlgorithm::Gcra(g) => *g,
+                    _ => unreachable!(),
+                };
+                let burst = g.burst();
+                let max = burst.checked_add(2).ok_or_else(|| unsupported(algorithm, "burst"))?;
+                let mut params = scaled(algorithm, g.rate_limit(), g.period(), burst, max)?;
+                params.push(burst.to_string());
+                (concat_src(&[SCALED, include_str!("lua/gcra.lua")]), params)
+            }
+            AnyAlgorithm::LeakyBucket(b) => {
+                let q = b.queue();
+                let max = q.checked_add(3).ok_or_else(|| unsupported(algorithm, "queue"))?;
+                let mut params = scaled(algorithm, b.rate_limit(), b.period(), q, max)?;
+                params.push(q.to_string());
+                (concat_src(&[SCALED, include_str!("lua/leaky.lua")]), params)
+            }
+            AnyAlgorithm::FixedWindow(w) => (
+                concat_src(&[WINDOW, include_str!("lua/fixed.lua")]),
+                fixed_params(algorithm, w)?,
+            ),
+            AnyAlgorithm::SlidingWindow(w) => (
+                concat_src(&[WINDOW, include_str!("lua/sliding.lua")]),
+                sliding_params(algorithm, w)?,
+            ),
+            AnyAlgorithm::SlidingLog(l) => (
+                concat_src(&[WINDOW, include_str!("lua/log.lua")]),
+                log_params(algorithm, l, exact_log)?,
+            ),
+        };
+        let fingerprint = format!("{}:{}", algorithm.name(), params.join(":"));
+        let tag = format!(
+            "{}:{:08x}",
+            short_name(algorithm),
+            ratelimit_core::stable_hash(&fingerprint) as u32
+        );
+        Ok(Self {
+            source: format!("{COMMON}\n{body}"),
+            params,
+            tag,
+            phase_index: key_phase(algorithm, "").map(|_| 3),
+        })
+    }
+}
+
+fn concat_src(parts: &[&str]) -> String {
+    parts.join("\n")
+}
+
+fn short_name(algorithm: &AnyAlgorithm) -> &'static str {
+    match algorithm {
+        AnyAlgorithm::Gcra(_) => "gcra",
+        AnyAlgorithm::TokenBucket(_) => "tb",
+        AnyAlgorithm::LeakyBucket(_) => "lb",
+        AnyAlgorithm::FixedWindow(_) => "fw",
+        AnyAlgorithm::SlidingLog(_) => "sl",
+        AnyAlgorithm::SlidingWindow(_) => "sw",
+    }
+}
+
+fn fixed_params(algorithm: &AnyAlgorithm, w: &FixedWindow) -> Result<Vec<String>, BuildError> {
+    let mut params = window(algorithm, w.rate_limit(), w.period())?;
+    // The key-offset phase depends on the key: the store fills it in per
+    // call (see `Plan::phase_for`); here it is 0.
+    params.push("0".into());
+    params.push(if w.anchor() == Anchor::FirstRequest { "1" } else { "0" }.into());
+    Ok(params)
+}
+
+fn sliding_params(algorithm: &AnyAlgorithm, w: &SlidingWindow) -> Result<Vec<String>, BuildError> {
+    window(algorithm, w.rate_limit(), w.period())
+}
+
+fn log_params(
+    algorithm: &AnyAlgorithm,
+    l: &SlidingLog,
+    exact: bool,
+) -> Result<Vec<String>, BuildError> {
+    let mut params = window(algorithm, l.rate_limit(), l.period())?;
+    params.push(if exact { "1" } else { "0" }.into());
+    Ok(params)
+}
+
+/// The window phase of `key` for a fixed window anchored at a key offset,
+/// derived as ratelimit-core derives it for a `String` key (from the key as
+/// rendered), or `None` for every other algorithm.
+pub(crate) fn key_phase<K: std::hash::Hash + ?Sized>(algorithm: &AnyAlgorithm, key: &K) -> Option<u64> {
+    match algorithm {
+        AnyAlgorithm::FixedWindow(w) if w.anchor() == Anchor::KeyOffset => {
+            let p = u64::try_from(w.period().as_nanos()).unwrap_or(u64::MAX);
+            Some(ratelimit_core::stable_hash(key) % p)
+        }
+        _ => None,
+    }
+}

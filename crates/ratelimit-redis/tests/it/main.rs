@@ -1,0 +1,9 @@
+//! Integration tests of ratelimit-redis against real redis-server
+//! processes, one per test, each on its own free port.
+
+mod harness;
+
+mod concurrency;
+mod errors;
+mod exact;
+mod failure;
