@@ -82,6 +82,15 @@ impl Flags {
     }
 }
 
+/// The lines `ratelimit-sim --help` prints after [`usage`](crate::usage): the
+/// subcommands.
+pub fn subcommands_usage() -> &'static str {
+    "subcommands (each with --help):\n  \
+     ratelimit-sim generate NAME [OPTIONS]   print a seeded trace (steady, bursty, poisson, window-edge)\n  \
+     ratelimit-sim compare [OPTIONS]         one table row per algorithm on the same trace\n  \
+     ratelimit-sim plot [OPTIONS]            an SVG chart, one panel per algorithm"
+}
+
 /// One algorithm to run, with the text it was written as.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AlgorithmSpec {

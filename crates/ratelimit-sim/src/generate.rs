@@ -185,15 +185,26 @@ pub fn parse_generator(args: &[String]) -> Result<Generator, SimError> {
     let key = f.single("key")?.unwrap_or_else(|| "client".to_owned());
     let cost = f.integer("cost")?.unwrap_or(1);
     f.finish("this generator")?;
-    Ok(Generator {
+    let generator = Generator {
         shape,
         duration_ms,
         start_ms,
         seed,
         key,
         cost,
-    })
+    };
+    let expected = generator.expected_requests();
+    if expected > MAX_REQUESTS {
+        return Err(SimError(format!(
+            "this generator would make about {expected} requests, more than {MAX_REQUESTS}"
+        )));
+    }
+    Ok(generator)
 }
+
+/// The most requests a generator may make: enough for any chart or table,
+/// and a bound on memory.
+pub const MAX_REQUESTS: u128 = 5_000_000;
 
 fn positive_duration(flags: &mut Flags, name: &str, default: Option<u64>) -> Result<u64, SimError> {
     match take_millis(flags, name, default)? {
@@ -203,6 +214,23 @@ fn positive_duration(flags: &mut Flags, name: &str, default: Option<u64>) -> Res
 }
 
 impl Generator {
+    /// An upper bound of the number of requests (for `poisson`, the mean).
+    pub fn expected_requests(&self) -> u128 {
+        let d = u128::from(self.duration_ms);
+        match self.shape {
+            Shape::Steady {
+                rate, period_ms, ..
+            } => u128::from(rate) * d / u128::from(period_ms) + 1,
+            Shape::Bursty { size, every_ms, .. } => {
+                u128::from(size) * (d / u128::from(every_ms) + 1)
+            }
+            Shape::Poisson { rate, period_ms } => u128::from(rate) * d / u128::from(period_ms),
+            Shape::WindowEdge {
+                limit, period_ms, ..
+            } => 2 * u128::from(limit) * (d / (2 * u128::from(period_ms)) + 1),
+        }
+    }
+
     /// The generated requests, in time order.
     pub fn events(&self) -> Vec<Event> {
         let mut rng = SplitMix64(self.seed);
@@ -272,7 +300,7 @@ impl Generator {
                         let offset = u128::from(i) * u128::from(spread_ms) / u128::from(limit);
                         times.push(boundary + offset as u64);
                     }
-                    boundary = boundary.saturating_add(2 * period_ms);
+                    boundary = boundary.saturating_add(period_ms.saturating_mul(2));
                 }
                 times.retain(|&t| t < end);
             }
@@ -431,6 +459,9 @@ mod tests {
             "poisson --rate 10 --period 0ms",
             "window-edge --limit 10 --period 1s --spread 2s",
             "bursty --size 3 --every 1s --duration forever",
+            "poisson --rate 1000000 --period 1ms --duration 1h",
+            "steady --rate 18446744073709551615 --period 1ms",
+            "window-edge --limit 10 --period 1ms --duration 1d",
         ];
         for spec in bad {
             let words: Vec<String> = spec.split_whitespace().map(String::from).collect();

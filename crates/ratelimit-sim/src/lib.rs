@@ -38,7 +38,7 @@ pub mod plot;
 mod replay;
 mod trace;
 
-pub use cli::{all_algorithms, parse_specs, read_trace, AlgorithmSpec};
+pub use cli::{all_algorithms, parse_specs, read_trace, subcommands_usage, AlgorithmSpec};
 pub use compare::{
     compare, compare_usage, decide_all, format_table, max_in_interval, run_compare, Row,
 };
@@ -49,12 +49,3 @@ pub use options::{parse_algorithm, usage, SimError};
 pub use plot::{chart_data, plot_usage, render_svg, run_plot, Chart, Panel};
 pub use replay::{format_decision, replay, Replayer};
 pub use trace::{parse_line, Event};
-
-/// The lines `ratelimit-sim --help` prints after [`usage`]: the
-/// subcommands.
-pub fn subcommands_usage() -> &'static str {
-    "subcommands (each with --help):\n  \
-     ratelimit-sim generate NAME [OPTIONS]   print a seeded trace (steady, bursty, poisson, window-edge)\n  \
-     ratelimit-sim compare [OPTIONS]         one table row per algorithm on the same trace\n  \
-     ratelimit-sim plot [OPTIONS]            an SVG chart, one panel per algorithm"
-}

@@ -82,6 +82,9 @@ fn auto_bin(span_ms: u64) -> u64 {
     }
 }
 
+/// The most bars a panel may have.
+const MAX_BINS: u64 = 20_000;
+
 /// Runs the events of `key` (default: the first key) through each
 /// algorithm and gathers what the chart draws.
 pub fn chart_data(
@@ -102,6 +105,9 @@ pub fn chart_data(
         .last()
         .ok_or_else(|| SimError(format!("no request of key {key:?} to plot")))?
         .t_ms;
+    if last > u64::MAX / 1_000_000 {
+        return Err(SimError(format!("time {last} ms is too large")));
+    }
     let bin_ms = match bin {
         Some(b) => u64::try_from(b.as_millis())
             .ok()
@@ -111,12 +117,17 @@ pub fn chart_data(
     };
     // The axis ends after the last request, or after the last held request
     // goes on, whichever is later.
-    let mut end_ms = (last / bin_ms + 1) * bin_ms;
+    let mut end_ms = (last / bin_ms + 1).saturating_mul(bin_ms);
+    if last / bin_ms >= MAX_BINS {
+        return Err(SimError(format!(
+            "more than {MAX_BINS} bars of {bin_ms} ms: choose a wider --bin"
+        )));
+    }
     let mut panels = Vec::with_capacity(specs.len());
     for spec in specs {
         let panel = run_panel(spec, &events, bin_ms, end_ms)?;
         if let Some(&d) = panel.departures.last() {
-            end_ms = end_ms.max((d as u64 / bin_ms + 1) * bin_ms);
+            end_ms = end_ms.max((d as u64 / bin_ms + 1).saturating_mul(bin_ms));
         }
         panels.push(panel);
     }
@@ -565,5 +576,12 @@ mod tests {
         let evs = events("steady --rate 1 --period 1s --duration 2s");
         assert!(chart_data(&s, &evs, Some("nobody"), None).is_err());
         assert!(chart_data(&s, &evs, None, Some(Duration::ZERO)).is_err());
+        let far = [Event {
+            t_ms: u64::MAX,
+            key: "a".to_owned(),
+            cost: 1,
+        }];
+        assert!(chart_data(&s, &far, None, None).is_err());
+        assert!(chart_data(&s, &far, None, Some(Duration::from_millis(1))).is_err());
     }
 }
