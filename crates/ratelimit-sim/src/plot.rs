@@ -74,11 +74,13 @@ fn auto_bin(span_ms: u64) -> u64 {
     let mut unit = 1u64;
     loop {
         for m in [1, 2, 5] {
-            if unit * m >= target {
-                return unit * m;
+            match unit.checked_mul(m) {
+                Some(bin) if bin >= target => return bin,
+                Some(_) => {}
+                None => return u64::MAX,
             }
         }
-        unit *= 10;
+        unit = unit.saturating_mul(10);
     }
 }
 
@@ -108,38 +110,36 @@ pub fn chart_data(
     if last > u64::MAX / 1_000_000 {
         return Err(SimError(format!("time {last} ms is too large")));
     }
+    // The axis ends after the last request, or after the last held request
+    // goes on, whichever is later.
+    let mut span_ms = last + 1;
+    for spec in specs {
+        let mut replayer = Replayer::new(spec.algorithm);
+        for event in &events {
+            let d = replayer.decide(event)?;
+            if d.allowed {
+                let hold_ms = u64::try_from(d.hold().as_millis()).unwrap_or(u64::MAX);
+                span_ms = span_ms.max(event.t_ms.saturating_add(hold_ms).saturating_add(1));
+            }
+        }
+    }
     let bin_ms = match bin {
         Some(b) => u64::try_from(b.as_millis())
             .ok()
             .filter(|&b| b > 0)
             .ok_or_else(|| SimError("option --bin must be at least 1ms".to_owned()))?,
-        None => auto_bin(last + 1),
+        None => auto_bin(span_ms),
     };
-    // The axis ends after the last request, or after the last held request
-    // goes on, whichever is later.
-    let mut end_ms = (last / bin_ms + 1).saturating_mul(bin_ms);
-    if last / bin_ms >= MAX_BINS {
+    if span_ms.div_ceil(bin_ms) > MAX_BINS {
         return Err(SimError(format!(
             "more than {MAX_BINS} bars of {bin_ms} ms: choose a wider --bin"
         )));
     }
-    let mut panels = Vec::with_capacity(specs.len());
-    for spec in specs {
-        let panel = run_panel(spec, &events, bin_ms, end_ms)?;
-        if let Some(&d) = panel.departures.last() {
-            end_ms = end_ms.max((d as u64 / bin_ms + 1).saturating_mul(bin_ms));
-        }
-        panels.push(panel);
-    }
-    if panels
+    let end_ms = span_ms.div_ceil(bin_ms) * bin_ms;
+    let panels = specs
         .iter()
-        .any(|p| p.bins.len() as u64 * bin_ms != end_ms)
-    {
-        panels = specs
-            .iter()
-            .map(|spec| run_panel(spec, &events, bin_ms, end_ms))
-            .collect::<Result<_, _>>()?;
-    }
+        .map(|spec| run_panel(spec, &events, bin_ms, end_ms))
+        .collect::<Result<_, _>>()?;
     Ok(Chart {
         key,
         bin_ms,
@@ -440,7 +440,30 @@ mod tests {
     }
 
     #[test]
+    fn a_long_hold_widens_the_axis() {
+        // Queue 5 at 1 per 10s: the sixth request waits 50s.
+        let evs: Vec<Event> = (0..6)
+            .map(|i| Event {
+                t_ms: i,
+                key: "k".to_owned(),
+                cost: 1,
+            })
+            .collect();
+        let chart = chart_data(
+            &[spec("leaky-bucket --limit 1 --period 10s --queue 5")],
+            &evs,
+            None,
+            None,
+        )
+        .unwrap();
+        assert_eq!(chart.panels[0].departures.last(), Some(&50_000.0));
+        assert_eq!((chart.bin_ms, chart.end_ms), (500, 50_500));
+        assert!(chart.panels[0].remaining.last().unwrap().0 >= 50_000);
+    }
+
+    #[test]
     fn bins_are_round() {
+        assert_eq!(auto_bin(u64::MAX), 200_000_000_000_000_000);
         assert_eq!(auto_bin(1), 1);
         assert_eq!(auto_bin(4000), 50);
         assert_eq!(auto_bin(10_000), 100);
