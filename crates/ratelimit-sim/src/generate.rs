@@ -14,9 +14,14 @@
 //! Common options: `--duration D` (default 10s; requests at times `< D`),
 //! `--start S` (default 0: every time is shifted by `S`, so the requests
 //! fall in `[S, S + D)`), `--seed N` (default 1), `--key K` (default
-//! `client`), `--cost N` (default 1). The same options and seed give the same trace every time;
+//! `client`), `--cost N` (default 1).
+//!
+//! The same options and seed give the same trace every time (the PRNG is
+//! splitmix64, in integers; `poisson` alone goes through `f64::ln`, which
+//! could differ in the last bit on another platform's math library).
 //! `steady` without jitter and `window-edge` use no randomness at all.
-//! Times are integer milliseconds, never decreasing.
+//! Times are integer milliseconds, never decreasing. A generator making
+//! more than [`MAX_REQUESTS`] requests is refused.
 //!
 //! The window-edge attack is aimed at a fixed window aligned on `P`: it
 //! spends the whole quota `L` at the end of one window and again at the
