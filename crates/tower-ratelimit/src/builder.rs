@@ -6,7 +6,7 @@ use crate::policy::{Cost, FailurePolicy, KeyErrorPolicy, LimitSelector, Mode, Re
 use crate::response::{Headers, ProblemJson};
 use crate::shared::{Limit, Shared, Stripes};
 use crate::{BuildError, RateLimitLayer};
-use ratelimit_core::Clock;
+use ratelimit_core::{Clock, Store};
 use std::sync::Arc;
 
 /// Builds a [`RateLimitLayer`]; from [`RateLimitLayer::builder`].
@@ -39,7 +39,7 @@ pub struct RateLimitBuilder<X: KeyExtractor, St, R = ProblemJson> {
     clock: Option<Arc<dyn Clock>>,
 }
 
-impl<X: KeyExtractor, St> RateLimitBuilder<X, St> {
+impl<X: KeyExtractor, St: Store<X::Key>> RateLimitBuilder<X, St> {
     pub(crate) fn new(key: X) -> Self {
         Self {
             key,
@@ -57,14 +57,22 @@ impl<X: KeyExtractor, St> RateLimitBuilder<X, St> {
     }
 }
 
-impl<X: KeyExtractor, St, R> RateLimitBuilder<X, St, R> {
+impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
     /// Adds a limit named `name` (1 to 64 printable ASCII characters, shown
-    /// in the `RateLimit` headers) kept in `store` (a store or an
-    /// `Arc` of one, to share it with other layers). A request is admitted
+    /// in the `RateLimit` headers) kept in `store`. A request is admitted
     /// only if every selected limit admits it; limits are checked in the
     /// order they are added.
-    pub fn limit(mut self, name: impl Into<String>, store: impl Into<Arc<St>>) -> Self {
-        self.limits.push((name.into(), store.into()));
+    ///
+    /// All limits of a layer share one store type: for different
+    /// algorithms use `MemoryStore<AnyAlgorithm, K>` (`Gcra::new(..)?.into()`).
+    pub fn limit(self, name: impl Into<String>, store: St) -> Self {
+        self.limit_shared(name, Arc::new(store))
+    }
+
+    /// Like [`limit`](Self::limit), with a store shared with other layers
+    /// or inspected elsewhere.
+    pub fn limit_shared(mut self, name: impl Into<String>, store: Arc<St>) -> Self {
+        self.limits.push((name.into(), store));
         self
     }
 

@@ -7,6 +7,7 @@ use crate::policy::{FailurePolicy, KeyErrorPolicy, Mode};
 use crate::response::{Headers, ProblemJson};
 use crate::service::RateLimit;
 use crate::shared::{Limit, Shared};
+use ratelimit_core::Store;
 use std::fmt;
 use std::sync::Arc;
 use tower_layer::Layer;
@@ -23,7 +24,7 @@ pub struct RateLimitLayer<X: KeyExtractor, St, R = ProblemJson> {
     pub(crate) shared: Arc<Shared<X, St, R>>,
 }
 
-impl<X: KeyExtractor, St> RateLimitLayer<X, St> {
+impl<X: KeyExtractor, St: Store<X::Key>> RateLimitLayer<X, St> {
     /// One limit named `default` in `store`, keyed by `key`, with the
     /// default policies: enforce, 429 problem+json, IETF headers, reject
     /// requests without a key, fail open.
@@ -37,13 +38,13 @@ impl<X: KeyExtractor, St> RateLimitLayer<X, St> {
     /// let layer = RateLimitLayer::new(store, PeerIp::new());
     /// # let _ = layer;
     /// ```
-    pub fn new(store: impl Into<Arc<St>>, key: X) -> Self {
+    pub fn new(store: St, key: X) -> Self {
         Self {
             shared: Arc::new(Shared {
                 key,
                 limits: Box::new([Limit {
                     name: Arc::from("default"),
-                    store: store.into(),
+                    store: Arc::new(store),
                 }]),
                 all: 1,
                 cost: None,

@@ -160,10 +160,12 @@ where
                 } => {
                     let inner = self.take_inner();
                     let req = Request::from_parts(parts, body);
-                    let shared = self.shared.clone();
-                    ResponseFuture::boxed(Box::pin(forward(
-                        shared, inner, req, plan, hold, reserved,
-                    )))
+                    let reservation = reserved.map(|reserved| Reservation {
+                        shared: self.shared.clone(),
+                        reserved: Some(reserved),
+                        refund_on_drop: !hold.is_zero(),
+                    });
+                    ResponseFuture::boxed(Box::pin(forward(inner, req, plan, hold, reservation)))
                 }
             },
             Poll::Pending => {
@@ -184,7 +186,12 @@ where
                             reserved,
                         } => {
                             let req = Request::from_parts(parts, body);
-                            forward(shared, inner, req, plan, hold, reserved).await
+                            let reservation = reserved.map(|reserved| Reservation {
+                                shared: shared.clone(),
+                                reserved: Some(reserved),
+                                refund_on_drop: !hold.is_zero(),
+                            });
+                            forward(inner, req, plan, hold, reservation).await
                         }
                     }
                 }))
@@ -291,20 +298,38 @@ where
     }
 }
 
-/// Gives back a held request's slots if it is dropped before it goes on.
-struct HoldGuard<'a, X: KeyExtractor, St: Store<X::Key>, R> {
-    shared: &'a Shared<X, St, R>,
+/// Cost reserved by an admitted request that may be given back: when the
+/// response does not count, or when the request is dropped while held.
+/// Created before the forwarding future, so dropping that future even
+/// before its first poll gives a held request's slots back.
+struct Reservation<X: KeyExtractor, St: Store<X::Key>, R> {
+    shared: Arc<Shared<X, St, R>>,
     reserved: Option<Reserved<X::Key>>,
+    /// Whether dropping it refunds (while a shaped request is held).
+    refund_on_drop: bool,
 }
 
-impl<X: KeyExtractor, St: Store<X::Key>, R> HoldGuard<'_, X, St, R> {
-    fn disarm(mut self) -> Option<Reserved<X::Key>> {
-        self.reserved.take()
+impl<X: KeyExtractor, St: Store<X::Key>, R> Reservation<X, St, R> {
+    async fn refund(mut self) {
+        if let Some(r) = self.reserved.take() {
+            let now = self.shared.clock.now();
+            for &i in &r.limits {
+                let limit = &self.shared.limits[i];
+                if let Err(e) = limit.store.refund(&r.key, r.cost, r.at, now).await {
+                    observe::refund_error(&limit.name, &e);
+                }
+            }
+        }
     }
 }
 
-impl<X: KeyExtractor, St: Store<X::Key>, R> Drop for HoldGuard<'_, X, St, R> {
+impl<X: KeyExtractor, St: Store<X::Key>, R> Drop for Reservation<X, St, R> {
     fn drop(&mut self) {
+        if !self.refund_on_drop {
+            return;
+        }
+        // Completes at once with `MemoryStore`; a remote store's refund is
+        // polled once and otherwise abandoned (the slot stays used).
         if let Some(r) = self.reserved.take() {
             let now = self.shared.clock.now();
             for &i in &r.limits {
@@ -318,27 +343,12 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> Drop for HoldGuard<'_, X, St, R> {
     }
 }
 
-async fn refund<X, St, R>(shared: &Shared<X, St, R>, r: Reserved<X::Key>)
-where
-    X: KeyExtractor,
-    St: Store<X::Key>,
-{
-    let now = shared.clock.now();
-    for &i in &r.limits {
-        let limit = &shared.limits[i];
-        if let Err(e) = limit.store.refund(&r.key, r.cost, r.at, now).await {
-            observe::refund_error(&limit.name, &e);
-        }
-    }
-}
-
 async fn forward<S, X, St, R, ReqBody, ResBody>(
-    shared: Arc<Shared<X, St, R>>,
     mut inner: S,
     req: Request<ReqBody>,
     plan: Option<HeaderPlan>,
     hold: Duration,
-    mut reserved: Option<Reserved<X::Key>>,
+    mut reservation: Option<Reservation<X, St, R>>,
 ) -> Result<Response<ResBody>, S::Error>
 where
     S: Service<Request<ReqBody>, Response = Response<ResBody>>,
@@ -346,26 +356,31 @@ where
     St: Store<X::Key>,
 {
     if !hold.is_zero() {
-        let guard = HoldGuard {
-            shared: &*shared,
-            reserved: reserved.take(),
-        };
         tokio::time::sleep(hold).await;
-        reserved = guard.disarm();
+    }
+    if let Some(r) = &mut reservation {
+        r.refund_on_drop = false;
     }
     let mut result = inner.call(req).await;
-    if let (Some(predicate), Some(r)) = (&shared.count_if, reserved) {
-        let counts = match result {
-            Ok(res) => {
+    if let Some(r) = reservation {
+        let counts = match (&r.shared.count_if, result) {
+            (None, res) => {
+                result = res;
+                true
+            }
+            (Some(predicate), Ok(res)) => {
                 let (head, body) = res.into_parts();
                 let counts = predicate.counts(&head);
                 result = Ok(Response::from_parts(head, body));
                 counts
             }
-            Err(_) => false,
+            (Some(_), Err(e)) => {
+                result = Err(e);
+                false
+            }
         };
         if !counts {
-            refund(&shared, r).await;
+            r.refund().await;
         }
     }
     if let (Ok(res), Some(plan)) = (&mut result, plan) {

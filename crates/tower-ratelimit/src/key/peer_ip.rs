@@ -14,13 +14,21 @@ pub struct PeerAddr(pub SocketAddr);
 
 /// The peer's address, read from the request extensions: axum's
 /// `ConnectInfo<SocketAddr>` (with the `axum` feature; serve with
-/// `into_make_service_with_connect_info::<SocketAddr>()`, or use
-/// `MockConnectInfo` in tests), [`PeerAddr`], a `SocketAddr` or an `IpAddr`.
+/// `into_make_service_with_connect_info::<SocketAddr>()`) or
+/// `MockConnectInfo<SocketAddr>` (tests), [`PeerAddr`], a `SocketAddr` or
+/// an `IpAddr`.
 pub fn peer_addr(req: &Parts) -> Option<IpAddr> {
     #[cfg(feature = "axum")]
     if let Some(info) = req
         .extensions
         .get::<axum::extract::ConnectInfo<SocketAddr>>()
+    {
+        return Some(info.0.ip());
+    }
+    #[cfg(feature = "axum")]
+    if let Some(info) = req
+        .extensions
+        .get::<axum::extract::connect_info::MockConnectInfo<SocketAddr>>()
     {
         return Some(info.0.ip());
     }

@@ -1,0 +1,216 @@
+//! The layer in axum (`layer`, `route_layer`, `MockConnectInfo`) and in `ServiceBuilder`.
+
+use crate::common::*;
+use axum::body::Body;
+use axum::extract::connect_info::MockConnectInfo;
+use axum::extract::Extension;
+use axum::http::{Request, StatusCode};
+use axum::routing::{get, post};
+use axum::Router;
+use ratelimit_core::{Gcra, ManualClock, MemoryStore};
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use tower::{Service, ServiceBuilder, ServiceExt};
+use tower_ratelimit::key::{Global, PeerIp};
+use tower_ratelimit::response::{Headers, RATELIMIT, RATELIMIT_POLICY};
+use tower_ratelimit::{RateLimit, RateLimitInfo, RateLimitLayer};
+
+fn assert_clone_send_sync<T: Clone + Send + Sync>() {}
+
+#[test]
+fn layer_and_service_are_clone_send_sync() {
+    type L = RateLimitLayer<PeerIp, MemoryStore<Gcra, tower_ratelimit::key::IpKey>>;
+    assert_clone_send_sync::<L>();
+    assert_clone_send_sync::<
+        RateLimit<Router, PeerIp, MemoryStore<Gcra, tower_ratelimit::key::IpKey>>,
+    >();
+}
+
+#[tokio::test]
+async fn oneshot_with_mock_connect_info() {
+    let store = MemoryStore::new(Gcra::new(2, 60 * SEC).unwrap());
+    let app = Router::new()
+        .route("/", get(|| async { "hi" }))
+        .layer(RateLimitLayer::new(store, PeerIp::new()))
+        .layer(MockConnectInfo(SocketAddr::from(([203, 0, 113, 1], 4000))));
+    for expected in [200, 200, 429] {
+        let res = app
+            .clone()
+            .oneshot(Request::get("/").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(res.status(), expected);
+    }
+    let res = app
+        .oneshot(Request::get("/").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(res.headers()["retry-after"], "30");
+    assert_eq!(res.headers()["content-type"], "application/problem+json");
+    let body: serde_json::Value = serde_json::from_str(&body_string(res).await).unwrap();
+    assert_eq!(body["status"], 429);
+    assert_eq!(body["title"], "Too Many Requests");
+    assert_eq!(body["retry_after"], 30);
+    assert_eq!(body["type"], "about:blank");
+    assert!(body["detail"].as_str().unwrap().contains("30 seconds"));
+}
+
+#[tokio::test]
+async fn route_layer_limits_only_its_route_and_keeps_404_405() {
+    let store = MemoryStore::new(Gcra::new(1, 60 * SEC).unwrap());
+    let app = Router::new()
+        .route(
+            "/limited",
+            post(|| async { "posted" }).route_layer(RateLimitLayer::new(store, PeerIp::new())),
+        )
+        .route("/free", get(|| async { "free" }));
+    let peer = "192.0.2.1:1";
+    let call = |method: &str, uri: &str| {
+        let mut req = get_from(peer, uri, &[]);
+        *req.method_mut() = method.parse().unwrap();
+        app.clone().oneshot(req)
+    };
+    assert_eq!(call("POST", "/limited").await.unwrap().status(), 200);
+    assert_eq!(call("POST", "/limited").await.unwrap().status(), 429);
+    assert_eq!(call("GET", "/limited").await.unwrap().status(), 405);
+    for _ in 0..5 {
+        assert_eq!(call("GET", "/free").await.unwrap().status(), 200);
+    }
+    assert_eq!(call("GET", "/nope").await.unwrap().status(), 404);
+}
+
+#[tokio::test]
+async fn handlers_read_the_decision() {
+    let store = MemoryStore::new(Gcra::new(5, 60 * SEC).unwrap());
+    let app = Router::new()
+        .route(
+            "/",
+            get(|Extension(info): Extension<RateLimitInfo>| async move {
+                format!("{}", info.remaining().unwrap())
+            }),
+        )
+        .layer(RateLimitLayer::new(store, PeerIp::new()));
+    let res = app
+        .clone()
+        .oneshot(get_from("10.0.0.1:1", "/", &[]))
+        .await
+        .unwrap();
+    assert_eq!(res.headers()[RATELIMIT_POLICY], "\"default\";q=5;w=60");
+    assert_eq!(res.headers()[RATELIMIT], "\"default\";r=4;t=12");
+    assert_eq!(body_string(res).await, "4");
+}
+
+#[tokio::test]
+async fn service_builder_with_plain_service_and_no_headers() {
+    let clock = ManualClock::new();
+    let layer = RateLimitLayer::builder(Global)
+        .limit("g", MemoryStore::new(Gcra::new(1, SEC).unwrap()))
+        .headers(Headers::none())
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let mut svc = ServiceBuilder::new()
+        .layer(layer)
+        .service_fn(|_req: Request<String>| async {
+            Ok::<_, Infallible>(http::Response::new(axum::body::Body::from("ok")))
+        });
+    let res = svc
+        .ready()
+        .await
+        .unwrap()
+        .call(Request::new(String::new()))
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    assert!(res.headers().get(RATELIMIT).is_none());
+    let res = svc
+        .ready()
+        .await
+        .unwrap()
+        .call(Request::new(String::new()))
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 429);
+    assert_eq!(res.headers()["retry-after"], "1");
+    assert!(res.headers().get(RATELIMIT).is_none());
+    clock.advance(SEC);
+    let res = svc
+        .ready()
+        .await
+        .unwrap()
+        .call(Request::new(String::new()))
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn clones_share_the_limit() {
+    let layer = RateLimitLayer::new(MemoryStore::new(Gcra::new(3, 60 * SEC).unwrap()), Global);
+    let a = Router::new()
+        .route("/", get(|| async { "a" }))
+        .layer(layer.clone());
+    let b = Router::new().route("/", get(|| async { "b" })).layer(layer);
+    let mut ok = 0;
+    for i in 0..10 {
+        let app = if i % 2 == 0 { a.clone() } else { b.clone() };
+        let res = app.oneshot(get_from("10.0.0.1:1", "/", &[])).await.unwrap();
+        ok += usize::from(res.status() == 200);
+    }
+    assert_eq!(ok, 3);
+}
+
+#[tokio::test]
+async fn missing_connect_info_is_a_4xx() {
+    let app = Router::new()
+        .route("/", get(|| async { "hi" }))
+        .layer(RateLimitLayer::new(
+            MemoryStore::new(Gcra::new(1, SEC).unwrap()),
+            PeerIp::new(),
+        ));
+    let res = app
+        .oneshot(Request::get("/").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 400);
+}
+
+#[test]
+fn invalid_configuration_is_an_error() {
+    use tower_ratelimit::key::{ClientIp, Header, IpPrefixes};
+    use tower_ratelimit::BuildError;
+    assert!(matches!(
+        ClientIp::new(["10.0.0.0/99"]),
+        Err(BuildError::BadCidr(_))
+    ));
+    assert!(matches!(
+        PeerIp::new().ipv6_prefix(0),
+        Err(BuildError::BadPrefix { .. })
+    ));
+    assert!(matches!(
+        PeerIp::new().ipv6_prefix(129),
+        Err(BuildError::BadPrefix { .. })
+    ));
+    assert!(IpPrefixes::new(32, 48).is_ok());
+    assert!(Header::named("").is_err());
+    let store =
+        || MemoryStore::<Gcra, tower_ratelimit::key::GlobalKey>::new(Gcra::new(1, SEC).unwrap());
+    let no_limits =
+        RateLimitLayer::<Global, MemoryStore<Gcra, tower_ratelimit::key::GlobalKey>>::builder(
+            Global,
+        )
+        .build();
+    assert_eq!(no_limits.unwrap_err(), BuildError::NoLimits);
+    let dup = RateLimitLayer::builder(Global)
+        .limit("a", store())
+        .limit("a", store())
+        .build();
+    assert!(matches!(dup, Err(BuildError::DuplicateLimitName(_))));
+    let bad = RateLimitLayer::builder(Global).limit("é", store()).build();
+    assert!(matches!(bad, Err(BuildError::BadLimitName(_))));
+    let mut b = RateLimitLayer::builder(Global);
+    for i in 0..65 {
+        b = b.limit(format!("l{i}"), store());
+    }
+    assert!(matches!(b.build(), Err(BuildError::TooManyLimits(65))));
+}

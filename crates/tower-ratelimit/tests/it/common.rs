@@ -1,0 +1,42 @@
+//! Shared helpers.
+
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use axum::http::{Request, Response};
+use http_body_util::BodyExt;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub const SEC: Duration = Duration::from_secs(1);
+
+/// A GET request from `peer`, with headers.
+pub fn get_from(peer: &str, uri: &str, headers: &[(&str, &[u8])]) -> Request<Body> {
+    let mut b = Request::get(uri);
+    for (n, v) in headers {
+        b = b.header(*n, axum::http::HeaderValue::from_bytes(v).unwrap());
+    }
+    let mut req = b.body(Body::empty()).unwrap();
+    let addr: SocketAddr = peer.parse().unwrap();
+    req.extensions_mut().insert(ConnectInfo(addr));
+    req
+}
+
+pub async fn body_string(res: Response<Body>) -> String {
+    let bytes = res.into_body().collect().await.unwrap().to_bytes();
+    String::from_utf8(bytes.to_vec()).unwrap()
+}
+
+/// Counts how many requests reached the handler.
+#[derive(Clone, Default)]
+pub struct Hits(pub Arc<AtomicUsize>);
+
+impl Hits {
+    pub fn get(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+    pub fn hit(&self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}

@@ -1,0 +1,14 @@
+//! Integration tests of tower-ratelimit: one binary, one module per topic.
+
+mod common;
+
+mod basics;
+mod concurrency;
+mod count_only;
+mod dry_run;
+mod failure;
+mod headers;
+mod malformed;
+mod multi;
+mod shaping;
+mod spoofing;

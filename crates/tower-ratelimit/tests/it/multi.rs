@@ -1,0 +1,179 @@
+//! Several limits on one route, per-request costs and per-request limit selection.
+
+use crate::common::*;
+use axum::extract::Extension;
+use axum::routing::get;
+use axum::Router;
+use http::request::Parts;
+use ratelimit_core::{AnyAlgorithm, FixedWindow, Gcra, ManualClock, MemoryStore};
+use std::sync::Arc;
+use std::time::Duration;
+use tower::ServiceExt;
+use tower_ratelimit::key::{Header, HeaderKey, PeerIp};
+use tower_ratelimit::policy::Selection;
+use tower_ratelimit::response::{RATELIMIT, RATELIMIT_POLICY};
+use tower_ratelimit::{RateLimitInfo, RateLimitLayer};
+
+#[tokio::test]
+async fn all_must_admit_and_denials_consume_nothing() {
+    let clock = ManualClock::new();
+    let per_second = Arc::new(MemoryStore::new(AnyAlgorithm::from(
+        Gcra::new(3, SEC).unwrap(),
+    )));
+    let per_minute = Arc::new(MemoryStore::new(AnyAlgorithm::from(
+        FixedWindow::new(5, 60 * SEC).unwrap(),
+    )));
+    let layer = RateLimitLayer::builder(PeerIp::new())
+        .limit_shared("per-second", per_second.clone())
+        .limit_shared("per-minute", per_minute.clone())
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let app = Router::new()
+        .route(
+            "/",
+            get(|Extension(info): Extension<RateLimitInfo>| async move {
+                info.decisions().len().to_string()
+            }),
+        )
+        .layer(layer);
+    let send = || app.clone().oneshot(get_from("10.1.1.1:1", "/", &[]));
+    let res = send().await.unwrap();
+    assert_eq!(
+        res.headers()[RATELIMIT_POLICY],
+        "\"per-second\";q=3;w=1, \"per-minute\";q=5;w=60"
+    );
+    assert_eq!(
+        res.headers()[RATELIMIT],
+        "\"per-second\";r=2;t=1, \"per-minute\";r=4;t=60"
+    );
+    assert_eq!(body_string(res).await, "2");
+    send().await.unwrap();
+    send().await.unwrap();
+    // The per-second limit denies: the per-minute one was not consumed.
+    let res = send().await.unwrap();
+    assert_eq!(res.status(), 429);
+    assert_eq!(res.headers()[RATELIMIT_POLICY], "\"per-second\";q=3;w=1");
+    let key = tower_ratelimit::key::IpKey::V4 {
+        net: "10.1.1.1".parse().unwrap(),
+        prefix: 32,
+    };
+    assert_eq!(
+        per_minute
+            .check(&key, 0, clock.now_nanos())
+            .unwrap()
+            .remaining,
+        2
+    );
+    clock.advance(SEC);
+    send().await.unwrap();
+    send().await.unwrap();
+    // Now the per-minute limit denies; the per-second one is refunded.
+    let res = send().await.unwrap();
+    assert_eq!(res.status(), 429);
+    assert_eq!(res.headers()[RATELIMIT_POLICY], "\"per-minute\";q=5;w=60");
+    assert_eq!(res.headers()["retry-after"], "59");
+    assert_eq!(
+        per_second
+            .check(&key, 0, clock.now_nanos())
+            .unwrap()
+            .remaining,
+        1
+    );
+}
+
+trait NowNanos {
+    fn now_nanos(&self) -> u64;
+}
+impl NowNanos for ManualClock {
+    fn now_nanos(&self) -> u64 {
+        ratelimit_core::Clock::now(self)
+    }
+}
+
+#[tokio::test]
+async fn cost_and_selection_per_request() {
+    // Limit 0: free plan, 10 units/min; limit 1: pro plan, 100 units/min.
+    // The plan comes from the key's prefix; the cost from `X-Units`.
+    let clock = ManualClock::new();
+    let layer = RateLimitLayer::builder(Header::named("x-user").unwrap())
+        .limit("free", MemoryStore::new(Gcra::new(10, 60 * SEC).unwrap()))
+        .limit("pro", MemoryStore::new(Gcra::new(100, 60 * SEC).unwrap()))
+        .select(|_: &Parts, key: &HeaderKey| {
+            if key.as_str().starts_with("pro-") {
+                Selection::only(1)
+            } else {
+                Selection::only(0)
+            }
+        })
+        .cost(|req: &Parts| {
+            req.headers
+                .get("x-units")
+                .and_then(|v| v.to_str().ok()?.parse().ok())
+                .unwrap_or(1u64)
+        })
+        .clock(clock)
+        .build()
+        .unwrap();
+    let app = Router::new()
+        .route("/", get(|| async { "ok" }))
+        .layer(layer);
+    let send = |user: &'static str, units: &'static str| {
+        app.clone().oneshot(get_from(
+            "10.0.0.1:1",
+            "/",
+            &[("x-user", user.as_bytes()), ("x-units", units.as_bytes())],
+        ))
+    };
+    assert_eq!(send("alice", "8").await.unwrap().status(), 200);
+    let res = send("alice", "3").await.unwrap();
+    assert_eq!(res.status(), 429);
+    assert_eq!(res.headers()[RATELIMIT], "\"free\";r=2;t=6");
+    assert_eq!(send("alice", "2").await.unwrap().status(), 200);
+    let res = send("pro-bob", "50").await.unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.headers()[RATELIMIT], "\"pro\";r=50;t=30");
+    assert_eq!(send("pro-bob", "50").await.unwrap().status(), 200);
+    assert_eq!(send("pro-bob", "1").await.unwrap().status(), 429);
+    let _ = Duration::ZERO;
+}
+
+#[tokio::test]
+async fn empty_selection_passes_through() {
+    let layer = RateLimitLayer::builder(PeerIp::new())
+        .limit("l", MemoryStore::new(Gcra::new(1, 60 * SEC).unwrap()))
+        .select(|req: &Parts, _: &tower_ratelimit::key::IpKey| {
+            if req.uri.path() == "/free" {
+                Selection::NONE
+            } else {
+                Selection::ALL
+            }
+        })
+        .build()
+        .unwrap();
+    let app = Router::new()
+        .route("/free", get(|| async { "ok" }))
+        .route("/paid", get(|| async { "ok" }))
+        .layer(layer);
+    for _ in 0..3 {
+        let res = app
+            .clone()
+            .oneshot(get_from("10.0.0.1:1", "/free", &[]))
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        assert!(res.headers().get(RATELIMIT).is_none());
+    }
+    let res = app
+        .clone()
+        .oneshot(get_from("10.0.0.1:1", "/paid", &[]))
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let res = app
+        .clone()
+        .oneshot(get_from("10.0.0.1:1", "/paid", &[]))
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 429);
+}

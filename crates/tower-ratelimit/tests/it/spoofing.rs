@@ -1,0 +1,141 @@
+//! Clients cannot escape their limit by forging headers or rotating addresses.
+
+use crate::common::*;
+use axum::routing::get;
+use axum::Router;
+use ratelimit_core::{Gcra, MemoryStore};
+use tower::ServiceExt;
+use tower_ratelimit::key::{ClientIp, KeyExtractor, PeerIp};
+use tower_ratelimit::RateLimitLayer;
+
+fn app<X>(key: X) -> Router
+where
+    X: KeyExtractor,
+    X::Key: std::hash::Hash + Eq + Clone,
+{
+    let store = MemoryStore::new(Gcra::new(1, 3600 * SEC).unwrap());
+    Router::new()
+        .route("/", get(|| async { "ok" }))
+        .layer(RateLimitLayer::new(store, key))
+}
+
+async fn code(app: &Router, peer: &str, headers: &[(&str, &[u8])]) -> u16 {
+    let res = app
+        .clone()
+        .oneshot(get_from(peer, "/", headers))
+        .await
+        .unwrap();
+    res.status().as_u16()
+}
+
+#[tokio::test]
+async fn forged_leftmost_xff_entries_change_nothing() {
+    let app = app(ClientIp::new(["10.0.0.0/8"]).unwrap());
+    let proxy = "10.0.0.1:443";
+    assert_eq!(
+        code(&app, proxy, &[("x-forwarded-for", b"1.1.1.1, 203.0.113.7")]).await,
+        200
+    );
+    for forged in [
+        &b"2.2.2.2, 203.0.113.7"[..],
+        b"3.3.3.3,4.4.4.4, 203.0.113.7",
+        b"garbage, 203.0.113.7",
+    ] {
+        assert_eq!(code(&app, proxy, &[("x-forwarded-for", forged)]).await, 429);
+    }
+    // A forged header line before the proxy's own counts as leftmost too.
+    assert_eq!(
+        code(
+            &app,
+            proxy,
+            &[
+                ("x-forwarded-for", b"9.9.9.9"),
+                ("x-forwarded-for", b"203.0.113.7")
+            ]
+        )
+        .await,
+        429
+    );
+    // Another client behind the proxy has its own limit.
+    assert_eq!(
+        code(&app, proxy, &[("x-forwarded-for", b"1.1.1.1, 203.0.113.8")]).await,
+        200
+    );
+}
+
+#[tokio::test]
+async fn headers_from_untrusted_peers_are_ignored() {
+    let app = app(ClientIp::new(["10.0.0.0/8"]).unwrap());
+    let peer = "198.51.100.9:5000";
+    assert_eq!(
+        code(&app, peer, &[("x-forwarded-for", b"1.1.1.1")]).await,
+        200
+    );
+    for forged in [&b"2.2.2.2"[..], b"10.0.0.5", b"3.3.3.3, 4.4.4.4"] {
+        assert_eq!(code(&app, peer, &[("x-forwarded-for", forged)]).await, 429);
+        assert_eq!(
+            code(&app, peer, &[("forwarded", b"for=5.5.5.5")]).await,
+            429
+        );
+    }
+    // Without trusted proxies at all, headers never matter.
+    let app = app_no_proxies();
+    assert_eq!(
+        code(&app, "10.0.0.1:1", &[("x-forwarded-for", b"1.1.1.1")]).await,
+        200
+    );
+    assert_eq!(
+        code(&app, "10.0.0.1:1", &[("x-forwarded-for", b"2.2.2.2")]).await,
+        429
+    );
+}
+
+fn app_no_proxies() -> Router {
+    app(ClientIp::from_list("").unwrap())
+}
+
+#[tokio::test]
+async fn ipv6_addresses_in_one_64_share_a_limit() {
+    for app in [app(PeerIp::new()), app(ClientIp::from_list("").unwrap())] {
+        assert_eq!(code(&app, "[2001:db8:aa:bb::1]:1", &[]).await, 200);
+        for rotated in [
+            "[2001:db8:aa:bb::2]:1",
+            "[2001:db8:aa:bb:ffff:ffff:ffff:ffff]:9",
+            "[2001:db8:aa:bb:1234::]:2",
+        ] {
+            assert_eq!(code(&app, rotated, &[]).await, 429, "{rotated}");
+        }
+        assert_eq!(code(&app, "[2001:db8:aa:bc::1]:1", &[]).await, 200);
+    }
+    // A /48 prefix groups wider.
+    let wide = app(PeerIp::new().ipv6_prefix(48).unwrap());
+    assert_eq!(code(&wide, "[2001:db8:aa:1::1]:1", &[]).await, 200);
+    assert_eq!(code(&wide, "[2001:db8:aa:2::1]:1", &[]).await, 429);
+}
+
+#[tokio::test]
+async fn ipv4_mapped_addresses_are_ipv4() {
+    let app = app(PeerIp::new());
+    assert_eq!(code(&app, "192.0.2.5:1", &[]).await, 200);
+    assert_eq!(code(&app, "[::ffff:192.0.2.5]:1", &[]).await, 429);
+    // A mapped trusted proxy is still trusted.
+    let app = self::app(ClientIp::new(["10.0.0.0/8"]).unwrap());
+    assert_eq!(
+        code(
+            &app,
+            "[::ffff:10.0.0.1]:1",
+            &[("x-forwarded-for", b"192.0.2.6")]
+        )
+        .await,
+        200
+    );
+    assert_eq!(
+        code(
+            &app,
+            "10.0.0.2:1",
+            &[("x-forwarded-for", b"::ffff:192.0.2.6")]
+        )
+        .await,
+        429
+    );
+}
