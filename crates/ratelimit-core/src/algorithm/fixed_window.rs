@@ -22,11 +22,19 @@ pub enum Anchor {
 }
 
 /// A fixed window's per-key state: 16 bytes.
+///
+/// It keeps the window's start rather than its end: the end `start + P` of
+/// a window near the end of time may not fit in `u64` nanoseconds, and a
+/// saturated end would close the window early and shorten its waits. The
+/// start is stored modulo 2^64 (the first window of a key-offset anchor
+/// starts before time 0), and only `now - start` is ever used; that is
+/// exact for every aligned and first-request state, and for key-offset
+/// states short of 584 years of idleness.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WindowState {
-    /// End of the current window, in nanoseconds.
-    end: u64,
-    /// Admitted cost in the current window.
+    /// Start of the current window, in nanoseconds (mod 2^64).
+    start: u64,
+    /// Admitted cost in the current window; 0 means no window is open.
     count: u64,
 }
 
@@ -82,33 +90,46 @@ impl FixedWindow {
         self.anchor
     }
 
-    /// The first window end after `now` for windows of phase `offset`.
-    fn next_end(&self, now: u64, offset: u64) -> u64 {
+    /// The start of the window holding `now`, for windows of phase
+    /// `offset` (modulo 2^64: it is before time 0 when `now < offset`).
+    fn window_start(&self, now: u64, offset: u64) -> u64 {
         let p = u128::from(self.period);
-        let now = u128::from(now);
-        let pos = (now + p - u128::from(offset)) % p;
-        u64::try_from(now - pos + p).unwrap_or(u64::MAX)
+        // How far `now` is into its window, in [0, P).
+        let pos = (u128::from(now) + p - u128::from(offset)) % p;
+        now.wrapping_sub(pos as u64)
+    }
+
+    /// Time since the window's start.
+    #[inline]
+    fn elapsed(s: &WindowState, now: u64) -> u64 {
+        now.wrapping_sub(s.start)
     }
 
     /// Closes the window if it has ended; aligned windows move on in phase.
     fn roll(&self, s: &mut WindowState, now: u64) {
-        if now >= s.end {
+        let elapsed = Self::elapsed(s, now);
+        if elapsed >= self.period {
             s.count = 0;
             if self.anchor != Anchor::FirstRequest {
-                let phase = s.end % self.period;
-                s.end = self.next_end(now, phase);
+                // start + k*P for the largest k that is not after now.
+                s.start = now - elapsed % self.period;
             }
         }
     }
 
     fn decision(&self, allowed: bool, s: &WindowState, now: u64, wait: Option<u64>) -> Decision {
+        let reset = if s.count > 0 {
+            self.period - Self::elapsed(s, now)
+        } else {
+            0
+        };
         Decision {
             allowed,
             remaining: self.limit - s.count,
             wait: wait.map(Duration::from_nanos),
             limit: self.limit,
             window: Duration::from_nanos(self.period),
-            reset: Duration::from_nanos(if s.count > 0 { s.end - now } else { 0 }),
+            reset: Duration::from_nanos(reset),
         }
     }
 }
@@ -117,12 +138,13 @@ impl Algorithm for FixedWindow {
     type State = WindowState;
 
     fn fresh<K: Hash + ?Sized>(&self, key: &K, now: u64) -> WindowState {
-        let end = match self.anchor {
-            Anchor::Aligned => self.next_end(now, 0),
-            Anchor::FirstRequest => 0,
-            Anchor::KeyOffset => self.next_end(now, stable_hash(key) % self.period),
+        let start = match self.anchor {
+            Anchor::Aligned => self.window_start(now, 0),
+            // No window is open until a request is admitted.
+            Anchor::FirstRequest => now,
+            Anchor::KeyOffset => self.window_start(now, stable_hash(key) % self.period),
         };
-        WindowState { end, count: 0 }
+        WindowState { start, count: 0 }
     }
 
     fn check(&self, s: &mut WindowState, now: u64, cost: u64) -> Decision {
@@ -133,27 +155,30 @@ impl Algorithm for FixedWindow {
         if cost > self.limit {
             return self.decision(false, s, now, None);
         }
-        if s.count + cost <= self.limit {
-            if now >= s.end {
-                // First request: the window opens now.
-                s.end = now.saturating_add(self.period);
+        // `count + cost` may pass u64::MAX when the limit is near it.
+        if cost <= self.limit - s.count {
+            if s.count == 0 && self.anchor == Anchor::FirstRequest {
+                // The first admitted request opens the window.
+                s.start = now;
             }
             s.count += cost;
             self.decision(true, s, now, Some(0))
         } else {
-            self.decision(false, s, now, Some(s.end - now))
+            // Denied with cost <= L, so count > 0: the window is open.
+            let wait = self.period - Self::elapsed(s, now);
+            self.decision(false, s, now, Some(wait))
         }
     }
 
     fn refund(&self, s: &mut WindowState, now: u64, admitted_at: u64, cost: u64) {
         self.roll(s, now);
-        if admitted_at < s.end && admitted_at.saturating_add(self.period) >= s.end {
+        if admitted_at <= now && admitted_at.wrapping_sub(s.start) < self.period {
             s.count = s.count.saturating_sub(cost);
         }
     }
 
     fn is_full(&self, s: &WindowState, now: u64) -> bool {
-        s.count == 0 || now >= s.end
+        s.count == 0 || Self::elapsed(s, now) >= self.period
     }
 
     fn limit(&self) -> u64 {

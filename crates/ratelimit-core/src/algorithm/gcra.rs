@@ -47,7 +47,7 @@ impl Gcra {
         if burst == 0 {
             return Err(ConfigError::ZeroBurst);
         }
-        let interval = Interval::new(limit, period_ns);
+        let interval = Interval::new(limit, period_ns)?;
         let capacity = interval.span(burst, "burst * period / limit")?;
         Ok(Self {
             interval,

@@ -23,12 +23,23 @@ pub(crate) struct Interval {
 }
 
 impl Interval {
-    pub(crate) fn new(limit: u64, period_ns: u64) -> Self {
+    /// `T = period_ns / limit`, reduced.
+    ///
+    /// Fails when one nanosecond is more than [`MAX_SPAN`] scaled units
+    /// (more than 2^61 requests per nanosecond, once reduced): the scaled
+    /// time of a state a nanosecond old could then no longer be told from
+    /// one in the future (past 2^63 units it wraps), and the store's idle
+    /// horizon would be under two nanoseconds.
+    pub(crate) fn new(limit: u64, period_ns: u64) -> Result<Self, ConfigError> {
         let g = gcd(limit, period_ns);
-        Self {
+        let interval = Self {
             step: period_ns / g,
             scale: limit / g,
+        };
+        if interval.scale > MAX_SPAN {
+            return Err(ConfigError::Overflow("limit / period"));
         }
+        Ok(interval)
     }
 
     /// `count * T` in scaled units, if it stays within the span the
@@ -52,7 +63,8 @@ impl Interval {
         units.div_ceil(self.scale)
     }
 
-    /// Nanoseconds a state may sit untouched.
+    /// Nanoseconds a state may sit untouched: at least 2, since `scale` is
+    /// at most 2^61.
     pub(crate) fn idle_horizon(&self) -> u64 {
         HORIZON_UNITS / self.scale
     }
@@ -77,12 +89,24 @@ mod tests {
 
     #[test]
     fn reduces_the_fraction() {
-        let i = Interval::new(3, 1_000_000_000);
+        let i = Interval::new(3, 1_000_000_000).unwrap();
         assert_eq!((i.step, i.scale), (1_000_000_000, 3));
-        let i = Interval::new(5000, 3_600_000_000_000);
+        let i = Interval::new(5000, 3_600_000_000_000).unwrap();
         assert_eq!((i.step, i.scale), (720_000_000, 1));
         assert_eq!(i.nanos_ceil(7), 7);
-        let i = Interval::new(3, 1_000_000_000);
+        let i = Interval::new(3, 1_000_000_000).unwrap();
         assert_eq!(i.nanos_ceil(700_000_000), 233_333_334);
+    }
+
+    #[test]
+    fn rejects_more_than_2_61_units_per_nanosecond() {
+        assert!(Interval::new(MAX_SPAN, 1).is_ok());
+        assert_eq!(
+            Interval::new(MAX_SPAN + 1, 1),
+            Err(ConfigError::Overflow("limit / period"))
+        );
+        // Reduced first: 2^62 per 2 ns is 2^61 per ns.
+        assert!(Interval::new(1 << 62, 2).is_ok());
+        assert!(Interval::new(u64::MAX, 709_551_616).is_err());
     }
 }

@@ -42,7 +42,7 @@ impl LeakyBucket {
     pub fn new(limit: u64, period: Duration, queue: u64) -> Result<Self, ConfigError> {
         let limit = nonzero(limit, "limit")?;
         let period_ns = period_nanos(period)?;
-        let interval = Interval::new(limit, period_ns);
+        let interval = Interval::new(limit, period_ns)?;
         let queue_span = interval.span(queue, "queue * period / limit")?;
         // The state may sit up to (Q + 2) * T from now; keep that in range.
         interval.span(

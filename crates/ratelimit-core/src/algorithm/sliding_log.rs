@@ -78,7 +78,7 @@ impl SlidingLog {
 
     fn expire(&self, s: &mut LogState, now: u64) {
         while let Some(&(at, cost)) = s.log.front() {
-            if at.saturating_add(self.period) > now {
+            if self.counts(at, now) {
                 break;
             }
             s.used -= cost;
@@ -86,18 +86,33 @@ impl SlidingLog {
         }
     }
 
-    fn decision(&self, allowed: bool, s: &LogState, now: u64, wait: Option<u64>) -> Decision {
+    /// Whether an entry logged at `at` still counts at `now`: `at > now - P`,
+    /// i.e. `at + P > now` (a saturated `at + P` would expire an entry at
+    /// `now = u64::MAX` one nanosecond early).
+    #[inline]
+    fn counts(&self, at: u64, now: u64) -> bool {
+        now - at < self.period
+    }
+
+    /// How long until the entry logged at `at` stops counting: `at + P - now`,
+    /// which may pass `u64` nanoseconds.
+    fn until_expiry(&self, at: u64, now: u64) -> Duration {
+        let ns = u128::from(at) + u128::from(self.period) - u128::from(now);
+        Duration::new((ns / 1_000_000_000) as u64, (ns % 1_000_000_000) as u32)
+    }
+
+    fn decision(&self, allowed: bool, s: &LogState, now: u64, wait: Option<Duration>) -> Decision {
         let reset = s
             .log
             .back()
-            .map_or(0, |&(at, _)| at.saturating_add(self.period) - now);
+            .map_or(Duration::ZERO, |&(at, _)| self.until_expiry(at, now));
         Decision {
             allowed,
             remaining: self.limit - s.used,
-            wait: wait.map(Duration::from_nanos),
+            wait,
             limit: self.limit,
             window: Duration::from_nanos(self.period),
-            reset: Duration::from_nanos(reset),
+            reset,
         }
     }
 }
@@ -112,27 +127,28 @@ impl Algorithm for SlidingLog {
     fn check(&self, s: &mut LogState, now: u64, cost: u64) -> Decision {
         self.expire(s, now);
         if cost == 0 {
-            return self.decision(true, s, now, Some(0));
+            return self.decision(true, s, now, Some(Duration::ZERO));
         }
         if cost > self.limit {
             return self.decision(false, s, now, None);
         }
-        if s.used + cost <= self.limit {
+        // `used + cost` may pass u64::MAX when the limit is near it.
+        if cost <= self.limit - s.used {
             match s.log.back_mut() {
                 Some((at, c)) if *at == now => *c += cost,
                 _ => s.log.push_back((now, cost)),
             }
             s.used += cost;
-            return self.decision(true, s, now, Some(0));
+            return self.decision(true, s, now, Some(Duration::ZERO));
         }
         // Drop the oldest entries until the request fits.
         let mut freed = 0;
-        let need = s.used + cost - self.limit;
-        let mut wait = 0;
+        let need = cost - (self.limit - s.used);
+        let mut wait = Duration::ZERO;
         for &(at, c) in &s.log {
             freed += c;
             if freed >= need {
-                wait = at.saturating_add(self.period) - now;
+                wait = self.until_expiry(at, now);
                 break;
             }
         }
@@ -152,9 +168,7 @@ impl Algorithm for SlidingLog {
     }
 
     fn is_full(&self, s: &LogState, now: u64) -> bool {
-        s.log
-            .back()
-            .is_none_or(|&(at, _)| at.saturating_add(self.period) <= now)
+        s.log.back().is_none_or(|&(at, _)| !self.counts(at, now))
     }
 
     fn limit(&self) -> u64 {

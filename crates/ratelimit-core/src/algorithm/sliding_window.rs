@@ -67,14 +67,17 @@ impl SlidingWindow {
         allowed: bool,
         s: &SlidingWindowState,
         now: u64,
-        wait: Option<u64>,
+        wait: Option<u128>,
     ) -> Decision {
         let p = u128::from(self.period);
         let left = p - u128::from(now % self.period); // P - e
-        let free = i128::try_from(u128::from(self.limit) * p).unwrap_or(i128::MAX)
-            - i128::try_from(u128::from(s.cur) * p + u128::from(s.prev) * left)
-                .unwrap_or(i128::MAX);
-        let remaining = u64::try_from(free.max(0) / p as i128).unwrap_or(0);
+
+        // floor(L - cur - prev*(P - e)/P), at least 0, computed as
+        // floor(((L - cur)*P - prev*(P - e)) / P): both products fit in
+        // u128 (cur <= L), where L*P alone may not fit in i128.
+        let free = u128::from(self.limit - s.cur) * p;
+        let used = u128::from(s.prev) * left;
+        let remaining = u64::try_from(free.saturating_sub(used) / p).unwrap_or(u64::MAX);
         let reset = if s.cur > 0 {
             left + p
         } else if s.prev > 0 {
@@ -85,10 +88,10 @@ impl SlidingWindow {
         Decision {
             allowed,
             remaining,
-            wait: wait.map(Duration::from_nanos),
+            wait: wait.map(nanos),
             limit: self.limit,
             window: Duration::from_nanos(self.period),
-            reset: Duration::from_nanos(u64::try_from(reset).unwrap_or(u64::MAX)),
+            reset: nanos(reset),
         }
     }
 }
@@ -120,7 +123,9 @@ impl Algorithm for SlidingWindow {
             u128::from(s.cur),
             u128::from(cost),
         );
-        if prev * left + (cur + n) * p <= l * p {
+        // prev*(P - e) + (cur + n)*P <= L*P, without overflowing u128
+        // (cur + n may be near 2L).
+        if cur + n <= l && prev * left <= (l - cur - n) * p {
             s.cur += cost;
             return self.decision(true, s, now, Some(0));
         }
@@ -133,7 +138,7 @@ impl Algorithm for SlidingWindow {
             // until cur*(P - e'') <= (L - n)*P.
             left + p.saturating_sub((l - n) * p / cur)
         };
-        self.decision(false, s, now, Some(u64::try_from(wait).unwrap_or(u64::MAX)))
+        self.decision(false, s, now, Some(wait))
     }
 
     fn refund(&self, s: &mut SlidingWindowState, now: u64, admitted_at: u64, cost: u64) {
@@ -162,4 +167,10 @@ impl Algorithm for SlidingWindow {
     fn name(&self) -> &'static str {
         "sliding-window"
     }
+}
+
+/// Nanoseconds as a duration; waits here can pass `u64` nanoseconds.
+fn nanos(n: u128) -> Duration {
+    const PER_SEC: u128 = 1_000_000_000;
+    Duration::new((n / PER_SEC) as u64, (n % PER_SEC) as u32)
 }

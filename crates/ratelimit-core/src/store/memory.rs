@@ -263,8 +263,17 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     }
 
     fn drop_full(&self, shard: &mut Shard<K, A::State>, now: u64) {
-        let algorithm = &self.algorithm;
-        shard.table.retain(|(_, s)| !algorithm.is_full(s, now));
+        let elapsed = now.saturating_sub(shard.last_sweep);
+        // `u64::MAX` means no horizon: never clear such states.
+        if elapsed >= self.horizon && self.horizon != u64::MAX {
+            // Every state was written at least horizon / 2 ago and so is
+            // full by now; `is_full` could misread its wrapped time (a
+            // `sweep` after a long idle gap lands here).
+            shard.table.clear();
+        } else {
+            let algorithm = &self.algorithm;
+            shard.table.retain(|(_, s)| !algorithm.is_full(s, now));
+        }
         shard.last_sweep = now;
     }
 
@@ -275,14 +284,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     fn keep_unambiguous(&self, shard: &mut Shard<K, A::State>, now: u64) {
         let elapsed = now.saturating_sub(shard.last_sweep);
         if elapsed >= self.half_horizon {
-            if elapsed >= self.horizon {
-                // Every state was written at least horizon / 2 ago and so is
-                // full by now.
-                shard.table.clear();
-                shard.last_sweep = now;
-            } else {
-                self.drop_full(shard, now);
-            }
+            self.drop_full(shard, now);
         }
     }
 }

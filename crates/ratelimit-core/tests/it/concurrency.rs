@@ -1,0 +1,78 @@
+//! Many threads hammer one key at a frozen clock: exactly the burst is
+//! admitted, never more, never less.
+
+use ratelimit_core::{
+    Algorithm, FixedWindow, Gcra, LeakyBucket, MemoryStore, SlidingLog, SlidingWindow, TokenBucket,
+};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Barrier;
+use std::time::Duration;
+
+const THREADS: usize = 8;
+const TRIES: usize = 2_000;
+
+/// Runs `THREADS` threads of `TRIES` checks of cost 1 on one key at time
+/// `now`, plus churn on other keys so shards grow and sweep meanwhile.
+/// Returns the number admitted.
+fn hammer<A: Algorithm>(algorithm: A, now: u64) -> u64 {
+    let store = MemoryStore::<A, u64>::builder(algorithm).shards(4).build();
+    let admitted = AtomicU64::new(0);
+    let start = Barrier::new(THREADS);
+    std::thread::scope(|s| {
+        for thread in 0..THREADS {
+            let (store, admitted, start) = (&store, &admitted, &start);
+            s.spawn(move || {
+                start.wait();
+                for i in 0..TRIES {
+                    if store.check(&42, 1, now).unwrap().allowed {
+                        admitted.fetch_add(1, Ordering::Relaxed);
+                    }
+                    // Other keys in the same store.
+                    let other = 1_000 + (thread * TRIES + i) as u64;
+                    store.check(&other, 1, now).unwrap();
+                }
+            });
+        }
+    });
+    admitted.into_inner()
+}
+
+const NOW: u64 = 1_234_567_890_123;
+
+#[test]
+fn gcra_admits_exactly_the_burst() {
+    let gcra = Gcra::with_burst(10, Duration::from_secs(1), 777).unwrap();
+    assert_eq!(hammer(gcra, NOW), 777);
+    let gcra = Gcra::new(3, Duration::from_secs(1)).unwrap();
+    assert_eq!(hammer(gcra, NOW), 3);
+}
+
+#[test]
+fn token_bucket_admits_exactly_the_capacity() {
+    let bucket = TokenBucket::new(1_000, 7, Duration::from_secs(1)).unwrap();
+    assert_eq!(hammer(bucket, NOW), 1_000);
+}
+
+#[test]
+fn leaky_bucket_admits_exactly_the_queue_plus_one() {
+    let bucket = LeakyBucket::new(10, Duration::from_secs(1), 499).unwrap();
+    assert_eq!(hammer(bucket, NOW), 500);
+}
+
+#[test]
+fn fixed_window_admits_exactly_the_limit() {
+    let window = FixedWindow::new(1_500, Duration::from_secs(60)).unwrap();
+    assert_eq!(hammer(window, NOW), 1_500);
+}
+
+#[test]
+fn sliding_log_admits_exactly_the_limit() {
+    let log = SlidingLog::new(999, Duration::from_secs(60)).unwrap();
+    assert_eq!(hammer(log, NOW), 999);
+}
+
+#[test]
+fn sliding_window_admits_exactly_the_limit() {
+    let window = SlidingWindow::new(1_234, Duration::from_secs(60)).unwrap();
+    assert_eq!(hammer(window, NOW), 1_234);
+}

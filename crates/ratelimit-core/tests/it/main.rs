@@ -1,0 +1,13 @@
+//! The integration tests of `ratelimit-core`, in one binary: property tests
+//! of every algorithm against reference models, boundary cases, the worked
+//! example, concurrency, the idle-horizon sweep and validation. (The memory
+//! test, which needs a counting global allocator, is `tests/memory.rs`.)
+
+mod boundaries;
+mod concurrency;
+mod example;
+mod harness;
+mod horizon;
+mod model;
+mod props;
+mod validation;

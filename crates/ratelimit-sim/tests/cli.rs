@@ -1,0 +1,932 @@
+//! `ratelimit-sim` against the contract (`ALGORITHMS.md`): the built binary
+//! on the contract's example, on traces of every algorithm and on every
+//! error path; and, in process for speed, thousands of random traces
+//! compared line by line with the reference models of `ratelimit-core`'s
+//! tests. The subcommands' tests (`generate`, `compare`, `plot`) are the
+//! `subcommands` module, so the crate keeps one test binary.
+
+#[path = "../../ratelimit-core/tests/it/model.rs"]
+mod model;
+mod subcommands;
+
+use model::{Model, Spec};
+use ratelimit_core::Anchor;
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+const MS: u64 = 1_000_000;
+
+/// Runs the binary with `args`, feeding it `input`.
+fn sim(args: &[&str], input: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ratelimit-sim"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let mut stdin = child.stdin.take().unwrap();
+    // The sim may exit before reading everything (bad options): ignore a
+    // broken pipe.
+    let _ = stdin.write_all(input.as_bytes());
+    drop(stdin);
+    child.wait_with_output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8(bytes.to_vec()).unwrap()
+}
+
+/// Runs a good trace: exit 0, nothing on stderr; returns stdout.
+fn ok(args: &[&str], input: &str) -> String {
+    let out = sim(args, input);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{args:?}: stderr {}",
+        text(&out.stderr)
+    );
+    assert!(out.stderr.is_empty());
+    text(&out.stdout)
+}
+
+/// Runs a bad invocation: exit 2, one line on stderr containing every
+/// `needles` (case-insensitive), no panic, and exactly `stdout` printed.
+fn bad(args: &[&str], input: &str, needles: &[&str], stdout: &str) {
+    let out = sim(args, input);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?} {input:?}: {err}");
+    assert!(
+        err.ends_with('\n') && err.trim_end().lines().count() == 1 && !err.trim().is_empty(),
+        "{args:?} {input:?}: not one line: {err:?}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    let lower = err.to_lowercase();
+    for needle in needles {
+        assert!(
+            lower.contains(&needle.to_lowercase()),
+            "{args:?} {input:?}: {err:?} does not mention {needle:?}"
+        );
+    }
+    assert_eq!(text(&out.stdout), stdout, "{args:?} {input:?}");
+}
+
+// ---------------------------------------------------------------------
+// The contract's example and hand-checked traces, through the binary.
+
+#[test]
+fn the_contracts_example() {
+    let out = ok(
+        &["gcra", "--limit", "3", "--period", "1s", "--burst", "1"],
+        "0 a\n100 a\n334 a\n",
+    );
+    assert_eq!(out, "0 a allow 0 0\n100 a deny 0 234\n334 a allow 0 0\n");
+}
+
+#[test]
+fn blank_lines_comments_and_costs() {
+    let out = ok(
+        &["gcra", "--limit", "3", "--period", "1s"],
+        "# a comment\n\n0 a 2 # two at once\n   \n0 b\n0 a\n0\ta\t0\n0 a 4\n",
+    );
+    assert_eq!(
+        out,
+        "0 a allow 1 0\n0 b allow 2 0\n0 a allow 0 0\n0 a allow 0 0\n0 a deny 0 inf\n"
+    );
+}
+
+#[test]
+fn every_algorithm_by_hand() {
+    // token-bucket: the issue's example decided by the contract (7 of the
+    // last 8 admitted; the issue's text says 5, see ratelimit-core's
+    // tests/it/example.rs).
+    let trace: String = std::iter::repeat_n("0 k\n", 5)
+        .chain(std::iter::repeat_n("2000 k\n", 4))
+        .chain(std::iter::repeat_n("3000 k\n", 8))
+        .collect();
+    let out = ok(
+        &[
+            "token-bucket",
+            "--capacity",
+            "10",
+            "--refill",
+            "2",
+            "--period",
+            "1s",
+        ],
+        &trace,
+    );
+    let last: Vec<&str> = out.lines().skip(9).collect();
+    assert_eq!(
+        last,
+        [
+            "3000 k allow 6 0",
+            "3000 k allow 5 0",
+            "3000 k allow 4 0",
+            "3000 k allow 3 0",
+            "3000 k allow 2 0",
+            "3000 k allow 1 0",
+            "3000 k allow 0 0",
+            "3000 k deny 0 500",
+        ]
+    );
+
+    // leaky-bucket: 2 per 1s, queue 1: held 0, then 500ms, then denied.
+    let out = ok(
+        &[
+            "leaky-bucket",
+            "--limit",
+            "2",
+            "--period",
+            "1s",
+            "--queue",
+            "1",
+        ],
+        "0 a\n0 a\n0 a\n0 a 3\n499 a\n500 a\n",
+    );
+    assert_eq!(
+        out,
+        "0 a allow 1 0\n0 a allow 0 500\n0 a deny 0 500\n0 a deny 0 inf\n\
+         499 a deny 0 1\n500 a allow 0 500\n"
+    );
+
+    // fixed-window, aligned (the default) and first-request.
+    let out = ok(
+        &["fixed-window", "--limit", "2", "--period", "1s"],
+        "500 a 2\n999 a\n1000 a\n",
+    );
+    assert_eq!(out, "500 a allow 0 0\n999 a deny 0 1\n1000 a allow 1 0\n");
+    let out = ok(
+        &[
+            "fixed-window",
+            "--limit",
+            "2",
+            "--period",
+            "1s",
+            "--anchor",
+            "first-request",
+        ],
+        "500 a 2\n999 a\n1499 a\n1500 a\n",
+    );
+    assert_eq!(
+        out,
+        "500 a allow 0 0\n999 a deny 0 501\n1499 a deny 0 1\n1500 a allow 1 0\n"
+    );
+    let aligned = ok(
+        &[
+            "fixed-window",
+            "--limit",
+            "2",
+            "--period",
+            "1s",
+            "--anchor",
+            "aligned",
+        ],
+        "500 a 2\n999 a\n1000 a\n",
+    );
+    assert_eq!(
+        aligned,
+        "500 a allow 0 0\n999 a deny 0 1\n1000 a allow 1 0\n"
+    );
+
+    // sliding-log: 2 per 10s.
+    let out = ok(
+        &["sliding-log", "--limit", "2", "--period", "10s"],
+        "0 a\n4000 a\n5000 a\n9999 a\n10000 a\n",
+    );
+    assert_eq!(
+        out,
+        "0 a allow 1 0\n4000 a allow 0 0\n5000 a deny 0 5000\n9999 a deny 0 1\n10000 a allow 0 0\n"
+    );
+
+    // sliding-window: 10 per 1s.
+    let out = ok(
+        &["sliding-window", "--limit", "10", "--period", "1s"],
+        "900 a 10\n1000 a\n1100 a\n1500 a 0\n1500 a 6\n",
+    );
+    assert_eq!(
+        out,
+        "900 a allow 0 0\n1000 a deny 0 100\n1100 a allow 0 0\n1500 a allow 4 0\n1500 a deny 4 200\n"
+    );
+}
+
+#[test]
+fn help_exits_zero() {
+    let out = sim(&["--help"], "");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text(&out.stdout).contains("gcra"));
+}
+
+// ---------------------------------------------------------------------
+// Error paths: exit status 2, one line on stderr, nothing after.
+
+const GCRA: [&str; 5] = ["gcra", "--limit", "3", "--period", "1s"];
+
+#[test]
+fn bad_algorithms_and_options() {
+    bad(&[], "0 a\n", &["algorithm"], "");
+    bad(
+        &["gcrb", "--limit", "3", "--period", "1s"],
+        "0 a\n",
+        &["unknown algorithm", "gcrb"],
+        "",
+    );
+    bad(
+        &["GCRA", "--limit", "3", "--period", "1s"],
+        "",
+        &["unknown algorithm"],
+        "",
+    );
+    // Unknown, duplicate and missing options.
+    bad(
+        &["gcra", "--limit", "3", "--period", "1s", "--bogus", "1"],
+        "0 a\n",
+        &["--bogus"],
+        "",
+    );
+    bad(
+        &["gcra", "--limit", "3", "--limit", "4", "--period", "1s"],
+        "0 a\n",
+        &["--limit", "twice"],
+        "",
+    );
+    bad(
+        &["gcra", "--limit", "3", "--period", "1s", "--period", "1s"],
+        "0 a\n",
+        &["--period", "twice"],
+        "",
+    );
+    bad(&["gcra", "--period", "1s"], "0 a\n", &["--limit"], "");
+    bad(&["gcra", "--limit", "3"], "0 a\n", &["--period"], "");
+    bad(&["gcra", "--limit", "3", "--period"], "", &["--period"], "");
+    bad(&["gcra", "3", "1s"], "", &["3"], "");
+    bad(
+        &["token-bucket", "--capacity", "10", "--period", "1s"],
+        "",
+        &["--refill"],
+        "",
+    );
+    bad(
+        &["token-bucket", "--refill", "10", "--period", "1s"],
+        "",
+        &["--capacity"],
+        "",
+    );
+    bad(
+        &["leaky-bucket", "--limit", "10", "--period", "1s"],
+        "",
+        &["--queue"],
+        "",
+    );
+    bad(&["sliding-log", "--limit", "10"], "", &["--period"], "");
+    bad(&["sliding-window", "--period", "1s"], "", &["--limit"], "");
+    bad(&["fixed-window", "--limit", "1"], "", &["--period"], "");
+    // Options of another algorithm.
+    for (args, option) in [
+        (
+            &["gcra", "--limit", "3", "--period", "1s", "--queue", "1"][..],
+            "--queue",
+        ),
+        (
+            &[
+                "gcra", "--limit", "3", "--period", "1s", "--anchor", "aligned",
+            ],
+            "--anchor",
+        ),
+        (
+            &["gcra", "--limit", "3", "--period", "1s", "--capacity", "3"],
+            "--capacity",
+        ),
+        (
+            &[
+                "token-bucket",
+                "--capacity",
+                "3",
+                "--refill",
+                "1",
+                "--period",
+                "1s",
+                "--burst",
+                "2",
+            ],
+            "--burst",
+        ),
+        (
+            &[
+                "token-bucket",
+                "--capacity",
+                "3",
+                "--refill",
+                "1",
+                "--period",
+                "1s",
+                "--limit",
+                "2",
+            ],
+            "--limit",
+        ),
+        (
+            &[
+                "leaky-bucket",
+                "--limit",
+                "3",
+                "--period",
+                "1s",
+                "--queue",
+                "1",
+                "--burst",
+                "2",
+            ],
+            "--burst",
+        ),
+        (
+            &[
+                "fixed-window",
+                "--limit",
+                "3",
+                "--period",
+                "1s",
+                "--burst",
+                "2",
+            ],
+            "--burst",
+        ),
+        (
+            &[
+                "sliding-log",
+                "--limit",
+                "3",
+                "--period",
+                "1s",
+                "--anchor",
+                "aligned",
+            ],
+            "--anchor",
+        ),
+        (
+            &[
+                "sliding-window",
+                "--limit",
+                "3",
+                "--period",
+                "1s",
+                "--queue",
+                "0",
+            ],
+            "--queue",
+        ),
+    ] {
+        bad(args, "0 a\n", &[option], "");
+    }
+    // A bad anchor.
+    bad(
+        &[
+            "fixed-window",
+            "--limit",
+            "3",
+            "--period",
+            "1s",
+            "--anchor",
+            "sliding",
+        ],
+        "",
+        &["--anchor", "sliding"],
+        "",
+    );
+    // Bad integers.
+    for value in ["1.5", "-1", "abc", "", "3x", "99999999999999999999"] {
+        bad(
+            &["gcra", "--limit", value, "--period", "1s"],
+            "0 a\n",
+            &["--limit"],
+            "",
+        );
+    }
+}
+
+#[test]
+fn bad_durations() {
+    for period in [
+        "1.5s", "5x", "-1s", "1", "", "s", "1 s", "1S", "1sec", "0x1s",
+    ] {
+        bad(
+            &["gcra", "--limit", "3", "--period", period],
+            "0 a\n",
+            &["--period"],
+            "",
+        );
+    }
+    // Zero and too long.
+    for period in ["0s", "0ms", "0d"] {
+        bad(
+            &["gcra", "--limit", "3", "--period", period],
+            "0 a\n",
+            &["period"],
+            "",
+        );
+    }
+    bad(
+        &["sliding-window", "--limit", "3", "--period", "300000d"],
+        "",
+        &["period"],
+        "",
+    );
+    bad(
+        &[
+            "fixed-window",
+            "--limit",
+            "3",
+            "--period",
+            "99999999999999999999ms",
+        ],
+        "",
+        &["period"],
+        "",
+    );
+}
+
+#[test]
+fn zero_and_overflowing_settings() {
+    bad(
+        &["gcra", "--limit", "0", "--period", "1s"],
+        "",
+        &["limit"],
+        "",
+    );
+    bad(
+        &["gcra", "--limit", "3", "--period", "1s", "--burst", "0"],
+        "",
+        &["burst"],
+        "",
+    );
+    bad(
+        &[
+            "token-bucket",
+            "--capacity",
+            "0",
+            "--refill",
+            "1",
+            "--period",
+            "1s",
+        ],
+        "",
+        &["capacity"],
+        "",
+    );
+    bad(
+        &[
+            "token-bucket",
+            "--capacity",
+            "1",
+            "--refill",
+            "0",
+            "--period",
+            "1s",
+        ],
+        "",
+        &["refill"],
+        "",
+    );
+    bad(
+        &[
+            "leaky-bucket",
+            "--limit",
+            "0",
+            "--period",
+            "1s",
+            "--queue",
+            "1",
+        ],
+        "",
+        &["limit"],
+        "",
+    );
+    bad(
+        &["fixed-window", "--limit", "0", "--period", "1s"],
+        "",
+        &["limit"],
+        "",
+    );
+    bad(
+        &["sliding-log", "--limit", "0", "--period", "1s"],
+        "",
+        &["limit"],
+        "",
+    );
+    bad(
+        &["sliding-window", "--limit", "0", "--period", "1s"],
+        "",
+        &["limit"],
+        "",
+    );
+    // Burst * T beyond the exact arithmetic, and a sliding log too long.
+    bad(
+        &["gcra", "--limit", "18446744073709551615", "--period", "1s"],
+        "",
+        &["large"],
+        "",
+    );
+    bad(
+        &[
+            "leaky-bucket",
+            "--limit",
+            "1",
+            "--period",
+            "1d",
+            "--queue",
+            "18446744073709551615",
+        ],
+        "",
+        &["queue"],
+        "",
+    );
+    bad(
+        &["sliding-log", "--limit", "1000000", "--period", "1s"],
+        "",
+        &["sliding log", "1000000"],
+        "",
+    );
+    // The queue may be 0.
+    assert_eq!(
+        ok(
+            &[
+                "leaky-bucket",
+                "--limit",
+                "1",
+                "--period",
+                "1s",
+                "--queue",
+                "0"
+            ],
+            "0 a\n"
+        ),
+        "0 a allow 0 0\n"
+    );
+}
+
+#[test]
+fn bad_lines_stop_the_run() {
+    let good = "0 a\n# comment\n\n5 b\n";
+    let printed = "0 a allow 2 0\n5 b allow 2 0\n";
+    for (line, needles) in [
+        ("3 a", &["line 5", "time"][..]),
+        ("x a", &["line 5", "time"]),
+        ("-1 a", &["line 5", "time"]),
+        ("1.5 a", &["line 5", "time"]),
+        ("+7 a", &["line 5", "time"]),
+        ("99999999999999999999 a", &["line 5", "time"]),
+        // Fits in u64 milliseconds, not in u64 nanoseconds.
+        ("18446744073710 a", &["line 5", "time"]),
+        ("7", &["line 5", "key"]),
+        ("7 a 1.5", &["line 5", "cost"]),
+        ("7 a -1", &["line 5", "cost"]),
+        ("7 a x", &["line 5", "cost"]),
+        ("7 a 18446744073709551616", &["line 5", "cost"]),
+        ("7 a 1 extra", &["line 5", "extra"]),
+        ("7 a 1 2", &["line 5", "2"]),
+    ] {
+        let input = format!("{good}{line}\n9 a\n10 b\n");
+        bad(&GCRA, &input, needles, printed);
+        // The same line last, without a newline.
+        bad(&GCRA, &format!("{good}{line}"), needles, printed);
+    }
+    // A bad line first.
+    bad(&GCRA, "a 0\n0 a\n", &["line 1"], "");
+}
+
+#[test]
+fn the_largest_time_that_fits() {
+    // 18446744073709 ms is the last millisecond within u64 nanoseconds.
+    for algorithm in [
+        &GCRA[..],
+        &[
+            "token-bucket",
+            "--capacity",
+            "3",
+            "--refill",
+            "3",
+            "--period",
+            "1s",
+        ],
+        &[
+            "leaky-bucket",
+            "--limit",
+            "3",
+            "--period",
+            "1s",
+            "--queue",
+            "2",
+        ],
+        &["fixed-window", "--limit", "3", "--period", "1s"],
+        &[
+            "fixed-window",
+            "--limit",
+            "3",
+            "--period",
+            "1s",
+            "--anchor",
+            "first-request",
+        ],
+        &["sliding-log", "--limit", "3", "--period", "1s"],
+        &["sliding-window", "--limit", "3", "--period", "1s"],
+    ] {
+        let out = ok(
+            algorithm,
+            "18446744073709 a 3\n18446744073709 a\n18446744073709 a 4\n",
+        );
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 3, "{algorithm:?}");
+        assert!(
+            lines[0].starts_with("18446744073709 a allow 0 "),
+            "{algorithm:?}: {out}"
+        );
+        assert!(
+            lines[1].starts_with("18446744073709 a deny 0 "),
+            "{algorithm:?}: {out}"
+        );
+        assert_eq!(lines[2], "18446744073709 a deny 0 inf", "{algorithm:?}");
+    }
+    // The window [18446744073s, 18446744074s) ends past u64 nanoseconds
+    // (18446744073.709551615s): the wait is still exact, 291ms (a saturated
+    // end would say 1ms).
+    let out = ok(
+        &["fixed-window", "--limit", "1", "--period", "1s"],
+        "18446744073709 a\n18446744073709 a\n",
+    );
+    assert_eq!(
+        out,
+        "18446744073709 a allow 0 0\n18446744073709 a deny 0 291\n"
+    );
+}
+
+// ---------------------------------------------------------------------
+// Random traces against the reference models.
+
+/// splitmix64: a small deterministic generator, so the traces are the same
+/// on every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        items[self.below(items.len() as u64) as usize]
+    }
+}
+
+/// A random setting of `kind` (0..7): the sim's arguments and the model.
+fn random_config(rng: &mut Rng, kind: u64) -> (Vec<String>, Spec) {
+    let small = 1 + rng.below(40);
+    // Large primes make T = P / L a fraction with a large denominator, and
+    // the idle horizon of the scaled time short (999999937 per 1ms: 4.6s).
+    let limit = rng.pick(&[1, 2, 3, 7, 10, 999, small, small, 7_919, 999_999_937]);
+    let (period, period_ms) = rng.pick(&[
+        ("1ms", 1),
+        ("7ms", 7),
+        ("100ms", 100),
+        ("1s", 1_000),
+        ("3s", 3_000),
+        ("1m", 60_000),
+        ("1h", 3_600_000),
+        ("1d", 86_400_000),
+    ]);
+    let p = period_ms * MS;
+    let mut args: Vec<String> = Vec::new();
+    let mut push = |xs: &[&str]| args.extend(xs.iter().map(|s| s.to_string()));
+    let (l, b, q) = (
+        limit.to_string(),
+        (1 + rng.below(12)).to_string(),
+        rng.below(6),
+    );
+    let spec = match kind {
+        0 => {
+            push(&["gcra", "--limit", &l, "--period", period]);
+            Spec::Gcra {
+                limit,
+                period: p,
+                burst: limit,
+            }
+        }
+        1 => {
+            push(&["gcra", "--limit", &l, "--period", period, "--burst", &b]);
+            Spec::Gcra {
+                limit,
+                period: p,
+                burst: b.parse().unwrap(),
+            }
+        }
+        2 => {
+            push(&[
+                "token-bucket",
+                "--capacity",
+                &b,
+                "--refill",
+                &l,
+                "--period",
+                period,
+            ]);
+            Spec::Gcra {
+                limit,
+                period: p,
+                burst: b.parse().unwrap(),
+            }
+        }
+        3 => {
+            let qs = q.to_string();
+            push(&[
+                "leaky-bucket",
+                "--limit",
+                &l,
+                "--period",
+                period,
+                "--queue",
+                &qs,
+            ]);
+            Spec::Leaky {
+                limit,
+                period: p,
+                queue: q,
+            }
+        }
+        4 => {
+            push(&["fixed-window", "--limit", &l, "--period", period]);
+            let anchor = match rng.below(3) {
+                0 => Anchor::Aligned,
+                1 => {
+                    push(&["--anchor", "aligned"]);
+                    Anchor::Aligned
+                }
+                _ => {
+                    push(&["--anchor", "first-request"]);
+                    Anchor::FirstRequest
+                }
+            };
+            Spec::Fixed {
+                limit,
+                period: p,
+                anchor,
+            }
+        }
+        5 => {
+            push(&["sliding-log", "--limit", &l, "--period", period]);
+            Spec::Log { limit, period: p }
+        }
+        _ => {
+            push(&["sliding-window", "--limit", &l, "--period", period]);
+            Spec::Window { limit, period: p }
+        }
+    };
+    (args, spec)
+}
+
+/// A random trace for `spec`, and what the contract says the sim prints.
+fn random_trace(rng: &mut Rng, spec: &Spec, len: usize) -> (String, String) {
+    let mut model = Model::<String>::new(*spec);
+    let period_ms = spec.period() / MS;
+    let t_ms_per_request = (period_ms / spec.limit()).max(1);
+    // Few keys, or many (so the store's shards grow and drop full keys).
+    let keys: Vec<String> = match rng.below(4) {
+        0 => (0..500).map(|k| format!("k{k}")).collect(),
+        _ => ["a", "b", "c", "user-1"].map(String::from).to_vec(),
+    };
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    let mut last_wait: std::collections::HashMap<&str, u64> = Default::default();
+    let (mut input, mut expected) = (String::new(), String::new());
+    let mut t = 0u64;
+    for _ in 0..len {
+        let key = rng.pick(&keys);
+        t += match rng.below(12) {
+            0..=3 => 0,
+            4 => 1,
+            5 => (t / period_ms + 1) * period_ms - t,
+            6 => (t / period_ms + 1) * period_ms - t - 1,
+            7 | 8 => last_wait.get(key).copied().unwrap_or(0),
+            9 => rng.below(t_ms_per_request + 1),
+            10 => rng.below(period_ms + 1),
+            11 if rng.below(4) == 0 => rng.below(100_000),
+            _ => rng.below(3 * period_ms + 1),
+        };
+        let cap = spec.capacity();
+        let cost = match rng.below(10) {
+            0 => None,
+            1..=4 => None,
+            5 => Some(0),
+            6 => Some(cap),
+            7 => Some(cap + 1),
+            _ => Some(1 + rng.below(cap.min(5))),
+        };
+        match rng.below(20) {
+            0 => input.push_str("# a comment line\n"),
+            1 => input.push('\n'),
+            _ => {}
+        }
+        match cost {
+            None => input.push_str(&format!("{t} {key}\n")),
+            Some(c) if rng.below(5) == 0 => input.push_str(&format!("{t}  {key}\t{c} # note\n")),
+            Some(c) => input.push_str(&format!("{t} {key} {c}\n")),
+        }
+        let out = model.check(&key.to_owned(), t * MS, cost.unwrap_or(1));
+        let wait = match out.wait {
+            None => "inf".to_owned(),
+            Some(ns) => ns.div_ceil(u128::from(MS)).to_string(),
+        };
+        let verdict = if out.allowed { "allow" } else { "deny" };
+        expected.push_str(&format!("{t} {key} {verdict} {} {wait}\n", out.remaining));
+        match (out.allowed, out.wait) {
+            (false, Some(ns)) => {
+                last_wait.insert(key, u64::try_from(ns.div_ceil(u128::from(MS))).unwrap());
+            }
+            _ => {
+                last_wait.remove(key);
+            }
+        }
+    }
+    (input, expected)
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// Whether GCRA's `B * T` (the token bucket's `C * P / R`), in units of
+/// `1 / (L / gcd(L, P))` ns, passes 2^61: `ratelimit-core` keeps such a
+/// state in 64 bits and refuses those settings with a typed error. Also a
+/// sliding log over its bound of entries per key.
+fn beyond_64_bits(spec: &Spec) -> bool {
+    match *spec {
+        Spec::Gcra {
+            limit,
+            period,
+            burst,
+        } => u128::from(burst) * u128::from(period / gcd(limit, period)) > 1 << 61,
+        // The sim keeps the library's default bound on a sliding log.
+        Spec::Log { limit, .. } => limit > 10_000,
+        _ => false,
+    }
+}
+
+/// Thousands of random traces through the library's `replay` (the code the
+/// binary runs), every line compared with the model.
+#[test]
+fn random_traces_in_process() {
+    let mut rng = Rng(0x5eed);
+    for round in 0..2_100u64 {
+        let kind = round % 7;
+        let (args, spec) = random_config(&mut rng, kind);
+        let algorithm = match ratelimit_sim::parse_algorithm(&args) {
+            Ok(a) => a,
+            Err(e) => {
+                // Only settings beyond the exact 64-bit arithmetic are
+                // refused: B * T over 2^61 units of 1 / (L / gcd(L, P)) ns.
+                assert!(beyond_64_bits(&spec), "{args:?}: {e}");
+                continue;
+            }
+        };
+        let len = 1 + rng.below(80) as usize;
+        let (input, expected) = random_trace(&mut rng, &spec, len);
+        let mut out = Vec::new();
+        ratelimit_sim::replay(algorithm, input.as_bytes(), &mut out).expect("good trace");
+        let out = text(&out);
+        if out != expected {
+            let diff = out
+                .lines()
+                .zip(expected.lines())
+                .position(|(a, b)| a != b)
+                .unwrap_or(0);
+            panic!(
+                "round {round}: {args:?}\ninput:\n{input}\nfirst difference at output line {}:\n  sim   {:?}\n  model {:?}",
+                diff + 1,
+                out.lines().nth(diff),
+                expected.lines().nth(diff)
+            );
+        }
+    }
+}
+
+/// A few random traces of each algorithm through the binary itself.
+#[test]
+fn random_traces_through_the_binary() {
+    let mut rng = Rng(0xb1_4a_12);
+    for round in 0..21u64 {
+        let (args, spec) = random_config(&mut rng, round % 7);
+        if beyond_64_bits(&spec) {
+            continue;
+        }
+        let (input, expected) = random_trace(&mut rng, &spec, 200);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        assert_eq!(ok(&args, &input), expected, "{args:?}\n{input}");
+    }
+}
