@@ -1,1 +1,2 @@
-//! Cross-crate integration tests live in `tests/`.
+//! Cross-crate integration tests live in `tests/`: the example apps probed
+//! as a client would.

@@ -136,6 +136,12 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
         self
     }
 
+    /// The clock, shared with other layers.
+    pub fn shared_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
     /// How rejections are answered (default: [`ProblemJson`]).
     pub fn response<R2>(self, response: R2) -> RateLimitBuilder<X, St, R2> {
         RateLimitBuilder {

@@ -18,20 +18,25 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use ratelimit_core::{AnyAlgorithm, Gcra, MemoryStore, SlidingLog, Store, TokenBucket};
+use ratelimit_core::{
+    AnyAlgorithm, Clock, Gcra, MemoryStore, SlidingLog, Store, SystemClock, TokenBucket,
+};
 use serde_json::json;
 use std::fmt::Display;
 use std::hash::Hash;
+use std::sync::Arc;
 use std::time::Duration;
 use tower_ratelimit::key::{ApiKey, Bearer, ClientIp, KeyError, KeyExtractor};
 use tower_ratelimit::policy::{KeyErrorPolicy, StatusIs};
 use tower_ratelimit::{BuildError, RateLimitInfo, RateLimitLayer};
 
 /// The app's settings.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Config {
     /// How client IPs are found: the trusted proxies (none by default).
     pub client_ip: ClientIp,
+    /// The limits' clock (tests use a `ManualClock`).
+    pub clock: Arc<dyn Clock>,
 }
 
 impl Config {
@@ -39,6 +44,7 @@ impl Config {
     pub fn new(trusted_proxies: &str) -> Result<Self, BuildError> {
         Ok(Self {
             client_ip: ClientIp::from_list(trusted_proxies)?,
+            ..Self::default()
         })
     }
 
@@ -52,6 +58,7 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             client_ip: ClientIp::trusting([]),
+            clock: Arc::new(SystemClock::new()),
         }
     }
 }
@@ -96,6 +103,7 @@ pub fn app(config: &Config) -> Router {
 /// The app with limits kept in `stores`.
 pub fn app_with<S: Stores>(config: &Config, stores: &S) -> Router {
     let client_ip = config.client_ip.clone();
+    let clock = || config.clock.clone();
     let fixed = "the example's limits are valid";
 
     // 1 ticket per 5 minutes per user; no bearer token: 401.
@@ -104,6 +112,7 @@ pub fn app_with<S: Stores>(config: &Config, stores: &S) -> Router {
             "tickets",
             stores.store("tickets", Gcra::new(1, 5 * MINUTE).expect(fixed).into()),
         )
+        .shared_clock(clock())
         .build()
         .expect(fixed);
 
@@ -113,6 +122,7 @@ pub fn app_with<S: Stores>(config: &Config, stores: &S) -> Router {
             "accounts",
             stores.store("accounts", SlidingLog::new(2, DAY).expect(fixed).into()),
         )
+        .shared_clock(clock())
         .build()
         .expect(fixed);
 
@@ -124,6 +134,7 @@ pub fn app_with<S: Stores>(config: &Config, stores: &S) -> Router {
             stores.store("login", SlidingLog::new(5, HOUR).expect(fixed).into()),
         )
         .count_if(StatusIs::new(StatusCode::UNAUTHORIZED))
+        .shared_clock(clock())
         .build()
         .expect(fixed);
 
@@ -140,6 +151,7 @@ pub fn app_with<S: Stores>(config: &Config, stores: &S) -> Router {
             ),
         )
         .on_key_error(KeyErrorPolicy::AllowMissing)
+        .shared_clock(clock())
         .build()
         .expect(fixed);
     // ...and this one limits anonymous clients: 10 per minute per IP.
@@ -155,6 +167,7 @@ pub fn app_with<S: Stores>(config: &Config, stores: &S) -> Router {
             stores.store("anonymous", Gcra::new(10, MINUTE).expect(fixed).into()),
         )
         .on_key_error(KeyErrorPolicy::AllowMissing)
+        .shared_clock(clock())
         .build()
         .expect(fixed);
 
