@@ -3,7 +3,7 @@
 //!
 //! [`RateLimitLayer`] limits any `http::Request<B>` → `http::Response<B2>`
 //! service: in an axum 0.8 `Router` with `.layer` or `.route_layer`, in a
-//! [`tower::ServiceBuilder`], or under plain hyper. The algorithm (from
+//! `tower::ServiceBuilder`, or under plain hyper. The algorithm (from
 //! [`ratelimit_core`]) decides, the store owns atomicity, the
 //! [`KeyExtractor`](key::KeyExtractor) says who is limited, and the
 //! [`ResponseBuilder`](response::ResponseBuilder) says what a rejected
@@ -114,6 +114,3 @@ pub use future::ResponseFuture;
 pub use info::{LimitDecision, RateLimitInfo};
 pub use layer::RateLimitLayer;
 pub use service::RateLimit;
-
-#[cfg(doc)]
-use tower as _;

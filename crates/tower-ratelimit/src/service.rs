@@ -71,6 +71,7 @@ struct Reserved<K> {
     limits: SmallVec<[usize; 2]>,
 }
 
+#[allow(clippy::large_enum_variant)] // Transient, moved once.
 enum Next<B, K> {
     Respond(Response<B>),
     Forward {

@@ -24,6 +24,7 @@ impl HeaderKey {
     }
 
     /// The key text.
+    #[allow(clippy::string_from_utf8_as_bytes)] // `HeaderValue::as_bytes`, not `str`'s
     pub fn as_str(&self) -> &str {
         // Checked visible ASCII at construction.
         std::str::from_utf8(&self.value.as_bytes()[self.start..self.end]).unwrap_or_default()
