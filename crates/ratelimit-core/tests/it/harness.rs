@@ -179,13 +179,13 @@ where
 
         // The bare algorithm, and the contract's definitions by brute force.
         // A bare state may not sit untouched for the algorithm's idle
-        // horizon (its scaled time would wrap); one untouched for half of it
-        // is full, which is what a store relies on when it drops it.
+        // horizon (its scaled time could wrap); one untouched that long is
+        // full, which is what a store relies on when it drops it.
         let (state, touched) = direct
             .entry(key)
             .or_insert_with(|| (algorithm.fresh(&key, t), t));
         let horizon = algorithm.idle_horizon();
-        if horizon != u64::MAX && t - *touched >= horizon / 2 {
+        if horizon != u64::MAX && t - *touched >= horizon {
             *state = algorithm.fresh(&key, t);
         }
         *touched = t;
@@ -228,9 +228,12 @@ where
 {
     if !d.allowed {
         if let Some(w) = d.wait {
-            let w = u64::try_from(w.as_nanos()).unwrap_or(u64::MAX);
-            prop_assert!(w > 0, "a denial waits\n{}", log.join("\n"));
-            let Some(at) = t.checked_add(w) else {
+            prop_assert!(!w.is_zero(), "a denial waits\n{}", log.join("\n"));
+            // Past the end of u64 time there is nothing to check.
+            let Some(at) = u64::try_from(w.as_nanos())
+                .ok()
+                .and_then(|w| t.checked_add(w))
+            else {
                 return Ok(());
             };
             let mut s = state.clone();
