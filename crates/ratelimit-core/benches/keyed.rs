@@ -230,6 +230,114 @@ fn bench_clock<C: Clock, G: governor::clock::Clock + Sync>(
     }
 }
 
+/// Runs checks on each of `threads` threads over `nkeys` keys for about
+/// `time`, and returns the number of checks and the wall time.
+fn run_for<F: Fn(u64) + Sync>(
+    time: Duration,
+    threads: usize,
+    nkeys: usize,
+    check: &F,
+) -> (u64, Duration) {
+    let work = |start: usize| {
+        let t0 = Instant::now();
+        let (mut i, mut done) = (start, 0u64);
+        while t0.elapsed() < time {
+            for _ in 0..1024 {
+                check(key(i));
+                i += 1;
+                if i == nkeys {
+                    i = 0;
+                }
+            }
+            done += 1024;
+        }
+        done
+    };
+    let t0 = Instant::now();
+    let done = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let work = &work;
+                s.spawn(move || work(t * nkeys / threads))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).sum()
+    });
+    (done, t0.elapsed())
+}
+
+/// Checks per second of `a` and `b`, each the median of `rounds` slices of
+/// `slice`, run alternately (ABBA...) so that background load falls on both
+/// alike.
+fn interleaved<F: Fn(u64) + Sync, G: Fn(u64) + Sync>(
+    threads: usize,
+    nkeys: usize,
+    a: &F,
+    b: &G,
+) -> (f64, f64) {
+    let (rounds, slice) = (16, Duration::from_millis(50));
+    let rate = |(n, t): (u64, Duration)| n as f64 / t.as_secs_f64();
+    let (mut ra, mut rb) = (Vec::new(), Vec::new());
+    // Warm up both.
+    run_for(slice, threads, nkeys, a);
+    run_for(slice, threads, nkeys, b);
+    for round in 0..rounds {
+        if round % 2 == 0 {
+            ra.push(rate(run_for(slice, threads, nkeys, a)));
+            rb.push(rate(run_for(slice, threads, nkeys, b)));
+        } else {
+            rb.push(rate(run_for(slice, threads, nkeys, b)));
+            ra.push(rate(run_for(slice, threads, nkeys, a)));
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
+    };
+    (median(&mut ra), median(&mut rb))
+}
+
+/// The interleaved comparison of every case, printed as a Markdown table.
+fn interleaved_table<C: Clock, G: governor::clock::Clock + Sync>(
+    clock_name: &str,
+    our_clock: &C,
+    make_governor: impl Fn(Quota) -> Governor<G> + Copy,
+) {
+    println!("\n{clock_name}, interleaved (median of 16 alternating 50 ms slices):\n");
+    println!("| path | keys | threads | ours ns/check | governor ns/check | ours checks/s | governor checks/s | ours faster by |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    for path in [Path::Allowed, Path::Denied] {
+        for nkeys in KEY_COUNTS {
+            let store = ours(path, nkeys, our_clock);
+            let limiter = governor(path, nkeys, make_governor);
+            for threads in THREADS {
+                let (o, g) = interleaved(
+                    threads,
+                    nkeys,
+                    &|k| {
+                        let _ = black_box(store.check(&k, 1, our_clock.now()));
+                    },
+                    &|k| {
+                        let _ = black_box(limiter.check_key(&k));
+                    },
+                );
+                // ns per check per thread: wall time each check takes.
+                let ns = |r: f64| 1e9 * threads as f64 / r;
+                println!(
+                    "| {} | {nkeys} | {threads} | {:.1} | {:.1} | {:.2} M | {:.2} M | {:+.0} % |",
+                    path.name(),
+                    ns(o),
+                    ns(g),
+                    o / 1e6,
+                    g / 1e6,
+                    (o / g - 1.0) * 100.0
+                );
+            }
+            assert_path(path, &store, our_clock, &limiter);
+        }
+    }
+}
+
 /// Live bytes allocated by `build`'s result, per key.
 fn bytes_per_key<T>(nkeys: usize, build: impl FnOnce() -> T) -> f64 {
     let before = LIVE.load(Ordering::Relaxed);
@@ -252,7 +360,15 @@ fn memory() {
 }
 
 fn benches(c: &mut Criterion) {
-    memory();
+    // `KEYED_CRITERION_ONLY=1` skips the memory count and the interleaved
+    // tables (for profiling one criterion case).
+    if std::env::var_os("KEYED_CRITERION_ONLY").is_none() {
+        memory();
+        interleaved_table("system-clock", &SystemClock::new(), RateLimiter::keyed);
+        interleaved_table("frozen-clock", &ManualClock::new(), |quota| {
+            RateLimiter::dashmap_with_clock(quota, FakeRelativeClock::default())
+        });
+    }
     bench_clock(c, "system-clock", &SystemClock::new(), RateLimiter::keyed);
     bench_clock(c, "frozen-clock", &ManualClock::new(), |quota| {
         RateLimiter::dashmap_with_clock(quota, FakeRelativeClock::default())
@@ -268,8 +384,8 @@ fn benches(c: &mut Criterion) {
 
 fn main() {
     let mut c = Criterion::default()
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(2))
+        .warm_up_time(Duration::from_millis(700))
+        .measurement_time(Duration::from_secs(3))
         .sample_size(10)
         .without_plots()
         .configure_from_args();
