@@ -92,6 +92,7 @@
 //! an error, so no `HandleErrorLayer` and no `Buffer`), and never blocks
 //! `poll_ready`.
 
+mod buf;
 mod builder;
 mod check;
 mod clock;

@@ -1,9 +1,9 @@
 //! The rate-limit header fields: IETF `RateLimit-Policy` and `RateLimit`, `Retry-After`, and legacy `X-RateLimit-*`.
 
 use super::problem::ceil_secs;
+use crate::buf::Buf;
 use crate::info::LimitDecision;
 use http::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
-use std::fmt::Write;
 
 /// `RateLimit-Policy` (draft-ietf-httpapi-ratelimit-headers).
 pub const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
@@ -111,25 +111,33 @@ impl Headers {
             return;
         }
         if self.ietf {
-            let mut policy = String::with_capacity(32 * entries.len());
-            let mut state = String::with_capacity(32 * entries.len());
-            for (i, e) in entries.iter().enumerate() {
+            let mut policy = Buf::new();
+            let mut state = Buf::new();
+            for e in entries {
                 let d = &e.decision;
-                if i > 0 {
-                    policy.push_str(", ");
-                    state.push_str(", ");
+                if !policy.is_empty() {
+                    policy.push(", ");
+                    state.push(", ");
                 }
-                sf_string(&mut policy, &e.name);
-                let _ = write!(policy, ";q={};w={}", d.limit, ceil_secs(d.window).max(1));
-                sf_string(&mut state, &e.name);
                 let t = match d.retry_after() {
                     Some(wait) => ceil_secs(wait).max(1),
                     None => ceil_secs(d.reset),
                 };
-                let _ = write!(state, ";r={};t={}", d.remaining, t);
+                policy
+                    .quoted(&e.name)
+                    .push(";q=")
+                    .num(d.limit)
+                    .push(";w=")
+                    .num(ceil_secs(d.window).max(1));
+                state
+                    .quoted(&e.name)
+                    .push(";r=")
+                    .num(d.remaining)
+                    .push(";t=")
+                    .num(t);
             }
-            append(map, RATELIMIT_POLICY, policy);
-            append(map, RATELIMIT, state);
+            append(map, RATELIMIT_POLICY, &policy);
+            append(map, RATELIMIT, &state);
         }
         if self.legacy {
             let e = entries
@@ -148,22 +156,11 @@ impl Headers {
     }
 }
 
-fn append(map: &mut HeaderMap, name: HeaderName, value: String) {
-    if let Ok(v) = HeaderValue::from_maybe_shared(bytes::Bytes::from(value)) {
+/// Names are printable ASCII (checked at build), so the value is valid.
+fn append(map: &mut HeaderMap, name: HeaderName, value: &Buf) {
+    if let Ok(v) = HeaderValue::from_bytes(value.as_bytes()) {
         map.append(name, v);
     }
-}
-
-/// A structured-field string (names are printable ASCII, checked at build).
-fn sf_string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        if c == '"' || c == '\\' {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out.push('"');
 }
 
 #[cfg(test)]

@@ -1,10 +1,10 @@
 //! The default rejection: RFC 9457 `application/problem+json` bodies.
 
 use super::{Rejection, ResponseBuilder};
+use crate::buf::Buf;
 use bytes::Bytes;
 use http::header::{HeaderValue, CONTENT_TYPE, WWW_AUTHENTICATE};
 use http::{Response, StatusCode};
-use std::fmt::Write;
 
 /// `application/problem+json`.
 pub const PROBLEM_JSON: HeaderValue = HeaderValue::from_static("application/problem+json");
@@ -41,91 +41,92 @@ pub(crate) fn ceil_secs(d: std::time::Duration) -> u64 {
     d.as_secs() + u64::from(d.subsec_nanos() > 0)
 }
 
-fn json_str(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
-fn problem(status: StatusCode, detail: &str, extra: impl FnOnce(&mut String)) -> String {
-    let mut out = String::with_capacity(160);
-    out.push_str("{\"type\":\"about:blank\",\"title\":");
-    json_str(&mut out, status.canonical_reason().unwrap_or("Error"));
-    let _ = write!(out, ",\"status\":{},\"detail\":", status.as_u16());
-    json_str(&mut out, detail);
-    extra(&mut out);
-    out.push('}');
-    out
+fn problem(buf: &mut Buf, status: StatusCode) {
+    buf.push("{\"type\":\"about:blank\",\"title\":")
+        .quoted(status.canonical_reason().unwrap_or("Error"))
+        .push(",\"status\":")
+        .num(u64::from(status.as_u16()))
+        .push(",\"detail\":");
 }
 
 impl ProblemJson {
     /// The problem+json body for `rejection`, and its status.
-    pub fn body(&self, rejection: Rejection<'_>) -> (StatusCode, String) {
-        match rejection {
+    pub fn body(&self, rejection: Rejection<'_>) -> (StatusCode, Bytes) {
+        let mut buf = Buf::new();
+        let status = match rejection {
             Rejection::Limited(info) => {
                 let status = StatusCode::TOO_MANY_REQUESTS;
-                let Some(denied) = info.denied() else {
-                    return (status, problem(status, "Rate limit exceeded.", |_| {}));
-                };
-                let name = &*denied.name;
-                match denied.decision.retry_after() {
-                    Some(wait) => {
-                        let secs = ceil_secs(wait);
-                        let detail = format!(
-                            "Rate limit \"{name}\" exceeded: retry in {secs} second{}.",
-                            if secs == 1 { "" } else { "s" }
-                        );
-                        let body = problem(status, &detail, |out| {
-                            out.push_str(",\"limit\":");
-                            json_str(out, name);
-                            let _ = write!(out, ",\"retry_after\":{secs}");
-                        });
-                        (status, body)
-                    }
+                problem(&mut buf, status);
+                match info.denied() {
                     None => {
-                        let detail = format!(
-                            "This request costs more than rate limit \"{name}\" allows ({} per window): it can never be admitted.",
-                            denied.decision.limit
-                        );
-                        let body = problem(status, &detail, |out| {
-                            out.push_str(",\"limit\":");
-                            json_str(out, name);
-                        });
-                        (status, body)
+                        buf.push("\"Rate limit exceeded.\"");
+                    }
+                    Some(denied) => {
+                        let name = &*denied.name;
+                        let d = &denied.decision;
+                        match d.retry_after() {
+                            Some(wait) => {
+                                let secs = ceil_secs(wait).max(1);
+                                let mut detail = Buf::new();
+                                detail
+                                    .push("Rate limit \"")
+                                    .push(name)
+                                    .push("\" exceeded: retry in ")
+                                    .num(secs)
+                                    .push(if secs == 1 { " second." } else { " seconds." });
+                                buf.quoted(str_of(&detail))
+                                    .push(",\"limit\":")
+                                    .quoted(name)
+                                    .push(",\"retry_after\":")
+                                    .num(secs);
+                            }
+                            None => {
+                                let mut detail = Buf::new();
+                                detail
+                                    .push("This request costs more than rate limit \"")
+                                    .push(name)
+                                    .push("\" allows (")
+                                    .num(d.limit)
+                                    .push(" per window): it can never be admitted.");
+                                buf.quoted(str_of(&detail)).push(",\"limit\":").quoted(name);
+                            }
+                        }
                     }
                 }
+                status
             }
             Rejection::KeyError(e) => {
+                let status = e.status();
+                problem(&mut buf, status);
                 let text = e.to_string();
                 let mut chars = text.chars();
                 let detail = match chars.next() {
                     Some(first) => format!("{}{}.", first.to_ascii_uppercase(), chars.as_str()),
                     None => text,
                 };
-                (e.status(), problem(e.status(), &detail, |_| {}))
+                buf.quoted(&detail);
+                status
             }
             Rejection::Unavailable(_) => {
                 let status = StatusCode::SERVICE_UNAVAILABLE;
-                let detail = "The rate limiter is unavailable; try again later.";
-                (status, problem(status, detail, |_| {}))
+                problem(&mut buf, status);
+                buf.quoted("The rate limiter is unavailable; try again later.");
+                status
             }
-        }
+        };
+        buf.push("}");
+        (status, Bytes::copy_from_slice(buf.as_bytes()))
     }
+}
+
+fn str_of(buf: &Buf) -> &str {
+    std::str::from_utf8(buf.as_bytes()).unwrap_or_default()
 }
 
 impl<B: From<Bytes>> ResponseBuilder<B> for ProblemJson {
     fn build(&self, rejection: Rejection<'_>) -> Response<B> {
         let (status, body) = self.body(rejection);
-        let mut res = Response::new(B::from(Bytes::from(body)));
+        let mut res = Response::new(B::from(body));
         *res.status_mut() = status;
         res.headers_mut().insert(CONTENT_TYPE, PROBLEM_JSON);
         if let Rejection::KeyError(e) = rejection {
@@ -150,12 +151,5 @@ mod tests {
         assert_eq!(ceil_secs(Duration::from_secs(1)), 1);
         assert_eq!(ceil_secs(Duration::from_millis(1001)), 2);
         assert_eq!(ceil_secs(Duration::ZERO), 0);
-    }
-
-    #[test]
-    fn escapes() {
-        let mut s = String::new();
-        json_str(&mut s, "a\"b\\c\n");
-        assert_eq!(s, r#""a\"b\\c\u000a""#);
     }
 }
