@@ -169,6 +169,7 @@ impl Breaker {
 
 impl Permit<'_> {
     /// Whether this call is the half-open probe.
+    #[cfg(test)]
     pub(crate) fn is_probe(&self) -> bool {
         self.probe
     }

@@ -28,7 +28,11 @@ pub(crate) struct Conn {
 }
 
 impl Conn {
-    pub(crate) fn new(client: Client, connect_timeout: Duration, scripts: Vec<redis::Script>) -> Self {
+    pub(crate) fn new(
+        client: Client,
+        connect_timeout: Duration,
+        scripts: Vec<redis::Script>,
+    ) -> Self {
         Self {
             client,
             config: AsyncConnectionConfig::new()

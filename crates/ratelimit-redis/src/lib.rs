@@ -102,8 +102,7 @@ mod store;
 
 pub use breaker::{BreakerConfig, BreakerState};
 pub use store::{
-    RedisStore, RedisStoreBuilder, StoreFuture, Target, TimeSource, DEFAULT_PREFIX,
-    DEFAULT_TIMEOUT,
+    RedisStore, RedisStoreBuilder, StoreFuture, Target, TimeSource, DEFAULT_PREFIX, DEFAULT_TIMEOUT,
 };
 
 use std::fmt;

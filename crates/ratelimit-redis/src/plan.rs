@@ -80,7 +80,11 @@ fn scaled(
     ])
 }
 
-fn window(algorithm: &AnyAlgorithm, limit: u64, period: Duration) -> Result<Vec<String>, BuildError> {
+fn window(
+    algorithm: &AnyAlgorithm,
+    limit: u64,
+    period: Duration,
+) -> Result<Vec<String>, BuildError> {
     let p = nanos(period);
     if p >= LIMIT || u128::from(limit) >= LIMIT {
         return Err(unsupported(
@@ -103,14 +107,18 @@ impl Plan {
                     _ => unreachable!(),
                 };
                 let burst = g.burst();
-                let max = burst.checked_add(2).ok_or_else(|| unsupported(algorithm, "burst"))?;
+                let max = burst
+                    .checked_add(2)
+                    .ok_or_else(|| unsupported(algorithm, "burst"))?;
                 let mut params = scaled(algorithm, g.rate_limit(), g.period(), burst, max)?;
                 params.push(burst.to_string());
                 (concat_src(&[SCALED, include_str!("lua/gcra.lua")]), params)
             }
             AnyAlgorithm::LeakyBucket(b) => {
                 let q = b.queue();
-                let max = q.checked_add(3).ok_or_else(|| unsupported(algorithm, "queue"))?;
+                let max = q
+                    .checked_add(3)
+                    .ok_or_else(|| unsupported(algorithm, "queue"))?;
                 let mut params = scaled(algorithm, b.rate_limit(), b.period(), q, max)?;
                 params.push(q.to_string());
                 (concat_src(&[SCALED, include_str!("lua/leaky.lua")]), params)
@@ -163,7 +171,14 @@ fn fixed_params(algorithm: &AnyAlgorithm, w: &FixedWindow) -> Result<Vec<String>
     // The key-offset phase depends on the key: the store fills it in per
     // call (see `Plan::phase_for`); here it is 0.
     params.push("0".into());
-    params.push(if w.anchor() == Anchor::FirstRequest { "1" } else { "0" }.into());
+    params.push(
+        if w.anchor() == Anchor::FirstRequest {
+            "1"
+        } else {
+            "0"
+        }
+        .into(),
+    );
     Ok(params)
 }
 
@@ -184,7 +199,10 @@ fn log_params(
 /// The window phase of `key` for a fixed window anchored at a key offset,
 /// derived as ratelimit-core derives it for a `String` key (from the key as
 /// rendered), or `None` for every other algorithm.
-pub(crate) fn key_phase<K: std::hash::Hash + ?Sized>(algorithm: &AnyAlgorithm, key: &K) -> Option<u64> {
+pub(crate) fn key_phase<K: std::hash::Hash + ?Sized>(
+    algorithm: &AnyAlgorithm,
+    key: &K,
+) -> Option<u64> {
     match algorithm {
         AnyAlgorithm::FixedWindow(w) if w.anchor() == Anchor::KeyOffset => {
             let p = u64::try_from(w.period().as_nanos()).unwrap_or(u64::MAX);

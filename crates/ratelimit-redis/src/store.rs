@@ -151,7 +151,11 @@ impl RedisStoreBuilder {
         });
         Ok(RedisStore {
             inner: Arc::new(Inner {
-                conn: Arc::new(Conn::new(client, self.connect_timeout, vec![script.clone()])),
+                conn: Arc::new(Conn::new(
+                    client,
+                    self.connect_timeout,
+                    vec![script.clone()],
+                )),
                 script,
                 plan,
                 algorithm: self.algorithm,
@@ -295,7 +299,9 @@ impl RedisStore {
         };
         tokio::time::timeout(inner.timeout, work)
             .await
-            .map_err(|_| StoreError::Backend(format!("redis: no answer within {:?}", inner.timeout)))?
+            .map_err(|_| {
+                StoreError::Backend(format!("redis: no answer within {:?}", inner.timeout))
+            })?
     }
 
     fn render<K: fmt::Display + ?Sized>(key: &K) -> String {
@@ -304,7 +310,13 @@ impl RedisStore {
 }
 
 impl Inner {
-    fn args(&self, key: &str, cost: u64, now: Option<u64>, refund: Option<(u64, u64)>) -> Vec<String> {
+    fn args(
+        &self,
+        key: &str,
+        cost: u64,
+        now: Option<u64>,
+        refund: Option<(u64, u64)>,
+    ) -> Vec<String> {
         let mut a = Vec::with_capacity(7 + self.plan.params.len());
         a.push(if refund.is_some() { "r" } else { "c" }.to_owned());
         a.push(cost.to_string());
@@ -351,16 +363,17 @@ impl Inner {
             Op::Refund { admitted_at } => Some((*admitted_at, now)),
         };
         let (mut conn, generation) = self.conn.get().await.map_err(Failure::Unavailable)?;
-        let mut invocation = self.script.key(format!(
-            "{}{{{key}}}:{}",
-            self.prefix, self.plan.tag
-        ));
+        let mut invocation = self
+            .script
+            .key(format!("{}{{{key}}}:{}", self.prefix, self.plan.tag));
         for a in self.args(key, cost, time, refund) {
             invocation.arg(a);
         }
         match invocation.invoke_async::<Vec<i64>>(&mut conn).await {
             Ok(v) if v.len() == 4 => Ok(v),
-            Ok(v) => Err(Failure::Answered(format!("redis: unexpected script reply {v:?}"))),
+            Ok(v) => Err(Failure::Answered(format!(
+                "redis: unexpected script reply {v:?}"
+            ))),
             Err(e) => {
                 if e.is_unrecoverable_error() || e.is_io_error() {
                     self.conn.invalidate(generation);
@@ -375,7 +388,6 @@ impl Inner {
         let Some(permit) = self.breaker.admit() else {
             return Err(Failure::Unavailable("circuit breaker open".into()));
         };
-        let _ = permit.is_probe();
         let result = tokio::time::timeout(self.timeout, self.call(key, cost, now, &op)).await;
         let result = match result {
             Ok(r) => r,
@@ -430,14 +442,23 @@ impl Inner {
         }
     }
 
-    async fn refund(&self, key: String, cost: u64, admitted_at: u64, now: u64) -> Result<(), StoreError> {
+    async fn refund(
+        &self,
+        key: String,
+        cost: u64,
+        admitted_at: u64,
+        now: u64,
+    ) -> Result<(), StoreError> {
         if self.breaker.state() == BreakerState::Open {
             if let Some(memory) = &self.fallback {
                 memory.refund(key.as_str(), cost, admitted_at, now);
                 return Ok(());
             }
         }
-        match self.guarded(&key, cost, now, Op::Refund { admitted_at }).await {
+        match self
+            .guarded(&key, cost, now, Op::Refund { admitted_at })
+            .await
+        {
             Ok(_) => Ok(()),
             Err(Failure::Answered(msg)) => {
                 count_error("answered");

@@ -34,7 +34,11 @@ async fn sixty_four_tasks_two_stores_admit_exactly_the_limit() {
             tasks.push(tokio::spawn(async move {
                 let mut admitted = 0u64;
                 for _ in 0..3 {
-                    if Store::<str>::check(&store, "shared", 1, 0).await.unwrap().allowed {
+                    if Store::<str>::check(&store, "shared", 1, 0)
+                        .await
+                        .unwrap()
+                        .allowed
+                    {
                         admitted += 1;
                     }
                 }

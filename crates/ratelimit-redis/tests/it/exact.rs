@@ -11,6 +11,8 @@ use ratelimit_redis::{RedisStore, TimeSource};
 use std::time::Duration;
 
 const S: Duration = Duration::from_secs(1);
+const SEEDS: u64 = 3;
+const OPS: usize = 400;
 const KEYS: [&str; 4] = ["a", "b", "user:{42}", "}x{"];
 
 fn ms(n: u64) -> Duration {
@@ -73,10 +75,13 @@ async fn compare(algorithms: Vec<AnyAlgorithm>, seeds: u64, ops: usize) {
                     AnyAlgorithm::FixedWindow(w) if w.anchor() == Anchor::FirstRequest
                 );
                 if !first_request && rng.chance(10) && !admitted.is_empty() {
-                    let (k, at, c) = admitted.swap_remove(rng.below(admitted.len() as u64) as usize);
+                    let (k, at, c) =
+                        admitted.swap_remove(rng.below(admitted.len() as u64) as usize);
                     let back = if rng.chance(70) { c } else { 1 };
                     memory.refund(k, back, at, now);
-                    Store::<str>::refund(&redis, k, back, at, now).await.unwrap();
+                    Store::<str>::refund(&redis, k, back, at, now)
+                        .await
+                        .unwrap();
                     continue;
                 }
                 let m = memory.check(key, cost, now).unwrap();
@@ -101,14 +106,18 @@ async fn gcra_and_token_bucket_match_core() {
             Gcra::new(7, S).unwrap().into(),
             Gcra::with_burst(7, S, 2).unwrap().into(),
             Gcra::with_burst(3, S, 1).unwrap().into(),
-            Gcra::with_burst(1000, Duration::from_secs(3600), 50).unwrap().into(),
-            Gcra::new(13, Duration::from_secs(7 * 86_400)).unwrap().into(),
+            Gcra::with_burst(1000, Duration::from_secs(3600), 50)
+                .unwrap()
+                .into(),
+            Gcra::new(13, Duration::from_secs(7 * 86_400))
+                .unwrap()
+                .into(),
             Gcra::with_burst(3_000_000_007, S, 5).unwrap().into(),
             TokenBucket::new(5, 3, S).unwrap().into(),
             TokenBucket::new(10, 7, ms(1500)).unwrap().into(),
         ],
-        2,
-        250,
+        SEEDS,
+        OPS,
     )
     .await;
 }
@@ -120,10 +129,12 @@ async fn leaky_bucket_matches_core() {
             LeakyBucket::new(3, S, 2).unwrap().into(),
             LeakyBucket::new(7, S, 0).unwrap().into(),
             LeakyBucket::new(2, S, 5).unwrap().into(),
-            LeakyBucket::new(999_983, Duration::from_secs(60), 10).unwrap().into(),
+            LeakyBucket::new(999_983, Duration::from_secs(60), 10)
+                .unwrap()
+                .into(),
         ],
-        2,
-        250,
+        SEEDS,
+        OPS,
     )
     .await;
 }
@@ -134,13 +145,24 @@ async fn fixed_window_matches_core() {
         vec![
             FixedWindow::new(3, S).unwrap().into(),
             FixedWindow::new(7, ms(1500)).unwrap().into(),
-            FixedWindow::new(3, S).unwrap().with_anchor(Anchor::FirstRequest).into(),
-            FixedWindow::new(7, S).unwrap().with_anchor(Anchor::KeyOffset).into(),
-            FixedWindow::new(5, Duration::from_nanos(1_234_567_891)).unwrap().with_anchor(Anchor::KeyOffset).into(),
-            FixedWindow::new(100, Duration::from_secs(86_400)).unwrap().into(),
+            FixedWindow::new(3, S)
+                .unwrap()
+                .with_anchor(Anchor::FirstRequest)
+                .into(),
+            FixedWindow::new(7, S)
+                .unwrap()
+                .with_anchor(Anchor::KeyOffset)
+                .into(),
+            FixedWindow::new(5, Duration::from_nanos(1_234_567_891))
+                .unwrap()
+                .with_anchor(Anchor::KeyOffset)
+                .into(),
+            FixedWindow::new(100, Duration::from_secs(86_400))
+                .unwrap()
+                .into(),
         ],
-        2,
-        250,
+        SEEDS,
+        OPS,
     )
     .await;
 }
@@ -151,12 +173,18 @@ async fn sliding_window_matches_core() {
         vec![
             SlidingWindow::new(3, S).unwrap().into(),
             SlidingWindow::new(7, S).unwrap().into(),
-            SlidingWindow::new(10, Duration::from_nanos(1_234_567_891)).unwrap().into(),
-            SlidingWindow::new(10_000, Duration::from_secs(3600)).unwrap().into(),
-            SlidingWindow::new(1_000_003, Duration::from_secs(20 * 86_400)).unwrap().into(),
+            SlidingWindow::new(10, Duration::from_nanos(1_234_567_891))
+                .unwrap()
+                .into(),
+            SlidingWindow::new(10_000, Duration::from_secs(3600))
+                .unwrap()
+                .into(),
+            SlidingWindow::new(1_000_003, Duration::from_secs(20 * 86_400))
+                .unwrap()
+                .into(),
         ],
-        2,
-        250,
+        SEEDS,
+        OPS,
     )
     .await;
 }
@@ -167,10 +195,12 @@ async fn sliding_log_matches_core() {
         vec![
             SlidingLog::new(3, S).unwrap().into(),
             SlidingLog::new(7, ms(1500)).unwrap().into(),
-            SlidingLog::new(20, Duration::from_nanos(1_234_567_891)).unwrap().into(),
+            SlidingLog::new(20, Duration::from_nanos(1_234_567_891))
+                .unwrap()
+                .into(),
         ],
-        2,
-        250,
+        SEEDS,
+        OPS,
     )
     .await;
 }
@@ -179,9 +209,12 @@ async fn sliding_log_matches_core() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_time_limits() {
     let server = server!();
-    let store = RedisStore::builder(server.url(), Gcra::new(3, Duration::from_secs(3600)).unwrap())
-        .build()
-        .unwrap();
+    let store = RedisStore::builder(
+        server.url(),
+        Gcra::new(3, Duration::from_secs(3600)).unwrap(),
+    )
+    .build()
+    .unwrap();
     for left in (0..3).rev() {
         let d = Store::<str>::check(&store, "k", 1, 0).await.unwrap();
         assert!(d.allowed);
@@ -190,14 +223,26 @@ async fn server_time_limits() {
     let d = Store::<str>::check(&store, "k", 1, 0).await.unwrap();
     assert!(!d.allowed);
     let wait = d.retry_after().unwrap();
-    assert!(wait > Duration::from_secs(1190) && wait <= Duration::from_secs(1200), "{wait:?}");
+    assert!(
+        wait > Duration::from_secs(1190) && wait <= Duration::from_secs(1200),
+        "{wait:?}"
+    );
     // The key carries a TTL close to its reset.
     let mut c = server.client().await;
-    let pttl: i64 = redis::cmd("PTTL").arg(store.redis_key("k")).query_async(&mut c).await.unwrap();
+    let pttl: i64 = redis::cmd("PTTL")
+        .arg(store.redis_key("k"))
+        .query_async(&mut c)
+        .await
+        .unwrap();
     assert!(pttl > 3_590_000 && pttl <= 3_601_001, "{pttl}");
     // A refund in server time gives back the cost.
     Store::<str>::refund(&store, "k", 1, 0, 0).await.unwrap();
-    assert!(Store::<str>::check(&store, "k", 1, 0).await.unwrap().allowed);
+    assert!(
+        Store::<str>::check(&store, "k", 1, 0)
+            .await
+            .unwrap()
+            .allowed
+    );
 }
 
 /// Sliding log and the windows with the server's clock, refunds included.
@@ -206,7 +251,9 @@ async fn server_time_windows_and_refund() {
     let server = server!();
     let algorithms: [AnyAlgorithm; 3] = [
         SlidingLog::new(2, Duration::from_secs(60)).unwrap().into(),
-        SlidingWindow::new(2, Duration::from_secs(60)).unwrap().into(),
+        SlidingWindow::new(2, Duration::from_secs(60))
+            .unwrap()
+            .into(),
         FixedWindow::new(2, Duration::from_secs(60)).unwrap().into(),
     ];
     for a in algorithms {
@@ -214,10 +261,30 @@ async fn server_time_windows_and_refund() {
         let clock = std::time::Instant::now();
         let now = || clock.elapsed().as_nanos() as u64;
         let t1 = now();
-        assert!(Store::<str>::check(&store, "k", 1, t1).await.unwrap().allowed, "{a:?}");
-        assert!(Store::<str>::check(&store, "k", 1, now()).await.unwrap().allowed, "{a:?}");
-        assert!(!Store::<str>::check(&store, "k", 1, now()).await.unwrap().allowed, "{a:?}");
-        Store::<str>::refund(&store, "k", 1, t1, now()).await.unwrap();
+        assert!(
+            Store::<str>::check(&store, "k", 1, t1)
+                .await
+                .unwrap()
+                .allowed,
+            "{a:?}"
+        );
+        assert!(
+            Store::<str>::check(&store, "k", 1, now())
+                .await
+                .unwrap()
+                .allowed,
+            "{a:?}"
+        );
+        assert!(
+            !Store::<str>::check(&store, "k", 1, now())
+                .await
+                .unwrap()
+                .allowed,
+            "{a:?}"
+        );
+        Store::<str>::refund(&store, "k", 1, t1, now())
+            .await
+            .unwrap();
         let d = Store::<str>::check(&store, "k", 1, now()).await.unwrap();
         assert!(d.allowed, "{a:?}: refund did not give back: {d:?}");
     }
@@ -226,12 +293,65 @@ async fn server_time_windows_and_refund() {
 #[test]
 fn unsupported_configurations_are_rejected() {
     let too_long = SlidingWindow::new(10, Duration::from_secs(30 * 86_400)).unwrap();
-    let e = RedisStore::builder("redis://127.0.0.1/", too_long).build().unwrap_err();
+    let e = RedisStore::builder("redis://127.0.0.1/", too_long)
+        .build()
+        .unwrap_err();
     assert!(e.to_string().contains("2^51"), "{e}");
     let e = RedisStore::builder("redis://127.0.0.1/", Gcra::new(3, S).unwrap())
         .prefix("a{b")
         .build()
         .unwrap_err();
     assert!(e.to_string().contains("braces"), "{e}");
-    assert!(RedisStore::builder("nonsense://", Gcra::new(3, S).unwrap()).build().is_err());
+    assert!(RedisStore::builder("nonsense://", Gcra::new(3, S).unwrap())
+        .build()
+        .is_err());
+}
+
+/// Every key carries a TTL, and is gone soon after its state is full again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_expire_once_full() {
+    let server = server!();
+    let mut c = server.client().await;
+    let p = ms(100);
+    let algorithms: [AnyAlgorithm; 6] = [
+        Gcra::new(2, p).unwrap().into(),
+        TokenBucket::new(2, 2, p).unwrap().into(),
+        LeakyBucket::new(2, p, 1).unwrap().into(),
+        FixedWindow::new(2, p).unwrap().into(),
+        SlidingLog::new(2, p).unwrap().into(),
+        SlidingWindow::new(2, p).unwrap().into(),
+    ];
+    for a in algorithms {
+        let store = RedisStore::builder(server.url(), a).build().unwrap();
+        assert!(
+            Store::<str>::check(&store, "k", 1, 0)
+                .await
+                .unwrap()
+                .allowed
+        );
+        let key = store.redis_key("k");
+        let pttl: i64 = redis::cmd("PTTL")
+            .arg(&key)
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        // Full again within 2 periods, plus the 1 s slack.
+        assert!(pttl > 0 && pttl <= 1_201, "{a:?}: PTTL {pttl}");
+        let start = std::time::Instant::now();
+        loop {
+            let exists: bool = redis::cmd("EXISTS")
+                .arg(&key)
+                .query_async(&mut c)
+                .await
+                .unwrap();
+            if !exists {
+                break;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(5),
+                "{a:?}: key never expired"
+            );
+            tokio::time::sleep(ms(20)).await;
+        }
+    }
 }

@@ -20,7 +20,13 @@ fn store(url: String, fallback: bool, cool_down: Duration) -> RedisStore {
             failure_threshold: 3,
             cool_down,
         });
-    if fallback { b.fallback_to_memory(10_000) } else { b }.build().unwrap()
+    if fallback {
+        b.fallback_to_memory(10_000)
+    } else {
+        b
+    }
+    .build()
+    .unwrap()
 }
 
 /// Polls `f` every few ms until it holds, or fails after `limit`.
@@ -41,29 +47,44 @@ async fn killed_mid_load_with_fallback_nothing_escapes() {
     let checks = Arc::new(AtomicU64::new(0));
     let slowest = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::new();
+    let origin = Instant::now();
     for t in 0..16 {
-        let (store, done, checks, slowest) = (store.clone(), done.clone(), checks.clone(), slowest.clone());
+        let (store, done, checks, slowest) =
+            (store.clone(), done.clone(), checks.clone(), slowest.clone());
         tasks.push(tokio::spawn(async move {
             let mut errors = 0;
             let key = format!("client-{t}");
             while !done.load(Ordering::Relaxed) {
                 let start = Instant::now();
-                match Store::<str>::check(&store, &key, 1, 0).await {
-                    Ok(d) => assert!(d.allowed),
-                    Err(_) => errors += 1,
+                // The fallback decides with the caller's clock.
+                let now = origin.elapsed().as_nanos() as u64;
+                if Store::<str>::check(&store, &key, 1, now).await.is_err() {
+                    errors += 1;
                 }
                 slowest.fetch_max(start.elapsed().as_micros() as u64, Ordering::Relaxed);
                 checks.fetch_add(1, Ordering::Relaxed);
+                // A real server awaits I/O between requests; without it,
+                // tasks deciding in memory would never yield.
+                tokio::task::yield_now().await;
             }
             errors
         }));
     }
-    eventually(Duration::from_secs(10), "load running", async || checks.load(Ordering::Relaxed) > 500).await;
+    eventually(Duration::from_secs(10), "load running", async || {
+        checks.load(Ordering::Relaxed) > 500
+    })
+    .await;
     server.kill();
     // The breaker opens quickly, the load goes on, in memory.
-    eventually(Duration::from_secs(5), "breaker open", async || store.breaker_state() == BreakerState::Open).await;
+    eventually(Duration::from_secs(5), "breaker open", async || {
+        store.breaker_state() == BreakerState::Open
+    })
+    .await;
     let at_open = checks.load(Ordering::Relaxed);
-    eventually(Duration::from_secs(10), "load continues", async || checks.load(Ordering::Relaxed) > at_open + 2000).await;
+    eventually(Duration::from_secs(10), "load continues", async || {
+        checks.load(Ordering::Relaxed) > at_open + 2000
+    })
+    .await;
     done.store(true, Ordering::Relaxed);
     for t in tasks {
         assert_eq!(t.await.unwrap(), 0, "an error escaped the fallback");
@@ -78,14 +99,22 @@ async fn killed_mid_load_with_fallback_nothing_escapes() {
         assert!(Store::<str>::check(&store, "after", 1, 0).await.is_ok());
         worst = worst.max(start.elapsed());
     }
-    assert!(worst < Duration::from_millis(20), "open-breaker check took {worst:?}");
+    assert!(
+        worst < Duration::from_millis(20),
+        "open-breaker check took {worst:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_fallback_errors_are_fast_and_clear() {
     let mut server = server!();
     let store = store(server.url(), false, Duration::from_secs(60));
-    assert!(Store::<str>::check(&store, "k", 1, 0).await.unwrap().allowed);
+    assert!(
+        Store::<str>::check(&store, "k", 1, 0)
+            .await
+            .unwrap()
+            .allowed
+    );
     server.kill();
     let mut errors = Vec::new();
     for _ in 0..10 {
@@ -96,22 +125,36 @@ async fn without_fallback_errors_are_fast_and_clear() {
         errors.push(e.to_string());
     }
     assert_eq!(store.breaker_state(), BreakerState::Open);
-    assert!(errors.last().unwrap().contains("circuit breaker open"), "{errors:?}");
-    assert!(errors.first().unwrap().contains("redis unavailable"), "{errors:?}");
+    assert!(
+        errors.last().unwrap().contains("circuit breaker open"),
+        "{errors:?}"
+    );
+    assert!(
+        errors.first().unwrap().contains("redis unavailable"),
+        "{errors:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restarted_redis_resumes_limiting_within_seconds() {
     let mut server = server!();
-    let limited = RedisStore::builder(server.url(), Gcra::new(5, Duration::from_secs(3600)).unwrap())
-        .timeout(TIMEOUT)
-        .breaker(BreakerConfig {
-            failure_threshold: 2,
-            cool_down: Duration::from_millis(200),
-        })
-        .build()
-        .unwrap();
-    assert!(Store::<str>::check(&limited, "k", 1, 0).await.unwrap().allowed);
+    let limited = RedisStore::builder(
+        server.url(),
+        Gcra::new(5, Duration::from_secs(3600)).unwrap(),
+    )
+    .timeout(TIMEOUT)
+    .breaker(BreakerConfig {
+        failure_threshold: 2,
+        cool_down: Duration::from_millis(200),
+    })
+    .build()
+    .unwrap();
+    assert!(
+        Store::<str>::check(&limited, "k", 1, 0)
+            .await
+            .unwrap()
+            .allowed
+    );
     server.kill();
     eventually(Duration::from_secs(5), "breaker open", async || {
         let _ = Store::<str>::check(&limited, "k", 1, 0).await;
@@ -129,7 +172,11 @@ async fn restarted_redis_resumes_limiting_within_seconds() {
     // The new server starts empty: exactly 5 admitted, then denied.
     let mut admitted = 0;
     for _ in 0..8 {
-        if Store::<str>::check(&limited, "k", 1, 0).await.unwrap().allowed {
+        if Store::<str>::check(&limited, "k", 1, 0)
+            .await
+            .unwrap()
+            .allowed
+        {
             admitted += 1;
         }
     }
@@ -139,11 +186,24 @@ async fn restarted_redis_resumes_limiting_within_seconds() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_server_at_all_fails_open_through_the_fallback() {
     // A port nobody listens on.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let store = store(format!("redis://127.0.0.1:{port}/"), true, Duration::from_secs(60));
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let store = store(
+        format!("redis://127.0.0.1:{port}/"),
+        true,
+        Duration::from_secs(60),
+    );
     for _ in 0..20 {
         let start = Instant::now();
-        assert!(Store::<str>::check(&store, "k", 1, 0).await.unwrap().allowed);
+        assert!(
+            Store::<str>::check(&store, "k", 1, 0)
+                .await
+                .unwrap()
+                .allowed
+        );
         assert!(start.elapsed() <= TIMEOUT + SLACK);
     }
     assert_eq!(store.breaker_state(), BreakerState::Open);

@@ -69,7 +69,8 @@ impl RedisServer {
         };
         for _ in 0..5 {
             let port = free_port();
-            let dir = std::env::temp_dir().join(format!("ratelimit-redis-{}-{port}", std::process::id()));
+            let dir =
+                std::env::temp_dir().join(format!("ratelimit-redis-{}-{port}", std::process::id()));
             std::fs::create_dir_all(&dir).expect("temp dir");
             let mut server = Self {
                 child: None,
