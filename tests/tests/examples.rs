@@ -422,6 +422,8 @@ mod hyper_app {
     use http_body_util::Full;
     use tower_ratelimit::key::PeerAddr;
 
+    const HOUR: Duration = Duration::from_secs(3600);
+
     async fn call(svc: &::hyper_example::Service<Full<Bytes>>, peer: &str) -> u16 {
         let mut req = Request::get("/").body(Full::new(Bytes::new())).unwrap();
         req.extensions_mut().insert(PeerAddr(peer.parse().unwrap()));
@@ -433,6 +435,7 @@ mod hyper_app {
         let svc = service(Limits {
             global: 1000,
             per_ip: 3,
+            period: HOUR,
         })
         .unwrap();
         let codes: Vec<u16> = futures_codes(&svc, "192.0.2.1:1", 5).await;
@@ -442,6 +445,7 @@ mod hyper_app {
         let svc = service(Limits {
             global: 4,
             per_ip: 100,
+            period: HOUR,
         })
         .unwrap();
         let mut ok = 0;
@@ -471,6 +475,7 @@ mod hyper_app {
         let svc = service(Limits {
             global: 1000,
             per_ip: 2,
+            period: HOUR,
         })
         .unwrap();
         let server = tokio::spawn(async move {

@@ -13,14 +13,16 @@ use tower::ServiceBuilder;
 use tower_ratelimit::key::{Global, PeerAddr, PeerIp};
 use tower_ratelimit::RateLimitLayer;
 
-/// The limits: `global` per second for the whole server, `per_ip` per
-/// second per client IP.
+/// The limits: `global` per `period` for the whole server, `per_ip` per
+/// `period` per client IP.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
-    /// Requests per second, all clients together.
+    /// Requests per period, all clients together.
     pub global: u64,
-    /// Requests per second per client IP (IPv6 per /64).
+    /// Requests per period per client IP (IPv6 per /64).
     pub per_ip: u64,
+    /// The period (one second by default).
+    pub period: Duration,
 }
 
 impl Default for Limits {
@@ -28,6 +30,7 @@ impl Default for Limits {
         Self {
             global: 1000,
             per_ip: 10,
+            period: Duration::from_secs(1),
         }
     }
 }
@@ -40,7 +43,7 @@ pub type Service<B> = BoxCloneSyncService<Request<B>, Response<Full<Bytes>>, Inf
 pub fn service<B: Send + 'static>(
     limits: Limits,
 ) -> Result<Service<B>, Box<dyn std::error::Error + Send + Sync>> {
-    let second = Duration::from_secs(1);
+    let second = limits.period;
     let global = RateLimitLayer::builder(Global)
         .limit(
             "global",
