@@ -30,6 +30,8 @@ fn scales(a: &AnyAlgorithm) -> (u64, u64) {
 async fn compare(algorithms: Vec<AnyAlgorithm>, seeds: u64, ops: usize) {
     let server = server!();
     for (i, algorithm) in algorithms.into_iter().enumerate() {
+        let mut stats = [0u32; 4];
+        let mut refunds = 0;
         for seed in 0..seeds {
             let mut rng = Rng(0x5eed ^ (i as u64) << 20 ^ seed);
             let redis = RedisStore::builder(server.url(), algorithm)
@@ -40,8 +42,13 @@ async fn compare(algorithms: Vec<AnyAlgorithm>, seeds: u64, ops: usize) {
                 .unwrap();
             let memory: MemoryStore<AnyAlgorithm, String> = MemoryStore::new(algorithm);
             let (unit, window) = scales(&algorithm);
-            // Real epoch nanoseconds (2020 to 2030), sometimes on a second.
-            let mut now = 1_580_000_000_000_000_000 + rng.below(320_000_000_000_000_000);
+            // Real epoch nanoseconds (2020 to 2030), or any time up to the
+            // year 2477; sometimes on a whole second.
+            let mut now = if seed % 2 == 0 {
+                1_580_000_000_000_000_000 + rng.below(320_000_000_000_000_000)
+            } else {
+                rng.below(16_000_000_000_000_000_000)
+            };
             if rng.chance(50) {
                 now -= now % 1_000_000_000;
             }
@@ -62,6 +69,7 @@ async fn compare(algorithms: Vec<AnyAlgorithm>, seeds: u64, ops: usize) {
                     4 => 3,
                     5 => limit,
                     6 => limit + 1,
+                    7 if rng.chance(20) => u64::MAX,
                     _ => 1,
                 };
                 // ratelimit-core drops a first-request window refunded to a
@@ -78,6 +86,7 @@ async fn compare(algorithms: Vec<AnyAlgorithm>, seeds: u64, ops: usize) {
                     let (k, at, c) =
                         admitted.swap_remove(rng.below(admitted.len() as u64) as usize);
                     let back = if rng.chance(70) { c } else { 1 };
+                    refunds += 1;
                     memory.refund(k, back, at, now);
                     Store::<str>::refund(&redis, k, back, at, now)
                         .await
@@ -90,11 +99,21 @@ async fn compare(algorithms: Vec<AnyAlgorithm>, seeds: u64, ops: usize) {
                     r, m,
                     "{algorithm:?} seed {seed} op {op}: key {key:?} cost {cost} at {now}\n redis:  {r:?}\n memory: {m:?}"
                 );
+                stats[usize::from(m.allowed) + 2 * usize::from(m.is_never())] += 1;
                 if m.allowed && cost > 0 {
                     admitted.push((key, now, cost));
                 }
             }
         }
+        // The traces must reach every kind of decision.
+        let [denied, allowed, never, _] = stats;
+        eprintln!(
+            "{algorithm:?}: {allowed} admitted, {denied} denied, {never} never, {refunds} refunds"
+        );
+        assert!(
+            allowed > 50 && denied >= 10 && never >= 5,
+            "{algorithm:?}: trace too tame {stats:?}"
+        );
     }
 }
 
