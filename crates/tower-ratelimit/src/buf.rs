@@ -1,18 +1,53 @@
 //! A small stack buffer for header values and bodies: one copy, no formatting machinery.
 
-use smallvec::SmallVec;
+/// Up to `N` bytes on the stack, then a `Vec`.
+pub(crate) struct Buf<const N: usize = 128> {
+    stack: [u8; N],
+    len: usize,
+    heap: Option<Vec<u8>>,
+}
 
-pub(crate) struct Buf(SmallVec<[u8; 320]>);
-
-impl Buf {
+impl<const N: usize> Buf<N> {
     #[inline]
     pub(crate) fn new() -> Self {
-        Self(SmallVec::new())
+        Self {
+            stack: [0; N],
+            len: 0,
+            heap: None,
+        }
+    }
+
+    #[inline]
+    fn bytes(&mut self, s: &[u8]) {
+        if let Some(heap) = &mut self.heap {
+            heap.extend_from_slice(s);
+            return;
+        }
+        let end = self.len + s.len();
+        if end <= N {
+            self.stack[self.len..end].copy_from_slice(s);
+            self.len = end;
+        } else {
+            let mut heap = Vec::with_capacity(end * 2);
+            heap.extend_from_slice(&self.stack[..self.len]);
+            heap.extend_from_slice(s);
+            self.heap = Some(heap);
+        }
+    }
+
+    #[inline]
+    fn byte(&mut self, b: u8) {
+        if self.heap.is_none() && self.len < N {
+            self.stack[self.len] = b;
+            self.len += 1;
+        } else {
+            self.bytes(&[b]);
+        }
     }
 
     #[inline]
     pub(crate) fn push(&mut self, s: &str) -> &mut Self {
-        self.0.extend_from_slice(s.as_bytes());
+        self.bytes(s.as_bytes());
         self
     }
 
@@ -28,7 +63,7 @@ impl Buf {
                 break;
             }
         }
-        self.0.extend_from_slice(&digits[i..]);
+        self.bytes(&digits[i..]);
         self
     }
 
@@ -36,41 +71,44 @@ impl Buf {
     /// control characters).
     #[inline]
     pub(crate) fn quoted(&mut self, s: &str) -> &mut Self {
-        self.0.push(b'"');
+        self.byte(b'"');
         if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
-            self.0.extend_from_slice(s.as_bytes());
+            self.bytes(s.as_bytes());
         } else {
             for c in s.chars() {
                 match c {
                     '"' | '\\' => {
-                        self.0.push(b'\\');
-                        self.0.push(c as u8);
+                        self.byte(b'\\');
+                        self.byte(c as u8);
                     }
                     c if (c as u32) < 0x20 => {
-                        self.push("\\u00");
                         let hex = b"0123456789abcdef";
-                        self.0.push(hex[(c as usize) >> 4]);
-                        self.0.push(hex[(c as usize) & 15]);
+                        self.push("\\u00");
+                        self.byte(hex[(c as usize) >> 4]);
+                        self.byte(hex[(c as usize) & 15]);
                     }
                     c => {
                         let mut b = [0; 4];
-                        self.0.extend_from_slice(c.encode_utf8(&mut b).as_bytes());
+                        self.bytes(c.encode_utf8(&mut b).as_bytes());
                     }
                 }
             }
         }
-        self.0.push(b'"');
+        self.byte(b'"');
         self
     }
 
     #[inline]
     pub(crate) fn as_bytes(&self) -> &[u8] {
-        &self.0
+        match &self.heap {
+            Some(heap) => heap,
+            None => &self.stack[..self.len],
+        }
     }
 
     #[inline]
     pub(crate) fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.as_bytes().is_empty()
     }
 }
 
@@ -80,7 +118,7 @@ mod tests {
 
     #[test]
     fn numbers_and_quotes() {
-        let mut b = Buf::new();
+        let mut b = Buf::<8>::new();
         b.num(0)
             .push(" ")
             .num(18_446_744_073_709_551_615)
@@ -90,6 +128,9 @@ mod tests {
             std::str::from_utf8(b.as_bytes()).unwrap(),
             r#"0 18446744073709551615 "a\"b\\c\u000a""#
         );
-        assert!(Buf::new().is_empty());
+        assert!(Buf::<8>::new().is_empty());
+        let mut big = Buf::<4>::new();
+        big.push("ab").push("cdef").push("g");
+        assert_eq!(big.as_bytes(), b"abcdefg");
     }
 }

@@ -111,8 +111,8 @@ impl Headers {
             return;
         }
         if self.ietf {
-            let mut policy = Buf::new();
-            let mut state = Buf::new();
+            let mut policy = Buf::<128>::new();
+            let mut state = Buf::<128>::new();
             for e in entries {
                 let d = &e.decision;
                 if !policy.is_empty() {
@@ -157,7 +157,7 @@ impl Headers {
 }
 
 /// Names are printable ASCII (checked at build), so the value is valid.
-fn append(map: &mut HeaderMap, name: HeaderName, value: &Buf) {
+fn append(map: &mut HeaderMap, name: HeaderName, value: &Buf<128>) {
     if let Ok(v) = HeaderValue::from_bytes(value.as_bytes()) {
         map.append(name, v);
     }

@@ -41,7 +41,7 @@ pub(crate) fn ceil_secs(d: std::time::Duration) -> u64 {
     d.as_secs() + u64::from(d.subsec_nanos() > 0)
 }
 
-fn problem(buf: &mut Buf, status: StatusCode) {
+fn problem(buf: &mut Buf<320>, status: StatusCode) {
     buf.push("{\"type\":\"about:blank\",\"title\":")
         .quoted(status.canonical_reason().unwrap_or("Error"))
         .push(",\"status\":")
@@ -52,7 +52,7 @@ fn problem(buf: &mut Buf, status: StatusCode) {
 impl ProblemJson {
     /// The problem+json body for `rejection`, and its status.
     pub fn body(&self, rejection: Rejection<'_>) -> (StatusCode, Bytes) {
-        let mut buf = Buf::new();
+        let mut buf = Buf::<320>::new();
         let status = match rejection {
             Rejection::Limited(info) => {
                 let status = StatusCode::TOO_MANY_REQUESTS;
@@ -67,7 +67,7 @@ impl ProblemJson {
                         match d.retry_after() {
                             Some(wait) => {
                                 let secs = ceil_secs(wait).max(1);
-                                let mut detail = Buf::new();
+                                let mut detail = Buf::<128>::new();
                                 detail
                                     .push("Rate limit \"")
                                     .push(name)
@@ -81,7 +81,7 @@ impl ProblemJson {
                                     .num(secs);
                             }
                             None => {
-                                let mut detail = Buf::new();
+                                let mut detail = Buf::<128>::new();
                                 detail
                                     .push("This request costs more than rate limit \"")
                                     .push(name)
@@ -119,7 +119,7 @@ impl ProblemJson {
     }
 }
 
-fn str_of(buf: &Buf) -> &str {
+fn str_of<const N: usize>(buf: &Buf<N>) -> &str {
     std::str::from_utf8(buf.as_bytes()).unwrap_or_default()
 }
 
