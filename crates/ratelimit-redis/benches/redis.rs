@@ -80,13 +80,15 @@ where
 fn redis_benchmark(
     port: u16,
     callers: usize,
+    pipeline: usize,
     store: &RedisStore,
     secs: f64,
     single: f64,
 ) -> Option<(f64, f64, f64)> {
     let args = store.script_args("__rand_int__", 1, None);
     // Enough requests for about `secs` at the single-caller rate, scaled up.
-    let n = ((single * secs) as usize).max(10_000) * if callers > 1 { 3 } else { 1 };
+    let scale = if callers > 1 { 3 } else { 1 } * pipeline.min(4);
+    let n = ((single * secs) as usize).max(10_000) * scale;
     let out = Command::new("redis-benchmark")
         .args(["-h", "127.0.0.1", "-p", &port.to_string()])
         .args([
@@ -171,10 +173,21 @@ fn main() {
                 }
                 eprintln!("{name} x{callers}: {rate:.0}/s p50 {p50:.0}us p99 {p99:.0}us");
                 rows.push(Row { what: format!("RedisStore, {name}"), callers, rate, p50_us: p50, p99_us: p99 });
-                if let Some((rate, p50, p99)) = redis_benchmark(port, callers, &store, secs, single) {
-                    eprintln!("redis-benchmark {name} x{callers}: {rate:.0}/s p50 {p50:.0}us p99 {p99:.0}us");
+                for pipeline in [1, 16] {
+                    let Some((rate, p50, p99)) =
+                        redis_benchmark(port, callers, pipeline, &store, secs, single)
+                    else {
+                        eprintln!("redis-benchmark failed or is missing");
+                        continue;
+                    };
+                    eprintln!("redis-benchmark -P {pipeline} {name} x{callers}: {rate:.0}/s p50 {p50:.0}us p99 {p99:.0}us");
+                    let what = if pipeline == 1 {
+                        format!("redis-benchmark, same script ({name})")
+                    } else {
+                        format!("redis-benchmark -P {pipeline}, same script ({name})")
+                    };
                     rows.push(Row {
-                        what: format!("redis-benchmark, same script ({name})"),
+                        what,
                         callers,
                         rate,
                         p50_us: p50,
@@ -202,6 +215,12 @@ fn main() {
             rows.push(Row { what: "naive fixed window (INCR, then EXPIRE)".into(), callers, rate, p50_us: p50, p99_us: p99 });
         }
     });
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "load average at the end: {}",
+        load.split(' ').take(3).collect::<Vec<_>>().join(" ")
+    );
+    println!();
     println!("| what | callers | checks/s | p50 | p99 |");
     println!("|---|---:|---:|---:|---:|");
     for r in &rows {

@@ -25,6 +25,9 @@ local cost = tonumber(ARGV[2])
 local server_time = ARGV[3] == ''
 local s, n
 if server_time then
+  -- Redis < 5 replicates scripts verbatim unless told to replicate their
+  -- effects, which a script reading TIME needs; later versions always do.
+  if redis.replicate_commands then redis.replicate_commands() end
   local tm = redis.call('TIME')
   s = tonumber(tm[1])
   n = tonumber(tm[2]) * 1000
