@@ -208,3 +208,38 @@ async fn no_server_at_all_fails_open_through_the_fallback() {
     }
     assert_eq!(store.breaker_state(), BreakerState::Open);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hung_redis_costs_one_timeout_then_nothing() {
+    let server = server!();
+    let store = store(server.url(), true, Duration::from_millis(300));
+    store.ping().await.unwrap();
+    server.signal("STOP");
+    let mut took = Vec::new();
+    for _ in 0..10 {
+        let start = Instant::now();
+        assert!(
+            Store::<str>::check(&store, "k", 1, 0)
+                .await
+                .unwrap()
+                .allowed
+        );
+        took.push(start.elapsed());
+    }
+    server.signal("CONT");
+    // The first three each wait out the timeout, then the breaker opens.
+    for t in &took[..3] {
+        assert!(
+            *t >= TIMEOUT - Duration::from_millis(5) && *t <= TIMEOUT + SLACK,
+            "{took:?}"
+        );
+    }
+    for t in &took[3..] {
+        assert!(*t < Duration::from_millis(20), "{took:?}");
+    }
+    eventually(Duration::from_secs(5), "breaker closes", async || {
+        let _ = Store::<str>::check(&store, "k", 0, 0).await;
+        store.breaker_state() == BreakerState::Closed
+    })
+    .await;
+}

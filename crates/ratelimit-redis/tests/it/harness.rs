@@ -15,8 +15,9 @@ pub struct RedisServer {
 }
 
 fn find_binary() -> Option<PathBuf> {
+    // REDIS_SERVER_BIN overrides the search (a missing file: no server).
     if let Some(p) = std::env::var_os("REDIS_SERVER_BIN") {
-        return Some(PathBuf::from(p));
+        return Some(PathBuf::from(p)).filter(|p| p.exists());
     }
     let fixed = PathBuf::from("/usr/bin/redis-server");
     if fixed.exists() {
@@ -60,7 +61,10 @@ impl RedisServer {
             if std::env::var("CI").is_ok_and(|v| v == "true") {
                 panic!("redis-server not found, and CI=true: install the redis-server package");
             }
-            eprintln!(
+            // Written to stderr directly: the test harness captures
+            // eprintln! of passing tests, and this must be seen.
+            let _ = writeln!(
+                std::io::stderr(),
                 "\n!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n\
                  !!! SKIPPED: redis-server not found (apt-get install redis-server) !!!\n\
                  !!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n"
@@ -121,6 +125,17 @@ impl RedisServer {
             let _ = c.kill();
             let _ = c.wait();
         }
+    }
+
+    /// Sends `signal` (STOP, CONT) to the server: a stopped server accepts
+    /// connections but never answers.
+    pub fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().expect("server running").id();
+        let ok = Command::new("kill")
+            .args([&format!("-{signal}"), &pid.to_string()])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "kill -{signal} {pid} failed");
     }
 
     /// A new server on the same port (after `kill`).
