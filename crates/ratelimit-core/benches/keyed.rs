@@ -266,35 +266,45 @@ fn run_for<F: Fn(u64) + Sync>(
     (done, t0.elapsed())
 }
 
-/// Checks per second of `a` and `b`, each the median of `rounds` slices of
-/// `slice`, run alternately (ABBA...) so that background load falls on both
-/// alike.
+/// Checks per second of `a` and `b`, each the median of `ROUNDS` slices of
+/// `SLICE`, run alternately (ABBA...) so that background load falls on both
+/// alike; and the quartiles of the per-round ratio `a / b` (each round's
+/// two slices are adjacent in time).
 fn interleaved<F: Fn(u64) + Sync, G: Fn(u64) + Sync>(
     threads: usize,
     nkeys: usize,
     a: &F,
     b: &G,
-) -> (f64, f64) {
-    let (rounds, slice) = (16, Duration::from_millis(50));
+) -> (f64, f64, [f64; 3]) {
+    const ROUNDS: usize = 24;
+    const SLICE: Duration = Duration::from_millis(40);
     let rate = |(n, t): (u64, Duration)| n as f64 / t.as_secs_f64();
-    let (mut ra, mut rb) = (Vec::new(), Vec::new());
+    let (mut ra, mut rb, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
     // Warm up both.
-    run_for(slice, threads, nkeys, a);
-    run_for(slice, threads, nkeys, b);
-    for round in 0..rounds {
-        if round % 2 == 0 {
-            ra.push(rate(run_for(slice, threads, nkeys, a)));
-            rb.push(rate(run_for(slice, threads, nkeys, b)));
+    run_for(SLICE, threads, nkeys, a);
+    run_for(SLICE, threads, nkeys, b);
+    for round in 0..ROUNDS {
+        let (x, y) = if round % 2 == 0 {
+            let x = rate(run_for(SLICE, threads, nkeys, a));
+            (x, rate(run_for(SLICE, threads, nkeys, b)))
         } else {
-            rb.push(rate(run_for(slice, threads, nkeys, b)));
-            ra.push(rate(run_for(slice, threads, nkeys, a)));
-        }
+            let y = rate(run_for(SLICE, threads, nkeys, b));
+            (rate(run_for(SLICE, threads, nkeys, a)), y)
+        };
+        ra.push(x);
+        rb.push(y);
+        ratio.push(x / y);
     }
-    let median = |v: &mut Vec<f64>| {
+    let quantile = |v: &mut Vec<f64>, q: usize| {
         v.sort_by(f64::total_cmp);
-        (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
+        v[(v.len() - 1) * q / 4]
     };
-    (median(&mut ra), median(&mut rb))
+    let quartiles = [
+        quantile(&mut ratio, 1),
+        quantile(&mut ratio, 2),
+        quantile(&mut ratio, 3),
+    ];
+    (quantile(&mut ra, 2), quantile(&mut rb, 2), quartiles)
 }
 
 /// The interleaved comparison of every case, printed as a Markdown table.
@@ -303,15 +313,15 @@ fn interleaved_table<C: Clock, G: governor::clock::Clock + Sync>(
     our_clock: &C,
     make_governor: impl Fn(Quota) -> Governor<G> + Copy,
 ) {
-    println!("\n{clock_name}, interleaved (median of 16 alternating 50 ms slices):\n");
-    println!("| path | keys | threads | ours ns/check | governor ns/check | ours checks/s | governor checks/s | ours faster by |");
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    println!("\n{clock_name}, interleaved (24 alternating 40 ms slices each):\n");
+    println!("| path | keys | threads | ours ns/check | governor ns/check | ours checks/s | governor checks/s | ours faster by | quartiles |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for path in [Path::Allowed, Path::Denied] {
         for nkeys in KEY_COUNTS {
             let store = ours(path, nkeys, our_clock);
             let limiter = governor(path, nkeys, make_governor);
             for threads in THREADS {
-                let (o, g) = interleaved(
+                let (o, g, q) = interleaved(
                     threads,
                     nkeys,
                     &|k| {
@@ -323,14 +333,17 @@ fn interleaved_table<C: Clock, G: governor::clock::Clock + Sync>(
                 );
                 // ns per check per thread: wall time each check takes.
                 let ns = |r: f64| 1e9 * threads as f64 / r;
+                let pct = |r: f64| (r - 1.0) * 100.0;
                 println!(
-                    "| {} | {nkeys} | {threads} | {:.1} | {:.1} | {:.2} M | {:.2} M | {:+.0} % |",
+                    "| {} | {nkeys} | {threads} | {:.1} | {:.1} | {:.2} M | {:.2} M | {:+.0} % | {:+.0} / {:+.0} % |",
                     path.name(),
                     ns(o),
                     ns(g),
                     o / 1e6,
                     g / 1e6,
-                    (o / g - 1.0) * 100.0
+                    pct(q[1]),
+                    pct(q[0]),
+                    pct(q[2]),
                 );
             }
             assert_path(path, &store, our_clock, &limiter);
