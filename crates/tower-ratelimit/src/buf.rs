@@ -72,29 +72,35 @@ impl<const N: usize> Buf<N> {
     #[inline]
     pub(crate) fn quoted(&mut self, s: &str) -> &mut Self {
         self.byte(b'"');
-        if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
-            self.bytes(s.as_bytes());
-        } else {
-            for c in s.chars() {
-                match c {
-                    '"' | '\\' => {
-                        self.byte(b'\\');
-                        self.byte(c as u8);
-                    }
-                    c if (c as u32) < 0x20 => {
-                        let hex = b"0123456789abcdef";
-                        self.push("\\u00");
-                        self.byte(hex[(c as usize) >> 4]);
-                        self.byte(hex[(c as usize) & 15]);
-                    }
-                    c => {
-                        let mut b = [0; 4];
-                        self.bytes(c.encode_utf8(&mut b).as_bytes());
-                    }
+        self.escaped(s);
+        self.byte(b'"');
+        self
+    }
+
+    /// `s` escaped for a quoted string, copied in runs.
+    pub(crate) fn escaped(&mut self, s: &str) -> &mut Self {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let bytes = s.as_bytes();
+        let mut start = 0;
+        for (i, &b) in bytes.iter().enumerate() {
+            if b < 0x20 || b == b'"' || b == b'\\' {
+                self.bytes(&bytes[start..i]);
+                if b < 0x20 {
+                    self.bytes(&[
+                        b'\\',
+                        b'u',
+                        b'0',
+                        b'0',
+                        HEX[usize::from(b >> 4)],
+                        HEX[usize::from(b & 15)],
+                    ]);
+                } else {
+                    self.bytes(&[b'\\', b]);
                 }
+                start = i + 1;
             }
         }
-        self.byte(b'"');
+        self.bytes(&bytes[start..]);
         self
     }
 

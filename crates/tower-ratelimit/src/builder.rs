@@ -176,11 +176,14 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
             {
                 return Err(BuildError::BadLimitName(name));
             }
-            if limits.iter().any(|l: &Limit<St>| *l.name == *name) {
+            if limits.iter().any(|l: &Limit<St>| l.name == name) {
                 return Err(BuildError::DuplicateLimitName(name));
             }
             limits.push(Limit {
-                name: name.into(),
+                // Names live as long as the program: layers are built once,
+                // and a `&'static str` makes every decision `Copy` (no
+                // reference counting on the hot path).
+                name: Box::leak(name.into_boxed_str()),
                 store,
             });
         }

@@ -84,7 +84,7 @@ where
                         }
                         Err(e) => {
                             let open = policy == FailurePolicy::Open;
-                            observe::store_error(&limits[i].name, &e, open);
+                            observe::store_error(limits[i].name, &e, open);
                             if !open {
                                 self.verdict = Some(Verdict::Unavailable(e));
                             }
@@ -98,7 +98,7 @@ where
                         Poll::Ready(r) => r,
                     };
                     if let Err(e) = result {
-                        observe::refund_error(&limits[self.entries[j].0].name, &e);
+                        observe::refund_error(limits[self.entries[j].0].name, &e);
                     }
                     self.refund_from = j + 1;
                     self.step = Step::Next;

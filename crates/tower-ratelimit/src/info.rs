@@ -2,14 +2,13 @@
 
 use ratelimit_core::Decision;
 use smallvec::SmallVec;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// One limit's decision for a request.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LimitDecision {
     /// The limit's name, as in the `RateLimit-Policy` header.
-    pub name: Arc<str>,
+    pub name: &'static str,
     /// What it decided.
     pub decision: Decision,
 }
@@ -36,7 +35,7 @@ impl RateLimitInfo {
     pub fn get(&self, name: &str) -> Option<&Decision> {
         self.entries
             .iter()
-            .find(|e| &*e.name == name)
+            .find(|e| e.name == name)
             .map(|e| &e.decision)
     }
 
@@ -71,7 +70,7 @@ impl RateLimitInfo {
         match ext.get_mut::<RateLimitInfo>() {
             Some(existing) => {
                 let offset = existing.entries.len();
-                existing.entries.extend(self.entries.iter().cloned());
+                existing.entries.extend_from_slice(&self.entries);
                 if existing.denied.is_none() {
                     existing.denied = self.denied.map(|i| i + offset);
                 }

@@ -43,7 +43,7 @@ impl<X: KeyExtractor, St: Store<X::Key>> RateLimitLayer<X, St> {
             shared: Arc::new(Shared {
                 key,
                 limits: Box::new([Limit {
-                    name: Arc::from("default"),
+                    name: "default",
                     store: Arc::new(store),
                 }]),
                 all: 1,
@@ -77,7 +77,7 @@ impl<X: KeyExtractor, St, R> Clone for RateLimitLayer<X, St, R> {
 
 impl<X: KeyExtractor, St, R> fmt::Debug for RateLimitLayer<X, St, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let names: Vec<&str> = self.shared.limits.iter().map(|l| &*l.name).collect();
+        let names: Vec<&str> = self.shared.limits.iter().map(|l| l.name).collect();
         f.debug_struct("RateLimitLayer")
             .field("limits", &names)
             .field("mode", &self.shared.mode)

@@ -14,17 +14,17 @@ pub(crate) mod names {
 }
 
 #[cfg(feature = "metrics")]
-fn count(name: &'static str, limit: &std::sync::Arc<str>) {
-    metrics::counter!(name, "limit" => limit.to_string()).increment(1);
+fn count(name: &'static str, limit: &'static str) {
+    metrics::counter!(name, "limit" => limit).increment(1);
 }
 
 #[inline]
-pub(crate) fn allowed(_limit: &std::sync::Arc<str>) {
+pub(crate) fn allowed(_limit: &'static str) {
     #[cfg(feature = "metrics")]
     count(names::ALLOWED, _limit);
 }
 
-pub(crate) fn limited(limit: &std::sync::Arc<str>, d: &Decision, dry_run: bool) {
+pub(crate) fn limited(limit: &'static str, d: &Decision, dry_run: bool) {
     if dry_run {
         tracing::debug!(limit = %limit, remaining = d.remaining, wait = ?d.wait, "rate limit exceeded (dry run: let through)");
         #[cfg(feature = "metrics")]
@@ -42,7 +42,7 @@ pub(crate) fn key_error(e: &KeyError) {
     metrics::counter!(names::KEY_ERRORS, "reason" => e.what()).increment(1);
 }
 
-pub(crate) fn store_error(limit: &std::sync::Arc<str>, e: &StoreError, fail_open: bool) {
+pub(crate) fn store_error(limit: &'static str, e: &StoreError, fail_open: bool) {
     if fail_open {
         tracing::warn!(limit = %limit, error = %e, "rate-limit store failed: letting the request through");
     } else {
@@ -52,7 +52,7 @@ pub(crate) fn store_error(limit: &std::sync::Arc<str>, e: &StoreError, fail_open
     count(names::STORE_ERRORS, limit);
 }
 
-pub(crate) fn refund_error(limit: &std::sync::Arc<str>, e: &StoreError) {
+pub(crate) fn refund_error(limit: &'static str, e: &StoreError) {
     tracing::warn!(limit = %limit, error = %e, "rate-limit refund failed");
     #[cfg(feature = "metrics")]
     count(names::STORE_ERRORS, limit);

@@ -226,7 +226,7 @@ where
         .entries
         .iter()
         .map(|&(i, decision)| LimitDecision {
-            name: shared.limits[i].name.clone(),
+            name: shared.limits[i].name,
             decision,
         })
         .collect();
@@ -245,7 +245,7 @@ where
                 dry_run,
             };
             let denied = &info.entries[i];
-            observe::limited(&denied.name, &denied.decision, dry_run);
+            observe::limited(denied.name, &denied.decision, dry_run);
             if !dry_run {
                 let mut res = shared.response.build(Rejection::Limited(&info));
                 shared
@@ -257,7 +257,7 @@ where
         }
         Verdict::Admitted => {
             for e in &entries {
-                observe::allowed(&e.name);
+                observe::allowed(e.name);
             }
             if shared.mode == Mode::Shape {
                 hold = entries
@@ -317,7 +317,7 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> Reservation<X, St, R> {
             for &i in &r.limits {
                 let limit = &self.shared.limits[i];
                 if let Err(e) = limit.store.refund(&r.key, r.cost, r.at, now).await {
-                    observe::refund_error(&limit.name, &e);
+                    observe::refund_error(limit.name, &e);
                 }
             }
         }
@@ -337,7 +337,7 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> Drop for Reservation<X, St, R> {
                 let limit = &self.shared.limits[i];
                 let mut fut = Box::pin(limit.store.refund(&r.key, r.cost, r.at, now));
                 if let Some(Err(e)) = poll_now(&mut fut) {
-                    observe::refund_error(&limit.name, &e);
+                    observe::refund_error(limit.name, &e);
                 }
             }
         }

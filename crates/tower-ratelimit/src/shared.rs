@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// One named limit: a store and the name used in headers.
 pub(crate) struct Limit<St> {
-    pub(crate) name: Arc<str>,
+    pub(crate) name: &'static str,
     pub(crate) store: Arc<St>,
 }
 

@@ -4,6 +4,7 @@ use super::problem::ceil_secs;
 use crate::buf::Buf;
 use crate::info::LimitDecision;
 use http::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
+use std::cell::RefCell;
 
 /// `RateLimit-Policy` (draft-ietf-httpapi-ratelimit-headers).
 pub const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
@@ -83,6 +84,36 @@ impl Headers {
         self
     }
 
+    fn write_list(&self, map: &mut HeaderMap, entries: &[LimitDecision]) {
+        let mut policy = Buf::<128>::new();
+        let mut state = Buf::<128>::new();
+        for e in entries {
+            let d = &e.decision;
+            if !policy.is_empty() {
+                policy.push(", ");
+                state.push(", ");
+            }
+            let t = match d.retry_after() {
+                Some(wait) => ceil_secs(wait).max(1),
+                None => ceil_secs(d.reset),
+            };
+            policy
+                .quoted(e.name)
+                .push(";q=")
+                .num(d.limit)
+                .push(";w=")
+                .num(ceil_secs(d.window).max(1));
+            state
+                .quoted(e.name)
+                .push(";r=")
+                .num(d.remaining)
+                .push(";t=")
+                .num(t);
+        }
+        append(map, RATELIMIT_POLICY, &policy);
+        append(map, RATELIMIT, &state);
+    }
+
     pub(crate) fn wants_allowed(&self) -> bool {
         self.on_allowed && (self.ietf || self.legacy)
     }
@@ -111,33 +142,23 @@ impl Headers {
             return;
         }
         if self.ietf {
-            let mut policy = Buf::<128>::new();
-            let mut state = Buf::<128>::new();
-            for e in entries {
+            if let [e] = entries {
+                // One limit: the common case, served from a small cache.
                 let d = &e.decision;
-                if !policy.is_empty() {
-                    policy.push(", ");
-                    state.push(", ");
-                }
                 let t = match d.retry_after() {
                     Some(wait) => ceil_secs(wait).max(1),
                     None => ceil_secs(d.reset),
                 };
-                policy
-                    .quoted(&e.name)
-                    .push(";q=")
-                    .num(d.limit)
-                    .push(";w=")
-                    .num(ceil_secs(d.window).max(1));
-                state
-                    .quoted(&e.name)
-                    .push(";r=")
-                    .num(d.remaining)
-                    .push(";t=")
-                    .num(t);
+                let w = ceil_secs(d.window).max(1);
+                if let Some(v) = cached(&POLICY_CACHE, e.name, d.limit, w, "q", "w") {
+                    map.append(RATELIMIT_POLICY, v);
+                }
+                if let Some(v) = cached(&STATE_CACHE, e.name, d.remaining, t, "r", "t") {
+                    map.append(RATELIMIT, v);
+                }
+            } else {
+                self.write_list(map, entries);
             }
-            append(map, RATELIMIT_POLICY, &policy);
-            append(map, RATELIMIT, &state);
         }
         if self.legacy {
             let e = entries
@@ -156,6 +177,44 @@ impl Headers {
     }
 }
 
+type Cache = RefCell<[Option<(usize, usize, u64, u64, HeaderValue)>; 4]>;
+
+thread_local! {
+    static POLICY_CACHE: Cache = const { RefCell::new([const { None }; 4]) };
+    static STATE_CACHE: Cache = const { RefCell::new([const { None }; 4]) };
+}
+
+/// `"name";k1=a;k2=b`, from a per-thread cache of the last few values
+/// (policies repeat on every response; a denied client's state repeats
+/// for a second), so the common case costs no formatting or allocation.
+fn cached(
+    cache: &'static std::thread::LocalKey<Cache>,
+    name: &'static str,
+    a: u64,
+    b: u64,
+    k1: &str,
+    k2: &str,
+) -> Option<HeaderValue> {
+    let id = (name.as_ptr() as usize, name.len());
+    cache.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if let Some(hit) = cache
+            .iter()
+            .flatten()
+            .find(|e| (e.0, e.1, e.2, e.3) == (id.0, id.1, a, b))
+        {
+            return Some(hit.4.clone());
+        }
+        let mut buf = Buf::<128>::new();
+        buf.quoted(name).push(";").push(k1).push("=").num(a);
+        buf.push(";").push(k2).push("=").num(b);
+        let value = HeaderValue::from_bytes(buf.as_bytes()).ok()?;
+        cache.rotate_right(1);
+        cache[0] = Some((id.0, id.1, a, b, value.clone()));
+        Some(value)
+    })
+}
+
 /// Names are printable ASCII (checked at build), so the value is valid.
 fn append(map: &mut HeaderMap, name: HeaderName, value: &Buf<128>) {
     if let Ok(v) = HeaderValue::from_bytes(value.as_bytes()) {
@@ -169,9 +228,14 @@ mod tests {
     use ratelimit_core::Decision;
     use std::time::Duration;
 
-    fn entry(name: &str, allowed: bool, remaining: u64, wait: Option<Duration>) -> LimitDecision {
+    fn entry(
+        name: &'static str,
+        allowed: bool,
+        remaining: u64,
+        wait: Option<Duration>,
+    ) -> LimitDecision {
         LimitDecision {
-            name: name.into(),
+            name,
             decision: Decision {
                 allowed,
                 remaining,

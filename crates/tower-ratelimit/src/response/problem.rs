@@ -62,33 +62,32 @@ impl ProblemJson {
                         buf.push("\"Rate limit exceeded.\"");
                     }
                     Some(denied) => {
-                        let name = &*denied.name;
+                        let name = denied.name;
                         let d = &denied.decision;
                         match d.retry_after() {
                             Some(wait) => {
                                 let secs = ceil_secs(wait).max(1);
-                                let mut detail = Buf::<128>::new();
-                                detail
-                                    .push("Rate limit \"")
-                                    .push(name)
-                                    .push("\" exceeded: retry in ")
+                                buf.push("\"Rate limit \\\"")
+                                    .escaped(name)
+                                    .push("\\\" exceeded: retry in ")
                                     .num(secs)
-                                    .push(if secs == 1 { " second." } else { " seconds." });
-                                buf.quoted(str_of(&detail))
+                                    .push(if secs == 1 {
+                                        " second.\""
+                                    } else {
+                                        " seconds.\""
+                                    })
                                     .push(",\"limit\":")
                                     .quoted(name)
                                     .push(",\"retry_after\":")
                                     .num(secs);
                             }
                             None => {
-                                let mut detail = Buf::<128>::new();
-                                detail
-                                    .push("This request costs more than rate limit \"")
-                                    .push(name)
-                                    .push("\" allows (")
+                                buf.push("\"This request costs more than rate limit \\\"")
+                                    .escaped(name)
+                                    .push("\\\" allows (")
                                     .num(d.limit)
-                                    .push(" per window): it can never be admitted.");
-                                buf.quoted(str_of(&detail)).push(",\"limit\":").quoted(name);
+                                    .push(" per window): it can never be admitted.\",\"limit\":")
+                                    .quoted(name);
                             }
                         }
                     }
@@ -117,10 +116,6 @@ impl ProblemJson {
         buf.push("}");
         (status, Bytes::copy_from_slice(buf.as_bytes()))
     }
-}
-
-fn str_of<const N: usize>(buf: &Buf<N>) -> &str {
-    std::str::from_utf8(buf.as_bytes()).unwrap_or_default()
 }
 
 impl<B: From<Bytes>> ResponseBuilder<B> for ProblemJson {
