@@ -4,9 +4,11 @@
 //! keys and arguments (the server's ceiling) and a naive fixed window
 //! (`INCR` then `EXPIRE`, two commands).
 //!
-//! Run: `cargo bench -p ratelimit-redis --bench redis` (add `-- --secs N`
-//! to change the time per cell, default 3). It starts its own
-//! redis-server on a free port and prints a Markdown table.
+//! Run: `cargo bench -p ratelimit-redis --bench redis` (options after
+//! `--`: `--secs N` per run, default 2; `--rounds N`, default 3, reporting
+//! medians). It starts its own redis-server on a free port and prints a
+//! Markdown table. Rounds alternate between our client and redis-benchmark
+//! so that both see the same load on a shared machine.
 
 #![allow(missing_docs)]
 
@@ -76,36 +78,26 @@ where
     )
 }
 
-/// `redis-benchmark` running EVALSHA with the store's own arguments.
+/// `redis-benchmark` running EVALSHA with the store's own arguments and
+/// keys, `n` requests in all.
 fn redis_benchmark(
     port: u16,
     callers: usize,
-    pipeline: usize,
     store: &RedisStore,
-    secs: f64,
-    single: f64,
+    n: usize,
 ) -> Option<(f64, f64, f64)> {
     let args = store.script_args("__rand_int__", 1, None);
-    // Enough requests for about `secs` at the single-caller rate, scaled up.
-    let scale = if callers > 1 { 3 } else { 1 } * pipeline.min(4);
-    let n = ((single * secs) as usize).max(10_000) * scale;
     let out = Command::new("redis-benchmark")
         .args(["-h", "127.0.0.1", "-p", &port.to_string()])
-        .args([
-            "-c",
-            &callers.to_string(),
-            "-n",
-            &n.to_string(),
-            "-r",
-            &KEYS.to_string(),
-            "--csv",
-        ])
+        .args(["-c", &callers.to_string(), "-n", &n.max(5_000).to_string()])
+        .args(["-r", &KEYS.to_string(), "--csv"])
         .args(["EVALSHA", store.script_hash(), "1"])
         .args(&args)
         .output()
         .ok()?;
     let text = String::from_utf8_lossy(&out.stdout);
-    // "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
+    // "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms",
+    // "p95_latency_ms","p99_latency_ms","max_latency_ms"
     let line = text.lines().last()?;
     let f: Vec<f64> = line
         .split(',')
@@ -120,12 +112,29 @@ fn key_of(k: u64) -> String {
     format!("{k:012}")
 }
 
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// The median of each figure over the rounds.
+fn medians(runs: &[(f64, f64, f64)]) -> (f64, f64, f64) {
+    (
+        median(runs.iter().map(|r| r.0).collect()),
+        median(runs.iter().map(|r| r.1).collect()),
+        median(runs.iter().map(|r| r.2).collect()),
+    )
+}
+
 fn main() {
-    let mut secs = 3.0;
+    let mut secs = 2.0;
+    let mut rounds = 3;
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
-        if a == "--secs" {
-            secs = it.next().and_then(|v| v.parse().ok()).unwrap_or(secs);
+        match a.as_str() {
+            "--secs" => secs = it.next().and_then(|v| v.parse().ok()).unwrap_or(secs),
+            "--rounds" => rounds = it.next().and_then(|v| v.parse().ok()).unwrap_or(rounds),
+            _ => {}
         }
     }
     let Some(server) = RedisServer::start() else {
@@ -158,66 +167,90 @@ fn main() {
                 .build()
                 .unwrap();
             store.ping().await.unwrap();
-            let mut single = 0.0;
             for callers in CALLERS {
-                let s = store.clone();
-                let (rate, p50, p99) = measure(callers, secs, move |k| {
-                    let s = s.clone();
-                    async move {
-                        Store::<str>::check(&s, &key_of(k), 1, 0).await.unwrap();
+                // Rounds alternate between our client and redis-benchmark,
+                // so both see the same machine load.
+                let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+                for _ in 0..rounds {
+                    let s = store.clone();
+                    let run = measure(callers, secs, move |k| {
+                        let s = s.clone();
+                        async move {
+                            Store::<str>::check(&s, &key_of(k), 1, 0).await.unwrap();
+                        }
+                    })
+                    .await;
+                    eprintln!("{name} x{callers}: {run:?}");
+                    if let Some(rb) =
+                        redis_benchmark(port, callers, &store, (run.0 * secs) as usize)
+                    {
+                        eprintln!("redis-benchmark {name} x{callers}: {rb:?}");
+                        theirs.push(rb);
                     }
-                })
-                .await;
-                if callers == 1 {
-                    single = rate;
+                    ours.push(run);
                 }
-                eprintln!("{name} x{callers}: {rate:.0}/s p50 {p50:.0}us p99 {p99:.0}us");
-                rows.push(Row { what: format!("RedisStore, {name}"), callers, rate, p50_us: p50, p99_us: p99 });
-                for pipeline in [1, 16] {
-                    let Some((rate, p50, p99)) =
-                        redis_benchmark(port, callers, pipeline, &store, secs, single)
-                    else {
-                        eprintln!("redis-benchmark failed or is missing");
-                        continue;
-                    };
-                    eprintln!("redis-benchmark -P {pipeline} {name} x{callers}: {rate:.0}/s p50 {p50:.0}us p99 {p99:.0}us");
-                    let what = if pipeline == 1 {
-                        format!("redis-benchmark, same script ({name})")
-                    } else {
-                        format!("redis-benchmark -P {pipeline}, same script ({name})")
-                    };
+                let (rate, p50_us, p99_us) = medians(&ours);
+                rows.push(Row {
+                    what: format!("RedisStore, {name}"),
+                    callers,
+                    rate,
+                    p50_us,
+                    p99_us,
+                });
+                if !theirs.is_empty() {
+                    let (rate, p50_us, p99_us) = medians(&theirs);
                     rows.push(Row {
-                        what,
+                        what: format!("redis-benchmark, same script ({name})"),
                         callers,
                         rate,
-                        p50_us: p50,
-                        p99_us: p99,
+                        p50_us,
+                        p99_us,
                     });
                 }
             }
         }
         let conn = server.client().await;
         for callers in CALLERS {
-            let c = conn.clone();
-            let (rate, p50, p99) = measure(callers, secs, move |k| {
-                let mut c = c.clone();
-                async move {
-                    let key = format!("naive:{}", key_of(k));
-                    let n: u64 = redis::cmd("INCR").arg(&key).query_async(&mut c).await.unwrap();
-                    if n == 1 {
-                        let _: () = redis::cmd("EXPIRE").arg(&key).arg(1).query_async(&mut c).await.unwrap();
+            let mut runs = Vec::new();
+            for _ in 0..rounds {
+                let c = conn.clone();
+                let run = measure(callers, secs, move |k| {
+                    let mut c = c.clone();
+                    async move {
+                        let key = format!("naive:{}", key_of(k));
+                        let n: u64 = redis::cmd("INCR")
+                            .arg(&key)
+                            .query_async(&mut c)
+                            .await
+                            .unwrap();
+                        if n == 1 {
+                            let _: () = redis::cmd("EXPIRE")
+                                .arg(&key)
+                                .arg(1)
+                                .query_async(&mut c)
+                                .await
+                                .unwrap();
+                        }
+                        std::hint::black_box(n <= 100);
                     }
-                    std::hint::black_box(n <= 100);
-                }
-            })
-            .await;
-            eprintln!("naive x{callers}: {rate:.0}/s p50 {p50:.0}us p99 {p99:.0}us");
-            rows.push(Row { what: "naive fixed window (INCR, then EXPIRE)".into(), callers, rate, p50_us: p50, p99_us: p99 });
+                })
+                .await;
+                eprintln!("naive x{callers}: {run:?}");
+                runs.push(run);
+            }
+            let (rate, p50_us, p99_us) = medians(&runs);
+            rows.push(Row {
+                what: "naive fixed window (INCR, then EXPIRE)".into(),
+                callers,
+                rate,
+                p50_us,
+                p99_us,
+            });
         }
     });
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
-        "load average at the end: {}",
+        "Medians of {rounds} rounds of {secs} s; load average at the end: {}",
         load.split(' ').take(3).collect::<Vec<_>>().join(" ")
     );
     println!();
