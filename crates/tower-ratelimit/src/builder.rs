@@ -65,6 +65,10 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
     ///
     /// All limits of a layer share one store type: for different
     /// algorithms use `MemoryStore<AnyAlgorithm, K>` (`Gcra::new(..)?.into()`).
+    ///
+    /// Names are kept for the life of the program (so that every decision
+    /// is `Copy` and the hot path does no reference counting): build layers
+    /// once, at startup, not per request.
     pub fn limit(self, name: impl Into<String>, store: St) -> Self {
         self.limit_shared(name, Arc::new(store))
     }

@@ -66,6 +66,14 @@ impl RateLimitInfo {
         self.denied().and_then(|d| d.decision.retry_after())
     }
 
+    pub(crate) fn merge_owned(self, ext: &mut http::Extensions) {
+        if ext.get::<RateLimitInfo>().is_some() {
+            self.merge_into(ext);
+        } else {
+            ext.insert(self);
+        }
+    }
+
     pub(crate) fn merge_into(&self, ext: &mut http::Extensions) {
         match ext.get_mut::<RateLimitInfo>() {
             Some(existing) => {

@@ -222,14 +222,13 @@ where
     St::RefundFuture: Unpin,
     R: ResponseBuilder<B>,
 {
-    let entries: SmallVec<[LimitDecision; 2]> = checker
-        .entries
-        .iter()
-        .map(|&(i, decision)| LimitDecision {
+    let mut entries: SmallVec<[LimitDecision; 2]> = SmallVec::new();
+    for &(i, decision) in &checker.entries {
+        entries.push(LimitDecision {
             name: shared.limits[i].name,
             decision,
-        })
-        .collect();
+        });
+    }
     let dry_run = shared.mode == Mode::DryRun;
     let mut reserved = None;
     let mut hold = Duration::ZERO;
@@ -286,11 +285,16 @@ where
             }
         }
     };
-    info.merge_into(&mut parts.extensions);
-    let plan = shared.headers.wants_allowed().then(|| HeaderPlan {
-        info,
-        headers: shared.headers,
-    });
+    let plan = if shared.headers.wants_allowed() {
+        info.merge_into(&mut parts.extensions);
+        Some(HeaderPlan {
+            info,
+            headers: shared.headers,
+        })
+    } else {
+        info.merge_owned(&mut parts.extensions);
+        None
+    };
     Next::Forward {
         parts,
         plan,

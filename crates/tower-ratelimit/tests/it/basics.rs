@@ -214,3 +214,87 @@ fn invalid_configuration_is_an_error() {
     }
     assert!(matches!(b.build(), Err(BuildError::TooManyLimits(65))));
 }
+
+#[tokio::test]
+async fn stacked_layers_share_info_and_append_headers() {
+    let global = RateLimitLayer::builder(Global)
+        .limit(
+            "global",
+            MemoryStore::new(Gcra::new(100, 60 * SEC).unwrap()),
+        )
+        .build()
+        .unwrap();
+    let per_ip = RateLimitLayer::builder(PeerIp::new())
+        .limit("per-ip", MemoryStore::new(Gcra::new(10, 60 * SEC).unwrap()))
+        .build()
+        .unwrap();
+    let app = Router::new()
+        .route(
+            "/",
+            get(|Extension(info): Extension<RateLimitInfo>| async move {
+                let names: Vec<&str> = info.decisions().iter().map(|d| d.name).collect();
+                names.join(",")
+            }),
+        )
+        .layer(global)
+        .layer(per_ip);
+    let res = app.oneshot(get_from("10.0.0.1:1", "/", &[])).await.unwrap();
+    let lines: Vec<_> = res.headers().get_all(RATELIMIT).iter().collect();
+    assert_eq!(lines, ["\"global\";r=99;t=1", "\"per-ip\";r=9;t=6"]);
+    assert_eq!(body_string(res).await, "per-ip,global");
+}
+
+#[tokio::test]
+async fn user_id_from_auth_middleware() {
+    use tower_ratelimit::key::Extension as FromExtension;
+    #[derive(Clone, PartialEq, Eq, Hash, Debug)]
+    struct UserId(String);
+    impl std::fmt::Display for UserId {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(&self.0)
+        }
+    }
+    let limit = RateLimitLayer::new(
+        MemoryStore::new(Gcra::new(1, 60 * SEC).unwrap()),
+        FromExtension::<UserId>::new(),
+    );
+    // "Authentication": the user id comes from a header, outside the limit.
+    let auth = tower::util::MapRequestLayer::new(|mut req: Request<Body>| {
+        if let Some(user) = req.headers().get("x-user").and_then(|v| v.to_str().ok()) {
+            let user = UserId(user.to_owned());
+            req.extensions_mut().insert(user);
+        }
+        req
+    });
+    let app = Router::new()
+        .route("/", get(|| async { "hi" }))
+        .layer(limit)
+        .layer(auth);
+    let send = |user: Option<&'static str>| {
+        let headers: Vec<(&str, &[u8])> =
+            user.map(|u| ("x-user", u.as_bytes())).into_iter().collect();
+        app.clone().oneshot(get_from("10.0.0.1:1", "/", &headers))
+    };
+    assert_eq!(send(Some("ann")).await.unwrap().status(), 200);
+    assert_eq!(send(Some("ann")).await.unwrap().status(), 429);
+    assert_eq!(send(Some("bob")).await.unwrap().status(), 200);
+    assert_eq!(send(None).await.unwrap().status(), 401);
+}
+
+#[tokio::test]
+async fn composite_route_and_client() {
+    use tower_ratelimit::key::{Composite, Route};
+    let layer = RateLimitLayer::new(
+        MemoryStore::new(Gcra::new(1, 60 * SEC).unwrap()),
+        Composite::new(Route, PeerIp::new()),
+    );
+    let app = Router::new()
+        .route("/a/{id}", get(|| async { "a" }))
+        .route("/b", get(|| async { "b" }))
+        .layer(layer);
+    let send = |uri: &'static str| app.clone().oneshot(get_from("10.0.0.1:1", uri, &[]));
+    assert_eq!(send("/a/1").await.unwrap().status(), 200);
+    // Same route pattern, other id: same key.
+    assert_eq!(send("/a/2").await.unwrap().status(), 429);
+    assert_eq!(send("/b").await.unwrap().status(), 200);
+}
