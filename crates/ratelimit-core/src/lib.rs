@@ -32,9 +32,9 @@ mod error;
 mod store;
 
 pub use algorithm::{
-    stable_hash, Algorithm, Anchor, AnyAlgorithm, AnyState, FixedWindow, Gcra, LeakyBucket,
-    LogState, SlidingLog, SlidingWindow, SlidingWindowState, TokenBucket, WindowState,
-    DEFAULT_MAX_LOG_ENTRIES,
+    stable_hash, Algorithm, Anchor, AnyAlgorithm, AnyGcra, AnyLeakyBucket, AnyState,
+    AnyTokenBucket, FixedWindow, Gcra, LeakyBucket, LogState, SlidingLog, SlidingWindow,
+    SlidingWindowState, StateWord, TokenBucket, WindowState, DEFAULT_MAX_LOG_ENTRIES,
 };
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::Decision;

@@ -1,8 +1,8 @@
 //! Command-line options: which algorithm, with which settings.
 
 use ratelimit_core::{
-    parse_duration, Anchor, AnyAlgorithm, ConfigError, FixedWindow, Gcra, LeakyBucket, SlidingLog,
-    SlidingWindow, TokenBucket,
+    parse_duration, Anchor, AnyAlgorithm, AnyGcra, AnyLeakyBucket, AnyTokenBucket, ConfigError,
+    FixedWindow, SlidingLog, SlidingWindow,
 };
 use std::fmt;
 use std::time::Duration;
@@ -110,7 +110,10 @@ impl Options {
     }
 }
 
-/// Parses `ALGORITHM [OPTIONS]` into the algorithm it names.
+/// Parses `ALGORITHM [OPTIONS]` into the algorithm it names. GCRA and the
+/// buckets keep the 8-byte state when it holds the setting, and the 16-byte
+/// one otherwise (`AnyGcra` and the like), so every setting the exact
+/// arithmetic allows is accepted.
 ///
 /// ```
 /// use ratelimit_sim::parse_algorithm;
@@ -129,19 +132,19 @@ pub fn parse_algorithm(args: &[String]) -> Result<AnyAlgorithm, SimError> {
             let limit = o.required_integer("limit")?;
             let period = o.period()?;
             let burst = o.integer("burst")?.unwrap_or(limit);
-            Gcra::with_burst(limit, period, burst)?.into()
+            AnyGcra::with_burst(limit, period, burst)?.into()
         }
         "token-bucket" => {
             let capacity = o.required_integer("capacity")?;
             let refill = o.required_integer("refill")?;
             let period = o.period()?;
-            TokenBucket::new(capacity, refill, period)?.into()
+            AnyTokenBucket::new(capacity, refill, period)?.into()
         }
         "leaky-bucket" => {
             let limit = o.required_integer("limit")?;
             let period = o.period()?;
             let queue = o.required_integer("queue")?;
-            LeakyBucket::new(limit, period, queue)?.into()
+            AnyLeakyBucket::new(limit, period, queue)?.into()
         }
         "fixed-window" => {
             let limit = o.required_integer("limit")?;

@@ -519,11 +519,35 @@ fn zero_and_overflowing_settings() {
         &["limit"],
         "",
     );
-    // Burst * T beyond the exact arithmetic, and a sliding log too long.
+    // A window (B * T, so a possible wait) longer than a `Duration` can
+    // hold, a queue of 2^64 - 1 (its `remaining` would pass u64), and a
+    // sliding log too long.
     bad(
-        &["gcra", "--limit", "18446744073709551615", "--period", "1s"],
+        &[
+            "gcra",
+            "--limit",
+            "1",
+            "--period",
+            "1d",
+            "--burst",
+            "18446744073709551615",
+        ],
         "",
-        &["large"],
+        &["burst", "large"],
+        "",
+    );
+    bad(
+        &[
+            "token-bucket",
+            "--capacity",
+            "18446744073709551615",
+            "--refill",
+            "1",
+            "--period",
+            "1d",
+        ],
+        "",
+        &["capacity", "large"],
         "",
     );
     bad(
@@ -562,6 +586,113 @@ fn zero_and_overflowing_settings() {
         ),
         "0 a allow 0 0\n"
     );
+}
+
+// ---------------------------------------------------------------------
+// Settings too wide for the 8-byte state: the sim picks the 16-byte one.
+
+#[test]
+fn gcra_30001_per_day() {
+    // T = 86400000 / 30001 ms = 2879.904003... ms.
+    let args = ["gcra", "--limit", "30001", "--period", "1d"];
+    let out = ok(
+        &args,
+        "0 a 30001\n0 a\n2879 a\n2880 a\n2880 b\n86400000 a 0\n86400000 a 30001\n",
+    );
+    assert_eq!(
+        out,
+        "0 a allow 0 0\n0 a deny 0 2880\n2879 a deny 0 1\n2880 a allow 0 0\n\
+         2880 b allow 30000 0\n86400000 a allow 30000 0\n86400000 a deny 30000 2880\n"
+    );
+    // Random traces, against the model.
+    let spec = Spec::Gcra {
+        limit: 30_001,
+        period: 86_400 * 1_000 * MS,
+        burst: 30_001,
+    };
+    let mut rng = Rng(30_001);
+    for _ in 0..5 {
+        let (input, expected) = random_trace(&mut rng, &spec, 300);
+        assert_eq!(ok(&args, &input), expected, "{input}");
+    }
+}
+
+#[test]
+fn token_bucket_of_a_million_refilled_7_per_day() {
+    // T = 86400000 / 7 ms = 12342857.142857... ms.
+    let args = [
+        "token-bucket",
+        "--capacity",
+        "1000000",
+        "--refill",
+        "7",
+        "--period",
+        "1d",
+    ];
+    let out = ok(
+        &args,
+        "0 b 1000001\n0 a 1000000\n0 a\n0 a 3\n12342857 a\n12342858 a\n12342858 b 0\n",
+    );
+    assert_eq!(
+        out,
+        "0 b deny 1000000 inf\n0 a allow 0 0\n0 a deny 0 12342858\n0 a deny 0 37028572\n\
+         12342857 a deny 0 1\n12342858 a allow 0 0\n12342858 b allow 1000000 0\n"
+    );
+    let spec = Spec::Gcra {
+        limit: 7,
+        period: 86_400 * 1_000 * MS,
+        burst: 1_000_000,
+    };
+    let mut rng = Rng(7);
+    for _ in 0..5 {
+        let (input, expected) = random_trace(&mut rng, &spec, 300);
+        assert_eq!(ok(&args, &input), expected, "{input}");
+    }
+}
+
+#[test]
+fn wide_leaky_bucket_and_extreme_settings() {
+    // 7 per day, a million may wait: held T = 12342857.142857... ms.
+    let out = ok(
+        &[
+            "leaky-bucket",
+            "--limit",
+            "7",
+            "--period",
+            "1d",
+            "--queue",
+            "1000000",
+        ],
+        "0 a\n0 a\n0 a 1000000\n0 a 1000002\n",
+    );
+    assert_eq!(
+        out,
+        "0 a allow 1000000 0\n0 a allow 999999 12342858\n0 a deny 999999 12342858\n\
+         0 a deny 999999 inf\n"
+    );
+    // The largest limit: 2^64 - 1 per second, burst the same.
+    let out = ok(
+        &["gcra", "--limit", "18446744073709551615", "--period", "1s"],
+        "0 a\n0 a 18446744073709551614\n0 a\n1 a 18446744073709550\n",
+    );
+    assert_eq!(
+        out,
+        "0 a allow 18446744073709551614 0\n0 a allow 0 0\n0 a deny 0 1\n1 a allow 1 0\n"
+    );
+    // The longest window a `Duration` holds: 2^64 - 1 seconds.
+    let out = ok(
+        &[
+            "gcra",
+            "--limit",
+            "1",
+            "--period",
+            "1s",
+            "--burst",
+            "18446744073709551615",
+        ],
+        "0 a 18446744073709551615\n0 a 18446744073709551615\n",
+    );
+    assert_eq!(out, "0 a allow 0 0\n0 a deny 0 18446744073709551615000\n");
 }
 
 #[test]
@@ -810,7 +941,13 @@ fn random_trace(rng: &mut Rng, spec: &Spec, len: usize) -> (String, String) {
             4 => 1,
             5 => (t / period_ms + 1) * period_ms - t,
             6 => (t / period_ms + 1) * period_ms - t - 1,
-            7 | 8 => last_wait.get(key).copied().unwrap_or(0),
+            // (A wait past the last millisecond of u64 nanoseconds, which
+            // wide settings may give, is not taken.)
+            7 | 8 => last_wait
+                .get(key)
+                .copied()
+                .filter(|w| t.checked_add(*w).is_some_and(|end| end <= u64::MAX / MS))
+                .unwrap_or(0),
             9 => rng.below(t_ms_per_request + 1),
             10 => rng.below(period_ms + 1),
             11 if rng.below(4) == 0 => rng.below(100_000),
@@ -844,7 +981,10 @@ fn random_trace(rng: &mut Rng, spec: &Spec, len: usize) -> (String, String) {
         expected.push_str(&format!("{t} {key} {verdict} {} {wait}\n", out.remaining));
         match (out.allowed, out.wait) {
             (false, Some(ns)) => {
-                last_wait.insert(key, u64::try_from(ns.div_ceil(u128::from(MS))).unwrap());
+                last_wait.insert(
+                    key,
+                    u64::try_from(ns.div_ceil(u128::from(MS))).unwrap_or(u64::MAX),
+                );
             }
             _ => {
                 last_wait.remove(key);
@@ -861,17 +1001,31 @@ fn gcd(mut a: u64, mut b: u64) -> u64 {
     a
 }
 
-/// Whether GCRA's `B * T` (the token bucket's `C * P / R`), in units of
-/// `1 / (L / gcd(L, P))` ns, passes 2^61: `ratelimit-core` keeps such a
-/// state in 64 bits and refuses those settings with a typed error. Also a
-/// sliding log over its bound of entries per key.
-fn beyond_64_bits(spec: &Spec) -> bool {
+/// Whether `ratelimit-core` refuses the setting: GCRA's `B * T` (the token
+/// bucket's `C * P / R`) over 2^125 units of `1 / (L / gcd(L, P))` ns even
+/// in the 16-byte state, or longer than a `Duration` (the leaky bucket's
+/// `(Q + 2) * T`, resp. `(Q + 1) * T`, and `Q` up to 2^64 - 2); or a sliding
+/// log over its bound of entries per key.
+fn beyond_exact_arithmetic(spec: &Spec) -> bool {
+    let wide_span = |limit: u64, period: u64, count: u128, window: u128| {
+        count * u128::from(period / gcd(limit, period)) > 1 << 125
+            || (window * u128::from(period)).div_ceil(u128::from(limit))
+                > std::time::Duration::MAX.as_nanos()
+    };
     match *spec {
         Spec::Gcra {
             limit,
             period,
             burst,
-        } => u128::from(burst) * u128::from(period / gcd(limit, period)) > 1 << 61,
+        } => wide_span(limit, period, u128::from(burst), u128::from(burst)),
+        Spec::Leaky {
+            limit,
+            period,
+            queue,
+        } => {
+            queue == u64::MAX
+                || wide_span(limit, period, u128::from(queue) + 2, u128::from(queue) + 1)
+        }
         // The sim keeps the library's default bound on a sliding log.
         Spec::Log { limit, .. } => limit > 10_000,
         _ => false,
@@ -889,9 +1043,8 @@ fn random_traces_in_process() {
         let algorithm = match ratelimit_sim::parse_algorithm(&args) {
             Ok(a) => a,
             Err(e) => {
-                // Only settings beyond the exact 64-bit arithmetic are
-                // refused: B * T over 2^61 units of 1 / (L / gcd(L, P)) ns.
-                assert!(beyond_64_bits(&spec), "{args:?}: {e}");
+                // Only settings beyond the exact arithmetic are refused.
+                assert!(beyond_exact_arithmetic(&spec), "{args:?}: {e}");
                 continue;
             }
         };
@@ -922,11 +1075,106 @@ fn random_traces_through_the_binary() {
     let mut rng = Rng(0xb1_4a_12);
     for round in 0..21u64 {
         let (args, spec) = random_config(&mut rng, round % 7);
-        if beyond_64_bits(&spec) {
+        if beyond_exact_arithmetic(&spec) {
             continue;
         }
         let (input, expected) = random_trace(&mut rng, &spec, 200);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         assert_eq!(ok(&args, &input), expected, "{args:?}\n{input}");
     }
+}
+
+/// A random setting of GCRA, the token bucket or the leaky bucket (`kind`
+/// 0..3) that is often too wide for the 8-byte state: long periods, large
+/// primes, large bursts and queues.
+fn random_wide_config(rng: &mut Rng, kind: u64) -> (Vec<String>, Spec) {
+    let limit = rng.pick(&[1, 7, 30_001, 86_399, 999_999_937, 4_294_967_311]);
+    let (period, period_ms) = rng.pick(&[
+        ("1s", 1_000u64),
+        ("7s", 7_000),
+        ("1h", 3_600_000),
+        ("1d", 86_400_000),
+        ("30d", 2_592_000_000),
+        ("365d", 31_536_000_000),
+    ]);
+    let random = 1 + rng.below(1 << 20);
+    let count = rng.pick(&[1u64, 10, limit, 1_000_000, random, 1_000_000_000, 1 << 40]);
+    let p = period_ms * MS;
+    let (l, c) = (limit.to_string(), count.to_string());
+    let args = |xs: &[&str]| xs.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    match kind {
+        0 => (
+            args(&["gcra", "--limit", &l, "--period", period, "--burst", &c]),
+            Spec::Gcra {
+                limit,
+                period: p,
+                burst: count,
+            },
+        ),
+        1 => (
+            args(&[
+                "token-bucket",
+                "--capacity",
+                &c,
+                "--refill",
+                &l,
+                "--period",
+                period,
+            ]),
+            Spec::Gcra {
+                limit,
+                period: p,
+                burst: count,
+            },
+        ),
+        _ => {
+            let q = (count - 1).to_string();
+            (
+                args(&[
+                    "leaky-bucket",
+                    "--limit",
+                    &l,
+                    "--period",
+                    period,
+                    "--queue",
+                    &q,
+                ]),
+                Spec::Leaky {
+                    limit,
+                    period: p,
+                    queue: count - 1,
+                },
+            )
+        }
+    }
+}
+
+/// Random traces of wide settings through the library's `replay`, every
+/// line compared with the model, and a few through the binary.
+#[test]
+fn random_wide_traces() {
+    let mut rng = Rng(0x3_1de);
+    let mut accepted = 0;
+    for round in 0..600u64 {
+        let (args, spec) = random_wide_config(&mut rng, round % 3);
+        let algorithm = match ratelimit_sim::parse_algorithm(&args) {
+            Ok(a) => a,
+            Err(e) => {
+                assert!(beyond_exact_arithmetic(&spec), "{args:?}: {e}");
+                continue;
+            }
+        };
+        assert!(!beyond_exact_arithmetic(&spec), "{args:?}");
+        accepted += 1;
+        let len = 1 + rng.below(80) as usize;
+        let (input, expected) = random_trace(&mut rng, &spec, len);
+        if round % 50 == 0 {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            assert_eq!(ok(&args, &input), expected, "{args:?}\n{input}");
+        }
+        let mut out = Vec::new();
+        ratelimit_sim::replay(algorithm, input.as_bytes(), &mut out).expect("good trace");
+        assert_eq!(text(&out), expected, "round {round}: {args:?}\n{input}");
+    }
+    assert!(accepted > 500, "{accepted}");
 }

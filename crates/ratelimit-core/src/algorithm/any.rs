@@ -1,24 +1,43 @@
 //! One type for all six algorithms, chosen at run time.
 
 use super::{
-    Algorithm, FixedWindow, Gcra, LeakyBucket, LogState, SlidingLog, SlidingWindow,
-    SlidingWindowState, TokenBucket, WindowState,
+    Algorithm, AnyGcra, AnyLeakyBucket, AnyTokenBucket, FixedWindow, Gcra, LeakyBucket, LogState,
+    SlidingLog, SlidingWindow, SlidingWindowState, TokenBucket, WindowState,
 };
 use crate::Decision;
+use std::convert::identity;
 use std::hash::Hash;
 use std::time::Duration;
 
 /// Any of the six algorithms, for configuration chosen at run time (the sim,
 /// config files). Prefer the concrete type when it is known: its state is
 /// smaller.
+///
+/// GCRA, the token bucket and the leaky bucket come in either state width
+/// ([`AnyGcra`], [`AnyTokenBucket`], [`AnyLeakyBucket`]): build them with
+/// those types' constructors, which pick the 16-byte state only for
+/// settings the 8-byte one cannot hold, so that every valid setting is
+/// decided exactly.
+///
+/// ```
+/// use ratelimit_core::{Algorithm, AnyAlgorithm, AnyGcra, Gcra};
+/// use std::time::Duration;
+///
+/// let day = Duration::from_secs(86_400);
+/// let narrow: AnyAlgorithm = Gcra::new(5, day).unwrap().into();
+/// let wide: AnyAlgorithm = AnyGcra::new(30_001, day).unwrap().into();
+/// let mut state = wide.fresh("key", 0);
+/// assert_eq!(wide.check(&mut state, 0, 1).remaining, 30_000);
+/// assert_eq!((narrow.name(), wide.name()), ("gcra", "gcra"));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AnyAlgorithm {
-    /// [`Gcra`].
-    Gcra(Gcra),
-    /// [`TokenBucket`].
-    TokenBucket(TokenBucket),
-    /// [`LeakyBucket`].
-    LeakyBucket(LeakyBucket),
+    /// [`Gcra`], in either state width.
+    Gcra(AnyGcra),
+    /// [`TokenBucket`], in either state width.
+    TokenBucket(AnyTokenBucket),
+    /// [`LeakyBucket`], in either state width.
+    LeakyBucket(AnyLeakyBucket),
     /// [`FixedWindow`].
     FixedWindow(FixedWindow),
     /// [`SlidingLog`].
@@ -30,8 +49,11 @@ pub enum AnyAlgorithm {
 /// The state of an [`AnyAlgorithm`] key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AnyState {
-    /// GCRA, token bucket or leaky bucket.
+    /// GCRA, token bucket or leaky bucket with the 8-byte state.
     Scaled(u64),
+    /// GCRA, token bucket or leaky bucket with the 16-byte state (a `u128`
+    /// as `[low, high]`).
+    Wide([u64; 2]),
     /// Fixed window.
     Window(WindowState),
     /// Sliding log.
@@ -41,21 +63,27 @@ pub enum AnyState {
 }
 
 macro_rules! from_algorithm {
-    ($($variant:ident),*) => {$(
-        impl From<$variant> for AnyAlgorithm {
-            fn from(a: $variant) -> Self {
-                Self::$variant(a)
+    ($($variant:ident($payload:ty) => $wrap:expr),* $(,)?) => {$(
+        impl From<$payload> for AnyAlgorithm {
+            fn from(a: $payload) -> Self {
+                Self::$variant($wrap(a))
             }
         }
     )*};
 }
 from_algorithm!(
-    Gcra,
-    TokenBucket,
-    LeakyBucket,
-    FixedWindow,
-    SlidingLog,
-    SlidingWindow
+    Gcra(Gcra) => AnyGcra::Narrow,
+    Gcra(Gcra<u128>) => AnyGcra::Wide,
+    Gcra(AnyGcra) => identity,
+    TokenBucket(TokenBucket) => AnyTokenBucket::from,
+    TokenBucket(TokenBucket<u128>) => AnyTokenBucket::from,
+    TokenBucket(AnyTokenBucket) => identity,
+    LeakyBucket(LeakyBucket) => AnyLeakyBucket::Narrow,
+    LeakyBucket(LeakyBucket<u128>) => AnyLeakyBucket::Wide,
+    LeakyBucket(AnyLeakyBucket) => identity,
+    FixedWindow(FixedWindow) => identity,
+    SlidingLog(SlidingLog) => identity,
+    SlidingWindow(SlidingWindow) => identity,
 );
 
 /// Runs `$body` with `$a` bound to the concrete algorithm and `$s` to its
@@ -65,16 +93,26 @@ from_algorithm!(
 macro_rules! dispatch {
     ($self:ident, $state:ident, $now:ident, |$a:ident, $s:ident| $body:expr) => {
         match $self {
-            AnyAlgorithm::Gcra($a) => {
-                let $s = scaled($state, || $a.fresh(&(), $now));
+            AnyAlgorithm::Gcra(AnyGcra::Narrow($a))
+            | AnyAlgorithm::TokenBucket(AnyTokenBucket {
+                gcra: AnyGcra::Narrow($a),
+            }) => {
+                let $s = narrow($state, || $a.fresh(&(), $now));
                 $body
             }
-            AnyAlgorithm::TokenBucket($a) => {
-                let $s = scaled($state, || $a.fresh(&(), $now));
+            AnyAlgorithm::Gcra(AnyGcra::Wide($a))
+            | AnyAlgorithm::TokenBucket(AnyTokenBucket {
+                gcra: AnyGcra::Wide($a),
+            }) => {
+                let $s = wide($state, || $a.fresh(&(), $now));
                 $body
             }
-            AnyAlgorithm::LeakyBucket($a) => {
-                let $s = scaled($state, || $a.fresh(&(), $now));
+            AnyAlgorithm::LeakyBucket(AnyLeakyBucket::Narrow($a)) => {
+                let $s = narrow($state, || $a.fresh(&(), $now));
+                $body
+            }
+            AnyAlgorithm::LeakyBucket(AnyLeakyBucket::Wide($a)) => {
+                let $s = wide($state, || $a.fresh(&(), $now));
                 $body
             }
             AnyAlgorithm::FixedWindow($a) => {
@@ -108,7 +146,7 @@ macro_rules! dispatch {
     };
 }
 
-fn scaled(state: &mut AnyState, fresh: impl FnOnce() -> u64) -> &mut u64 {
+fn narrow(state: &mut AnyState, fresh: impl FnOnce() -> u64) -> &mut u64 {
     if !matches!(state, AnyState::Scaled(_)) {
         *state = AnyState::Scaled(fresh());
     }
@@ -118,12 +156,31 @@ fn scaled(state: &mut AnyState, fresh: impl FnOnce() -> u64) -> &mut u64 {
     }
 }
 
+fn wide(state: &mut AnyState, fresh: impl FnOnce() -> [u64; 2]) -> &mut [u64; 2] {
+    if !matches!(state, AnyState::Wide(_)) {
+        *state = AnyState::Wide(fresh());
+    }
+    match state {
+        AnyState::Wide(s) => s,
+        _ => unreachable!(),
+    }
+}
+
 impl AnyAlgorithm {
+    /// The concrete algorithm (for the token bucket, the GCRA it decides
+    /// like: only its name differs).
     fn inner(&self) -> &dyn AlgorithmInfo {
         match self {
-            Self::Gcra(a) => a,
-            Self::TokenBucket(a) => a,
-            Self::LeakyBucket(a) => a,
+            Self::Gcra(AnyGcra::Narrow(a))
+            | Self::TokenBucket(AnyTokenBucket {
+                gcra: AnyGcra::Narrow(a),
+            }) => a,
+            Self::Gcra(AnyGcra::Wide(a))
+            | Self::TokenBucket(AnyTokenBucket {
+                gcra: AnyGcra::Wide(a),
+            }) => a,
+            Self::LeakyBucket(AnyLeakyBucket::Narrow(a)) => a,
+            Self::LeakyBucket(AnyLeakyBucket::Wide(a)) => a,
             Self::FixedWindow(a) => a,
             Self::SlidingLog(a) => a,
             Self::SlidingWindow(a) => a,
@@ -159,9 +216,16 @@ impl Algorithm for AnyAlgorithm {
 
     fn fresh<K: Hash + ?Sized>(&self, key: &K, now: u64) -> AnyState {
         match self {
-            Self::Gcra(a) => AnyState::Scaled(a.fresh(key, now)),
-            Self::TokenBucket(a) => AnyState::Scaled(a.fresh(key, now)),
-            Self::LeakyBucket(a) => AnyState::Scaled(a.fresh(key, now)),
+            Self::Gcra(AnyGcra::Narrow(a))
+            | Self::TokenBucket(AnyTokenBucket {
+                gcra: AnyGcra::Narrow(a),
+            }) => AnyState::Scaled(a.fresh(key, now)),
+            Self::Gcra(AnyGcra::Wide(a))
+            | Self::TokenBucket(AnyTokenBucket {
+                gcra: AnyGcra::Wide(a),
+            }) => AnyState::Wide(a.fresh(key, now)),
+            Self::LeakyBucket(AnyLeakyBucket::Narrow(a)) => AnyState::Scaled(a.fresh(key, now)),
+            Self::LeakyBucket(AnyLeakyBucket::Wide(a)) => AnyState::Wide(a.fresh(key, now)),
             Self::FixedWindow(a) => AnyState::Window(a.fresh(key, now)),
             Self::SlidingLog(a) => AnyState::Log(a.fresh(key, now)),
             Self::SlidingWindow(a) => AnyState::Sliding(a.fresh(key, now)),
@@ -178,9 +242,24 @@ impl Algorithm for AnyAlgorithm {
 
     fn is_full(&self, state: &AnyState, now: u64) -> bool {
         match (self, state) {
-            (Self::Gcra(a), AnyState::Scaled(s)) => a.is_full(s, now),
-            (Self::TokenBucket(a), AnyState::Scaled(s)) => a.is_full(s, now),
-            (Self::LeakyBucket(a), AnyState::Scaled(s)) => a.is_full(s, now),
+            (
+                Self::Gcra(AnyGcra::Narrow(a))
+                | Self::TokenBucket(AnyTokenBucket {
+                    gcra: AnyGcra::Narrow(a),
+                }),
+                AnyState::Scaled(s),
+            ) => a.is_full(s, now),
+            (
+                Self::Gcra(AnyGcra::Wide(a))
+                | Self::TokenBucket(AnyTokenBucket {
+                    gcra: AnyGcra::Wide(a),
+                }),
+                AnyState::Wide(s),
+            ) => a.is_full(s, now),
+            (Self::LeakyBucket(AnyLeakyBucket::Narrow(a)), AnyState::Scaled(s)) => {
+                a.is_full(s, now)
+            }
+            (Self::LeakyBucket(AnyLeakyBucket::Wide(a)), AnyState::Wide(s)) => a.is_full(s, now),
             (Self::FixedWindow(a), AnyState::Window(s)) => a.is_full(s, now),
             (Self::SlidingLog(a), AnyState::Log(s)) => a.is_full(s, now),
             (Self::SlidingWindow(a), AnyState::Sliding(s)) => a.is_full(s, now),
@@ -201,6 +280,9 @@ impl Algorithm for AnyAlgorithm {
     }
 
     fn name(&self) -> &'static str {
-        self.inner().name()
+        match self {
+            Self::TokenBucket(_) => "token-bucket",
+            _ => self.inner().name(),
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! GCRA, the generic cell rate algorithm: `L` per `P` with a burst `B`.
 
-use super::interval::{ahead, Interval};
+use super::interval::{ahead, Interval, Refusal, StateWord};
 use super::{nonzero, period_nanos, Algorithm};
 use crate::{ConfigError, Decision};
 use std::hash::Hash;
@@ -11,7 +11,25 @@ use std::time::Duration;
 /// `T = P / L`; the state is the theoretical arrival time `TAT`. A request
 /// of cost `n` at `t` is admitted iff `max(TAT, t) + n*T <= t + B*T`.
 ///
-/// State: 8 bytes per key (the scaled `TAT`, stored modulo 2^64).
+/// # State width
+///
+/// `Gcra` (that is `Gcra<u64>`) keeps 8 bytes per key: the `TAT` in units
+/// of `1 / (L / gcd(L, P))` ns, modulo 2^64. It holds `B * T` up to 2^61 of
+/// those units, and refuses wider settings with
+/// [`ConfigError::Overflow`] (for instance 30001 per day with the default
+/// burst: `B * T` is 2.6 * 10^18 units).
+///
+/// `Gcra<u128>`, built with [`new_wide`](Gcra::new_wide) or
+/// [`with_burst_wide`](Gcra::with_burst_wide), decides exactly the same
+/// but keeps 16 bytes per key (a `u128` as `[low, high]` halves) and holds
+/// `B * T` up to 2^125 units: every setting whose window `B * T` is a
+/// [`Duration`] (up to 584 billion years) and whose period is at most 73
+/// years, whatever the burst. [`AnyGcra`](crate::AnyGcra) picks the
+/// narrowest width that holds a setting.
+///
+/// (The wide constructors have their own names because `Gcra::new` must
+/// keep meaning `Gcra<u64>`: Rust does not use a type parameter's default
+/// to pick between two inherent functions of the same name.)
 ///
 /// ```
 /// use ratelimit_core::{Algorithm, Gcra};
@@ -23,32 +41,86 @@ use std::time::Duration;
 /// let denied = gcra.check(&mut state, 0, 1);
 /// assert!(!denied.allowed);
 /// assert_eq!(denied.wait, Some(Duration::from_nanos(333_333_334)));
+///
+/// // 30001 per day needs the wide state.
+/// let day = Duration::from_secs(86_400);
+/// assert!(Gcra::new(30_001, day).is_err());
+/// let wide: Gcra<u128> = Gcra::new_wide(30_001, day).unwrap();
+/// let mut state = wide.fresh("key", 0);
+/// assert_eq!(wide.check(&mut state, 0, 1).remaining, 30_000);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Gcra {
-    interval: Interval,
+pub struct Gcra<W: StateWord = u64> {
+    interval: Interval<W>,
     burst: u64,
     /// `B * T` in scaled units.
-    capacity: u64,
+    capacity: W,
     rate: u64,
     period: Duration,
 }
 
+/// What a refused setting is called, for [`ConfigError::Overflow`]:
+/// `[the rate, the span]`.
+pub(crate) type Names = [&'static str; 2];
+
+const NARROW: Names = [
+    "limit / period for the 8-byte state of Gcra (use Gcra<u128>)",
+    "burst * period / limit for the 8-byte state of Gcra (use Gcra<u128>)",
+];
+const WIDE: Names = ["limit / period", "burst * period / limit"];
+
 impl Gcra {
-    /// `limit` per `period`, burst `limit`.
+    /// `limit` per `period`, burst `limit`, with an 8-byte state.
+    ///
+    /// Fails with [`ConfigError::Overflow`] when the 8-byte state cannot
+    /// hold the setting: use [`Gcra::new_wide`] or [`AnyGcra`](crate::AnyGcra).
     pub fn new(limit: u64, period: Duration) -> Result<Self, ConfigError> {
         Self::with_burst(limit, period, limit)
     }
 
-    /// `limit` per `period`, with a burst of `burst`.
+    /// `limit` per `period`, with a burst of `burst`, with an 8-byte state.
+    ///
+    /// Fails with [`ConfigError::Overflow`] when the 8-byte state cannot
+    /// hold the setting: use [`Gcra::with_burst_wide`] or
+    /// [`AnyGcra`](crate::AnyGcra).
     pub fn with_burst(limit: u64, period: Duration, burst: u64) -> Result<Self, ConfigError> {
+        Self::build(limit, period, burst, NARROW)
+    }
+}
+
+impl Gcra<u128> {
+    /// `limit` per `period`, burst `limit`, with a 16-byte state.
+    pub fn new_wide(limit: u64, period: Duration) -> Result<Self, ConfigError> {
+        Self::with_burst_wide(limit, period, limit)
+    }
+
+    /// `limit` per `period`, with a burst of `burst`, with a 16-byte state.
+    pub fn with_burst_wide(limit: u64, period: Duration, burst: u64) -> Result<Self, ConfigError> {
+        Self::build(limit, period, burst, WIDE)
+    }
+}
+
+impl<W: StateWord> Gcra<W> {
+    pub(crate) fn build(
+        limit: u64,
+        period: Duration,
+        burst: u64,
+        names: Names,
+    ) -> Result<Self, ConfigError> {
         let limit = nonzero(limit, "limit")?;
         let period_ns = period_nanos(period)?;
         if burst == 0 {
             return Err(ConfigError::ZeroBurst);
         }
-        let interval = Interval::new(limit, period_ns)?;
-        let capacity = interval.span(burst, "burst * period / limit")?;
+        let refused = |r: Refusal| match r {
+            Refusal::Rate => ConfigError::Overflow(names[0]),
+            Refusal::Span => ConfigError::Overflow(names[1]),
+        };
+        let interval = Interval::<W>::new(limit, period_ns).map_err(refused)?;
+        let capacity = interval
+            .span(W::from_u64(burst))
+            .and_then(|c| interval.reportable(c))
+            .map_err(refused)?;
         Ok(Self {
             interval,
             burst,
@@ -73,61 +145,72 @@ impl Gcra {
         self.burst
     }
 
-    fn decision(&self, allowed: bool, used: u64, wait: Option<u64>) -> Decision {
+    fn decision(&self, allowed: bool, used: W, wait: Option<W>) -> Decision {
         let i = &self.interval;
         Decision {
             allowed,
-            remaining: (self.capacity - used) / i.step,
-            wait: wait.map(|w| Duration::from_nanos(i.nanos_ceil(w))),
+            // At most B.
+            remaining: ((self.capacity - used) / i.step).low_u64(),
+            wait: wait.map(|w| i.duration_ceil(w)),
             limit: self.burst,
             window: self.window(),
-            reset: Duration::from_nanos(i.nanos_ceil(used)),
+            reset: i.duration_ceil(used),
         }
     }
 }
 
-impl Algorithm for Gcra {
-    type State = u64;
+impl<W: StateWord> Algorithm for Gcra<W> {
+    /// The scaled `TAT`: `u64`, or for `Gcra<u128>` a `u128` as
+    /// `[low, high]`.
+    type State = W::Stored;
 
-    fn fresh<K: Hash + ?Sized>(&self, _key: &K, now: u64) -> u64 {
-        self.interval.units(now)
+    fn fresh<K: Hash + ?Sized>(&self, _key: &K, now: u64) -> W::Stored {
+        self.interval.units(now).store()
     }
 
     #[inline]
-    fn check(&self, tat: &mut u64, now: u64, cost: u64) -> Decision {
+    fn check(&self, tat: &mut W::Stored, now: u64, cost: u64) -> Decision {
         let t = self.interval.units(now);
-        // How far max(TAT, t) is ahead of t; a state beyond the capacity
-        // cannot be valid and counts as full.
-        let used = u64::try_from(ahead(*tat, t))
-            .ok()
-            .filter(|a| *a <= self.capacity)
-            .unwrap_or(0);
+        // How far max(TAT, t) is ahead of t; a state behind t, or beyond
+        // the capacity (which cannot be valid), counts as full. Both read
+        // as more than the capacity: the capacity is below half the word.
+        let ahead = W::load(*tat).wrapping_sub(t);
+        let used = if ahead <= self.capacity {
+            ahead
+        } else {
+            W::ZERO
+        };
         if cost > self.burst {
             return self.decision(false, used, None);
         }
-        let new = used + cost * self.interval.step;
+        // At most 2 * B * T: no overflow.
+        let new = used + W::from_u64(cost) * self.interval.step;
         if new <= self.capacity {
             if cost > 0 {
-                *tat = t.wrapping_add(new);
+                *tat = t.wrapping_add(new).store();
             }
-            self.decision(true, new, Some(0))
+            self.decision(true, new, Some(W::ZERO))
         } else {
             self.decision(false, used, Some(new - self.capacity))
         }
     }
 
-    fn refund(&self, tat: &mut u64, now: u64, _admitted_at: u64, cost: u64) {
+    fn refund(&self, tat: &mut W::Stored, now: u64, _admitted_at: u64, cost: u64) {
         let t = self.interval.units(now);
-        let used = u64::try_from(ahead(*tat, t))
-            .unwrap_or(0)
-            .min(self.capacity);
-        let back = cost.min(self.burst) * self.interval.step;
-        *tat = t.wrapping_add(used.saturating_sub(back));
+        let state = W::load(*tat);
+        let used = if ahead(state, t) < W::signed_zero() {
+            W::ZERO
+        } else {
+            state.wrapping_sub(t).min(self.capacity)
+        };
+        let back = W::from_u64(cost.min(self.burst)) * self.interval.step;
+        let left = if used > back { used - back } else { W::ZERO };
+        *tat = t.wrapping_add(left).store();
     }
 
     #[inline]
-    fn is_full(&self, tat: &u64, now: u64) -> bool {
-        ahead(*tat, self.interval.units(now)) <= 0
+    fn is_full(&self, tat: &W::Stored, now: u64) -> bool {
+        ahead(W::load(*tat), self.interval.units(now)) <= W::signed_zero()
     }
 
     fn idle_horizon(&self) -> u64 {
@@ -139,7 +222,7 @@ impl Algorithm for Gcra {
     }
 
     fn window(&self) -> Duration {
-        Duration::from_nanos(self.interval.nanos_ceil(self.capacity))
+        self.interval.duration_ceil(self.capacity)
     }
 
     fn name(&self) -> &'static str {

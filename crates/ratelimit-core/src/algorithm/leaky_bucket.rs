@@ -1,7 +1,8 @@
 //! The leaky bucket as a queue: requests leave one every `T = P / L`, and
 //! up to `Q` may wait.
 
-use super::interval::{ahead, Interval};
+use super::gcra::Names;
+use super::interval::{ahead, Interval, Refusal, StateWord};
 use super::{nonzero, period_nanos, Algorithm};
 use crate::{ConfigError, Decision};
 use std::hash::Hash;
@@ -14,8 +15,13 @@ use std::time::Duration;
 ///
 /// With `queue = 0` it is a strict pacer: one request per `T`, none held.
 ///
-/// State: 8 bytes per key (the scaled departure time of the last admitted
-/// slot, stored modulo 2^64).
+/// State: the scaled departure time of the last admitted slot.
+/// `LeakyBucket` (that is `LeakyBucket<u64>`) keeps it in 8 bytes per key,
+/// modulo 2^64, and refuses settings where `(Q + 2) * T` passes 2^61 scaled
+/// units with [`ConfigError::Overflow`]; `LeakyBucket<u128>`, built with
+/// [`new_wide`](LeakyBucket::new_wide), keeps 16 bytes and holds up to
+/// 2^125 units. See [`Gcra`](crate::Gcra)'s "State width", and
+/// [`AnyLeakyBucket`](crate::AnyLeakyBucket), which picks the width.
 ///
 /// ```
 /// use ratelimit_core::{Algorithm, LeakyBucket};
@@ -28,31 +34,72 @@ use std::time::Duration;
 /// assert!(!bucket.check(&mut s, 0, 1).allowed);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LeakyBucket {
-    interval: Interval,
+pub struct LeakyBucket<W: StateWord = u64> {
+    interval: Interval<W>,
     queue: u64,
     /// `Q * T` in scaled units.
-    queue_span: u64,
+    queue_span: W,
+    /// `(Q + 1) * T` in scaled units: the window.
+    full_span: W,
     limit: u64,
     period: Duration,
 }
 
+const NARROW: Names = [
+    "limit / period for the 8-byte state of LeakyBucket (use LeakyBucket<u128>)",
+    "queue * period / limit for the 8-byte state of LeakyBucket (use LeakyBucket<u128>)",
+];
+const WIDE: Names = ["limit / period", "queue * period / limit"];
+
 impl LeakyBucket {
-    /// `limit` departures per `period`, with up to `queue` waiting.
+    /// `limit` departures per `period`, with up to `queue` waiting, with an
+    /// 8-byte state.
+    ///
+    /// Fails with [`ConfigError::Overflow`] when the 8-byte state cannot
+    /// hold the setting: use [`LeakyBucket::new_wide`] or
+    /// [`AnyLeakyBucket`](crate::AnyLeakyBucket).
     pub fn new(limit: u64, period: Duration, queue: u64) -> Result<Self, ConfigError> {
+        Self::build(limit, period, queue, NARROW)
+    }
+}
+
+impl LeakyBucket<u128> {
+    /// `limit` departures per `period`, with up to `queue` waiting, with a
+    /// 16-byte state.
+    pub fn new_wide(limit: u64, period: Duration, queue: u64) -> Result<Self, ConfigError> {
+        Self::build(limit, period, queue, WIDE)
+    }
+}
+
+impl<W: StateWord> LeakyBucket<W> {
+    fn build(limit: u64, period: Duration, queue: u64, names: Names) -> Result<Self, ConfigError> {
         let limit = nonzero(limit, "limit")?;
         let period_ns = period_nanos(period)?;
-        let interval = Interval::new(limit, period_ns)?;
-        let queue_span = interval.span(queue, "queue * period / limit")?;
+        let refused = |r: Refusal| match r {
+            Refusal::Rate => ConfigError::Overflow(names[0]),
+            Refusal::Span => ConfigError::Overflow(names[1]),
+        };
+        // `remaining` and `limit` go up to Q + 1.
+        if queue == u64::MAX {
+            return Err(ConfigError::Overflow("queue"));
+        }
+        let interval = Interval::<W>::new(limit, period_ns).map_err(refused)?;
+        let q = W::from_u64(queue);
+        let queue_span = interval.span(q).map_err(refused)?;
         // The state may sit up to (Q + 2) * T from now; keep that in range.
-        interval.span(
-            queue.checked_add(2).ok_or(ConfigError::Overflow("queue"))?,
-            "queue * period / limit",
-        )?;
+        let one = W::from_u64(1);
+        q.checked_add(one + one)
+            .ok_or(Refusal::Span)
+            .and_then(|q2| interval.span(q2))
+            .map_err(refused)?;
+        let full_span = interval
+            .reportable(queue_span + interval.step)
+            .map_err(refused)?;
         Ok(Self {
             interval,
             queue,
             queue_span,
+            full_span,
             limit,
             period,
         })
@@ -73,71 +120,79 @@ impl LeakyBucket {
         self.queue
     }
 
-    /// `d* - t`, in `[-T, Q*T]`.
+    /// `d* + T - t`, in `[0, (Q + 1) * T]`: when the next free departure
+    /// slot starts, from now. A state more than `Q * T` ahead cannot be
+    /// valid and counts as empty, like one behind `t - T`: both read as
+    /// more than `(Q + 1) * T`, which is below a quarter of the word.
     #[inline]
-    fn last_departure(&self, state: u64, t: u64) -> i64 {
-        let step = self.interval.step as i64;
-        let d = ahead(state, t);
-        if d > self.queue_span as i64 {
-            -step
+    fn next_slot(&self, state: W, t: W) -> W {
+        let x = state.wrapping_sub(t).wrapping_add(self.interval.step);
+        if x <= self.full_span {
+            x
         } else {
-            d.max(-step)
+            W::ZERO
         }
     }
 
-    fn decision(&self, allowed: bool, last: i64, wait: Option<u64>) -> Decision {
+    /// `drained` is `d*' + T - t`, in `[0, (Q + 1) * T]`.
+    fn decision(&self, allowed: bool, drained: W, wait: Option<W>) -> Decision {
         let i = &self.interval;
-        // last + T is in [0, (Q + 1) * T].
-        let drained = (last + i.step as i64) as u64;
         Decision {
             allowed,
-            remaining: (self.queue_span + i.step - drained) / i.step,
-            wait: wait.map(|w| Duration::from_nanos(i.nanos_ceil(w))),
+            // At most Q + 1.
+            remaining: ((self.full_span - drained) / i.step).low_u64(),
+            wait: wait.map(|w| i.duration_ceil(w)),
             limit: self.queue + 1,
             window: self.window(),
-            reset: Duration::from_nanos(i.nanos_ceil(drained)),
+            reset: i.duration_ceil(drained),
         }
     }
 }
 
-impl Algorithm for LeakyBucket {
-    type State = u64;
+impl<W: StateWord> Algorithm for LeakyBucket<W> {
+    /// The scaled departure time: `u64`, or for `LeakyBucket<u128>` a
+    /// `u128` as `[low, high]`.
+    type State = W::Stored;
 
-    fn fresh<K: Hash + ?Sized>(&self, _key: &K, now: u64) -> u64 {
-        self.interval.units(now).wrapping_sub(self.interval.step)
+    fn fresh<K: Hash + ?Sized>(&self, _key: &K, now: u64) -> W::Stored {
+        self.interval
+            .units(now)
+            .wrapping_sub(self.interval.step)
+            .store()
     }
 
-    fn check(&self, state: &mut u64, now: u64, cost: u64) -> Decision {
+    fn check(&self, state: &mut W::Stored, now: u64, cost: u64) -> Decision {
         let t = self.interval.units(now);
         let step = self.interval.step;
-        let d = self.last_departure(*state, t);
+        // start - t, with start = d* + T.
+        let start = self.next_slot(W::load(*state), t);
         if cost == 0 {
-            return self.decision(true, d, Some(0));
+            return self.decision(true, start, Some(W::ZERO));
         }
         if cost - 1 > self.queue {
-            return self.decision(false, d, None);
+            return self.decision(false, start, None);
         }
-        // start = d + T >= 0; last = start + (n - 1) * T.
-        let start = (d + step as i64) as u64;
-        let last = start + (cost - 1) * step;
+        // last - t = start - t + (n - 1) * T, at most (2Q + 1) * T.
+        let last = start + W::from_u64(cost - 1) * step;
         if last <= self.queue_span {
-            *state = t.wrapping_add(last);
-            self.decision(true, last as i64, Some(start))
+            *state = t.wrapping_add(last).store();
+            self.decision(true, last + step, Some(start))
         } else {
-            self.decision(false, d, Some(last - self.queue_span))
+            self.decision(false, start, Some(last - self.queue_span))
         }
     }
 
-    fn refund(&self, state: &mut u64, now: u64, _admitted_at: u64, cost: u64) {
+    fn refund(&self, state: &mut W::Stored, now: u64, _admitted_at: u64, cost: u64) {
         let t = self.interval.units(now);
-        let step = self.interval.step as i64;
-        let d = self.last_departure(*state, t);
-        let back = cost.min(self.queue + 1) as i64 * step;
-        *state = t.wrapping_add((d - back).max(-step) as u64);
+        let step = self.interval.step;
+        let x = self.next_slot(W::load(*state), t);
+        let back = W::from_u64(cost.min(self.queue + 1)) * step;
+        let left = if x > back { x - back } else { W::ZERO };
+        *state = t.wrapping_add(left).wrapping_sub(step).store();
     }
 
-    fn is_full(&self, state: &u64, now: u64) -> bool {
-        ahead(*state, self.interval.units(now)) <= -(self.interval.step as i64)
+    fn is_full(&self, state: &W::Stored, now: u64) -> bool {
+        ahead(W::load(*state), self.interval.units(now)) <= -self.interval.step.signed()
     }
 
     fn idle_horizon(&self) -> u64 {
@@ -149,10 +204,7 @@ impl Algorithm for LeakyBucket {
     }
 
     fn window(&self) -> Duration {
-        Duration::from_nanos(
-            self.interval
-                .nanos_ceil(self.queue_span + self.interval.step),
-        )
+        self.interval.duration_ceil(self.full_span)
     }
 
     fn name(&self) -> &'static str {

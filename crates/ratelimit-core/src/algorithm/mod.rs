@@ -4,8 +4,15 @@
 //! interval `T = P / L` is kept as an exact fraction (time is scaled by the
 //! fraction's denominator), and waits are rounded up to the next whole
 //! nanosecond only when they are reported. Only admitted cost changes state.
+//!
+//! GCRA, the token bucket and the leaky bucket keep that scaled time in a
+//! state word, `u64` by default (8 bytes per key) or `u128` (16 bytes per
+//! key, for settings too wide for 8 bytes): see [`StateWord`], and
+//! [`AnyGcra`], [`AnyTokenBucket`] and [`AnyLeakyBucket`], which pick the
+//! width a setting needs.
 
 mod any;
+mod any_width;
 mod fixed_window;
 mod gcra;
 mod interval;
@@ -16,8 +23,10 @@ mod stable_hash;
 mod token_bucket;
 
 pub use any::{AnyAlgorithm, AnyState};
+pub use any_width::{AnyGcra, AnyLeakyBucket, AnyTokenBucket};
 pub use fixed_window::{Anchor, FixedWindow, WindowState};
 pub use gcra::Gcra;
+pub use interval::StateWord;
 pub use leaky_bucket::LeakyBucket;
 pub use sliding_log::{LogState, SlidingLog, DEFAULT_MAX_LOG_ENTRIES};
 pub use sliding_window::{SlidingWindow, SlidingWindowState};

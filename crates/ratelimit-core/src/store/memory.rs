@@ -24,7 +24,7 @@ use std::hash::{BuildHasher, Hash};
 ///
 /// | algorithm | state bytes |
 /// |---|---|
-/// | gcra, token-bucket, leaky-bucket | 8 |
+/// | gcra, token-bucket, leaky-bucket | 8 (16 for the wide state, `Gcra<u128>` and the like) |
 /// | fixed-window | 16 |
 /// | sliding-window | 24 |
 /// | sliding-log | 40 + 16 per logged instant, up to `limit` entries |

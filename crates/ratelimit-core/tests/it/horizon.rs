@@ -1,13 +1,15 @@
 //! The idle-horizon sweep: GCRA and the leaky bucket keep their scaled time
-//! modulo 2^64, so a state left idle long enough would wrap around and look
-//! recent. The store must drop such states in time (see
+//! modulo 2^64 (or 2^128 in the wide state), so a state left idle long
+//! enough would wrap around and look recent. The store must drop such states in time (see
 //! `Algorithm::idle_horizon` and `MemoryStore`), whatever the idle gaps,
 //! sweeps and other keys' traffic.
 
 use crate::harness::agree;
 use crate::model::{Model, Spec};
 use proptest::prelude::*;
-use ratelimit_core::{Algorithm, AnyAlgorithm, Gcra, LeakyBucket, MemoryStore};
+use ratelimit_core::{
+    Algorithm, AnyAlgorithm, AnyGcra, AnyLeakyBucket, Gcra, LeakyBucket, MemoryStore,
+};
 use std::time::Duration;
 
 fn gcd(mut a: u64, mut b: u64) -> u64 {
@@ -33,9 +35,9 @@ fn gap(mode: u8, raw: u64, horizon: u64, wrap: u64) -> u64 {
         1 => raw % 1_000_000_000,
         2 => horizon / 2 - 1 + raw % 3,
         3 => horizon - 1 + raw % 3,
-        4 => k * wrap - 1 + raw % 3,
-        5 => k * horizon + raw % horizon,
-        _ => raw % (3 * horizon),
+        4 => (k.saturating_mul(wrap) - 1).saturating_add(raw % 3),
+        5 => k.saturating_mul(horizon).saturating_add(raw % horizon),
+        _ => raw % horizon.saturating_mul(3),
     }
 }
 
@@ -45,8 +47,20 @@ fn replay<A: Algorithm>(
     steps: &[(u8, u64, u8, u8, bool)],
     shards: usize,
 ) -> Result<(), TestCaseError> {
-    let horizon = algorithm.idle_horizon();
     let wrap = wrap_ns(spec.limit(), spec.period());
+    replay_with(algorithm, spec, steps, shards, wrap)
+}
+
+/// [`replay`], with `wrap` the idle time, in ns, at which a stale state
+/// would be misread.
+fn replay_with<A: Algorithm>(
+    algorithm: A,
+    spec: Spec,
+    steps: &[(u8, u64, u8, u8, bool)],
+    shards: usize,
+    wrap: u64,
+) -> Result<(), TestCaseError> {
+    let horizon = algorithm.idle_horizon();
     prop_assert!(horizon < wrap && horizon >= 2);
     let store = MemoryStore::<A, u64>::builder(algorithm)
         .shards(shards)
@@ -55,7 +69,7 @@ fn replay<A: Algorithm>(
     let mut t = 0u64;
     let cap = spec.capacity();
     for (i, &(mode, raw, key, cost_mode, sweep)) in steps.iter().enumerate() {
-        t += gap(mode, raw, horizon, wrap);
+        t = t.saturating_add(gap(mode, raw, horizon, wrap));
         let key = u64::from(key);
         let cost = match cost_mode {
             0 => 0,
@@ -131,6 +145,65 @@ proptest! {
                 if let Ok(a) = Gcra::new(limit, p) {
                     replay(a, Spec::Gcra { limit, period, burst: limit }, &steps, shards)?;
                 }
+            }
+        }
+    }
+}
+
+/// Nanoseconds until a stale 16-byte state would read as one in the future:
+/// 2^127 scaled units, rounded up (`u64::MAX` if later).
+fn half_wrap_ns_wide(limit: u64, period: u64) -> u64 {
+    let scale = u128::from(limit / gcd(limit, period));
+    u64::try_from((1u128 << 127).div_ceil(scale)).unwrap_or(u64::MAX)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 256,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// The 16-byte state wraps only after 2^128 scaled units, beyond any
+    /// `u64` time unless more than 2^63 units pass per nanosecond; its idle
+    /// horizon, 2^126 units (146 to 292 years at those rates), must still
+    /// keep a stale state from being misread, with gaps of up to `u64`
+    /// time.
+    #[test]
+    fn idle_wide_keys_never_wrap(
+        // The largest primes below 2^64 and 2^63, and 2^63 + 1 per 1ns or
+        // 7ns.
+        limit in prop_oneof![
+            Just(18_446_744_073_709_551_557u64),
+            Just(9_223_372_036_854_775_783),
+            Just((1u64 << 63) + 1),
+        ],
+        period in prop_oneof![Just(1u64), Just(7)],
+        kind in 0u8..4,
+        burst in prop_oneof![Just(1u64), 1u64..20],
+        steps in steps(),
+        shards in prop_oneof![Just(1usize), Just(8)],
+    ) {
+        let p = Duration::from_nanos(period);
+        let wrap = half_wrap_ns_wide(limit, period);
+        match kind {
+            0 => {
+                let a = Gcra::with_burst_wide(limit, p, burst).unwrap();
+                replay_with(a, Spec::Gcra { limit, period, burst }, &steps, shards, wrap)?;
+            }
+            1 if limit < 1 << 63 => {
+                // (The model's leaky bucket counts in i128: t * L < 2^127.)
+                let a = AnyLeakyBucket::new(limit, p, burst - 1).unwrap();
+                prop_assert!(a.is_wide());
+                let a: AnyAlgorithm = a.into();
+                let spec = Spec::Leaky { limit, period, queue: burst - 1 };
+                replay_with(a, spec, &steps, shards, wrap)?;
+            }
+            _ => {
+                let a = AnyGcra::with_burst(limit, p, burst).unwrap();
+                prop_assert!(a.is_wide());
+                let a: AnyAlgorithm = a.into();
+                replay_with(a, Spec::Gcra { limit, period, burst }, &steps, shards, wrap)?;
             }
         }
     }

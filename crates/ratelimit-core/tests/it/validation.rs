@@ -2,8 +2,8 @@
 //! panic.
 
 use ratelimit_core::{
-    ConfigError, FixedWindow, Gcra, LeakyBucket, SlidingLog, SlidingWindow, TokenBucket,
-    DEFAULT_MAX_LOG_ENTRIES,
+    Algorithm, AnyAlgorithm, AnyGcra, AnyLeakyBucket, AnyTokenBucket, ConfigError, FixedWindow,
+    Gcra, LeakyBucket, SlidingLog, SlidingWindow, TokenBucket, DEFAULT_MAX_LOG_ENTRIES,
 };
 use std::time::Duration;
 
@@ -112,6 +112,185 @@ fn overflowing_burst_times_t() {
         LeakyBucket::new(i64::MAX as u64, SEC, 0).unwrap_err(),
         ConfigError::Overflow(_)
     ));
+}
+
+const DAY: Duration = Duration::from_secs(86_400);
+
+#[test]
+fn narrow_refusals_name_the_wide_type() {
+    let msg = |e: ConfigError| e.to_string();
+    let gcra = msg(Gcra::new(30_001, DAY).unwrap_err());
+    assert!(
+        gcra.contains("Gcra<u128>") && gcra.contains("burst"),
+        "{gcra}"
+    );
+    let rate = msg(Gcra::with_burst(i64::MAX as u64, SEC, 1).unwrap_err());
+    assert!(
+        rate.contains("Gcra<u128>") && rate.contains("limit / period"),
+        "{rate}"
+    );
+    let bucket = msg(TokenBucket::new(1_000_000, 7, DAY).unwrap_err());
+    assert!(
+        bucket.contains("TokenBucket<u128>") && bucket.contains("capacity"),
+        "{bucket}"
+    );
+    let leaky = msg(LeakyBucket::new(7, DAY, 1_000_000).unwrap_err());
+    assert!(
+        leaky.contains("LeakyBucket<u128>") && leaky.contains("queue"),
+        "{leaky}"
+    );
+    for e in [gcra, rate, bucket, leaky] {
+        assert!(!e.contains('\n'));
+    }
+}
+
+#[test]
+fn the_wide_state_holds_what_the_narrow_one_refuses() {
+    // The narrow edge: B * T = 2^61 units fits, one more unit does not.
+    assert!(Gcra::with_burst(1, Duration::from_nanos(1 << 61), 1).is_ok());
+    let over = Duration::from_nanos((1 << 61) + 1);
+    assert!(Gcra::with_burst(1, over, 1).is_err());
+    assert!(Gcra::with_burst_wide(1, over, 1).is_ok());
+    assert!(AnyGcra::with_burst(1, over, 1).unwrap().is_wide());
+    assert!(!AnyGcra::with_burst(1, Duration::from_nanos(1 << 61), 1)
+        .unwrap()
+        .is_wide());
+    // Realistic settings.
+    assert!(Gcra::new_wide(30_001, DAY).is_ok());
+    assert!(TokenBucket::new_wide(1_000_000, 7, DAY).is_ok());
+    assert!(LeakyBucket::new_wide(7, DAY, 1_000_000).is_ok());
+    // And the extremes of u64 settings.
+    assert!(Gcra::new_wide(u64::MAX, SEC).is_ok());
+    assert!(Gcra::with_burst_wide(u64::MAX, Duration::from_nanos(1), u64::MAX).is_ok());
+    assert!(Gcra::with_burst_wide(i64::MAX as u64, SEC, 1).is_ok());
+    assert!(TokenBucket::new_wide(u64::MAX, 1, SEC).is_ok());
+    assert!(LeakyBucket::new_wide(1, SEC, u64::MAX - 1).is_ok());
+    // The wide state is 16 bytes aligned to 8.
+    let wide = Gcra::new_wide(30_001, DAY).unwrap();
+    assert_eq!(std::mem::size_of_val(&wide.fresh(&(), 0)), 16);
+    assert_eq!(std::mem::align_of_val(&wide.fresh(&(), 0)), 8);
+    // Every valid setting of the narrow state is one of the wide state.
+    assert_eq!(
+        Gcra::with_burst_wide(3, SEC, 2).unwrap().window(),
+        Gcra::with_burst(3, SEC, 2).unwrap().window()
+    );
+}
+
+#[test]
+fn wide_refusals() {
+    let overflow = |r: Result<Gcra<u128>, ConfigError>| {
+        assert_eq!(
+            r.unwrap_err(),
+            ConfigError::Overflow("burst * period / limit")
+        );
+    };
+    // B * T over 2^125 units: a 584-year period, a burst of 2^62.
+    let long = Duration::from_nanos(u64::MAX);
+    assert!(Gcra::with_burst_wide(u64::MAX - 1, long, 1 << 61).is_ok());
+    overflow(Gcra::with_burst_wide(u64::MAX - 1, long, 1 << 62));
+    // A window (so a wait) longer than a `Duration`: 2^64 - 1 seconds fits,
+    // 2^64 - 1 periods of 1.001s do not.
+    let g = Gcra::with_burst_wide(1, SEC, u64::MAX).unwrap();
+    assert_eq!(g.window(), Duration::from_secs(u64::MAX));
+    overflow(Gcra::with_burst_wide(
+        1,
+        Duration::from_millis(1_001),
+        u64::MAX,
+    ));
+    overflow(Gcra::with_burst_wide(1, DAY, u64::MAX));
+    assert_eq!(
+        TokenBucket::new_wide(u64::MAX, 1, DAY).unwrap_err(),
+        ConfigError::Overflow("capacity * period / refill")
+    );
+    // A queue of u64::MAX would report a limit of 2^64.
+    assert_eq!(
+        LeakyBucket::new_wide(1, SEC, u64::MAX).unwrap_err(),
+        ConfigError::Overflow("queue")
+    );
+    assert_eq!(
+        LeakyBucket::new_wide(1, DAY, u64::MAX - 1).unwrap_err(),
+        ConfigError::Overflow("queue * period / limit")
+    );
+    // The other errors are the same in both widths.
+    assert_eq!(
+        Gcra::new_wide(0, SEC).unwrap_err(),
+        ConfigError::ZeroLimit("limit")
+    );
+    assert_eq!(
+        Gcra::with_burst_wide(1, SEC, 0).unwrap_err(),
+        ConfigError::ZeroBurst
+    );
+    assert_eq!(
+        Gcra::new_wide(1, Duration::ZERO).unwrap_err(),
+        ConfigError::ZeroPeriod
+    );
+    let p = too_long();
+    assert_eq!(
+        Gcra::new_wide(1, p).unwrap_err(),
+        ConfigError::PeriodTooLong(p)
+    );
+    assert_eq!(
+        TokenBucket::new_wide(1, 0, SEC).unwrap_err(),
+        ConfigError::ZeroLimit("refill")
+    );
+    assert_eq!(
+        LeakyBucket::new_wide(0, SEC, 1).unwrap_err(),
+        ConfigError::ZeroLimit("limit")
+    );
+}
+
+#[test]
+fn any_forms_fall_back_only_on_overflow() {
+    // Errors that are not about the state's width come back as they are.
+    assert_eq!(
+        AnyGcra::new(0, SEC).unwrap_err(),
+        ConfigError::ZeroLimit("limit")
+    );
+    assert_eq!(
+        AnyGcra::with_burst(1, SEC, 0).unwrap_err(),
+        ConfigError::ZeroBurst
+    );
+    assert_eq!(
+        AnyTokenBucket::new(0, 1, SEC).unwrap_err(),
+        ConfigError::ZeroLimit("capacity")
+    );
+    assert_eq!(
+        AnyLeakyBucket::new(1, Duration::ZERO, 1).unwrap_err(),
+        ConfigError::ZeroPeriod
+    );
+    // A setting neither width holds reports the wide refusal.
+    assert_eq!(
+        AnyGcra::with_burst(1, DAY, u64::MAX).unwrap_err(),
+        ConfigError::Overflow("burst * period / limit")
+    );
+    assert_eq!(
+        AnyLeakyBucket::new(1, SEC, u64::MAX).unwrap_err(),
+        ConfigError::Overflow("queue")
+    );
+    // The narrow state whenever it holds the setting.
+    let narrow = AnyTokenBucket::new(500, 100, SEC).unwrap();
+    assert!(!narrow.is_wide() && narrow.wide().is_none());
+    assert_eq!(
+        narrow.narrow(),
+        Some(TokenBucket::new(500, 100, SEC).unwrap())
+    );
+    let wide = AnyTokenBucket::new(1_000_000, 7, DAY).unwrap();
+    assert_eq!(
+        wide.wide(),
+        Some(TokenBucket::new_wide(1_000_000, 7, DAY).unwrap())
+    );
+    assert_eq!(
+        *wide.as_gcra(),
+        AnyGcra::with_burst(7, DAY, 1_000_000).unwrap()
+    );
+    // Through `AnyAlgorithm`, with the right names.
+    let any: AnyAlgorithm = wide.into();
+    assert_eq!((any.name(), any.limit()), ("token-bucket", 1_000_000));
+    let any: AnyAlgorithm = AnyLeakyBucket::new(7, DAY, 1_000_000).unwrap().into();
+    assert_eq!((any.name(), any.limit()), ("leaky-bucket", 1_000_001));
+    let any: AnyAlgorithm = Gcra::new_wide(30_001, DAY).unwrap().into();
+    assert_eq!((any.name(), any.limit()), ("gcra", 30_001));
+    assert_eq!(any.window(), DAY);
 }
 
 #[test]
