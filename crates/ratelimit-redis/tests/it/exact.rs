@@ -276,7 +276,10 @@ async fn server_time_windows_and_refund() {
         FixedWindow::new(2, Duration::from_secs(60)).unwrap().into(),
     ];
     for a in algorithms {
-        let store = RedisStore::builder(server.url(), a).build().unwrap();
+        let store = RedisStore::builder(server.url(), a)
+            .timeout(Duration::from_secs(5))
+            .build()
+            .unwrap();
         let clock = std::time::Instant::now();
         let now = || clock.elapsed().as_nanos() as u64;
         let t1 = now();
@@ -341,7 +344,10 @@ async fn keys_expire_once_full() {
         SlidingWindow::new(2, p).unwrap().into(),
     ];
     for a in algorithms {
-        let store = RedisStore::builder(server.url(), a).build().unwrap();
+        let store = RedisStore::builder(server.url(), a)
+            .timeout(Duration::from_secs(5))
+            .build()
+            .unwrap();
         assert!(
             Store::<str>::check(&store, "k", 1, 0)
                 .await

@@ -42,7 +42,10 @@ async fn eventually(limit: Duration, what: &str, mut f: impl AsyncFnMut() -> boo
 async fn killed_mid_load_with_fallback_nothing_escapes() {
     let mut server = server!();
     let store = store(server.url(), true, Duration::from_secs(60));
-    store.ping().await.unwrap();
+    eventually(Duration::from_secs(5), "ping", async || {
+        store.ping().await.is_ok()
+    })
+    .await;
     let done = Arc::new(AtomicBool::new(false));
     let checks = Arc::new(AtomicU64::new(0));
     let slowest = Arc::new(AtomicU64::new(0));
@@ -92,16 +95,20 @@ async fn killed_mid_load_with_fallback_nothing_escapes() {
     let slowest = Duration::from_micros(slowest.load(Ordering::Relaxed));
     assert!(slowest <= TIMEOUT + SLACK, "a check took {slowest:?}");
 
-    // Breaker open: checks don't touch Redis, and are fast.
-    let mut worst = Duration::ZERO;
+    // Breaker open: checks don't touch Redis, and are fast (the bounds
+    // leave room for a loaded, shared machine).
+    let mut took = Vec::new();
     for _ in 0..1000 {
         let start = Instant::now();
         assert!(Store::<str>::check(&store, "after", 1, 0).await.is_ok());
-        worst = worst.max(start.elapsed());
+        took.push(start.elapsed());
     }
+    took.sort();
+    let (p99, worst) = (took[989], took[999]);
+    assert!(p99 < Duration::from_millis(2), "open-breaker p99 {p99:?}");
     assert!(
-        worst < Duration::from_millis(20),
-        "open-breaker check took {worst:?}"
+        worst < Duration::from_millis(40),
+        "open-breaker worst {worst:?}"
     );
 }
 
@@ -109,12 +116,10 @@ async fn killed_mid_load_with_fallback_nothing_escapes() {
 async fn without_fallback_errors_are_fast_and_clear() {
     let mut server = server!();
     let store = store(server.url(), false, Duration::from_secs(60));
-    assert!(
-        Store::<str>::check(&store, "k", 1, 0)
-            .await
-            .unwrap()
-            .allowed
-    );
+    eventually(Duration::from_secs(5), "ping", async || {
+        store.ping().await.is_ok()
+    })
+    .await;
     server.kill();
     let mut errors = Vec::new();
     for _ in 0..10 {
@@ -138,11 +143,13 @@ async fn without_fallback_errors_are_fast_and_clear() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restarted_redis_resumes_limiting_within_seconds() {
     let mut server = server!();
+    // A longer timeout: a late answer must not be mistaken for a failure
+    // while counting admissions on a loaded machine.
     let limited = RedisStore::builder(
         server.url(),
         Gcra::new(5, Duration::from_secs(3600)).unwrap(),
     )
-    .timeout(TIMEOUT)
+    .timeout(Duration::from_millis(500))
     .breaker(BreakerConfig {
         failure_threshold: 2,
         cool_down: Duration::from_millis(200),
@@ -213,7 +220,10 @@ async fn no_server_at_all_fails_open_through_the_fallback() {
 async fn hung_redis_costs_one_timeout_then_nothing() {
     let server = server!();
     let store = store(server.url(), true, Duration::from_millis(300));
-    store.ping().await.unwrap();
+    eventually(Duration::from_secs(5), "ping", async || {
+        store.ping().await.is_ok()
+    })
+    .await;
     server.signal("STOP");
     let mut took = Vec::new();
     for _ in 0..10 {
@@ -234,9 +244,10 @@ async fn hung_redis_costs_one_timeout_then_nothing() {
             "{took:?}"
         );
     }
-    for t in &took[3..] {
-        assert!(*t < Duration::from_millis(20), "{took:?}");
-    }
+    let mut open = took[3..].to_vec();
+    open.sort();
+    assert!(open[open.len() / 2] < Duration::from_millis(2), "{took:?}");
+    assert!(open[open.len() - 1] < Duration::from_millis(40), "{took:?}");
     eventually(Duration::from_secs(5), "breaker closes", async || {
         let _ = Store::<str>::check(&store, "k", 0, 0).await;
         store.breaker_state() == BreakerState::Closed
