@@ -100,6 +100,21 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
     /// counted requests reach the service), and refunded when the response
     /// does not count, or the service fails. A request dropped before its
     /// response keeps its reservation.
+    ///
+    /// ```
+    /// use http::StatusCode;
+    /// use ratelimit_core::{MemoryStore, SlidingLog};
+    /// use std::time::Duration;
+    /// use tower_ratelimit::{key::PeerIp, policy::StatusIs, RateLimitLayer};
+    ///
+    /// // 5 failed logins per hour per client IP; successes are free.
+    /// let failures = RateLimitLayer::builder(PeerIp::new())
+    ///     .limit("login", MemoryStore::new(SlidingLog::new(5, Duration::from_secs(3600)).unwrap()))
+    ///     .count_if(StatusIs::new(StatusCode::UNAUTHORIZED))
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = failures;
+    /// ```
     pub fn count_if(mut self, predicate: impl ResponsePredicate) -> Self {
         self.count_if = Some(Box::new(predicate));
         self

@@ -131,7 +131,9 @@ impl Headers {
                 let e = &entries[i];
                 if !map.contains_key(RETRY_AFTER) {
                     if let Some(wait) = e.decision.retry_after() {
-                        map.insert(RETRY_AFTER, HeaderValue::from(ceil_secs(wait).max(1)));
+                        if let Some(v) = retry_after(ceil_secs(wait).max(1)) {
+                            map.insert(RETRY_AFTER, v);
+                        }
                     }
                 }
                 std::slice::from_ref(e)
@@ -212,6 +214,24 @@ fn cached(
         cache.rotate_right(1);
         cache[0] = Some((id.0, id.1, a, b, value.clone()));
         Some(value)
+    })
+}
+
+/// `Retry-After: secs`, from a per-thread cache of the last value.
+fn retry_after(secs: u64) -> Option<HeaderValue> {
+    thread_local! {
+        static LAST: RefCell<Option<(u64, HeaderValue)>> = const { RefCell::new(None) };
+    }
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        if let Some((s, v)) = &*last {
+            if *s == secs {
+                return Some(v.clone());
+            }
+        }
+        let v = HeaderValue::from(secs);
+        *last = Some((secs, v.clone()));
+        Some(v)
     })
 }
 

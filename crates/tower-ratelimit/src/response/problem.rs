@@ -41,6 +41,12 @@ pub(crate) fn ceil_secs(d: std::time::Duration) -> u64 {
     d.as_secs() + u64::from(d.subsec_nanos() > 0)
 }
 
+type BodyCache = std::cell::RefCell<[Option<((usize, usize, u64), Bytes)>; 4]>;
+
+thread_local! {
+    static BODY_CACHE: BodyCache = const { std::cell::RefCell::new([const { None }; 4]) };
+}
+
 fn problem(buf: &mut Buf<320>, status: StatusCode) {
     buf.push("{\"type\":\"about:blank\",\"title\":")
         .quoted(status.canonical_reason().unwrap_or("Error"))
@@ -52,6 +58,39 @@ fn problem(buf: &mut Buf<320>, status: StatusCode) {
 impl ProblemJson {
     /// The problem+json body for `rejection`, and its status.
     pub fn body(&self, rejection: Rejection<'_>) -> (StatusCode, Bytes) {
+        // A limited client gets the same body for a whole second: keep the
+        // last few per thread.
+        let cache_key = match rejection {
+            Rejection::Limited(info) => info.denied().and_then(|d| {
+                let secs = ceil_secs(d.decision.retry_after()?).max(1);
+                Some((d.name.as_ptr() as usize, d.name.len(), secs))
+            }),
+            _ => None,
+        };
+        if let Some(key) = cache_key {
+            let hit = BODY_CACHE.with(|c| {
+                c.borrow()
+                    .iter()
+                    .flatten()
+                    .find(|e| e.0 == key)
+                    .map(|e| e.1.clone())
+            });
+            if let Some(body) = hit {
+                return (StatusCode::TOO_MANY_REQUESTS, body);
+            }
+        }
+        let (status, body) = self.render(rejection);
+        if let Some(key) = cache_key {
+            BODY_CACHE.with(|c| {
+                let mut c = c.borrow_mut();
+                c.rotate_right(1);
+                c[0] = Some((key, body.clone()));
+            });
+        }
+        (status, body)
+    }
+
+    fn render(&self, rejection: Rejection<'_>) -> (StatusCode, Bytes) {
         let mut buf = Buf::<320>::new();
         let status = match rejection {
             Rejection::Limited(info) => {
