@@ -269,7 +269,7 @@ impl RedisStore {
 
     /// The Redis key holding `key`'s state.
     pub fn redis_key(&self, key: &str) -> String {
-        format!("{}{{{key}}}:{}", self.inner.prefix, self.inner.plan.tag)
+        self.inner.redis_key(key)
     }
 
     /// The SHA1 of the store's script (what `EVALSHA` is called with).
@@ -310,6 +310,10 @@ impl RedisStore {
 }
 
 impl Inner {
+    fn redis_key(&self, key: &str) -> String {
+        format!("{}{{{key}}}:{}", self.prefix, self.plan.tag)
+    }
+
     fn args(
         &self,
         key: &str,

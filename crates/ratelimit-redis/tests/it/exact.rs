@@ -11,7 +11,13 @@ use ratelimit_redis::{RedisStore, TimeSource};
 use std::time::Duration;
 
 const S: Duration = Duration::from_secs(1);
-const SEEDS: u64 = 3;
+/// Seeds per algorithm; `RATELIMIT_REDIS_SEEDS=N` runs longer traces.
+fn seeds() -> u64 {
+    std::env::var("RATELIMIT_REDIS_SEEDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3)
+}
 const OPS: usize = 400;
 const KEYS: [&str; 4] = ["a", "b", "user:{42}", "}x{"];
 
@@ -135,7 +141,7 @@ async fn gcra_and_token_bucket_match_core() {
             TokenBucket::new(5, 3, S).unwrap().into(),
             TokenBucket::new(10, 7, ms(1500)).unwrap().into(),
         ],
-        SEEDS,
+        seeds(),
         OPS,
     )
     .await;
@@ -152,7 +158,7 @@ async fn leaky_bucket_matches_core() {
                 .unwrap()
                 .into(),
         ],
-        SEEDS,
+        seeds(),
         OPS,
     )
     .await;
@@ -180,7 +186,7 @@ async fn fixed_window_matches_core() {
                 .unwrap()
                 .into(),
         ],
-        SEEDS,
+        seeds(),
         OPS,
     )
     .await;
@@ -202,7 +208,7 @@ async fn sliding_window_matches_core() {
                 .unwrap()
                 .into(),
         ],
-        SEEDS,
+        seeds(),
         OPS,
     )
     .await;
@@ -218,7 +224,7 @@ async fn sliding_log_matches_core() {
                 .unwrap()
                 .into(),
         ],
-        SEEDS,
+        seeds(),
         OPS,
     )
     .await;
