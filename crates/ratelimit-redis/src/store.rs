@@ -367,9 +367,7 @@ impl Inner {
             Op::Refund { admitted_at } => Some((*admitted_at, now)),
         };
         let (mut conn, generation) = self.conn.get().await.map_err(Failure::Unavailable)?;
-        let mut invocation = self
-            .script
-            .key(format!("{}{{{key}}}:{}", self.prefix, self.plan.tag));
+        let mut invocation = self.script.key(self.redis_key(key));
         for a in self.args(key, cost, time, refund) {
             invocation.arg(a);
         }
