@@ -31,6 +31,7 @@ pub struct RateLimitBuilder<X: KeyExtractor, St, R = ProblemJson> {
     cost: Option<Box<dyn Cost>>,
     select: Option<Box<dyn LimitSelector<X::Key>>>,
     count_if: Option<Box<dyn ResponsePredicate>>,
+    refund_on_inner_limit: bool,
     mode: Mode,
     on_key_error: KeyErrorPolicy,
     on_store_error: FailurePolicy,
@@ -47,6 +48,7 @@ impl<X: KeyExtractor, St: Store<X::Key>> RateLimitBuilder<X, St> {
             cost: None,
             select: None,
             count_if: None,
+            refund_on_inner_limit: false,
             mode: Mode::Enforce,
             on_key_error: KeyErrorPolicy::Reject,
             on_store_error: FailurePolicy::Open,
@@ -120,6 +122,17 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
         self
     }
 
+    /// Gives the cost back when a rate-limit layer inside this one (nearer
+    /// the service) rejects the request, so that stacked layers with
+    /// different keys (per client, then global) consume only when all
+    /// admit. Each request then takes the slower, boxed path. Rejections
+    /// are recognised by the [`Limited`](crate::Limited) response
+    /// extension.
+    pub fn refund_on_inner_limit(mut self) -> Self {
+        self.refund_on_inner_limit = true;
+        self
+    }
+
     /// Enforce (default), dry-run or shape.
     pub fn mode(mut self, mode: Mode) -> Self {
         self.mode = mode;
@@ -169,6 +182,7 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
             cost: self.cost,
             select: self.select,
             count_if: self.count_if,
+            refund_on_inner_limit: self.refund_on_inner_limit,
             mode: self.mode,
             on_key_error: self.on_key_error,
             on_store_error: self.on_store_error,
@@ -215,6 +229,7 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
                 cost: self.cost,
                 select: self.select,
                 count_if: self.count_if,
+                refund_on_inner_limit: self.refund_on_inner_limit,
                 mode: self.mode,
                 on_key_error: self.on_key_error,
                 on_store_error: self.on_store_error,

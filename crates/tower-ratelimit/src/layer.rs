@@ -50,6 +50,7 @@ impl<X: KeyExtractor, St: Store<X::Key>> RateLimitLayer<X, St> {
                 cost: None,
                 select: None,
                 count_if: None,
+                refund_on_inner_limit: false,
                 mode: Mode::Enforce,
                 on_key_error: KeyErrorPolicy::Reject,
                 on_store_error: FailurePolicy::Open,

@@ -57,7 +57,12 @@
 //! it is exact with respect to every other request through the same layer.
 //! With a remote store the checks are separate round trips: between a
 //! consumption and its refund, a concurrent request may see the limit one
-//! request fuller than it ends up.
+//! request fuller than it ends up. (A request dropped by its client in the middle of
+//! those round trips keeps what it already consumed.) All limits of one
+//! layer share a store type: mix algorithms with
+//! `MemoryStore<AnyAlgorithm, K>`, or stack layers (each then decides on its
+//! own, unless the outer one has
+//! [`refund_on_inner_limit`](RateLimitBuilder::refund_on_inner_limit)).
 //!
 //! # Observability
 //!
@@ -114,4 +119,4 @@ pub use error::BuildError;
 pub use future::ResponseFuture;
 pub use info::{LimitDecision, RateLimitInfo};
 pub use layer::RateLimitLayer;
-pub use service::RateLimit;
+pub use service::{Limited, RateLimit};

@@ -63,6 +63,12 @@ impl<S: fmt::Debug, X: KeyExtractor, St, R> fmt::Debug for RateLimit<S, X, St, R
     }
 }
 
+/// Marks a response as a rejection by a rate limit, for
+/// [`refund_on_inner_limit`](crate::RateLimitBuilder::refund_on_inner_limit)
+/// in an outer layer.
+#[derive(Debug, Clone, Copy)]
+pub struct Limited;
+
 /// Cost reserved by an admitted request, for refunds.
 struct Reserved<K> {
     key: K,
@@ -247,6 +253,7 @@ where
             observe::limited(denied.name, &denied.decision, dry_run);
             if !dry_run {
                 let mut res = shared.response.build(Rejection::Limited(&info));
+                res.extensions_mut().insert(Limited);
                 shared
                     .headers
                     .write(res.headers_mut(), &info.entries, info.denied);
@@ -265,7 +272,8 @@ where
                     .max()
                     .unwrap_or_default();
             }
-            if (shared.count_if.is_some() || !hold.is_zero()) && checker.cost > 0 {
+            let refundable = shared.count_if.is_some() || shared.refund_on_inner_limit;
+            if (refundable || !hold.is_zero()) && checker.cost > 0 {
                 reserved = Some(Reserved {
                     limits: checker
                         .entries
@@ -368,20 +376,19 @@ where
     }
     let mut result = inner.call(req).await;
     if let Some(r) = reservation {
-        let counts = match (&r.shared.count_if, result) {
-            (None, res) => {
-                result = res;
-                true
-            }
-            (Some(predicate), Ok(res)) => {
+        let counts = match result {
+            Ok(res) => {
                 let (head, body) = res.into_parts();
-                let counts = predicate.counts(&head);
+                let limited_inside =
+                    r.shared.refund_on_inner_limit && head.extensions.get::<Limited>().is_some();
+                let counts =
+                    !limited_inside && r.shared.count_if.as_ref().is_none_or(|p| p.counts(&head));
                 result = Ok(Response::from_parts(head, body));
                 counts
             }
-            (Some(_), Err(e)) => {
+            Err(e) => {
                 result = Err(e);
-                false
+                r.shared.count_if.is_none()
             }
         };
         if !counts {

@@ -42,6 +42,7 @@ pub(crate) struct Shared<X: KeyExtractor, St, R> {
     pub(crate) cost: Option<Box<dyn Cost>>,
     pub(crate) select: Option<Box<dyn LimitSelector<X::Key>>>,
     pub(crate) count_if: Option<Box<dyn ResponsePredicate>>,
+    pub(crate) refund_on_inner_limit: bool,
     pub(crate) mode: Mode,
     pub(crate) on_key_error: KeyErrorPolicy,
     pub(crate) on_store_error: FailurePolicy,

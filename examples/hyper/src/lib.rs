@@ -50,11 +50,14 @@ pub fn service<B: Send + 'static>(
             MemoryStore::new(Gcra::new(limits.global, second)?),
         )
         .build()?;
+    // Outside the global limit: a client's own limit is given back when
+    // the global one refuses it.
     let per_ip = RateLimitLayer::builder(PeerIp::new())
         .limit(
             "per-ip",
             MemoryStore::new(Gcra::new(limits.per_ip, second)?),
         )
+        .refund_on_inner_limit()
         .build()?;
     let svc = ServiceBuilder::new()
         .layer(per_ip)

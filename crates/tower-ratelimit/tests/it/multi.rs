@@ -177,3 +177,45 @@ async fn empty_selection_passes_through() {
         .unwrap();
     assert_eq!(res.status(), 429);
 }
+
+#[tokio::test]
+async fn outer_layer_refunds_when_an_inner_layer_limits() {
+    use tower_ratelimit::key::{Global, IpKey};
+    let clock = ManualClock::new();
+    let per_ip_store = Arc::new(MemoryStore::new(Gcra::new(5, 60 * SEC).unwrap()));
+    let per_ip = RateLimitLayer::builder(PeerIp::new())
+        .limit_shared("per-ip", per_ip_store.clone())
+        .refund_on_inner_limit()
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let global = RateLimitLayer::builder(Global)
+        .limit("global", MemoryStore::new(Gcra::new(2, 60 * SEC).unwrap()))
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let app = Router::new()
+        .route("/", get(|| async { "ok" }))
+        .layer(global)
+        .layer(per_ip);
+    let send = || app.clone().oneshot(get_from("10.2.2.2:1", "/", &[]));
+    assert_eq!(send().await.unwrap().status(), 200);
+    assert_eq!(send().await.unwrap().status(), 200);
+    for _ in 0..4 {
+        let res = send().await.unwrap();
+        assert_eq!(res.status(), 429);
+        assert!(res.extensions().get::<tower_ratelimit::Limited>().is_some());
+    }
+    // Only the two admitted requests used the per-IP limit.
+    let key = IpKey::V4 {
+        net: "10.2.2.2".parse().unwrap(),
+        prefix: 32,
+    };
+    assert_eq!(
+        per_ip_store
+            .check(&key, 0, clock.now_nanos())
+            .unwrap()
+            .remaining,
+        3
+    );
+}
