@@ -30,4 +30,4 @@ pub use global::{Global, GlobalKey};
 pub use header::{Header, HeaderKey};
 pub use ip::{IpKey, IpPrefixes};
 pub use peer_ip::{peer_addr, PeerAddr, PeerIp};
-pub use user::Extension;
+pub use user::FromExtension;

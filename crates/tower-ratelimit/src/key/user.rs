@@ -14,20 +14,20 @@ const MISSING: KeyError =
 /// limit). Absent: a missing key (401 when rejected).
 ///
 /// ```
-/// use tower_ratelimit::key::{Extension, KeyExtractor};
+/// use tower_ratelimit::key::{FromExtension, KeyExtractor};
 ///
 /// #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 /// struct UserId(u64);
 ///
 /// let mut req = http::Request::new(()).into_parts().0;
 /// req.extensions.insert(UserId(7));
-/// assert_eq!(Extension::<UserId>::new().extract(&req).unwrap(), UserId(7));
+/// assert_eq!(FromExtension::<UserId>::new().extract(&req).unwrap(), UserId(7));
 /// ```
-pub struct Extension<T> {
+pub struct FromExtension<T> {
     _marker: PhantomData<fn() -> T>,
 }
 
-impl<T> Extension<T> {
+impl<T> FromExtension<T> {
     /// Reads `T` from the extensions.
     pub const fn new() -> Self {
         Self {
@@ -36,27 +36,27 @@ impl<T> Extension<T> {
     }
 }
 
-impl<T> Default for Extension<T> {
+impl<T> Default for FromExtension<T> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<T> Clone for Extension<T> {
+impl<T> Clone for FromExtension<T> {
     fn clone(&self) -> Self {
         *self
     }
 }
 
-impl<T> Copy for Extension<T> {}
+impl<T> Copy for FromExtension<T> {}
 
-impl<T> fmt::Debug for Extension<T> {
+impl<T> fmt::Debug for FromExtension<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Extension<{}>", std::any::type_name::<T>())
+        write!(f, "FromExtension<{}>", std::any::type_name::<T>())
     }
 }
 
-impl<T> KeyExtractor for Extension<T>
+impl<T> KeyExtractor for FromExtension<T>
 where
     T: Clone + Send + Sync + 'static,
 {

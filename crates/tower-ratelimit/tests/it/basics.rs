@@ -246,7 +246,7 @@ async fn stacked_layers_share_info_and_append_headers() {
 
 #[tokio::test]
 async fn user_id_from_auth_middleware() {
-    use tower_ratelimit::key::Extension as FromExtension;
+    use tower_ratelimit::key::FromExtension;
     #[derive(Clone, PartialEq, Eq, Hash, Debug)]
     struct UserId(String);
     impl std::fmt::Display for UserId {
