@@ -34,7 +34,10 @@
 //! is the server's `TIME`, read inside the script, so the instances'
 //! clocks don't matter ([`TimeSource::Redis`], the default); tests and
 //! fleets with synchronised clocks can pass the time instead
-//! ([`TimeSource::Caller`]).
+//! ([`TimeSource::Caller`]). `TIME` is the server's wall clock: should it
+//! step back, GCRA and the buckets simply see more of the limit used, a
+//! fixed window keeps its end, and the sliding window and log stay at
+//! their latest window or entry instead of resetting.
 //!
 //! # Keys
 //!

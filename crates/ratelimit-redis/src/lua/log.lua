@@ -17,6 +17,12 @@ local function fmt_entry(ts, tn, c)
   return fmt_time(ts, tn) .. string.format(':%d', c)
 end
 
+-- The server's clock stepped back before the newest entry: stay there.
+if server_time and h < t then
+  local es, en = entry(t - 1)
+  if tdiff(s, n, es, en) < 0 then s, n = es, en end
+end
+
 -- Entries at or before now - P no longer count.
 while h < t do
   local es, en, c = entry(h)

@@ -32,22 +32,28 @@ local function times_p_over(a, m)
   return a * pq + q
 end
 
+local v = redis.call('GET', key)
+local vs, vn, vp, vc
+if v then
+  vs, vn, vp, vc = string.match(v, '^(%-?%d+):(%d+):(%d+):(%d+)$')
+  if not vs then corrupt() end
+  vs, vn = tonumber(vs), tonumber(vn)
+  -- The server's clock stepped back before the stored window: stay in it.
+  if server_time and tdiff(s, n, vs, vn) < 0 then s, n = vs, vn end
+elseif op == 'r' then
+  return {0, 0, 0, 0}
+end
 local e = time_mod(s, n)
 local left = P - e
 local cs, cn = norm(s, n - e)
 local prev, cur = 0, 0
-local v = redis.call('GET', key)
 if v then
-  local a, b, c, d = string.match(v, '^(%-?%d+):(%d+):(%d+):(%d+)$')
-  if not a then corrupt() end
-  local delta = tdiff(cs, cn, tonumber(a), tonumber(b))
+  local delta = tdiff(cs, cn, vs, vn)
   if delta == 0 then
-    prev, cur = tonumber(c), tonumber(d)
+    prev, cur = tonumber(vp), tonumber(vc)
   elseif delta == P then
-    prev = tonumber(d)
+    prev = tonumber(vc)
   end
-elseif op == 'r' then
-  return {0, 0, 0, 0}
 end
 
 local function save()

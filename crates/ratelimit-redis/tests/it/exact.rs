@@ -386,3 +386,43 @@ async fn keys_expire_once_full() {
         }
     }
 }
+
+/// The server's clock stepping back (NTP) does not reset a sliding window
+/// or a sliding log: a state written "in the future" still counts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_clock_stepping_back_keeps_windows() {
+    let server = server!();
+    let mut c = server.client().await;
+    let (secs, _): (u64, u64) = redis::cmd("TIME").query_async(&mut c).await.unwrap();
+    // Two minutes ahead, on a whole minute: a window the clock "left".
+    let ahead = (secs + 120) / 60 * 60;
+    let window = SlidingWindow::new(2, Duration::from_secs(60)).unwrap();
+    let store = RedisStore::builder(server.url(), window)
+        .timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let _: () = redis::cmd("SET")
+        .arg(store.redis_key("k"))
+        .arg(format!("{ahead}:0:0:2"))
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    let d = Store::<str>::check(&store, "k", 1, 0).await.unwrap();
+    assert!(!d.allowed, "{d:?}");
+
+    let log = SlidingLog::new(2, Duration::from_secs(60)).unwrap();
+    let store = RedisStore::builder(server.url(), log)
+        .timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let _: () = redis::cmd("HSET")
+        .arg(store.redis_key("k"))
+        .arg(&["u", "2", "h", "0", "t", "1", "0"])
+        .arg(format!("{ahead}:0:2"))
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    let d = Store::<str>::check(&store, "k", 1, 0).await.unwrap();
+    assert!(!d.allowed, "{d:?}");
+    assert_eq!(d.retry_after(), Some(Duration::from_secs(60)));
+}
