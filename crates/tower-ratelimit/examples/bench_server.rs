@@ -1,7 +1,7 @@
 //! A minimal axum server for load tests of the layer:
 //! `cargo run --release -p tower-ratelimit --example bench_server -- MODE [ADDR]`
 //! with MODE `bare` (no limiter), `admit` (a per-IP limit that admits
-//! everything) or `limited` (a per-IP limit of 1 per hour: nearly every
+//! everything), `admit-quiet` (the same without rate-limit headers) or `limited` (a per-IP limit of 1 per hour: nearly every
 //! request gets 429).
 
 use axum::routing::get;
@@ -27,6 +27,18 @@ async fn main() {
             ),
             PeerIp::new(),
         )),
+        "admit-quiet" => app.layer(
+            RateLimitLayer::builder(PeerIp::new())
+                .limit(
+                    "open",
+                    MemoryStore::new(
+                        Gcra::new(u64::from(u32::MAX), Duration::from_secs(1)).expect("valid"),
+                    ),
+                )
+                .headers(tower_ratelimit::response::Headers::none())
+                .build()
+                .expect("valid"),
+        ),
         "limited" => app.layer(RateLimitLayer::new(
             MemoryStore::new(Gcra::new(1, hour).expect("valid")),
             PeerIp::new(),
