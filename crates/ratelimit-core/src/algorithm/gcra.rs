@@ -57,6 +57,8 @@ pub struct Gcra<W: StateWord = u64> {
     capacity: W,
     rate: u64,
     period: Duration,
+    /// `B * T` as a duration, rounded up (reported in every decision).
+    window: Duration,
 }
 
 /// What a refused setting is called, for [`ConfigError::Overflow`]:
@@ -127,6 +129,7 @@ impl<W: StateWord> Gcra<W> {
             capacity,
             rate: limit,
             period,
+            window: interval.duration_ceil(capacity),
         })
     }
 
@@ -153,7 +156,7 @@ impl<W: StateWord> Gcra<W> {
             remaining: ((self.capacity - used) / i.step).low_u64(),
             wait: wait.map(|w| i.duration_ceil(w)),
             limit: self.burst,
-            window: self.window(),
+            window: self.window,
             reset: i.duration_ceil(used),
         }
     }
@@ -222,7 +225,7 @@ impl<W: StateWord> Algorithm for Gcra<W> {
     }
 
     fn window(&self) -> Duration {
-        self.interval.duration_ceil(self.capacity)
+        self.window
     }
 
     fn name(&self) -> &'static str {

@@ -300,7 +300,13 @@ impl<W: Word> Interval<W> {
     /// Scaled units to nanoseconds, rounded up.
     #[inline(always)]
     pub(crate) fn nanos_ceil(&self, units: W) -> W {
-        units.div_ceil(self.scale)
+        // Most quotas reduce to whole nanoseconds (scale 1): skip the
+        // division on the hot path.
+        if self.scale == W::from_u64(1) {
+            units
+        } else {
+            units.div_ceil(self.scale)
+        }
     }
 
     /// Scaled units to a [`Duration`], rounded up to a whole nanosecond.
