@@ -1,15 +1,63 @@
 //! One shared multiplexed connection, (re)established in the background.
 
-use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, Client};
+use redis::aio::{ConnectionLike, MultiplexedConnection};
+use redis::{AsyncConnectionConfig, Client, Cmd, Pipeline, RedisFuture, Value};
 use std::pin::pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 use tokio::sync::Notify;
 
+/// Where the store connects.
+pub(crate) enum Backend {
+    /// One server (or a proxy).
+    Single(Client),
+    /// A Redis Cluster: each check goes to the node owning its key's slot.
+    #[cfg(feature = "cluster")]
+    Cluster(Box<redis::cluster::ClusterClient>),
+}
+
+/// A connection handle: cheap to clone, pipelined underneath.
+#[derive(Clone)]
+pub(crate) enum Handle {
+    Single(MultiplexedConnection),
+    #[cfg(feature = "cluster")]
+    Cluster(redis::cluster_async::ClusterConnection),
+}
+
+impl ConnectionLike for Handle {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Self::Single(c) => c.req_packed_command(cmd),
+            #[cfg(feature = "cluster")]
+            Self::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        cmd: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Self::Single(c) => c.req_packed_commands(cmd, offset, count),
+            #[cfg(feature = "cluster")]
+            Self::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Self::Single(c) => c.get_db(),
+            #[cfg(feature = "cluster")]
+            Self::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
 #[derive(Default)]
 struct Slot {
-    conn: Option<(MultiplexedConnection, u64)>,
+    conn: Option<(Handle, u64)>,
     connecting: bool,
     generation: u64,
     last_error: Option<String>,
@@ -20,7 +68,7 @@ struct Slot {
 /// a reconnect in a background task, so a caller's timeout never cuts a
 /// connect short.
 pub(crate) struct Conn {
-    client: Client,
+    backend: Backend,
     config: AsyncConnectionConfig,
     scripts: Vec<redis::Script>,
     slot: Mutex<Slot>,
@@ -29,12 +77,12 @@ pub(crate) struct Conn {
 
 impl Conn {
     pub(crate) fn new(
-        client: Client,
+        backend: Backend,
         connect_timeout: Duration,
         scripts: Vec<redis::Script>,
     ) -> Self {
         Self {
-            client,
+            backend,
             config: AsyncConnectionConfig::new()
                 .set_connection_timeout(Some(connect_timeout))
                 // The store applies its own, shorter, per-call timeout.
@@ -50,7 +98,7 @@ impl Conn {
     }
 
     /// The connection and its generation, waiting for a connect if needed.
-    pub(crate) async fn get(self: &Arc<Self>) -> Result<(MultiplexedConnection, u64), String> {
+    pub(crate) async fn get(self: &Arc<Self>) -> Result<(Handle, u64), String> {
         let mut notified = pin!(self.ready.notified());
         {
             let mut slot = self.lock();
@@ -75,10 +123,14 @@ impl Conn {
     }
 
     async fn connect(self: Arc<Self>) {
-        let result = self
-            .client
-            .get_multiplexed_async_connection_with_config(&self.config)
-            .await;
+        let result = match &self.backend {
+            Backend::Single(client) => client
+                .get_multiplexed_async_connection_with_config(&self.config)
+                .await
+                .map(Handle::Single),
+            #[cfg(feature = "cluster")]
+            Backend::Cluster(client) => client.get_async_connection().await.map(Handle::Cluster),
+        };
         let result = match result {
             Ok(mut c) => {
                 // Load the scripts now, so the first check is one round

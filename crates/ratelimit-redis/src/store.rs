@@ -1,7 +1,7 @@
 //! The Redis store: its builder, its calls and its failure policy.
 
 use crate::breaker::{Breaker, BreakerConfig, BreakerState, Outcome};
-use crate::conn::Conn;
+use crate::conn::{Backend, Conn};
 use crate::plan::{key_phase, Plan};
 use crate::BuildError;
 use ratelimit_core::{Algorithm, AnyAlgorithm, Decision, MemoryStore, Store, StoreError};
@@ -47,6 +47,17 @@ pub enum Target {
     Url(String),
     /// A configured client.
     Client(redis::Client),
+    /// A Redis Cluster (feature `cluster`). Every check touches one key,
+    /// whose hash tag is the caller's key, so it goes to one node.
+    #[cfg(feature = "cluster")]
+    Cluster(Box<redis::cluster::ClusterClient>),
+}
+
+#[cfg(feature = "cluster")]
+impl From<redis::cluster::ClusterClient> for Target {
+    fn from(client: redis::cluster::ClusterClient) -> Self {
+        Self::Cluster(Box::new(client))
+    }
 }
 
 impl From<&str> for Target {
@@ -137,10 +148,14 @@ impl RedisStoreBuilder {
         if self.prefix.contains(['{', '}']) {
             return Err(BuildError::Prefix(self.prefix));
         }
-        let client = match self.target {
-            Target::Url(url) => redis::Client::open(url.as_str())
-                .map_err(|e| BuildError::Url(format!("{url}: {e}")))?,
-            Target::Client(c) => c,
+        let backend = match self.target {
+            Target::Url(url) => Backend::Single(
+                redis::Client::open(url.as_str())
+                    .map_err(|e| BuildError::Url(format!("{url}: {e}")))?,
+            ),
+            Target::Client(c) => Backend::Single(c),
+            #[cfg(feature = "cluster")]
+            Target::Cluster(c) => Backend::Cluster(c),
         };
         let plan = Plan::new(&self.algorithm, self.time == TimeSource::Caller)?;
         let script = redis::Script::new(&plan.source);
@@ -152,7 +167,7 @@ impl RedisStoreBuilder {
         Ok(RedisStore {
             inner: Arc::new(Inner {
                 conn: Arc::new(Conn::new(
-                    client,
+                    backend,
                     self.connect_timeout,
                     vec![script.clone()],
                 )),

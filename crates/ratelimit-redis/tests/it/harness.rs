@@ -12,6 +12,7 @@ pub struct RedisServer {
     pub port: u16,
     dir: PathBuf,
     bin: PathBuf,
+    extra: Vec<String>,
 }
 
 fn find_binary() -> Option<PathBuf> {
@@ -57,6 +58,11 @@ impl RedisServer {
     /// A fresh server, or `None` (with a loud message) when there is no
     /// redis-server binary; with CI=true that is a failure instead.
     pub fn start() -> Option<Self> {
+        Self::start_with(&[])
+    }
+
+    /// Like `start`, with extra server options.
+    pub fn start_with(extra: &[&str]) -> Option<Self> {
         let Some(bin) = find_binary() else {
             if std::env::var("CI").is_ok_and(|v| v == "true") {
                 panic!("redis-server not found, and CI=true: install the redis-server package");
@@ -81,6 +87,7 @@ impl RedisServer {
                 port,
                 dir,
                 bin: bin.clone(),
+                extra: extra.iter().map(|s| s.to_string()).collect(),
             };
             if server.spawn() {
                 return Some(server);
@@ -93,6 +100,7 @@ impl RedisServer {
         let child = Command::new(&self.bin)
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
+            .args(&self.extra)
             .arg("--dir")
             .arg(&self.dir)
             .stdout(Stdio::null())

@@ -3,6 +3,8 @@
 
 mod harness;
 
+#[cfg(feature = "cluster")]
+mod cluster;
 mod concurrency;
 mod errors;
 mod exact;
