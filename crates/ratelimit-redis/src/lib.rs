@@ -47,7 +47,7 @@
 //! fingerprint of the algorithm and its parameters keeps two limits on the
 //! same key apart, and a changed limit starts afresh. Every check touches
 //! that one key, so with the `cluster` feature a store on a
-//! [`redis::cluster::ClusterClient`] (see [`Target`]) sends each check to
+//! `redis::cluster::ClusterClient` (see [`Target`]) sends each check to
 //! the node owning its slot (tested on a three-node cluster). Every key carries a
 //! TTL (`PX`): it vanishes about a second after its state is back to full.
 //! The sliding log is a hash used as a deque, holding at most `limit`
