@@ -48,10 +48,11 @@
 //! same key apart, and a changed limit starts afresh. Every check touches
 //! that one key, so with the `cluster` feature a store on a
 //! `redis::cluster::ClusterClient` (see [`Target`]) sends each check to
-//! the node owning its slot (tested on a three-node cluster). Every key carries a
-//! TTL (`PX`): it vanishes about a second after its state is back to full.
-//! The sliding log is a hash used as a deque, holding at most `limit`
-//! entries, as in memory.
+//! the node owning its slot (tested on a three-node cluster).
+//!
+//! Every key carries a TTL (`PX`): it vanishes about a second after its
+//! state is back to full. The sliding log is a hash used as a deque,
+//! holding at most `limit` entries, as in memory.
 //!
 //! # Exactness
 //!
