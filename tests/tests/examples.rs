@@ -232,6 +232,25 @@ async fn accounts_behind_trusted_proxies() {
         let r = via(bad).send(&app).await;
         assert_eq!(r.status, 400, "{bad:?}");
     }
+    // RFC 7239 Forwarded from a trusted proxy that sends no X-Forwarded-For.
+    let fwd = |v: &'static str| {
+        probe("POST", "/accounts")
+            .from("10.1.2.3:5555")
+            .header("forwarded", v)
+    };
+    assert_eq!(fwd("for=198.51.100.20").send(&app).await.status, 201);
+    assert_eq!(
+        fwd("for=9.9.9.9, for=\"198.51.100.20:4711\"")
+            .send(&app)
+            .await
+            .status,
+        201
+    );
+    fwd("for=198.51.100.20;proto=https")
+        .send(&app)
+        .await
+        .assert_429();
+    assert_eq!(fwd("for=unknown").send(&app).await.status, 400);
     // Untrusted peers' headers are ignored.
     let direct = || probe("POST", "/accounts").from("198.51.100.9:1");
     assert_eq!(

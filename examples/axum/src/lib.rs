@@ -26,7 +26,7 @@ use std::fmt::Display;
 use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Duration;
-use tower_ratelimit::key::{ApiKey, Bearer, ClientIp, KeyError, KeyExtractor};
+use tower_ratelimit::key::{ApiKey, Bearer, ClientIp, KeyError, KeyExtractor, ProxyHeader};
 use tower_ratelimit::policy::{KeyErrorPolicy, StatusIs};
 use tower_ratelimit::{BuildError, RateLimitInfo, RateLimitLayer};
 
@@ -43,7 +43,8 @@ impl Config {
     /// Trusts the comma-separated CIDRs in `trusted_proxies`.
     pub fn new(trusted_proxies: &str) -> Result<Self, BuildError> {
         Ok(Self {
-            client_ip: ClientIp::from_list(trusted_proxies)?,
+            // Proxies' X-Forwarded-For, or RFC 7239 Forwarded without it.
+            client_ip: ClientIp::from_list(trusted_proxies)?.header(ProxyHeader::Either),
             ..Self::default()
         })
     }

@@ -19,6 +19,11 @@ pub enum ProxyHeader {
     XForwardedFor,
     /// RFC 7239 `Forwarded: for=client, for="[2001:db8::1]:4711"`.
     Forwarded,
+    /// `X-Forwarded-For` when the request has one, else `Forwarded`. Safe
+    /// when every trusted proxy sets `X-Forwarded-For` (most do), or when
+    /// those that set only `Forwarded` drop a client's `X-Forwarded-For`:
+    /// otherwise a client could send its own `X-Forwarded-For`.
+    Either,
 }
 
 const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
@@ -127,6 +132,10 @@ impl ClientIp {
         match self.header {
             ProxyHeader::XForwardedFor => self.walk_xff(req, peer),
             ProxyHeader::Forwarded => self.walk_forwarded(req, peer),
+            ProxyHeader::Either if req.headers.contains_key(X_FORWARDED_FOR) => {
+                self.walk_xff(req, peer)
+            }
+            ProxyHeader::Either => self.walk_forwarded(req, peer),
         }
     }
 
@@ -356,6 +365,23 @@ mod tests {
         // X-Forwarded-For is ignored when Forwarded is configured.
         let r = req("10.0.0.1:1", &[("x-forwarded-for", b"1.2.3.4")]);
         assert_eq!(ip(&c, &r).unwrap(), "10.0.0.1");
+    }
+
+    #[test]
+    fn either_header() {
+        let c = ClientIp::new(["10.0.0.0/8"])
+            .unwrap()
+            .header(ProxyHeader::Either);
+        let r = req("10.0.0.1:1", &[("forwarded", b"for=7.7.7.7")]);
+        assert_eq!(ip(&c, &r).unwrap(), "7.7.7.7");
+        let r = req(
+            "10.0.0.1:1",
+            &[
+                ("forwarded", b"for=7.7.7.7"),
+                ("x-forwarded-for", b"8.8.8.8"),
+            ],
+        );
+        assert_eq!(ip(&c, &r).unwrap(), "8.8.8.8");
     }
 
     #[test]
