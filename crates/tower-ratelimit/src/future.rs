@@ -1,7 +1,6 @@
 //! [`ResponseFuture`]: the inner service's future, a ready rejection, or the slow path.
 
-use crate::info::RateLimitInfo;
-use crate::response::Headers;
+use crate::response::Rendered;
 use http::Response;
 use pin_project_lite::pin_project;
 use std::fmt;
@@ -12,15 +11,11 @@ use std::task::{Context, Poll};
 pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
 /// The fields to add to an admitted response.
-pub(crate) struct HeaderPlan {
-    pub(crate) info: RateLimitInfo,
-    pub(crate) headers: Headers,
-}
+pub(crate) struct HeaderPlan(pub(crate) Rendered);
 
 impl HeaderPlan {
-    pub(crate) fn apply<B>(&self, res: &mut Response<B>) {
-        self.headers
-            .write(res.headers_mut(), &self.info.entries, None);
+    pub(crate) fn apply<B>(self, res: &mut Response<B>) {
+        self.0.apply(res.headers_mut());
     }
 }
 

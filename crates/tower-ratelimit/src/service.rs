@@ -293,16 +293,11 @@ where
             }
         }
     };
-    let plan = if shared.headers.wants_allowed() {
-        info.merge_into(&mut parts.extensions);
-        Some(HeaderPlan {
-            info,
-            headers: shared.headers,
-        })
-    } else {
-        info.merge_owned(&mut parts.extensions);
-        None
-    };
+    let plan = shared
+        .headers
+        .wants_allowed()
+        .then(|| HeaderPlan(shared.headers.render(&info.entries)));
+    info.merge_owned(&mut parts.extensions);
     Next::Forward {
         parts,
         plan,

@@ -84,7 +84,7 @@ impl Headers {
         self
     }
 
-    fn write_list(&self, map: &mut HeaderMap, entries: &[LimitDecision]) {
+    fn list(&self, entries: &[LimitDecision]) -> Option<(HeaderValue, HeaderValue)> {
         let mut policy = Buf::<128>::new();
         let mut state = Buf::<128>::new();
         for e in entries {
@@ -110,8 +110,9 @@ impl Headers {
                 .push(";t=")
                 .num(t);
         }
-        append(map, RATELIMIT_POLICY, &policy);
-        append(map, RATELIMIT, &state);
+        let policy = HeaderValue::from_bytes(policy.as_bytes()).ok()?;
+        let state = HeaderValue::from_bytes(state.as_bytes()).ok()?;
+        Some((policy, state))
     }
 
     pub(crate) fn wants_allowed(&self) -> bool {
@@ -140,11 +141,17 @@ impl Headers {
             }
             None => entries,
         };
+        self.render(entries).apply(map);
+    }
+
+    /// The fields for `entries`, ready to add to a response.
+    pub(crate) fn render(&self, entries: &[LimitDecision]) -> Rendered {
+        let mut out = Rendered::default();
         if entries.is_empty() {
-            return;
+            return out;
         }
         if self.ietf {
-            if let [e] = entries {
+            out.ietf = if let [e] = entries {
                 // One limit: the common case, served from a small cache.
                 let d = &e.decision;
                 let t = match d.retry_after() {
@@ -152,15 +159,17 @@ impl Headers {
                     None => ceil_secs(d.reset),
                 };
                 let w = ceil_secs(d.window).max(1);
-                if let Some(v) = cached(&POLICY_CACHE, e.name, d.limit, w, "q", "w") {
-                    map.append(RATELIMIT_POLICY, v);
-                }
-                if let Some(v) = cached(&STATE_CACHE, e.name, d.remaining, t, "r", "t") {
-                    map.append(RATELIMIT, v);
-                }
+                let policy = cached(&POLICY_CACHE, e.name, d.limit, w, "q", "w");
+                let state = if d.remaining == 0 {
+                    // Repeats for every request of a limited client.
+                    cached(&STATE_CACHE, e.name, 0, t, "r", "t")
+                } else {
+                    field(e.name, d.remaining, t, "r", "t")
+                };
+                policy.zip(state)
             } else {
-                self.write_list(map, entries);
-            }
+                self.list(entries)
+            };
         }
         if self.legacy {
             let e = entries
@@ -172,11 +181,45 @@ impl Headers {
                 Some(wait) => ceil_secs(wait).max(1),
                 None => ceil_secs(d.reset),
             };
-            map.insert(X_RATELIMIT_LIMIT, HeaderValue::from(d.limit));
-            map.insert(X_RATELIMIT_REMAINING, HeaderValue::from(d.remaining));
-            map.insert(X_RATELIMIT_RESET, HeaderValue::from(reset));
+            out.legacy = Some(Box::new([
+                HeaderValue::from(d.limit),
+                HeaderValue::from(d.remaining),
+                HeaderValue::from(reset),
+            ]));
+        }
+        out
+    }
+}
+
+/// Rate-limit fields rendered before the inner service is called, to add
+/// to its response: small, so the response future stays small.
+#[derive(Default)]
+pub(crate) struct Rendered {
+    ietf: Option<(HeaderValue, HeaderValue)>,
+    legacy: Option<Box<[HeaderValue; 3]>>,
+}
+
+impl Rendered {
+    pub(crate) fn apply(self, map: &mut HeaderMap) {
+        if let Some((policy, state)) = self.ietf {
+            map.append(RATELIMIT_POLICY, policy);
+            map.append(RATELIMIT, state);
+        }
+        if let Some(legacy) = self.legacy {
+            let [limit, remaining, reset] = *legacy;
+            map.insert(X_RATELIMIT_LIMIT, limit);
+            map.insert(X_RATELIMIT_REMAINING, remaining);
+            map.insert(X_RATELIMIT_RESET, reset);
         }
     }
+}
+
+/// `"name";k1=a;k2=b`.
+fn field(name: &str, a: u64, b: u64, k1: &str, k2: &str) -> Option<HeaderValue> {
+    let mut buf = Buf::<128>::new();
+    buf.quoted(name).push(";").push(k1).push("=").num(a);
+    buf.push(";").push(k2).push("=").num(b);
+    HeaderValue::from_bytes(buf.as_bytes()).ok()
 }
 
 type Cache = RefCell<[Option<(usize, usize, u64, u64, HeaderValue)>; 4]>;
@@ -207,10 +250,7 @@ fn cached(
         {
             return Some(hit.4.clone());
         }
-        let mut buf = Buf::<128>::new();
-        buf.quoted(name).push(";").push(k1).push("=").num(a);
-        buf.push(";").push(k2).push("=").num(b);
-        let value = HeaderValue::from_bytes(buf.as_bytes()).ok()?;
+        let value = field(name, a, b, k1, k2)?;
         cache.rotate_right(1);
         cache[0] = Some((id.0, id.1, a, b, value.clone()));
         Some(value)
@@ -233,13 +273,6 @@ fn retry_after(secs: u64) -> Option<HeaderValue> {
         *last = Some((secs, v.clone()));
         Some(v)
     })
-}
-
-/// Names are printable ASCII (checked at build), so the value is valid.
-fn append(map: &mut HeaderMap, name: HeaderName, value: &Buf<128>) {
-    if let Ok(v) = HeaderValue::from_bytes(value.as_bytes()) {
-        map.append(name, v);
-    }
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ mod headers;
 mod problem;
 
 pub use builder::{Rejection, ResponseBuilder};
+pub(crate) use headers::Rendered;
 pub use headers::{
     Headers, RATELIMIT, RATELIMIT_POLICY, X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING,
     X_RATELIMIT_RESET,
