@@ -65,7 +65,8 @@ impl<S: fmt::Debug, X: KeyExtractor, St, R> fmt::Debug for RateLimit<S, X, St, R
 
 /// Marks a response as a rejection by a rate limit, for
 /// [`refund_on_inner_limit`](crate::RateLimitBuilder::refund_on_inner_limit)
-/// in an outer layer.
+/// in an outer layer. Set on rejections of requests that an outer
+/// rate-limit layer has already seen.
 #[derive(Debug, Clone, Copy)]
 pub struct Limited;
 
@@ -253,7 +254,11 @@ where
             observe::limited(denied.name, &denied.decision, dry_run);
             if !dry_run {
                 let mut res = shared.response.build(Rejection::Limited(&info));
-                res.extensions_mut().insert(Limited);
+                if parts.extensions.get::<RateLimitInfo>().is_some() {
+                    // An outer rate-limit layer ran: tell it (only then, as
+                    // the marker costs an allocation).
+                    res.extensions_mut().insert(Limited);
+                }
                 shared
                     .headers
                     .write(res.headers_mut(), &info.entries, info.denied);

@@ -160,12 +160,9 @@ impl Headers {
                 };
                 let w = ceil_secs(d.window).max(1);
                 let policy = cached(&POLICY_CACHE, e.name, d.limit, w, "q", "w");
-                let state = if d.remaining == 0 {
-                    // Repeats for every request of a limited client.
-                    cached(&STATE_CACHE, e.name, 0, t, "r", "t")
-                } else {
-                    field(e.name, d.remaining, t, "r", "t")
-                };
+                // Repeats for every request of a limited client, and of
+                // clients far below their limit.
+                let state = cached(&STATE_CACHE, e.name, d.remaining, t, "r", "t");
                 policy.zip(state)
             } else {
                 self.list(entries)
