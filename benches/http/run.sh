@@ -1,38 +1,49 @@
 #!/usr/bin/env bash
 # HTTP load: the same axum app bare, with tower-ratelimit and with
 # tower_governor, admitting everything and limiting almost everything.
-# Usage: benches/http/run.sh [DURATION_SECONDS] [CONNECTIONS]
-# Needs wrk (Debian package `wrk`). Prints a Markdown table.
+#
+# Usage: benches/http/run.sh [SECONDS_PER_RUN] [CONNECTIONS]   (ROUNDS=5 by default)
+#
+# The server runs on CPU 0 with one tokio worker, wrk on CPU 1 with one
+# thread, so the two don't fight over a core. The modes are interleaved
+# round by round and each cell is the median over the rounds. Needs wrk
+# (Debian package `wrk`) and taskset. Prints a Markdown table.
 set -euo pipefail
 cd "$(dirname "$0")"
-secs=${1:-10}
+secs=${1:-5}
 conns=${2:-64}
-rounds=${ROUNDS:-2}
+rounds=${ROUNDS:-5}
+modes=(bare ours governor ours-limited governor-limited)
 command -v wrk >/dev/null || { echo "wrk not found: apt-get install wrk" >&2; exit 1; }
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-../../target/http-bench}
 cargo build --release -q
 bin=$CARGO_TARGET_DIR/release/http-bench
 port=38080
-declare -A rps p99 non2xx
+results=$(mktemp)
+trap 'rm -f "$results"' EXIT
 for round in $(seq "$rounds"); do
-  for mode in bare ours governor ours-limited governor-limited; do
-    "$bin" "$mode" "$port" & pid=$!
+  for mode in "${modes[@]}"; do
+    TOKIO_WORKER_THREADS=1 taskset -c 0 "$bin" "$mode" "$port" & pid=$!
     for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
-    out=$(wrk -t1 -c"$conns" -d"${secs}s" --latency "http://127.0.0.1:$port/")
+    out=$(taskset -c 1 wrk -t1 -c"$conns" -d"${secs}s" --latency "http://127.0.0.1:$port/")
     kill "$pid"; wait "$pid" 2>/dev/null || true
     r=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
     l=$(awk '$1=="99%" {print $2}' <<<"$out")
     n=$(awk '/Non-2xx/ {print $5}' <<<"$out"); n=${n:-0}
     echo "round $round $mode: $r req/s, p99 $l, non-2xx $n" >&2
-    # Keep the best round of each mode (least disturbed by other load).
-    if [[ -z "${rps[$mode]:-}" ]] || awk -v a="$r" -v b="${rps[$mode]}" 'BEGIN{exit !(a>b)}'; then
-      rps[$mode]=$r; p99[$mode]=$l; non2xx[$mode]=$n
-    fi
+    # p99 in microseconds for the median.
+    us=$(awk -v l="$l" 'BEGIN{v=l+0; if (l ~ /us$/) print v; else if (l ~ /ms$/) print v*1000; else print v*1000000}')
+    echo "$mode $r $us $n" >>"$results"
   done
 done
-echo "| app | req/s | vs bare | p99 latency | non-2xx |"
+median() { sort -n | awk '{a[NR]=$1} END{print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+bare=$(awk '$1=="bare"{print $2}' "$results" | median)
+echo "| app | req/s (median of $rounds) | vs bare | p99 latency | responses not 2xx (last run) |"
 echo "|---|---:|---:|---:|---:|"
-for mode in bare ours governor ours-limited governor-limited; do
-  ratio=$(awk -v a="${rps[$mode]}" -v b="${rps[bare]}" 'BEGIN{printf "%.2f", a/b}')
-  echo "| $mode | ${rps[$mode]} | $ratio | ${p99[$mode]} | ${non2xx[$mode]} |"
+for mode in "${modes[@]}"; do
+  r=$(awk -v m="$mode" '$1==m{print $2}' "$results" | median)
+  us=$(awk -v m="$mode" '$1==m{print $3}' "$results" | median)
+  n=$(awk -v m="$mode" '$1==m{n=$4} END{print n}' "$results")
+  awk -v m="$mode" -v r="$r" -v b="$bare" -v us="$us" -v n="$n" \
+    'BEGIN{printf "| %s | %.0f | %.2f | %.2f ms | %s |\n", m, r, r/b, us/1000, n}'
 done
