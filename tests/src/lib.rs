@@ -1,2 +1,7 @@
 //! Cross-crate integration tests live in `tests/`: the example apps probed
 //! as a client would.
+//!
+//! [`redis_server`] starts a private `redis-server` for the tests of the
+//! examples on Redis.
+
+pub mod redis_server;

@@ -511,3 +511,6 @@ mod hyper_app {
         server.abort();
     }
 }
+
+#[path = "examples/on_redis.rs"]
+mod on_redis;

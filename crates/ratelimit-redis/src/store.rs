@@ -9,7 +9,7 @@ use redis::{ErrorKind, RedisError, ServerErrorKind};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 /// The default per-call timeout.
@@ -159,10 +159,11 @@ impl RedisStoreBuilder {
         };
         let plan = Plan::new(&self.algorithm, self.time == TimeSource::Caller)?;
         let script = redis::Script::new(&plan.source);
-        let fallback = self.fallback.map(|max| {
-            MemoryStore::<AnyAlgorithm, String>::builder(self.algorithm)
+        let fallback = self.fallback.map(|max| Fallback {
+            memory: MemoryStore::<AnyAlgorithm, String>::builder(self.algorithm)
                 .max_keys(Some(max))
-                .build::<String>()
+                .build::<String>(),
+            latest: Mutex::new(0),
         });
         Ok(RedisStore {
             inner: Arc::new(Inner {
@@ -220,8 +221,33 @@ struct Inner {
     prefix: String,
     timeout: Duration,
     breaker: Breaker,
-    fallback: Option<MemoryStore<AnyAlgorithm, String>>,
+    fallback: Option<Fallback>,
     time: TimeSource,
+}
+
+/// The in-memory fallback. Calls reach it out of order (one after a
+/// timeout, the next at once), while an algorithm needs a key's times never
+/// to decrease: each call's time is raised to the latest one seen, under a
+/// lock. The lock serialises the fallback's calls, which is fine for a
+/// degraded mode; a refund of a check whose time was raised finds nothing
+/// to give back (the slot stays used).
+struct Fallback {
+    memory: MemoryStore<AnyAlgorithm, String>,
+    latest: Mutex<u64>,
+}
+
+impl Fallback {
+    fn check(&self, key: &str, cost: u64, now: u64) -> Result<Decision, StoreError> {
+        let mut latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
+        *latest = (*latest).max(now);
+        self.memory.check(key, cost, *latest)
+    }
+
+    fn refund(&self, key: &str, cost: u64, admitted_at: u64, now: u64) {
+        let mut latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
+        *latest = (*latest).max(now);
+        self.memory.refund(key, cost, admitted_at, *latest);
+    }
 }
 
 impl fmt::Debug for RedisStore {
@@ -451,7 +477,7 @@ impl Inner {
                         #[cfg(feature = "metrics")]
                         metrics::counter!("ratelimit_redis_fallback_total").increment(1);
                         tracing::debug!(target: "ratelimit_redis", error = %msg, "redis unavailable, deciding in memory");
-                        memory.check(key.as_str(), cost, now)
+                        memory.check(&key, cost, now)
                     }
                     None => Err(StoreError::Backend(format!("redis unavailable: {msg}"))),
                 }
@@ -468,7 +494,7 @@ impl Inner {
     ) -> Result<(), StoreError> {
         if self.breaker.state() == BreakerState::Open {
             if let Some(memory) = &self.fallback {
-                memory.refund(key.as_str(), cost, admitted_at, now);
+                memory.refund(&key, cost, admitted_at, now);
                 return Ok(());
             }
         }
@@ -485,7 +511,7 @@ impl Inner {
                 count_error("unavailable");
                 match &self.fallback {
                     Some(memory) => {
-                        memory.refund(key.as_str(), cost, admitted_at, now);
+                        memory.refund(&key, cost, admitted_at, now);
                         Ok(())
                     }
                     None => Err(StoreError::Backend(format!("redis unavailable: {msg}"))),

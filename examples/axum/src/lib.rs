@@ -9,7 +9,8 @@
 //! | `GET /health` | none |
 //!
 //! [`app`] builds the router with in-memory stores; [`app_with`] takes any
-//! [`Stores`] (the seam for a shared store such as Redis).
+//! [`Stores`]: [`MemoryStores`], or [`RedisStores`] to share the limits
+//! among every copy of the app.
 
 use axum::body::Bytes;
 use axum::extract::Extension;
@@ -29,6 +30,9 @@ use std::time::Duration;
 use tower_ratelimit::key::{ApiKey, Bearer, ClientIp, KeyError, KeyExtractor, ProxyHeader};
 use tower_ratelimit::policy::{KeyErrorPolicy, StatusIs};
 use tower_ratelimit::{BuildError, RateLimitInfo, RateLimitLayer};
+
+mod redis_stores;
+pub use redis_stores::RedisStores;
 
 /// The app's settings.
 #[derive(Clone)]

@@ -254,3 +254,40 @@ async fn hung_redis_costs_one_timeout_then_nothing() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fallback_takes_calls_out_of_time_order() {
+    // Requests read the clock before their Redis call; one that waited out
+    // the timeout reaches the fallback after a later one that failed at
+    // once. The sliding log must not see its time go back.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let store = RedisStore::builder(
+        format!("redis://127.0.0.1:{port}/"),
+        ratelimit_core::SlidingLog::new(2, Duration::from_secs(3600)).unwrap(),
+    )
+    .timeout(TIMEOUT)
+    .fallback_to_memory(100)
+    .build()
+    .unwrap();
+    let second = 1_000_000_000;
+    let mut allowed = Vec::new();
+    for now in [5 * second, 3 * second, 4 * second, second] {
+        let d = Store::<str>::check(&store, "k", 1, now).await.unwrap();
+        allowed.push(d.allowed);
+    }
+    assert_eq!(allowed, [true, true, false, false]);
+    // Refunds out of order too.
+    Store::<str>::refund(&store, "k", 1, 3 * second, 2 * second)
+        .await
+        .unwrap();
+    assert!(
+        !Store::<str>::check(&store, "k", 1, 6 * second)
+            .await
+            .unwrap()
+            .allowed
+    );
+}

@@ -1,0 +1,49 @@
+//! Limits shared through Redis, so that every copy of the app admits the
+//! configured limits together.
+
+use crate::{StoreKey, Stores};
+use ratelimit_core::AnyAlgorithm;
+use ratelimit_redis::{RedisStore, DEFAULT_TIMEOUT};
+use std::time::Duration;
+
+/// Stores in Redis: one key prefix per limit (`axum-example:{name}:`), time
+/// from the server's clock, one round trip per check.
+///
+/// When Redis is down or slow (more than the timeout, 50 ms by default),
+/// each copy limits on its own in memory (at most 100,000 keys per limit)
+/// until Redis is back: the service stays up.
+#[derive(Debug, Clone)]
+pub struct RedisStores {
+    client: redis::Client,
+    timeout: Duration,
+}
+
+impl RedisStores {
+    /// Stores on the server at `url` (`redis://host:port/db`). Nothing
+    /// connects until the first request.
+    pub fn new(url: &str) -> Result<Self, redis::RedisError> {
+        Ok(Self {
+            client: redis::Client::open(url)?,
+            timeout: DEFAULT_TIMEOUT,
+        })
+    }
+
+    /// How long a check waits for Redis before deciding in memory.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+}
+
+impl Stores for RedisStores {
+    type Store<K: StoreKey> = RedisStore;
+
+    fn store<K: StoreKey>(&self, name: &str, algorithm: AnyAlgorithm) -> RedisStore {
+        RedisStore::builder(self.client.clone(), algorithm)
+            .prefix(format!("axum-example:{name}:"))
+            .timeout(self.timeout)
+            .fallback_to_memory(100_000)
+            .build()
+            .expect("the example's limits and names suit Redis")
+    }
+}

@@ -1,0 +1,176 @@
+//! Two `axum-example` processes sharing one Redis (`REDIS_URL`) admit the
+//! configured limits together, and stay up (no 5xx) when Redis dies.
+//!
+//! Plain HTTP/1.1 over `std::net::TcpStream`; the client IPs vary through
+//! `X-Forwarded-For`, the test being the trusted proxy (127.0.0.1).
+
+#[allow(dead_code)]
+#[path = "../../../tests/src/redis_server.rs"]
+mod redis_server;
+
+use redis_server::{free_port, RedisServer};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running `axum-example`, killed on drop.
+struct App {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl App {
+    fn start(redis_url: &str) -> Self {
+        for _ in 0..5 {
+            let addr: SocketAddr = ([127, 0, 0, 1], free_port()).into();
+            let mut child = Command::new(env!("CARGO_BIN_EXE_axum-example"))
+                .env("BIND_ADDR", addr.to_string())
+                .env("REDIS_URL", redis_url)
+                .env("TRUSTED_PROXIES", "127.0.0.1/32")
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn axum-example");
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    break; // the port was taken: try another
+                }
+                if TcpStream::connect(addr).is_ok() {
+                    return Self { child, addr };
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!("axum-example did not start");
+    }
+
+    /// Sends a request; the status code.
+    fn send(&self, method: &str, path: &str, headers: &str, body: &str) -> u16 {
+        let mut s = TcpStream::connect(self.addr).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let req = format!(
+            "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
+             Content-Length: {}\r\n{headers}\r\n{body}",
+            body.len()
+        );
+        s.write_all(req.as_bytes()).unwrap();
+        let mut out = Vec::new();
+        s.read_to_end(&mut out).expect("a response");
+        let text = String::from_utf8_lossy(&out);
+        text.get(9..12)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or_else(|| panic!("not an HTTP response: {text:?}"))
+    }
+
+    /// Kills the process; what it wrote to stderr.
+    fn stop(mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let mut err = String::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            let _ = e.read_to_string(&mut err);
+        }
+        err
+    }
+}
+
+impl Drop for App {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `n` requests at once, alternately to each app: the statuses.
+fn concurrently(apps: &[App; 2], n: usize, req: (&str, &str, &str, &str)) -> Vec<u16> {
+    let (method, path, headers, body) = req;
+    std::thread::scope(|s| {
+        let threads: Vec<_> = (0..n)
+            .map(|i| s.spawn(move || apps[i % 2].send(method, path, headers, body)))
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap()).collect()
+    })
+}
+
+fn count(codes: &[u16], status: u16) -> usize {
+    codes.iter().filter(|&&c| c == status).count()
+}
+
+const BAD_LOGIN: &str = r#"{"username":"alice","password":"guess"}"#;
+const GOOD_LOGIN: &str = r#"{"username":"alice","password":"open sesame"}"#;
+
+#[test]
+fn two_processes_on_one_redis_admit_exactly_the_limits() {
+    let Some(mut redis) = RedisServer::start() else {
+        return;
+    };
+    let apps = [App::start(&redis.url()), App::start(&redis.url())];
+
+    // Connect every limit of both processes first (the stores connect on
+    // first use, and a first check slower than 50 ms decides in memory).
+    for (i, app) in apps.iter().enumerate() {
+        let ip = format!("X-Forwarded-For: 198.18.0.{i}\r\n");
+        assert_eq!(app.send("POST", "/accounts", &ip, ""), 201);
+        assert_eq!(app.send("POST", "/login", &ip, GOOD_LOGIN), 200);
+        assert_eq!(app.send("GET", "/api/items", &ip, ""), 200);
+        let warm = format!("X-API-Key: warm-{i}\r\n");
+        assert_eq!(app.send("GET", "/api/items", &warm, ""), 200);
+        let user = format!("Authorization: Bearer warm-{i}\r\n");
+        assert_eq!(app.send("POST", "/tickets", &user, ""), 201);
+    }
+
+    // POST /accounts: 2 per client IP across both processes.
+    let ip = "X-Forwarded-For: 203.0.113.7\r\n";
+    let codes = concurrently(&apps, 16, ("POST", "/accounts", ip, ""));
+    assert_eq!(count(&codes, 201), 2, "{codes:?}");
+    assert_eq!(count(&codes, 429), 14, "{codes:?}");
+
+    // POST /tickets: 1 per user.
+    let user = "Authorization: Bearer carol\r\n";
+    let codes = concurrently(&apps, 8, ("POST", "/tickets", user, ""));
+    assert_eq!(count(&codes, 201), 1, "{codes:?}");
+    assert_eq!(count(&codes, 429), 7, "{codes:?}");
+
+    // POST /login: exactly 5 failures reach the password check.
+    let codes = concurrently(&apps, 20, ("POST", "/login", ip, BAD_LOGIN));
+    assert_eq!(count(&codes, 401), 5, "{codes:?}");
+    assert_eq!(count(&codes, 429), 15, "{codes:?}");
+    for app in &apps {
+        assert_eq!(app.send("POST", "/login", ip, GOOD_LOGIN), 429);
+    }
+
+    // GET /api/items without a key: 10 per client IP.
+    let codes = concurrently(&apps, 24, ("GET", "/api/items", ip, ""));
+    assert_eq!(count(&codes, 200), 10, "{codes:?}");
+    assert_eq!(count(&codes, 429), 14, "{codes:?}");
+
+    // Redis dies: both processes stay up, fail open to their own
+    // in-memory limits, and never answer 5xx.
+    redis.kill();
+    let fresh = "X-Forwarded-For: 203.0.113.8\r\n";
+    for app in &apps {
+        assert_eq!(app.send("POST", "/accounts", fresh, ""), 201);
+        assert_eq!(app.send("POST", "/accounts", fresh, ""), 201);
+        assert_eq!(app.send("POST", "/accounts", fresh, ""), 429);
+    }
+    for req in [
+        ("POST", "/accounts", ip, ""),
+        ("POST", "/tickets", user, ""),
+        ("POST", "/login", fresh, BAD_LOGIN),
+        ("GET", "/api/items", fresh, ""),
+        ("GET", "/api/items", "X-API-Key: k\r\n", ""),
+        ("GET", "/health", "", ""),
+    ] {
+        let codes = concurrently(&apps, 8, req);
+        assert!(codes.iter().all(|&c| c < 500), "{req:?}: {codes:?}");
+    }
+
+    let [a, b] = apps;
+    for err in [a.stop(), b.stop()] {
+        assert!(err.contains("limits in Redis"), "{err}");
+    }
+}

@@ -1,0 +1,206 @@
+//! The axum example on Redis: two apps, each with its own connections (as
+//! two processes would have), admit the configured limits together; with
+//! Redis killed they fail open, and sharing resumes once it is back.
+
+use super::*;
+use axum_example::{app_with, RedisStores};
+use integration_tests::redis_server::RedisServer;
+
+/// Starts a server, or returns from the test (see `RedisServer::start`).
+macro_rules! server {
+    () => {
+        match RedisServer::start() {
+            Some(s) => s,
+            None => return,
+        }
+    };
+}
+
+/// Two independent apps on `server`, with the stores' default timeout
+/// (50 ms) unless `timeout` is given. Time comes from Redis, so the apps'
+/// clocks don't matter.
+fn two_apps(server: &RedisServer, timeout: Option<Duration>) -> [Router; 2] {
+    let app = || {
+        let mut stores = RedisStores::new(&server.url()).unwrap();
+        if let Some(timeout) = timeout {
+            stores = stores.timeout(timeout);
+        }
+        app_with(&Config::default(), &stores)
+    };
+    [app(), app()]
+}
+
+/// Waits (at most 15 s) until POST /accounts from a fresh client IP is
+/// limited across both apps: 201, 201, then 429 from each.
+async fn until_accounts_shared(apps: &[Router; 2], round: &mut u32) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        *round += 1;
+        let peer = leak(format!("198.18.{}.{}:1", *round / 250, *round % 250));
+        let mut codes = Vec::new();
+        for app in [&apps[0], &apps[1], &apps[0], &apps[1]] {
+            codes.push(probe("POST", "/accounts").from(peer).send(app).await.status);
+        }
+        if codes == [201, 201, 429, 429] {
+            return;
+        }
+        assert!(codes.iter().all(|&c| c < 500), "{codes:?}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "limits not shared within 15 s: {codes:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// A timeout no loaded debug build reaches: a late answer must not be
+/// mistaken for an outage (that is `fail_open_when_redis_dies`'s subject).
+const PATIENT: Duration = Duration::from_secs(5);
+
+/// `n` copies of `probe` sent at once, alternately to each app; the
+/// statuses, in order of sending.
+async fn concurrently(apps: &[Router; 2], n: usize, probe: impl Fn() -> Probe) -> Vec<u16> {
+    let tasks: Vec<_> = (0..n)
+        .map(|i| {
+            let app = apps[i % 2].clone();
+            let probe = probe();
+            tokio::spawn(async move { probe.send(&app).await.status })
+        })
+        .collect();
+    let mut codes = Vec::new();
+    for t in tasks {
+        codes.push(t.await.unwrap());
+    }
+    codes
+}
+
+fn count(codes: &[u16], status: u16) -> usize {
+    codes.iter().filter(|&&c| c == status).count()
+}
+
+fn leak(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_apps_on_one_redis_admit_exactly_the_limits() {
+    let server = server!();
+    let apps = two_apps(&server, Some(PATIENT));
+    let [a, b] = &apps;
+
+    // POST /accounts: 2 per client IP, whichever app is asked.
+    let account = || probe("POST", "/accounts").from("192.0.2.1:1");
+    assert_eq!(account().send(a).await.status, 201);
+    assert_eq!(account().send(b).await.status, 201);
+    let r = account().send(a).await;
+    r.assert_429();
+    assert_eq!(r.header("retry-after"), Some("86400"));
+    account().send(b).await.assert_429();
+    let codes = concurrently(&apps, 40, || probe("POST", "/accounts").from("192.0.2.2:1")).await;
+    assert_eq!(count(&codes, 201), 2, "{codes:?}");
+    assert_eq!(count(&codes, 429), 38, "{codes:?}");
+
+    // POST /tickets: 1 per user; the other app sees the wait.
+    let ticket =
+        |user: &str| probe("POST", "/tickets").header("authorization", format!("Bearer {user}"));
+    assert_eq!(ticket("alice").send(b).await.status, 201);
+    let r = ticket("alice").send(a).await;
+    r.assert_429();
+    let retry: u64 = r.header("retry-after").unwrap().parse().unwrap();
+    assert!((299..=300).contains(&retry), "{r:?}");
+    assert_eq!(ticket("bob").send(a).await.status, 201);
+    let codes = concurrently(&apps, 20, || ticket("carol")).await;
+    assert_eq!(count(&codes, 201), 1, "{codes:?}");
+    assert_eq!(count(&codes, 429), 19, "{codes:?}");
+    assert_eq!(ticket("").send(a).await.status, 401);
+
+    // POST /login: under concurrency, exactly 5 failures reach the password
+    // check across both apps; successes are refunded (in Redis too).
+    let login = |body| probe("POST", "/login").from("192.0.2.40:1").body(body);
+    for app in [a, b, a, b] {
+        assert_eq!(login(LOGIN_OK).send(app).await.status, 200);
+    }
+    let codes = concurrently(&apps, 60, || login(LOGIN_BAD)).await;
+    assert_eq!(count(&codes, 401), 5, "{codes:?}");
+    assert_eq!(count(&codes, 429), 55, "{codes:?}");
+    for app in [a, b] {
+        let r = login(LOGIN_OK).send(app).await;
+        r.assert_429();
+    }
+    assert_eq!(
+        login(LOGIN_OK).from("192.0.2.41:1").send(b).await.status,
+        200
+    );
+
+    // GET /api/items without a key: 10 per client IP; with a key, the
+    // IP limit does not apply.
+    let anon = || probe("GET", "/api/items").from("192.0.2.60:1");
+    let codes = concurrently(&apps, 30, anon).await;
+    assert_eq!(count(&codes, 200), 10, "{codes:?}");
+    assert_eq!(count(&codes, 429), 20, "{codes:?}");
+    for app in [a, b] {
+        anon().send(app).await.assert_429();
+        let r = anon().header("x-api-key", "key-1").send(app).await;
+        assert_eq!(r.status, 200, "{r:?}");
+    }
+    let r = anon().header("x-api-key", "key-1").send(a).await;
+    assert!(r.header("ratelimit-policy").unwrap().contains("q=500"));
+
+    // GET /health: never limited, never touches Redis.
+    for app in [a, b] {
+        assert_eq!(probe("GET", "/health").send(app).await.status, 200);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fail_open_when_redis_dies_then_sharing_resumes() {
+    let mut server = server!();
+    // The shipped default: 50 ms per call, then the in-memory fallback.
+    let apps = two_apps(&server, None);
+    let [a, b] = &apps;
+    let account = |peer| probe("POST", "/accounts").from(peer);
+    // The limit is shared once the connections are up.
+    let mut round = 0;
+    until_accounts_shared(&apps, &mut round).await;
+
+    // Load on every route from 8 tasks; Redis is killed halfway.
+    let probes: [fn() -> Probe; 6] = [
+        || probe("POST", "/accounts").from("192.0.2.2:1"),
+        || probe("POST", "/tickets").header("authorization", "Bearer dave"),
+        || probe("POST", "/login").from("192.0.2.3:1").body(LOGIN_BAD),
+        || probe("POST", "/login").from("192.0.2.3:1").body(LOGIN_OK),
+        || probe("GET", "/api/items").from("192.0.2.4:1"),
+        || probe("GET", "/api/items").header("x-api-key", "key-9"),
+    ];
+    let tasks: Vec<_> = (0..8)
+        .map(|t| {
+            let apps = apps.clone();
+            tokio::spawn(async move {
+                let mut codes = Vec::new();
+                for i in 0..60 {
+                    let p = probes[(t + i) % probes.len()]();
+                    codes.push(p.send(&apps[i % 2]).await.status);
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
+                codes
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    server.kill();
+    for t in tasks {
+        let codes = t.await.unwrap();
+        assert!(codes.iter().all(|&c| c < 500), "a 5xx escaped: {codes:?}");
+    }
+
+    // Redis down: each app limits on its own, in memory.
+    for app in [a, b] {
+        assert_eq!(account("198.51.100.1:1").send(app).await.status, 201);
+        assert_eq!(account("198.51.100.1:1").send(app).await.status, 201);
+        account("198.51.100.1:1").send(app).await.assert_429();
+    }
+
+    // Redis back (empty): within seconds the apps share the limits again.
+    server.restart();
+    until_accounts_shared(&apps, &mut round).await;
+}
