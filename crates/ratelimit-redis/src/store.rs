@@ -9,7 +9,7 @@ use redis::{ErrorKind, RedisError, ServerErrorKind};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The default per-call timeout.
@@ -163,7 +163,6 @@ impl RedisStoreBuilder {
             memory: MemoryStore::<AnyAlgorithm, String>::builder(self.algorithm)
                 .max_keys(Some(max))
                 .build::<String>(),
-            latest: Mutex::new(0),
         });
         Ok(RedisStore {
             inner: Arc::new(Inner {
@@ -226,27 +225,20 @@ struct Inner {
 }
 
 /// The in-memory fallback. Calls reach it out of order (one after a
-/// timeout, the next at once), while an algorithm needs a key's times never
-/// to decrease: each call's time is raised to the latest one seen, under a
-/// lock. The lock serialises the fallback's calls, which is fine for a
-/// degraded mode; a refund of a check whose time was raised finds nothing
-/// to give back (the slot stays used).
+/// timeout, the next at once); the memory store decides a call whose time
+/// is older than its latest at that latest time, so a key's time never
+/// goes back.
 struct Fallback {
     memory: MemoryStore<AnyAlgorithm, String>,
-    latest: Mutex<u64>,
 }
 
 impl Fallback {
     fn check(&self, key: &str, cost: u64, now: u64) -> Result<Decision, StoreError> {
-        let mut latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
-        *latest = (*latest).max(now);
-        self.memory.check(key, cost, *latest)
+        self.memory.check(key, cost, now)
     }
 
     fn refund(&self, key: &str, cost: u64, admitted_at: u64, now: u64) {
-        let mut latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
-        *latest = (*latest).max(now);
-        self.memory.refund(key, cost, admitted_at, *latest);
+        self.memory.refund(key, cost, admitted_at, now);
     }
 }
 

@@ -83,6 +83,25 @@ struct Padded<T>(T);
 struct Shard<K, S> {
     table: HashTable<(K, S)>,
     last_sweep: u64,
+    /// The latest time a check of this shard was decided at.
+    latest: u64,
+}
+
+impl<K, S> Shard<K, S> {
+    /// `now`, or the latest time this shard has seen if that is later.
+    ///
+    /// Callers read their clock before they take the lock, so a caller
+    /// that was preempted in between arrives with a time older than a state
+    /// another caller has already written. Algorithms need time never to
+    /// go back for a key; such a check is decided at the shard's latest
+    /// time instead, as if it had arrived a moment later.
+    #[inline]
+    fn monotonic(&mut self, now: u64) -> u64 {
+        if now > self.latest {
+            self.latest = now;
+        }
+        self.latest
+    }
 }
 
 /// Builds a [`MemoryStore`] with a shard count or a cap on keys.
@@ -123,6 +142,7 @@ impl<A: Algorithm> MemoryStoreBuilder<A> {
                     Padded(SpinMutex::new(Shard {
                         table: HashTable::new(),
                         last_sweep: 0,
+                        latest: 0,
                     }))
                 })
                 .collect(),
@@ -186,6 +206,10 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     /// Decides a request of `cost` for `key` at `now` (nanoseconds of the
     /// caller's clock). Only admitted cost changes the key's state.
     ///
+    /// Time never goes back within a shard: a `now` older than the latest
+    /// the shard has decided at (a caller preempted between reading its
+    /// clock and this call) is decided at that latest time.
+    ///
     /// Fails only when a cap on keys is set and reached (see the type's
     /// docs).
     #[inline]
@@ -196,6 +220,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     {
         let hash = self.hasher.hash_one(key);
         let mut shard = self.shard(hash);
+        let now = shard.monotonic(now);
         self.keep_unambiguous(&mut shard, now);
         if let Some((_, state)) = shard.table.find_mut(hash, |(k, _)| k.borrow() == key) {
             return Ok(self.algorithm.check(state, now, cost));
@@ -218,9 +243,11 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     {
         let hash = self.hasher.hash_one(key);
         let mut shard = self.shard(hash);
+        let now = shard.monotonic(now);
         self.keep_unambiguous(&mut shard, now);
         if let Some((_, state)) = shard.table.find_mut(hash, |(k, _)| k.borrow() == key) {
-            self.algorithm.refund(state, now, admitted_at, cost);
+            self.algorithm
+                .refund(state, now, admitted_at.min(now), cost);
         }
     }
 
@@ -230,6 +257,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         let mut left = 0;
         for shard in self.shards.iter() {
             let mut shard = lock(&shard.0);
+            let now = shard.monotonic(now);
             self.drop_full(&mut shard, now);
             let hasher = &self.hasher;
             shard.table.shrink_to_fit(|(k, _)| hasher.hash_one(k));

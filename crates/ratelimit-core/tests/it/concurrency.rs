@@ -76,3 +76,34 @@ fn sliding_window_admits_exactly_the_limit() {
     let window = SlidingWindow::new(1_234, Duration::from_secs(60)).unwrap();
     assert_eq!(hammer(window, NOW), 1_234);
 }
+
+/// A caller that read its clock, was preempted, and arrives after another
+/// caller opened a newer window: its check is decided at the newer time,
+/// so it neither panics nor resets the window (which would let a second
+/// window's worth through).
+#[test]
+fn late_callers_with_older_times_are_decided_at_the_latest_time() {
+    let second = Duration::from_secs(1);
+    let fixed = MemoryStore::<_, u64>::new(FixedWindow::new(2, second).unwrap());
+    let log = MemoryStore::<_, u64>::new(SlidingLog::new(2, second).unwrap());
+    let window = MemoryStore::<_, u64>::new(SlidingWindow::new(2, second).unwrap());
+    let new = 2_000_000_000; // the start of window 2
+    let old = new - 1; // read before it, arriving after
+    for (name, check) in [
+        (
+            "fixed-window",
+            &(|t| fixed.check(&1, 1, t).unwrap()) as &dyn Fn(u64) -> _,
+        ),
+        ("sliding-log", &|t| log.check(&1, 1, t).unwrap()),
+        ("sliding-window", &|t| window.check(&1, 1, t).unwrap()),
+    ] {
+        assert!(check(new).allowed, "{name}");
+        assert!(check(new).allowed, "{name}");
+        let late = check(old);
+        assert!(
+            !late.allowed,
+            "{name}: a stale time must not reopen the window"
+        );
+        assert_eq!(late.remaining, 0, "{name}");
+    }
+}
