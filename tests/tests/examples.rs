@@ -453,8 +453,9 @@ mod hyper_app {
     async fn per_ip_and_global_limits() {
         let svc = service(Limits {
             global: 1000,
+            global_window: HOUR,
             per_ip: 3,
-            period: HOUR,
+            per_ip_window: HOUR,
         })
         .unwrap();
         let codes: Vec<u16> = futures_codes(&svc, "192.0.2.1:1", 5).await;
@@ -463,8 +464,9 @@ mod hyper_app {
 
         let svc = service(Limits {
             global: 4,
+            global_window: HOUR,
             per_ip: 100,
-            period: HOUR,
+            per_ip_window: HOUR,
         })
         .unwrap();
         let mut ok = 0;
@@ -473,6 +475,23 @@ mod hyper_app {
             ok += usize::from(call(&svc, &peer).await == 200);
         }
         assert_eq!(ok, 4);
+    }
+
+    /// The defaults are the design notes' daily cap (200 per day per IP)
+    /// and GitHub's window (5,000 per hour for everyone).
+    #[tokio::test]
+    async fn default_limits_are_a_daily_cap_and_githubs_hourly_window() {
+        let svc = service(Limits::default()).unwrap();
+        let codes = futures_codes(&svc, "192.0.2.1:1", 201).await;
+        assert!(codes[..200].iter().all(|c| *c == 200));
+        assert_eq!(codes[200], 429);
+        // 4,800 more from other clients fill the global hour exactly.
+        let mut ok = 0;
+        for i in 0..4_801u32 {
+            let peer = format!("10.{}.{}.1:1", i / 250, i % 250);
+            ok += usize::from(call(&svc, &peer).await == 200);
+        }
+        assert_eq!(ok, 4_800);
     }
 
     async fn futures_codes(
@@ -493,8 +512,9 @@ mod hyper_app {
         let addr = listener.local_addr().unwrap();
         let svc = service(Limits {
             global: 1000,
+            global_window: HOUR,
             per_ip: 2,
-            period: HOUR,
+            per_ip_window: HOUR,
         })
         .unwrap();
         let server = tokio::spawn(async move {

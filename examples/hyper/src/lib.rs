@@ -1,10 +1,15 @@
 //! The hyper example of `tower-ratelimit`: plain hyper 1 + hyper-util, a
 //! global limit and a per-IP limit, built with `tower::ServiceBuilder`.
+//!
+//! By default the global limit is GitHub's: 5,000 per hour in a fixed
+//! window; the per-IP limit is a daily cap of 200 per day, whose windows
+//! are offset per client ([`Anchor::KeyOffset`]) so that the clients'
+//! windows don't all reset at the same instant.
 
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::Full;
-use ratelimit_core::{Gcra, MemoryStore};
+use ratelimit_core::{Anchor, FixedWindow, MemoryStore};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -13,24 +18,27 @@ use tower::ServiceBuilder;
 use tower_ratelimit::key::{Global, PeerAddr, PeerIp};
 use tower_ratelimit::RateLimitLayer;
 
-/// The limits: `global` per `period` for the whole server, `per_ip` per
-/// `period` per client IP.
+/// The limits, each a fixed window: `global` per `global_window` for the
+/// whole server, `per_ip` per `per_ip_window` per client IP.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
-    /// Requests per period, all clients together.
+    /// Requests per window, all clients together (default 5,000).
     pub global: u64,
-    /// Requests per period per client IP (IPv6 per /64).
+    /// The global window (default one hour).
+    pub global_window: Duration,
+    /// Requests per window per client IP, IPv6 per /64 (default 200).
     pub per_ip: u64,
-    /// The period (one second by default).
-    pub period: Duration,
+    /// The per-IP window (default one day), offset per client.
+    pub per_ip_window: Duration,
 }
 
 impl Default for Limits {
     fn default() -> Self {
         Self {
-            global: 1000,
-            per_ip: 10,
-            period: Duration::from_secs(1),
+            global: 5_000,
+            global_window: Duration::from_secs(3_600),
+            per_ip: 200,
+            per_ip_window: Duration::from_secs(86_400),
         }
     }
 }
@@ -43,11 +51,10 @@ pub type Service<B> = BoxCloneSyncService<Request<B>, Response<Full<Bytes>>, Inf
 pub fn service<B: Send + 'static>(
     limits: Limits,
 ) -> Result<Service<B>, Box<dyn std::error::Error + Send + Sync>> {
-    let second = limits.period;
     let global = RateLimitLayer::builder(Global)
         .limit(
             "global",
-            MemoryStore::new(Gcra::new(limits.global, second)?),
+            MemoryStore::new(FixedWindow::new(limits.global, limits.global_window)?),
         )
         .build()?;
     // Outside the global limit: a client's own limit is given back when
@@ -55,7 +62,10 @@ pub fn service<B: Send + 'static>(
     let per_ip = RateLimitLayer::builder(PeerIp::new())
         .limit(
             "per-ip",
-            MemoryStore::new(Gcra::new(limits.per_ip, second)?),
+            MemoryStore::new(
+                FixedWindow::new(limits.per_ip, limits.per_ip_window)?
+                    .with_anchor(Anchor::KeyOffset),
+            ),
         )
         .refund_on_inner_limit()
         .build()?;

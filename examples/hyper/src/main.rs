@@ -1,5 +1,6 @@
 //! `hyper-example`: a plain hyper server on `BIND_ADDR` (default
-//! `127.0.0.1:3001`) with a global and a per-IP limit.
+//! `127.0.0.1:3001`) with a global limit (GitHub's 5,000 per hour) and a
+//! per-IP daily cap (200 per day).
 
 #[tokio::main]
 async fn main() {
