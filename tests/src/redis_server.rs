@@ -1,8 +1,9 @@
 //! A private `redis-server` per test: a free port, a temp dir, no
 //! persistence; killed on drop.
 //!
-//! Shared (std only) by the integration tests and, through `#[path]`, by
-//! the axum example's two-process test.
+//! The one harness of the workspace (std only): used by the integration
+//! tests, and through `#[path]` by the axum example's two-process test and
+//! by `ratelimit-redis`'s tests.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -17,6 +18,7 @@ pub struct RedisServer {
     pub port: u16,
     dir: PathBuf,
     bin: PathBuf,
+    extra: Vec<String>,
 }
 
 fn find_binary() -> Option<PathBuf> {
@@ -61,6 +63,11 @@ impl RedisServer {
     /// A fresh server, or `None` (with a loud message) when there is no
     /// `redis-server` binary; with `CI=true` that is a failure instead.
     pub fn start() -> Option<Self> {
+        Self::start_with(&[])
+    }
+
+    /// Like [`start`](Self::start), with extra server options.
+    pub fn start_with(extra: &[&str]) -> Option<Self> {
         let Some(bin) = find_binary() else {
             if std::env::var("CI").is_ok_and(|v| v == "true") {
                 panic!("redis-server not found, and CI=true: install the redis-server package");
@@ -85,6 +92,7 @@ impl RedisServer {
                 port,
                 dir,
                 bin: bin.clone(),
+                extra: extra.iter().map(|s| s.to_string()).collect(),
             };
             if server.spawn() {
                 return Some(server);
@@ -97,6 +105,7 @@ impl RedisServer {
         let child = Command::new(&self.bin)
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
+            .args(&self.extra)
             .arg("--dir")
             .arg(&self.dir)
             .stdout(Stdio::null())
@@ -130,6 +139,17 @@ impl RedisServer {
             let _ = c.kill();
             let _ = c.wait();
         }
+    }
+
+    /// Sends `signal` (STOP, CONT) to the server: a stopped server accepts
+    /// connections but never answers.
+    pub fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().expect("server running").id();
+        let ok = Command::new("kill")
+            .args([&format!("-{signal}"), &pid.to_string()])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "kill -{signal} {pid} failed");
     }
 
     /// A new, empty server on the same port (after [`kill`](Self::kill)).
