@@ -60,6 +60,28 @@ where
         }
     }
 
+    /// A checker whose check of limit `i` is under way (`fut`), with the
+    /// limits of `pending` (a bit mask) still to check.
+    pub(crate) fn resume(
+        key: K,
+        cost: u64,
+        now: u64,
+        pending: u64,
+        i: usize,
+        fut: St::CheckFuture,
+    ) -> Self {
+        Self {
+            key,
+            cost,
+            now,
+            pending,
+            step: Step::Check(i, fut),
+            entries: SmallVec::new(),
+            verdict: None,
+            refund_from: 0,
+        }
+    }
+
     pub(crate) fn poll(
         &mut self,
         cx: &mut Context<'_>,

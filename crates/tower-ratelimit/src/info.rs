@@ -20,7 +20,7 @@ pub struct LimitDecision {
 /// Stacked layers add their decisions to the same value.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RateLimitInfo {
-    pub(crate) entries: SmallVec<[LimitDecision; 2]>,
+    pub(crate) entries: SmallVec<[LimitDecision; 1]>,
     pub(crate) denied: Option<usize>,
     pub(crate) dry_run: bool,
 }
@@ -67,10 +67,12 @@ impl RateLimitInfo {
     }
 
     pub(crate) fn merge_owned(self, ext: &mut http::Extensions) {
-        if ext.get::<RateLimitInfo>().is_some() {
-            self.merge_into(ext);
-        } else {
-            ext.insert(self);
+        // Usually the only layer: one map operation.
+        if let Some(mut outer) = ext.insert(self) {
+            if let Some(ours) = ext.get_mut::<RateLimitInfo>() {
+                std::mem::swap(ours, &mut outer);
+                outer.merge_into(ext);
+            }
         }
     }
 

@@ -5,12 +5,12 @@ use crate::future::{HeaderPlan, ResponseFuture};
 use crate::info::{LimitDecision, RateLimitInfo};
 use crate::key::KeyExtractor;
 use crate::observe;
-use crate::policy::{KeyErrorPolicy, Mode};
+use crate::policy::{FailurePolicy, KeyErrorPolicy, Mode};
 use crate::response::{ProblemJson, Rejection, ResponseBuilder};
 use crate::shared::Shared;
 use http::request::Parts;
 use http::{Request, Response};
-use ratelimit_core::Store;
+use ratelimit_core::{Decision, Store};
 use smallvec::SmallVec;
 use std::fmt;
 use std::hash::Hash;
@@ -82,7 +82,6 @@ struct Reserved<K> {
 enum Next<B, K> {
     Respond(Response<B>),
     Forward {
-        parts: Parts,
         plan: Option<HeaderPlan>,
         hold: Duration,
         reserved: Option<Reserved<K>>,
@@ -140,71 +139,138 @@ where
         }
         let cost = shared.cost.as_ref().map_or(1, |c| c.cost(&parts));
         let now = shared.clock.now();
-        let mut checker = Checker::<X::Key, St>::new(key, cost, now, selection);
-        let polled = {
-            // Several limits: check them under a per-key lock, so that a
-            // check-then-refund is never seen half-done by another request
-            // of this layer (exact when the store's futures are ready).
-            let _guard = shared.stripes.as_ref().map(|s| s.lock(&checker.key));
-            let mut cx = Context::from_waker(std::task::Waker::noop());
-            checker.poll(&mut cx, &shared.limits, shared.on_store_error)
-        };
-        match polled {
-            Poll::Ready(verdict) => match decide(shared, parts, checker, verdict) {
-                Next::Respond(res) => ResponseFuture::ready(Ok(res)),
-                Next::Forward {
-                    parts,
-                    plan,
-                    hold,
-                    reserved: None,
-                } if hold.is_zero() => {
-                    ResponseFuture::inner(self.inner.call(Request::from_parts(parts, body)), plan)
+        let single: [(usize, Decision); 1];
+        let mut checker;
+        let (key, entries, verdict): (X::Key, &[(usize, Decision)], Verdict) =
+            if shared.limits.len() == 1 {
+                // One limit: call the store directly (no lock, no refunds).
+                let limit = &shared.limits[0];
+                let mut fut = limit.store.check(&key, cost, now);
+                match poll_now(&mut fut) {
+                    Some(Ok(d)) => {
+                        single = [(0, d)];
+                        let verdict = if d.allowed {
+                            Verdict::Admitted
+                        } else {
+                            Verdict::Denied
+                        };
+                        (key, &single, verdict)
+                    }
+                    Some(Err(e)) => {
+                        let open = shared.on_store_error == FailurePolicy::Open;
+                        observe::store_error(limit.name, &e, open);
+                        let verdict = if open {
+                            Verdict::Admitted
+                        } else {
+                            Verdict::Unavailable(e)
+                        };
+                        (key, &[], verdict)
+                    }
+                    None => {
+                        let checker = Checker::<X::Key, St>::resume(key, cost, now, 0, 0, fut);
+                        return self.pending(parts, body, checker);
+                    }
                 }
+            } else {
+                checker = Checker::<X::Key, St>::new(key, cost, now, selection);
+                let polled = {
+                    // Several limits: check them under a per-key lock, so
+                    // that a check-then-refund is never seen half-done by
+                    // another request of this layer (exact when the store's
+                    // futures are ready).
+                    let _guard = shared.stripes.as_ref().map(|s| s.lock(&checker.key));
+                    let mut cx = Context::from_waker(std::task::Waker::noop());
+                    checker.poll(&mut cx, &shared.limits, shared.on_store_error)
+                };
+                match polled {
+                    Poll::Ready(verdict) => (checker.key, &checker.entries, verdict),
+                    Poll::Pending => return self.pending(parts, body, checker),
+                }
+            };
+        let mut parts = parts;
+        match decide(shared, &mut parts, key, cost, now, entries, verdict) {
+            Next::Respond(res) => ResponseFuture::ready(Ok(res)),
+            Next::Forward {
+                plan,
+                hold,
+                reserved: None,
+            } if hold.is_zero() => {
+                ResponseFuture::inner(self.inner.call(Request::from_parts(parts, body)), plan)
+            }
+            Next::Forward {
+                plan,
+                hold,
+                reserved,
+            } => {
+                let inner = self.take_inner();
+                let req = Request::from_parts(parts, body);
+                let reservation = reserved.map(|reserved| Reservation {
+                    shared: self.shared.clone(),
+                    reserved: Some(reserved),
+                    refund_on_drop: !hold.is_zero(),
+                });
+                ResponseFuture::boxed(Box::pin(forward(inner, req, plan, hold, reservation)))
+            }
+        }
+    }
+}
+
+impl<S, X, St, R> RateLimit<S, X, St, R>
+where
+    S: Clone,
+    X: KeyExtractor,
+    St: Store<X::Key>,
+    St::CheckFuture: Unpin,
+    St::RefundFuture: Unpin,
+{
+    /// A remote store: finish the check asynchronously.
+    #[cold]
+    #[inline(never)]
+    fn pending<ReqBody, ResBody>(
+        &mut self,
+        mut parts: Parts,
+        body: ReqBody,
+        mut checker: Checker<X::Key, St>,
+    ) -> ResponseFuture<S::Future>
+    where
+        S: Service<Request<ReqBody>, Response = Response<ResBody>> + Send + 'static,
+        S::Future: Send + 'static,
+        S::Error: Send + 'static,
+        X::Key: Hash,
+        R: ResponseBuilder<ResBody>,
+        ReqBody: Send + 'static,
+        ResBody: Send + 'static,
+    {
+        let inner = self.take_inner();
+        let shared = self.shared.clone();
+        ResponseFuture::boxed(Box::pin(async move {
+            let verdict =
+                std::future::poll_fn(|cx| checker.poll(cx, &shared.limits, shared.on_store_error))
+                    .await;
+            let Checker {
+                key,
+                cost,
+                now,
+                entries,
+                ..
+            } = checker;
+            match decide(&shared, &mut parts, key, cost, now, &entries, verdict) {
+                Next::Respond(res) => Ok(res),
                 Next::Forward {
-                    parts,
                     plan,
                     hold,
                     reserved,
                 } => {
-                    let inner = self.take_inner();
                     let req = Request::from_parts(parts, body);
                     let reservation = reserved.map(|reserved| Reservation {
-                        shared: self.shared.clone(),
+                        shared: shared.clone(),
                         reserved: Some(reserved),
                         refund_on_drop: !hold.is_zero(),
                     });
-                    ResponseFuture::boxed(Box::pin(forward(inner, req, plan, hold, reservation)))
+                    forward(inner, req, plan, hold, reservation).await
                 }
-            },
-            Poll::Pending => {
-                // A remote store: finish the check asynchronously.
-                let inner = self.take_inner();
-                let shared = self.shared.clone();
-                ResponseFuture::boxed(Box::pin(async move {
-                    let verdict = std::future::poll_fn(|cx| {
-                        checker.poll(cx, &shared.limits, shared.on_store_error)
-                    })
-                    .await;
-                    match decide(&shared, parts, checker, verdict) {
-                        Next::Respond(res) => Ok(res),
-                        Next::Forward {
-                            parts,
-                            plan,
-                            hold,
-                            reserved,
-                        } => {
-                            let req = Request::from_parts(parts, body);
-                            let reservation = reserved.map(|reserved| Reservation {
-                                shared: shared.clone(),
-                                reserved: Some(reserved),
-                                refund_on_drop: !hold.is_zero(),
-                            });
-                            forward(inner, req, plan, hold, reservation).await
-                        }
-                    }
-                }))
             }
-        }
+        }))
     }
 }
 
@@ -216,26 +282,28 @@ impl<S: Clone, X: KeyExtractor, St, R> RateLimit<S, X, St, R> {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn decide<X, St, R, B>(
     shared: &Shared<X, St, R>,
-    mut parts: Parts,
-    checker: Checker<X::Key, St>,
+    parts: &mut Parts,
+    key: X::Key,
+    cost: u64,
+    now: u64,
+    checked: &[(usize, Decision)],
     verdict: Verdict,
 ) -> Next<B, X::Key>
 where
     X: KeyExtractor,
-    St: Store<X::Key>,
-    St::CheckFuture: Unpin,
-    St::RefundFuture: Unpin,
     R: ResponseBuilder<B>,
 {
-    let mut entries: SmallVec<[LimitDecision; 2]> = SmallVec::new();
-    for &(i, decision) in &checker.entries {
-        entries.push(LimitDecision {
-            name: shared.limits[i].name,
-            decision,
-        });
-    }
+    let entry = |&(i, decision): &(usize, Decision)| LimitDecision {
+        name: shared.limits[i].name,
+        decision,
+    };
+    let entries: SmallVec<[LimitDecision; 1]> = match checked {
+        [one] => SmallVec::from_buf([entry(one)]),
+        _ => checked.iter().map(entry).collect(),
+    };
     let dry_run = shared.mode == Mode::DryRun;
     let mut reserved = None;
     let mut hold = Duration::ZERO;
@@ -278,17 +346,16 @@ where
                     .unwrap_or_default();
             }
             let refundable = shared.count_if.is_some() || shared.refund_on_inner_limit;
-            if (refundable || !hold.is_zero()) && checker.cost > 0 {
+            if (refundable || !hold.is_zero()) && cost > 0 {
                 reserved = Some(Reserved {
-                    limits: checker
-                        .entries
+                    limits: checked
                         .iter()
                         .filter(|(_, d)| d.allowed)
                         .map(|&(i, _)| i)
                         .collect(),
-                    key: checker.key,
-                    cost: checker.cost,
-                    at: checker.now,
+                    key,
+                    cost,
+                    at: now,
                 });
             }
             RateLimitInfo {
@@ -304,7 +371,6 @@ where
         .then(|| HeaderPlan(shared.headers.render(&info.entries)));
     info.merge_owned(&mut parts.extensions);
     Next::Forward {
-        parts,
         plan,
         hold,
         reserved,

@@ -3,7 +3,7 @@
 use super::problem::ceil_secs;
 use crate::buf::Buf;
 use crate::info::LimitDecision;
-use http::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
+use http::header::{Entry, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use std::cell::RefCell;
 
 /// `RateLimit-Policy` (draft-ietf-httpapi-ratelimit-headers).
@@ -130,10 +130,10 @@ impl Headers {
         let entries = match denied {
             Some(i) => {
                 let e = &entries[i];
-                if !map.contains_key(RETRY_AFTER) {
-                    if let Some(wait) = e.decision.retry_after() {
+                if let Some(wait) = e.decision.retry_after() {
+                    if let Entry::Vacant(slot) = map.entry(RETRY_AFTER) {
                         if let Some(v) = retry_after(ceil_secs(wait).max(1)) {
-                            map.insert(RETRY_AFTER, v);
+                            slot.insert(v);
                         }
                     }
                 }
@@ -219,37 +219,58 @@ fn field(name: &str, a: u64, b: u64, k1: &str, k2: &str) -> Option<HeaderValue> 
     HeaderValue::from_bytes(buf.as_bytes()).ok()
 }
 
-type Cache = RefCell<[Option<(usize, usize, u64, u64, HeaderValue)>; 4]>;
+/// The last few values, the next slot to replace, and the last value
+/// missed (a value is kept only when it is missed twice in a row, so that
+/// values that never repeat, like a busy client's `r`, cost no copies).
+struct Cache {
+    entries: [Option<(CacheKey, HeaderValue)>; 4],
+    next: usize,
+    missed: CacheKey,
+}
+
+/// The name's address and length, and the two numbers.
+type CacheKey = (usize, usize, u64, u64);
+
+impl Cache {
+    const fn new() -> RefCell<Self> {
+        RefCell::new(Self {
+            entries: [const { None }; 4],
+            next: 0,
+            missed: (0, 0, 0, 0),
+        })
+    }
+}
 
 thread_local! {
-    static POLICY_CACHE: Cache = const { RefCell::new([const { None }; 4]) };
-    static STATE_CACHE: Cache = const { RefCell::new([const { None }; 4]) };
+    static POLICY_CACHE: RefCell<Cache> = const { Cache::new() };
+    static STATE_CACHE: RefCell<Cache> = const { Cache::new() };
 }
 
 /// `"name";k1=a;k2=b`, from a per-thread cache of the last few values
 /// (policies repeat on every response; a denied client's state repeats
 /// for a second), so the common case costs no formatting or allocation.
 fn cached(
-    cache: &'static std::thread::LocalKey<Cache>,
+    cache: &'static std::thread::LocalKey<RefCell<Cache>>,
     name: &'static str,
     a: u64,
     b: u64,
     k1: &str,
     k2: &str,
 ) -> Option<HeaderValue> {
-    let id = (name.as_ptr() as usize, name.len());
+    let id = (name.as_ptr() as usize, name.len(), a, b);
     cache.with(|cache| {
         let mut cache = cache.borrow_mut();
-        if let Some(hit) = cache
-            .iter()
-            .flatten()
-            .find(|e| (e.0, e.1, e.2, e.3) == (id.0, id.1, a, b))
-        {
-            return Some(hit.4.clone());
+        if let Some(hit) = cache.entries.iter().flatten().find(|e| e.0 == id) {
+            return Some(hit.1.clone());
         }
         let value = field(name, a, b, k1, k2)?;
-        cache.rotate_right(1);
-        cache[0] = Some((id.0, id.1, a, b, value.clone()));
+        if cache.missed == id {
+            let i = cache.next;
+            cache.entries[i] = Some((id, value.clone()));
+            cache.next = (i + 1) % 4;
+        } else {
+            cache.missed = id;
+        }
         Some(value)
     })
 }
