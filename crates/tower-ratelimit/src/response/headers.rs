@@ -159,11 +159,15 @@ impl Headers {
                     None => ceil_secs(d.reset),
                 };
                 let w = ceil_secs(d.window).max(1);
-                let policy = cached(&POLICY_CACHE, e.name, d.limit, w, "q", "w");
-                // Repeats for every request of a limited client, and of
-                // clients far below their limit.
-                let state = cached(&STATE_CACHE, e.name, d.remaining, t, "r", "t");
-                policy.zip(state)
+                // One thread-local access for both fields.
+                CACHES.with(|caches| {
+                    let caches = &mut *caches.borrow_mut();
+                    let policy = caches.policy.get(e.name, d.limit, w, "q", "w")?;
+                    // Repeats for every request of a limited client, and
+                    // of clients far below their limit.
+                    let state = caches.state.get(e.name, d.remaining, t, "r", "t")?;
+                    Some((policy, state))
+                })
             } else {
                 self.list(entries)
             };
@@ -232,47 +236,55 @@ struct Cache {
 type CacheKey = (usize, usize, u64, u64);
 
 impl Cache {
-    const fn new() -> RefCell<Self> {
-        RefCell::new(Self {
+    const fn new() -> Self {
+        Self {
             entries: [const { None }; 4],
             next: 0,
             missed: (0, 0, 0, 0),
-        })
+        }
     }
-}
 
-thread_local! {
-    static POLICY_CACHE: RefCell<Cache> = const { Cache::new() };
-    static STATE_CACHE: RefCell<Cache> = const { Cache::new() };
-}
-
-/// `"name";k1=a;k2=b`, from a per-thread cache of the last few values
-/// (policies repeat on every response; a denied client's state repeats
-/// for a second), so the common case costs no formatting or allocation.
-fn cached(
-    cache: &'static std::thread::LocalKey<RefCell<Cache>>,
-    name: &'static str,
-    a: u64,
-    b: u64,
-    k1: &str,
-    k2: &str,
-) -> Option<HeaderValue> {
-    let id = (name.as_ptr() as usize, name.len(), a, b);
-    cache.with(|cache| {
-        let mut cache = cache.borrow_mut();
-        if let Some(hit) = cache.entries.iter().flatten().find(|e| e.0 == id) {
+    /// `"name";k1=a;k2=b`, from the last few values (policies repeat on
+    /// every response; a denied client's state repeats for a second), so
+    /// the common case costs no formatting or allocation.
+    #[inline]
+    fn get(
+        &mut self,
+        name: &'static str,
+        a: u64,
+        b: u64,
+        k1: &str,
+        k2: &str,
+    ) -> Option<HeaderValue> {
+        let id = (name.as_ptr() as usize, name.len(), a, b);
+        if let Some(hit) = self.entries.iter().flatten().find(|e| e.0 == id) {
             return Some(hit.1.clone());
         }
         let value = field(name, a, b, k1, k2)?;
-        if cache.missed == id {
-            let i = cache.next;
-            cache.entries[i] = Some((id, value.clone()));
-            cache.next = (i + 1) % 4;
+        if self.missed == id {
+            let i = self.next;
+            self.entries[i] = Some((id, value.clone()));
+            self.next = (i + 1) % 4;
         } else {
-            cache.missed = id;
+            self.missed = id;
         }
         Some(value)
-    })
+    }
+}
+
+/// Per-thread caches of `RateLimit-Policy` and `RateLimit` values.
+struct Caches {
+    policy: Cache,
+    state: Cache,
+}
+
+thread_local! {
+    static CACHES: RefCell<Caches> = const {
+        RefCell::new(Caches {
+            policy: Cache::new(),
+            state: Cache::new(),
+        })
+    };
 }
 
 /// `Retry-After: secs`, from a per-thread cache of the last value.
