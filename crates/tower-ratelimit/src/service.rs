@@ -283,6 +283,7 @@ impl<S: Clone, X: KeyExtractor, St, R> RateLimit<S, X, St, R> {
 }
 
 #[allow(clippy::too_many_arguments)]
+#[inline]
 fn decide<X, St, R, B>(
     shared: &Shared<X, St, R>,
     parts: &mut Parts,
