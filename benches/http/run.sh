@@ -13,7 +13,7 @@ cd "$(dirname "$0")"
 secs=${1:-5}
 conns=${2:-64}
 rounds=${ROUNDS:-5}
-modes=(bare ours governor ours-limited governor-limited)
+modes=(${MODES:-bare ours governor ours-limited governor-limited})
 command -v wrk >/dev/null || { echo "wrk not found: apt-get install wrk" >&2; exit 1; }
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-../../target/http-bench}
 cargo build --release -q

@@ -30,6 +30,18 @@ fn ours(interval: Duration, burst: u32) -> Router {
     app().layer(RateLimitLayer::new(MemoryStore::new(gcra), PeerIp::new()))
 }
 
+/// Like [`ours`], without rate-limit headers on admitted responses.
+fn ours_quiet(interval: Duration, burst: u32) -> Router {
+    let gcra = Gcra::with_burst(1_000_000_000 / interval.as_nanos() as u64, Duration::from_secs(1), u64::from(burst))
+        .expect("valid quota");
+    let layer = RateLimitLayer::builder(PeerIp::new())
+        .limit("default", MemoryStore::new(gcra))
+        .headers(tower_ratelimit::response::Headers::new().on_allowed(false))
+        .build()
+        .expect("valid layer");
+    app().layer(layer)
+}
+
 fn governor(interval: Duration, burst: u32) -> Router {
     let config = GovernorConfigBuilder::<PeerIpKeyExtractor, _>::default()
         .period(interval)
@@ -57,6 +69,7 @@ async fn main() {
         "bare" => app(),
         "ours" => ours(open.0, open.1),
         "governor" => governor(open.0, open.1),
+        "ours-quiet" => ours_quiet(open.0, open.1),
         "ours-limited" => ours(limited.0, limited.1),
         "governor-limited" => governor(limited.0, limited.1),
         other => {
