@@ -33,17 +33,26 @@ for round in $(seq "$rounds"); do
     echo "round $round $mode: $r req/s, p99 $l, non-2xx $n" >&2
     # p99 in microseconds for the median.
     us=$(awk -v l="$l" 'BEGIN{v=l+0; if (l ~ /us$/) print v; else if (l ~ /ms$/) print v*1000; else print v*1000000}')
-    echo "$mode $r $us $n" >>"$results"
+    echo "$mode $r $us $n $round" >>"$results"
   done
 done
 median() { sort -n | awk '{a[NR]=$1} END{print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-bare=$(awk '$1=="bare"{print $2}' "$results" | median)
-echo "| app | req/s (median of $rounds) | vs bare | p99 latency | responses not 2xx (last run) |"
+# "vs bare" is the median over rounds of (mode / bare in the same round):
+# a round takes under a minute, so slow drifts of the machine cancel out.
+ratio() {
+  awk -v m="$1" -v d="$2" '$1==d{b[$5]=$2} $1==m{x[$5]=$2} END{for (r in x) if (r in b) print x[r]/b[r]}' "$results" | median
+}
+echo "| app | req/s (median of $rounds) | vs bare (median of per-round ratios) | p99 latency (median) | responses not 2xx (last run) |"
 echo "|---|---:|---:|---:|---:|"
 for mode in "${modes[@]}"; do
   r=$(awk -v m="$mode" '$1==m{print $2}' "$results" | median)
   us=$(awk -v m="$mode" '$1==m{print $3}' "$results" | median)
   n=$(awk -v m="$mode" '$1==m{n=$4} END{print n}' "$results")
-  awk -v m="$mode" -v r="$r" -v b="$bare" -v us="$us" -v n="$n" \
-    'BEGIN{printf "| %s | %.0f | %.2f | %.2f ms | %s |\n", m, r, r/b, us/1000, n}'
+  q=$(ratio "$mode" bare)
+  awk -v m="$mode" -v r="$r" -v q="$q" -v us="$us" -v n="$n" \
+    'BEGIN{printf "| %s | %.0f | %.2f | %.2f ms | %s |\n", m, r, q, us/1000, n}'
 done
+if [[ " ${modes[*]} " == *" governor "* && " ${modes[*]} " == *" ours "* ]]; then
+  echo
+  echo "ours / governor, median of per-round ratios: admitted $(ratio ours governor), limited $(ratio ours-limited governor-limited)"
+fi
