@@ -193,7 +193,7 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
     }
 
     /// The layer, or why the configuration cannot work.
-    pub fn build(self) -> Result<RateLimitLayer<X, St, R>, BuildError> {
+    pub fn build(mut self) -> Result<RateLimitLayer<X, St, R>, BuildError> {
         let n = self.limits.len();
         if n == 0 {
             return Err(BuildError::NoLimits);
@@ -202,7 +202,7 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
             return Err(BuildError::TooManyLimits(n));
         }
         let mut limits = Vec::with_capacity(n);
-        for (name, store) in self.limits {
+        for (name, store) in std::mem::take(&mut self.limits) {
             if name.is_empty()
                 || name.len() > 64
                 || !name.bytes().all(|b| (0x20..=0x7e).contains(&b))
@@ -220,12 +220,19 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
                 store,
             });
         }
-        Ok(RateLimitLayer {
+        Ok(self.into_layer(limits.into_boxed_slice()))
+    }
+
+    /// The layer with these (already validated) limits and this builder's
+    /// policies.
+    pub(crate) fn into_layer(self, limits: Box<[Limit<St>]>) -> RateLimitLayer<X, St, R> {
+        let n = limits.len();
+        RateLimitLayer {
             shared: Arc::new(Shared {
                 key: self.key,
                 all: if n == 64 { u64::MAX } else { (1 << n) - 1 },
                 stripes: (n > 1).then(|| Stripes::new(64)),
-                limits: limits.into_boxed_slice(),
+                limits,
                 cost: self.cost,
                 select: self.select,
                 count_if: self.count_if,
@@ -237,6 +244,6 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
                 response: self.response,
                 clock: self.clock.unwrap_or_else(default_clock),
             }),
-        })
+        }
     }
 }

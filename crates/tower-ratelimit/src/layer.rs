@@ -1,10 +1,8 @@
 //! [`RateLimitLayer`]: the tower layer, cheap to clone, sharing its limits.
 
 use crate::builder::RateLimitBuilder;
-use crate::clock::default_clock;
 use crate::key::KeyExtractor;
-use crate::policy::{FailurePolicy, KeyErrorPolicy, Mode};
-use crate::response::{Headers, ProblemJson};
+use crate::response::ProblemJson;
 use crate::service::RateLimit;
 use crate::shared::{Limit, Shared};
 use ratelimit_core::Store;
@@ -39,27 +37,10 @@ impl<X: KeyExtractor, St: Store<X::Key>> RateLimitLayer<X, St> {
     /// # let _ = layer;
     /// ```
     pub fn new(store: St, key: X) -> Self {
-        Self {
-            shared: Arc::new(Shared {
-                key,
-                limits: Box::new([Limit {
-                    name: "default",
-                    store: Arc::new(store),
-                }]),
-                all: 1,
-                cost: None,
-                select: None,
-                count_if: None,
-                refund_on_inner_limit: false,
-                mode: Mode::Enforce,
-                on_key_error: KeyErrorPolicy::Reject,
-                on_store_error: FailurePolicy::Open,
-                headers: Headers::new(),
-                response: ProblemJson::new(),
-                clock: default_clock(),
-                stripes: None,
-            }),
-        }
+        RateLimitBuilder::new(key).into_layer(Box::new([Limit {
+            name: "default",
+            store: Arc::new(store),
+        }]))
     }
 
     /// A builder for several named limits and other policies.
