@@ -9,6 +9,8 @@ mod dry_run;
 mod failure;
 mod headers;
 mod malformed;
+#[cfg(feature = "metrics")]
+mod metrics;
 mod multi;
 mod shaping;
 mod spoofing;
