@@ -28,7 +28,7 @@ use std::hash::{BuildHasher, Hash};
 /// | fixed-window | 16 |
 /// | sliding-window | 24 |
 /// | sliding-log | 40 + 16 per logged instant, up to `limit` entries |
-/// | [`AnyAlgorithm`](crate::AnyAlgorithm) | 48 (+ the log) |
+/// | [`AnyAlgorithm`](crate::AnyAlgorithm) | 40 (+ the log) |
 ///
 /// With `u64` keys and GCRA that is 16 bytes a slot: 35.7 bytes a key
 /// measured at one million keys, the same as `governor`'s keyed limiter
@@ -41,8 +41,8 @@ use std::hash::{BuildHasher, Hash};
 /// - lazily, when a shard is about to grow, it first drops its full keys;
 /// - on [`sweep`](Self::sweep), which also gives memory back;
 /// - on a schedule the algorithm sets ([`Algorithm::idle_horizon`]): GCRA
-///   and the buckets keep their scaled time modulo 2^64 in 8 bytes, which
-///   stays unambiguous as long as each shard is swept at least that often.
+///   and the buckets keep their scaled time modulo 2^64 in 8 bytes (2^128
+///   in 16 for the wide state), which stays unambiguous as long as each shard is swept at least that often.
 ///   A shard checks this on every access, so no background task is needed.
 ///
 /// An optional hard cap ([`MemoryStoreBuilder::max_keys`]) bounds the number
