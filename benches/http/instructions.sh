@@ -9,11 +9,14 @@ set -u
 cd "$(dirname "$0")"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-../../target/http-bench}
 cargo build --release -q
-bin=$CARGO_TARGET_DIR/release/http-bench
+# A mode ending in -outer runs a second build, whose layers wrap the whole
+# Router instead of going in with Router::layer.
+CARGO_TARGET_DIR=$CARGO_TARGET_DIR-outer cargo build --release -q --features outer
+binary() { case $1 in *-outer) echo "$CARGO_TARGET_DIR-outer/release/http-bench ${1%-outer}" ;; *) echo "$CARGO_TARGET_DIR/release/http-bench $1" ;; esac; }
 port=38090
 for mode in ${MODES:-bare ours ours-quiet governor ours-limited governor-limited}; do
   rm -f /tmp/cg.$mode.*
-  TOKIO_WORKER_THREADS=1 valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.$mode.%p "$bin" "$mode" $port 2>/dev/null & pid=$!
+  TOKIO_WORKER_THREADS=1 valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.$mode.%p $(binary "$mode") $port 2>/dev/null & pid=$!
   for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.2; done
   callgrind_control -z $pid >/dev/null 2>&1   # zero counters after start-up
   out=$(wrk -t1 -c8 -d8s "http://127.0.0.1:$port/")

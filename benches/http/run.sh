@@ -17,13 +17,16 @@ modes=(${MODES:-bare ours governor ours-limited governor-limited})
 command -v wrk >/dev/null || { echo "wrk not found: apt-get install wrk" >&2; exit 1; }
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-../../target/http-bench}
 cargo build --release -q
-bin=$CARGO_TARGET_DIR/release/http-bench
+# A mode ending in -outer runs a second build, whose layers wrap the whole
+# Router instead of going in with Router::layer.
+CARGO_TARGET_DIR=$CARGO_TARGET_DIR-outer cargo build --release -q --features outer
+binary() { case $1 in *-outer) echo "$CARGO_TARGET_DIR-outer/release/http-bench ${1%-outer}" ;; *) echo "$CARGO_TARGET_DIR/release/http-bench $1" ;; esac; }
 port=38080
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 for round in $(seq "$rounds"); do
   for mode in "${modes[@]}"; do
-    TOKIO_WORKER_THREADS=1 taskset -c 0 "$bin" "$mode" "$port" & pid=$!
+    TOKIO_WORKER_THREADS=1 taskset -c 0 $(binary "$mode") "$port" & pid=$!
     for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
     out=$(taskset -c 1 wrk -t1 -c"$conns" -d"${secs}s" --latency "http://127.0.0.1:$port/")
     kill "$pid"; wait "$pid" 2>/dev/null || true

@@ -232,6 +232,10 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
                 key: self.key,
                 all: if n == 64 { u64::MAX } else { (1 << n) - 1 },
                 stripes: (n > 1).then(|| Stripes::new(64)),
+                plain: n == 1
+                    && self.mode == Mode::Enforce
+                    && self.count_if.is_none()
+                    && !self.refund_on_inner_limit,
                 limits,
                 cost: self.cost,
                 select: self.select,

@@ -27,6 +27,7 @@ pin_project! {
     pub struct ResponseFuture<F: Future> {
         #[pin]
         kind: Kind<F>,
+        plan: Option<HeaderPlan>,
     }
 }
 
@@ -34,27 +35,33 @@ pin_project! {
     #[project = KindProj]
     enum Kind<F: Future> {
         Ready { out: Option<F::Output> },
-        Inner { #[pin] fut: F, plan: Option<HeaderPlan> },
+        Inner { #[pin] fut: F },
         Boxed { fut: BoxFuture<F::Output> },
     }
 }
 
 impl<F: Future> ResponseFuture<F> {
+    #[inline(always)]
     pub(crate) fn ready(out: F::Output) -> Self {
         Self {
             kind: Kind::Ready { out: Some(out) },
+            plan: None,
         }
     }
 
+    #[inline(always)]
     pub(crate) fn inner(fut: F, plan: Option<HeaderPlan>) -> Self {
         Self {
-            kind: Kind::Inner { fut, plan },
+            kind: Kind::Inner { fut },
+            plan,
         }
     }
 
+    #[inline(always)]
     pub(crate) fn boxed(fut: BoxFuture<F::Output>) -> Self {
         Self {
             kind: Kind::Boxed { fut },
+            plan: None,
         }
     }
 }
@@ -66,14 +73,15 @@ where
     type Output = F::Output;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.project().kind.project() {
+        let this = self.project();
+        match this.kind.project() {
             KindProj::Ready { out } => match out.take() {
                 Some(out) => Poll::Ready(out),
                 None => Poll::Pending,
             },
-            KindProj::Inner { fut, plan } => {
+            KindProj::Inner { fut } => {
                 let mut out = std::task::ready!(fut.poll(cx));
-                if let (Ok(res), Some(plan)) = (&mut out, plan.take()) {
+                if let (Ok(res), Some(plan)) = (&mut out, this.plan.take()) {
                     plan.apply(res);
                 }
                 Poll::Ready(out)

@@ -66,6 +66,16 @@ impl RateLimitInfo {
         self.denied().and_then(|d| d.decision.retry_after())
     }
 
+    /// One admitted decision.
+    #[inline]
+    pub(crate) fn one(entry: LimitDecision) -> Self {
+        Self {
+            entries: SmallVec::from_buf([entry]),
+            denied: None,
+            dry_run: false,
+        }
+    }
+
     pub(crate) fn merge_owned(self, ext: &mut http::Extensions) {
         // Usually the only layer: one map operation.
         if let Some(mut outer) = ext.insert(self) {

@@ -113,7 +113,7 @@ where
 
     fn call(&mut self, req: Request<ReqBody>) -> Self::Future {
         let shared = &*self.shared;
-        let (parts, body) = req.into_parts();
+        let (mut parts, body) = req.into_parts();
         let key = match shared.key.extract(&parts) {
             Ok(key) => key,
             Err(e) => {
@@ -147,6 +147,20 @@ where
                 let limit = &shared.limits[0];
                 let mut fut = limit.store.check(&key, cost, now);
                 match poll_now(&mut fut) {
+                    Some(Ok(d)) if d.allowed && shared.plain => {
+                        // The common case: straight on.
+                        observe::allowed(limit.name);
+                        let entry = LimitDecision {
+                            name: limit.name,
+                            decision: d,
+                        };
+                        let plan = shared.headers.wants_allowed().then(|| {
+                            HeaderPlan(shared.headers.render(std::slice::from_ref(&entry)))
+                        });
+                        RateLimitInfo::one(entry).merge_owned(&mut parts.extensions);
+                        let req = Request::from_parts(parts, body);
+                        return ResponseFuture::inner(self.inner.call(req), plan);
+                    }
                     Some(Ok(d)) => {
                         single = [(0, d)];
                         let verdict = if d.allowed {
@@ -187,7 +201,6 @@ where
                     Poll::Pending => return self.pending(parts, body, checker),
                 }
             };
-        let mut parts = parts;
         match decide(shared, &mut parts, key, cost, now, entries, verdict) {
             Next::Respond(res) => ResponseFuture::ready(Ok(res)),
             Next::Forward {

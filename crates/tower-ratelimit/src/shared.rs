@@ -50,4 +50,7 @@ pub(crate) struct Shared<X: KeyExtractor, St, R> {
     pub(crate) response: R,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) stripes: Option<Stripes>,
+    /// One limit, enforced, nothing to give back: an admitted request goes
+    /// straight on (the fast path of `RateLimit::call`).
+    pub(crate) plain: bool,
 }

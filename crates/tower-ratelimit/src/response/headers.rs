@@ -3,8 +3,10 @@
 use super::problem::ceil_secs;
 use crate::buf::Buf;
 use crate::info::LimitDecision;
+use bytes::Bytes;
 use http::header::{Entry, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use std::cell::RefCell;
+use std::sync::{Mutex, PoisonError};
 
 /// `RateLimit-Policy` (draft-ietf-httpapi-ratelimit-headers).
 pub const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
@@ -230,24 +232,29 @@ struct Cache {
     entries: [Option<(CacheKey, HeaderValue)>; 4],
     next: usize,
     missed: CacheKey,
+    /// Keep values as interned `'static` bytes, whose clones touch no
+    /// reference count: for `RateLimit-Policy`, whose values are as many
+    /// as the limits configured.
+    interned: bool,
 }
 
 /// The name's address and length, and the two numbers.
 type CacheKey = (usize, usize, u64, u64);
 
 impl Cache {
-    const fn new() -> Self {
+    const fn new(interned: bool) -> Self {
         Self {
             entries: [const { None }; 4],
             next: 0,
             missed: (0, 0, 0, 0),
+            interned,
         }
     }
 
     /// `"name";k1=a;k2=b`, from the last few values (policies repeat on
     /// every response; a denied client's state repeats for a second), so
     /// the common case costs no formatting or allocation.
-    #[inline]
+    #[inline(always)]
     fn get(
         &mut self,
         name: &'static str,
@@ -260,16 +267,43 @@ impl Cache {
         if let Some(hit) = self.entries.iter().flatten().find(|e| e.0 == id) {
             return Some(hit.1.clone());
         }
-        let value = field(name, a, b, k1, k2)?;
+        self.miss(id, field(name, a, b, k1, k2)?)
+    }
+
+    /// Keeps `value` if `id` was missed just before.
+    #[cold]
+    fn miss(&mut self, id: CacheKey, value: HeaderValue) -> Option<HeaderValue> {
         if self.missed == id {
             let i = self.next;
-            self.entries[i] = Some((id, value.clone()));
+            let kept = if self.interned {
+                intern(id, &value)
+            } else {
+                value.clone()
+            };
+            self.entries[i] = Some((id, kept));
             self.next = (i + 1) % 4;
         } else {
             self.missed = id;
         }
         Some(value)
     }
+}
+
+/// `value` as `'static` bytes, leaked once per `id` for the whole process:
+/// only for values as few as the configured limits.
+fn intern(id: CacheKey, value: &HeaderValue) -> HeaderValue {
+    static INTERNED: Mutex<Vec<(CacheKey, &'static [u8])>> = Mutex::new(Vec::new());
+    let mut interned = INTERNED.lock().unwrap_or_else(PoisonError::into_inner);
+    let bytes = match interned.iter().find(|e| e.0 == id) {
+        Some(&(_, bytes)) => bytes,
+        None => {
+            let bytes: &'static [u8] = Box::leak(value.as_bytes().into());
+            interned.push((id, bytes));
+            bytes
+        }
+    };
+    // Checked once more, never fails: the bytes come from a `HeaderValue`.
+    HeaderValue::from_maybe_shared(Bytes::from_static(bytes)).unwrap_or_else(|_| value.clone())
 }
 
 /// Per-thread caches of `RateLimit-Policy` and `RateLimit` values.
@@ -281,8 +315,8 @@ struct Caches {
 thread_local! {
     static CACHES: RefCell<Caches> = const {
         RefCell::new(Caches {
-            policy: Cache::new(),
-            state: Cache::new(),
+            policy: Cache::new(true),
+            state: Cache::new(false),
         })
     };
 }
@@ -362,5 +396,30 @@ mod tests {
         let mut map = HeaderMap::new();
         Headers::none().write(&mut map, &[entry("n", false, 0, None)], Some(0));
         assert!(map.is_empty());
+    }
+
+    #[test]
+    fn cached_values_equal_fresh_ones() {
+        // Policies are interned after two misses in a row; states are kept
+        // as shared copies. Either way every call gives the same value.
+        let mut policy = Cache::new(true);
+        let mut state = Cache::new(false);
+        for _ in 0..4 {
+            assert_eq!(
+                policy.get("p", 100, 60, "q", "w").unwrap(),
+                r#""p";q=100;w=60"#
+            );
+            assert_eq!(state.get("p", 7, 3, "r", "t").unwrap(), r#""p";r=7;t=3"#);
+        }
+        assert_eq!(
+            policy.get("p", 101, 60, "q", "w").unwrap(),
+            r#""p";q=101;w=60"#
+        );
+        let id = ("p".as_ptr() as usize, 1, 100, 60);
+        let value = HeaderValue::from_static("\"p\";q=100;w=60");
+        let a = intern(id, &value);
+        let b = intern(id, &HeaderValue::from_static("ignored: already interned"));
+        assert_eq!(a, value);
+        assert_eq!(a.as_bytes().as_ptr(), b.as_bytes().as_ptr());
     }
 }
