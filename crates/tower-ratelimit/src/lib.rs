@@ -23,6 +23,34 @@
 //! // Serve with app.into_make_service_with_connect_info::<SocketAddr>().
 //! ```
 //!
+//! # Where to put it
+//!
+//! `Router::layer` and `route_layer` limit routes (and let each route have
+//! its own policy); axum then wraps every layered route once more, which
+//! costs about as much as the check itself. A limit for the whole app can
+//! instead wrap the `Router`, checking before routing: a rejected request
+//! then costs less than serving the page (see BENCHMARKS.md). Keys by
+//! route ([`Route`](key::Route)) need axum's matched path, which only
+//! exists inside the router (outside it they see the raw path, one key per
+//! URL), so they go in with `Router::layer`.
+//!
+//! ```
+//! # use axum::{routing::get, Router};
+//! # use ratelimit_core::{Gcra, MemoryStore};
+//! # use std::{net::SocketAddr, time::Duration};
+//! # use tower_ratelimit::{key::PeerIp, RateLimitLayer};
+//! use axum::{extract::Request, ServiceExt};
+//! use tower_layer::Layer;
+//!
+//! let store = MemoryStore::new(Gcra::new(100, Duration::from_secs(60)).unwrap());
+//! let router = Router::new().route("/", get(|| async { "hello" }));
+//! let app = RateLimitLayer::new(store, PeerIp::new()).layer(router);
+//! let make_service =
+//!     ServiceExt::<Request>::into_make_service_with_connect_info::<SocketAddr>(app);
+//! // axum::serve(listener, make_service)
+//! # let _ = make_service;
+//! ```
+//!
 //! # What a limited client sees
 //!
 //! `429 Too Many Requests` with `Retry-After` in whole seconds (rounded up,

@@ -298,3 +298,38 @@ async fn composite_route_and_client() {
     assert_eq!(send("/a/2").await.unwrap().status(), 429);
     assert_eq!(send("/b").await.unwrap().status(), 200);
 }
+
+#[tokio::test]
+async fn around_the_router_checks_before_routing() {
+    use tower_layer::Layer;
+    let store = MemoryStore::new(Gcra::new(3, 60 * SEC).unwrap());
+    let router = Router::new().route(
+        "/",
+        get(|Extension(info): Extension<RateLimitInfo>| async move {
+            info.remaining().unwrap().to_string()
+        }),
+    );
+    let app = RateLimitLayer::new(store, PeerIp::new()).layer(router);
+    let mut statuses = Vec::new();
+    for (peer, uri) in [
+        ("203.0.113.1:1", "/"),
+        ("203.0.113.1:2", "/missing"),
+        ("203.0.113.1:3", "/"),
+        ("203.0.113.1:4", "/"),
+        ("203.0.113.1:5", "/missing"),
+        ("203.0.113.2:1", "/"),
+    ] {
+        let res = app.clone().oneshot(get_from(peer, uri, &[])).await.unwrap();
+        let status = res.status().as_u16();
+        let remaining = res.headers().get(RATELIMIT).cloned();
+        let body = body_string(res).await;
+        statuses.push(status);
+        if uri == "/" && status == 200 {
+            // The handler sees the same decision as the header.
+            let header = remaining.unwrap();
+            assert!(header.to_str().unwrap().contains(&format!(";r={body};")));
+        }
+    }
+    // A 404 counts like any request: the check comes before routing.
+    assert_eq!(statuses, [200, 404, 200, 429, 429, 200]);
+}
