@@ -40,7 +40,9 @@ const BAD_FORWARDED: KeyError = KeyError::malformed("Forwarded header");
 ///   right**, skipping addresses of trusted proxies; the first untrusted
 ///   address is the client. Entries left of it were written by the client
 ///   and are never read, so a forged leftmost entry changes nothing.
-/// - When every hop is trusted, the leftmost address is used.
+/// - When every hop is trusted, the leftmost address is used; with no
+///   address at all (no header, or only empty list elements, which are
+///   skipped as HTTP lists require), the peer's.
 /// - A malformed entry reached in that walk (non-ASCII bytes, garbage,
 ///   `unknown`, obfuscated identifiers, a port-only value) is a
 ///   [`KeyError`] (400); several header lines are read as one list.
@@ -144,7 +146,11 @@ impl ClientIp {
         for value in req.headers.get_all(X_FORWARDED_FOR).iter().rev() {
             let value = value.to_str().map_err(|_| BAD_XFF)?;
             for entry in value.rsplit(',') {
-                let ip = parse_node(entry.trim_matches([' ', '\t'])).ok_or(BAD_XFF)?;
+                let entry = entry.trim_matches([' ', '\t']);
+                if entry.is_empty() {
+                    continue; // An empty list element (RFC 9110, 5.6.1).
+                }
+                let ip = parse_node(entry).ok_or(BAD_XFF)?;
                 client = normalize(ip);
                 if !self.is_trusted(client) {
                     return Ok(client);
@@ -160,6 +166,9 @@ impl ClientIp {
             let value = value.to_str().map_err(|_| BAD_FORWARDED)?;
             let elements = split_elements(value).ok_or(BAD_FORWARDED)?;
             for element in elements.iter().rev() {
+                if element.trim_matches([' ', '\t']).is_empty() {
+                    continue; // An empty list element (RFC 9110, 5.6.1).
+                }
                 let node = forwarded_for(element).ok_or(BAD_FORWARDED)?;
                 let ip = parse_node(node).ok_or(BAD_FORWARDED)?;
                 client = normalize(ip);
@@ -321,17 +330,20 @@ mod tests {
     #[test]
     fn malformed_xff_is_a_4xx() {
         let c = ClientIp::new(["10.0.0.0/8"]).unwrap();
-        for bad in [
-            &b"garbage"[..],
-            b"",
-            b" , ",
-            b"\xff\xfe",
-            b"1.2.3.4.5",
-            b"unknown",
-        ] {
+        for bad in [&b"garbage"[..], b"\xff\xfe", b"1.2.3.4.5", b"unknown"] {
             let r = req("10.0.0.1:1", &[("x-forwarded-for", bad)]);
             let e = c.extract(&r).unwrap_err();
             assert_eq!(e.status(), 400, "{bad:?}");
+        }
+        // Empty list elements are skipped; none at all is no header.
+        for (value, client) in [
+            (&b"1.1.1.1,,, "[..], "1.1.1.1"),
+            (b" ,1.1.1.1 , ,10.0.0.7", "1.1.1.1"),
+            (b"", "10.0.0.1"),
+            (b" , ", "10.0.0.1"),
+        ] {
+            let r = req("10.0.0.1:1", &[("x-forwarded-for", value)]);
+            assert_eq!(ip(&c, &r).unwrap(), client, "{value:?}");
         }
         // Garbage left of the client is never read.
         let r = req("10.0.0.1:1", &[("x-forwarded-for", b"garbage, 5.5.5.5")]);
@@ -351,6 +363,8 @@ mod tests {
             )],
         );
         assert_eq!(ip(&c, &r).unwrap(), "2001:db8:cafe::/64");
+        let r = req("10.0.0.1:1", &[("forwarded", b"for=1.2.3.4, , ,")]);
+        assert_eq!(ip(&c, &r).unwrap(), "1.2.3.4");
         for bad in [
             &b"for=unknown"[..],
             b"for=_hidden",
