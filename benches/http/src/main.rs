@@ -7,6 +7,8 @@
 //!   wrapping of a layered route costs by itself); `ours`: tower-ratelimit;
 //!   `ours-quiet`: tower-ratelimit without rate-limit headers on admitted
 //!   responses; `governor`: tower_governor.
+//! - `ours-draining`: admits everything, with `r` changing on every
+//!   response (each request takes a token that comes back after 1 ms).
 //! - `-limited`: one per minute with a burst of 10, so all but the first
 //!   few requests get 429; without it everything is admitted (1 per ns,
 //!   burst 10^9).
@@ -169,6 +171,15 @@ async fn main() {
         "bare-headers" => serve(bare_headers(), port).await,
         "noop" => run(Noop, port).await,
         "ours" => run(ours(interval, burst, Headers::new()), port).await,
+        // Admits everything too, but each request takes a token that comes
+        // back only after a millisecond: `r` changes on every response.
+        "ours-draining" => {
+            run(
+                ours(Duration::from_millis(1), 1_000_000_000, Headers::new()),
+                port,
+            )
+            .await
+        }
         "ours-quiet" => {
             run(
                 ours(interval, burst, Headers::new().on_allowed(false)),

@@ -17,21 +17,29 @@ impl<const N: usize> Buf<N> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn bytes(&mut self, s: &[u8]) {
-        if let Some(heap) = &mut self.heap {
-            heap.extend_from_slice(s);
-            return;
-        }
         let end = self.len + s.len();
-        if end <= N {
+        if self.heap.is_none() && end <= N {
+            // Inlined, a short constant piece is a store or two.
             self.stack[self.len..end].copy_from_slice(s);
             self.len = end;
         } else {
-            let mut heap = Vec::with_capacity(end * 2);
-            heap.extend_from_slice(&self.stack[..self.len]);
-            heap.extend_from_slice(s);
-            self.heap = Some(heap);
+            self.spill(s);
+        }
+    }
+
+    /// Appends `s` on the heap, moving there first if needed.
+    #[cold]
+    fn spill(&mut self, s: &[u8]) {
+        match &mut self.heap {
+            Some(heap) => heap.extend_from_slice(s),
+            None => {
+                let mut heap = Vec::with_capacity((self.len + s.len()) * 2);
+                heap.extend_from_slice(&self.stack[..self.len]);
+                heap.extend_from_slice(s);
+                self.heap = Some(heap);
+            }
         }
     }
 
@@ -52,18 +60,8 @@ impl<const N: usize> Buf<N> {
     }
 
     #[inline]
-    pub(crate) fn num(&mut self, mut n: u64) -> &mut Self {
-        let mut digits = [0u8; 20];
-        let mut i = digits.len();
-        loop {
-            i -= 1;
-            digits[i] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        self.bytes(&digits[i..]);
+    pub(crate) fn num(&mut self, n: u64) -> &mut Self {
+        self.bytes(itoa::Buffer::new().format(n).as_bytes());
         self
     }
 
