@@ -1,6 +1,7 @@
 //! [`ResponseFuture`]: the inner service's future, a ready rejection, or the slow path.
 
-use crate::response::Rendered;
+use crate::info::LimitDecision;
+use crate::response::{Headers, Rendered};
 use http::Response;
 use pin_project_lite::pin_project;
 use std::fmt;
@@ -14,6 +15,14 @@ pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>
 pub(crate) struct HeaderPlan(pub(crate) Rendered);
 
 impl HeaderPlan {
+    /// The fields for an admitted request's `entries`, if `headers` sends
+    /// them on admitted responses.
+    pub(crate) fn allowed(headers: &Headers, entries: &[LimitDecision]) -> Option<Self> {
+        headers
+            .wants_allowed()
+            .then(|| HeaderPlan(headers.render(entries)))
+    }
+
     pub(crate) fn apply<B>(self, res: &mut Response<B>) {
         self.0.apply(res.headers_mut());
     }
@@ -41,7 +50,6 @@ pin_project! {
 }
 
 impl<F: Future> ResponseFuture<F> {
-    #[inline(always)]
     pub(crate) fn ready(out: F::Output) -> Self {
         Self {
             kind: Kind::Ready { out: Some(out) },
@@ -49,7 +57,6 @@ impl<F: Future> ResponseFuture<F> {
         }
     }
 
-    #[inline(always)]
     pub(crate) fn inner(fut: F, plan: Option<HeaderPlan>) -> Self {
         Self {
             kind: Kind::Inner { fut },
@@ -57,7 +64,6 @@ impl<F: Future> ResponseFuture<F> {
         }
     }
 
-    #[inline(always)]
     pub(crate) fn boxed(fut: BoxFuture<F::Output>) -> Self {
         Self {
             kind: Kind::Boxed { fut },

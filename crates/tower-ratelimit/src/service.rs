@@ -154,9 +154,8 @@ where
                             name: limit.name,
                             decision: d,
                         };
-                        let plan = shared.headers.wants_allowed().then(|| {
-                            HeaderPlan(shared.headers.render(std::slice::from_ref(&entry)))
-                        });
+                        let plan =
+                            HeaderPlan::allowed(&shared.headers, std::slice::from_ref(&entry));
                         RateLimitInfo::one(entry).merge_owned(&mut parts.extensions);
                         let req = Request::from_parts(parts, body);
                         return ResponseFuture::inner(self.inner.call(req), plan);
@@ -379,10 +378,7 @@ where
             }
         }
     };
-    let plan = shared
-        .headers
-        .wants_allowed()
-        .then(|| HeaderPlan(shared.headers.render(&info.entries)));
+    let plan = HeaderPlan::allowed(&shared.headers, &info.entries);
     info.merge_owned(&mut parts.extensions);
     Next::Forward {
         plan,
