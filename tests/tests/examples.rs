@@ -256,7 +256,17 @@ async fn accounts_behind_trusted_proxies() {
         .send(&app)
         .await
         .assert_429();
-    assert_eq!(fwd("for=unknown").send(&app).await.status, 400);
+    // A proxy that hides the client (`unknown`, `_obfuscated`, no `for=`):
+    // keyed by that proxy, whose two accounts are used up above.
+    for hidden in [
+        "for=unknown",
+        "for=_hidden",
+        "proto=https",
+        "for=\"unknown:_p\"",
+    ] {
+        fwd(hidden).send(&app).await.assert_429();
+    }
+    assert_eq!(fwd("for=_").send(&app).await.status, 400);
     // Untrusted peers' headers are ignored.
     let direct = || probe("POST", "/accounts").from("198.51.100.9:1");
     assert_eq!(

@@ -399,16 +399,35 @@ struct Reservation<X: KeyExtractor, St: Store<X::Key>, R> {
 }
 
 impl<X: KeyExtractor, St: Store<X::Key>, R> Reservation<X, St, R> {
-    async fn refund(mut self) {
-        if let Some(r) = self.reserved.take() {
-            let now = self.shared.clock.now();
-            for &i in &r.limits {
-                let limit = &self.shared.limits[i];
-                if let Err(e) = limit.store.refund(&r.key, r.cost, r.at, now).await {
-                    observe::refund_error(limit.name, &e);
-                }
+    /// Gives the reserved cost back. With a `plan` (fields for the
+    /// response), reads each limit's state afterwards (a cost-0 check, a
+    /// peek) so that the fields show the refund; if a read fails, the
+    /// plan stays as it was.
+    async fn refund(mut self, plan: Option<HeaderPlan>) -> Option<HeaderPlan> {
+        let Some(r) = self.reserved.take() else {
+            return plan;
+        };
+        let shared = &*self.shared;
+        let now = shared.clock.now();
+        for &i in &r.limits {
+            let limit = &shared.limits[i];
+            if let Err(e) = limit.store.refund(&r.key, r.cost, r.at, now).await {
+                observe::refund_error(limit.name, &e);
             }
         }
+        plan.as_ref()?;
+        let mut entries = SmallVec::<[LimitDecision; 2]>::new();
+        for &i in &r.limits {
+            let limit = &shared.limits[i];
+            match limit.store.check(&r.key, 0, now).await {
+                Ok(decision) => entries.push(LimitDecision {
+                    name: limit.name,
+                    decision,
+                }),
+                Err(_) => return plan,
+            }
+        }
+        HeaderPlan::allowed(&shared.headers, &entries)
     }
 }
 
@@ -435,7 +454,7 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> Drop for Reservation<X, St, R> {
 async fn forward<S, X, St, R, ReqBody, ResBody>(
     mut inner: S,
     req: Request<ReqBody>,
-    plan: Option<HeaderPlan>,
+    mut plan: Option<HeaderPlan>,
     hold: Duration,
     mut reservation: Option<Reservation<X, St, R>>,
 ) -> Result<Response<ResBody>, S::Error>
@@ -468,7 +487,7 @@ where
             }
         };
         if !counts {
-            r.refund().await;
+            plan = r.refund(plan).await;
         }
     }
     if let (Ok(res), Some(plan)) = (&mut result, plan) {

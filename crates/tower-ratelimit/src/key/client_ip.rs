@@ -8,7 +8,7 @@ use http::header::{HeaderName, FORWARDED};
 use http::request::Parts;
 use ipnet::IpNet;
 use smallvec::SmallVec;
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::Arc;
 
 /// Which header the trusted proxies append the client's address to.
@@ -43,9 +43,15 @@ const BAD_FORWARDED: KeyError = KeyError::malformed("Forwarded header");
 /// - When every hop is trusted, the leftmost address is used; with no
 ///   address at all (no header, or only empty list elements, which are
 ///   skipped as HTTP lists require), the peer's.
+/// - A hop that does not name the client (RFC 7239's `unknown`, an
+///   obfuscated identifier like `_hidden`, a `Forwarded` element without
+///   `for=`) ends the walk: the request is keyed by the last address
+///   known, that of the trusted proxy that wrote the hop (or the peer).
+///   Every client such a proxy hides shares its key, which errs on the
+///   side of limiting.
 /// - A malformed entry reached in that walk (non-ASCII bytes, garbage,
-///   `unknown`, obfuscated identifiers, a port-only value) is a
-///   [`KeyError`] (400); several header lines are read as one list.
+///   a port-only value) is a [`KeyError`] (400); several header lines
+///   are read as one list.
 ///
 /// Addresses are keyed like [`PeerIp`](super::PeerIp): IPv6 by /64,
 /// IPv4-mapped addresses as IPv4.
@@ -150,7 +156,9 @@ impl ClientIp {
                 if entry.is_empty() {
                     continue; // An empty list element (RFC 9110, 5.6.1).
                 }
-                let ip = parse_node(entry).ok_or(BAD_XFF)?;
+                let Some(ip) = parse_node(entry).ok_or(BAD_XFF)? else {
+                    return Ok(client); // A hidden hop: its proxy's address.
+                };
                 client = normalize(ip);
                 if !self.is_trusted(client) {
                     return Ok(client);
@@ -170,7 +178,9 @@ impl ClientIp {
                     continue; // An empty list element (RFC 9110, 5.6.1).
                 }
                 let node = forwarded_for(element).ok_or(BAD_FORWARDED)?;
-                let ip = parse_node(node).ok_or(BAD_FORWARDED)?;
+                let Some(ip) = node.map_or(Some(None), parse_node).ok_or(BAD_FORWARDED)? else {
+                    return Ok(client); // A hidden hop: its proxy's address.
+                };
                 client = normalize(ip);
                 if !self.is_trusted(client) {
                     return Ok(client);
@@ -200,22 +210,57 @@ fn parse_cidr(s: &str) -> Result<IpNet, BuildError> {
         .map_err(|_| BuildError::BadCidr(s.to_owned()))
 }
 
-/// An address, optionally with a port: `1.2.3.4`, `1.2.3.4:80`, `::1`,
-/// `[::1]`, `[::1]:80`.
-fn parse_node(s: &str) -> Option<IpAddr> {
+/// A node of either header (RFC 7239 section 6): an address, optionally
+/// with a port (`1.2.3.4`, `1.2.3.4:80`, `::1`, `[::1]`, `[::1]:80`), or a
+/// hop that hides the client (`unknown`, an obfuscated `_name`), which is
+/// `Some(None)`. `None` when malformed.
+fn parse_node(s: &str) -> Option<Option<IpAddr>> {
     if s.is_empty() || s.len() > 64 {
         return None;
     }
     if let Ok(ip) = s.parse::<IpAddr>() {
-        return Some(ip);
+        return Some(Some(ip)); // Bare, IPv6 included.
     }
-    if let Ok(sa) = s.parse::<SocketAddr>() {
-        return Some(sa.ip());
+    let (name, port) = match s.strip_prefix('[') {
+        Some(rest) => {
+            let (v6, port) = rest.split_once(']')?;
+            let port = match port {
+                "" => None,
+                p => Some(p.strip_prefix(':')?),
+            };
+            return port
+                .is_none_or(is_port)
+                .then_some(Some(IpAddr::V6(v6.parse().ok()?)));
+        }
+        None => match s.split_once(':') {
+            Some((name, port)) => (name, Some(port)),
+            None => (s, None),
+        },
+    };
+    if !port.is_none_or(is_port) {
+        return None;
     }
-    s.strip_prefix('[')
-        .and_then(|r| r.strip_suffix(']'))
-        .and_then(|r| r.parse::<std::net::Ipv6Addr>().ok())
-        .map(IpAddr::V6)
+    if name.eq_ignore_ascii_case("unknown") || is_obfuscated(name) {
+        return Some(None);
+    }
+    name.parse::<std::net::Ipv4Addr>()
+        .ok()
+        .map(|ip| Some(IpAddr::V4(ip)))
+}
+
+/// `1*5DIGIT`, or an obfuscated port.
+fn is_port(p: &str) -> bool {
+    (!p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit())) || is_obfuscated(p)
+}
+
+/// `"_" 1*(ALPHA / DIGIT / "." / "_" / "-")` (RFC 7239, 6.3).
+fn is_obfuscated(s: &str) -> bool {
+    s.strip_prefix('_').is_some_and(|rest| {
+        !rest.is_empty()
+            && rest
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+    })
 }
 
 /// Splits a `Forwarded` value into its comma-separated elements, honouring
@@ -246,8 +291,9 @@ fn split_elements(value: &str) -> Option<SmallVec<[&str; 4]>> {
     Some(out)
 }
 
-/// The `for=` node of one `Forwarded` element, unquoted.
-fn forwarded_for(element: &str) -> Option<&str> {
+/// The `for=` node of one `Forwarded` element, unquoted: `Some(None)` when
+/// the element has none, `None` when it is malformed.
+fn forwarded_for(element: &str) -> Option<Option<&str>> {
     for pair in element.split(';') {
         let pair = pair.trim_matches([' ', '\t']);
         let (name, value) = pair.split_once('=')?;
@@ -260,10 +306,10 @@ fn forwarded_for(element: &str) -> Option<&str> {
             if value.contains(['"', '\\']) {
                 return None;
             }
-            return Some(value);
+            return Some(Some(value));
         }
     }
-    None
+    Some(None)
 }
 
 #[cfg(test)]
@@ -330,17 +376,32 @@ mod tests {
     #[test]
     fn malformed_xff_is_a_4xx() {
         let c = ClientIp::new(["10.0.0.0/8"]).unwrap();
-        for bad in [&b"garbage"[..], b"\xff\xfe", b"1.2.3.4.5", b"unknown"] {
+        for bad in [
+            &b"garbage"[..],
+            b"\xff\xfe",
+            b"1.2.3.4.5",
+            b":80",
+            b"1.2.3.4:",
+            b"1.2.3.4:123456",
+            b"[::1]x",
+            b"_",
+            b"unknown2",
+        ] {
             let r = req("10.0.0.1:1", &[("x-forwarded-for", bad)]);
             let e = c.extract(&r).unwrap_err();
             assert_eq!(e.status(), 400, "{bad:?}");
         }
         // Empty list elements are skipped; none at all is no header.
+        // `unknown` (as some proxies write it) hides the client: keyed by
+        // the proxy that wrote it.
         for (value, client) in [
             (&b"1.1.1.1,,, "[..], "1.1.1.1"),
             (b" ,1.1.1.1 , ,10.0.0.7", "1.1.1.1"),
             (b"", "10.0.0.1"),
             (b" , ", "10.0.0.1"),
+            (b"unknown", "10.0.0.1"),
+            (b"1.1.1.1, unknown, 10.0.0.9", "10.0.0.9"),
+            (b"unknown, 1.1.1.1:443", "1.1.1.1"),
         ] {
             let r = req("10.0.0.1:1", &[("x-forwarded-for", value)]);
             assert_eq!(ip(&c, &r).unwrap(), client, "{value:?}");
@@ -366,15 +427,27 @@ mod tests {
         let r = req("10.0.0.1:1", &[("forwarded", b"for=1.2.3.4, , ,")]);
         assert_eq!(ip(&c, &r).unwrap(), "1.2.3.4");
         for bad in [
-            &b"for=unknown"[..],
-            b"for=_hidden",
-            b"for=\"[::1]",
-            b"proto=http",
+            &b"for=\"[::1]"[..],
             b"for",
             b"for=\"a\\\"b\"",
+            b"for=\"\"",
+            b"for=_",
+            b"for=1.2.3.4:x",
         ] {
             let r = req("10.0.0.1:1", &[("forwarded", bad)]);
             assert!(c.extract(&r).is_err(), "{bad:?}");
+        }
+        // A hop that hides the client: keyed by the proxy that wrote it.
+        for (value, client) in [
+            (&b"for=unknown"[..], "10.0.0.1"),
+            (b"for=1.1.1.1, for=_hidden, for=10.0.0.3", "10.0.0.3"),
+            (b"for=\"_Obf.1-x:_p0rt\", for=10.0.0.4", "10.0.0.4"),
+            (b"for=1.1.1.1, proto=https;by=10.0.0.1", "10.0.0.1"),
+            (b"for=\"UNKNOWN:8080\"", "10.0.0.1"),
+            (b"for=_hidden, for=\"[2001:db8::1]:_p\"", "2001:db8::/64"),
+        ] {
+            let r = req("10.0.0.1:1", &[("forwarded", value)]);
+            assert_eq!(ip(&c, &r).unwrap(), client, "{value:?}");
         }
         // X-Forwarded-For is ignored when Forwarded is configured.
         let r = req("10.0.0.1:1", &[("x-forwarded-for", b"1.2.3.4")]);

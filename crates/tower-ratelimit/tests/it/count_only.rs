@@ -90,3 +90,35 @@ async fn successes_do_not_count() {
     assert_eq!(app.clone().oneshot(req).await.unwrap().status(), 429);
     assert_eq!(hits.get(), 25);
 }
+
+#[tokio::test]
+async fn fields_show_what_counted() {
+    // A response that does not count gets its slot back, and its fields
+    // say so; one that counts shows the slot used.
+    let clock = ManualClock::new();
+    let app = login_app(Hits::default(), &clock);
+    let send = |password: &'static [u8]| {
+        let app = app.clone();
+        async move {
+            let req = get_from("192.0.2.52:1", "/login", &[("x-password", password)]);
+            let res = app.oneshot(req).await.unwrap();
+            let field = |n: &str| res.headers()[n].to_str().unwrap().to_owned();
+            (res.status(), field("ratelimit"), field("ratelimit-policy"))
+        }
+    };
+    let ok = (StatusCode::OK, r#""failures";r=5;t=0"#.to_owned());
+    let (status, state, policy) = send(b"open sesame").await;
+    assert_eq!((status, state), ok);
+    assert_eq!(policy, r#""failures";q=5;w=3600"#);
+    let (status, state, _) = send(b"guess").await;
+    assert_eq!(
+        (status, state.as_str()),
+        (StatusCode::UNAUTHORIZED, r#""failures";r=4;t=3600"#)
+    );
+    clock.advance(Duration::from_secs(600));
+    let (status, state, _) = send(b"open sesame").await;
+    assert_eq!(
+        (status, state.as_str()),
+        (StatusCode::OK, r#""failures";r=4;t=3000"#)
+    );
+}
