@@ -133,9 +133,9 @@ impl ClientIp {
     /// The client's address (not reduced to a prefix), for handlers and
     /// logs.
     pub fn client_addr(&self, req: &Parts) -> Result<IpAddr, KeyError> {
-        let peer = peer_addr(req).ok_or(NO_PEER)?;
+        let peer = normalize(peer_addr(req).ok_or(NO_PEER)?);
         if !self.is_trusted(peer) {
-            return Ok(normalize(peer));
+            return Ok(peer);
         }
         match self.header {
             ProxyHeader::XForwardedFor => self.walk_xff(req, peer),
@@ -371,6 +371,9 @@ mod tests {
             &[("x-forwarded-for", b"::ffff:8.8.8.8")],
         );
         assert_eq!(ip(&c, &r).unwrap(), "8.8.8.8");
+        // The proxy's own address, as handlers see it, is normalised too.
+        let r = req("[::ffff:10.0.0.1]:1", &[("x-forwarded-for", b"unknown")]);
+        assert_eq!(c.client_addr(&r).unwrap().to_string(), "10.0.0.1");
     }
 
     #[test]
