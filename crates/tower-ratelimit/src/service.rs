@@ -415,7 +415,7 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> Reservation<X, St, R> {
                 observe::refund_error(limit.name, &e);
             }
         }
-        plan.as_ref()?;
+        plan.as_ref()?; // No fields to correct.
         let mut entries = SmallVec::<[LimitDecision; 2]>::new();
         for &i in &r.limits {
             let limit = &shared.limits[i];

@@ -331,6 +331,14 @@ mod tests {
         c.extract(r).map(|k| k.to_string())
     }
 
+    /// Each `(value of header, expected key)`, from the proxy 10.0.0.1.
+    fn keyed(c: &ClientIp, header: &str, cases: &[(&[u8], &str)]) {
+        for &(value, client) in cases {
+            let r = req("10.0.0.1:1", &[(header, value)]);
+            assert_eq!(ip(c, &r).unwrap(), client, "{value:?}");
+        }
+    }
+
     #[test]
     fn untrusted_peer_headers_ignored() {
         let c = ClientIp::new(["10.0.0.0/8"]).unwrap();
@@ -397,18 +405,19 @@ mod tests {
         // Empty list elements are skipped; none at all is no header.
         // `unknown` (as some proxies write it) hides the client: keyed by
         // the proxy that wrote it.
-        for (value, client) in [
-            (&b"1.1.1.1,,, "[..], "1.1.1.1"),
-            (b" ,1.1.1.1 , ,10.0.0.7", "1.1.1.1"),
-            (b"", "10.0.0.1"),
-            (b" , ", "10.0.0.1"),
-            (b"unknown", "10.0.0.1"),
-            (b"1.1.1.1, unknown, 10.0.0.9", "10.0.0.9"),
-            (b"unknown, 1.1.1.1:443", "1.1.1.1"),
-        ] {
-            let r = req("10.0.0.1:1", &[("x-forwarded-for", value)]);
-            assert_eq!(ip(&c, &r).unwrap(), client, "{value:?}");
-        }
+        keyed(
+            &c,
+            "x-forwarded-for",
+            &[
+                (b"1.1.1.1,,, ", "1.1.1.1"),
+                (b" ,1.1.1.1 , ,10.0.0.7", "1.1.1.1"),
+                (b"", "10.0.0.1"),
+                (b" , ", "10.0.0.1"),
+                (b"unknown", "10.0.0.1"),
+                (b"1.1.1.1, unknown, 10.0.0.9", "10.0.0.9"),
+                (b"unknown, 1.1.1.1:443", "1.1.1.1"),
+            ],
+        );
         // Garbage left of the client is never read.
         let r = req("10.0.0.1:1", &[("x-forwarded-for", b"garbage, 5.5.5.5")]);
         assert_eq!(ip(&c, &r).unwrap(), "5.5.5.5");
@@ -441,17 +450,18 @@ mod tests {
             assert!(c.extract(&r).is_err(), "{bad:?}");
         }
         // A hop that hides the client: keyed by the proxy that wrote it.
-        for (value, client) in [
-            (&b"for=unknown"[..], "10.0.0.1"),
-            (b"for=1.1.1.1, for=_hidden, for=10.0.0.3", "10.0.0.3"),
-            (b"for=\"_Obf.1-x:_p0rt\", for=10.0.0.4", "10.0.0.4"),
-            (b"for=1.1.1.1, proto=https;by=10.0.0.1", "10.0.0.1"),
-            (b"for=\"UNKNOWN:8080\"", "10.0.0.1"),
-            (b"for=_hidden, for=\"[2001:db8::1]:_p\"", "2001:db8::/64"),
-        ] {
-            let r = req("10.0.0.1:1", &[("forwarded", value)]);
-            assert_eq!(ip(&c, &r).unwrap(), client, "{value:?}");
-        }
+        keyed(
+            &c,
+            "forwarded",
+            &[
+                (b"for=unknown", "10.0.0.1"),
+                (b"for=1.1.1.1, for=_hidden, for=10.0.0.3", "10.0.0.3"),
+                (b"for=\"_Obf.1-x:_p0rt\", for=10.0.0.4", "10.0.0.4"),
+                (b"for=1.1.1.1, proto=https;by=10.0.0.1", "10.0.0.1"),
+                (b"for=\"UNKNOWN:8080\"", "10.0.0.1"),
+                (b"for=_hidden, for=\"[2001:db8::1]:_p\"", "2001:db8::/64"),
+            ],
+        );
         // X-Forwarded-For is ignored when Forwarded is configured.
         let r = req("10.0.0.1:1", &[("x-forwarded-for", b"1.2.3.4")]);
         assert_eq!(ip(&c, &r).unwrap(), "10.0.0.1");
