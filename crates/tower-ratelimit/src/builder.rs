@@ -227,6 +227,11 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
     /// policies.
     pub(crate) fn into_layer(self, limits: Box<[Limit<St>]>) -> RateLimitLayer<X, St, R> {
         let n = limits.len();
+        let clock = self.clock.unwrap_or_else(default_clock);
+        crate::upkeep::spawn::<X::Key, St>(
+            limits.iter().map(|l| Arc::downgrade(&l.store)).collect(),
+            Arc::clone(&clock),
+        );
         RateLimitLayer {
             shared: Arc::new(Shared {
                 key: self.key,
@@ -246,7 +251,7 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
                 on_store_error: self.on_store_error,
                 headers: self.headers,
                 response: self.response,
-                clock: self.clock.unwrap_or_else(default_clock),
+                clock,
             }),
         }
     }

@@ -1,23 +1,36 @@
 //! The in-memory keyed store: sharded, concurrent and bounded.
 
+use super::deny_cache::Constants;
+use super::shard::{lock, Shard, ShardCell, INSERT_STEP};
 use crate::{Algorithm, Decision, StoreError};
-use hashbrown::{DefaultHashBuilder, HashTable};
-use spin::mutex::{SpinMutex, SpinMutexGuard};
+use hashbrown::DefaultHashBuilder;
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
+
+/// Buckets each shard sweeps per [`MemoryStore::maintain`] call.
+const MAINTAIN_STEP: usize = 16 * 1024;
 
 /// A concurrent keyed store: every key has its own state, created full on
 /// first use, and every check of a key is atomic.
 ///
 /// # Layout and cost
 ///
-/// Keys are spread over shards (a power of two, by default four per CPU),
-/// each a mutex around a [`hashbrown::HashTable`] of `(key, state)` pairs,
-/// hashed once per check with a randomly seeded hasher (foldhash), so
-/// clients cannot choose colliding keys. A check is one hash, one
-/// uncontended lock and a few integer operations. The shard locks are spin
-/// locks held only for one probe and one decision; a waiter spins briefly,
-/// then yields, then sleeps.
+/// Keys are spread over shards (a power of two, by default four per CPU
+/// and at least 16), each a spin lock around a [`hashbrown::HashTable`] of
+/// `(key, state)` pairs, hashed once per check with a randomly seeded
+/// hasher (foldhash), so clients cannot choose colliding keys. A check is
+/// one hash, one uncontended lock and a few integer operations; nothing on
+/// it is proportional to the number of keys.
+///
+/// A cost-1 check that is denied is remembered in a small per-shard slot
+/// array (16 slots, by hash) until the instant it would be admitted: no
+/// state can change before then except by a refund or an eviction, which
+/// forget it. Further cost-1 checks of that key are answered from the slot
+/// without taking the lock, so a flood from one client on every core only
+/// reads shared memory. The answer is the one the locked path would give,
+/// field for field. (Two keys are told apart in a slot by their 64-bit
+/// seeded hash; a denied key could answer for another only if the two
+/// collide in all 64 bits.)
 ///
 /// Memory per key is the key, the state and one control byte, over the
 /// table's load factor (between 7/16 and 7/8). States:
@@ -38,19 +51,37 @@ use std::hash::{BuildHasher, Hash};
 ///
 /// A key whose state is back to full carries no information, so it is
 /// dropped without changing any decision:
-/// - lazily, when a shard is about to grow, it first drops its full keys;
-/// - on [`sweep`](Self::sweep), which also gives memory back;
+/// - every insert of a new key first sweeps a few buckets of its shard (a
+///   cursor goes round the table), so full keys go before the table grows;
+/// - [`maintain`](Self::maintain) sweeps a bounded number of buckets of
+///   every shard; call it every second or so (the HTTP layer of
+///   `tower-ratelimit` does, on tokio) to give memory back while no new
+///   keys arrive;
+/// - at the end of each pass a table less than a quarter full shrinks;
+/// - [`sweep`](Self::sweep) does a whole pass at once and gives all unused
+///   memory back;
 /// - on a schedule the algorithm sets ([`Algorithm::idle_horizon`]): GCRA
 ///   and the buckets keep their scaled time modulo 2^64 in 8 bytes (2^128
-///   in 16 for the wide state), which stays unambiguous as long as each shard is swept at least that often.
-///   A shard checks this on every access, so no background task is needed.
+///   in 16 for the wide state), which stays unambiguous as long as each
+///   shard is swept at least that often (decades for usual settings; 38
+///   minutes at a million requests a second). A shard checks this on every
+///   access, so no background task is needed.
 ///
-/// An optional hard cap ([`MemoryStoreBuilder::max_keys`]) bounds the number
-/// of keys with state. When a shard is at its share of the cap, it first
-/// drops its full keys; if none can go, the check of a new key fails with
-/// [`StoreError::CapacityExceeded`] and the caller's failure policy decides
-/// (the HTTP layer lets the request through by default). Known keys keep
-/// being limited exactly.
+/// # At the cap
+///
+/// An optional cap ([`MemoryStoreBuilder::max_keys`]) bounds the number of
+/// keys with state, split evenly over the shards. A new key that finds its
+/// shard full first takes the place of a full key, if one of a few sampled
+/// ones is full (that loses nothing). Otherwise, with
+/// [`AtCapacity::Evict`] (the default), the sampled key nearest to full
+/// (the least time until its state is full) is evicted: if it comes back,
+/// it starts full, so it can get up to the rest of its quota again early
+/// (at most what it had used). Sampling picks the key that gains the
+/// least, and keeps the work per insert bounded: new clients are limited
+/// as usual while a flood of new keys churns the table. With
+/// [`AtCapacity::Refuse`], the check of the new key fails with
+/// [`StoreError::CapacityExceeded`] instead and the caller's failure
+/// policy decides. Known keys are limited exactly either way.
 ///
 /// ```
 /// use ratelimit_core::{Gcra, MemoryStore};
@@ -65,43 +96,29 @@ use std::hash::{BuildHasher, Hash};
 /// ```
 pub struct MemoryStore<A: Algorithm, K> {
     algorithm: A,
-    shards: Box<[ShardLock<K, A::State>]>,
+    shards: Box<[ShardCell<K, A::State>]>,
     hasher: DefaultHashBuilder,
     shard_shift: u32,
     shard_cap: usize,
     max_keys: Option<usize>,
-    horizon: u64,
+    at_capacity: AtCapacity,
+    deny_cache: bool,
+    constants: Constants,
     half_horizon: u64,
 }
 
-type ShardLock<K, S> = Padded<SpinMutex<Shard<K, S>>>;
-
-/// Keeps each shard's lock on its own cache line.
-#[repr(align(128))]
-struct Padded<T>(T);
-
-struct Shard<K, S> {
-    table: HashTable<(K, S)>,
-    last_sweep: u64,
-    /// The latest time a check of this shard was decided at.
-    latest: u64,
-}
-
-impl<K, S> Shard<K, S> {
-    /// `now`, or the latest time this shard has seen if that is later.
-    ///
-    /// Callers read their clock before they take the lock, so a caller
-    /// that was preempted in between arrives with a time older than a state
-    /// another caller has already written. Algorithms need time never to
-    /// go back for a key; such a check is decided at the shard's latest
-    /// time instead, as if it had arrived a moment later.
-    #[inline]
-    fn monotonic(&mut self, now: u64) -> u64 {
-        if now > self.latest {
-            self.latest = now;
-        }
-        self.latest
-    }
+/// What a [`MemoryStore`] at its cap does with a new key when none of the
+/// sampled keys is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum AtCapacity {
+    /// Evict the sampled key nearest to full (the default): new clients
+    /// are still limited.
+    #[default]
+    Evict,
+    /// Fail the check with [`StoreError::CapacityExceeded`]; the caller's
+    /// failure policy decides.
+    Refuse,
 }
 
 /// Builds a [`MemoryStore`] with a shard count or a cap on keys.
@@ -110,6 +127,8 @@ pub struct MemoryStoreBuilder<A> {
     algorithm: A,
     shards: usize,
     max_keys: Option<usize>,
+    at_capacity: AtCapacity,
+    deny_cache: bool,
 }
 
 impl<A: Algorithm> MemoryStoreBuilder<A> {
@@ -126,6 +145,19 @@ impl<A: Algorithm> MemoryStoreBuilder<A> {
         self
     }
 
+    /// What happens to a new key at the cap (default: evict).
+    pub fn at_capacity(mut self, at_capacity: AtCapacity) -> Self {
+        self.at_capacity = at_capacity;
+        self
+    }
+
+    /// Whether denied keys are answered from the lock-free slots (default
+    /// on; decisions are the same either way).
+    pub fn deny_cache(mut self, on: bool) -> Self {
+        self.deny_cache = on;
+        self
+    }
+
     /// The store.
     pub fn build<K>(self) -> MemoryStore<A, K> {
         let shards = self.shards.clamp(1, 1 << 16).next_power_of_two();
@@ -135,23 +167,20 @@ impl<A: Algorithm> MemoryStoreBuilder<A> {
             .map_or(usize::MAX, |m| m.div_ceil(shards).max(1));
         MemoryStore {
             half_horizon: self.algorithm.idle_horizon() / 2,
-            horizon: self.algorithm.idle_horizon(),
+            constants: Constants {
+                limit: self.algorithm.limit(),
+                window: self.algorithm.window(),
+            },
             algorithm: self.algorithm,
-            shards: (0..shards)
-                .map(|_| {
-                    Padded(SpinMutex::new(Shard {
-                        table: HashTable::new(),
-                        last_sweep: 0,
-                        latest: 0,
-                    }))
-                })
-                .collect(),
+            shards: (0..shards).map(|_| ShardCell::new()).collect(),
             hasher: DefaultHashBuilder::default(),
             // The top 7 bits feed hashbrown's tags; take the shard from the
             // bits below them.
             shard_shift: 57 - bits,
             shard_cap,
             max_keys: self.max_keys,
+            at_capacity: self.at_capacity,
+            deny_cache: self.deny_cache,
         }
     }
 }
@@ -167,8 +196,10 @@ impl<A: Algorithm, K> MemoryStore<A, K> {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         MemoryStoreBuilder {
             algorithm,
-            shards: cpus * 4,
+            shards: (cpus * 4).max(16),
             max_keys: None,
+            at_capacity: AtCapacity::Evict,
+            deny_cache: true,
         }
     }
 
@@ -177,9 +208,14 @@ impl<A: Algorithm, K> MemoryStore<A, K> {
         &self.algorithm
     }
 
+    /// The configured cap on keys, if any.
+    pub fn max_keys(&self) -> Option<usize> {
+        self.max_keys
+    }
+
     /// The number of keys with state.
     pub fn len(&self) -> usize {
-        self.shards.iter().map(|s| lock(&s.0).table.len()).sum()
+        self.shards.iter().map(|s| lock(&s.lock).table.len()).sum()
     }
 
     /// Whether no key has state.
@@ -189,18 +225,21 @@ impl<A: Algorithm, K> MemoryStore<A, K> {
 
     /// Drops every key.
     pub fn clear(&self) {
-        for shard in self.shards.iter() {
-            lock(&shard.0).table = HashTable::new();
+        for cell in self.shards.iter() {
+            let mut shard = lock(&cell.lock);
+            shard.table = hashbrown::HashTable::new();
+            shard.cursor = 0;
+            cell.denied.clear();
         }
     }
 }
 
 impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     #[inline]
-    fn shard(&self, hash: u64) -> SpinMutexGuard<'_, Shard<K, A::State>> {
+    fn cell(&self, hash: u64) -> &ShardCell<K, A::State> {
         // The bits just below the top 7 (those feed hashbrown's tags).
         let index = (hash >> self.shard_shift) as usize & (self.shards.len() - 1);
-        lock(&self.shards[index].0)
+        &self.shards[index]
     }
 
     /// Decides a request of `cost` for `key` at `now` (nanoseconds of the
@@ -210,8 +249,8 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     /// the shard has decided at (a caller preempted between reading its
     /// clock and this call) is decided at that latest time.
     ///
-    /// Fails only when a cap on keys is set and reached (see the type's
-    /// docs).
+    /// Fails only when a cap on keys is set with [`AtCapacity::Refuse`]
+    /// and reached (see the type's docs).
     #[inline]
     pub fn check<Q>(&self, key: &Q, cost: u64, now: u64) -> Result<Decision, StoreError>
     where
@@ -219,16 +258,28 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
         let hash = self.hasher.hash_one(key);
-        let mut shard = self.shard(hash);
-        let now = shard.monotonic(now);
-        self.keep_unambiguous(&mut shard, now);
-        if let Some((_, state)) = shard.table.find_mut(hash, |(k, _)| k.borrow() == key) {
-            return Ok(self.algorithm.check(state, now, cost));
+        let cell = self.cell(hash);
+        if cost == 1 && self.deny_cache {
+            let latest = cell.latest.load(std::sync::atomic::Ordering::Relaxed);
+            if let Some(denied) = cell.denied.denied(hash, now.max(latest), self.constants) {
+                return Ok(denied);
+            }
         }
-        let mut state = self.algorithm.fresh(key, now);
-        let decision = self.algorithm.check(&mut state, now, cost);
-        if !self.algorithm.is_full(&state, now) {
-            self.insert(&mut shard, hash, key.to_owned(), state, now)?;
+        let (mut shard, now) = cell.enter(now);
+        self.keep_unambiguous(&mut shard, now);
+        let decision = match shard.table.find_mut(hash, |(k, _)| k.borrow() == key) {
+            Some((_, state)) => self.algorithm.check(state, now, cost),
+            None => {
+                let mut state = self.algorithm.fresh(key, now);
+                let decision = self.algorithm.check(&mut state, now, cost);
+                if !self.algorithm.is_full(&state, now) {
+                    self.insert(cell, &mut shard, hash, key.to_owned(), state, now)?;
+                }
+                decision
+            }
+        };
+        if cost == 1 && !decision.allowed && self.deny_cache {
+            cell.denied.remember(hash, now, &decision);
         }
         Ok(decision)
     }
@@ -242,68 +293,81 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         Q: Hash + Eq + ?Sized,
     {
         let hash = self.hasher.hash_one(key);
-        let mut shard = self.shard(hash);
-        let now = shard.monotonic(now);
+        let cell = self.cell(hash);
+        let (mut shard, now) = cell.enter(now);
         self.keep_unambiguous(&mut shard, now);
         if let Some((_, state)) = shard.table.find_mut(hash, |(k, _)| k.borrow() == key) {
             self.algorithm
                 .refund(state, now, admitted_at.min(now), cost);
+            cell.denied.forget(hash);
         }
     }
 
     /// Drops every key whose state is full at `now`, and gives unused
     /// memory back. Returns the number of keys left.
+    ///
+    /// This is a whole pass over every shard (each shard's lock is held
+    /// for its own pass); [`maintain`](Self::maintain) does the same in
+    /// bounded steps.
     pub fn sweep(&self, now: u64) -> usize {
         let mut left = 0;
-        for shard in self.shards.iter() {
-            let mut shard = lock(&shard.0);
-            let now = shard.monotonic(now);
-            self.drop_full(&mut shard, now);
+        for cell in self.shards.iter() {
+            let (mut shard, now) = cell.enter(now);
+            shard.drop_full(&self.algorithm, now);
             let hasher = &self.hasher;
             shard.table.shrink_to_fit(|(k, _)| hasher.hash_one(k));
+            shard.cursor = 0;
             left += shard.table.len();
         }
         left
     }
 
+    /// One bounded step of upkeep at `now`: every shard sweeps up to 16,384
+    /// buckets for full keys, going round its table over successive calls,
+    /// and shrinks when less than a quarter full. Each shard's lock is
+    /// held for its own step only. Returns the keys dropped.
+    ///
+    /// Calling it every second gives back the memory of a flood of keys
+    /// within a few seconds of their states being full, even while no
+    /// request arrives.
+    pub fn maintain(&self, now: u64) -> usize {
+        let mut dropped = 0;
+        for cell in self.shards.iter() {
+            let (mut shard, now) = cell.enter(now);
+            self.keep_unambiguous(&mut shard, now);
+            let hasher = &self.hasher;
+            dropped +=
+                shard.sweep_step(&self.algorithm, now, MAINTAIN_STEP, |k| hasher.hash_one(k));
+        }
+        dropped
+    }
+
     fn insert(
         &self,
+        cell: &ShardCell<K, A::State>,
         shard: &mut Shard<K, A::State>,
         hash: u64,
         key: K,
         state: A::State,
         now: u64,
     ) -> Result<(), StoreError> {
-        let table = &shard.table;
-        if table.len() >= self.shard_cap || table.len() == table.capacity() {
-            // About to grow or at the cap: make room from full keys first.
-            self.drop_full(shard, now);
-            if shard.table.len() >= self.shard_cap {
-                return Err(StoreError::CapacityExceeded {
-                    max_keys: self.max_keys.unwrap_or(usize::MAX),
-                });
+        let hasher = &self.hasher;
+        shard.sweep_step(&self.algorithm, now, INSERT_STEP, |k| hasher.hash_one(k));
+        if shard.table.len() >= self.shard_cap {
+            let evict = self.at_capacity == AtCapacity::Evict;
+            match shard.make_room(&self.algorithm, now, hash, evict) {
+                Some(gone) => cell.denied.forget(hasher.hash_one(&gone)),
+                None => {
+                    return Err(StoreError::CapacityExceeded {
+                        max_keys: self.max_keys.unwrap_or(usize::MAX),
+                    })
+                }
             }
         }
-        let hasher = &self.hasher;
         shard
             .table
             .insert_unique(hash, (key, state), |(k, _)| hasher.hash_one(k));
         Ok(())
-    }
-
-    fn drop_full(&self, shard: &mut Shard<K, A::State>, now: u64) {
-        let elapsed = now.saturating_sub(shard.last_sweep);
-        // `u64::MAX` means no horizon: never clear such states.
-        if elapsed >= self.horizon && self.horizon != u64::MAX {
-            // Every state was written at least horizon / 2 ago and so is
-            // full by now; `is_full` could misread its wrapped time (a
-            // `sweep` after a long idle gap lands here).
-            shard.table.clear();
-        } else {
-            let algorithm = &self.algorithm;
-            shard.table.retain(|(_, s)| !algorithm.is_full(s, now));
-        }
-        shard.last_sweep = now;
     }
 
     /// Sweeps a shard often enough for wrapped scaled times to stay
@@ -313,44 +377,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     fn keep_unambiguous(&self, shard: &mut Shard<K, A::State>, now: u64) {
         let elapsed = now.saturating_sub(shard.last_sweep);
         if elapsed >= self.half_horizon {
-            self.drop_full(shard, now);
-        }
-    }
-}
-
-/// Locks a shard.
-///
-/// A shard's lock is held for a few nanoseconds (one probe and one
-/// decision), so it is a spin lock: taking and releasing it costs one atomic
-/// read-modify-write and one plain store, where a parking mutex needs two
-/// read-modify-writes. A waiter spins briefly, then yields its core, then
-/// sleeps, so a holder that is preempted, or busy growing or sweeping its
-/// shard, is not starved.
-#[inline]
-fn lock<T>(m: &SpinMutex<T>) -> SpinMutexGuard<'_, T> {
-    match m.try_lock_weak() {
-        Some(guard) => guard,
-        None => lock_contended(m),
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn lock_contended<T>(m: &SpinMutex<T>) -> SpinMutexGuard<'_, T> {
-    let mut waited = 0u32;
-    loop {
-        while m.is_locked() {
-            if waited < 64 {
-                std::hint::spin_loop();
-            } else if waited < 128 {
-                std::thread::yield_now();
-            } else {
-                std::thread::sleep(std::time::Duration::from_micros(10));
-            }
-            waited = waited.saturating_add(1);
-        }
-        if let Some(guard) = m.try_lock_weak() {
-            return guard;
+            shard.drop_full(&self.algorithm, now);
         }
     }
 }
@@ -361,6 +388,7 @@ impl<A: Algorithm + std::fmt::Debug, K> std::fmt::Debug for MemoryStore<A, K> {
             .field("algorithm", &self.algorithm)
             .field("shards", &self.shards.len())
             .field("max_keys", &self.max_keys)
+            .field("at_capacity", &self.at_capacity)
             .finish_non_exhaustive()
     }
 }

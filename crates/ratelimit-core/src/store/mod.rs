@@ -4,9 +4,11 @@
 //! it with ready futures (no allocation, no await point), and remote stores
 //! (Redis) with real ones.
 
+mod deny_cache;
 mod memory;
+mod shard;
 
-pub use memory::{MemoryStore, MemoryStoreBuilder};
+pub use memory::{AtCapacity, MemoryStore, MemoryStoreBuilder};
 
 use crate::{Algorithm, Decision, StoreError};
 use std::future::{ready, Future, Ready};
@@ -29,6 +31,14 @@ pub trait Store<K: ?Sized>: Send + Sync + 'static {
 
     /// Gives back `cost` admitted for `key` at `admitted_at`.
     fn refund(&self, key: &K, cost: u64, admitted_at: u64, now: u64) -> Self::RefundFuture;
+
+    /// Bounded upkeep at `now`, called every second or so by whoever owns
+    /// the store (the HTTP layer does, on tokio): a memory store drops
+    /// keys that are back to full and gives memory back. The default does
+    /// nothing.
+    fn maintain(&self, now: u64) {
+        let _ = now;
+    }
 }
 
 impl<A, K> Store<K> for MemoryStore<A, K>
@@ -47,5 +57,9 @@ where
     fn refund(&self, key: &K, cost: u64, admitted_at: u64, now: u64) -> Self::RefundFuture {
         MemoryStore::refund(self, key, cost, admitted_at, now);
         ready(Ok(()))
+    }
+
+    fn maintain(&self, now: u64) {
+        MemoryStore::maintain(self, now);
     }
 }

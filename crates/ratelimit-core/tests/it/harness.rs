@@ -154,6 +154,11 @@ where
     let store = MemoryStore::<A, u64>::builder(algorithm.clone())
         .shards(shards)
         .build();
+    // The same without the lock-free denied path: every field must agree.
+    let locked = MemoryStore::<A, u64>::builder(algorithm.clone())
+        .shards(shards)
+        .deny_cache(false)
+        .build();
     let mut model = Model::<u64>::new(spec);
     // Bare states and when they were last touched.
     let mut direct: HashMap<u64, (A::State, u64)> = HashMap::new();
@@ -166,10 +171,19 @@ where
         let cost = pick_cost(&spec, step);
         if step.sweep {
             store.sweep(t);
+            locked.sweep(t);
         }
         let want = model.check(&key, t, cost);
         let got = store.check(&key, cost, t).expect("no cap");
         log.push(format!("#{i} t={t} key={key} cost={cost}: model {want:?}"));
+        let without_cache = locked.check(&key, cost, t).expect("no cap");
+        prop_assert_eq!(
+            got,
+            without_cache,
+            "deny cache vs locked path at {:?}\n{}",
+            spec,
+            log.join("\n")
+        );
         prop_assert!(
             agree(&got, &want),
             "store: {} at {spec:?}\n{}",

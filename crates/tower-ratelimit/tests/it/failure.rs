@@ -115,7 +115,7 @@ async fn fail_closed_is_503_problem_json() {
 }
 
 #[tokio::test]
-async fn capped_memory_store_goes_through_the_policy() {
+async fn capped_memory_store_refusing_new_keys_goes_through_the_policy() {
     use tower_ratelimit::key::PeerIp;
     for (policy, expected) in [(FailurePolicy::Open, 200), (FailurePolicy::Closed, 503)] {
         let store = MemoryStore::<Gcra, tower_ratelimit::key::IpKey>::builder(
@@ -123,6 +123,7 @@ async fn capped_memory_store_goes_through_the_policy() {
         )
         .shards(1)
         .max_keys(Some(1))
+        .at_capacity(ratelimit_core::AtCapacity::Refuse)
         .build();
         let layer = RateLimitLayer::builder(PeerIp::new())
             .limit("capped", store)

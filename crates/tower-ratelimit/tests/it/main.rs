@@ -14,3 +14,4 @@ mod metrics;
 mod multi;
 mod shaping;
 mod spoofing;
+mod upkeep;

@@ -1,0 +1,113 @@
+//! A read-only fast path for keys that are already denied.
+//!
+//! When a check of cost 1 is denied, nothing in the key's state changes
+//! until the instant `until = now + wait` at which a cost-1 request is
+//! admitted again: only admitted cost moves a state, and no cost can be
+//! admitted before that instant. The store writes `(hash, until,
+//! reset_at)` into a small per-shard slot array; later cost-1 checks of the
+//! same key read it and answer the same denial without taking the shard's
+//! lock, so a flood from one client on every core reads shared cache lines
+//! and writes none.
+//!
+//! Each slot is a sequence lock over atomics: the shard's lock serialises
+//! writers (a slot belongs to one shard), readers retry nothing and simply
+//! fall back to the locked path when they see a write in progress.
+
+use crate::Decision;
+use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Slots per shard (a power of two), indexed by the key's hash.
+pub(super) const SLOTS: usize = 16;
+
+#[derive(Default)]
+struct Slot {
+    /// Even when stable, odd while being written.
+    seq: AtomicU64,
+    hash: AtomicU64,
+    until: AtomicU64,
+    reset_at: AtomicU64,
+}
+
+/// One shard's slots, on cache lines of their own.
+#[repr(align(128))]
+#[derive(Default)]
+pub(super) struct DenySlots([Slot; SLOTS]);
+
+/// What a remembered denial needs besides its times: the algorithm's
+/// constant fields.
+#[derive(Clone, Copy)]
+pub(super) struct Constants {
+    pub(super) limit: u64,
+    pub(super) window: Duration,
+}
+
+impl DenySlots {
+    #[inline]
+    fn slot(&self, hash: u64) -> &Slot {
+        &self.0[hash as usize & (SLOTS - 1)]
+    }
+
+    /// The denial of a cost-1 check of the key hashed `hash` at `now`, if
+    /// one is remembered and still stands.
+    #[inline]
+    pub(super) fn denied(&self, hash: u64, now: u64, c: Constants) -> Option<Decision> {
+        let slot = self.slot(hash);
+        let seq = slot.seq.load(Ordering::Acquire);
+        if slot.hash.load(Ordering::Relaxed) != hash {
+            return None;
+        }
+        let until = slot.until.load(Ordering::Relaxed);
+        let reset_at = slot.reset_at.load(Ordering::Relaxed);
+        fence(Ordering::Acquire);
+        if seq & 1 == 1 || slot.seq.load(Ordering::Relaxed) != seq || now >= until {
+            return None;
+        }
+        Some(Decision {
+            allowed: false,
+            remaining: 0,
+            wait: Some(Duration::from_nanos(until - now)),
+            limit: c.limit,
+            window: c.window,
+            reset: Duration::from_nanos(reset_at.saturating_sub(now)),
+        })
+    }
+
+    /// Remembers `decision`, a denial of a cost-1 check at `now`. The
+    /// caller holds the shard's lock.
+    #[inline]
+    pub(super) fn remember(&self, hash: u64, now: u64, decision: &Decision) {
+        // Instants past the end of u64 time (wide states) are not kept.
+        let at = |d: Duration| u64::try_from(d.as_nanos()).ok()?.checked_add(now);
+        if let (Some(until), Some(reset_at)) = (decision.wait.and_then(at), at(decision.reset)) {
+            self.write(self.slot(hash), hash, until, reset_at);
+        }
+    }
+
+    /// Forgets the key hashed `hash` (its state changed other than by an
+    /// admission: a refund, an eviction). The caller holds the shard's lock.
+    #[inline]
+    pub(super) fn forget(&self, hash: u64) {
+        let slot = self.slot(hash);
+        if slot.hash.load(Ordering::Relaxed) == hash {
+            self.write(slot, 0, 0, 0);
+        }
+    }
+
+    /// Forgets every key. The caller holds the shard's lock.
+    pub(super) fn clear(&self) {
+        for slot in &self.0 {
+            self.write(slot, 0, 0, 0);
+        }
+    }
+
+    fn write(&self, slot: &Slot, hash: u64, until: u64, reset_at: u64) {
+        let seq = slot.seq.load(Ordering::Relaxed);
+        slot.seq.store(seq.wrapping_add(1), Ordering::Relaxed);
+        fence(Ordering::Release);
+        slot.hash.store(hash, Ordering::Relaxed);
+        slot.until.store(until, Ordering::Relaxed);
+        slot.reset_at.store(reset_at, Ordering::Relaxed);
+        slot.seq.store(seq.wrapping_add(2), Ordering::Release);
+    }
+}

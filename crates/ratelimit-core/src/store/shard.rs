@@ -1,0 +1,213 @@
+//! One shard of the memory store: a hash table behind a spin lock, its
+//! time, and the bounded passes that keep it small.
+
+use super::deny_cache::DenySlots;
+use crate::Algorithm;
+use hashbrown::HashTable;
+use spin::mutex::{SpinMutex, SpinMutexGuard};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Buckets a new key's insert sweeps for full keys, wherever the table is.
+pub(super) const INSERT_STEP: usize = 4;
+/// Occupied buckets looked at to pick a key to evict at the cap.
+pub(super) const EVICTION_SAMPLE: usize = 8;
+/// Buckets scanned at most to find that sample.
+const EVICTION_SCAN: usize = 64;
+/// Below this capacity a table is not shrunk.
+const MIN_SHRINK_CAPACITY: usize = 64;
+
+/// A shard and what may be read without its lock, on cache lines of
+/// their own.
+#[repr(align(128))]
+pub(super) struct ShardCell<K, S> {
+    pub(super) lock: SpinMutex<Shard<K, S>>,
+    /// A copy of [`Shard::latest`], for the lock-free denied path.
+    pub(super) latest: AtomicU64,
+    pub(super) denied: DenySlots,
+}
+
+impl<K, S> ShardCell<K, S> {
+    pub(super) fn new() -> Self {
+        Self {
+            lock: SpinMutex::new(Shard {
+                table: HashTable::new(),
+                last_sweep: 0,
+                latest: 0,
+                cursor: 0,
+            }),
+            latest: AtomicU64::new(0),
+            denied: DenySlots::default(),
+        }
+    }
+
+    /// Locks the shard and moves its time to `now` if that is later;
+    /// returns the guard and the time to decide at.
+    #[inline]
+    pub(super) fn enter(&self, now: u64) -> (SpinMutexGuard<'_, Shard<K, S>>, u64) {
+        let mut shard = lock(&self.lock);
+        let now = if now > shard.latest {
+            shard.latest = now;
+            self.latest.store(now, Ordering::Relaxed);
+            now
+        } else {
+            shard.latest
+        };
+        (shard, now)
+    }
+}
+
+pub(super) struct Shard<K, S> {
+    pub(super) table: HashTable<(K, S)>,
+    pub(super) last_sweep: u64,
+    /// The latest time a check of this shard was decided at.
+    ///
+    /// Callers read their clock before they take the lock, so a caller
+    /// that was preempted in between arrives with a time older than a
+    /// state another caller has already written. Algorithms need time
+    /// never to go back for a key; such a check is decided at the shard's
+    /// latest time instead, as if it had arrived a moment later.
+    pub(super) latest: u64,
+    /// Where the next bounded sweep step starts (a bucket index).
+    pub(super) cursor: usize,
+}
+
+impl<K, S> Shard<K, S> {
+    /// Drops every key whose state is full at `now` (a whole pass).
+    pub(super) fn drop_full<A: Algorithm<State = S>>(&mut self, algorithm: &A, now: u64) {
+        let horizon = algorithm.idle_horizon();
+        let elapsed = now.saturating_sub(self.last_sweep);
+        // `u64::MAX` means no horizon: never clear such states.
+        if elapsed >= horizon && horizon != u64::MAX {
+            // Every state was written at least horizon / 2 ago and so is
+            // full by now; `is_full` could misread its wrapped time (a
+            // `sweep` after a long idle gap lands here).
+            self.table.clear();
+        } else {
+            self.table.retain(|(_, s)| !algorithm.is_full(s, now));
+        }
+        self.last_sweep = now;
+    }
+
+    /// Visits `buckets` buckets from the cursor, dropping keys whose state
+    /// is full at `now`; at the end of each pass over the table, shrinks it
+    /// if it is less than a quarter full. Returns the keys dropped.
+    pub(super) fn sweep_step<A: Algorithm<State = S>>(
+        &mut self,
+        algorithm: &A,
+        now: u64,
+        buckets: usize,
+        hash: impl Fn(&K) -> u64,
+    ) -> usize {
+        let n = self.table.num_buckets();
+        if self.table.is_empty() {
+            self.cursor = 0;
+            self.shrink(&hash);
+            return 0;
+        }
+        let mut dropped = 0;
+        let mut i = self.cursor % n;
+        for _ in 0..buckets.min(n) {
+            if let Ok(entry) = self.table.get_bucket_entry(i) {
+                if algorithm.is_full(&entry.get().1, now) {
+                    entry.remove();
+                    dropped += 1;
+                }
+            }
+            i += 1;
+            if i == n {
+                i = 0;
+                self.shrink(&hash);
+                break;
+            }
+        }
+        self.cursor = i;
+        dropped
+    }
+
+    fn shrink(&mut self, hash: impl Fn(&K) -> u64) {
+        let (len, capacity) = (self.table.len(), self.table.capacity());
+        if capacity > MIN_SHRINK_CAPACITY && len < capacity / 4 {
+            self.table.shrink_to(len * 2, |(k, _)| hash(k));
+            self.cursor = 0;
+        }
+    }
+
+    /// Makes room for one key at the cap: samples a few keys near a
+    /// random bucket (`seed`), and removes a full one if there is one,
+    /// else, when `evict` is set, the one whose state is nearest to full
+    /// (the least time until it is full). Returns the removed key, or
+    /// `None` when nothing could go.
+    pub(super) fn make_room<A: Algorithm<State = S>>(
+        &mut self,
+        algorithm: &A,
+        now: u64,
+        seed: u64,
+        evict: bool,
+    ) -> Option<K> {
+        let n = self.table.num_buckets();
+        let mut best: Option<(usize, std::time::Duration)> = None;
+        let mut seen = 0;
+        let start = seed.rotate_left(29) as usize;
+        for step in 0..EVICTION_SCAN.min(n) {
+            let i = start.wrapping_add(step) & (n - 1);
+            let Some((_, state)) = self.table.get_bucket_mut(i) else {
+                continue;
+            };
+            if algorithm.is_full(state, now) {
+                best = Some((i, std::time::Duration::ZERO));
+                break;
+            }
+            if evict {
+                // A cost-0 check is a peek: it changes nothing.
+                let reset = algorithm.check(state, now, 0).reset;
+                if best.is_none_or(|(_, r)| reset < r) {
+                    best = Some((i, reset));
+                }
+            }
+            seen += 1;
+            if seen == EVICTION_SAMPLE {
+                break;
+            }
+        }
+        let (index, _) = best?;
+        let entry = self.table.get_bucket_entry(index).ok()?;
+        Some(entry.remove().0 .0)
+    }
+}
+
+/// Locks a shard.
+///
+/// A shard's lock is held for a few nanoseconds (one probe and one
+/// decision, or a bounded sweep step), so it is a spin lock: taking and
+/// releasing it costs one atomic read-modify-write and one plain store,
+/// where a parking mutex needs two read-modify-writes. A waiter spins
+/// briefly, then yields its core, then sleeps, so a holder that is
+/// preempted, or busy growing its shard, is not starved.
+#[inline]
+pub(super) fn lock<T>(m: &SpinMutex<T>) -> SpinMutexGuard<'_, T> {
+    match m.try_lock_weak() {
+        Some(guard) => guard,
+        None => lock_contended(m),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn lock_contended<T>(m: &SpinMutex<T>) -> SpinMutexGuard<'_, T> {
+    let mut waited = 0u32;
+    loop {
+        while m.is_locked() {
+            if waited < 64 {
+                std::hint::spin_loop();
+            } else if waited < 128 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(std::time::Duration::from_micros(10));
+            }
+            waited = waited.saturating_add(1);
+        }
+        if let Some(guard) = m.try_lock_weak() {
+            return guard;
+        }
+    }
+}
