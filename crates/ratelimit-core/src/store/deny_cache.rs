@@ -27,6 +27,9 @@ struct Slot {
     hash: AtomicU64,
     until: AtomicU64,
     reset_at: AtomicU64,
+    /// A key denied once while another key's denial held the slot: it
+    /// takes the slot on its next denial.
+    candidate: AtomicU64,
 }
 
 /// One shard's slots, on cache lines of their own.
@@ -48,10 +51,17 @@ impl DenySlots {
         &self.0[hash as usize & (SLOTS - 1)]
     }
 
-    /// The denial of a cost-1 check of the key hashed `hash` at `now`, if
-    /// one is remembered and still stands.
+    /// The denial of a cost-1 check of the key hashed `hash` at `now` (or
+    /// at `latest`, the shard's latest time, if later), if one is
+    /// remembered and still stands.
     #[inline]
-    pub(super) fn denied(&self, hash: u64, now: u64, c: Constants) -> Option<Decision> {
+    pub(super) fn denied(
+        &self,
+        hash: u64,
+        now: u64,
+        latest: &AtomicU64,
+        c: Constants,
+    ) -> Option<Decision> {
         let slot = self.slot(hash);
         let seq = slot.seq.load(Ordering::Acquire);
         if slot.hash.load(Ordering::Relaxed) != hash {
@@ -60,7 +70,12 @@ impl DenySlots {
         let until = slot.until.load(Ordering::Relaxed);
         let reset_at = slot.reset_at.load(Ordering::Relaxed);
         fence(Ordering::Acquire);
-        if seq & 1 == 1 || slot.seq.load(Ordering::Relaxed) != seq || now >= until {
+        if seq & 1 == 1 || slot.seq.load(Ordering::Relaxed) != seq {
+            return None;
+        }
+        // Read only on a hit: it shares a cache line with the shard's lock.
+        let now = now.max(latest.load(Ordering::Relaxed));
+        if now >= until {
             return None;
         }
         Some(Decision {
@@ -79,9 +94,22 @@ impl DenySlots {
     pub(super) fn remember(&self, hash: u64, now: u64, decision: &Decision) {
         // Instants past the end of u64 time (wide states) are not kept.
         let at = |d: Duration| u64::try_from(d.as_nanos()).ok()?.checked_add(now);
-        if let (Some(until), Some(reset_at)) = (decision.wait.and_then(at), at(decision.reset)) {
-            self.write(self.slot(hash), hash, until, reset_at);
+        let (Some(until), Some(reset_at)) = (decision.wait.and_then(at), at(decision.reset)) else {
+            return;
+        };
+        let slot = self.slot(hash);
+        let held = slot.hash.load(Ordering::Relaxed);
+        if held != hash && held != 0 && now < slot.until.load(Ordering::Relaxed) {
+            // Another key's denial still stands: a key denied once (one
+            // of many distinct keys) leaves it, one denied again in a row
+            // (a hot key) takes its place. A flood of distinct denied keys
+            // then writes one word, not a whole slot.
+            if slot.candidate.load(Ordering::Relaxed) != hash {
+                slot.candidate.store(hash, Ordering::Relaxed);
+                return;
+            }
         }
+        self.write(slot, hash, until, reset_at);
     }
 
     /// Forgets the key hashed `hash` (its state changed other than by an

@@ -23,7 +23,9 @@ const MAINTAIN_STEP: usize = 16 * 1024;
 /// it is proportional to the number of keys.
 ///
 /// A cost-1 check that is denied is remembered in a small per-shard slot
-/// array (16 slots, by hash) until the instant it would be admitted: no
+/// array (16 slots, by hash; a key takes a slot from another key's standing
+/// denial when it is denied twice in a row) until the instant it would be
+/// admitted: no
 /// state can change before then except by a refund or an eviction, which
 /// forget it. Further cost-1 checks of that key are answered from the slot
 /// without taking the lock, so a flood from one client on every core only
@@ -260,8 +262,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         let hash = self.hasher.hash_one(key);
         let cell = self.cell(hash);
         if cost == 1 && self.deny_cache {
-            let latest = cell.latest.load(std::sync::atomic::Ordering::Relaxed);
-            if let Some(denied) = cell.denied.denied(hash, now.max(latest), self.constants) {
+            if let Some(denied) = cell.denied.denied(hash, now, &cell.latest, self.constants) {
                 return Ok(denied);
             }
         }
