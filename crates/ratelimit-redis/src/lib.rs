@@ -131,9 +131,10 @@
 //! | any other error | `other` | an unknown error code, a client-side error |
 //!
 //! Key-level failures (`wrongtype`, `err` on a corrupt state) count toward
-//! the breaker too: the count is of consecutive failures, so one bad key
-//! among healthy ones does not open it, while a broken script or server
-//! does. The key itself keeps being limited, in the fallback.
+//! the breaker too. The count is of consecutive failures: a bad key opens
+//! the breaker only when `failure_threshold` of its calls come in a row,
+//! with no decision on another key between them, while a broken script or
+//! server opens it at once. The key itself stays limited, in the fallback.
 //!
 //! Without a fallback, whether requests pass while Redis fails is the
 //! HTTP layer's policy, which by default lets them through: a limit that
