@@ -1,17 +1,25 @@
 //! The circuit breaker: while Redis is failing, calls fail fast instead of
 //! each waiting out a timeout.
 
+use crate::log_throttle::{LogThrottle, LOG_EVERY};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 use tokio::time::Instant;
 
+/// The breaker's log lines that are rate-limited (see [`LogThrottle`]):
+/// during a long outage a probe fails, and the breaker reopens, every
+/// cool-down.
+const LOG_OPENED: usize = 0;
+const LOG_CLOSED: usize = 1;
+
 /// Settings of the circuit breaker.
 ///
 /// After `failure_threshold` consecutive failures (timeouts, connection
-/// errors) the breaker opens: calls skip Redis and take the failure policy
-/// at once (the in-memory fallback, or an error). After `cool_down` one
-/// call is let through as a probe (half-open): its success closes the
-/// breaker, its failure opens it for another `cool_down`.
+/// errors, error replies: anything but a decision) the breaker opens:
+/// calls skip Redis and take the failure policy at once (the in-memory
+/// fallback, or an error). After `cool_down` one call is let through as a
+/// probe (half-open): its success closes the breaker, its failure opens it
+/// for another `cool_down`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BreakerConfig {
     /// Consecutive failures that open the breaker (at least 1).
@@ -64,6 +72,7 @@ struct Inner {
 pub(crate) struct Breaker {
     config: BreakerConfig,
     inner: Mutex<Inner>,
+    log: LogThrottle<2>,
 }
 
 /// Leave to call Redis; a probe's permit must be settled (or it is settled
@@ -77,10 +86,10 @@ pub(crate) struct Permit<'a> {
 
 /// What happened to a settled call.
 pub(crate) enum Outcome {
-    /// Redis answered (even with an error about the key).
+    /// Redis decided.
     Answered,
-    /// Redis could not be reached in time. Returns whether the breaker
-    /// just opened.
+    /// No decision: Redis could not be reached in time, or answered with
+    /// an error.
     Failed,
 }
 
@@ -97,6 +106,7 @@ impl Breaker {
                 opened_at: Instant::now(),
                 probing: false,
             }),
+            log: LogThrottle::new(LOG_EVERY),
         }
     }
 
@@ -114,7 +124,7 @@ impl Breaker {
         let probe = match g.state {
             BreakerState::Closed => false,
             BreakerState::Open if g.opened_at.elapsed() >= self.config.cool_down => {
-                transition(&mut g, BreakerState::HalfOpen, "cool-down over, probing");
+                self.transition(&mut g, BreakerState::HalfOpen, "cool-down over, probing");
                 g.probing = true;
                 true
             }
@@ -141,7 +151,7 @@ impl Breaker {
             Outcome::Answered => {
                 g.failures = 0;
                 if g.state == BreakerState::HalfOpen && probe {
-                    transition(&mut g, BreakerState::Closed, "probe succeeded");
+                    self.transition(&mut g, BreakerState::Closed, "probe succeeded");
                 }
                 false
             }
@@ -150,7 +160,7 @@ impl Breaker {
                     g.failures += 1;
                     if g.failures >= self.config.failure_threshold {
                         g.opened_at = Instant::now();
-                        transition(&mut g, BreakerState::Open, "consecutive failures");
+                        self.transition(&mut g, BreakerState::Open, "consecutive failures");
                         true
                     } else {
                         false
@@ -158,7 +168,7 @@ impl Breaker {
                 }
                 BreakerState::HalfOpen if probe => {
                     g.opened_at = Instant::now();
-                    transition(&mut g, BreakerState::Open, "probe failed");
+                    self.transition(&mut g, BreakerState::Open, "probe failed");
                     true
                 }
                 _ => false,
@@ -191,49 +201,65 @@ impl Drop for Permit<'_> {
     }
 }
 
-fn transition(g: &mut Inner, to: BreakerState, why: &'static str) {
-    let from = g.state;
-    g.state = to;
-    match to {
-        BreakerState::Open => tracing::warn!(
-            target: "ratelimit_redis::breaker",
-            from = from.as_str(),
-            to = to.as_str(),
-            failures = g.failures,
-            reason = why,
-            "redis circuit breaker opened: checks skip redis and take the failure policy"
-        ),
-        BreakerState::HalfOpen => tracing::info!(
-            target: "ratelimit_redis::breaker",
-            from = from.as_str(),
-            to = to.as_str(),
-            reason = why,
-            "redis circuit breaker half-open: probing redis"
-        ),
-        BreakerState::Closed => tracing::info!(
-            target: "ratelimit_redis::breaker",
-            from = from.as_str(),
-            to = to.as_str(),
-            reason = why,
-            "redis circuit breaker closed: redis is back"
-        ),
-    }
-    if to == BreakerState::Open {
-        g.failures = 0;
-    }
-    #[cfg(feature = "metrics")]
-    {
-        metrics::counter!(
-            "ratelimit_redis_breaker_transitions_total",
-            "from" => from.as_str(),
-            "to" => to.as_str()
-        )
-        .increment(1);
-        metrics::gauge!("ratelimit_redis_breaker_state").set(match to {
-            BreakerState::Closed => 0.0,
-            BreakerState::HalfOpen => 1.0,
-            BreakerState::Open => 2.0,
-        });
+impl Breaker {
+    /// Moves to `to`, logging it: opening at `warn` and closing at `info`,
+    /// each at most a few lines a minute, with the count of transitions
+    /// not logged since; half-opening (every cool-down while Redis is down)
+    /// at `debug`.
+    fn transition(&self, g: &mut Inner, to: BreakerState, why: &'static str) {
+        let from = g.state;
+        g.state = to;
+        match to {
+            BreakerState::Open => {
+                if let Some(suppressed) = self.log.admit(LOG_OPENED, Instant::now()) {
+                    tracing::warn!(
+                        target: "ratelimit_redis::breaker",
+                        from = from.as_str(),
+                        to = to.as_str(),
+                        failures = g.failures,
+                        reason = why,
+                        suppressed,
+                        "redis circuit breaker opened: checks skip redis and take the failure policy"
+                    );
+                }
+            }
+            BreakerState::HalfOpen => tracing::debug!(
+                target: "ratelimit_redis::breaker",
+                from = from.as_str(),
+                to = to.as_str(),
+                reason = why,
+                "redis circuit breaker half-open: probing redis"
+            ),
+            BreakerState::Closed => {
+                if let Some(suppressed) = self.log.admit(LOG_CLOSED, Instant::now()) {
+                    tracing::info!(
+                        target: "ratelimit_redis::breaker",
+                        from = from.as_str(),
+                        to = to.as_str(),
+                        reason = why,
+                        suppressed,
+                        "redis circuit breaker closed: redis is back"
+                    );
+                }
+            }
+        }
+        if to == BreakerState::Open {
+            g.failures = 0;
+        }
+        #[cfg(feature = "metrics")]
+        {
+            metrics::counter!(
+                "ratelimit_redis_breaker_transitions_total",
+                "from" => from.as_str(),
+                "to" => to.as_str()
+            )
+            .increment(1);
+            metrics::gauge!("ratelimit_redis_breaker_state").set(match to {
+                BreakerState::Closed => 0.0,
+                BreakerState::HalfOpen => 1.0,
+                BreakerState::Open => 2.0,
+            });
+        }
     }
 }
 

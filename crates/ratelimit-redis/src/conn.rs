@@ -1,5 +1,6 @@
 //! One shared multiplexed connection, (re)established in the background.
 
+use crate::failure::{Failure, Kind};
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::{AsyncConnectionConfig, Client, Cmd, Pipeline, RedisFuture, Value};
 use std::pin::pin;
@@ -60,7 +61,7 @@ struct Slot {
     conn: Option<(Handle, u64)>,
     connecting: bool,
     generation: u64,
-    last_error: Option<String>,
+    last_error: Option<Failure>,
 }
 
 /// The connection of a store. Every call clones the multiplexed connection
@@ -98,7 +99,7 @@ impl Conn {
     }
 
     /// The connection and its generation, waiting for a connect if needed.
-    pub(crate) async fn get(self: &Arc<Self>) -> Result<(Handle, u64), String> {
+    pub(crate) async fn get(self: &Arc<Self>) -> Result<(Handle, u64), Failure> {
         let mut notified = pin!(self.ready.notified());
         {
             let mut slot = self.lock();
@@ -118,7 +119,7 @@ impl Conn {
             None => Err(slot
                 .last_error
                 .clone()
-                .unwrap_or_else(|| "not connected".into())),
+                .unwrap_or_else(|| Failure::new(Kind::Io, "not connected"))),
         }
     }
 
@@ -155,7 +156,10 @@ impl Conn {
                 }
                 Err(e) => {
                     tracing::debug!(target: "ratelimit_redis", error = %e, "cannot connect to redis");
-                    slot.last_error = Some(format!("cannot connect: {e}"));
+                    slot.last_error = Some(Failure::new(
+                        Kind::of(&e),
+                        format!("redis: cannot connect: {e}"),
+                    ));
                 }
             }
         }

@@ -83,27 +83,67 @@
 //!
 //! # When Redis fails
 //!
-//! - Every call has a short timeout ([`DEFAULT_TIMEOUT`], 50 ms), connecting
-//!   included; reconnects run in the background.
-//! - A circuit breaker ([`BreakerConfig`]) opens after consecutive
-//!   failures; while open, calls don't touch Redis. After the cool-down one
-//!   probe goes through (half-open); its success closes the breaker.
-//!   Every change of state is logged with `tracing` (target
-//!   `ratelimit_redis::breaker`) and, with the `metrics` feature, counted
-//!   (`ratelimit_redis_breaker_transitions_total{from,to}`, gauge
-//!   `ratelimit_redis_breaker_state`, `ratelimit_redis_fallback_total`,
-//!   `ratelimit_redis_errors_total{kind}`).
-//! - While Redis is unavailable, a check either decides in a local,
-//!   bounded [`MemoryStore`](ratelimit_core::MemoryStore) of the same
-//!   algorithm ([`RedisStoreBuilder::fallback_to_memory`]) or fails with
-//!   [`StoreError::Backend`](ratelimit_core::StoreError::Backend), which the
-//!   HTTP layer turns into fail-open (the default) or fail-closed (503).
-//! - Redis answering with an error (a key of the wrong type, say) is a
+//! Anything but a decision from Redis is a store failure, and every
+//! failure is handled alike, whatever its kind:
+//!
+//! - it takes the failure policy: with
+//!   [`fallback_to_memory`](RedisStoreBuilder::fallback_to_memory), the
+//!   check is decided in a local, bounded
+//!   [`MemoryStore`](ratelimit_core::MemoryStore) of the same algorithm (so
+//!   the limit holds, per instance); without, it fails with
 //!   [`StoreError::Backend`](ratelimit_core::StoreError::Backend) naming
-//!   it; it does not trip the breaker (Redis is up) and never falls back.
+//!   the kind (`redis unavailable (oom): ...`), and the HTTP layer's
+//!   policy decides (fail-open by default, or fail-closed with a 503);
+//! - it counts toward the circuit breaker ([`BreakerConfig`]): after
+//!   `failure_threshold` consecutive failures the breaker opens, and calls
+//!   stop touching Redis; after the cool-down one probe goes through
+//!   (half-open), and its success closes the breaker;
+//! - with the `metrics` feature it is counted in
+//!   `ratelimit_redis_errors_total{kind}` (and a fallback decision in
+//!   `ratelimit_redis_fallback_total`);
+//! - it is logged at `warn` (target `ratelimit_redis`) with its kind, at
+//!   most three lines a minute per kind, each carrying `suppressed`: the
+//!   failures of its kind not logged since the previous line. The breaker
+//!   logs its opening (`warn`) and closing (`info`) the same way (target
+//!   `ratelimit_redis::breaker`) and, with `metrics`, counts them
+//!   (`ratelimit_redis_breaker_transitions_total{from,to}`, gauge
+//!   `ratelimit_redis_breaker_state`).
+//!
+//! | failure | `kind` | typical cause |
+//! |---|---|---|
+//! | no answer within the timeout ([`DEFAULT_TIMEOUT`], 50 ms, connecting included) | `timeout` | server hung, paused (`CLIENT PAUSE`), overloaded, network |
+//! | connection refused, reset or closed | `io` | server down or restarting; reconnects run in the background |
+//! | breaker open: Redis not called | `breaker_open` | the failures above; counted, not logged per call |
+//! | `OOM` | `oom` | `maxmemory` reached with `noeviction` |
+//! | `NOPERM` | `noperm` | an ACL denies `EVALSHA`, or `SCRIPT LOAD` for the reload |
+//! | `NOAUTH`, or a command refused before `AUTH` | `noauth` | a password is required and the URL has none |
+//! | `WRONGPASS`, authentication failed when connecting | `wrongpass` | wrong user or password |
+//! | `READONLY` | `readonly` | the server is (now) a replica |
+//! | `MASTERDOWN` | `masterdown` | a replica lost its master (`replica-serve-stale-data no`) |
+//! | `BUSY` | `busy` | another script runs past `busy-reply-threshold` |
+//! | `LOADING` | `loading` | the server is loading its dataset |
+//! | `CLUSTERDOWN`, `TRYAGAIN` | `clusterdown`, `tryagain` | cluster without quorum, slot migrating |
+//! | `MISCONF` | `misconf` | writes stopped after a failed snapshot |
+//! | `WRONGTYPE` | `wrongtype` | something else wrote at the store's key |
+//! | `ERR` | `err` | the script failed (an unreadable state at the key), or a command refused |
+//! | `NOSCRIPT` after reloading the script | `noscript` | scripts flushed again at once, a proxy |
+//! | a reply of the wrong type or shape | `reply` | not a Redis, or a proxy mangling replies |
+//! | any other error | `other` | an unknown error code, a client-side error |
+//!
+//! Key-level failures (`wrongtype`, `err` on a corrupt state) count toward
+//! the breaker too. The count is of consecutive failures: a bad key opens
+//! the breaker only when `failure_threshold` of its calls come in a row,
+//! with no decision on another key between them, while a broken script or
+//! server opens it at once. The key itself stays limited, in the fallback.
+//!
+//! Without a fallback, whether requests pass while Redis fails is the
+//! HTTP layer's policy, which by default lets them through: a limit that
+//! guards something (logins, say) wants the fallback, or fail-closed.
 
 mod breaker;
 mod conn;
+mod failure;
+mod log_throttle;
 mod plan;
 mod store;
 

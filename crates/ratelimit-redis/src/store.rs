@@ -2,10 +2,11 @@
 
 use crate::breaker::{Breaker, BreakerConfig, BreakerState, Outcome};
 use crate::conn::{Backend, Conn};
+use crate::failure::{Failure, Kind};
+use crate::log_throttle::{LogThrottle, LOG_EVERY};
 use crate::plan::{key_phase, Plan};
 use crate::BuildError;
 use ratelimit_core::{Algorithm, AnyAlgorithm, Decision, MemoryStore, Store, StoreError};
-use redis::{ErrorKind, RedisError, ServerErrorKind};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -123,10 +124,11 @@ impl RedisStoreBuilder {
         self
     }
 
-    /// While Redis is unreachable (timeout, connection error, breaker
-    /// open), decide locally with an in-memory store of the same algorithm,
-    /// holding at most `max_keys` keys, instead of returning an error.
-    /// Each instance then limits on its own.
+    /// Whenever Redis gives no decision (a timeout, a connection error,
+    /// an error reply of any kind, the breaker open), decide locally with
+    /// an in-memory store of the same algorithm, holding at most `max_keys`
+    /// keys, instead of returning an error. Each instance then limits on
+    /// its own. See the crate docs for the table of failures.
     pub fn fallback_to_memory(mut self, max_keys: usize) -> Self {
         self.fallback = Some(max_keys.max(1));
         self
@@ -179,6 +181,7 @@ impl RedisStoreBuilder {
                 breaker: Breaker::new(self.breaker),
                 fallback,
                 time: self.time,
+                log: LogThrottle::new(LOG_EVERY),
             }),
         })
     }
@@ -222,6 +225,8 @@ struct Inner {
     breaker: Breaker,
     fallback: Option<Fallback>,
     time: TimeSource,
+    /// Which failures get a warning line.
+    log: LogThrottle<{ Kind::COUNT }>,
 }
 
 /// The in-memory fallback. Calls reach it out of order (one after a
@@ -253,16 +258,6 @@ impl fmt::Debug for RedisStore {
             .field("time", &self.inner.time)
             .finish_non_exhaustive()
     }
-}
-
-/// Why a call did not get an answer from Redis.
-enum Failure {
-    /// Redis was unreachable, too slow, or the breaker is open: the failure
-    /// policy applies (fallback, or an error).
-    Unavailable(String),
-    /// Redis answered with an error (a key of the wrong type, a script
-    /// error): reported as is, no fallback.
-    Answered(String),
 }
 
 enum Op {
@@ -324,7 +319,11 @@ impl RedisStore {
     pub async fn ping(&self) -> Result<(), StoreError> {
         let inner = &self.inner;
         let work = async {
-            let (mut c, _) = inner.conn.get().await.map_err(StoreError::Backend)?;
+            let (mut c, _) = inner
+                .conn
+                .get()
+                .await
+                .map_err(|f| StoreError::Backend(f.to_string()))?;
             redis::cmd("PING")
                 .query_async::<()>(&mut c)
                 .await
@@ -399,21 +398,26 @@ impl Inner {
             Op::Check => None,
             Op::Refund { admitted_at } => Some((*admitted_at, now)),
         };
-        let (mut conn, generation) = self.conn.get().await.map_err(Failure::Unavailable)?;
+        let (mut conn, generation) = self.conn.get().await?;
         let mut invocation = self.script.key(self.redis_key(key));
         for a in self.args(key, cost, time, refund) {
             invocation.arg(a);
         }
         match invocation.invoke_async::<Vec<i64>>(&mut conn).await {
-            Ok(v) if v.len() == 4 => Ok(v),
-            Ok(v) => Err(Failure::Answered(format!(
-                "redis: unexpected script reply {v:?}"
-            ))),
+            Ok(v) if v.len() == 4 && (v[0] == 0 || v[0] == 1) => Ok(v),
+            Ok(v) => Err(Failure::new(
+                Kind::Reply,
+                format!(
+                    "redis: unexpected script reply of {} numbers, starting {:?}",
+                    v.len(),
+                    &v[..v.len().min(4)]
+                ),
+            )),
             Err(e) => {
                 if e.is_unrecoverable_error() || e.is_io_error() {
                     self.conn.invalidate(generation);
                 }
-                Err(classify(e))
+                Err(Failure::redis(&e))
             }
         }
     }
@@ -421,19 +425,22 @@ impl Inner {
     /// Runs `op` under the breaker and the timeout.
     async fn guarded(&self, key: &str, cost: u64, now: u64, op: Op) -> Result<Vec<i64>, Failure> {
         let Some(permit) = self.breaker.admit() else {
-            return Err(Failure::Unavailable("circuit breaker open".into()));
+            return Err(Failure::new(Kind::BreakerOpen, "circuit breaker open"));
         };
         let result = tokio::time::timeout(self.timeout, self.call(key, cost, now, &op)).await;
         let result = match result {
             Ok(r) => r,
-            Err(_) => Err(Failure::Unavailable(format!(
-                "no answer within {:?}",
-                self.timeout
-            ))),
+            Err(_) => Err(Failure::new(
+                Kind::Timeout,
+                format!("no answer within {:?}", self.timeout),
+            )),
         };
+        // Anything but a decision counts against Redis: an error reply
+        // (OOM, NOPERM, READONLY, a foreign value at the key, ...) as much
+        // as a timeout.
         let outcome = match &result {
-            Err(Failure::Unavailable(_)) => Outcome::Failed,
-            _ => Outcome::Answered,
+            Ok(_) => Outcome::Answered,
+            Err(_) => Outcome::Failed,
         };
         if permit.settle(outcome) {
             // Opened: the next probe starts from a fresh connection.
@@ -457,21 +464,15 @@ impl Inner {
     async fn check(&self, key: String, cost: u64, now: u64) -> Result<Decision, StoreError> {
         match self.guarded(&key, cost, now, Op::Check).await {
             Ok(v) => Ok(self.decision(&v)),
-            Err(Failure::Answered(msg)) => {
-                count_error("answered");
-                tracing::warn!(target: "ratelimit_redis", key = %key, error = %msg, "redis answered with an error");
-                Err(StoreError::Backend(msg))
-            }
-            Err(Failure::Unavailable(msg)) => {
-                count_error("unavailable");
+            Err(failure) => {
+                self.report(&failure, &key);
                 match &self.fallback {
                     Some(memory) => {
                         #[cfg(feature = "metrics")]
                         metrics::counter!("ratelimit_redis_fallback_total").increment(1);
-                        tracing::debug!(target: "ratelimit_redis", error = %msg, "redis unavailable, deciding in memory");
                         memory.check(&key, cost, now)
                     }
-                    None => Err(StoreError::Backend(format!("redis unavailable: {msg}"))),
+                    None => Err(StoreError::Backend(failure.to_string())),
                 }
             }
         }
@@ -495,51 +496,45 @@ impl Inner {
             .await
         {
             Ok(_) => Ok(()),
-            Err(Failure::Answered(msg)) => {
-                count_error("answered");
-                Err(StoreError::Backend(msg))
-            }
-            Err(Failure::Unavailable(msg)) => {
-                count_error("unavailable");
+            Err(failure) => {
+                self.report(&failure, &key);
                 match &self.fallback {
                     Some(memory) => {
                         memory.refund(&key, cost, admitted_at, now);
                         Ok(())
                     }
-                    None => Err(StoreError::Backend(format!("redis unavailable: {msg}"))),
+                    None => Err(StoreError::Backend(failure.to_string())),
                 }
             }
         }
     }
-}
 
-fn count_error(kind: &'static str) {
-    #[cfg(feature = "metrics")]
-    metrics::counter!("ratelimit_redis_errors_total", "kind" => kind).increment(1);
-    let _ = kind;
-}
-
-/// Server errors that mean "not available right now" rather than "your
-/// request is wrong".
-fn classify(e: RedisError) -> Failure {
-    let unavailable = match e.kind() {
-        ErrorKind::Server(k) => matches!(
-            k,
-            ServerErrorKind::BusyLoading
-                | ServerErrorKind::MasterDown
-                | ServerErrorKind::TryAgain
-                | ServerErrorKind::ClusterDown
-                | ServerErrorKind::ReadOnly
-        ),
-        ErrorKind::Extension | ErrorKind::UnexpectedReturnType | ErrorKind::Parse => {
-            e.code() == Some("BUSY")
+    /// Counts a failure (`ratelimit_redis_errors_total{kind}`) and warns of
+    /// it, a few lines a minute per kind at most, each with the number of
+    /// failures of its kind not logged since the previous line. Calls
+    /// skipped by the open breaker are counted, not logged: the breaker
+    /// logs its opening.
+    fn report(&self, failure: &Failure, key: &str) {
+        #[cfg(feature = "metrics")]
+        metrics::counter!("ratelimit_redis_errors_total", "kind" => failure.kind.as_str())
+            .increment(1);
+        if failure.kind == Kind::BreakerOpen {
+            return;
         }
-        _ => true,
-    };
-    if unavailable {
-        Failure::Unavailable(format!("redis: {e}"))
-    } else {
-        Failure::Answered(format!("redis: {e}"))
+        if let Some(suppressed) = self
+            .log
+            .admit(failure.kind.index(), tokio::time::Instant::now())
+        {
+            tracing::warn!(
+                target: "ratelimit_redis",
+                kind = failure.kind.as_str(),
+                error = ?failure.message,
+                key = ?key,
+                suppressed,
+                fallback = self.fallback.is_some(),
+                "redis gave no decision; the failure policy applies (in-memory fallback, or an error)"
+            );
+        }
     }
 }
 

@@ -1,0 +1,107 @@
+//! Rate-limited logging: while Redis fails, every call fails, and one log
+//! line per call would bury everything else (and cost more than the call).
+//! A [`LogThrottle`] lets through at most one line per kind of event every
+//! [`LOG_EVERY`], and each line says how many events of its kind were not
+//! logged since the previous one.
+
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// The shortest time between two lines of the same kind: at most three a
+/// minute.
+pub(crate) const LOG_EVERY: Duration = Duration::from_secs(20);
+
+#[derive(Debug, Default)]
+struct Slot {
+    /// When the last line of this kind was let through.
+    last: Option<Instant>,
+    /// Events of this kind since that line, not logged.
+    suppressed: u64,
+}
+
+/// Decides which events get a log line: `N` kinds, each on its own
+/// schedule. Memory is fixed (`N` slots), whatever the error rate.
+#[derive(Debug)]
+pub(crate) struct LogThrottle<const N: usize> {
+    every: Duration,
+    slots: [Mutex<Slot>; N],
+}
+
+impl<const N: usize> LogThrottle<N> {
+    /// At most one line per kind every `every`.
+    pub(crate) fn new(every: Duration) -> Self {
+        Self {
+            every,
+            slots: std::array::from_fn(|_| Mutex::new(Slot::default())),
+        }
+    }
+
+    /// Records an event of kind `kind` (below `N`) at `now`. `Some(n)`: log
+    /// a line now, mentioning the `n` events of this kind suppressed since
+    /// the last line; `None`: stay silent (the event is counted for the
+    /// next line).
+    pub(crate) fn admit(&self, kind: usize, now: Instant) -> Option<u64> {
+        let mut slot = self.slots[kind]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let due = match slot.last {
+            None => true,
+            // A `now` older than the last line (calls race to get here)
+            // saturates to zero: not due.
+            Some(last) => now.saturating_duration_since(last) >= self.every,
+        };
+        if due {
+            slot.last = Some(now);
+            Some(std::mem::take(&mut slot.suppressed))
+        } else {
+            slot.suppressed += 1;
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_line_per_interval_per_kind_carrying_the_suppressed_count() {
+        let t = LogThrottle::<2>::new(Duration::from_secs(20));
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        // The first event of a kind is logged at once.
+        assert_eq!(t.admit(0, at(0)), Some(0));
+        // 10,000 more within the interval: silent, counted.
+        for i in 0..10_000 {
+            assert_eq!(t.admit(0, at(i % 19_999)), None);
+        }
+        // Kinds are independent.
+        assert_eq!(t.admit(1, at(5)), Some(0));
+        assert_eq!(t.admit(1, at(6)), None);
+        // The interval is over: one line, with the count.
+        assert_eq!(t.admit(0, at(20_000)), Some(10_000));
+        assert_eq!(t.admit(0, at(20_001)), None);
+        assert_eq!(t.admit(0, at(39_999)), None);
+        assert_eq!(t.admit(0, at(40_000)), Some(2));
+        // A late caller with an older time does not reopen the gate.
+        assert_eq!(t.admit(0, at(10_000)), None);
+        // Long silence: the next event logs, with what was left over.
+        assert_eq!(t.admit(1, at(3_600_000)), Some(1));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_minute_of_errors_at_every_millisecond_logs_three_lines() {
+        let t = LogThrottle::<1>::new(LOG_EVERY);
+        let mut lines = Vec::new();
+        for _ in 0..60_000 {
+            if let Some(n) = t.admit(0, Instant::now()) {
+                lines.push(n);
+            }
+            tokio::time::advance(Duration::from_millis(1)).await;
+        }
+        // 60,000 events: three lines, the later two each accounting for the
+        // 19,999 events before them.
+        assert_eq!(lines, [0, 19_999, 19_999]);
+    }
+}
