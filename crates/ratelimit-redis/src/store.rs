@@ -562,4 +562,13 @@ where
         let key = Self::render(key);
         Box::pin(async move { inner.refund(key, cost, admitted_at, now).await })
     }
+
+    /// Bounded upkeep of the in-memory fallback, if any (see
+    /// [`MemoryStore::maintain`]): the keys it took during an outage are
+    /// dropped once full, and its memory given back.
+    fn maintain(&self, now: u64) {
+        if let Some(fallback) = &self.inner.fallback {
+            fallback.memory.maintain(now);
+        }
+    }
 }
