@@ -197,12 +197,10 @@ fn log_params(
 }
 
 /// The window phase of `key` for a fixed window anchored at a key offset,
-/// derived as ratelimit-core derives it for a `String` key (from the key as
-/// rendered), or `None` for every other algorithm.
-pub(crate) fn key_phase<K: std::hash::Hash + ?Sized>(
-    algorithm: &AnyAlgorithm,
-    key: &K,
-) -> Option<u64> {
+/// derived as ratelimit-core derives it for the key as rendered (its text:
+/// the keys of tower-ratelimit hash their `Display` text in memory too), or
+/// `None` for every other algorithm.
+pub(crate) fn key_phase(algorithm: &AnyAlgorithm, key: &str) -> Option<u64> {
     match algorithm {
         AnyAlgorithm::FixedWindow(w) if w.anchor() == Anchor::KeyOffset => {
             let p = u64::try_from(w.period().as_nanos()).unwrap_or(u64::MAX);

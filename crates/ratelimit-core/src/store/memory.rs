@@ -1,6 +1,6 @@
 //! The in-memory keyed store: sharded, concurrent and bounded.
 
-use crate::{Algorithm, Decision, StoreError};
+use crate::{Algorithm, Decision, StableKey, StoreError};
 use hashbrown::{DefaultHashBuilder, HashTable};
 use spin::mutex::{SpinMutex, SpinMutexGuard};
 use std::borrow::Borrow;
@@ -216,7 +216,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     pub fn check<Q>(&self, key: &Q, cost: u64, now: u64) -> Result<Decision, StoreError>
     where
         K: Borrow<Q>,
-        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+        Q: Hash + Eq + StableKey + ToOwned<Owned = K> + ?Sized,
     {
         let hash = self.hasher.hash_one(key);
         let mut shard = self.shard(hash);
