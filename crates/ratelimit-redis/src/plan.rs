@@ -231,7 +231,7 @@ mod tests {
         assert_eq!(phase, 655_370_708);
         // In memory, the key's window ends at its phase: a request just
         // before is in the first window, one at the phase in the second.
-        let memory = MemoryStore::<AnyAlgorithm, String>::new(window.clone());
+        let memory = MemoryStore::<AnyAlgorithm, String>::new(window);
         assert!(memory.check("user-1", 1, phase - 1).unwrap().allowed);
         assert!(!memory.check("user-1", 1, phase - 1).unwrap().allowed);
         assert!(memory.check("user-1", 1, phase).unwrap().allowed);

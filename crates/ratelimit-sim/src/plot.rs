@@ -50,9 +50,17 @@ pub struct PlotArgs {
     /// The width in pixels
     #[arg(long, value_name = "PX", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(200..=20_000))]
     pub width: u32,
-    /// The height in pixels [default: 100 + 190 per algorithm]
-    #[arg(long, value_name = "PX", value_parser = clap::value_parser!(u32).range(100..=20_000))]
+    /// The height in pixels (0: the default) [default: 100 + 190 per algorithm]
+    #[arg(long, value_name = "PX", value_parser = height)]
     pub height: Option<u32>,
+}
+
+/// 0 (the default height) or 100 to 20000 pixels.
+fn height(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>().map_err(|e| e.to_string())? {
+        px @ (0 | 100..=20_000) => Ok(px),
+        px => Err(format!("{px} is not 0 nor in 100..=20000")),
+    }
 }
 
 const PLOT_HELP: &str = "\
@@ -728,7 +736,15 @@ mod tests {
     fn run_plot_writes_to_output_or_file() {
         let mut out = Vec::new();
         run_plot(
-            &args(&["--algo", "gcra --limit 2 --period 1s", "--title", "T"]).unwrap(),
+            &args(&[
+                "--algo",
+                "gcra --limit 2 --period 1s",
+                "--title",
+                "T",
+                "--height",
+                "0",
+            ])
+            .unwrap(),
             "0 a\n10 a\n20 a\n1500 a\n".as_bytes(),
             &mut out,
         )
@@ -763,6 +779,7 @@ mod tests {
         for bad in [
             &["--svg"][..],
             &["--width", "10"],
+            &["--height", "99"],
             &["--bin", "0ms"],
             &["--algo", "gcra"],
             &["--generator", "steady --rate 1 --period 1s", "--key", "x"],
