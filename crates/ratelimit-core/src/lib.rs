@@ -34,7 +34,8 @@ mod store;
 pub use algorithm::{
     stable_hash, Algorithm, Anchor, AnyAlgorithm, AnyGcra, AnyLeakyBucket, AnyState,
     AnyTokenBucket, FixedWindow, Gcra, LeakyBucket, LogState, SlidingLog, SlidingWindow,
-    SlidingWindowState, StateWord, TokenBucket, WindowState, DEFAULT_MAX_LOG_ENTRIES,
+    SlidingWindowState, StableHasher, StableKey, StateWord, TokenBucket, WindowState,
+    DEFAULT_MAX_LOG_ENTRIES,
 };
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::Decision;

@@ -197,17 +197,46 @@ fn log_params(
 }
 
 /// The window phase of `key` for a fixed window anchored at a key offset,
-/// derived as ratelimit-core derives it for a `String` key (from the key as
-/// rendered), or `None` for every other algorithm.
-pub(crate) fn key_phase<K: std::hash::Hash + ?Sized>(
-    algorithm: &AnyAlgorithm,
-    key: &K,
-) -> Option<u64> {
+/// derived as ratelimit-core derives it for the key as rendered (its text:
+/// the keys of tower-ratelimit hash their `Display` text in memory too), or
+/// `None` for every other algorithm.
+pub(crate) fn key_phase(algorithm: &AnyAlgorithm, key: &str) -> Option<u64> {
     match algorithm {
         AnyAlgorithm::FixedWindow(w) if w.anchor() == Anchor::KeyOffset => {
             let p = u64::try_from(w.period().as_nanos()).unwrap_or(u64::MAX);
             Some(ratelimit_core::stable_hash(key) % p)
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratelimit_core::{Gcra, MemoryStore};
+
+    /// The phase of a key is fixed bytes hashed (FNV-1a of the key's text):
+    /// no compiler or platform moves it, and the in-memory store derives
+    /// the same window for the same key.
+    #[test]
+    fn key_phases_are_fixed_and_match_memory() {
+        let period = Duration::from_secs(1);
+        let window: AnyAlgorithm = FixedWindow::new(1, period)
+            .unwrap()
+            .with_anchor(Anchor::KeyOffset)
+            .into();
+        // stable_hash("user-1") = 0xf84b_a2aa_754a_4bd4.
+        let phase = key_phase(&window, "user-1").unwrap();
+        assert_eq!(phase, 0xf84b_a2aa_754a_4bd4 % 1_000_000_000);
+        assert_eq!(phase, 655_370_708);
+        // In memory, the key's window ends at its phase: a request just
+        // before is in the first window, one at the phase in the second.
+        let memory = MemoryStore::<AnyAlgorithm, String>::new(window);
+        assert!(memory.check("user-1", 1, phase - 1).unwrap().allowed);
+        assert!(!memory.check("user-1", 1, phase - 1).unwrap().allowed);
+        assert!(memory.check("user-1", 1, phase).unwrap().allowed);
+        // Other algorithms have no phase.
+        let gcra: AnyAlgorithm = Gcra::new(1, period).unwrap().into();
+        assert_eq!(key_phase(&gcra, "user-1"), None);
     }
 }

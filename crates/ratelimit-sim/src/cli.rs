@@ -1,94 +1,141 @@
-//! What the subcommands (`plot`, `compare`, `generate`) share: their option
-//! parser, the algorithms to compare and the trace to run them on.
+//! The command line (through `clap`): the command, its subcommands and what
+//! `plot` and `compare` share: the algorithms to compare and the trace to
+//! run them on.
 
-use crate::{parse_algorithm, parse_generator, parse_line, Event, SimError};
+use crate::compare::CompareArgs;
+use crate::generate::GeneratorArgs;
+use crate::options::REPLAY_HELP;
+use crate::plot::PlotArgs;
+use crate::{
+    parse_algorithm, parse_generator, parse_line, AlgorithmArgs, Event, Generator, SimError,
+};
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::{Args, Parser, Subcommand};
 use ratelimit_core::{parse_duration, AnyAlgorithm};
 use std::io::BufRead;
 use std::time::Duration;
 
-/// `--name value` / `--name=value` pairs (and `-o value`, read as
-/// `--svg`), in order. Names listed as repeatable may be given several
-/// times; any other name at most once.
-#[derive(Debug)]
-pub(crate) struct Flags {
-    pairs: Vec<(String, String)>,
+/// `ratelimit-sim`: its arguments.
+#[derive(Debug, Parser)]
+#[command(
+    name = "ratelimit-sim",
+    version,
+    about = "Replays a trace through any ratelimit-core algorithm, and plots or compares algorithms.",
+    propagate_version = true,
+    override_usage = "ratelimit-sim <ALGORITHM> [OPTIONS] < TRACE\n       ratelimit-sim <generate|compare|plot> [OPTIONS]",
+    subcommand_value_name = "ALGORITHM|SUBCOMMAND",
+    subcommand_help_heading = "Algorithms (replay a trace) and subcommands (each with --help)",
+    after_help = REPLAY_HELP
+)]
+pub struct Cli {
+    /// What to run (`None`: nothing was given).
+    #[command(subcommand)]
+    pub command: Option<Command>,
 }
 
-impl Flags {
-    pub(crate) fn parse(args: &[String], repeatable: &[&str]) -> Result<Self, SimError> {
-        let mut pairs: Vec<(String, String)> = Vec::new();
-        let mut it = args.iter();
-        while let Some(arg) = it.next() {
-            let name = match arg.strip_prefix("--") {
-                Some(name) => name,
-                None if arg == "-o" => "svg",
-                None => return Err(SimError(format!("unexpected argument {arg:?}"))),
-            };
-            let (name, value) = match name.split_once('=') {
-                Some((n, v)) => (n.to_owned(), v.to_owned()),
-                None => {
-                    let value = it
-                        .next()
-                        .ok_or_else(|| SimError(format!("option {arg} needs a value")))?;
-                    (name.to_owned(), value.clone())
-                }
-            };
-            if !repeatable.contains(&name.as_str()) && pairs.iter().any(|(n, _)| *n == name) {
-                return Err(SimError(format!("option --{name} given twice")));
+/// What `ratelimit-sim` runs.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Replays the trace on standard input through this algorithm.
+    #[command(flatten)]
+    Algorithm(AlgorithmArgs),
+    /// Print a seeded trace: steady, bursty, poisson or window-edge traffic
+    #[command(
+        after_help = GENERATE_HELP,
+        arg_required_else_help = false,
+        subcommand_value_name = "GENERATOR",
+        subcommand_help_heading = "Generators (each with --help)"
+    )]
+    Generate {
+        /// The generator and its options.
+        #[command(subcommand)]
+        generator: GeneratorArgs,
+    },
+    /// Run one trace through several algorithms: one table row each
+    Compare(CompareArgs),
+    /// Draw one trace through several algorithms as an SVG chart, one panel each
+    Plot(PlotArgs),
+}
+
+const GENERATE_HELP: &str = "\
+The trace is printed as lines `T_MS KEY COST`, the input of `ratelimit-sim ALGORITHM`,
+`compare` and `plot`; times are integer milliseconds, never decreasing. The same
+options and seed give the same trace every time.
+
+Example:
+  $ ratelimit-sim generate poisson --rate 20 --period 1s --seed 7 | ratelimit-sim gcra --limit 10 --period 1s";
+
+/// Parses a duration option with [`parse_duration`].
+pub(crate) fn duration(s: &str) -> Result<Duration, String> {
+    parse_duration(s).map_err(|e| e.to_string())
+}
+
+/// A duration of more than zero (`--interval`, `--bin`).
+pub(crate) fn positive_duration(s: &str) -> Result<Duration, String> {
+    match duration(s)? {
+        d if d.is_zero() => Err("must be positive".to_owned()),
+        d => Ok(d),
+    }
+}
+
+/// A clap error on one line, naming the bad value: `noun` names what a
+/// subcommand position stands for (`algorithm`, `generator`). A hint at
+/// the command's `--help` follows when the error is about `ratelimit-sim`
+/// itself.
+pub fn cli_error(e: &clap::Error, noun: &str) -> SimError {
+    let rendered = e.render().to_string();
+    let (body, usage) = rendered
+        .split_once("\nUsage:")
+        .unwrap_or((rendered.as_str(), ""));
+    let names = |kind| match e.get(kind) {
+        Some(ContextValue::String(name)) => vec![name.as_str()],
+        Some(ContextValue::Strings(names)) => names.iter().map(String::as_str).collect(),
+        _ => Vec::new(),
+    };
+    let mut out = String::new();
+    match e.kind() {
+        ErrorKind::InvalidSubcommand if !names(ContextKind::InvalidSubcommand).is_empty() => {
+            out = format!(
+                "unknown {noun} {:?}",
+                names(ContextKind::InvalidSubcommand)[0]
+            );
+            if let Some(similar) = names(ContextKind::SuggestedSubcommand).first() {
+                out.push_str(&format!(" (did you mean {similar:?}?)"));
             }
-            pairs.push((name, value));
         }
-        Ok(Self { pairs })
-    }
-
-    /// Every value of `name`, in order, removing them.
-    pub(crate) fn all(&mut self, name: &str) -> Vec<String> {
-        let (taken, kept) = std::mem::take(&mut self.pairs)
-            .into_iter()
-            .partition(|(n, _)| n == name);
-        self.pairs = kept;
-        taken.into_iter().map(|(_, v)| v).collect()
-    }
-
-    /// The value of `name`, if given.
-    pub(crate) fn single(&mut self, name: &str) -> Result<Option<String>, SimError> {
-        Ok(self.all(name).pop())
-    }
-
-    pub(crate) fn integer(&mut self, name: &str) -> Result<Option<u64>, SimError> {
-        self.single(name)?
-            .map(|v| {
-                v.parse::<u64>().map_err(|_| {
-                    SimError(format!(
-                        "option --{name}: {v:?} is not a non-negative integer"
-                    ))
-                })
-            })
-            .transpose()
-    }
-
-    pub(crate) fn duration(&mut self, name: &str) -> Result<Option<Duration>, SimError> {
-        self.single(name)?
-            .map(|v| parse_duration(&v).map_err(|e| SimError(format!("option --{name}: {e}"))))
-            .transpose()
-    }
-
-    /// Fails on the first option nobody took.
-    pub(crate) fn finish(self, what: &str) -> Result<(), SimError> {
-        match self.pairs.first() {
-            Some((name, _)) => Err(SimError(format!("unknown option --{name} for {what}"))),
-            None => Ok(()),
+        ErrorKind::MissingSubcommand => {
+            let valid: Vec<&str> = names(ContextKind::ValidSubcommand)
+                .into_iter()
+                .filter(|n| *n != "help")
+                .collect();
+            out = format!("missing {noun}: one of {}", valid.join(", "));
+        }
+        _ => {
+            let lines = body.lines().map(str::trim).filter(|l| !l.is_empty());
+            for line in lines.take_while(|l| !l.starts_with("For more information")) {
+                let line = line.strip_prefix("error: ").unwrap_or(line);
+                if line.starts_with("tip: to pass") {
+                    continue;
+                }
+                let line = line.strip_prefix("tip: ").unwrap_or(line);
+                if !out.is_empty() {
+                    let joined = out.ends_with(':') || line.starts_with('[');
+                    out.push_str(if joined { " " } else { "; " });
+                }
+                out.push_str(line);
+            }
         }
     }
-}
-
-/// The lines `ratelimit-sim --help` prints after [`usage`](crate::usage): the
-/// subcommands.
-pub fn subcommands_usage() -> &'static str {
-    "subcommands (each with --help):\n  \
-     ratelimit-sim generate NAME [OPTIONS]   print a seeded trace (steady, bursty, poisson, window-edge)\n  \
-     ratelimit-sim compare [OPTIONS]         one table row per algorithm on the same trace\n  \
-     ratelimit-sim plot [OPTIONS]            an SVG chart, one panel per algorithm"
+    // `ratelimit-sim gcra [OPTIONS] ...`: the command is the words before
+    // the first option or placeholder.
+    let command: Vec<&str> = usage
+        .split_whitespace()
+        .take_while(|w| !w.starts_with(['[', '<', '-']))
+        .collect();
+    if command.first() == Some(&"ratelimit-sim") {
+        out.push_str(&format!("; see '{} --help'", command.join(" ")));
+    }
+    SimError(out)
 }
 
 /// One algorithm to run, with the text it was written as.
@@ -178,65 +225,78 @@ pub fn read_trace(input: impl BufRead) -> Result<Vec<Event>, SimError> {
 }
 
 /// The options `plot` and `compare` share: the algorithms and the traffic.
+#[derive(Debug, Clone, Args)]
+pub struct SetupArgs {
+    /// An algorithm as in replay mode (`gcra --limit 10 --period 1s`); repeat it, or separate several with ';'
+    #[arg(long = "algo", value_name = "\"ALGORITHM [OPTIONS]\"", value_parser = specs)]
+    pub algo: Vec<Specs>,
+    /// Without --algo: all six algorithms at L per P, burst L [default: 10]
+    #[arg(
+        long,
+        value_name = "L",
+        conflicts_with = "algo",
+        allow_negative_numbers = true
+    )]
+    pub limit: Option<u64>,
+    /// Without --algo: the P of --limit [default: 1s]
+    #[arg(long, value_name = "P", conflicts_with = "algo", value_parser = duration_text, allow_hyphen_values = true)]
+    pub period: Option<String>,
+    /// Generated traffic (see `ratelimit-sim generate --help`); repeat it to merge several. Without it, the trace (lines `T_MS KEY [COST]`) is read on standard input
+    #[arg(long, value_name = "\"NAME [OPTIONS]\"", value_parser = generator)]
+    pub generator: Vec<Generator>,
+}
+
+/// The algorithms of one `--algo`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Specs(pub Vec<AlgorithmSpec>);
+
+fn specs(s: &str) -> Result<Specs, SimError> {
+    parse_specs(&[s.to_owned()]).map(Specs)
+}
+
+/// A duration, kept as written (it names the algorithms).
+fn duration_text(s: &str) -> Result<String, String> {
+    duration(s).map(|_| s.to_owned())
+}
+
+fn generator(s: &str) -> Result<Generator, SimError> {
+    let words: Vec<String> = s.split_whitespace().map(String::from).collect();
+    parse_generator(&words)
+}
+
+/// What `plot` and `compare` run: the algorithms and the trace.
 #[derive(Debug)]
 pub(crate) struct Setup {
     pub(crate) specs: Vec<AlgorithmSpec>,
     pub(crate) events: Vec<Event>,
 }
 
-impl Setup {
-    /// Takes `--algo` (repeatable), `--limit`/`--period` (the six
-    /// algorithms at that rate when no `--algo` is given; default 10 per
-    /// 1s) and `--generator` (repeatable, the traces merged in time order;
-    /// without it the trace is read from `input`).
-    pub(crate) fn take(flags: &mut Flags, input: impl BufRead) -> Result<Self, SimError> {
-        let algos = flags.all("algo");
-        let limit = flags.integer("limit")?;
-        let period = flags.single("period")?;
-        let specs = if algos.is_empty() {
-            let limit = limit.unwrap_or(10);
-            let period = period.unwrap_or_else(|| "1s".to_owned());
-            all_algorithms(limit, &period)?
+impl SetupArgs {
+    /// The algorithms (`--algo`, or the six at `--limit`/`--period`) and
+    /// the trace: the generators' merged in time order or, without
+    /// `--generator`, the one read from `input`.
+    pub(crate) fn setup(&self, input: impl BufRead) -> Result<Setup, SimError> {
+        let specs = if self.algo.is_empty() {
+            let period = self.period.as_deref().unwrap_or("1s");
+            all_algorithms(self.limit.unwrap_or(10), period)?
         } else {
-            if limit.is_some() || period.is_some() {
-                return Err(SimError(
-                    "--limit and --period choose the six algorithms; give them inside --algo instead"
-                        .to_owned(),
-                ));
-            }
-            parse_specs(&algos)?
+            self.algo.iter().flat_map(|s| s.0.iter().cloned()).collect()
         };
         if specs.is_empty() {
             return Err(SimError("no algorithm given".to_owned()));
         }
-        let generators = flags.all("generator");
-        let events = if generators.is_empty() {
+        let events = if self.generator.is_empty() {
             read_trace(input)?
         } else {
-            let mut events = Vec::new();
-            for g in &generators {
-                let words: Vec<String> = g.split_whitespace().map(String::from).collect();
-                let generator = parse_generator(&words)
-                    .map_err(|e| SimError(format!("generator {:?}: {e}", words.join(" "))))?;
-                events.extend(generator.events());
-            }
+            let mut events: Vec<Event> =
+                self.generator.iter().flat_map(Generator::events).collect();
             // Merged in time order; a stable sort keeps each generator's order.
             events.sort_by_key(|e| e.t_ms);
             events
         };
-        Ok(Self { specs, events })
+        Ok(Setup { specs, events })
     }
 }
-
-/// The options [`Setup::take`] accepts more than once.
-pub(crate) const SETUP_REPEATABLE: &[&str] = &["algo", "generator"];
-
-/// The options of `--algo`, `--generator` and the trace, for the usage texts.
-pub(crate) const SETUP_USAGE: &str = "  \
-     --algo \"ALGORITHM [OPTIONS]\"    an algorithm as in the main mode; repeat it, or separate several with ';'\n  \
-     --limit L --period P            without --algo: all six algorithms at L per P, burst L (default 10 per 1s)\n  \
-     --generator \"NAME [OPTIONS]\"    generated traffic (see `ratelimit-sim generate --help`); repeat it to merge\n                                  \
-     several; without it, the trace (lines T_MS KEY [COST]) is read on standard input";
 
 /// Keeps algorithms that are built from the same numbers comparable in
 /// tests.
@@ -254,28 +314,29 @@ mod tests {
     }
 
     #[test]
-    fn flags_take_repeated_and_single_options() {
-        let mut f = Flags::parse(
-            &strings(&["--algo", "a", "--algo=b", "-o", "x.svg", "--width", "3"]),
-            &["algo"],
-        )
-        .unwrap();
-        assert_eq!(f.all("algo"), ["a", "b"]);
-        assert_eq!(f.single("svg").unwrap().as_deref(), Some("x.svg"));
-        assert_eq!(f.integer("width").unwrap(), Some(3));
-        f.finish("plot").unwrap();
+    fn the_command_line_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
     }
 
     #[test]
-    fn flags_reject_bad_input() {
-        assert!(Flags::parse(&strings(&["--width", "3", "--width", "4"]), &[]).is_err());
-        assert!(Flags::parse(&strings(&["--width"]), &[]).is_err());
-        assert!(Flags::parse(&strings(&["width"]), &[]).is_err());
-        let f = Flags::parse(&strings(&["--what", "3"]), &[]).unwrap();
+    fn clap_errors_fit_on_one_line() {
+        let err = |args: &[&str]| {
+            let e = Cli::try_parse_from(args).unwrap_err();
+            cli_error(&e, "algorithm or subcommand").0
+        };
         assert_eq!(
-            f.finish("plot").unwrap_err().0,
-            "unknown option --what for plot"
+            err(&["ratelimit-sim", "gcrb"]),
+            "unknown algorithm or subcommand \"gcrb\" (did you mean \"gcra\"?); see 'ratelimit-sim --help'"
         );
+        let e = err(&["ratelimit-sim", "gcra", "--limit", "3"]);
+        assert!(e.contains("--period <P>"), "{e}");
+        assert!(e.ends_with("; see 'ratelimit-sim gcra --help'"), "{e}");
+        let e = err(&["ratelimit-sim", "gcra", "--limit", "x", "--period", "1s"]);
+        assert!(e.contains("'x'") && e.contains("--limit <L>"), "{e}");
+        for e in [e, err(&["ratelimit-sim", "plot", "--bogus", "1"])] {
+            assert!(!e.contains('\n') && !e.starts_with("error"), "{e:?}");
+        }
     }
 
     #[test]

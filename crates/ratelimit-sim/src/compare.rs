@@ -24,26 +24,43 @@
 //!   this is the error of the two-window approximation, decision by
 //!   decision; for `sliding-log` it is 0.
 
-use crate::cli::{Flags, Setup, SETUP_REPEATABLE, SETUP_USAGE};
+use crate::cli::{positive_duration, SetupArgs};
 use crate::{AlgorithmSpec, Event, Replayer, SimError};
+use clap::Parser;
 use ratelimit_core::{AnyAlgorithm, Decision};
 use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, Write};
 use std::time::Duration;
 
-/// The usage text of `compare`.
-pub fn compare_usage() -> String {
-    format!(
-        "usage: ratelimit-sim compare [OPTIONS] [< TRACE]\n\
-         runs one trace through several algorithms and prints one row each:\n\
-         admitted, denied, held, the largest cost admitted in any [s, s+P),\n\
-         and the share of requests that sliding-log at the same L per P would decide otherwise,\n\
-         given the same admitted history (+ admitted where it would deny, - denied where it would admit).\n\
-         options:\n{SETUP_USAGE}\n  \
-         --interval D                    the interval length of \"max in P\" for every row (default: each row's own period)\n\
-         example: ratelimit-sim compare --generator \"window-edge --limit 10 --period 1s\""
-    )
+/// `ratelimit-sim compare [OPTIONS] [< TRACE]`.
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "compare",
+    override_usage = "ratelimit-sim compare [OPTIONS] [< TRACE]",
+    after_help = COMPARE_HELP
+)]
+pub struct CompareArgs {
+    /// The algorithms and the traffic.
+    #[command(flatten)]
+    pub setup: SetupArgs,
+    /// The interval length of "max in P" for every row [default: each row's own period]
+    #[arg(long, value_name = "D", value_parser = positive_duration, allow_hyphen_values = true)]
+    pub interval: Option<Duration>,
 }
+
+const COMPARE_HELP: &str = "\
+Columns, one row per algorithm:
+  admitted, denied  requests (not cost) admitted and denied
+  held              admitted requests held before going on (the leaky bucket's queue)
+  max in P          the largest cost admitted for one key in any [s, s+P), P the row's
+                    period or --interval; a held request counts when it goes on
+  differs from sliding-log
+                    the share of requests the exact sliding log at the same L per P would
+                    decide otherwise, given the same admitted history (+ admitted where it
+                    would deny, - denied where it would admit)
+
+Example:
+  $ ratelimit-sim compare --generator \"window-edge --limit 10 --period 1s\"";
 
 /// One row of the table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -260,18 +277,12 @@ pub fn format_table(rows: &[Row]) -> String {
 
 /// `ratelimit-sim compare [OPTIONS]`: prints the table.
 pub fn run_compare(
-    args: &[String],
+    args: &CompareArgs,
     input: impl BufRead,
     mut output: impl Write,
 ) -> Result<(), SimError> {
-    let mut flags = Flags::parse(args, SETUP_REPEATABLE)?;
-    let interval = flags.duration("interval")?;
-    if interval.is_some_and(|d| d.is_zero()) {
-        return Err(SimError("option --interval must be positive".to_owned()));
-    }
-    let setup = Setup::take(&mut flags, input)?;
-    flags.finish("compare")?;
-    let rows = compare(&setup.specs, &setup.events, interval)?;
+    let setup = args.setup.setup(input)?;
+    let rows = compare(&setup.specs, &setup.events, args.interval)?;
     output
         .write_all(format_table(&rows).as_bytes())
         .and_then(|()| output.flush())
@@ -516,8 +527,10 @@ mod tests {
         assert_eq!(lines.len(), 1 + 6 + 3);
     }
 
-    fn args(list: &[&str]) -> Vec<String> {
-        list.iter().map(|s| s.to_string()).collect()
+    /// `compare` with `list`, parsed as the command line is.
+    fn args(list: &[&str]) -> Result<CompareArgs, SimError> {
+        CompareArgs::try_parse_from(std::iter::once(&"compare").chain(list))
+            .map_err(|e| crate::cli::cli_error(&e, "subcommand"))
     }
 
     #[test]
@@ -531,7 +544,8 @@ mod tests {
                 "window-edge --limit 10 --period 1s --duration 2s",
                 "--generator",
                 "steady --rate 1 --period 1s --start 5s --duration 2s",
-            ]),
+            ])
+            .unwrap(),
             "".as_bytes(),
             &mut out,
         )
@@ -549,7 +563,8 @@ mod tests {
                 "--algo=sliding-log --limit 1 --period 1s",
                 "--interval",
                 "2s",
-            ]),
+            ])
+            .unwrap(),
             "0 a\n999 a\n1000 a\n1000 b 3\n".as_bytes(),
             &mut out,
         )
@@ -573,10 +588,13 @@ mod tests {
             &["--generator", "steady"],
             &["--svg", "x.svg"],
         ] {
-            let err = run_compare(&args(bad), "0 a\n".as_bytes(), Vec::new()).unwrap_err();
+            let err = args(bad)
+                .and_then(|a| run_compare(&a, "0 a\n".as_bytes(), Vec::new()))
+                .unwrap_err();
             assert!(!err.0.contains('\n'), "{bad:?}: {err}");
         }
-        let err = run_compare(&[], "0 a\n-1 a\n".as_bytes(), Vec::new()).unwrap_err();
+        let err =
+            run_compare(&args(&[]).unwrap(), "0 a\n-1 a\n".as_bytes(), Vec::new()).unwrap_err();
         assert!(err.0.starts_with("line 2: "), "{err}");
     }
 

@@ -28,19 +28,114 @@
 //! start of the next, so `2L` requests land within `2W` — and then waits
 //! one window, since the window after the boundary is spent.
 
-use crate::cli::Flags;
+use crate::cli::{cli_error, duration};
 use crate::{Event, SimError};
-use ratelimit_core::parse_duration;
-use std::time::Duration;
+use clap::{Args, Parser, Subcommand};
 
-/// The usage text of the generators.
-pub fn generator_usage() -> &'static str {
-    "generators (NAME [OPTIONS]):\n  \
-     steady --rate N --period P [--jitter J]\n  \
-     bursty --size S --every E [--spread W]\n  \
-     poisson --rate N --period P\n  \
-     window-edge --limit L --period P [--spread W]\n  \
-     common: [--duration D (10s)] [--start S (0)] [--seed N (1)] [--key K (client)] [--cost N (1)]"
+/// A generator and its options, as written after `generate` and in
+/// `--generator`. Durations are kept in milliseconds.
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum GeneratorArgs {
+    /// N requests per P, evenly spaced, each pushed later by a random [0, J)
+    Steady {
+        /// Requests per period
+        #[arg(long, value_name = "N", value_parser = positive)]
+        rate: u64,
+        /// The period
+        #[arg(long, value_name = "P", value_parser = positive_millis)]
+        period: u64,
+        /// The most a request is pushed later (exclusive)
+        #[arg(long, value_name = "J", value_parser = millis, default_value = "0ms")]
+        jitter: u64,
+        /// The options every generator takes.
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// Bursts of S requests, one every E, each spread over W
+    Bursty {
+        /// Requests per burst
+        #[arg(long, value_name = "S", value_parser = positive)]
+        size: u64,
+        /// A burst starts at a random point of the first half of each slot of E
+        #[arg(long, value_name = "E", value_parser = positive_millis)]
+        every: u64,
+        /// How long one burst lasts
+        #[arg(long, value_name = "W", value_parser = positive_millis, default_value = "100ms")]
+        spread: u64,
+        /// The options every generator takes.
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// A Poisson process of mean rate N per P
+    Poisson {
+        /// Mean requests per period
+        #[arg(long, value_name = "N", value_parser = positive)]
+        rate: u64,
+        /// The period
+        #[arg(long, value_name = "P", value_parser = positive_millis)]
+        period: u64,
+        /// The options every generator takes.
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// The window-edge attack: L requests just before and L just after every other boundary k*P
+    WindowEdge {
+        /// The attacked window's quota
+        #[arg(long, value_name = "L", value_parser = positive)]
+        limit: u64,
+        /// The attacked window's length
+        #[arg(long, value_name = "P", value_parser = positive_millis)]
+        period: u64,
+        /// How long before (and after) the boundary the quota is spent [default: P/10]
+        #[arg(long, value_name = "W", value_parser = positive_millis)]
+        spread: Option<u64>,
+        /// The options every generator takes.
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+}
+
+/// The options every generator takes.
+#[derive(Debug, Clone, PartialEq, Eq, Args)]
+pub struct CommonArgs {
+    /// Requests at times below D (before the shift by --start)
+    #[arg(long, value_name = "D", value_parser = millis, default_value = "10s")]
+    pub duration: u64,
+    /// Every time is shifted by S
+    #[arg(long, value_name = "S", value_parser = millis, default_value = "0ms")]
+    pub start: u64,
+    /// The seed of the random choices
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub seed: u64,
+    /// The key of every request
+    #[arg(long, value_name = "K", default_value = "client")]
+    pub key: String,
+    /// The cost of every request
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub cost: u64,
+}
+
+/// A positive integer.
+fn positive(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(0) => Err("must be positive".to_owned()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// A duration in whole milliseconds.
+fn millis(s: &str) -> Result<u64, String> {
+    // `parse_duration` counts in u64 milliseconds: it always fits.
+    duration(s).map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// A duration of at least 1ms, in milliseconds.
+fn positive_millis(s: &str) -> Result<u64, String> {
+    match millis(s)? {
+        0 => Err("must be at least 1ms".to_owned()),
+        ms => Ok(ms),
+    }
 }
 
 /// The shape of the traffic.
@@ -103,28 +198,100 @@ pub struct Generator {
     pub cost: u64,
 }
 
-fn millis(d: Duration, name: &str) -> Result<u64, SimError> {
-    u64::try_from(d.as_millis())
-        .map_err(|_| SimError(format!("option --{name}: duration too large")))
-}
-
-fn take_millis(flags: &mut Flags, name: &str, default: Option<u64>) -> Result<u64, SimError> {
-    match flags.single(name)? {
-        Some(v) => {
-            let d = parse_duration(&v).map_err(|e| SimError(format!("option --{name}: {e}")))?;
-            millis(d, name)
+impl GeneratorArgs {
+    /// The generator; fails when `--spread` exceeds `--period`, `--start`
+    /// plus `--duration` overflows, or it would make more than
+    /// [`MAX_REQUESTS`] requests.
+    pub fn build(&self) -> Result<Generator, SimError> {
+        let (shape, common) = match self {
+            Self::Steady {
+                rate,
+                period,
+                jitter,
+                common,
+            } => (
+                Shape::Steady {
+                    rate: *rate,
+                    period_ms: *period,
+                    jitter_ms: *jitter,
+                },
+                common,
+            ),
+            Self::Bursty {
+                size,
+                every,
+                spread,
+                common,
+            } => (
+                Shape::Bursty {
+                    size: *size,
+                    every_ms: *every,
+                    spread_ms: *spread,
+                },
+                common,
+            ),
+            Self::Poisson {
+                rate,
+                period,
+                common,
+            } => (
+                Shape::Poisson {
+                    rate: *rate,
+                    period_ms: *period,
+                },
+                common,
+            ),
+            Self::WindowEdge {
+                limit,
+                period,
+                spread,
+                common,
+            } => {
+                let spread_ms = spread.unwrap_or((period / 10).max(1));
+                if spread_ms > *period {
+                    return Err(SimError(
+                        "option --spread must not exceed --period".to_owned(),
+                    ));
+                }
+                (
+                    Shape::WindowEdge {
+                        limit: *limit,
+                        period_ms: *period,
+                        spread_ms,
+                    },
+                    common,
+                )
+            }
+        };
+        if common.start.checked_add(common.duration).is_none() {
+            return Err(SimError(
+                "options --start and --duration are too large".to_owned(),
+            ));
         }
-        None => default.ok_or_else(|| SimError(format!("missing option --{name}"))),
+        let generator = Generator {
+            shape,
+            duration_ms: common.duration,
+            start_ms: common.start,
+            seed: common.seed,
+            key: common.key.clone(),
+            cost: common.cost,
+        };
+        let expected = generator.expected_requests();
+        if expected > MAX_REQUESTS {
+            return Err(SimError(format!(
+                "this generator would make about {expected} requests, more than {MAX_REQUESTS}"
+            )));
+        }
+        Ok(generator)
     }
 }
 
-fn positive(flags: &mut Flags, name: &str, default: Option<u64>) -> Result<u64, SimError> {
-    let v = flags.integer(name)?.or(default);
-    match v {
-        Some(0) => Err(SimError(format!("option --{name} must be positive"))),
-        Some(v) => Ok(v),
-        None => Err(SimError(format!("missing option --{name}"))),
-    }
+/// `NAME [OPTIONS]` on its own, as in `--generator`.
+#[derive(Debug, Parser)]
+#[command(name = "GENERATOR", no_binary_name = true)]
+struct GeneratorLine {
+    #[command(subcommand)]
+    generator: GeneratorArgs,
 }
 
 /// Parses `NAME [OPTIONS]` into a generator.
@@ -138,85 +305,16 @@ fn positive(flags: &mut Flags, name: &str, default: Option<u64>) -> Result<u64, 
 /// assert!(parse_generator(&words("steady --rate 0 --period 1s")).is_err());
 /// ```
 pub fn parse_generator(args: &[String]) -> Result<Generator, SimError> {
-    let (name, rest) = args
-        .split_first()
-        .ok_or_else(|| SimError("missing generator NAME".to_owned()))?;
-    let mut f = Flags::parse(rest, &[])?;
-    let shape = match name.as_str() {
-        "steady" => Shape::Steady {
-            rate: positive(&mut f, "rate", None)?,
-            period_ms: positive_duration(&mut f, "period", None)?,
-            jitter_ms: take_millis(&mut f, "jitter", Some(0))?,
-        },
-        "bursty" => {
-            let size = positive(&mut f, "size", None)?;
-            let every_ms = positive_duration(&mut f, "every", None)?;
-            let spread_ms = positive_duration(&mut f, "spread", Some(100))?;
-            Shape::Bursty {
-                size,
-                every_ms,
-                spread_ms,
-            }
-        }
-        "poisson" => Shape::Poisson {
-            rate: positive(&mut f, "rate", None)?,
-            period_ms: positive_duration(&mut f, "period", None)?,
-        },
-        "window-edge" => {
-            let limit = positive(&mut f, "limit", None)?;
-            let period_ms = positive_duration(&mut f, "period", None)?;
-            let spread_ms = positive_duration(&mut f, "spread", Some((period_ms / 10).max(1)))?;
-            if spread_ms > period_ms {
-                return Err(SimError(
-                    "option --spread must not exceed --period".to_owned(),
-                ));
-            }
-            Shape::WindowEdge {
-                limit,
-                period_ms,
-                spread_ms,
-            }
-        }
-        other => return Err(SimError(format!("unknown generator {other:?}"))),
-    };
-    let duration_ms = take_millis(&mut f, "duration", Some(10_000))?;
-    let start_ms = take_millis(&mut f, "start", Some(0))?;
-    if start_ms.checked_add(duration_ms).is_none() {
-        return Err(SimError(
-            "options --start and --duration are too large".to_owned(),
-        ));
+    if args.is_empty() {
+        return Err(SimError("missing generator NAME".to_owned()));
     }
-    let seed = f.integer("seed")?.unwrap_or(1);
-    let key = f.single("key")?.unwrap_or_else(|| "client".to_owned());
-    let cost = f.integer("cost")?.unwrap_or(1);
-    f.finish("this generator")?;
-    let generator = Generator {
-        shape,
-        duration_ms,
-        start_ms,
-        seed,
-        key,
-        cost,
-    };
-    let expected = generator.expected_requests();
-    if expected > MAX_REQUESTS {
-        return Err(SimError(format!(
-            "this generator would make about {expected} requests, more than {MAX_REQUESTS}"
-        )));
-    }
-    Ok(generator)
+    let line = GeneratorLine::try_parse_from(args).map_err(|e| cli_error(&e, "generator"))?;
+    line.generator.build()
 }
 
 /// The most requests a generator may make: enough for any chart or table,
 /// and a bound on memory.
 pub const MAX_REQUESTS: u128 = 5_000_000;
-
-fn positive_duration(flags: &mut Flags, name: &str, default: Option<u64>) -> Result<u64, SimError> {
-    match take_millis(flags, name, default)? {
-        0 => Err(SimError(format!("option --{name} must be at least 1ms"))),
-        v => Ok(v),
-    }
-}
 
 impl Generator {
     /// An upper bound of the number of requests (for `poisson`, the mean).
@@ -332,8 +430,10 @@ pub fn format_trace(events: &[Event]) -> String {
 }
 
 /// `ratelimit-sim generate NAME [OPTIONS]`: prints the generated trace.
-pub fn run_generate(args: &[String], mut output: impl std::io::Write) -> Result<(), SimError> {
-    let generator = parse_generator(args)?;
+pub fn run_generate(
+    generator: &Generator,
+    mut output: impl std::io::Write,
+) -> Result<(), SimError> {
     output
         .write_all(format_trace(&generator.events()).as_bytes())
         .and_then(|()| output.flush())
@@ -476,17 +576,16 @@ mod tests {
 
     #[test]
     fn run_generate_prints_the_trace() {
-        let words: Vec<String> = "window-edge --limit 2 --period 1s --duration 2s --key k"
-            .split_whitespace()
-            .map(String::from)
-            .collect();
         let mut out = Vec::new();
-        run_generate(&words, &mut out).unwrap();
+        run_generate(
+            &gen("window-edge --limit 2 --period 1s --duration 2s --key k"),
+            &mut out,
+        )
+        .unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "900 k 1\n950 k 1\n1000 k 1\n1050 k 1\n"
         );
-        assert!(run_generate(&words[..1], Vec::new()).is_err());
     }
 
     #[test]

@@ -38,14 +38,30 @@ pub mod plot;
 mod replay;
 mod trace;
 
-pub use cli::{all_algorithms, parse_specs, read_trace, subcommands_usage, AlgorithmSpec};
+pub use cli::{
+    all_algorithms, cli_error, parse_specs, read_trace, AlgorithmSpec, Cli, Command, SetupArgs,
+    Specs,
+};
 pub use compare::{
-    compare, compare_usage, decide_all, format_table, max_in_interval, run_compare, Row,
+    compare, decide_all, format_table, max_in_interval, run_compare, CompareArgs, Row,
 };
 pub use generate::{
-    format_trace, generator_usage, parse_generator, run_generate, Generator, Shape,
+    format_trace, parse_generator, run_generate, CommonArgs, Generator, GeneratorArgs, Shape,
 };
-pub use options::{parse_algorithm, usage, SimError};
-pub use plot::{chart_data, plot_usage, render_svg, run_plot, Chart, Panel};
+pub use options::{parse_algorithm, AlgorithmArgs, AnchorArg, SimError};
+pub use plot::{chart_data, render_svg, run_plot, Chart, Panel, PlotArgs};
 pub use replay::{format_decision, replay, Replayer};
 pub use trace::{parse_line, Event};
+
+use std::io::{BufRead, Write};
+
+/// Runs `command`: replays `input` through an algorithm, or runs a
+/// subcommand, writing to `output`.
+pub fn run(command: &Command, input: impl BufRead, output: impl Write) -> Result<(), SimError> {
+    match command {
+        Command::Algorithm(algorithm) => replay(algorithm.build()?, input, output),
+        Command::Generate { generator } => run_generate(&generator.build()?, output),
+        Command::Compare(args) => run_compare(args, input, output),
+        Command::Plot(args) => run_plot(args, input, output),
+    }
+}

@@ -1,55 +1,46 @@
 //! `ratelimit-sim ALGORITHM [OPTIONS] < TRACE`, or a subcommand
-//! (`generate`, `compare`, `plot`): see the crate docs.
+//! (`generate`, `compare`, `plot`): see the crate docs and `--help`.
 
-use ratelimit_sim::SimError;
+use clap::error::ErrorKind;
+use clap::Parser;
+use ratelimit_sim::{Cli, SimError};
 use std::io::{self, BufWriter};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let help = |rest: &[String]| rest.iter().any(|a| a == "-h" || a == "--help");
-    let result = match args.first().map(String::as_str) {
-        Some("-h" | "--help") => {
-            println!("{}", ratelimit_sim::usage());
-            println!("{}", ratelimit_sim::subcommands_usage());
-            return ExitCode::SUCCESS;
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
+            // Help and version go to standard output.
+            return match e.print() {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(_) => ExitCode::FAILURE,
+            };
         }
-        Some(command @ ("generate" | "compare" | "plot")) => {
-            let rest = &args[1..];
-            if help(rest) {
-                match command {
-                    "generate" => println!(
-                        "usage: ratelimit-sim generate NAME [OPTIONS] > TRACE\n{}",
-                        ratelimit_sim::generator_usage()
-                    ),
-                    "compare" => println!("{}", ratelimit_sim::compare_usage()),
-                    _ => println!("{}", ratelimit_sim::plot_usage()),
-                }
-                return ExitCode::SUCCESS;
-            }
-            subcommand(command, rest)
-        }
-        _ => ratelimit_sim::parse_algorithm(&args).and_then(|algorithm| {
-            let stdin = io::stdin().lock();
-            let stdout = BufWriter::new(io::stdout().lock());
-            ratelimit_sim::replay(algorithm, stdin, stdout)
-        }),
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("ratelimit-sim: {e}");
-            ExitCode::from(2)
+            let noun = match args.get(1) {
+                Some(first) if first == "generate" => "generator",
+                _ => "algorithm or subcommand",
+            };
+            return fail(&ratelimit_sim::cli_error(&e, noun));
         }
+    };
+    let Some(command) = cli.command else {
+        return fail(&SimError(
+            "missing ALGORITHM or subcommand; see 'ratelimit-sim --help'".to_owned(),
+        ));
+    };
+    let stdin = io::stdin().lock();
+    let stdout = BufWriter::new(io::stdout().lock());
+    match ratelimit_sim::run(&command, stdin, stdout) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&e),
     }
 }
 
-fn subcommand(command: &str, args: &[String]) -> Result<(), SimError> {
-    let stdin = io::stdin().lock();
-    let stdout = BufWriter::new(io::stdout().lock());
-    match command {
-        "generate" => ratelimit_sim::run_generate(args, stdout),
-        "compare" => ratelimit_sim::run_compare(args, stdin, stdout),
-        _ => ratelimit_sim::run_plot(args, stdin, stdout),
-    }
+/// One line on standard error, exit status 2.
+fn fail(e: &SimError) -> ExitCode {
+    eprintln!("ratelimit-sim: {e}");
+    ExitCode::from(2)
 }

@@ -1,8 +1,10 @@
-//! Command-line options: which algorithm, with which settings.
+//! The algorithms on the command line: which one, with which settings.
 
+use crate::cli::{cli_error, duration};
+use clap::{Parser, Subcommand, ValueEnum};
 use ratelimit_core::{
-    parse_duration, Anchor, AnyAlgorithm, AnyGcra, AnyLeakyBucket, AnyTokenBucket, ConfigError,
-    FixedWindow, SlidingLog, SlidingWindow,
+    Anchor, AnyAlgorithm, AnyGcra, AnyLeakyBucket, AnyTokenBucket, ConfigError, FixedWindow,
+    SlidingLog, SlidingWindow,
 };
 use std::fmt;
 use std::time::Duration;
@@ -25,95 +27,178 @@ impl From<ConfigError> for SimError {
     }
 }
 
-/// The usage line.
-pub fn usage() -> &'static str {
-    "usage: ratelimit-sim ALGORITHM [OPTIONS] < TRACE\n\
-     algorithms:\n  \
-     gcra --limit L --period P [--burst B]\n  \
-     token-bucket --capacity C --refill R --period P\n  \
-     leaky-bucket --limit L --period P --queue Q\n  \
-     fixed-window --limit L --period P [--anchor aligned|first-request]\n  \
-     sliding-log --limit L --period P\n  \
-     sliding-window --limit L --period P\n\
-     durations: an integer and a unit (ms, s, m, h, d); trace lines: T_MS KEY [COST]"
+/// What `ratelimit-sim ALGORITHM` reads and writes: shown by `--help` of
+/// the command and of every algorithm.
+pub(crate) const REPLAY_HELP: &str = "\
+Replay: `ratelimit-sim ALGORITHM [OPTIONS] < TRACE` reads a trace on standard input,
+one request per line:
+
+  T_MS KEY [COST]
+
+  T_MS       the time in integer milliseconds since 0, never decreasing
+  KEY        the key (no spaces); keys are limited independently
+  COST       the cost of the request (default 1)
+  Blank lines and `#` comments are skipped.
+
+It decides each request through the in-memory store on a manual clock set to
+T_MS, and writes one line per request:
+
+  T_MS KEY allow|deny REMAINING WAIT_MS
+
+  T_MS, KEY  as read
+  allow|deny the decision
+  REMAINING  how many more requests of cost 1 would be admitted at the same instant
+  WAIT_MS    for `deny`: the shortest wait after which the same request would be
+             admitted, in milliseconds rounded up; `inf` when it never can be (its
+             cost exceeds the capacity). For `allow`: how long the request is held
+             before it goes on (the leaky bucket's queue; 0 for the other algorithms)
+
+A bad line stops the run: exit status 2, one message naming the line number on
+standard error, and nothing printed for that line or after it.
+
+Durations (P, ...) are an integer and a unit: ms, s, m, h or d (500ms, 1s, 1d).
+
+Example:
+  $ printf '0 a\\n100 a\\n334 a\\n' | ratelimit-sim gcra --limit 3 --period 1s --burst 1
+  0 a allow 0 0
+  100 a deny 0 234
+  334 a allow 0 0";
+
+/// An algorithm and its settings, as written on the command line
+/// (`gcra --limit 10 --period 1s`) and in `--algo`.
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum AlgorithmArgs {
+    /// GCRA: L per P, with bursts of up to B
+    #[command(after_help = REPLAY_HELP)]
+    Gcra {
+        /// Requests per period P
+        #[arg(long, value_name = "L", allow_negative_numbers = true)]
+        limit: u64,
+        /// The period
+        #[arg(long, value_name = "P", value_parser = duration, allow_hyphen_values = true)]
+        period: Duration,
+        /// How many may come at once [default: L]
+        #[arg(long, value_name = "B", allow_negative_numbers = true)]
+        burst: Option<u64>,
+    },
+    /// Token bucket: C tokens, refilled by R per P (decides as GCRA does)
+    #[command(after_help = REPLAY_HELP)]
+    TokenBucket {
+        /// The bucket's capacity
+        #[arg(long, value_name = "C", allow_negative_numbers = true)]
+        capacity: u64,
+        /// Tokens added per P
+        #[arg(long, value_name = "R", allow_negative_numbers = true)]
+        refill: u64,
+        /// The refill period
+        #[arg(long, value_name = "P", value_parser = duration, allow_hyphen_values = true)]
+        period: Duration,
+    },
+    /// Leaky bucket (a queue): L per P go on, up to Q more wait their turn
+    #[command(after_help = REPLAY_HELP)]
+    LeakyBucket {
+        /// Requests per period P on...
+        #[arg(long, value_name = "L", allow_negative_numbers = true)]
+        limit: u64,
+        /// The period
+        #[arg(long, value_name = "P", value_parser = duration, allow_hyphen_values = true)]
+        period: Duration,
+        /// How many admitted requests may wait (0: none)
+        #[arg(long, value_name = "Q", allow_negative_numbers = true)]
+        queue: u64,
+    },
+    /// Fixed window: at most L per window of length P
+    #[command(after_help = REPLAY_HELP)]
+    FixedWindow {
+        /// The most admitted per window
+        #[arg(long, value_name = "L", allow_negative_numbers = true)]
+        limit: u64,
+        /// The window's length
+        #[arg(long, value_name = "P", value_parser = duration, allow_hyphen_values = true)]
+        period: Duration,
+        /// Where windows start
+        #[arg(long, value_enum, default_value_t = AnchorArg::Aligned)]
+        anchor: AnchorArg,
+    },
+    /// Sliding log: at most L in any interval of length P (exact)
+    #[command(after_help = REPLAY_HELP)]
+    SlidingLog {
+        /// The most admitted in any interval of length P
+        #[arg(long, value_name = "L", allow_negative_numbers = true)]
+        limit: u64,
+        /// The interval's length
+        #[arg(long, value_name = "P", value_parser = duration, allow_hyphen_values = true)]
+        period: Duration,
+    },
+    /// Sliding window: the sliding log estimated from two fixed windows' counters
+    #[command(after_help = REPLAY_HELP)]
+    SlidingWindow {
+        /// The most admitted per (estimated) interval of length P
+        #[arg(long, value_name = "L", allow_negative_numbers = true)]
+        limit: u64,
+        /// The window's length
+        #[arg(long, value_name = "P", value_parser = duration, allow_hyphen_values = true)]
+        period: Duration,
+    },
 }
 
-/// Parsed `--name value` pairs, each allowed at most once.
-struct Options {
-    pairs: Vec<(String, String)>,
+/// Where a fixed window starts (`--anchor`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AnchorArg {
+    /// Windows [k*P, (k+1)*P) counted from time 0
+    Aligned,
+    /// A window opens at the first request admitted after the previous one ended
+    FirstRequest,
 }
 
-impl Options {
-    fn parse(args: &[String]) -> Result<Self, SimError> {
-        let mut pairs: Vec<(String, String)> = Vec::new();
-        let mut it = args.iter();
-        while let Some(arg) = it.next() {
-            let Some(name) = arg.strip_prefix("--") else {
-                return Err(SimError(format!("unexpected argument {arg:?}")));
-            };
-            let (name, value) = match name.split_once('=') {
-                Some((n, v)) => (n.to_owned(), v.to_owned()),
-                None => {
-                    let value = it
-                        .next()
-                        .ok_or_else(|| SimError(format!("option --{name} needs a value")))?;
-                    (name.to_owned(), value.clone())
-                }
-            };
-            if pairs.iter().any(|(n, _)| *n == name) {
-                return Err(SimError(format!("option --{name} given twice")));
+impl AlgorithmArgs {
+    /// The algorithm. GCRA and the buckets keep the 8-byte state when it
+    /// holds the setting, and the 16-byte one otherwise (`AnyGcra` and the
+    /// like), so every setting the exact arithmetic allows is accepted.
+    pub fn build(&self) -> Result<AnyAlgorithm, SimError> {
+        Ok(match *self {
+            Self::Gcra {
+                limit,
+                period,
+                burst,
+            } => AnyGcra::with_burst(limit, period, burst.unwrap_or(limit))?.into(),
+            Self::TokenBucket {
+                capacity,
+                refill,
+                period,
+            } => AnyTokenBucket::new(capacity, refill, period)?.into(),
+            Self::LeakyBucket {
+                limit,
+                period,
+                queue,
+            } => AnyLeakyBucket::new(limit, period, queue)?.into(),
+            Self::FixedWindow {
+                limit,
+                period,
+                anchor,
+            } => {
+                let anchor = match anchor {
+                    AnchorArg::Aligned => Anchor::Aligned,
+                    AnchorArg::FirstRequest => Anchor::FirstRequest,
+                };
+                FixedWindow::new(limit, period)?.with_anchor(anchor).into()
             }
-            pairs.push((name, value));
-        }
-        Ok(Self { pairs })
-    }
-
-    fn take(&mut self, name: &str) -> Option<String> {
-        let i = self.pairs.iter().position(|(n, _)| n == name)?;
-        Some(self.pairs.remove(i).1)
-    }
-
-    fn required(&mut self, name: &str) -> Result<String, SimError> {
-        self.take(name)
-            .ok_or_else(|| SimError(format!("missing option --{name}")))
-    }
-
-    fn integer(&mut self, name: &str) -> Result<Option<u64>, SimError> {
-        self.take(name)
-            .map(|v| {
-                v.parse::<u64>().map_err(|_| {
-                    SimError(format!(
-                        "option --{name}: {v:?} is not a non-negative integer"
-                    ))
-                })
-            })
-            .transpose()
-    }
-
-    fn required_integer(&mut self, name: &str) -> Result<u64, SimError> {
-        self.integer(name)?
-            .ok_or_else(|| SimError(format!("missing option --{name}")))
-    }
-
-    fn period(&mut self) -> Result<Duration, SimError> {
-        let v = self.required("period")?;
-        parse_duration(&v).map_err(|e| SimError(format!("option --period: {e}")))
-    }
-
-    fn finish(self) -> Result<(), SimError> {
-        match self.pairs.first() {
-            Some((name, _)) => Err(SimError(format!(
-                "unknown option --{name} for this algorithm"
-            ))),
-            None => Ok(()),
-        }
+            Self::SlidingLog { limit, period } => SlidingLog::new(limit, period)?.into(),
+            Self::SlidingWindow { limit, period } => SlidingWindow::new(limit, period)?.into(),
+        })
     }
 }
 
-/// Parses `ALGORITHM [OPTIONS]` into the algorithm it names. GCRA and the
-/// buckets keep the 8-byte state when it holds the setting, and the 16-byte
-/// one otherwise (`AnyGcra` and the like), so every setting the exact
-/// arithmetic allows is accepted.
+/// `ALGORITHM [OPTIONS]` on its own, as in `--algo`.
+#[derive(Debug, Parser)]
+#[command(name = "ALGORITHM", no_binary_name = true)]
+struct AlgorithmLine {
+    #[command(subcommand)]
+    algorithm: AlgorithmArgs,
+}
+
+/// Parses `ALGORITHM [OPTIONS]` into the algorithm it names (see
+/// [`AlgorithmArgs::build`]).
 ///
 /// ```
 /// use ratelimit_sim::parse_algorithm;
@@ -123,55 +208,9 @@ impl Options {
 /// assert!(parse_algorithm(&bad).is_err());
 /// ```
 pub fn parse_algorithm(args: &[String]) -> Result<AnyAlgorithm, SimError> {
-    let (name, rest) = args
-        .split_first()
-        .ok_or_else(|| SimError("missing ALGORITHM".to_owned()))?;
-    let mut o = Options::parse(rest)?;
-    let algorithm: AnyAlgorithm = match name.as_str() {
-        "gcra" => {
-            let limit = o.required_integer("limit")?;
-            let period = o.period()?;
-            let burst = o.integer("burst")?.unwrap_or(limit);
-            AnyGcra::with_burst(limit, period, burst)?.into()
-        }
-        "token-bucket" => {
-            let capacity = o.required_integer("capacity")?;
-            let refill = o.required_integer("refill")?;
-            let period = o.period()?;
-            AnyTokenBucket::new(capacity, refill, period)?.into()
-        }
-        "leaky-bucket" => {
-            let limit = o.required_integer("limit")?;
-            let period = o.period()?;
-            let queue = o.required_integer("queue")?;
-            AnyLeakyBucket::new(limit, period, queue)?.into()
-        }
-        "fixed-window" => {
-            let limit = o.required_integer("limit")?;
-            let period = o.period()?;
-            let anchor = match o.take("anchor").as_deref() {
-                None | Some("aligned") => Anchor::Aligned,
-                Some("first-request") => Anchor::FirstRequest,
-                Some(other) => {
-                    return Err(SimError(format!(
-                        "option --anchor: {other:?} is not aligned or first-request"
-                    )))
-                }
-            };
-            FixedWindow::new(limit, period)?.with_anchor(anchor).into()
-        }
-        "sliding-log" => {
-            let limit = o.required_integer("limit")?;
-            let period = o.period()?;
-            SlidingLog::new(limit, period)?.into()
-        }
-        "sliding-window" => {
-            let limit = o.required_integer("limit")?;
-            let period = o.period()?;
-            SlidingWindow::new(limit, period)?.into()
-        }
-        other => return Err(SimError(format!("unknown algorithm {other:?}"))),
-    };
-    o.finish()?;
-    Ok(algorithm)
+    if args.is_empty() {
+        return Err(SimError("missing ALGORITHM".to_owned()));
+    }
+    let line = AlgorithmLine::try_parse_from(args).map_err(|e| cli_error(&e, "algorithm"))?;
+    line.algorithm.build()
 }

@@ -15,28 +15,63 @@
 //! The requests of other keys are left out (keys are independent, so they
 //! would change nothing).
 
-use crate::cli::{Flags, Setup, SETUP_REPEATABLE, SETUP_USAGE};
+use crate::cli::{positive_duration, SetupArgs};
 use crate::{AlgorithmSpec, Event, Replayer, SimError};
+use clap::Parser;
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use std::io::{BufRead, Write};
 use std::time::Duration;
 
-/// The usage text of `plot`.
-pub fn plot_usage() -> String {
-    format!(
-        "usage: ratelimit-sim plot [OPTIONS] [< TRACE]\n\
-         draws one trace through several algorithms as an SVG chart, one panel each:\n\
-         requests per time bin (admitted, held by the leaky bucket, denied) and the remaining capacity.\n\
-         options:\n{SETUP_USAGE}\n  \
-         --svg FILE, -o FILE             where to write the SVG (default: standard output)\n  \
-         --key K                         the key to draw (default: the trace's first key)\n  \
-         --bin D                         the width of a bar (default: about 1/100 of the trace)\n  \
-         --title TEXT                    the chart's title\n  \
-         --width PX --height PX          the size (default: 1000 wide, 100 + 190 per algorithm high)\n\
-         example: ratelimit-sim plot --generator \"window-edge --limit 10 --period 1s --duration 4s\" -o edge.svg\n\
-         example: ratelimit-sim plot --algo \"gcra --limit 10 --period 1s; fixed-window --limit 10 --period 1s\" < trace.txt > chart.svg"
-    )
+/// `ratelimit-sim plot [OPTIONS] [< TRACE]`.
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "plot",
+    override_usage = "ratelimit-sim plot [OPTIONS] [< TRACE]",
+    after_help = PLOT_HELP
+)]
+pub struct PlotArgs {
+    /// The algorithms and the traffic.
+    #[command(flatten)]
+    pub setup: SetupArgs,
+    /// Where to write the SVG ('-': standard output) [default: standard output]
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub svg: Option<String>,
+    /// The key to draw [default: the trace's first key]
+    #[arg(long, value_name = "K")]
+    pub key: Option<String>,
+    /// The width of a bar [default: a round value near 1/100 of the trace]
+    #[arg(long, value_name = "D", value_parser = positive_duration, allow_hyphen_values = true)]
+    pub bin: Option<Duration>,
+    /// The chart's title [default: ratelimit-sim: key "K"]
+    #[arg(long, value_name = "TEXT")]
+    pub title: Option<String>,
+    /// The width in pixels
+    #[arg(long, value_name = "PX", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(200..=20_000))]
+    pub width: u32,
+    /// The height in pixels (0: the default) [default: 100 + 190 per algorithm]
+    #[arg(long, value_name = "PX", value_parser = height)]
+    pub height: Option<u32>,
 }
+
+/// 0 (the default height) or 100 to 20000 pixels.
+fn height(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>().map_err(|e| e.to_string())? {
+        px @ (0 | 100..=20_000) => Ok(px),
+        px => Err(format!("{px} is not 0 nor in 100..=20000")),
+    }
+}
+
+const PLOT_HELP: &str = "\
+Each panel shows one algorithm on the key drawn: the requests arriving in each time
+bin as stacked bars (admitted, admitted but held by the leaky bucket, denied; left
+axis), dots where a held request goes on, and the remaining capacity as a step line
+(right axis). Requests of other keys are left out.
+
+Examples:
+  $ ratelimit-sim plot --generator \"window-edge --limit 10 --period 1s --duration 4s\" -o edge.svg
+  $ ratelimit-sim plot --algo \"gcra --limit 10 --period 1s; fixed-window --limit 10 --period 1s\" < trace.txt > chart.svg";
 
 /// What one panel draws.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,6 +117,93 @@ fn auto_bin(span_ms: u64) -> u64 {
         }
         unit = unit.saturating_mul(10);
     }
+}
+
+/// Round tick values of an axis `[0, max]`: multiples of a step of 1, 2 or
+/// 5 times a power of ten, labelled with the step's decimals (`0.6`, not
+/// `0.6000000000000001`).
+#[derive(Debug, Clone, PartialEq)]
+struct Ticks {
+    values: Vec<f64>,
+    decimals: usize,
+}
+
+impl Ticks {
+    /// At most about `most` intervals over `[0, max]`.
+    fn new(max: f64, most: usize) -> Self {
+        Self::with_step(max, nice_step(max / most.max(1) as f64))
+    }
+
+    /// As [`new`](Self::new), on whole numbers only (counts).
+    fn integers(max: f64, most: usize) -> Self {
+        Self::with_step(max, nice_step(max / most.max(1) as f64).max(1.0))
+    }
+
+    fn with_step(max: f64, step: f64) -> Self {
+        // A step of 10^-k needs k decimals; at least 1 it needs none.
+        let decimals = (-step.log10().floor()).clamp(0.0, 17.0) as usize;
+        let count = if max.is_finite() && max > 0.0 {
+            (max / step * (1.0 + 1e-9)).floor() as u64
+        } else {
+            0
+        };
+        let values = (0..=count.min(1_000)).map(|i| i as f64 * step).collect();
+        Self { values, decimals }
+    }
+
+    fn label(&self, value: f64) -> String {
+        format!("{value:.*}", self.decimals)
+    }
+
+    /// The axis `[0, max]` with these ticks.
+    fn axis(&self, max: f64) -> RoundAxis {
+        RoundAxis {
+            inner: (0f64..max).into(),
+            ticks: self.values.clone(),
+        }
+    }
+}
+
+/// A linear `f64` axis whose ticks are given ([`Ticks`]), not chosen by
+/// plotters (whose float steps print as `0.6000000000000001`).
+struct RoundAxis {
+    inner: RangedCoordf64,
+    ticks: Vec<f64>,
+}
+
+impl Ranged for RoundAxis {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        self.inner.map(value, limit)
+    }
+
+    fn key_points<Hint: KeyPointHint>(&self, hint: Hint) -> Vec<f64> {
+        // Bold points only: the light mesh lines are not drawn.
+        if hint.weight().allow_light_points() {
+            Vec::new()
+        } else {
+            self.ticks.clone()
+        }
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.inner.range()
+    }
+}
+
+/// The smallest of 1, 2 or 5 times a power of ten that is at least `raw`.
+fn nice_step(raw: f64) -> f64 {
+    if !(raw.is_finite() && raw > 0.0) {
+        return 1.0;
+    }
+    let power = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * power)
+        .find(|&step| step >= raw * (1.0 - 1e-9))
+        .unwrap_or(10.0 * power)
 }
 
 /// The most bars a panel may have.
@@ -257,6 +379,7 @@ fn draw(
         .max(1) as f64;
     let areas = body.split_evenly((chart.panels.len().max(1), 1));
     let bin_s = chart.bin_ms as f64 / 1000.0;
+    let x_ticks = Ticks::new(end_s, 10);
     let y_desc = format!("requests per {} ms", chart.bin_ms);
     for (i, (area, panel)) in areas.iter().zip(&chart.panels).enumerate() {
         let last = i + 1 == chart.panels.len();
@@ -287,15 +410,21 @@ fn draw(
             .x_label_area_size(if last { 40 } else { 22 })
             .y_label_area_size(60)
             .right_y_label_area_size(70)
-            .build_cartesian_2d(0f64..end_s, 0f64..bar_max * 1.15)?
-            .set_secondary_coord(0f64..end_s, 0f64..remaining_max * 1.15);
+            .build_cartesian_2d(
+                x_ticks.axis(end_s),
+                Ticks::integers(bar_max * 1.15, 5).axis(bar_max * 1.15),
+            )?
+            .set_secondary_coord(
+                0f64..end_s,
+                Ticks::integers(remaining_max * 1.15, 5).axis(remaining_max * 1.15),
+            );
+        let x_label = |x: &f64| x_ticks.label(*x);
         let mut mesh = c.configure_mesh();
         mesh.disable_x_mesh()
             .bold_line_style(RGBColor(225, 225, 225))
             .light_line_style(WHITE)
-            .y_labels(5)
             .y_label_formatter(&|y| format!("{y:.0}"))
-            .x_label_formatter(&|x| format!("{x}"))
+            .x_label_formatter(&x_label)
             .y_desc(&y_desc)
             .label_style((FONT, 14))
             .axis_desc_style((FONT, 15));
@@ -304,7 +433,6 @@ fn draw(
         }
         mesh.draw()?;
         c.configure_secondary_axes()
-            .y_labels(5)
             .y_label_formatter(&|y| format!("{y:.0}"))
             .y_desc("remaining capacity")
             .label_style((FONT, 14).into_font().color(&REMAINING))
@@ -389,36 +517,20 @@ fn draw_legend(
 /// `ratelimit-sim plot [OPTIONS]`: writes the SVG to `--svg FILE` or to
 /// `output`.
 pub fn run_plot(
-    args: &[String],
+    args: &PlotArgs,
     input: impl BufRead,
     mut output: impl Write,
 ) -> Result<(), SimError> {
-    let mut flags = Flags::parse(args, SETUP_REPEATABLE)?;
-    let file = flags.single("svg")?;
-    let key = flags.single("key")?;
-    let bin = flags.duration("bin")?;
-    let title = flags.single("title")?;
-    let width = flags.integer("width")?.unwrap_or(1000);
-    let height = flags.integer("height")?.unwrap_or(0);
-    let (Ok(width), Ok(height)) = (u32::try_from(width), u32::try_from(height)) else {
-        return Err(SimError(
-            "option --width or --height is too large".to_owned(),
-        ));
-    };
-    if !(200..=20_000).contains(&width) || (height != 0 && !(100..=20_000).contains(&height)) {
-        return Err(SimError(
-            "options --width and --height must be between 200 (100 high) and 20000 pixels"
-                .to_owned(),
-        ));
-    }
-    let setup = Setup::take(&mut flags, input)?;
-    flags.finish("plot")?;
-    let chart = chart_data(&setup.specs, &setup.events, key.as_deref(), bin)?;
-    let title = title.unwrap_or_else(|| format!("ratelimit-sim: key {:?}", chart.key));
-    let svg = render_svg(&chart, &title, width, height)?;
-    match file {
+    let setup = args.setup.setup(input)?;
+    let chart = chart_data(&setup.specs, &setup.events, args.key.as_deref(), args.bin)?;
+    let title = args
+        .title
+        .clone()
+        .unwrap_or_else(|| format!("ratelimit-sim: key {:?}", chart.key));
+    let svg = render_svg(&chart, &title, args.width, args.height.unwrap_or(0))?;
+    match &args.svg {
         Some(path) if path != "-" => {
-            std::fs::write(&path, svg).map_err(|e| SimError(format!("cannot write {path:?}: {e}")))
+            std::fs::write(path, svg).map_err(|e| SimError(format!("cannot write {path:?}: {e}")))
         }
         _ => output
             .write_all(svg.as_bytes())
@@ -437,6 +549,80 @@ mod tests {
     fn events(generator: &str) -> Vec<Event> {
         let words: Vec<String> = generator.split_whitespace().map(String::from).collect();
         parse_generator(&words).unwrap().events()
+    }
+
+    #[test]
+    fn ticks_are_round_steps() {
+        let t = Ticks::new(1.0, 10);
+        assert_eq!(t.decimals, 1);
+        let labels: Vec<String> = t.values.iter().map(|v| t.label(*v)).collect();
+        assert_eq!(
+            labels,
+            ["0.0", "0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9", "1.0"]
+        );
+        for (max, most, step, decimals) in [
+            (8.0, 10, 1.0, 0),
+            (3.0, 10, 0.5, 1),
+            (13.0, 10, 2.0, 0),
+            (120.0, 10, 20.0, 0),
+            (0.07, 10, 0.01, 2),
+            (0.3, 10, 0.05, 2),
+        ] {
+            let t = Ticks::new(max, most);
+            assert_eq!((t.values[1], t.decimals), (step, decimals), "{max}");
+            assert!(t.values.len() <= most + 1, "{max}");
+            assert!(*t.values.last().unwrap() <= max * (1.0 + 1e-9), "{max}");
+        }
+        // Counts: whole steps only.
+        let t = Ticks::integers(1.15, 5);
+        assert_eq!((t.values.as_slice(), t.decimals), (&[0.0, 1.0][..], 0));
+        assert_eq!(Ticks::integers(11.5, 5).values, [0.0, 5.0, 10.0]);
+        // Degenerate axes get one tick.
+        assert_eq!(Ticks::new(0.0, 10).values, [0.0]);
+        assert_eq!(Ticks::new(f64::NAN, 10).values, [0.0]);
+    }
+
+    /// Every number the chart prints is round: no `0.6000000000000001`.
+    #[test]
+    fn axis_labels_have_no_float_tails() {
+        for (generator, algo) in [
+            (
+                "steady --rate 5 --period 1s --duration 1s",
+                "gcra --limit 3 --period 1s",
+            ),
+            (
+                "steady --rate 7 --period 1s --duration 700ms",
+                "gcra --limit 3 --period 1s",
+            ),
+            (
+                "window-edge --limit 10 --period 1s --duration 3s",
+                "fixed-window --limit 10 --period 1s",
+            ),
+            (
+                "bursty --size 30 --every 1s --duration 13s",
+                "leaky-bucket --limit 3 --period 1s --queue 2",
+            ),
+        ] {
+            let chart = chart_data(&[spec(algo)], &events(generator), None, None).unwrap();
+            let svg = render_svg(&chart, "t", 1000, 0).unwrap();
+            let mut labels = Vec::new();
+            for text in svg.split("<text").skip(1) {
+                let inner = text.split_once('>').unwrap().1;
+                let label = inner.split_once("</text>").unwrap().0.trim();
+                if label.parse::<f64>().is_ok() {
+                    labels.push(label.to_owned());
+                }
+            }
+            assert!(labels.len() > 8, "{generator}: {labels:?}");
+            for label in &labels {
+                let decimals = label.split_once('.').map_or(0, |(_, d)| d.len());
+                assert!(decimals <= 2, "{generator}: label {label:?} in {labels:?}");
+            }
+            if generator.ends_with("--duration 1s") {
+                // 0.6 s is on the time axis, printed as such.
+                assert!(labels.iter().any(|l| l == "0.6"), "{labels:?}");
+            }
+        }
     }
 
     #[test]
@@ -540,15 +726,25 @@ mod tests {
         assert!(svg.trim_end().ends_with("</svg>"));
     }
 
-    fn args(list: &[&str]) -> Vec<String> {
-        list.iter().map(|s| s.to_string()).collect()
+    /// `plot` with `list`, parsed as the command line is.
+    fn args(list: &[&str]) -> Result<PlotArgs, SimError> {
+        PlotArgs::try_parse_from(std::iter::once(&"plot").chain(list))
+            .map_err(|e| crate::cli::cli_error(&e, "subcommand"))
     }
 
     #[test]
     fn run_plot_writes_to_output_or_file() {
         let mut out = Vec::new();
         run_plot(
-            &args(&["--algo", "gcra --limit 2 --period 1s", "--title", "T"]),
+            &args(&[
+                "--algo",
+                "gcra --limit 2 --period 1s",
+                "--title",
+                "T",
+                "--height",
+                "0",
+            ])
+            .unwrap(),
             "0 a\n10 a\n20 a\n1500 a\n".as_bytes(),
             &mut out,
         )
@@ -565,7 +761,8 @@ mod tests {
                 "steady --rate 5 --period 1s --duration 2s",
                 "-o",
                 path.to_str().unwrap(),
-            ]),
+            ])
+            .unwrap(),
             "".as_bytes(),
             &mut out,
         )
@@ -582,12 +779,15 @@ mod tests {
         for bad in [
             &["--svg"][..],
             &["--width", "10"],
+            &["--height", "99"],
             &["--bin", "0ms"],
             &["--algo", "gcra"],
             &["--generator", "steady --rate 1 --period 1s", "--key", "x"],
             &["--color", "red"],
         ] {
-            let err = run_plot(&args(bad), "0 a\n".as_bytes(), Vec::new()).unwrap_err();
+            let err = args(bad)
+                .and_then(|a| run_plot(&a, "0 a\n".as_bytes(), Vec::new()))
+                .unwrap_err();
             assert!(!err.0.contains('\n'), "{bad:?}: {err}");
         }
     }

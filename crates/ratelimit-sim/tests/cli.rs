@@ -217,6 +217,86 @@ fn help_exits_zero() {
     assert!(text(&out.stdout).contains("gcra"));
 }
 
+/// Every algorithm as the command line names it, with good settings.
+const ALGORITHMS: [&str; 6] = [
+    "gcra",
+    "token-bucket",
+    "leaky-bucket",
+    "fixed-window",
+    "sliding-log",
+    "sliding-window",
+];
+
+#[test]
+fn help_and_version_everywhere_exit_zero() {
+    let version = format!(" {}\n", env!("CARGO_PKG_VERSION"));
+    let mut commands: Vec<Vec<&str>> = vec![vec![]];
+    commands.extend(ALGORITHMS.iter().map(|a| vec![*a]));
+    for sub in ["generate", "compare", "plot"] {
+        commands.push(vec![sub]);
+    }
+    for generator in ["steady", "bursty", "poisson", "window-edge"] {
+        commands.push(vec!["generate", generator]);
+    }
+    for command in &commands {
+        for flag in ["--help", "-h", "--version", "-V"] {
+            let args: Vec<&str> = command.iter().copied().chain([flag]).collect();
+            let out = sim(&args, "");
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{args:?}: {}",
+                text(&out.stderr)
+            );
+            assert!(out.stderr.is_empty(), "{args:?}");
+            let stdout = text(&out.stdout);
+            if flag.contains('V') || flag == "--version" {
+                // `ratelimit-sim 0.1.0`, `ratelimit-sim-gcra 0.1.0`, ...
+                assert!(
+                    stdout.starts_with("ratelimit-sim") && stdout.ends_with(&version),
+                    "{args:?}: {stdout:?}"
+                );
+            } else {
+                assert!(
+                    stdout.contains("Usage: ratelimit-sim"),
+                    "{args:?}: {stdout}"
+                );
+            }
+        }
+    }
+    // Options given too: help still wins.
+    let out = sim(&["gcra", "--limit", "3", "--help"], "");
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn replay_help_explains_the_trace_and_the_columns() {
+    for command in [&[][..], &["gcra"], &["sliding-window"]] {
+        let args: Vec<&str> = command.iter().copied().chain(["--help"]).collect();
+        let help = text(&sim(&args, "").stdout);
+        for needle in [
+            "T_MS KEY [COST]",
+            "T_MS KEY allow|deny REMAINING WAIT_MS",
+            "REMAINING  how many more requests of cost 1",
+            "`inf`",
+            "held",
+            "line number",
+            "ms, s, m, h or d",
+        ] {
+            assert!(help.contains(needle), "{args:?} lacks {needle:?}:\n{help}");
+        }
+    }
+    let help = text(&sim(&["gcra", "--help"], "").stdout);
+    for option in ["--limit <L>", "--period <P>", "--burst <B>"] {
+        assert!(help.contains(option), "{help}");
+    }
+    let help = text(&sim(&["fixed-window", "--help"], "").stdout);
+    assert!(
+        help.contains("--anchor <ANCHOR>") && help.contains("first-request"),
+        "{help}"
+    );
+}
+
 // ---------------------------------------------------------------------
 // Error paths: exit status 2, one line on stderr, nothing after.
 
@@ -247,19 +327,46 @@ fn bad_algorithms_and_options() {
     bad(
         &["gcra", "--limit", "3", "--limit", "4", "--period", "1s"],
         "0 a\n",
-        &["--limit", "twice"],
+        &["--limit", "multiple times"],
         "",
     );
     bad(
         &["gcra", "--limit", "3", "--period", "1s", "--period", "1s"],
         "0 a\n",
-        &["--period", "twice"],
+        &["--period", "multiple times"],
         "",
     );
     bad(&["gcra", "--period", "1s"], "0 a\n", &["--limit"], "");
     bad(&["gcra", "--limit", "3"], "0 a\n", &["--period"], "");
     bad(&["gcra", "--limit", "3", "--period"], "", &["--period"], "");
     bad(&["gcra", "3", "1s"], "", &["3"], "");
+    // The subcommands name the bad value too.
+    bad(
+        &["generate", "zigzag"],
+        "",
+        &["unknown generator", "zigzag"],
+        "",
+    );
+    bad(&["generate"], "", &["missing generator", "steady"], "");
+    bad(
+        &["compare", "--generator", "zigzag --rate 1"],
+        "",
+        &["--generator", "zigzag"],
+        "",
+    );
+    bad(&["plot", "--width", "10"], "", &["--width", "10"], "");
+    bad(
+        &[
+            "compare",
+            "--algo",
+            "gcra --limit 1 --period 1s",
+            "--limit",
+            "2",
+        ],
+        "",
+        &["--limit", "--algo"],
+        "",
+    );
     bad(
         &["token-bucket", "--capacity", "10", "--period", "1s"],
         "",

@@ -136,6 +136,7 @@ mod layer;
 mod observe;
 mod service;
 mod shared;
+mod stable_key;
 mod upkeep;
 
 pub mod key;

@@ -20,7 +20,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use ratelimit_core::{
-    AnyAlgorithm, Clock, Gcra, MemoryStore, SlidingLog, Store, SystemClock, TokenBucket,
+    AnyAlgorithm, Clock, Gcra, MemoryStore, SlidingLog, StableKey, Store, SystemClock, TokenBucket,
 };
 use serde_json::json;
 use std::fmt::Display;
@@ -68,10 +68,10 @@ impl Default for Config {
     }
 }
 
-/// What a key must be for any store: hashable for memory, displayable for
-/// Redis.
-pub trait StoreKey: Hash + Eq + Clone + Display + Send + Sync + 'static {}
-impl<K: Hash + Eq + Clone + Display + Send + Sync + 'static> StoreKey for K {}
+/// What a key must be for any store: hashable for memory (with a
+/// [`StableKey`] for per-key window offsets), displayable for Redis.
+pub trait StoreKey: Hash + Eq + StableKey + Clone + Display + Send + Sync + 'static {}
+impl<K: Hash + Eq + StableKey + Clone + Display + Send + Sync + 'static> StoreKey for K {}
 
 /// Makes one store per limit: in memory here, shared (Redis) elsewhere.
 pub trait Stores {

@@ -1,12 +1,12 @@
 //! One type for all six algorithms, chosen at run time.
 
+use super::StableKey;
 use super::{
     Algorithm, AnyGcra, AnyLeakyBucket, AnyTokenBucket, FixedWindow, Gcra, LeakyBucket, LogState,
     SlidingLog, SlidingWindow, SlidingWindowState, TokenBucket, WindowState,
 };
 use crate::Decision;
 use std::convert::identity;
-use std::hash::Hash;
 use std::time::Duration;
 
 /// Any of the six algorithms, for configuration chosen at run time (the sim,
@@ -214,7 +214,7 @@ impl<A: Algorithm> AlgorithmInfo for A {
 impl Algorithm for AnyAlgorithm {
     type State = AnyState;
 
-    fn fresh<K: Hash + ?Sized>(&self, key: &K, now: u64) -> AnyState {
+    fn fresh<K: StableKey + ?Sized>(&self, key: &K, now: u64) -> AnyState {
         match self {
             Self::Gcra(AnyGcra::Narrow(a))
             | Self::TokenBucket(AnyTokenBucket {

@@ -1,8 +1,7 @@
 //! The fixed window: at most `L` per window of length `P`.
 
-use super::{nonzero, period_nanos, stable_hash, Algorithm};
+use super::{nonzero, period_nanos, stable_hash, Algorithm, StableKey};
 use crate::{ConfigError, Decision};
-use std::hash::Hash;
 use std::time::Duration;
 
 /// Where a fixed window starts.
@@ -137,7 +136,7 @@ impl FixedWindow {
 impl Algorithm for FixedWindow {
     type State = WindowState;
 
-    fn fresh<K: Hash + ?Sized>(&self, key: &K, now: u64) -> WindowState {
+    fn fresh<K: StableKey + ?Sized>(&self, key: &K, now: u64) -> WindowState {
         let start = match self.anchor {
             Anchor::Aligned => self.window_start(now, 0),
             // No window is open until a request is admitted.

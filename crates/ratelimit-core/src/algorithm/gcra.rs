@@ -1,9 +1,9 @@
 //! GCRA, the generic cell rate algorithm: `L` per `P` with a burst `B`.
 
 use super::interval::{ahead, Interval, Refusal, StateWord};
+use super::StableKey;
 use super::{nonzero, period_nanos, Algorithm};
 use crate::{ConfigError, Decision};
-use std::hash::Hash;
 use std::time::Duration;
 
 /// GCRA: `limit` per `period`, with up to `burst` at once.
@@ -167,7 +167,7 @@ impl<W: StateWord> Algorithm for Gcra<W> {
     /// `[low, high]`.
     type State = W::Stored;
 
-    fn fresh<K: Hash + ?Sized>(&self, _key: &K, now: u64) -> W::Stored {
+    fn fresh<K: StableKey + ?Sized>(&self, _key: &K, now: u64) -> W::Stored {
         self.interval.units(now).store()
     }
 

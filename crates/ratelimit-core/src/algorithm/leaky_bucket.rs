@@ -3,9 +3,9 @@
 
 use super::gcra::Names;
 use super::interval::{ahead, Interval, Refusal, StateWord};
+use super::StableKey;
 use super::{nonzero, period_nanos, Algorithm};
 use crate::{ConfigError, Decision};
-use std::hash::Hash;
 use std::time::Duration;
 
 /// A leaky bucket used as a queue (a shaper): requests leave first in,
@@ -154,7 +154,7 @@ impl<W: StateWord> Algorithm for LeakyBucket<W> {
     /// `u128` as `[low, high]`.
     type State = W::Stored;
 
-    fn fresh<K: Hash + ?Sized>(&self, _key: &K, now: u64) -> W::Stored {
+    fn fresh<K: StableKey + ?Sized>(&self, _key: &K, now: u64) -> W::Stored {
         self.interval
             .units(now)
             .wrapping_sub(self.interval.step)

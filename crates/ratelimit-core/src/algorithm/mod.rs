@@ -30,11 +30,10 @@ pub use interval::StateWord;
 pub use leaky_bucket::LeakyBucket;
 pub use sliding_log::{LogState, SlidingLog, DEFAULT_MAX_LOG_ENTRIES};
 pub use sliding_window::{SlidingWindow, SlidingWindowState};
-pub use stable_hash::stable_hash;
+pub use stable_hash::{stable_hash, StableHasher, StableKey};
 pub use token_bucket::TokenBucket;
 
 use crate::Decision;
-use std::hash::Hash;
 use std::time::Duration;
 
 /// A rate-limiting algorithm: it decides, given one key's state, the time
@@ -49,7 +48,7 @@ pub trait Algorithm: Send + Sync + 'static {
 
     /// The state of a key seen for the first time at `now`: full, as if
     /// absent. `key` matters only to per-key window offsets.
-    fn fresh<K: Hash + ?Sized>(&self, key: &K, now: u64) -> Self::State;
+    fn fresh<K: StableKey + ?Sized>(&self, key: &K, now: u64) -> Self::State;
 
     /// Decides a request of `cost` at `now`, updating `state` only if it is
     /// admitted with a positive cost.

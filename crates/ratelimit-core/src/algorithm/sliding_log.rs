@@ -1,9 +1,9 @@
 //! The sliding log: every admitted request is logged for one period.
 
+use super::StableKey;
 use super::{nonzero, period_nanos, Algorithm};
 use crate::{ConfigError, Decision};
 use std::collections::VecDeque;
-use std::hash::Hash;
 use std::time::Duration;
 
 /// The default bound on a sliding log's limit, so a key's log stays under
@@ -120,7 +120,7 @@ impl SlidingLog {
 impl Algorithm for SlidingLog {
     type State = LogState;
 
-    fn fresh<K: Hash + ?Sized>(&self, _key: &K, _now: u64) -> LogState {
+    fn fresh<K: StableKey + ?Sized>(&self, _key: &K, _now: u64) -> LogState {
         LogState::default()
     }
 

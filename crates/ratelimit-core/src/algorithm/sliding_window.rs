@@ -1,8 +1,8 @@
 //! The sliding window counter: the two-window approximation of the log.
 
+use super::StableKey;
 use super::{nonzero, period_nanos, Algorithm};
 use crate::{ConfigError, Decision};
-use std::hash::Hash;
 use std::time::Duration;
 
 /// A sliding window's per-key state: 24 bytes.
@@ -99,7 +99,7 @@ impl SlidingWindow {
 impl Algorithm for SlidingWindow {
     type State = SlidingWindowState;
 
-    fn fresh<K: Hash + ?Sized>(&self, _key: &K, now: u64) -> SlidingWindowState {
+    fn fresh<K: StableKey + ?Sized>(&self, _key: &K, now: u64) -> SlidingWindowState {
         SlidingWindowState {
             window: now / self.period,
             prev: 0,

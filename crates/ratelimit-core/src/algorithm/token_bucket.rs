@@ -2,9 +2,9 @@
 
 use super::gcra::Names;
 use super::interval::StateWord;
+use super::StableKey;
 use super::{nonzero, Algorithm, Gcra};
 use crate::{ConfigError, Decision};
-use std::hash::Hash;
 use std::time::Duration;
 
 /// A token bucket of `capacity` tokens, refilled continuously at `refill`
@@ -109,7 +109,7 @@ impl<W: StateWord> Algorithm for TokenBucket<W> {
     /// The same state as [`Gcra<W>`](Gcra)'s.
     type State = <Gcra<W> as Algorithm>::State;
 
-    fn fresh<K: Hash + ?Sized>(&self, key: &K, now: u64) -> Self::State {
+    fn fresh<K: StableKey + ?Sized>(&self, key: &K, now: u64) -> Self::State {
         self.gcra.fresh(key, now)
     }
 

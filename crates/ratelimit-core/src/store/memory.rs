@@ -2,7 +2,7 @@
 
 use super::deny_cache::Constants;
 use super::shard::{lock, Shard, ShardCell, INSERT_STEP};
-use crate::{Algorithm, Decision, StoreError};
+use crate::{Algorithm, Decision, StableKey, StoreError};
 use hashbrown::DefaultHashBuilder;
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
@@ -257,7 +257,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     pub fn check<Q>(&self, key: &Q, cost: u64, now: u64) -> Result<Decision, StoreError>
     where
         K: Borrow<Q>,
-        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+        Q: Hash + Eq + StableKey + ToOwned<Owned = K> + ?Sized,
     {
         let hash = self.hasher.hash_one(key);
         let cell = self.cell(hash);

@@ -10,7 +10,7 @@ mod shard;
 
 pub use memory::{AtCapacity, MemoryStore, MemoryStoreBuilder};
 
-use crate::{Algorithm, Decision, StoreError};
+use crate::{Algorithm, Decision, StableKey, StoreError};
 use std::future::{ready, Future, Ready};
 use std::hash::Hash;
 
@@ -44,7 +44,7 @@ pub trait Store<K: ?Sized>: Send + Sync + 'static {
 impl<A, K> Store<K> for MemoryStore<A, K>
 where
     A: Algorithm,
-    K: Hash + Eq + Clone + Send + Sync + 'static,
+    K: Hash + Eq + StableKey + Clone + Send + Sync + 'static,
 {
     type CheckFuture = Ready<Result<Decision, StoreError>>;
     type RefundFuture = Ready<Result<(), StoreError>>;

@@ -14,7 +14,7 @@
 
 #![allow(dead_code)]
 
-use ratelimit_core::{stable_hash, Anchor};
+use ratelimit_core::{stable_hash, Anchor, StableKey};
 use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
 
@@ -118,7 +118,7 @@ fn floor_div_i(a: i128, b: i128) -> i128 {
     a.div_euclid(b)
 }
 
-impl<K: Hash + Eq + Clone> Model<K> {
+impl<K: Hash + Eq + Clone + StableKey> Model<K> {
     /// A model with no keys.
     pub fn new(spec: Spec) -> Self {
         Self {

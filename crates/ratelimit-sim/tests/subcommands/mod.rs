@@ -171,9 +171,11 @@ fn subcommands_reject_bad_options_with_status_2() {
 #[test]
 fn subcommands_have_help() {
     for (args, needle) in [
-        (&["plot", "--help"][..], "--svg FILE, -o FILE"),
-        (&["compare", "-h"], "--interval D"),
-        (&["generate", "--help"], "window-edge --limit L --period P"),
+        (&["plot", "--help"][..], "-o, --svg <FILE>"),
+        (&["compare", "-h"], "--interval <D>"),
+        (&["compare", "-h"], "differs from sliding-log"),
+        (&["generate", "--help"], "window-edge"),
+        (&["generate", "window-edge", "--help"], "--spread <W>"),
         (&["--help"], "subcommands"),
     ] {
         let o = sim(args, "");

@@ -254,6 +254,11 @@ async fn user_id_from_auth_middleware() {
             f.write_str(&self.0)
         }
     }
+    impl ratelimit_core::StableKey for UserId {
+        fn write_stable(&self, h: &mut ratelimit_core::StableHasher) {
+            self.0.write_stable(h);
+        }
+    }
     let limit = RateLimitLayer::new(
         MemoryStore::new(Gcra::new(1, 60 * SEC).unwrap()),
         FromExtension::<UserId>::new(),

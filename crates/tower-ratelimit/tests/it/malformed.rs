@@ -13,7 +13,7 @@ use tower_ratelimit::RateLimitLayer;
 fn layered<X>(key: X, policy: KeyErrorPolicy) -> Router
 where
     X: KeyExtractor,
-    X::Key: std::hash::Hash + Eq + Clone,
+    X::Key: std::hash::Hash + Eq + Clone + ratelimit_core::StableKey,
 {
     let layer = RateLimitLayer::builder(key)
         .limit("l", MemoryStore::new(Gcra::new(1000, SEC).unwrap()))

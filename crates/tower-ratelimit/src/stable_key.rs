@@ -1,0 +1,53 @@
+//! [`StableKey`] for the keys of [`key`](crate::key): each hashes its
+//! `Display` text, the text a remote store (Redis) renders the key as, so a
+//! fixed window's per-key offset ([`Anchor::KeyOffset`]) is the same in
+//! memory and remotely.
+//!
+//! [`Anchor::KeyOffset`]: ratelimit_core::Anchor::KeyOffset
+
+use crate::key::{GlobalKey, HeaderKey, IpKey, Pair, RouteKey};
+use ratelimit_core::{StableHasher, StableKey};
+use std::fmt::{self, Write};
+
+/// Hashes `key`'s `Display` text (no allocation).
+fn write_text(key: &impl fmt::Display, h: &mut StableHasher) {
+    // `StableHasher`'s `fmt::Write` never fails.
+    let _ = write!(h, "{key}");
+}
+
+macro_rules! by_text {
+    ($($t:ty),*) => {$(
+        impl StableKey for $t {
+            fn write_stable(&self, h: &mut StableHasher) {
+                write_text(self, h);
+            }
+        }
+    )*};
+}
+
+by_text!(GlobalKey, HeaderKey, IpKey, RouteKey);
+
+impl<A: fmt::Display, B: fmt::Display> StableKey for Pair<A, B> {
+    fn write_stable(&self, h: &mut StableHasher) {
+        write_text(self, h);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratelimit_core::stable_hash;
+    use std::net::Ipv4Addr;
+
+    #[test]
+    fn keys_hash_their_text() {
+        assert_eq!(stable_hash(&GlobalKey), stable_hash("global"));
+        let pair = Pair(GlobalKey, 7u32);
+        assert_eq!(stable_hash(&pair), stable_hash("global|7"));
+        let ip = IpKey::V4 {
+            net: Ipv4Addr::new(192, 0, 2, 1),
+            prefix: 32,
+        };
+        assert_eq!(stable_hash(&ip), stable_hash("192.0.2.1"));
+    }
+}
