@@ -634,6 +634,18 @@ mod tests {
                 ),
             ],
         );
+        // Quoted commas and escaped quotes in reached elements, from the right.
+        keyed(
+            &f,
+            "forwarded",
+            &[
+                (br#"for=10.0.0.2;by="a\"b, c", for=10.0.0.3"#, "10.0.0.2"),
+                (
+                    br#"for=1.1.1.1, for=10.0.0.2;by="\\", for=10.0.0.3"#,
+                    "1.1.1.1",
+                ),
+            ],
+        );
         // Reached, the same bytes are an error.
         for (h, v) in [
             ("x-forwarded-for", &b"\xff, 10.0.0.2"[..]),
