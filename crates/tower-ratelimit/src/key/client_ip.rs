@@ -1,5 +1,6 @@
 //! The client's IP address behind trusted proxies (`X-Forwarded-For`, `Forwarded`, `X-Real-IP`...).
 
+use super::header::trim;
 use super::ip::{normalize, IpKey, IpPrefixes};
 use super::peer_ip::{peer_addr, NO_PEER};
 use super::{KeyError, KeyExtractor};
@@ -344,14 +345,6 @@ fn is_obfuscated(s: &str) -> bool {
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
     })
-}
-
-/// `s` without leading and trailing spaces and tabs.
-fn trim(s: &[u8]) -> &[u8] {
-    let ws = |b: &u8| matches!(b, b' ' | b'\t');
-    let start = s.iter().position(|b| !ws(b)).unwrap_or(s.len());
-    let end = s.iter().rposition(|b| !ws(b)).map_or(start, |i| i + 1);
-    &s[start..end]
 }
 
 /// The comma-separated elements of a header value, from the right: only

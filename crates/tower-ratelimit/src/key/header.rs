@@ -70,6 +70,14 @@ impl fmt::Debug for HeaderKey {
     }
 }
 
+/// `s` without leading and trailing spaces and tabs.
+pub(crate) fn trim(s: &[u8]) -> &[u8] {
+    let ws = |b: &u8| matches!(b, b' ' | b'\t');
+    let start = s.iter().position(|b| !ws(b)).unwrap_or(s.len());
+    let end = s.iter().rposition(|b| !ws(b)).map_or(start, |i| i + 1);
+    &s[start..end]
+}
+
 /// The single value of `name`, trimmed: missing if absent or blank,
 /// malformed if repeated, longer than `max_len`, or not visible ASCII
 /// (spaces allowed inside when `spaces`).
@@ -88,19 +96,10 @@ pub(crate) fn single_value(
     if values.next().is_some() {
         return Err(malformed);
     }
-    let bytes = value.as_bytes();
-    let start = bytes
-        .iter()
-        .position(|b| !matches!(b, b' ' | b'\t'))
-        .unwrap_or(bytes.len());
-    let end = bytes
-        .iter()
-        .rposition(|b| !matches!(b, b' ' | b'\t'))
-        .map_or(start, |i| i + 1);
-    if start == end {
+    let text = trim(value.as_bytes());
+    if text.is_empty() {
         return Err(missing);
     }
-    let text = &bytes[start..end];
     let ok = |b: &u8| b.is_ascii_graphic() || (spaces && *b == b' ');
     if text.len() > max_len || !text.iter().all(ok) {
         return Err(malformed);
@@ -113,6 +112,9 @@ pub(crate) fn single_value(
 /// Absent or blank: a missing key. Repeated, longer than 1024 bytes, or
 /// containing bytes other than visible ASCII and spaces: malformed. Both
 /// answer 400 when rejected.
+///
+/// The key is a [`HeaderKey`]: the value itself up to 64 bytes, else its
+/// keyed hash.
 #[derive(Debug, Clone)]
 pub struct Header {
     name: HeaderName,
