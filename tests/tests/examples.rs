@@ -157,29 +157,34 @@ async fn tickets_one_per_five_minutes_per_user() {
 }
 
 #[tokio::test]
-async fn tickets_without_a_token_are_401() {
+async fn tickets_without_a_token_are_401_with_a_bad_one_400() {
     let (c, _) = config("");
     let app = app(&c);
-    let bad: [&[u8]; 7] = [
-        b"Basic YWxpY2U6cHc=",
-        b"Bearer",
-        b"Bearer ",
-        b"",
-        b"Bearer a b",
-        b"Bearer \xff",
-        b"token",
-    ];
+    let missing: [&[u8]; 5] = [b"Basic YWxpY2U6cHc=", b"Bearer", b"Bearer ", b"", b"token"];
+    // RFC 6750, 3.1: a malformed token is an invalid request.
+    let malformed: [&[u8]; 3] = [b"Bearer a b", b"Bearer \xff", b"Bearer a=b"];
+    let ticket = |v: &[u8]| probe("POST", "/tickets").header("authorization", v);
     for _ in 0..3 {
         let r = probe("POST", "/tickets").send(&app).await;
         assert_eq!(r.status, 401);
-        assert!(r.header("www-authenticate").unwrap().starts_with("Bearer"));
-        for v in bad {
-            let r = probe("POST", "/tickets")
-                .header("authorization", v)
-                .send(&app)
-                .await;
+        assert_eq!(r.header("www-authenticate"), Some("Bearer"));
+        for v in missing {
+            let r = ticket(v).send(&app).await;
             assert_eq!(r.status, 401, "{v:?}");
+            assert_eq!(r.header("www-authenticate"), Some("Bearer"), "{v:?}");
         }
+        for v in malformed {
+            let r = ticket(v).send(&app).await;
+            assert_eq!(r.status, 400, "{v:?}");
+            let challenge = r.header("www-authenticate");
+            assert_eq!(challenge, Some("Bearer error=\"invalid_request\""), "{v:?}");
+        }
+        let r = probe("POST", "/tickets")
+            .header("authorization", "Bearer a")
+            .header("authorization", "Bearer b")
+            .send(&app)
+            .await;
+        assert_eq!(r.status, 400);
     }
 }
 
@@ -238,35 +243,14 @@ async fn accounts_behind_trusted_proxies() {
     assert_eq!(via("").send(&app).await.status, 201);
     assert_eq!(via(" , ").send(&app).await.status, 201);
     via(",").send(&app).await.assert_429();
-    // RFC 7239 Forwarded from a trusted proxy that sends no X-Forwarded-For.
-    let fwd = |v: &'static str| {
-        probe("POST", "/accounts")
-            .from("10.1.2.3:5555")
-            .header("forwarded", v)
-    };
-    assert_eq!(fwd("for=198.51.100.20").send(&app).await.status, 201);
-    assert_eq!(
-        fwd("for=9.9.9.9, for=\"198.51.100.20:4711\"")
-            .send(&app)
-            .await
-            .status,
-        201
-    );
-    fwd("for=198.51.100.20;proto=https")
+    // Forwarded is not read unless configured: the request is the proxy's,
+    // whose two accounts are used up above.
+    probe("POST", "/accounts")
+        .from("10.1.2.3:5555")
+        .header("forwarded", "for=198.51.100.40")
         .send(&app)
         .await
         .assert_429();
-    // A proxy that hides the client (`unknown`, `_obfuscated`, no `for=`):
-    // keyed by that proxy, whose two accounts are used up above.
-    for hidden in [
-        "for=unknown",
-        "for=_hidden",
-        "proto=https",
-        "for=\"unknown:_p\"",
-    ] {
-        fwd(hidden).send(&app).await.assert_429();
-    }
-    assert_eq!(fwd("for=_").send(&app).await.status, 400);
     // Untrusted peers' headers are ignored.
     let direct = || probe("POST", "/accounts").from("198.51.100.9:1");
     assert_eq!(
@@ -293,6 +277,107 @@ async fn accounts_behind_trusted_proxies() {
             .status,
         429
     );
+}
+
+/// The environment `TRUSTED_PROXIES=proxies`, `TRUSTED_PROXY_HEADER=header`.
+fn vars(proxies: &'static str, header: &'static str) -> impl Fn(&str) -> Option<String> {
+    move |name: &str| match name {
+        "TRUSTED_PROXIES" => Some(proxies.to_owned()),
+        "TRUSTED_PROXY_HEADER" => Some(header.to_owned()),
+        _ => None,
+    }
+}
+
+/// The app configured as by `TRUSTED_PROXIES=10.0.0.0/8` and
+/// `TRUSTED_PROXY_HEADER=header`.
+fn behind(header: &'static str) -> Router {
+    let mut c = Config::from_vars(vars("10.0.0.0/8", header)).unwrap();
+    c.clock = Arc::new(ManualClock::new());
+    app(&c)
+}
+
+#[tokio::test]
+async fn accounts_behind_forwarded_proxies() {
+    let app = behind("Forwarded");
+    // RFC 7239 Forwarded from a trusted proxy.
+    let fwd = |v: &'static str| {
+        probe("POST", "/accounts")
+            .from("10.1.2.3:5555")
+            .header("forwarded", v)
+    };
+    assert_eq!(fwd("for=198.51.100.20").send(&app).await.status, 201);
+    assert_eq!(
+        fwd("for=9.9.9.9, for=\"198.51.100.20:4711\"")
+            .send(&app)
+            .await
+            .status,
+        201
+    );
+    fwd("for=198.51.100.20;proto=https")
+        .send(&app)
+        .await
+        .assert_429();
+    // A forged X-Forwarded-For changes nothing.
+    fwd("for=198.51.100.20")
+        .header("x-forwarded-for", "6.6.6.6")
+        .send(&app)
+        .await
+        .assert_429();
+    // Bytes the client wrote left of its address are never read.
+    fwd("for=\"\u{e9}t\u{e9}, for=198.51.100.20")
+        .send(&app)
+        .await
+        .assert_429();
+    // A proxy that hides the client (`unknown`, `_obfuscated`, no `for=`):
+    // keyed by that proxy.
+    assert_eq!(fwd("for=unknown").send(&app).await.status, 201);
+    assert_eq!(fwd("for=_hidden").send(&app).await.status, 201);
+    for hidden in ["proto=https", "for=\"unknown:_p\""] {
+        fwd(hidden).send(&app).await.assert_429();
+    }
+    assert_eq!(fwd("for=_").send(&app).await.status, 400);
+}
+
+#[tokio::test]
+async fn accounts_behind_a_proxy_setting_x_real_ip() {
+    let app = behind("x-real-ip");
+    let via = |real: &'static str, xff: &'static str| {
+        probe("POST", "/accounts")
+            .from("10.1.2.3:5555")
+            .header("x-real-ip", real)
+            .header("x-forwarded-for", xff)
+    };
+    assert_eq!(via("198.51.100.7", "1.1.1.1").send(&app).await.status, 201);
+    assert_eq!(via("198.51.100.7", "2.2.2.2").send(&app).await.status, 201);
+    // A forged X-Forwarded-For changes nothing.
+    for forged in ["3.3.3.3", "198.51.100.8", "garbage"] {
+        via("198.51.100.7", forged).send(&app).await.assert_429();
+    }
+    assert_eq!(via("198.51.100.8:443", "").send(&app).await.status, 201);
+    assert_eq!(via("nonsense", "").send(&app).await.status, 400);
+    // From an untrusted peer, X-Real-IP is the client's own: ignored.
+    let direct = |real: &'static str| {
+        probe("POST", "/accounts")
+            .from("198.51.100.9:1")
+            .header("x-real-ip", real)
+    };
+    assert_eq!(direct("1.1.1.1").send(&app).await.status, 201);
+    assert_eq!(direct("2.2.2.2").send(&app).await.status, 201);
+    direct("3.3.3.3").send(&app).await.assert_429();
+}
+
+#[test]
+fn bad_proxy_settings_name_their_variable() {
+    let e = Config::from_vars(vars("10.0.0.0/8", "x real ip"))
+        .err()
+        .unwrap();
+    assert_eq!(e.var, "TRUSTED_PROXY_HEADER");
+    assert!(e.to_string().starts_with("TRUSTED_PROXY_HEADER: "), "{e}");
+    assert!(e.to_string().contains("\"x real ip\""), "{e}");
+    let e = Config::from_vars(vars("10.0.0.0/33", "")).err().unwrap();
+    assert_eq!(e.var, "TRUSTED_PROXIES");
+    assert!(Config::from_vars(vars("", " ")).is_ok());
+    assert!(Config::from_vars(|_| None).is_ok());
 }
 
 #[tokio::test]

@@ -28,6 +28,14 @@ pub enum BuildError {
     },
     /// An invalid header name.
     BadHeaderName(String),
+    /// A proxy header setting that is neither `x-forwarded-for`,
+    /// `forwarded`, `either` nor a valid header name.
+    BadProxyHeader(String),
+    /// A key secret that is not 32 hex digits (the text says why, without
+    /// the secret).
+    BadKeySecret(String),
+    /// Another key secret is already in use in this process.
+    KeySecretAlreadySet,
 }
 
 impl fmt::Display for BuildError {
@@ -49,6 +57,15 @@ impl fmt::Display for BuildError {
                 write!(f, "bad {family} prefix /{prefix}: expected 1 to {max}")
             }
             Self::BadHeaderName(n) => write!(f, "bad header name {n:?}"),
+            Self::BadProxyHeader(n) => write!(
+                f,
+                "bad proxy header {n:?}: expected x-forwarded-for, forwarded, either, \
+                 or the name of a header holding one address (x-real-ip...)"
+            ),
+            Self::BadKeySecret(why) => write!(f, "bad key secret: {why}"),
+            Self::KeySecretAlreadySet => f.write_str(
+                "another key secret is already in use: install it once, before the first request",
+            ),
         }
     }
 }

@@ -65,9 +65,11 @@
 //! # Keys
 //!
 //! [`key`] has the peer IP, the client IP behind trusted proxies
-//! (`X-Forwarded-For` read from the right, or `Forwarded`; headers from
-//! untrusted peers ignored; IPv6 by /64), a header, an API key, a bearer
-//! token, a user id from the extensions, a global key and composite keys.
+//! (`X-Forwarded-For` or `Forwarded` read from the right, or a single
+//! address header like `X-Real-IP`; headers from untrusted peers ignored;
+//! IPv6 by /64), a header, an API key, a bearer token, a user id from the
+//! extensions, a global key and composite keys. Keys own at most about a
+//! hundred bytes each, never the request's buffers.
 //! A request without a usable key gets a 4xx, or goes through unlimited,
 //! as [`KeyErrorPolicy`](policy::KeyErrorPolicy) says: never a 5xx.
 //!

@@ -37,27 +37,73 @@ pub use redis_stores::RedisStores;
 /// The app's settings.
 #[derive(Clone)]
 pub struct Config {
-    /// How client IPs are found: the trusted proxies (none by default).
+    /// How client IPs are found: the trusted proxies (none by default) and
+    /// the one header they write (`X-Forwarded-For` by default).
     pub client_ip: ClientIp,
     /// The limits' clock (tests use a `ManualClock`).
     pub clock: Arc<dyn Clock>,
 }
 
 impl Config {
-    /// Trusts the comma-separated CIDRs in `trusted_proxies`.
+    /// Trusts the comma-separated CIDRs in `trusted_proxies`, reading the
+    /// client's address from their `X-Forwarded-For`.
     pub fn new(trusted_proxies: &str) -> Result<Self, BuildError> {
+        Self::behind(trusted_proxies, ProxyHeader::XForwardedFor)
+    }
+
+    /// Trusts the comma-separated CIDRs in `trusted_proxies`, reading the
+    /// client's address from `header` only: the one those proxies write.
+    pub fn behind(trusted_proxies: &str, header: ProxyHeader) -> Result<Self, BuildError> {
         Ok(Self {
-            // Proxies' X-Forwarded-For, or RFC 7239 Forwarded without it.
-            client_ip: ClientIp::from_list(trusted_proxies)?.header(ProxyHeader::Either),
+            client_ip: ClientIp::from_list(trusted_proxies)?.header(header),
             ..Self::default()
         })
     }
 
-    /// Reads `TRUSTED_PROXIES` (comma-separated CIDRs; unset: none).
-    pub fn from_env() -> Result<Self, BuildError> {
-        Self::new(&std::env::var("TRUSTED_PROXIES").unwrap_or_default())
+    /// Reads `TRUSTED_PROXIES` (comma-separated CIDRs; unset: none) and
+    /// `TRUSTED_PROXY_HEADER` (`x-forwarded-for`, the default; `forwarded`;
+    /// `either`; or a single-address header like `x-real-ip`,
+    /// `cf-connecting-ip`, `fly-client-ip`).
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_vars(|name| std::env::var(name).ok())
+    }
+
+    /// [`from_env`](Self::from_env) with the variables looked up by `var`.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let header = match var(TRUSTED_PROXY_HEADER) {
+            Some(h) if !h.trim().is_empty() => h.parse().map_err(|error| ConfigError {
+                var: TRUSTED_PROXY_HEADER,
+                error,
+            })?,
+            _ => ProxyHeader::XForwardedFor,
+        };
+        let proxies = var(TRUSTED_PROXIES).unwrap_or_default();
+        Self::behind(&proxies, header).map_err(|error| ConfigError {
+            var: TRUSTED_PROXIES,
+            error,
+        })
     }
 }
+
+const TRUSTED_PROXIES: &str = "TRUSTED_PROXIES";
+const TRUSTED_PROXY_HEADER: &str = "TRUSTED_PROXY_HEADER";
+
+/// A bad setting in the environment: the variable and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The variable (`TRUSTED_PROXY_HEADER`).
+    pub var: &'static str,
+    /// What is wrong with its value.
+    pub error: BuildError,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.var, self.error)
+    }
+}
+
+impl std::error::Error for ConfigError {}
 
 impl Default for Config {
     fn default() -> Self {

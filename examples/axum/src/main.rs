@@ -1,5 +1,6 @@
 //! `axum-example`: serves [`axum_example::app`] on `BIND_ADDR`
-//! (default `127.0.0.1:3000`), trusting the proxies in `TRUSTED_PROXIES`.
+//! (default `127.0.0.1:3000`), trusting the proxies in `TRUSTED_PROXIES`
+//! and reading only the header named by `TRUSTED_PROXY_HEADER`.
 //! With `REDIS_URL` set (`redis://host:port/db`), the limits live in Redis
 //! and every copy of the app shares them; otherwise they are in memory.
 
@@ -10,7 +11,7 @@ use std::net::SocketAddr;
 async fn main() {
     let config = match axum_example::Config::from_env() {
         Ok(config) => config,
-        Err(e) => fail(2, &format!("TRUSTED_PROXIES: {e}")),
+        Err(e) => fail(2, &e.to_string()),
     };
     let app = match std::env::var("REDIS_URL") {
         Ok(url) => match RedisStores::new(&url) {

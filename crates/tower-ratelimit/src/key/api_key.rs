@@ -15,6 +15,9 @@ const MALFORMED: KeyError = KeyError::malformed("API key");
 /// bytes, or not visible ASCII without spaces: malformed (400). The key is
 /// not checked against anything: authenticate before or after the limit as
 /// you prefer.
+///
+/// The key is a [`HeaderKey`]: the API key itself up to 64 bytes (hash it
+/// first if your store must not hold secrets), else its keyed hash.
 #[derive(Debug, Clone)]
 pub struct ApiKey {
     name: HeaderName,

@@ -10,19 +10,23 @@ const MISSING: KeyError = KeyError::missing("bearer token")
     .with_status(StatusCode::UNAUTHORIZED)
     .with_challenge("Bearer");
 const MALFORMED: KeyError = KeyError::malformed("bearer token")
-    .with_status(StatusCode::UNAUTHORIZED)
+    .with_status(StatusCode::BAD_REQUEST)
     .with_challenge("Bearer error=\"invalid_request\"");
 
 /// Keys by the bearer token (RFC 6750) of the `Authorization` header.
 ///
-/// Every failure answers 401 with a `WWW-Authenticate: Bearer` challenge
-/// when rejected: no `Authorization`, another scheme, or an empty token are
-/// *missing*; a repeated header, a token that is not `token68`
-/// (`[A-Za-z0-9-._~+/]+=*`) or longer than 4096 bytes are *malformed*. The
-/// scheme is matched case-insensitively.
+/// As RFC 6750 (section 3.1) asks, when rejected:
+/// - no `Authorization`, another scheme, or an empty token are *missing*:
+///   401 with `WWW-Authenticate: Bearer`;
+/// - a repeated header, a token that is not `token68`
+///   (`[A-Za-z0-9-._~+/]+=*`) or longer than 4096 bytes are *malformed*:
+///   400 with `WWW-Authenticate: Bearer error="invalid_request"`.
 ///
-/// The token itself is the key (no allocation): hash it first if your store
-/// must not hold secrets.
+/// The scheme is matched case-insensitively.
+///
+/// The key is a [`HeaderKey`]: a token of up to 64 bytes is kept as is
+/// (hash it first if your store must not hold secrets), a longer one as a
+/// keyed hash.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Bearer {
     _priv: (),
@@ -71,7 +75,7 @@ impl KeyExtractor for Bearer {
         if end - start > 4096 || !token68(&bytes[start..end]) {
             return Err(MALFORMED);
         }
-        Ok(HeaderKey::new(value.clone(), start, end))
+        Ok(HeaderKey::new(&bytes[start..end]))
     }
 }
 
@@ -112,9 +116,31 @@ mod tests {
         ] {
             let e = extract(bad).unwrap_err();
             assert!(!e.is_missing(), "{bad:?}");
-            assert_eq!(e.status(), 401);
+            assert_eq!(e.status(), 400);
+            assert_eq!(e.challenge(), Some("Bearer error=\"invalid_request\""));
         }
+        let long = format!("Bearer {}", "t".repeat(4097));
+        assert_eq!(extract(long.as_bytes()).unwrap_err().status(), 400);
+        // Long tokens are hashed; `#` cannot start a short key.
+        let long = format!("Bearer {}", "t".repeat(65));
+        let k = extract(long.as_bytes()).unwrap();
+        assert!(k.starts_with('#') && k.len() == 33, "{k}");
+        assert_eq!(extract(long.as_bytes()).unwrap(), k);
+        assert_eq!(
+            extract(format!("Bearer {}", "t".repeat(64)).as_bytes())
+                .unwrap()
+                .len(),
+            64
+        );
         let none = Bearer::new().extract(&http::Request::new(()).into_parts().0);
         assert_eq!(none.unwrap_err().challenge(), Some("Bearer"));
+        let twice = http::Request::builder()
+            .header("authorization", "Bearer a")
+            .header("authorization", "Bearer b")
+            .body(())
+            .unwrap()
+            .into_parts()
+            .0;
+        assert_eq!(Bearer::new().extract(&twice).unwrap_err().status(), 400);
     }
 }

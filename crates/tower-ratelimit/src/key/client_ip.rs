@@ -1,35 +1,101 @@
-//! The client's IP address behind trusted proxies (`X-Forwarded-For`, `Forwarded`).
+//! The client's IP address behind trusted proxies (`X-Forwarded-For`, `Forwarded`, `X-Real-IP`...).
 
+use super::header::trim;
 use super::ip::{normalize, IpKey, IpPrefixes};
 use super::peer_ip::{peer_addr, NO_PEER};
 use super::{KeyError, KeyExtractor};
 use crate::BuildError;
-use http::header::{HeaderName, FORWARDED};
+use http::header::{HeaderName, HeaderValue, FORWARDED};
 use http::request::Parts;
 use ipnet::IpNet;
-use smallvec::SmallVec;
 use std::net::IpAddr;
+use std::str::FromStr;
 use std::sync::Arc;
 
-/// Which header the trusted proxies append the client's address to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Which header the trusted proxies write the client's address to. Name
+/// the one your proxies set (and overwrite or append to): every other
+/// header is client-controlled and never read.
+///
+/// Parses case-insensitively from `x-forwarded-for`, `forwarded`, `either`,
+/// or any other header name (a single-value header), as in a
+/// `TRUSTED_PROXY_HEADER` variable:
+///
+/// ```
+/// use tower_ratelimit::key::ProxyHeader;
+///
+/// assert_eq!("Forwarded".parse(), Ok(ProxyHeader::Forwarded));
+/// assert_eq!("X-Real-IP".parse(), Ok(ProxyHeader::X_REAL_IP));
+/// assert!("not a header".parse::<ProxyHeader>().is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum ProxyHeader {
-    /// `X-Forwarded-For: client, proxy1, proxy2` (the default).
+    /// `X-Forwarded-For: client, proxy1, proxy2` (the default), which each
+    /// proxy appends to.
     #[default]
     XForwardedFor,
-    /// RFC 7239 `Forwarded: for=client, for="[2001:db8::1]:4711"`.
+    /// RFC 7239 `Forwarded: for=client, for="[2001:db8::1]:4711"`, which
+    /// each proxy appends to.
     Forwarded,
-    /// `X-Forwarded-For` when the request has one, else `Forwarded`. Safe
-    /// when every trusted proxy sets `X-Forwarded-For` (most do), or when
-    /// those that set only `Forwarded` drop a client's `X-Forwarded-For`:
-    /// otherwise a client could send its own `X-Forwarded-For`.
+    /// `X-Forwarded-For` when the request has one, else `Forwarded`.
+    ///
+    /// **Risk:** safe only when every trusted proxy sets
+    /// `X-Forwarded-For`, or when those that set only `Forwarded` drop a
+    /// client's `X-Forwarded-For`. Otherwise a client behind a proxy that
+    /// writes only `Forwarded` sends its own `X-Forwarded-For`, which
+    /// wins, and picks its key. Prefer naming the one header your proxies
+    /// write.
     Either,
+    /// A header holding only the client's address, which the trusted
+    /// proxy sets, replacing any the client sent (nginx's `X-Real-IP`,
+    /// Cloudflare's `CF-Connecting-IP`...). See the constants.
+    ///
+    /// The trimmed value is one address (`1.2.3.4`, `1.2.3.4:80`, `::1`,
+    /// `[::1]:80`). Absent or blank: the peer's address (the trusted proxy).
+    /// Several lines: the last one counts (a proxy that appends rather than
+    /// replaces adds its line after the client's). `unknown` or an
+    /// obfuscated `_name`: the peer's address. Anything else (a list,
+    /// garbage, non-ASCII bytes) is a malformed key (400): a trusted proxy
+    /// wrote it.
+    Single(HeaderName),
+}
+
+impl ProxyHeader {
+    /// `X-Real-IP` (nginx: `proxy_set_header X-Real-IP $remote_addr`).
+    pub const X_REAL_IP: Self = Self::Single(HeaderName::from_static("x-real-ip"));
+    /// `CF-Connecting-IP` (Cloudflare).
+    pub const CF_CONNECTING_IP: Self = Self::Single(HeaderName::from_static("cf-connecting-ip"));
+    /// `True-Client-IP` (Akamai, Cloudflare Enterprise).
+    pub const TRUE_CLIENT_IP: Self = Self::Single(HeaderName::from_static("true-client-ip"));
+    /// `Fly-Client-IP` (Fly.io).
+    pub const FLY_CLIENT_IP: Self = Self::Single(HeaderName::from_static("fly-client-ip"));
+}
+
+impl FromStr for ProxyHeader {
+    type Err = BuildError;
+
+    /// `x-forwarded-for`, `forwarded`, `either` (any case), or another
+    /// header name; the error names the rejected text.
+    fn from_str(s: &str) -> Result<Self, BuildError> {
+        let name = s.trim();
+        Ok(if name.eq_ignore_ascii_case("x-forwarded-for") {
+            Self::XForwardedFor
+        } else if name.eq_ignore_ascii_case("forwarded") {
+            Self::Forwarded
+        } else if name.eq_ignore_ascii_case("either") {
+            Self::Either
+        } else {
+            HeaderName::from_bytes(name.as_bytes())
+                .map(Self::Single)
+                .map_err(|_| BuildError::BadProxyHeader(s.to_owned()))?
+        })
+    }
 }
 
 const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 
 const BAD_XFF: KeyError = KeyError::malformed("X-Forwarded-For header");
 const BAD_FORWARDED: KeyError = KeyError::malformed("Forwarded header");
+const BAD_SINGLE: KeyError = KeyError::malformed("client address header");
 
 /// Keys by the client's IP address as reported by trusted proxies.
 ///
@@ -51,7 +117,11 @@ const BAD_FORWARDED: KeyError = KeyError::malformed("Forwarded header");
 ///   side of limiting.
 /// - A malformed entry reached in that walk (non-ASCII bytes, garbage,
 ///   a port-only value) is a [`KeyError`] (400); several header lines
-///   are read as one list.
+///   are read as one list. The walk works on bytes, as nginx's realip
+///   does: what the client wrote left of its own address (non-ASCII
+///   bytes, a stray quote) is never read and cannot fail the request.
+/// - A single-value header ([`ProxyHeader::Single`], like `X-Real-IP`) is
+///   the client's address as the trusted proxy saw it; see its variant.
 ///
 /// Addresses are keyed like [`PeerIp`](super::PeerIp): IPv6 by /64,
 /// IPv4-mapped addresses as IPv4.
@@ -137,26 +207,36 @@ impl ClientIp {
         if !self.is_trusted(peer) {
             return Ok(peer);
         }
-        match self.header {
+        match &self.header {
             ProxyHeader::XForwardedFor => self.walk_xff(req, peer),
             ProxyHeader::Forwarded => self.walk_forwarded(req, peer),
             ProxyHeader::Either if req.headers.contains_key(X_FORWARDED_FOR) => {
                 self.walk_xff(req, peer)
             }
             ProxyHeader::Either => self.walk_forwarded(req, peer),
+            ProxyHeader::Single(name) => self.single(req, name, peer),
         }
     }
 
-    fn walk_xff(&self, req: &Parts, peer: IpAddr) -> Result<IpAddr, KeyError> {
+    /// Each of `values`, last line first, split at commas (outside quoted
+    /// strings when `quotes`) from the right; the first untrusted address
+    /// is the client.
+    fn walk<'r>(
+        &self,
+        values: impl DoubleEndedIterator<Item = &'r HeaderValue>,
+        peer: IpAddr,
+        bad: KeyError,
+        node: fn(&[u8]) -> Option<Option<IpAddr>>,
+        quotes: bool,
+    ) -> Result<IpAddr, KeyError> {
         let mut client = peer;
-        for value in req.headers.get_all(X_FORWARDED_FOR).iter().rev() {
-            let value = value.to_str().map_err(|_| BAD_XFF)?;
-            for entry in value.rsplit(',') {
-                let entry = entry.trim_matches([' ', '\t']);
+        for value in values.rev() {
+            for entry in RSplit::new(value.as_bytes(), quotes) {
+                let entry = trim(entry.ok_or(bad)?);
                 if entry.is_empty() {
                     continue; // An empty list element (RFC 9110, 5.6.1).
                 }
-                let Some(ip) = parse_node(entry).ok_or(BAD_XFF)? else {
+                let Some(ip) = node(entry).ok_or(bad)? else {
                     return Ok(client); // A hidden hop: its proxy's address.
                 };
                 client = normalize(ip);
@@ -168,26 +248,29 @@ impl ClientIp {
         Ok(client)
     }
 
+    fn walk_xff(&self, req: &Parts, peer: IpAddr) -> Result<IpAddr, KeyError> {
+        let values = req.headers.get_all(X_FORWARDED_FOR).into_iter();
+        self.walk(values, peer, BAD_XFF, parse_node, false)
+    }
+
     fn walk_forwarded(&self, req: &Parts, peer: IpAddr) -> Result<IpAddr, KeyError> {
-        let mut client = peer;
-        for value in req.headers.get_all(FORWARDED).iter().rev() {
-            let value = value.to_str().map_err(|_| BAD_FORWARDED)?;
-            let elements = split_elements(value).ok_or(BAD_FORWARDED)?;
-            for element in elements.iter().rev() {
-                if element.trim_matches([' ', '\t']).is_empty() {
-                    continue; // An empty list element (RFC 9110, 5.6.1).
-                }
-                let node = forwarded_for(element).ok_or(BAD_FORWARDED)?;
-                let Some(ip) = node.map_or(Some(None), parse_node).ok_or(BAD_FORWARDED)? else {
-                    return Ok(client); // A hidden hop: its proxy's address.
-                };
-                client = normalize(ip);
-                if !self.is_trusted(client) {
-                    return Ok(client);
-                }
-            }
+        let values = req.headers.get_all(FORWARDED).into_iter();
+        let node = |element: &[u8]| forwarded_for(element)?.map_or(Some(None), parse_node);
+        self.walk(values, peer, BAD_FORWARDED, node, true)
+    }
+
+    fn single(&self, req: &Parts, name: &HeaderName, peer: IpAddr) -> Result<IpAddr, KeyError> {
+        let Some(value) = req.headers.get_all(name).iter().next_back() else {
+            return Ok(peer);
+        };
+        let value = trim(value.as_bytes());
+        if value.is_empty() {
+            return Ok(peer);
         }
-        Ok(client)
+        match parse_node(value).ok_or(BAD_SINGLE)? {
+            Some(ip) => Ok(normalize(ip)),
+            None => Ok(peer),
+        }
     }
 }
 
@@ -214,10 +297,11 @@ fn parse_cidr(s: &str) -> Result<IpNet, BuildError> {
 /// with a port (`1.2.3.4`, `1.2.3.4:80`, `::1`, `[::1]`, `[::1]:80`), or a
 /// hop that hides the client (`unknown`, an obfuscated `_name`), which is
 /// `Some(None)`. `None` when malformed.
-fn parse_node(s: &str) -> Option<Option<IpAddr>> {
+fn parse_node(s: &[u8]) -> Option<Option<IpAddr>> {
     if s.is_empty() || s.len() > 64 {
         return None;
     }
+    let s = std::str::from_utf8(s).ok()?;
     if let Ok(ip) = s.parse::<IpAddr>() {
         return Some(Some(ip)); // Bare, IPv6 included.
     }
@@ -263,47 +347,67 @@ fn is_obfuscated(s: &str) -> bool {
     })
 }
 
-/// Splits a `Forwarded` value into its comma-separated elements, honouring
-/// quoted strings. `None` for an unterminated quote.
-fn split_elements(value: &str) -> Option<SmallVec<[&str; 4]>> {
-    let mut out = SmallVec::new();
-    let bytes = value.as_bytes();
-    let (mut start, mut quoted, mut escaped) = (0, false, false);
-    for (i, &b) in bytes.iter().enumerate() {
-        if escaped {
-            escaped = false;
-            continue;
+/// The comma-separated elements of a header value, from the right: only
+/// the elements actually reached are ever looked at, so whatever the client
+/// wrote left of its address (non-ASCII bytes, a stray quote) is never
+/// read. `None` when a quote opened (right to left) is not closed.
+struct RSplit<'a> {
+    rest: Option<&'a [u8]>,
+    quotes: bool,
+}
+
+impl<'a> RSplit<'a> {
+    /// The elements of `value`, split at commas outside quoted strings
+    /// when `quotes` (`Forwarded`), at every comma otherwise
+    /// (`X-Forwarded-For`).
+    fn new(value: &'a [u8], quotes: bool) -> Self {
+        Self {
+            rest: Some(value),
+            quotes,
         }
-        match b {
-            b'\\' if quoted => escaped = true,
-            b'"' => quoted = !quoted,
-            b',' if !quoted => {
-                out.push(&value[start..i]);
-                start = i + 1;
+    }
+}
+
+impl<'a> Iterator for RSplit<'a> {
+    type Item = Option<&'a [u8]>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let s = self.rest?;
+        let mut quoted = false;
+        for i in (0..s.len()).rev() {
+            match s[i] {
+                b'"' if self.quotes && quoted => {
+                    // The opening quote, unless escaped by an odd number
+                    // of backslashes.
+                    let escapes = s[..i].iter().rev().take_while(|&&b| b == b'\\').count();
+                    quoted = escapes % 2 == 1;
+                }
+                b'"' if self.quotes => quoted = true,
+                b',' if !quoted => {
+                    self.rest = Some(&s[..i]);
+                    return Some(Some(&s[i + 1..]));
+                }
+                _ => {}
             }
-            _ => {}
         }
+        self.rest = None;
+        Some((!quoted).then_some(s))
     }
-    if quoted {
-        return None;
-    }
-    out.push(&value[start..]);
-    Some(out)
 }
 
 /// The `for=` node of one `Forwarded` element, unquoted: `Some(None)` when
 /// the element has none, `None` when it is malformed.
-fn forwarded_for(element: &str) -> Option<Option<&str>> {
-    for pair in element.split(';') {
-        let pair = pair.trim_matches([' ', '\t']);
-        let (name, value) = pair.split_once('=')?;
-        if name.trim().eq_ignore_ascii_case("for") {
-            let value = value.trim();
-            let value = match value.strip_prefix('"') {
-                Some(rest) => rest.strip_suffix('"')?,
+fn forwarded_for(element: &[u8]) -> Option<Option<&[u8]>> {
+    for pair in element.split(|&b| b == b';') {
+        let pair = trim(pair);
+        let eq = pair.iter().position(|&b| b == b'=')?;
+        let (name, value) = (trim(&pair[..eq]), trim(&pair[eq + 1..]));
+        if name.eq_ignore_ascii_case(b"for") {
+            let value = match value.strip_prefix(b"\"") {
+                Some(rest) => rest.strip_suffix(b"\"")?,
                 None => value,
             };
-            if value.contains(['"', '\\']) {
+            if value.iter().any(|b| matches!(b, b'"' | b'\\')) {
                 return None;
             }
             return Some(Some(value));
@@ -482,6 +586,150 @@ mod tests {
             ],
         );
         assert_eq!(ip(&c, &r).unwrap(), "8.8.8.8");
+    }
+
+    #[test]
+    fn client_written_bytes_are_never_read() {
+        let c = ClientIp::new(["10.0.0.0/8"]).unwrap();
+        // Non-ASCII bytes, garbage and a stray quote left of the client.
+        keyed(
+            &c,
+            "x-forwarded-for",
+            &[
+                (
+                    b"caf\xc3\xa9, \xff\xfe, 203.0.113.9, 10.0.0.2",
+                    "203.0.113.9",
+                ),
+                (b"\x80\x81,203.0.113.9", "203.0.113.9"),
+            ],
+        );
+        let r = req(
+            "10.0.0.1:1",
+            &[
+                ("x-forwarded-for", b"\xff garbage"),
+                ("x-forwarded-for", b"198.51.100.4"),
+            ],
+        );
+        assert_eq!(ip(&c, &r).unwrap(), "198.51.100.4");
+        let f = c.clone().header(ProxyHeader::Forwarded);
+        keyed(
+            &f,
+            "forwarded",
+            &[
+                (b"for=\"\xff, for=\"_x, for=198.51.100.4", "198.51.100.4"),
+                (
+                    b"for=\xc3\xa9;by=\", for=\"[2001:db8::1]:80\"",
+                    "2001:db8::/64",
+                ),
+                (
+                    b"for=\"a\\\"b, c\", for=10.0.0.2, for=198.51.100.4",
+                    "198.51.100.4",
+                ),
+            ],
+        );
+        // Quoted commas and escaped quotes in reached elements, from the right.
+        keyed(
+            &f,
+            "forwarded",
+            &[
+                (br#"for=10.0.0.2;by="a\"b, c", for=10.0.0.3"#, "10.0.0.2"),
+                (
+                    br#"for=1.1.1.1, for=10.0.0.2;by="\\", for=10.0.0.3"#,
+                    "1.1.1.1",
+                ),
+            ],
+        );
+        // Reached, the same bytes are an error.
+        for (h, v) in [
+            ("x-forwarded-for", &b"\xff, 10.0.0.2"[..]),
+            ("forwarded", b"for=\"\xff\", for=10.0.0.2"),
+        ] {
+            let r = req("10.0.0.1:1", &[(h, v)]);
+            let c = if h == "forwarded" { &f } else { &c };
+            assert_eq!(c.extract(&r).unwrap_err().status(), 400, "{v:?}");
+        }
+    }
+
+    #[test]
+    fn single_value_headers() {
+        for header in [
+            ProxyHeader::X_REAL_IP,
+            ProxyHeader::CF_CONNECTING_IP,
+            ProxyHeader::TRUE_CLIENT_IP,
+            ProxyHeader::FLY_CLIENT_IP,
+            "X-Client".parse().unwrap(),
+        ] {
+            let ProxyHeader::Single(name) = header.clone() else {
+                panic!("{header:?}");
+            };
+            let c = ClientIp::new(["10.0.0.0/8"]).unwrap().header(header);
+            keyed(
+                &c,
+                name.as_str(),
+                &[
+                    (b"203.0.113.9", "203.0.113.9"),
+                    (b" 203.0.113.9:443\t", "203.0.113.9"),
+                    (b"2001:db8::1", "2001:db8::/64"),
+                    (b"[2001:db8::1]:80", "2001:db8::/64"),
+                    (b"::ffff:8.8.8.8", "8.8.8.8"),
+                    // The proxy is trusted, its value too.
+                    (b"10.0.0.7", "10.0.0.7"),
+                    (b"", "10.0.0.1"),
+                    (b"unknown", "10.0.0.1"),
+                ],
+            );
+            // Absent: the proxy. Repeated: the last line.
+            assert_eq!(ip(&c, &req("10.0.0.1:1", &[])).unwrap(), "10.0.0.1");
+            let r = req(
+                "10.0.0.1:1",
+                &[(name.as_str(), b"6.6.6.6"), (name.as_str(), b"203.0.113.9")],
+            );
+            assert_eq!(ip(&c, &r).unwrap(), "203.0.113.9");
+            // Garbage from the trusted proxy: 400.
+            for bad in [&b"1.1.1.1, 2.2.2.2"[..], b"garbage", b"\xff", b"1.2.3.4:x"] {
+                let r = req("10.0.0.1:1", &[(name.as_str(), bad)]);
+                assert_eq!(c.extract(&r).unwrap_err().status(), 400, "{bad:?}");
+            }
+            // A forged X-Forwarded-For or Forwarded is ignored.
+            let r = req(
+                "10.0.0.1:1",
+                &[
+                    ("x-forwarded-for", b"6.6.6.6"),
+                    ("forwarded", b"for=6.6.6.6"),
+                    (name.as_str(), b"203.0.113.9"),
+                ],
+            );
+            assert_eq!(ip(&c, &r).unwrap(), "203.0.113.9");
+            let r = req("10.0.0.1:1", &[("x-forwarded-for", b"6.6.6.6")]);
+            assert_eq!(ip(&c, &r).unwrap(), "10.0.0.1");
+            // From an untrusted peer, the header itself is ignored.
+            let r = req("198.51.100.7:1", &[(name.as_str(), b"6.6.6.6")]);
+            assert_eq!(ip(&c, &r).unwrap(), "198.51.100.7");
+        }
+    }
+
+    #[test]
+    fn proxy_header_from_str() {
+        for (text, header) in [
+            ("x-forwarded-for", ProxyHeader::XForwardedFor),
+            (" X-Forwarded-For ", ProxyHeader::XForwardedFor),
+            ("FORWARDED", ProxyHeader::Forwarded),
+            ("Either", ProxyHeader::Either),
+            ("x-real-ip", ProxyHeader::X_REAL_IP),
+            ("CF-Connecting-IP", ProxyHeader::CF_CONNECTING_IP),
+            ("True-Client-IP", ProxyHeader::TRUE_CLIENT_IP),
+            ("fly-client-ip", ProxyHeader::FLY_CLIENT_IP),
+        ] {
+            assert_eq!(text.parse::<ProxyHeader>(), Ok(header), "{text}");
+        }
+        for bad in ["", "x real ip", "x-real-ip:", "caf\u{e9}"] {
+            assert_eq!(
+                bad.parse::<ProxyHeader>(),
+                Err(BuildError::BadProxyHeader(bad.to_owned()))
+            );
+        }
+        let e = "x y".parse::<ProxyHeader>().unwrap_err().to_string();
+        assert!(e.contains("\"x y\""), "{e}");
     }
 
     #[test]

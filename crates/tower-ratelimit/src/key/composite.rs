@@ -1,14 +1,17 @@
 //! Composite keys: the route, and a pair of keys (route + client, user + tenant...).
 
-use super::{KeyError, KeyExtractor};
+use super::secret::hashed;
+use super::{HeaderKey, KeyError, KeyExtractor};
 use http::request::Parts;
 use http::Method;
 use std::fmt;
 use std::hash::{Hash, Hasher};
-use std::sync::Arc;
 
 /// Keys by method and route: axum's `MatchedPath` (the route pattern, like
-/// `/users/{id}`) when present, otherwise the request path. Combine it with
+/// `/users/{id}`) when present, otherwise the request path, kept as a
+/// [`HeaderKey`]: up to 64 bytes as is, a longer path as its keyed hash,
+/// so a key takes at most 112 bytes however long the made-up paths a
+/// client sends (see the [module docs](super#memory-per-key)). Combine it with
 /// a client key through [`Composite`] to limit each client on each route
 /// separately with one store.
 #[derive(Debug, Clone, Copy, Default)]
@@ -25,21 +28,23 @@ pub struct RouteKey {
 enum RoutePath {
     #[cfg(feature = "axum")]
     Matched(axum::extract::MatchedPath),
-    Raw(Arc<str>),
+    Raw(HeaderKey),
 }
 
 impl RouteKey {
-    /// The method.
+    /// The method (an extension method longer than 15 bytes as `#` and 32
+    /// hex digits of its keyed hash).
     pub fn method(&self) -> &Method {
         &self.method
     }
 
-    /// The route pattern or path.
+    /// The route pattern, the path, or (for a path longer than 64 bytes)
+    /// `#` and the 32 hex digits of its keyed hash.
     pub fn path(&self) -> &str {
         match &self.path {
             #[cfg(feature = "axum")]
             RoutePath::Matched(m) => m.as_str(),
-            RoutePath::Raw(p) => p,
+            RoutePath::Raw(p) => p.as_str(),
         }
     }
 }
@@ -72,15 +77,27 @@ impl KeyExtractor for Route {
         #[cfg(feature = "axum")]
         if let Some(m) = req.extensions.get::<axum::extract::MatchedPath>() {
             return Ok(RouteKey {
-                method: req.method.clone(),
+                method: method(&req.method)?,
                 path: RoutePath::Matched(m.clone()),
             });
         }
         Ok(RouteKey {
-            method: req.method.clone(),
-            path: RoutePath::Raw(req.uri.path().into()),
+            method: method(&req.method)?,
+            path: RoutePath::Raw(HeaderKey::new(req.uri.path().as_bytes())),
         })
     }
+}
+
+/// `method`, or for an extension method longer than 15 bytes (which
+/// `Method` would allocate for), `#` and the 32 hex digits of its keyed
+/// hash: a client cannot grow a key by sending a long made-up method.
+fn method(method: &Method) -> Result<Method, KeyError> {
+    let text = method.as_str();
+    if text.len() <= 15 {
+        return Ok(method.clone());
+    }
+    Method::from_bytes(hashed(text.as_bytes()).as_bytes())
+        .map_err(|_| KeyError::malformed("request method"))
 }
 
 /// Two extractors whose keys together form the key; fails if either fails.
@@ -133,5 +150,27 @@ mod tests {
         let k = Composite::new(Route, PeerIp::new()).extract(&p).unwrap();
         assert_eq!(k.to_string(), "POST /a/b|1.2.3.4");
         assert_eq!(Global.extract(&p).unwrap().to_string(), "global");
+        let long = format!("/{}", "x".repeat(100));
+        let p = http::Request::get(&long).body(()).unwrap().into_parts().0;
+        let k = Route.extract(&p).unwrap();
+        assert!(k.path().starts_with('#') && k.path().len() == 33);
+        assert_eq!(k, Route.extract(&p).unwrap());
+        let long = "X".repeat(1000);
+        let p = http::Request::builder()
+            .method(long.as_str())
+            .uri("/")
+            .body(())
+            .unwrap();
+        let k = Route.extract(&p.into_parts().0).unwrap();
+        assert!(k.method().as_str().starts_with('#') && k.method().as_str().len() == 33);
+        let p = http::Request::builder()
+            .method("PURGE")
+            .uri("/")
+            .body(())
+            .unwrap();
+        assert_eq!(
+            Route.extract(&p.into_parts().0).unwrap().to_string(),
+            "PURGE /"
+        );
     }
 }

@@ -10,19 +10,24 @@ use std::fmt;
 /// extensions), never the body, so one extractor serves every body type.
 /// Closures `Fn(&Parts) -> Result<K, KeyError>` are extractors too.
 ///
+/// A key lives as long as its limit's state, so it must own small data:
+/// never return a clone of a `HeaderValue`, `Bytes` or `Uri` of the request
+/// (they share the buffer holding the whole request head, kilobytes per
+/// key), and bound its length. [`HeaderKey::new`](super::HeaderKey::new)
+/// does both: it copies up to 64 bytes and hashes longer values.
+///
 /// ```
 /// use http::request::Parts;
-/// use tower_ratelimit::key::{KeyError, KeyExtractor};
+/// use tower_ratelimit::key::{HeaderKey, KeyError, KeyExtractor};
 ///
 /// let tenant = |req: &Parts| {
 ///     req.headers
 ///         .get("x-tenant")
-///         .and_then(|v| v.to_str().ok())
-///         .map(str::to_owned)
+///         .map(|v| HeaderKey::new(v.as_bytes()))
 ///         .ok_or(KeyError::missing("X-Tenant header"))
 /// };
 /// let req = http::Request::builder().header("x-tenant", "acme").body(()).unwrap();
-/// assert_eq!(tenant.extract(&req.into_parts().0).unwrap(), "acme");
+/// assert_eq!(tenant.extract(&req.into_parts().0).unwrap().as_str(), "acme");
 /// ```
 pub trait KeyExtractor: Send + Sync + 'static {
     /// The key. Keys for a remote store also need `Display`; every built-in
@@ -101,7 +106,9 @@ impl KeyError {
         self
     }
 
-    /// A `WWW-Authenticate` challenge to send with a 401 (`Bearer`).
+    /// A `WWW-Authenticate` challenge to send with the rejection: with a 401
+    /// (`Bearer`), or with a 400 for a malformed token
+    /// (`Bearer error="invalid_request"`, RFC 6750 section 3.1).
     pub const fn with_challenge(mut self, challenge: &'static str) -> Self {
         self.challenge = Some(challenge);
         self

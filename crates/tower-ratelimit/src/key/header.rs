@@ -1,47 +1,60 @@
 //! A request header's value as the key, and the [`HeaderKey`] type shared by header-based extractors.
 
+use super::secret::hashed;
 use super::{KeyError, KeyExtractor};
 use crate::BuildError;
-use http::header::{HeaderName, HeaderValue};
+use http::header::HeaderName;
 use http::request::Parts;
 use std::fmt;
-use std::hash::{Hash, Hasher};
 
-/// A key read from a header (a value, an API key, a bearer token): shares
-/// the header's bytes, so extracting it does not allocate. Always visible
-/// ASCII, so it displays as is.
-#[derive(Clone)]
-pub struct HeaderKey {
-    value: HeaderValue,
-    start: usize,
-    end: usize,
-}
+/// A key read from a header (a value, an API key, a bearer token), owning
+/// its bytes: it never keeps the request's buffers alive.
+///
+/// - Up to 64 bytes of visible ASCII (spaces allowed inside) not starting
+///   with `#`: the key's own text, in one exact-size allocation.
+/// - Anything else (longer, or starting with `#`): `#` followed by the 32
+///   hex digits of a 128-bit SipHash-2-4 of the bytes, keyed with the
+///   process's [`KeySecret`](super::KeySecret). A client cannot send a
+///   short key equal to a hashed key's text, since short keys never start
+///   with `#`.
+///
+/// `Display`, `Hash` and `Eq` all use that text, so a remote store sees
+/// the same key as a memory store. Two long keys collide only if their
+/// hashes do: they would then share one limit. Finding such a pair needs
+/// the secret (or about 2^64 hashes for a birthday search with it), and
+/// harms only the finder unless one of the two is a victim's token, which
+/// the attacker could then simply send.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct HeaderKey(Box<str>);
+
+/// Longer keys are hashed.
+pub(crate) const MAX_INLINE: usize = 64;
 
 impl HeaderKey {
-    /// `value[start..end]`, which the caller checked is visible ASCII.
-    pub(crate) fn new(value: HeaderValue, start: usize, end: usize) -> Self {
-        Self { value, start, end }
+    /// The key of `bytes`: themselves when short and visible ASCII (or
+    /// spaces) without a leading `#`, else their keyed hash.
+    pub fn new(bytes: &[u8]) -> Self {
+        let plain = |b: &u8| b.is_ascii_graphic() || *b == b' ';
+        match std::str::from_utf8(bytes) {
+            Ok(text)
+                if text.len() <= MAX_INLINE
+                    && !text.starts_with('#')
+                    && text.bytes().all(|b| plain(&b)) =>
+            {
+                Self(text.into())
+            }
+            _ => Self(hashed(bytes)),
+        }
     }
 
-    /// The key text.
-    #[allow(clippy::string_from_utf8_as_bytes)] // `HeaderValue::as_bytes`, not `str`'s
+    /// The key text: the key itself, or `#` and 32 hex digits.
     pub fn as_str(&self) -> &str {
-        // Checked visible ASCII at construction.
-        std::str::from_utf8(&self.value.as_bytes()[self.start..self.end]).unwrap_or_default()
+        &self.0
     }
-}
 
-impl PartialEq for HeaderKey {
-    fn eq(&self, other: &Self) -> bool {
-        self.as_str() == other.as_str()
-    }
-}
-
-impl Eq for HeaderKey {}
-
-impl Hash for HeaderKey {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.as_str().hash(state);
+    /// Whether this key is a hash of the original bytes.
+    pub fn is_hashed(&self) -> bool {
+        self.0.starts_with('#')
     }
 }
 
@@ -55,6 +68,14 @@ impl fmt::Debug for HeaderKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(self.as_str(), f)
     }
+}
+
+/// `s` without leading and trailing spaces and tabs.
+pub(crate) fn trim(s: &[u8]) -> &[u8] {
+    let ws = |b: &u8| matches!(b, b' ' | b'\t');
+    let start = s.iter().position(|b| !ws(b)).unwrap_or(s.len());
+    let end = s.iter().rposition(|b| !ws(b)).map_or(start, |i| i + 1);
+    &s[start..end]
 }
 
 /// The single value of `name`, trimmed: missing if absent or blank,
@@ -75,24 +96,15 @@ pub(crate) fn single_value(
     if values.next().is_some() {
         return Err(malformed);
     }
-    let bytes = value.as_bytes();
-    let start = bytes
-        .iter()
-        .position(|b| !matches!(b, b' ' | b'\t'))
-        .unwrap_or(bytes.len());
-    let end = bytes
-        .iter()
-        .rposition(|b| !matches!(b, b' ' | b'\t'))
-        .map_or(start, |i| i + 1);
-    if start == end {
+    let text = trim(value.as_bytes());
+    if text.is_empty() {
         return Err(missing);
     }
-    let text = &bytes[start..end];
     let ok = |b: &u8| b.is_ascii_graphic() || (spaces && *b == b' ');
     if text.len() > max_len || !text.iter().all(ok) {
         return Err(malformed);
     }
-    Ok(HeaderKey::new(value.clone(), start, end))
+    Ok(HeaderKey::new(text))
 }
 
 /// Keys by the value of a request header (a tenant id, a client id...).
@@ -100,6 +112,9 @@ pub(crate) fn single_value(
 /// Absent or blank: a missing key. Repeated, longer than 1024 bytes, or
 /// containing bytes other than visible ASCII and spaces: malformed. Both
 /// answer 400 when rejected.
+///
+/// The key is a [`HeaderKey`]: the value itself up to 64 bytes, else its
+/// keyed hash.
 #[derive(Debug, Clone)]
 pub struct Header {
     name: HeaderName,
@@ -147,6 +162,7 @@ impl KeyExtractor for Header {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http::HeaderValue;
 
     #[test]
     fn header_values() {
@@ -170,5 +186,25 @@ mod tests {
             .unwrap_err()
             .is_missing());
         assert!(Header::named("bad name").is_err());
+    }
+
+    #[test]
+    fn long_or_hash_like_keys_are_hashed() {
+        let short = HeaderKey::new(&[b'k'; 64]);
+        assert_eq!(short.as_str().len(), 64);
+        assert!(!short.is_hashed());
+        let long = HeaderKey::new(&[b'k'; 65]);
+        assert!(long.is_hashed());
+        assert_eq!(long.as_str().len(), 33);
+        assert_eq!(long, HeaderKey::new(&[b'k'; 65]));
+        assert_ne!(long, HeaderKey::new(&[b'k'; 66]));
+        // A client sending a hashed key's text gets another hash.
+        let forged = HeaderKey::new(long.as_str().as_bytes());
+        assert!(forged.is_hashed());
+        assert_ne!(forged, long);
+        // Bytes that are not visible ASCII are hashed, never shown.
+        assert!(HeaderKey::new(b"caf\xc3\xa9").is_hashed());
+        assert!(HeaderKey::new(b"a\tb").is_hashed());
+        assert_eq!(HeaderKey::new(b"a b").as_str(), "a b");
     }
 }

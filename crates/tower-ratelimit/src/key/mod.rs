@@ -2,13 +2,35 @@
 //!
 //! Every extractor implements [`KeyExtractor`]; closures
 //! `Fn(&http::request::Parts) -> Result<K, KeyError>` do too. Built-in keys
-//! are cheap to extract (IP keys are `Copy`, header keys share the header's
-//! bytes) and implement `Display`, `Hash` and `Eq`, as in-memory and remote
-//! stores need.
+//! implement `Display`, `Hash` and `Eq`, as in-memory and remote stores
+//! need.
 //!
 //! When no key can be extracted the layer applies its
 //! [`KeyErrorPolicy`](crate::policy::KeyErrorPolicy): reject with the
 //! error's 4xx status (the default), or let the request through unlimited.
+//!
+//! # Memory per key
+//!
+//! A key lives as long as its limit's state, and clients choose how many
+//! there are, so every key owns a few bytes of its own and never the
+//! request's buffers (hyper keeps a whole request head in one buffer that
+//! every header value and the URI share). Text keys are [`HeaderKey`]s: up
+//! to 64 bytes are kept as they are, longer ones as `#` and the 32 hex
+//! digits of a keyed 128-bit hash (see [`KeySecret`]).
+//!
+//! Bytes per key, inline size included, on 64-bit Linux, measured by
+//! `tests/memory.rs` (10,000 keys from requests each carrying a 16 KB
+//! unrelated header, the requests dropped), before the store's own cost:
+//!
+//! | extractor | key | bytes per key |
+//! |---|---|---|
+//! | [`PeerIp`], [`ClientIp`] | [`IpKey`] (`Copy`) | 18 |
+//! | [`Global`] | [`GlobalKey`] (`Copy`) | 0 |
+//! | [`Bearer`], [`ApiKey`], [`Header`] | [`HeaderKey`] | 16 + the key's length (at most 64); 49 for a longer key |
+//! | [`Route`] | [`RouteKey`] | 48 with a matched route (shared with the router); 48 + the path's length (at most 64), or 81 for a longer path; an extension method longer than 15 bytes adds 33 |
+//! | [`Composite`] | [`Pair`] | the two keys' sizes |
+//! | [`FromExtension<T>`] | `T` | `T`'s: make it own small data, not a `HeaderValue` or `Bytes` clone |
+//! | closures | yours | yours: see [`KeyExtractor`] |
 
 mod api_key;
 mod bearer;
@@ -19,6 +41,7 @@ mod global;
 mod header;
 mod ip;
 mod peer_ip;
+mod secret;
 mod user;
 
 pub use api_key::ApiKey;
@@ -30,4 +53,5 @@ pub use global::{Global, GlobalKey};
 pub use header::{Header, HeaderKey};
 pub use ip::{IpKey, IpPrefixes};
 pub use peer_ip::{peer_addr, PeerAddr, PeerIp};
+pub use secret::KeySecret;
 pub use user::FromExtension;

@@ -13,6 +13,11 @@ const MISSING: KeyError =
 /// user id your authentication layer inserted (place it outside the rate
 /// limit). Absent: a missing key (401 when rejected).
 ///
+/// The key is a clone of `T` and lives as long as its limit's state: let
+/// `T` own small data (an id, a [`HeaderKey`](super::HeaderKey)), never a
+/// `HeaderValue` or `Bytes` taken from the request, which would keep the
+/// request's whole head alive.
+///
 /// ```
 /// use tower_ratelimit::key::{FromExtension, KeyExtractor};
 ///

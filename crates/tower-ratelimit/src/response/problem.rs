@@ -19,8 +19,9 @@ pub const PROBLEM_JSON: HeaderValue = HeaderValue::from_static("application/prob
 ///   header). A request whose cost exceeds the limit's capacity can never be
 ///   admitted: it also gets 429, but without `Retry-After` or
 ///   `retry_after`, and a detail saying so (retrying cannot help).
-/// - Key error: its 4xx status (400, 401 with `WWW-Authenticate`), with a
-///   detail naming what was missing or malformed.
+/// - Key error: its 4xx status (400, 401), with `WWW-Authenticate` when
+///   the error has a challenge, and a detail naming what was missing or
+///   malformed.
 /// - Store unavailable (fail closed): `503 Service Unavailable`, detail
 ///   "The rate limiter is unavailable".
 #[derive(Debug, Clone, Copy, Default)]

@@ -40,6 +40,10 @@ fn apps() -> Vec<(&'static str, Router)> {
             layered(trusted().header(ProxyHeader::Forwarded), policy),
         ));
         apps.push(("x-api-key", layered(ApiKey::new(), policy)));
+        apps.push((
+            "x-real-ip",
+            layered(trusted().header(ProxyHeader::X_REAL_IP), policy),
+        ));
     }
     apps
 }
@@ -111,4 +115,35 @@ proptest! {
         v.extend_from_slice(&value);
         rt.block_on(probe(&apps, &v));
     }
+}
+
+#[tokio::test]
+async fn bearer_errors_follow_rfc_6750() {
+    let app = layered(Bearer::new(), KeyErrorPolicy::Reject);
+    let send = |values: &[&'static [u8]]| {
+        let headers: Vec<(&str, &[u8])> = values.iter().map(|v| ("authorization", *v)).collect();
+        app.clone().oneshot(get_from("10.0.0.1:1", "/", &headers))
+    };
+    // Missing: 401 with a bare challenge.
+    for values in [&[][..], &[&b"Basic Zm9vOmJhcg=="[..]], &[b"Bearer "]] {
+        let res = send(values).await.unwrap();
+        assert_eq!(res.status(), 401, "{values:?}");
+        assert_eq!(res.headers()["www-authenticate"], "Bearer");
+    }
+    // Malformed: 400 with error="invalid_request" (RFC 6750, 3.1).
+    let long: &'static [u8] = format!("Bearer {}", "a".repeat(4097)).leak().as_bytes();
+    for values in [
+        &[&b"Bearer a b"[..]][..],
+        &[b"Bearer \xff"],
+        &[b"Bearer ok", b"Bearer ok2"],
+        &[long],
+    ] {
+        let res = send(values).await.unwrap();
+        assert_eq!(res.status(), 400, "{values:?}");
+        assert_eq!(
+            res.headers()["www-authenticate"],
+            "Bearer error=\"invalid_request\""
+        );
+    }
+    assert_eq!(send(&[b"Bearer ok"]).await.unwrap().status(), 200);
 }

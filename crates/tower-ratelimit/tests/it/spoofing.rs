@@ -5,7 +5,7 @@ use axum::routing::get;
 use axum::Router;
 use ratelimit_core::{Gcra, MemoryStore};
 use tower::ServiceExt;
-use tower_ratelimit::key::{ClientIp, KeyExtractor, PeerIp};
+use tower_ratelimit::key::{ClientIp, KeyExtractor, PeerIp, ProxyHeader};
 use tower_ratelimit::RateLimitLayer;
 
 fn app<X>(key: X) -> Router
@@ -59,6 +59,40 @@ async fn forged_leftmost_xff_entries_change_nothing() {
     // Another client behind the proxy has its own limit.
     assert_eq!(
         code(&app, proxy, &[("x-forwarded-for", b"1.1.1.1, 203.0.113.8")]).await,
+        200
+    );
+}
+
+#[tokio::test]
+async fn non_ascii_bytes_left_of_the_client_change_nothing() {
+    let app = app(ClientIp::new(["10.0.0.0/8"]).unwrap());
+    let proxy = "10.0.0.1:443";
+    let xff = |v: &'static [u8]| [("x-forwarded-for", v)];
+    assert_eq!(code(&app, proxy, &xff(b"203.0.113.7")).await, 200);
+    for forged in [
+        &b"caf\xc3\xa9, 203.0.113.7"[..],
+        b"\xff\xfe\x80,203.0.113.7",
+    ] {
+        assert_eq!(code(&app, proxy, &xff(forged)).await, 429, "{forged:?}");
+    }
+}
+
+#[tokio::test]
+async fn forged_xff_ignored_when_x_real_ip_is_configured() {
+    let c = ClientIp::new(["10.0.0.0/8"]).unwrap();
+    let app = app(c.header(ProxyHeader::X_REAL_IP));
+    let proxy = "10.0.0.1:443";
+    let real =
+        |ip: &'static [u8], xff: &'static [u8]| [("x-real-ip", ip), ("x-forwarded-for", xff)];
+    assert_eq!(
+        code(&app, proxy, &real(b"203.0.113.7", b"1.1.1.1")).await,
+        200
+    );
+    for forged in [&b"2.2.2.2"[..], b"203.0.113.8", b"\xff"] {
+        assert_eq!(code(&app, proxy, &real(b"203.0.113.7", forged)).await, 429);
+    }
+    assert_eq!(
+        code(&app, proxy, &real(b"203.0.113.8", b"203.0.113.7")).await,
         200
     );
 }

@@ -1,0 +1,214 @@
+//! Memory per key: extracted keys own a few bytes, never the request's
+//! buffers.
+//!
+//! hyper parses a request head into one buffer and every header value (and
+//! the URI) shares it, so a key that kept a `HeaderValue` would keep the
+//! whole head alive: kilobytes per key. Here each request carries a 16 KB
+//! unrelated header in the same shared buffer as the key's header, the keys
+//! are kept and the requests dropped, and the live heap per key is counted.
+//!
+//! Allocated bytes are counted by a `#[global_allocator]` wrapper around
+//! `std::alloc::System`, so this is its own test binary (the counter sees
+//! the whole process) with a single test.
+
+// A `GlobalAlloc` impl must be `unsafe impl`. The workspace denies (rather
+// than forbids) `unsafe_code` so that this one test file can allow it; the
+// library itself has no unsafe code.
+#![allow(unsafe_code)]
+
+use bytes::Bytes;
+use http::request::Parts;
+use http::{HeaderValue, Uri};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use tower_ratelimit::key::{
+    ApiKey, Bearer, ClientIp, Composite, Header, KeyExtractor, PeerAddr, PeerIp, ProxyHeader, Route,
+};
+
+/// `System`, counting the bytes currently allocated.
+struct Counting;
+
+static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every method forwards to `System` with the caller's arguments,
+// which uphold `GlobalAlloc`'s contract; the counter has no effect on the
+// memory returned.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded unchanged.
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            ALLOCATED.fetch_add(layout.size(), Ordering::Relaxed);
+        }
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded unchanged.
+        let p = unsafe { System.alloc_zeroed(layout) };
+        if !p.is_null() {
+            ALLOCATED.fetch_add(layout.size(), Ordering::Relaxed);
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded unchanged.
+        unsafe { System.dealloc(ptr, layout) };
+        ALLOCATED.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: forwarded unchanged.
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            ALLOCATED.fetch_sub(layout.size(), Ordering::Relaxed);
+            ALLOCATED.fetch_add(new_size, Ordering::Relaxed);
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocated() -> usize {
+    ALLOCATED.load(Ordering::Relaxed)
+}
+
+const KEYS: usize = 10_000;
+const BIG: usize = 16 * 1024;
+
+/// A request head as hyper leaves it: one buffer holding a 16 KB unrelated
+/// header, the key header `name: value` and the path, every value and the
+/// URI slices of it. `i` makes the key distinct.
+fn request(i: usize, name: &str, value: &str, method: &str, path: &str) -> Parts {
+    let value = value.replace("{i}", &format!("{i:08}"));
+    let path = path.replace("{i}", &format!("{i:08}"));
+    let method = method.replace("{i}", &format!("{i:08}"));
+    let mut head = vec![b'b'; BIG];
+    head.extend_from_slice(value.as_bytes());
+    head.extend_from_slice(path.as_bytes());
+    let head = Bytes::from(head);
+    let mut parts = http::Request::new(()).into_parts().0;
+    let shared = |r: std::ops::Range<usize>| HeaderValue::from_maybe_shared(head.slice(r)).unwrap();
+    parts.headers.insert("x-big", shared(0..BIG));
+    let name = http::HeaderName::from_bytes(name.as_bytes()).unwrap();
+    parts.headers.insert(name, shared(BIG..BIG + value.len()));
+    parts.method = method.parse().unwrap();
+    parts.uri = Uri::from_maybe_shared(head.slice(BIG + value.len()..)).unwrap();
+    parts.extensions.insert(PeerAddr(
+        format!("10.0.{}.{}:1", i / 256 % 256, i % 256)
+            .parse()
+            .unwrap(),
+    ));
+    parts
+}
+
+/// Live bytes per key (its inline size included) after extracting `KEYS`
+/// keys with `x` and dropping the requests.
+fn per_key<X: KeyExtractor>(x: &X, name: &str, value: &str, path: &str) -> usize {
+    per_key_method(x, name, value, "GET", path)
+}
+
+/// [`per_key`] with this method.
+fn per_key_method<X: KeyExtractor>(
+    x: &X,
+    name: &str,
+    value: &str,
+    method: &str,
+    path: &str,
+) -> usize {
+    let mut keys = Vec::with_capacity(KEYS);
+    let before = allocated();
+    for i in 0..KEYS {
+        let req = request(i, name, value, method, path);
+        keys.push(x.extract(&req).expect("a key"));
+    }
+    let heap = allocated().saturating_sub(before);
+    heap / KEYS + std::mem::size_of::<X::Key>()
+}
+
+#[test]
+fn keys_hold_only_their_own_bytes() {
+    let token32 = format!("{}{{i}}", "t".repeat(24));
+    let token4k = format!("{}{{i}}", "t".repeat(4088));
+    let bearer32 = format!("Bearer {token32}");
+    let bearer4k = format!("Bearer {token4k}");
+    let ip = ClientIp::new(["10.0.0.0/8"])
+        .unwrap()
+        .header(ProxyHeader::X_REAL_IP);
+    let cases: Vec<(&str, usize, usize)> = vec![
+        (
+            "Bearer, 32-byte token",
+            per_key(&Bearer::new(), "authorization", &bearer32, "/"),
+            100,
+        ),
+        (
+            "Bearer, 4 KB token",
+            per_key(&Bearer::new(), "authorization", &bearer4k, "/"),
+            100,
+        ),
+        (
+            "ApiKey, 32 bytes",
+            per_key(&ApiKey::new(), "x-api-key", &token32, "/"),
+            100,
+        ),
+        (
+            "Header, 1 KB value",
+            per_key(
+                &Header::named("x-tenant").unwrap(),
+                "x-tenant",
+                &format!("{}{{i}}", "v".repeat(1016)),
+                "/",
+            ),
+            100,
+        ),
+        ("PeerIp", per_key(&PeerIp::new(), "x-none", "", "/"), 32),
+        (
+            "ClientIp (X-Real-IP)",
+            per_key(&ip, "x-real-ip", "203.0.113.9", "/"),
+            32,
+        ),
+        (
+            "Route, 64-byte path",
+            per_key(&Route, "x-none", "", &format!("/{}{{i}}", "p".repeat(55))),
+            128,
+        ),
+        (
+            "Route, 4 KB path",
+            per_key(&Route, "x-none", "", &format!("/{}{{i}}", "p".repeat(4087))),
+            128,
+        ),
+        (
+            "Route, 4 KB method",
+            per_key_method(
+                &Route,
+                "x-none",
+                "",
+                &format!("M{}{{i}}", "X".repeat(4087)),
+                "/",
+            ),
+            128,
+        ),
+        (
+            "Composite(Route, PeerIp)",
+            per_key(
+                &Composite::new(Route, PeerIp::new()),
+                "x-none",
+                "",
+                "/users/{i}",
+            ),
+            128,
+        ),
+    ];
+    for (what, bytes, bound) in &cases {
+        println!("{what}: {bytes} bytes per key (bound {bound})");
+    }
+    for (what, bytes, bound) in cases {
+        assert!(
+            bytes <= bound,
+            "{what}: {bytes} bytes per key, more than {bound}"
+        );
+    }
+}
