@@ -57,7 +57,8 @@ async fn main() {
     };
     let options = ServeOptions::default();
     tracing::info!(?options, "serving");
-    tracing::info!("axum-example listening on {bind}");
+    let addr = listener.local_addr().map_or(bind, |a| a.to_string());
+    tracing::info!("axum-example listening on {addr}");
     axum_example::run(listener, app, options, server::shutdown_signal()).await;
     tracing::info!("stopped");
 }

@@ -28,6 +28,7 @@ impl App {
                 .env("BIND_ADDR", addr.to_string())
                 .env("REDIS_URL", redis_url)
                 .env("TRUSTED_PROXIES", "127.0.0.1/32")
+                .env("API_KEYS", "warm-0,warm-1,k")
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped())
                 .spawn()

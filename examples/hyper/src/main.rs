@@ -32,7 +32,8 @@ async fn main() {
         "limits in memory"
     );
     tracing::info!(?options, "serving");
-    tracing::info!("hyper-example listening on {bind}");
+    let addr = listener.local_addr().map_or(bind, |a| a.to_string());
+    tracing::info!("hyper-example listening on {addr}");
     hyper_example::run(listener, svc, options, server::shutdown_signal()).await;
     tracing::info!("stopped");
 }
