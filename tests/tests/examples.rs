@@ -451,7 +451,10 @@ async fn api_items_unknown_keys_are_401_and_limited_as_anonymous() {
             Some(axum_example::API_KEY_CHALLENGE)
         );
         assert_eq!(r.header("content-type"), Some("application/problem+json"));
-        assert!(r.header("ratelimit-policy").unwrap().contains("\"anonymous\""));
+        assert!(r
+            .header("ratelimit-policy")
+            .unwrap()
+            .contains("\"anonymous\""));
     }
     // The 11th guess of the minute, and the IP's anonymous requests: 429.
     guess("made-up-10".into()).send(&app).await.assert_429();

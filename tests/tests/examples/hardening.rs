@@ -24,7 +24,9 @@ async fn start_axum(options: ServeOptions) -> (SocketAddr, JoinHandle<()>) {
 }
 
 /// The hyper example served as `main` serves it, with `options`.
-async fn start_hyper(options: ::hyper_example::server::ServeOptions) -> (SocketAddr, JoinHandle<()>) {
+async fn start_hyper(
+    options: ::hyper_example::server::ServeOptions,
+) -> (SocketAddr, JoinHandle<()>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let svc = service(Limits::default()).unwrap();
@@ -74,8 +76,14 @@ async fn half_sent_heads_are_closed_within_15_s() {
     ] {
         for sent in [HALF_HEAD, b""] {
             let (answer, took) = closed_within(addr, sent, bound).await;
-            assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 408"), "{name}: {answer}");
-            assert!(took >= Duration::from_secs(10), "{name}: closed after {took:?}");
+            assert!(
+                answer.is_empty() || answer.starts_with("HTTP/1.1 408"),
+                "{name}: {answer}"
+            );
+            assert!(
+                took >= Duration::from_secs(10),
+                "{name}: closed after {took:?}"
+            );
         }
         server.abort();
     }
@@ -113,13 +121,15 @@ async fn a_declared_too_large_body_is_answered_413_at_once() {
         ("hyper", start_hyper(Default::default()).await),
     ] {
         for path in ["/login", "/accounts", "/"] {
-            let mut req = format!(
-                "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000\r\n\r\n"
-            )
-            .into_bytes();
+            let mut req =
+                format!("POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000\r\n\r\n")
+                    .into_bytes();
             req.extend_from_slice(&[b'x'; 1024]);
             let (answer, took) = closed_within(addr, &req, Duration::from_secs(15)).await;
-            assert!(answer.starts_with("HTTP/1.1 413"), "{name} {path}: {answer}");
+            assert!(
+                answer.starts_with("HTTP/1.1 413"),
+                "{name} {path}: {answer}"
+            );
             assert!(took < Duration::from_secs(1), "{name} {path}: {took:?}");
         }
         server.abort();
