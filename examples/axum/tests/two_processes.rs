@@ -170,8 +170,12 @@ fn two_processes_on_one_redis_admit_exactly_the_limits() {
         assert!(codes.iter().all(|&c| c < 500), "{req:?}: {codes:?}");
     }
 
+    // The outage is in the logs (on by default, at info): each process's
+    // circuit breaker opened.
     let [a, b] = apps;
     for err in [a.stop(), b.stop()] {
         assert!(err.contains("limits in Redis"), "{err}");
+        assert!(err.contains(" WARN "), "{err}");
+        assert!(err.contains("circuit breaker opened"), "{err}");
     }
 }
