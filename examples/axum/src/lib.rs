@@ -282,29 +282,29 @@ async fn login_handler(body: Bytes) -> Response {
     if login.password == "open sesame" {
         Json(json!({ "user": login.username, "logged_in": true })).into_response()
     } else {
-        // RFC 9110 requires a challenge with every 401: the credentials
-        // go in the body, so the scheme is the app's own, which no
-        // browser answers with a password dialog.
-        let mut res = problem(StatusCode::UNAUTHORIZED, "wrong username or password");
-        res.headers_mut()
-            .insert(WWW_AUTHENTICATE, HeaderValue::from_static(LOGIN_CHALLENGE));
-        res
+        unauthorized("wrong username or password", LOGIN_CHALLENGE)
     }
 }
 
-/// The `WWW-Authenticate` challenge sent with a failed login's 401.
+/// The `WWW-Authenticate` challenge sent with a failed login's 401. The
+/// credentials go in the body, so the scheme is the app's own: one no
+/// browser answers with a password dialog.
 pub const LOGIN_CHALLENGE: &str = "Login realm=\"axum-example\"";
 
 async fn list_items(keys: ApiKeys, req: Parts) -> Response {
     if keys.is_unknown(&req) {
-        let mut res = problem(StatusCode::UNAUTHORIZED, "unknown API key");
-        res.headers_mut().insert(
-            WWW_AUTHENTICATE,
-            HeaderValue::from_static(API_KEY_CHALLENGE),
-        );
-        return res;
+        return unauthorized("unknown API key", API_KEY_CHALLENGE);
     }
     Json(json!({ "items": ["apple", "banana", "cherry"] })).into_response()
+}
+
+/// A 401 with its `WWW-Authenticate` challenge, which RFC 9110 (§15.5.2)
+/// requires of every 401.
+fn unauthorized(detail: &str, challenge: &'static str) -> Response {
+    let mut res = problem(StatusCode::UNAUTHORIZED, detail);
+    res.headers_mut()
+        .insert(WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
+    res
 }
 
 fn problem(status: StatusCode, detail: &str) -> Response {
