@@ -119,4 +119,32 @@ mod tests {
         assert!(ApiKeys::parse(&"k".repeat(256)).is_ok());
         assert_eq!(format!("{keys:?}"), "ApiKeys(2 keys)");
     }
+
+    #[test]
+    fn only_listed_keys_are_keys() {
+        let keys = ApiKeys::parse("demo-key-1").unwrap();
+        let req = |key: Option<&[u8]>| {
+            let mut b = axum::http::Request::builder();
+            if let Some(k) = key {
+                b = b.header("x-api-key", axum::http::HeaderValue::from_bytes(k).unwrap());
+            }
+            b.body(()).unwrap().into_parts().0
+        };
+        let listed = req(Some(b"demo-key-1"));
+        assert_eq!(keys.known(&listed).unwrap().as_str(), "demo-key-1");
+        assert!(!keys.is_unknown(&listed));
+        // Unknown: no key for the per-key limit (no state), but a 401.
+        let made_up = req(Some(b"demo-key-3"));
+        assert!(keys.known(&made_up).unwrap_err().is_missing());
+        assert!(keys.is_unknown(&made_up));
+        // Absent or blank: anonymous, not unknown.
+        for anonymous in [req(None), req(Some(b"  "))] {
+            assert!(keys.known(&anonymous).unwrap_err().is_missing());
+            assert!(!keys.is_unknown(&anonymous));
+        }
+        // Malformed: 400 from the per-key limit.
+        let e = keys.known(&req(Some(b"a b"))).unwrap_err();
+        assert!(!e.is_missing());
+        assert_eq!(e.status(), 400);
+    }
 }
