@@ -78,6 +78,32 @@ impl Spawned {
         assert!(self.log.iter().all(|l| l.contains(" INFO ")), "{log}");
     }
 
+    /// Sends SIGTERM (with `kill`) and waits at most 30 s for the process
+    /// to exit: its status.
+    #[cfg(unix)]
+    pub fn terminate(&mut self) -> ExitStatus {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(sent.success(), "kill -TERM failed");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                // Collect the last lines.
+                while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(1)) {
+                    self.log.push(line);
+                }
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "still running 30 s after SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// The process id.
     pub fn id(&self) -> u32 {
         self.child.id()

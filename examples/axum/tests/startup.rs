@@ -44,6 +44,15 @@ fn logs_at_info_by_default() {
     assert_eq!(app.status(made_up), 401);
 }
 
+#[cfg(unix)]
+#[test]
+fn sigterm_stops_gracefully() {
+    let mut app = Spawned::start(example());
+    let status = app.terminate();
+    assert!(status.success(), "{status:?}: {:#?}", app.log);
+    app.assert_info_log(&["SIGTERM: shutting down", "stopped"]);
+}
+
 #[test]
 fn settings_from_the_environment() {
     let mut cmd = example();
