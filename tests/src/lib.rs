@@ -2,6 +2,7 @@
 //! as a client would.
 //!
 //! [`redis_server`] starts a private `redis-server` for the tests of the
-//! examples on Redis.
+//! examples on Redis; [`spawned`] runs an example binary and reads its logs.
 
 pub mod redis_server;
+pub mod spawned;

@@ -5,7 +5,8 @@ use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{Request, Response};
 use axum::Router;
-use axum_example::{app, Config};
+use axum_example::server::ServeOptions;
+use axum_example::{app, ApiKeys, Config};
 use http_body_util::BodyExt;
 use ratelimit_core::ManualClock;
 use std::net::SocketAddr;
@@ -14,10 +15,16 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tower::ServiceExt;
 
+/// The API keys the tests' apps accept (`API_KEYS`).
+fn test_keys() -> ApiKeys {
+    ApiKeys::parse("key-1, key-2, key-9, k").unwrap()
+}
+
 fn config(proxies: &str) -> (Config, ManualClock) {
     let clock = ManualClock::new();
     let mut config = Config::new(proxies).unwrap();
     config.clock = Arc::new(clock.clone());
+    config.api_keys = test_keys();
     (config, clock)
 }
 
@@ -400,7 +407,13 @@ async fn login_counts_only_failures() {
         .await;
     assert_eq!(r.status, 200);
     for _ in 0..5 {
-        assert_eq!(login(LOGIN_BAD).send(&app).await.status, 401);
+        let r = login(LOGIN_BAD).send(&app).await;
+        assert_eq!(r.status, 401);
+        // RFC 9110: every 401 carries a challenge.
+        assert_eq!(
+            r.header("www-authenticate"),
+            Some(axum_example::LOGIN_CHALLENGE)
+        );
     }
     login(LOGIN_BAD).send(&app).await.assert_429();
     let r = login(LOGIN_OK).send(&app).await;
@@ -504,6 +517,78 @@ async fn api_items_anonymous_ten_per_minute_per_ip() {
     assert_eq!(anon("192.0.2.60:1").send(&app).await.status, 429);
 }
 
+#[tokio::test]
+async fn api_items_unknown_keys_are_401_and_limited_as_anonymous() {
+    let (c, clock) = config("");
+    let app = app(&c);
+    let guess = |key: String| {
+        probe("GET", "/api/items")
+            .from("192.0.2.70:1")
+            .header("x-api-key", key)
+    };
+    // Made-up keys get no bucket of their own: each is a 401 with a
+    // challenge, counted against the client IP's anonymous limit.
+    for i in 0..10 {
+        let r = guess(format!("made-up-{i}")).send(&app).await;
+        assert_eq!(r.status, 401, "{r:?}");
+        assert_eq!(
+            r.header("www-authenticate"),
+            Some(axum_example::API_KEY_CHALLENGE)
+        );
+        assert_eq!(r.header("content-type"), Some("application/problem+json"));
+        assert!(r
+            .header("ratelimit-policy")
+            .unwrap()
+            .contains("\"anonymous\""));
+    }
+    // The 11th guess of the minute, and the IP's anonymous requests: 429.
+    guess("made-up-10".into()).send(&app).await.assert_429();
+    probe("GET", "/api/items")
+        .from("192.0.2.70:1")
+        .send(&app)
+        .await
+        .assert_429();
+    // A listed key from the same IP keeps its own bucket.
+    let r = guess("key-2".into()).send(&app).await;
+    assert_eq!(r.status, 200);
+    assert!(r.header("ratelimit-policy").unwrap().contains("q=500"));
+    // Another IP guessing: its own 10 per minute.
+    let r = probe("GET", "/api/items")
+        .from("192.0.2.71:1")
+        .header("x-api-key", "made-up-0")
+        .send(&app)
+        .await;
+    assert_eq!(r.status, 401);
+    clock.advance(Duration::from_secs(6));
+    assert_eq!(guess("made-up-11".into()).send(&app).await.status, 401);
+    // With no keys configured (the default), every key is unknown.
+    let app = axum_example::app(&Config::default());
+    let r = probe("GET", "/api/items")
+        .header("x-api-key", "key-1")
+        .send(&app)
+        .await;
+    assert_eq!(r.status, 401);
+    assert!(r.header("www-authenticate").is_some());
+}
+
+/// 12 requests with made-up keys against 10 per minute: no more than 10
+/// reach the handler, whatever the keys.
+#[tokio::test]
+async fn api_items_made_up_keys_do_not_skip_the_anonymous_limit() {
+    let (c, _) = config("");
+    let app = app(&c);
+    let mut codes = Vec::new();
+    for i in 0..12 {
+        let r = probe("GET", "/api/items")
+            .header("x-api-key", format!("attacker-{i}"))
+            .send(&app)
+            .await;
+        codes.push(r.status);
+    }
+    assert_eq!(codes[..10], [401; 10]);
+    assert_eq!(codes[10..], [429; 2]);
+}
+
 /// A raw HTTP/1.1 request over a real socket.
 async fn http(addr: SocketAddr, method: &str, path: &str, extra: &str) -> (u16, String) {
     let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
@@ -520,8 +605,13 @@ async fn http(addr: SocketAddr, method: &str, path: &str, extra: &str) -> (u16, 
 async fn axum_example_over_a_real_socket() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let app = app(&Config::default()).into_make_service_with_connect_info::<SocketAddr>();
-    let server = tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let app = app(&Config::default());
+    let server = tokio::spawn(axum_example::run(
+        listener,
+        app,
+        ServeOptions::default(),
+        std::future::pending(),
+    ));
     assert_eq!(http(addr, "GET", "/health", "").await.0, 200);
     assert_eq!(http(addr, "POST", "/accounts", "").await.0, 201);
     assert_eq!(http(addr, "POST", "/accounts", "").await.0, 201);
@@ -557,6 +647,7 @@ mod hyper_app {
             global_window: HOUR,
             per_ip: 3,
             per_ip_window: HOUR,
+            ..Limits::default()
         })
         .unwrap();
         let codes: Vec<u16> = futures_codes(&svc, "192.0.2.1:1", 5).await;
@@ -568,6 +659,7 @@ mod hyper_app {
             global_window: HOUR,
             per_ip: 100,
             per_ip_window: HOUR,
+            ..Limits::default()
         })
         .unwrap();
         let mut ok = 0;
@@ -616,14 +708,15 @@ mod hyper_app {
             global_window: HOUR,
             per_ip: 2,
             per_ip_window: HOUR,
+            ..Limits::default()
         })
         .unwrap();
-        let server = tokio::spawn(async move {
-            loop {
-                let (stream, peer) = listener.accept().await.unwrap();
-                tokio::spawn(::hyper_example::serve_connection(stream, peer, svc.clone()));
-            }
-        });
+        let server = tokio::spawn(::hyper_example::run(
+            listener,
+            svc,
+            ::hyper_example::server::ServeOptions::default(),
+            std::future::pending(),
+        ));
         assert_eq!(http(addr, "GET", "/", "").await.0, 200);
         assert_eq!(http(addr, "GET", "/", "").await.0, 200);
         let (status, text) = http(addr, "GET", "/", "").await;
@@ -632,6 +725,9 @@ mod hyper_app {
         server.abort();
     }
 }
+
+#[path = "examples/hardening.rs"]
+mod hardening;
 
 #[path = "examples/on_redis.rs"]
 mod on_redis;

@@ -5,17 +5,19 @@
 //! | `POST /tickets` | 1 per 5 minutes per user (the bearer token), GCRA; no token: 401 |
 //! | `POST /accounts` | 2 per day per client IP (sliding log) |
 //! | `POST /login` | 5 failed attempts per hour per client IP; only failures (401) count |
-//! | `GET /api/items` | with `X-API-Key`: token bucket per key, 500 burst, 100/s; without: 10 per minute per client IP |
+//! | `GET /api/items` | with a key listed in [`Config::api_keys`] (`X-API-Key`): token bucket per key, 500 burst, 100/s; without: 10 per minute per client IP; an unknown key: 401, counted as anonymous |
 //! | `GET /health` | none |
 //!
 //! [`app`] builds the router with in-memory stores; [`app_with`] takes any
 //! [`Stores`]: [`MemoryStores`], or [`RedisStores`] to share the limits
-//! among every copy of the app.
+//! among every copy of the app. [`run`] serves it the way [`server`]
+//! hardens it for the open internet.
 
 use axum::body::Bytes;
 use axum::extract::Extension;
+use axum::http::header::WWW_AUTHENTICATE;
 use axum::http::request::Parts;
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -24,14 +26,20 @@ use ratelimit_core::{
 };
 use serde_json::json;
 use std::fmt::Display;
+use std::future::Future;
 use std::hash::Hash;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use tower_ratelimit::key::{ApiKey, Bearer, ClientIp, KeyError, KeyExtractor, ProxyHeader};
+use tower_ratelimit::key::{Bearer, ClientIp, KeyError, KeyExtractor, ProxyHeader};
 use tower_ratelimit::policy::{KeyErrorPolicy, StatusIs};
 use tower_ratelimit::{BuildError, RateLimitInfo, RateLimitLayer};
 
+mod api_keys;
 mod redis_stores;
+#[path = "../../hyper/src/server.rs"]
+pub mod server;
+pub use api_keys::{ApiKeys, API_KEY_CHALLENGE};
 pub use redis_stores::RedisStores;
 
 /// The app's settings.
@@ -42,6 +50,8 @@ pub struct Config {
     pub client_ip: ClientIp,
     /// The limits' clock (tests use a `ManualClock`).
     pub clock: Arc<dyn Clock>,
+    /// The valid API keys (`API_KEYS`; none by default).
+    pub api_keys: ApiKeys,
 }
 
 impl Config {
@@ -110,6 +120,7 @@ impl Default for Config {
         Self {
             client_ip: ClientIp::trusting([]),
             clock: Arc::new(SystemClock::new()),
+            api_keys: ApiKeys::default(),
         }
     }
 }
@@ -128,16 +139,39 @@ pub trait Stores {
     fn store<K: StoreKey>(&self, name: &str, algorithm: AnyAlgorithm) -> Self::Store<K>;
 }
 
-/// In-memory stores, each capped at a million keys.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct MemoryStores;
+/// In-memory stores, each capped at `max_keys` keys (default
+/// [`server::DEFAULT_MAX_KEYS`], a million; `RATELIMIT_MAX_KEYS`).
+#[derive(Debug, Clone, Copy)]
+pub struct MemoryStores {
+    max_keys: usize,
+}
+
+impl Default for MemoryStores {
+    fn default() -> Self {
+        Self::new(server::DEFAULT_MAX_KEYS)
+    }
+}
+
+impl MemoryStores {
+    /// Stores of at most `max_keys` keys each (at least 1).
+    pub fn new(max_keys: usize) -> Self {
+        Self {
+            max_keys: max_keys.max(1),
+        }
+    }
+
+    /// The cap on each store's keys.
+    pub fn max_keys(&self) -> usize {
+        self.max_keys
+    }
+}
 
 impl Stores for MemoryStores {
     type Store<K: StoreKey> = MemoryStore<AnyAlgorithm, K>;
 
     fn store<K: StoreKey>(&self, _name: &str, algorithm: AnyAlgorithm) -> Self::Store<K> {
         MemoryStore::<AnyAlgorithm, K>::builder(algorithm)
-            .max_keys(Some(1_000_000))
+            .max_keys(Some(self.max_keys))
             .build()
     }
 }
@@ -148,7 +182,29 @@ const DAY: Duration = Duration::from_secs(86_400);
 
 /// The app with in-memory limits.
 pub fn app(config: &Config) -> Router {
-    app_with(config, &MemoryStores)
+    app_with(config, &MemoryStores::default())
+}
+
+/// Serves `app` on `listener` with [`server::serve`] until `shutdown`
+/// completes, giving handlers the peer's address as
+/// `ConnectInfo<SocketAddr>`.
+pub async fn run(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    options: server::ServeOptions,
+    shutdown: impl Future<Output = ()>,
+) {
+    use axum::extract::ConnectInfo;
+    use tower::ServiceExt;
+    let tagged = move |peer: SocketAddr| {
+        app.clone().map_request(
+            move |mut req: axum::extract::Request<server::RequestBody>| {
+                req.extensions_mut().insert(ConnectInfo(peer));
+                req
+            },
+        )
+    };
+    server::serve(listener, options, tagged, shutdown).await;
 }
 
 /// The app with limits kept in `stores`.
@@ -189,9 +245,12 @@ pub fn app_with<S: Stores>(config: &Config, stores: &S) -> Router {
         .build()
         .expect(fixed);
 
-    // With an API key: a token bucket per key (500 burst, 100/s). A
-    // malformed key is a 400; without a key this layer steps aside...
-    let per_key = RateLimitLayer::builder(ApiKey::new())
+    // With a valid API key: a token bucket per key (500 burst, 100/s). A
+    // malformed key is a 400; without a valid key this layer steps aside,
+    // so unknown keys never get state of their own...
+    let keys = config.api_keys.clone();
+    let known_key = move |req: &Parts| keys.known(req);
+    let per_key = RateLimitLayer::builder(known_key)
         .limit(
             "api-key",
             stores.store(
@@ -205,13 +264,17 @@ pub fn app_with<S: Stores>(config: &Config, stores: &S) -> Router {
         .shared_clock(clock())
         .build()
         .expect(fixed);
-    // ...and this one limits anonymous clients: 10 per minute per IP.
+    // ...and this one limits the others: 10 per minute per IP, whether
+    // anonymous or with an unknown key (answered 401 by the handler).
+    let keys = config.api_keys.clone();
     let anonymous_ip = move |req: &Parts| {
-        if ApiKey::new().is_present(req) {
+        if keys.known(req).is_ok() {
             return Err(KeyError::missing("anonymous client"));
         }
         client_ip.extract(req)
     };
+    let keys = config.api_keys.clone();
+    let list_items = move |req: Parts| list_items(keys, req);
     let anonymous = RateLimitLayer::builder(anonymous_ip)
         .limit(
             "anonymous",
@@ -265,12 +328,29 @@ async fn login_handler(body: Bytes) -> Response {
     if login.password == "open sesame" {
         Json(json!({ "user": login.username, "logged_in": true })).into_response()
     } else {
-        problem(StatusCode::UNAUTHORIZED, "wrong username or password")
+        unauthorized("wrong username or password", LOGIN_CHALLENGE)
     }
 }
 
-async fn list_items() -> impl IntoResponse {
-    Json(json!({ "items": ["apple", "banana", "cherry"] }))
+/// The `WWW-Authenticate` challenge sent with a failed login's 401. The
+/// credentials go in the body, so the scheme is the app's own: one no
+/// browser answers with a password dialog.
+pub const LOGIN_CHALLENGE: &str = "Login realm=\"axum-example\"";
+
+async fn list_items(keys: ApiKeys, req: Parts) -> Response {
+    if keys.is_unknown(&req) {
+        return unauthorized("unknown API key", API_KEY_CHALLENGE);
+    }
+    Json(json!({ "items": ["apple", "banana", "cherry"] })).into_response()
+}
+
+/// A 401 with its `WWW-Authenticate` challenge, which RFC 9110 (§15.5.2)
+/// requires of every 401.
+fn unauthorized(detail: &str, challenge: &'static str) -> Response {
+    let mut res = problem(StatusCode::UNAUTHORIZED, detail);
+    res.headers_mut()
+        .insert(WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
+    res
 }
 
 fn problem(status: StatusCode, detail: &str) -> Response {

@@ -2,48 +2,70 @@
 //! (default `127.0.0.1:3000`), trusting the proxies in `TRUSTED_PROXIES`
 //! and reading only the header named by `TRUSTED_PROXY_HEADER`.
 //! With `REDIS_URL` set (`redis://host:port/db`), the limits live in Redis
-//! and every copy of the app shares them; otherwise they are in memory.
+//! and every copy of the app shares them; otherwise they are in memory, at
+//! most `RATELIMIT_MAX_KEYS` keys per limit (default 1,000,000). `API_KEYS`
+//! lists the valid API keys (none by default). Logs go to stderr, filtered
+//! by `RUST_LOG` (default `info`).
 
-use axum_example::{app_with, MemoryStores, RedisStores};
-use std::net::SocketAddr;
+use axum_example::server::{self, ServeOptions};
+use axum_example::{app_with, ApiKeys, MemoryStores, RedisStores};
 
 #[tokio::main]
 async fn main() {
-    let config = match axum_example::Config::from_env() {
+    if let Err(e) = server::init_logs() {
+        fail(2, &e.to_string());
+    }
+    let mut config = match axum_example::Config::from_env() {
         Ok(config) => config,
         Err(e) => fail(2, &e.to_string()),
     };
+    config.api_keys = ApiKeys::from_env().unwrap_or_else(|e| fail(2, &e.to_string()));
+    let max_keys = server::max_keys_from_env().unwrap_or_else(|e| fail(2, &e.to_string()));
     let app = match std::env::var("REDIS_URL") {
         Ok(url) => match RedisStores::new(&url) {
             Ok(stores) => {
-                eprintln!("axum-example: limits in Redis (REDIS_URL), shared by every copy");
-                app_with(&config, &stores)
+                tracing::info!(
+                    fallback_max_keys = max_keys,
+                    "limits in Redis (REDIS_URL), shared by every copy; in memory while Redis is away"
+                );
+                app_with(&config, &stores.max_keys(max_keys))
             }
             Err(e) => fail(2, &format!("REDIS_URL: {e}")),
         },
         Err(_) => {
-            eprintln!("axum-example: limits in memory (set REDIS_URL to share them)");
-            app_with(&config, &MemoryStores)
+            tracing::info!(max_keys, "limits in memory (set REDIS_URL to share them)");
+            app_with(&config, &MemoryStores::new(max_keys))
         }
     };
+    let proxies = std::env::var("TRUSTED_PROXIES").unwrap_or_default();
+    if proxies.trim().is_empty() {
+        tracing::info!("no trusted proxies (TRUSTED_PROXIES): clients keyed by their TCP peer");
+    } else {
+        tracing::info!(trusted_proxies = %proxies.trim(), "trusting these proxies' client headers");
+    }
+    if config.api_keys.is_empty() {
+        tracing::info!("no API keys (API_KEYS): every X-API-Key is answered 401");
+    } else {
+        tracing::info!(
+            api_keys = config.api_keys.len(),
+            "API keys loaded (API_KEYS)"
+        );
+    }
     let bind = std::env::var("BIND_ADDR").unwrap_or_else(|_| "127.0.0.1:3000".to_owned());
     let listener = match tokio::net::TcpListener::bind(&bind).await {
         Ok(l) => l,
         Err(e) => fail(1, &format!("cannot listen on {bind}: {e}")),
     };
-    eprintln!("axum-example: listening on {bind}");
-    let app = app.into_make_service_with_connect_info::<SocketAddr>();
-    if let Err(e) = axum::serve(listener, app)
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await
-    {
-        fail(1, &e.to_string());
-    }
+    let options = ServeOptions::default();
+    tracing::info!(?options, "serving");
+    let addr = listener.local_addr().map_or(bind, |a| a.to_string());
+    tracing::info!("axum-example listening on {addr}");
+    axum_example::run(listener, app, options, server::shutdown_signal()).await;
+    tracing::info!("stopped");
 }
 
 fn fail(code: i32, message: &str) -> ! {
+    // Logs may not be set up yet: straight to stderr.
     eprintln!("axum-example: {message}");
     std::process::exit(code);
 }

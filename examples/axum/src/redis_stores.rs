@@ -1,6 +1,7 @@
 //! Limits shared through Redis, so that every copy of the app admits the
 //! configured limits together.
 
+use crate::server::DEFAULT_MAX_KEYS;
 use crate::{StoreKey, Stores};
 use ratelimit_core::AnyAlgorithm;
 use ratelimit_redis::{RedisStore, DEFAULT_TIMEOUT};
@@ -10,12 +11,14 @@ use std::time::Duration;
 /// from the server's clock, one round trip per check.
 ///
 /// When Redis is down or slow (more than the timeout, 50 ms by default),
-/// each copy limits on its own in memory (at most 100,000 keys per limit)
-/// until Redis is back: the service stays up.
+/// each copy limits on its own in memory (at most a million keys per limit
+/// by default, see [`max_keys`](Self::max_keys)) until Redis is back: the
+/// service stays up.
 #[derive(Debug, Clone)]
 pub struct RedisStores {
     client: redis::Client,
     timeout: Duration,
+    max_keys: usize,
 }
 
 impl RedisStores {
@@ -25,12 +28,20 @@ impl RedisStores {
         Ok(Self {
             client: redis::Client::open(url)?,
             timeout: DEFAULT_TIMEOUT,
+            max_keys: DEFAULT_MAX_KEYS,
         })
     }
 
     /// How long a check waits for Redis before deciding in memory.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
+        self
+    }
+
+    /// The most keys each limit keeps in memory while Redis is away
+    /// (default [`DEFAULT_MAX_KEYS`], `RATELIMIT_MAX_KEYS`; at least 1).
+    pub fn max_keys(mut self, max_keys: usize) -> Self {
+        self.max_keys = max_keys.max(1);
         self
     }
 }
@@ -42,7 +53,7 @@ impl Stores for RedisStores {
         RedisStore::builder(self.client.clone(), algorithm)
             .prefix(format!("axum-example:{name}:"))
             .timeout(self.timeout)
-            .fallback_to_memory(100_000)
+            .fallback_to_memory(self.max_keys)
             .build()
             .expect("the example's limits and names suit Redis")
     }

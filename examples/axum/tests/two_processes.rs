@@ -28,6 +28,7 @@ impl App {
                 .env("BIND_ADDR", addr.to_string())
                 .env("REDIS_URL", redis_url)
                 .env("TRUSTED_PROXIES", "127.0.0.1/32")
+                .env("API_KEYS", "warm-0,warm-1,k")
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped())
                 .spawn()
@@ -169,8 +170,12 @@ fn two_processes_on_one_redis_admit_exactly_the_limits() {
         assert!(codes.iter().all(|&c| c < 500), "{req:?}: {codes:?}");
     }
 
+    // The outage is in the logs (on by default, at info): each process's
+    // circuit breaker opened.
     let [a, b] = apps;
     for err in [a.stop(), b.stop()] {
         assert!(err.contains("limits in Redis"), "{err}");
+        assert!(err.contains(" WARN "), "{err}");
+        assert!(err.contains("circuit breaker opened"), "{err}");
     }
 }

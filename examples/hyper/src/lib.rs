@@ -5,18 +5,22 @@
 //! window; the per-IP limit is a daily cap of 200 per day, whose windows
 //! are offset per client ([`Anchor::KeyOffset`]) so that the clients'
 //! windows don't all reset at the same instant.
+//!
+//! [`run`] serves it the way [`server`] hardens it for the open internet.
 
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::Full;
 use ratelimit_core::{Anchor, FixedWindow, MemoryStore};
 use std::convert::Infallible;
-use std::net::SocketAddr;
+use std::future::Future;
 use std::time::Duration;
 use tower::util::BoxCloneSyncService;
 use tower::ServiceBuilder;
-use tower_ratelimit::key::{Global, PeerAddr, PeerIp};
+use tower_ratelimit::key::{Global, IpKey, PeerAddr, PeerIp};
 use tower_ratelimit::RateLimitLayer;
+
+pub mod server;
 
 /// The limits, each a fixed window: `global` per `global_window` for the
 /// whole server, `per_ip` per `per_ip_window` per client IP.
@@ -30,6 +34,9 @@ pub struct Limits {
     pub per_ip: u64,
     /// The per-IP window (default one day), offset per client.
     pub per_ip_window: Duration,
+    /// The most client IPs the per-IP limit keeps state for (default
+    /// [`server::DEFAULT_MAX_KEYS`], `RATELIMIT_MAX_KEYS`).
+    pub max_keys: usize,
 }
 
 impl Default for Limits {
@@ -39,6 +46,7 @@ impl Default for Limits {
             global_window: Duration::from_secs(3_600),
             per_ip: 200,
             per_ip_window: Duration::from_secs(86_400),
+            max_keys: server::DEFAULT_MAX_KEYS,
         }
     }
 }
@@ -47,7 +55,7 @@ impl Default for Limits {
 pub type Service<B> = BoxCloneSyncService<Request<B>, Response<Full<Bytes>>, Infallible>;
 
 /// The handler wrapped in both limits. Requests must carry the peer's
-/// address as a [`PeerAddr`] extension (see [`serve_connection`]).
+/// address as a [`PeerAddr`] extension (see [`run`]).
 pub fn service<B: Send + 'static>(
     limits: Limits,
 ) -> Result<Service<B>, Box<dyn std::error::Error + Send + Sync>> {
@@ -62,10 +70,12 @@ pub fn service<B: Send + 'static>(
     let per_ip = RateLimitLayer::builder(PeerIp::new())
         .limit(
             "per-ip",
-            MemoryStore::new(
+            MemoryStore::<_, IpKey>::builder(
                 FixedWindow::new(limits.per_ip, limits.per_ip_window)?
                     .with_anchor(Anchor::KeyOffset),
-            ),
+            )
+            .max_keys(Some(limits.max_keys))
+            .build(),
         )
         .refund_on_inner_limit()
         .build()?;
@@ -88,22 +98,21 @@ async fn hello<B>(req: Request<B>) -> Result<Response<Full<Bytes>>, Infallible> 
     Ok(Response::new(Full::from(body)))
 }
 
-/// Serves one connection: tags each request with the peer's address and
-/// hands it to `svc` through `TowerToHyperService`.
-pub async fn serve_connection(
-    stream: tokio::net::TcpStream,
-    peer: SocketAddr,
-    svc: Service<hyper::body::Incoming>,
+/// Serves `svc` on `listener` with [`server::serve`] until `shutdown`
+/// completes, tagging each request with the peer's address.
+pub async fn run(
+    listener: tokio::net::TcpListener,
+    svc: Service<server::RequestBody>,
+    options: server::ServeOptions,
+    shutdown: impl Future<Output = ()>,
 ) {
-    use hyper_util::rt::TokioIo;
-    use hyper_util::service::TowerToHyperService;
-    let tagged = ServiceBuilder::new()
-        .map_request(move |mut req: Request<hyper::body::Incoming>| {
-            req.extensions_mut().insert(PeerAddr(peer));
-            req
-        })
-        .service(svc);
-    let conn = hyper::server::conn::http1::Builder::new()
-        .serve_connection(TokioIo::new(stream), TowerToHyperService::new(tagged));
-    let _ = conn.await;
+    let tagged = move |peer| {
+        ServiceBuilder::new()
+            .map_request(move |mut req: Request<server::RequestBody>| {
+                req.extensions_mut().insert(PeerAddr(peer));
+                req
+            })
+            .service(svc.clone())
+    };
+    server::serve(listener, options, tagged, shutdown).await;
 }

@@ -1,29 +1,45 @@
 //! `hyper-example`: a plain hyper server on `BIND_ADDR` (default
 //! `127.0.0.1:3001`) with a global limit (GitHub's 5,000 per hour) and a
-//! per-IP daily cap (200 per day).
+//! per-IP daily cap (200 per day), keeping at most `RATELIMIT_MAX_KEYS`
+//! client IPs (default 1,000,000). Logs go to stderr, filtered by
+//! `RUST_LOG` (default `info`).
+
+use hyper_example::server::{self, EnvError, ServeOptions};
+use hyper_example::Limits;
 
 #[tokio::main]
 async fn main() {
+    if let Err(e) = server::init_logs() {
+        fail(2, &e.to_string());
+    }
     let bind = std::env::var("BIND_ADDR").unwrap_or_else(|_| "127.0.0.1:3001".to_owned());
-    let svc = match hyper_example::service(hyper_example::Limits::default()) {
-        Ok(svc) => svc,
-        Err(e) => {
-            eprintln!("hyper-example: {e}");
-            std::process::exit(2);
-        }
+    let limits = Limits {
+        max_keys: server::max_keys_from_env().unwrap_or_else(|e: EnvError| fail(2, &e.to_string())),
+        ..Limits::default()
     };
+    let svc = hyper_example::service(limits).unwrap_or_else(|e| fail(2, &e.to_string()));
     let listener = match tokio::net::TcpListener::bind(&bind).await {
         Ok(l) => l,
-        Err(e) => {
-            eprintln!("hyper-example: cannot listen on {bind}: {e}");
-            std::process::exit(1);
-        }
+        Err(e) => fail(1, &format!("cannot listen on {bind}: {e}")),
     };
-    eprintln!("hyper-example: listening on {bind}");
-    loop {
-        let Ok((stream, peer)) = listener.accept().await else {
-            continue;
-        };
-        tokio::spawn(hyper_example::serve_connection(stream, peer, svc.clone()));
-    }
+    let options = ServeOptions::default();
+    tracing::info!(
+        global = limits.global,
+        global_window = ?limits.global_window,
+        per_ip = limits.per_ip,
+        per_ip_window = ?limits.per_ip_window,
+        max_keys = limits.max_keys,
+        "limits in memory"
+    );
+    tracing::info!(?options, "serving");
+    let addr = listener.local_addr().map_or(bind, |a| a.to_string());
+    tracing::info!("hyper-example listening on {addr}");
+    hyper_example::run(listener, svc, options, server::shutdown_signal()).await;
+    tracing::info!("stopped");
+}
+
+fn fail(code: i32, message: &str) -> ! {
+    // Logs may not be set up yet: straight to stderr.
+    eprintln!("hyper-example: {message}");
+    std::process::exit(code);
 }

@@ -25,7 +25,11 @@ fn two_apps(server: &RedisServer, timeout: Option<Duration>) -> [Router; 2] {
         if let Some(timeout) = timeout {
             stores = stores.timeout(timeout);
         }
-        app_with(&Config::default(), &stores)
+        let config = Config {
+            api_keys: test_keys(),
+            ..Config::default()
+        };
+        app_with(&config, &stores)
     };
     [app(), app()]
 }

@@ -1,0 +1,98 @@
+//! `axum-example` as a process: it logs by default, and refuses bad
+//! settings at startup naming the variable.
+
+#[allow(dead_code)]
+#[path = "../../../tests/src/spawned.rs"]
+mod spawned;
+
+use spawned::{run_to_exit, Spawned};
+use std::process::Command;
+
+/// The binary on a free port with none of the settings from the
+/// environment of the test.
+fn example() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_axum-example"));
+    for var in [
+        "API_KEYS",
+        "REDIS_URL",
+        "RATELIMIT_MAX_KEYS",
+        "RATELIMIT_CONFIG",
+        "RUST_LOG",
+        "TRUSTED_PROXIES",
+        "TRUSTED_PROXY_HEADER",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.env("BIND_ADDR", "127.0.0.1:0");
+    cmd
+}
+
+#[test]
+fn logs_at_info_by_default() {
+    let app = Spawned::start(example());
+    app.assert_info_log(&[
+        "limits in memory",
+        "max_keys=1000000",
+        "no trusted proxies",
+        "no API keys (API_KEYS): every X-API-Key is answered 401",
+        "header_read_timeout: 10s",
+        "listening on 127.0.0.1:",
+    ]);
+    // No keys configured: a made-up key is refused.
+    let made_up =
+        "GET /api/items HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-API-Key: guess\r\n\r\n";
+    assert_eq!(app.status(made_up), 401);
+}
+
+#[cfg(unix)]
+#[test]
+fn sigterm_stops_gracefully() {
+    let mut app = Spawned::start(example());
+    let status = app.terminate();
+    assert!(status.success(), "{status:?}: {:#?}", app.log);
+    app.assert_info_log(&["SIGTERM: shutting down", "stopped"]);
+}
+
+#[test]
+fn settings_from_the_environment() {
+    let mut cmd = example();
+    cmd.env("API_KEYS", "demo-key-1,demo-key-2")
+        .env("RATELIMIT_MAX_KEYS", "5000")
+        .env("TRUSTED_PROXIES", "10.0.0.0/8")
+        .env("RUST_LOG", "warn,axum_example=info");
+    let app = Spawned::start(cmd);
+    let log = app.log.join("\n");
+    for expected in ["api_keys=2", "max_keys=5000", "trusted_proxies=10.0.0.0/8"] {
+        assert!(log.contains(expected), "{expected:?} not in\n{log}");
+    }
+    assert!(!log.contains("demo-key-1"), "keys are secrets: {log}");
+    let keyed =
+        "GET /api/items HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-API-Key: demo-key-2\r\n\r\n";
+    assert_eq!(app.status(keyed), 200);
+    let made_up = keyed.replace("demo-key-2", "demo-key-3");
+    assert_eq!(app.status(&made_up), 401);
+}
+
+#[test]
+fn bad_settings_are_startup_errors_naming_the_variable() {
+    for (var, value) in [
+        ("RATELIMIT_MAX_KEYS", "lots"),
+        ("RATELIMIT_MAX_KEYS", "0"),
+        ("RATELIMIT_MAX_KEYS", "-5"),
+        ("API_KEYS", "good,has space"),
+        ("RUST_LOG", "axum_example=loud"),
+    ] {
+        let mut cmd = example();
+        cmd.env(var, value);
+        let (status, err) = run_to_exit(cmd);
+        assert_eq!(status.code(), Some(2), "{var}={value}: {err}");
+        assert!(err.contains(var), "{var}={value}: {err}");
+        assert!(!err.contains("listening"), "{var}={value}: {err}");
+    }
+    let mut cmd = example();
+    cmd.env("API_KEYS", "good,has space");
+    assert!(
+        !run_to_exit(cmd).1.contains("has space"),
+        "keys are secrets"
+    );
+}

@@ -1,0 +1,453 @@
+//! What both example servers need to face the open internet: a hardened
+//! HTTP/1.1 accept loop ([`serve`]), logs ([`init_logs`]), a shutdown
+//! signal ([`shutdown_signal`]) and the shared settings read from the
+//! environment ([`max_keys_from_env`]).
+//!
+//! This file is `hyper-example`'s `server` module and is compiled into
+//! `axum-example` too (`#[path]`), so both serve the same way.
+//!
+//! Against slow or half-sent requests, each connection has:
+//!
+//! - a **header read timeout** ([`ServeOptions::header_read_timeout`], 10 s):
+//!   a request head not complete in time, or a kept-alive connection idle
+//!   that long, is closed;
+//! - a **request timeout** ([`ServeOptions::request_timeout`], 10 s): a
+//!   request (its body and its handling) not done in time is answered
+//!   `408 Request Timeout` and its connection closed;
+//! - a **body size limit** ([`ServeOptions::max_body_bytes`], 64 KiB): a
+//!   declared `Content-Length` above it is answered `413` at once, before
+//!   any of the body is read, and a longer chunked body fails at the limit.
+//!
+//! At most [`ServeOptions::max_connections`] connections are served at once;
+//! past that the loop stops accepting (the kernel queues the rest). Accept
+//! errors that mean the process is out of a resource (`EMFILE`, `ENFILE`,
+//! `ENOBUFS`, `ENOMEM`) make the loop back off, from 10 ms doubling to 1 s,
+//! instead of spinning ([`AcceptBackoff`]).
+
+use hyper::body::Incoming;
+use hyper::http::{Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+use tower::{Service, ServiceBuilder};
+use tower_http::body::Limited;
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::timeout::TimeoutLayer;
+
+/// The body of the requests that [`serve`] hands to the app: the
+/// connection's body, limited to [`ServeOptions::max_body_bytes`].
+pub type RequestBody = Limited<Incoming>;
+
+/// Any error.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// How [`serve`] protects itself. The defaults suit a service on the open
+/// internet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServeOptions {
+    /// How long a client may take to send a request head, counted from
+    /// the connection's start or the end of its previous response
+    /// (default 10 s). Then the connection is closed.
+    pub header_read_timeout: Duration,
+    /// How long a request may take from its head to its response, the
+    /// body included (default 10 s). Then it is answered `408`.
+    pub request_timeout: Duration,
+    /// The largest request body accepted (default 64 KiB); larger: `413`.
+    pub max_body_bytes: usize,
+    /// Connections served at once (default 10,000).
+    pub max_connections: usize,
+    /// On shutdown, how long open connections get to finish their
+    /// requests (default 10 s).
+    pub shutdown_grace: Duration,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        Self {
+            header_read_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(10),
+            max_body_bytes: 64 * 1024,
+            max_connections: 10_000,
+            shutdown_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Serves HTTP/1.1 on `listener` until `shutdown` completes, then lets
+/// open connections finish (at most [`ServeOptions::shutdown_grace`]).
+///
+/// `make_service` is called once per connection with the peer's address:
+/// the place to tag requests with it (axum's `ConnectInfo`, or
+/// `tower_ratelimit::key::PeerAddr`).
+pub async fn serve<M, S, B>(
+    listener: TcpListener,
+    options: ServeOptions,
+    mut make_service: M,
+    shutdown: impl Future<Output = ()>,
+) where
+    M: FnMut(SocketAddr) -> S,
+    S: Service<Request<RequestBody>, Response = Response<B>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<BoxError>,
+    B: hyper::body::Body<Data = hyper::body::Bytes> + Default + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(options.header_read_timeout);
+    let graceful = GracefulShutdown::new();
+    let slots = Arc::new(Semaphore::new(options.max_connections.max(1)));
+    let mut backoff = AcceptBackoff::new();
+    let mut full = Throttled::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        if slots.available_permits() == 0 {
+            full.warn(|skipped| {
+                tracing::warn!(
+                    max = options.max_connections,
+                    skipped,
+                    "connection limit reached; not accepting until one closes"
+                );
+            });
+        }
+        let slot = tokio::select! {
+            biased;
+            () = &mut shutdown => break,
+            slot = slots.clone().acquire_owned() => slot.expect("the semaphore is never closed"),
+        };
+        let accepted = tokio::select! {
+            biased;
+            () = &mut shutdown => break,
+            accepted = listener.accept() => accepted,
+        };
+        let (stream, peer) = match accepted {
+            Ok(accepted) => {
+                backoff.succeeded();
+                accepted
+            }
+            Err(e) => {
+                let delay = backoff.failed(&e);
+                if !delay.is_zero() {
+                    tokio::select! {
+                        biased;
+                        () = &mut shutdown => break,
+                        () = tokio::time::sleep(delay) => {}
+                    }
+                }
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let svc = ServiceBuilder::new()
+            .layer(RequestBodyLimitLayer::new(options.max_body_bytes))
+            .layer(TimeoutLayer::with_status_code(
+                StatusCode::REQUEST_TIMEOUT,
+                options.request_timeout,
+            ))
+            .service(make_service(peer));
+        let conn = http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(svc));
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!(%peer, error = %e, "connection closed on an error");
+            }
+            drop(slot);
+        });
+    }
+    drop(listener);
+    tracing::info!(
+        open = graceful.count(),
+        grace = ?options.shutdown_grace,
+        "shutting down: no new connections; open ones may finish"
+    );
+    if tokio::time::timeout(options.shutdown_grace, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!("connections still open after the grace period: dropped");
+    }
+}
+
+/// How the accept loop reacts to errors: the connection-level ones
+/// (`ECONNABORTED`, `ECONNRESET`...) concern one client, so the next
+/// `accept` follows at once; any other (out of file descriptors, of
+/// memory...) would recur at once, so it waits, from 10 ms doubling up to
+/// 1 s, until an `accept` succeeds. Warnings are logged at most once a
+/// second.
+#[derive(Debug)]
+pub struct AcceptBackoff {
+    delay: Duration,
+    log: Throttled,
+}
+
+impl Default for AcceptBackoff {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl AcceptBackoff {
+    /// The first wait after a resource error.
+    pub const FIRST: Duration = Duration::from_millis(10);
+    /// The longest wait.
+    pub const MAX: Duration = Duration::from_secs(1);
+
+    /// No errors yet.
+    pub fn new() -> Self {
+        Self {
+            delay: Duration::ZERO,
+            log: Throttled::new(),
+        }
+    }
+
+    /// After a failed `accept`: how long to wait before the next one
+    /// (zero for an error that concerns one connection only).
+    pub fn failed(&mut self, error: &io::Error) -> Duration {
+        if is_connection_error(error) {
+            tracing::debug!(%error, "accept failed for one connection");
+            return Duration::ZERO;
+        }
+        self.delay = (self.delay * 2).clamp(Self::FIRST, Self::MAX);
+        let delay = self.delay;
+        self.log.warn(|skipped| {
+            tracing::warn!(%error, ?delay, skipped, "accept failed: backing off");
+        });
+        delay
+    }
+
+    /// After a successful `accept`: the next error starts from
+    /// [`FIRST`](Self::FIRST) again.
+    pub fn succeeded(&mut self) {
+        self.delay = Duration::ZERO;
+    }
+}
+
+fn is_connection_error(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::Interrupted
+            | io::ErrorKind::WouldBlock
+    )
+}
+
+/// Lets a warning through at most once a second, telling how many were
+/// skipped since the last one.
+#[derive(Debug)]
+struct Throttled {
+    last: Option<Instant>,
+    skipped: u64,
+}
+
+impl Throttled {
+    fn new() -> Self {
+        Self {
+            last: None,
+            skipped: 0,
+        }
+    }
+
+    fn warn(&mut self, log: impl FnOnce(u64)) {
+        let now = Instant::now();
+        if self
+            .last
+            .is_some_and(|t| now.duration_since(t) < Duration::from_secs(1))
+        {
+            self.skipped += 1;
+            return;
+        }
+        self.last = Some(now);
+        log(std::mem::take(&mut self.skipped));
+    }
+}
+
+/// Completes on Ctrl-C (SIGINT) or, on Unix, SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => tracing::info!("SIGINT: shutting down"),
+        () = term => tracing::info!("SIGTERM: shutting down"),
+    }
+}
+
+/// Logs to stderr, filtered by `RUST_LOG` (default `info`). A `RUST_LOG`
+/// that does not parse is an error naming it.
+pub fn init_logs() -> Result<(), EnvError> {
+    use tracing_subscriber::filter::{EnvFilter, LevelFilter};
+    let filter = EnvFilter::builder()
+        .with_default_directive(LevelFilter::INFO.into())
+        .from_env()
+        .map_err(|e| EnvError::new("RUST_LOG", std::env::var("RUST_LOG").ok(), e))?;
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(io::stderr)
+        .init();
+    Ok(())
+}
+
+/// The default cap on the keys of each in-memory store.
+pub const DEFAULT_MAX_KEYS: usize = 1_000_000;
+
+/// The largest cap [`parse_max_keys`] accepts.
+pub const MAX_MAX_KEYS: usize = 1_000_000_000;
+
+/// Reads `RATELIMIT_MAX_KEYS`, the cap on the keys of each in-memory store
+/// ([`DEFAULT_MAX_KEYS`] when unset).
+pub fn max_keys_from_env() -> Result<usize, EnvError> {
+    match std::env::var("RATELIMIT_MAX_KEYS") {
+        Ok(value) => parse_max_keys(&value),
+        Err(std::env::VarError::NotPresent) => Ok(DEFAULT_MAX_KEYS),
+        Err(e) => Err(EnvError::new("RATELIMIT_MAX_KEYS", None, e)),
+    }
+}
+
+/// Parses a value of `RATELIMIT_MAX_KEYS`: a whole number from 1 to
+/// [`MAX_MAX_KEYS`], surrounding blanks allowed.
+pub fn parse_max_keys(value: &str) -> Result<usize, EnvError> {
+    let error = |why: &str| {
+        EnvError::new(
+            "RATELIMIT_MAX_KEYS",
+            Some(value.to_owned()),
+            format!("{why}: expected a whole number from 1 to {MAX_MAX_KEYS}"),
+        )
+    };
+    let digits = value.trim();
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(error("not a number"));
+    }
+    match digits.parse::<usize>() {
+        Ok(n @ 1..=MAX_MAX_KEYS) => Ok(n),
+        _ => Err(error("out of range")),
+    }
+}
+
+/// A bad environment variable: its name, its value when it may be shown,
+/// and why it is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvError {
+    /// The variable's name.
+    pub variable: &'static str,
+    /// Its value; `None` when absent or secret.
+    pub value: Option<String>,
+    /// Why it is refused.
+    pub reason: String,
+}
+
+impl EnvError {
+    /// `variable`, set to `value`, is refused because of `reason`.
+    pub fn new(variable: &'static str, value: Option<String>, reason: impl fmt::Display) -> Self {
+        Self {
+            variable,
+            value,
+            reason: reason.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for EnvError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.value {
+            Some(value) => write!(f, "{}={value:?}: {}", self.variable, self.reason),
+            None => write!(f, "{}: {}", self.variable, self.reason),
+        }
+    }
+}
+
+impl std::error::Error for EnvError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(kind: io::ErrorKind) -> io::Error {
+        io::Error::from(kind)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn backoff_doubles_on_resource_errors_up_to_a_second() {
+        let mut b = AcceptBackoff::new();
+        let emfile = io::Error::from_raw_os_error(24); // EMFILE on Linux and macOS
+        let waits: Vec<_> = (0..10).map(|_| b.failed(&emfile).as_millis()).collect();
+        assert_eq!(waits, [10, 20, 40, 80, 160, 320, 640, 1000, 1000, 1000]);
+        // One connection's trouble: no wait, and the backoff stays.
+        assert_eq!(
+            b.failed(&err(io::ErrorKind::ConnectionAborted)),
+            Duration::ZERO
+        );
+        assert_eq!(
+            b.failed(&err(io::ErrorKind::ConnectionReset)),
+            Duration::ZERO
+        );
+        assert_eq!(b.failed(&emfile), AcceptBackoff::MAX);
+        b.succeeded();
+        assert_eq!(
+            b.failed(&err(io::ErrorKind::OutOfMemory)),
+            AcceptBackoff::FIRST
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn warnings_at_most_once_a_second() {
+        let mut t = Throttled::new();
+        let mut logged = Vec::new();
+        for _ in 0..5 {
+            t.warn(|skipped| logged.push(skipped));
+            tokio::time::advance(Duration::from_millis(300)).await;
+        }
+        // t = 0, 300, 600, 900 ms: one; 1200 ms: the next, 3 skipped.
+        assert_eq!(logged, [0, 3]);
+    }
+
+    #[test]
+    fn max_keys_values() {
+        assert_eq!(parse_max_keys("1"), Ok(1));
+        assert_eq!(parse_max_keys(" 250000 "), Ok(250_000));
+        assert_eq!(parse_max_keys("1000000000"), Ok(MAX_MAX_KEYS));
+        for bad in [
+            "",
+            " ",
+            "0",
+            "-1",
+            "+5",
+            "1e6",
+            "1_000",
+            "10 00",
+            "abc",
+            "1000000001",
+        ] {
+            let e = parse_max_keys(bad).unwrap_err();
+            assert_eq!(e.variable, "RATELIMIT_MAX_KEYS");
+            let shown = e.to_string();
+            assert!(shown.starts_with("RATELIMIT_MAX_KEYS="), "{shown}");
+            assert!(shown.contains("expected a whole number"), "{shown}");
+        }
+        assert!(parse_max_keys("99999999999999999999999").is_err());
+    }
+}
