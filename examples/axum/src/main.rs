@@ -59,8 +59,9 @@ async fn main() {
     let options = ServeOptions::default();
     tracing::info!(?options, "serving");
     let addr = listener.local_addr().map_or(bind, |a| a.to_string());
+    let shutdown = server::shutdown_signal();
     tracing::info!("axum-example listening on {addr}");
-    axum_example::run(listener, app, options, server::shutdown_signal()).await;
+    axum_example::run(listener, app, options, shutdown).await;
     tracing::info!("stopped");
 }
 

@@ -33,8 +33,9 @@ async fn main() {
     );
     tracing::info!(?options, "serving");
     let addr = listener.local_addr().map_or(bind, |a| a.to_string());
+    let shutdown = server::shutdown_signal();
     tracing::info!("hyper-example listening on {addr}");
-    hyper_example::run(listener, svc, options, server::shutdown_signal()).await;
+    hyper_example::run(listener, svc, options, shutdown).await;
     tracing::info!("stopped");
 }
 
