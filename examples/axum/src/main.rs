@@ -24,6 +24,17 @@ async fn main() {
     let app = match std::env::var("REDIS_URL") {
         Ok(url) => match RedisStores::new(&url) {
             Ok(stores) => {
+                match stores
+                    .shared_key_secret()
+                    .await
+                    .and_then(|s| s.install().map_err(|e| e.to_string()))
+                {
+                    Ok(()) => tracing::info!("long keys hashed with the secret shared in Redis"),
+                    Err(e) => tracing::warn!(
+                        error = %e,
+                        "no shared key secret: keys longer than 64 bytes get a limit per copy until restart"
+                    ),
+                }
                 tracing::info!(
                     fallback_max_keys = max_keys,
                     "limits in Redis (REDIS_URL), shared by every copy; in memory while Redis is away"

@@ -6,6 +6,7 @@ use crate::{StoreKey, Stores};
 use ratelimit_core::AnyAlgorithm;
 use ratelimit_redis::{RedisStore, DEFAULT_TIMEOUT};
 use std::time::Duration;
+use tower_ratelimit::key::KeySecret;
 
 /// Stores in Redis: one key prefix per limit (`axum-example:{name}:`), time
 /// from the server's clock, one round trip per check.
@@ -30,6 +31,34 @@ impl RedisStores {
             timeout: DEFAULT_TIMEOUT,
             max_keys: DEFAULT_MAX_KEYS,
         })
+    }
+
+    /// The secret that keys longer than 64 bytes (long bearer tokens, API
+    /// keys) are hashed with, shared by every copy through Redis: the
+    /// first copy to start stores a random one (`SET NX`), the others read
+    /// it. Without a shared secret, each copy would hash a long token to a
+    /// key of its own and give it its own limit.
+    pub async fn shared_key_secret(&self) -> Result<KeySecret, String> {
+        const KEY: &str = "axum-example:key-secret";
+        let work = async {
+            let mut conn = self.client.get_multiplexed_async_connection().await?;
+            let candidate = KeySecret::random().to_hex();
+            redis::cmd("SET")
+                .arg(KEY)
+                .arg(&candidate)
+                .arg("NX")
+                .query_async::<()>(&mut conn)
+                .await?;
+            redis::cmd("GET")
+                .arg(KEY)
+                .query_async::<String>(&mut conn)
+                .await
+        };
+        let hex = tokio::time::timeout(Duration::from_secs(2), work)
+            .await
+            .map_err(|_| "no answer from Redis within 2 s".to_owned())?
+            .map_err(|e| e.to_string())?;
+        KeySecret::from_hex(&hex).map_err(|e| format!("{KEY}: {e}"))
     }
 
     /// How long a check waits for Redis before deciding in memory.

@@ -136,6 +136,13 @@ fn two_processes_on_one_redis_admit_exactly_the_limits() {
     assert_eq!(count(&codes, 201), 1, "{codes:?}");
     assert_eq!(count(&codes, 429), 7, "{codes:?}");
 
+    // A token longer than 64 bytes is stored hashed; both processes hash
+    // it with the secret they share through Redis, so it is one user.
+    let long = format!("Authorization: Bearer {}\r\n", "t".repeat(200));
+    let codes = concurrently(&apps, 8, ("POST", "/tickets", &long, ""));
+    assert_eq!(count(&codes, 201), 1, "{codes:?}");
+    assert_eq!(count(&codes, 429), 7, "{codes:?}");
+
     // POST /login: exactly 5 failures reach the password check.
     let codes = concurrently(&apps, 20, ("POST", "/login", ip, BAD_LOGIN));
     assert_eq!(count(&codes, 401), 5, "{codes:?}");
@@ -175,6 +182,7 @@ fn two_processes_on_one_redis_admit_exactly_the_limits() {
     let [a, b] = apps;
     for err in [a.stop(), b.stop()] {
         assert!(err.contains("limits in Redis"), "{err}");
+        assert!(err.contains("secret shared in Redis"), "{err}");
         assert!(err.contains(" WARN "), "{err}");
         assert!(err.contains("circuit breaker opened"), "{err}");
     }

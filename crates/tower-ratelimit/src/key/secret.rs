@@ -56,6 +56,34 @@ impl KeySecret {
         Ok(Self(bytes))
     }
 
+    /// A random secret from the operating system (what a process uses
+    /// unless one is installed). To share one, store [`to_hex`](Self::to_hex)
+    /// where every instance can read it.
+    pub fn random() -> Self {
+        let mut bytes = [0u8; 16];
+        if let Err(e) = getrandom::fill(&mut bytes) {
+            // Never seen on supported systems; std's per-process random
+            // hash keys come from the same source, so fall back to them.
+            tracing::warn!(error = %e, "no OS randomness for the key secret; using std's");
+            for half in bytes.chunks_exact_mut(8) {
+                let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+                h.write(half);
+                half.copy_from_slice(&h.finish().to_le_bytes());
+            }
+        }
+        Self(bytes)
+    }
+
+    /// The secret as 32 lower-case hex digits, to share it with other
+    /// instances ([`from_hex`](Self::from_hex) reads it back). Treat the
+    /// text as a secret.
+    pub fn to_hex(&self) -> String {
+        self.0.iter().fold(String::with_capacity(32), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+    }
+
     /// Makes this the process's secret. Fails if another secret is already
     /// in use: installed before, or drawn at random because a long key was
     /// hashed first (keys hashed so far would no longer match). Installing
@@ -86,20 +114,7 @@ impl fmt::Debug for KeySecret {
 
 /// The installed secret, or a random one.
 fn secret() -> &'static [u8; 16] {
-    SECRET.get_or_init(|| {
-        let mut bytes = [0u8; 16];
-        if let Err(e) = getrandom::fill(&mut bytes) {
-            // Never seen on supported systems; std's per-process random
-            // hash keys come from the same source, so fall back to them.
-            tracing::warn!(error = %e, "no OS randomness for the key secret; using std's");
-            for half in bytes.chunks_exact_mut(8) {
-                let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-                h.write(half);
-                half.copy_from_slice(&h.finish().to_le_bytes());
-            }
-        }
-        bytes
-    })
+    SECRET.get_or_init(|| KeySecret::random().0)
 }
 
 /// The length of a hashed key's text: `#` and 32 hex digits.
@@ -125,6 +140,10 @@ mod tests {
         let s = KeySecret::from_hex("000102030405060708090A0B0C0D0E0f").unwrap();
         assert_eq!(s, KeySecret::new(std::array::from_fn(|i| i as u8)));
         assert_eq!(format!("{s:?}"), "KeySecret(..)");
+        assert_eq!(s.to_hex(), "000102030405060708090a0b0c0d0e0f");
+        let r = KeySecret::random();
+        assert_eq!(KeySecret::from_hex(&r.to_hex()).unwrap(), r);
+        assert_ne!(KeySecret::random(), r);
         for bad in ["", "00", "zz0102030405060708090a0b0c0d0e0f"] {
             let e = KeySecret::from_hex(bad).unwrap_err();
             assert!(matches!(e, BuildError::BadKeySecret(_)), "{bad}");
