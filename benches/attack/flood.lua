@@ -38,7 +38,8 @@ function request()
     headers["X-Forwarded-For"] = ip(n)
     return wrk.format("POST", "/accounts", headers, "{}")
   else
-    local t = string.format("%0" .. token_len .. "d", n)
+    local t = tostring(n)
+    t = string.rep("0", token_len - #t) .. t
     headers["Authorization"] = "Bearer " .. t
     headers["X-Forwarded-For"] = "203.0.113.7"
     return wrk.format("POST", "/tickets", headers, "{}")
