@@ -29,6 +29,7 @@ mod clock;
 mod decision;
 mod duration;
 mod error;
+mod log_throttle;
 mod store;
 
 pub use algorithm::{
@@ -41,4 +42,5 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::Decision;
 pub use duration::parse_duration;
 pub use error::{ConfigError, StoreError};
+pub use log_throttle::LogThrottle;
 pub use store::{AtCapacity, MemoryStore, MemoryStoreBuilder, Store};

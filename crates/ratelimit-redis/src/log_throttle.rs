@@ -4,7 +4,6 @@
 //! [`LOG_EVERY`], and each line says how many events of its kind were not
 //! logged since the previous one.
 
-use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -12,28 +11,20 @@ use tokio::time::Instant;
 /// minute.
 pub(crate) const LOG_EVERY: Duration = Duration::from_secs(20);
 
-#[derive(Debug, Default)]
-struct Slot {
-    /// When the last line of this kind was let through.
-    last: Option<Instant>,
-    /// Events of this kind since that line, not logged.
-    suppressed: u64,
-}
-
-/// Decides which events get a log line: `N` kinds, each on its own
-/// schedule. Memory is fixed (`N` slots), whatever the error rate.
+/// [`ratelimit_core::LogThrottle`] on tokio's clock (so that tests can
+/// pause it): `N` kinds, each on its own schedule, fixed memory.
 #[derive(Debug)]
 pub(crate) struct LogThrottle<const N: usize> {
-    every: Duration,
-    slots: [Mutex<Slot>; N],
+    base: Instant,
+    inner: ratelimit_core::LogThrottle<N>,
 }
 
 impl<const N: usize> LogThrottle<N> {
     /// At most one line per kind every `every`.
     pub(crate) fn new(every: Duration) -> Self {
         Self {
-            every,
-            slots: std::array::from_fn(|_| Mutex::new(Slot::default())),
+            base: Instant::now(),
+            inner: ratelimit_core::LogThrottle::new(every),
         }
     }
 
@@ -42,22 +33,9 @@ impl<const N: usize> LogThrottle<N> {
     /// the last line; `None`: stay silent (the event is counted for the
     /// next line).
     pub(crate) fn admit(&self, kind: usize, now: Instant) -> Option<u64> {
-        let mut slot = self.slots[kind]
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let due = match slot.last {
-            None => true,
-            // A `now` older than the last line (calls race to get here)
-            // saturates to zero: not due.
-            Some(last) => now.saturating_duration_since(last) >= self.every,
-        };
-        if due {
-            slot.last = Some(now);
-            Some(std::mem::take(&mut slot.suppressed))
-        } else {
-            slot.suppressed += 1;
-            None
-        }
+        let nanos = now.saturating_duration_since(self.base).as_nanos();
+        self.inner
+            .admit(kind, u64::try_from(nanos).unwrap_or(u64::MAX))
     }
 }
 

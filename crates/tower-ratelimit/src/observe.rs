@@ -1,7 +1,9 @@
 //! Tracing events and `metrics` counters (behind the `metrics` feature).
 
 use crate::key::KeyError;
-use ratelimit_core::{Decision, StoreError};
+use ratelimit_core::{Decision, LogThrottle, StoreError};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 /// Counter names, all with a `limit` label (key errors: a `reason` label).
 #[cfg(feature = "metrics")]
@@ -42,18 +44,33 @@ pub(crate) fn key_error(e: &KeyError) {
     metrics::counter!(names::KEY_ERRORS, "reason" => e.what()).increment(1);
 }
 
+/// Store failures and refund failures: at most one line per kind every 20
+/// seconds in the whole process, each with the count of those not logged,
+/// so that a failing store never logs one line per request.
+fn throttled(kind: usize) -> Option<u64> {
+    static THROTTLE: OnceLock<(Instant, LogThrottle<2>)> = OnceLock::new();
+    let (base, throttle) =
+        THROTTLE.get_or_init(|| (Instant::now(), LogThrottle::new(Duration::from_secs(20))));
+    let nanos = u64::try_from(base.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    throttle.admit(kind, nanos)
+}
+
 pub(crate) fn store_error(limit: &'static str, e: &StoreError, fail_open: bool) {
-    if fail_open {
-        tracing::warn!(limit = %limit, error = %e, "rate-limit store failed: letting the request through");
-    } else {
-        tracing::warn!(limit = %limit, error = %e, "rate-limit store failed: rejecting the request");
+    if let Some(suppressed) = throttled(0) {
+        if fail_open {
+            tracing::warn!(limit = %limit, error = %e, suppressed, "rate-limit store failed: letting the request through");
+        } else {
+            tracing::warn!(limit = %limit, error = %e, suppressed, "rate-limit store failed: rejecting the request");
+        }
     }
     #[cfg(feature = "metrics")]
     count(names::STORE_ERRORS, limit);
 }
 
 pub(crate) fn refund_error(limit: &'static str, e: &StoreError) {
-    tracing::warn!(limit = %limit, error = %e, "rate-limit refund failed");
+    if let Some(suppressed) = throttled(1) {
+        tracing::warn!(limit = %limit, error = %e, suppressed, "rate-limit refund failed");
+    }
     #[cfg(feature = "metrics")]
     count(names::STORE_ERRORS, limit);
 }
