@@ -5,3 +5,10 @@
 //! examples on Redis.
 
 pub mod redis_server;
+
+/// The top-level README's Rust snippets, compiled as doctests (they need
+/// `tower-ratelimit`, `ratelimit-redis`, axum and tokio, which this crate
+/// has; the published crates cannot see the workspace README).
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;

@@ -5,7 +5,9 @@
 //! [`RedisStore`] implements [`ratelimit_core::Store`], so the HTTP layer
 //! uses it exactly like the in-memory store, for any of the six
 //! algorithms. Its decisions are identical to ratelimit-core's for the same
-//! times, in every field of [`Decision`](ratelimit_core::Decision).
+//! times, in every field of [`Decision`](ratelimit_core::Decision), as
+//! [`docs/ALGORITHMS.md`](https://github.com/ratelimit-rs/ratelimit/blob/main/docs/ALGORITHMS.md)
+//! defines them.
 //!
 //! ```no_run
 //! use ratelimit_core::{SlidingWindow, Store};
@@ -101,6 +103,11 @@
 //! - Redis answering with an error (a key of the wrong type, say) is a
 //!   [`StoreError::Backend`](ratelimit_core::StoreError::Backend) naming
 //!   it; it does not trip the breaker (Redis is up) and never falls back.
+
+/// The crate README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 
 mod breaker;
 mod conn;
