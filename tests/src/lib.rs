@@ -1,5 +1,6 @@
 //! Cross-crate integration tests live in `tests/`: the example apps probed
-//! as a client would.
+//! as a client would, and the worked examples of the contract
+//! (`docs/ALGORITHMS.md`) replayed through the simulator.
 //!
 //! [`redis_server`] starts a private `redis-server` for the tests of the
 //! examples on Redis.
