@@ -670,7 +670,7 @@ mod hyper_app {
         assert_eq!(ok, 4);
     }
 
-    /// The defaults are the design notes' daily cap (200 per day per IP)
+    /// The defaults are the README's daily cap (200 per day per IP)
     /// and GitHub's window (5,000 per hour for everyone).
     #[tokio::test]
     async fn default_limits_are_a_daily_cap_and_githubs_hourly_window() {

@@ -2,8 +2,12 @@
 //!
 //! Six algorithms — [`Gcra`], [`TokenBucket`], [`LeakyBucket`],
 //! [`FixedWindow`], [`SlidingLog`] and [`SlidingWindow`] — decide exactly
-//! as the contract (`ALGORITHMS.md`) says, to the last nanosecond: no
-//! floats, no rounding of `P / L`, no drift. They share one [`Algorithm`]
+//! as the contract says, to the last nanosecond: no floats, no rounding of
+//! `P / L`, no drift. The contract,
+//! [`docs/ALGORITHMS.md`](https://github.com/ratelimit-rs/ratelimit/blob/main/docs/ALGORITHMS.md),
+//! defines every algorithm to its last boundary, with worked examples, the
+//! meaning of every field of a [`Decision`], refunds, and how the HTTP
+//! `RateLimit` fields are derived. The algorithms share one [`Algorithm`]
 //! trait, so a store or an HTTP layer handles any of them alike, and
 //! [`AnyAlgorithm`] picks one at run time.
 //!
@@ -23,6 +27,11 @@
 //! assert_eq!(denied.retry_after(), Some(Duration::from_secs(12)));
 //! # let _: &MemoryStore<Gcra, String> = &store;
 //! ```
+
+/// The crate README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 
 mod algorithm;
 mod clock;

@@ -5,7 +5,9 @@
 //! [`RedisStore`] implements [`ratelimit_core::Store`], so the HTTP layer
 //! uses it exactly like the in-memory store, for any of the six
 //! algorithms. Its decisions are identical to ratelimit-core's for the same
-//! times, in every field of [`Decision`](ratelimit_core::Decision).
+//! times, in every field of [`Decision`](ratelimit_core::Decision), as
+//! [`docs/ALGORITHMS.md`](https://github.com/ratelimit-rs/ratelimit/blob/main/docs/ALGORITHMS.md)
+//! defines them.
 //!
 //! ```no_run
 //! use ratelimit_core::{SlidingWindow, Store};
@@ -139,6 +141,11 @@
 //! Without a fallback, whether requests pass while Redis fails is the
 //! HTTP layer's policy, which by default lets them through: a limit that
 //! guards something (logins, say) wants the fallback, or fail-closed.
+
+/// The crate README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 
 mod breaker;
 mod conn;

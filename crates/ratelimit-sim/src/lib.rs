@@ -4,6 +4,7 @@
 //! `ratelimit-sim ALGORITHM [OPTIONS]` reads lines `T_MS KEY [COST]` on
 //! standard input and writes `T_MS KEY allow|deny REMAINING WAIT_MS` for
 //! each, deciding through [`ratelimit_core::MemoryStore`] on a manual clock.
+//! The format and every algorithm's rules: [`docs/ALGORITHMS.md`](https://github.com/ratelimit-rs/ratelimit/blob/main/docs/ALGORITHMS.md).
 //!
 //! Three subcommands show how the algorithms differ on the same traffic:
 //!

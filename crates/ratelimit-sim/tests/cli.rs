@@ -1,4 +1,4 @@
-//! `ratelimit-sim` against the contract (`ALGORITHMS.md`): the built binary
+//! `ratelimit-sim` against the contract (`docs/ALGORITHMS.md`): the built binary
 //! on the contract's example, on traces of every algorithm and on every
 //! error path; and, in process for speed, thousands of random traces
 //! compared line by line with the reference models of `ratelimit-core`'s

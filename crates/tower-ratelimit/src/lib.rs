@@ -7,13 +7,16 @@
 //! [`ratelimit_core`]) decides, the store owns atomicity, the
 //! [`KeyExtractor`](key::KeyExtractor) says who is limited, and the
 //! [`ResponseBuilder`](response::ResponseBuilder) says what a rejected
-//! client gets.
+//! client gets. The algorithms, stores and clocks of `ratelimit-core` are
+//! re-exported here ([`Gcra`], [`MemoryStore`], [`AnyAlgorithm`], ...; the
+//! whole crate as [`ratelimit_core`]), so an app needs this one
+//! dependency. What each algorithm decides, to the last boundary, is in
+//! [`docs/ALGORITHMS.md`](https://github.com/ratelimit-rs/ratelimit/blob/main/docs/ALGORITHMS.md).
 //!
 //! ```
 //! use axum::{routing::get, Router};
-//! use ratelimit_core::{Gcra, MemoryStore};
 //! use std::time::Duration;
-//! use tower_ratelimit::{key::PeerIp, RateLimitLayer};
+//! use tower_ratelimit::{key::PeerIp, Gcra, MemoryStore, RateLimitLayer};
 //!
 //! // 100 requests per minute per client IP (IPv6 per /64).
 //! let store = MemoryStore::new(Gcra::new(100, Duration::from_secs(60)).unwrap());
@@ -29,16 +32,16 @@
 //! its own policy); axum then wraps every layered route once more, which
 //! costs about as much as the check itself. A limit for the whole app can
 //! instead wrap the `Router`, checking before routing: a rejected request
-//! then costs less than serving the page (see BENCHMARKS.md). Keys by
+//! then costs less than serving the page (see
+//! [BENCHMARKS.md](https://github.com/ratelimit-rs/ratelimit/blob/main/BENCHMARKS.md)). Keys by
 //! route ([`Route`](key::Route)) need axum's matched path, which only
 //! exists inside the router (outside it they see the raw path, one key per
 //! URL), so they go in with `Router::layer`.
 //!
 //! ```
 //! # use axum::{routing::get, Router};
-//! # use ratelimit_core::{Gcra, MemoryStore};
 //! # use std::{net::SocketAddr, time::Duration};
-//! # use tower_ratelimit::{key::PeerIp, RateLimitLayer};
+//! # use tower_ratelimit::{key::PeerIp, Gcra, MemoryStore, RateLimitLayer};
 //! use axum::{extract::Request, ServiceExt};
 //! use tower_layer::Layer;
 //!
@@ -60,7 +63,9 @@
 //! [`ProblemJson`](response::ProblemJson)). Admitted responses carry the
 //! two `RateLimit` fields too ([`Headers`](response::Headers) switches them
 //! off or adds legacy `X-RateLimit-*`), and handlers read every decision
-//! from the request extensions as a [`RateLimitInfo`].
+//! from the request extensions as a [`RateLimitInfo`]. How each field is
+//! derived from a decision:
+//! [HTTP fields](https://github.com/ratelimit-rs/ratelimit/blob/main/docs/ALGORITHMS.md#http-fields).
 //!
 //! # Keys
 //!
@@ -108,7 +113,7 @@
 //! Any [`ratelimit_core::Store`] whose futures are `Unpin` (box them) works:
 //! the in-memory store, whose ready futures make the hot path free of
 //! allocation and await points, or a remote one (Redis) whose checks may
-//! fail with [`StoreError`](ratelimit_core::StoreError); failures go
+//! fail with [`StoreError`]; failures go
 //! through the [`FailurePolicy`](policy::FailurePolicy). Keys of built-in
 //! extractors implement `Display` for remote stores.
 //!
@@ -126,6 +131,11 @@
 //! per key in `call`, answers a limited request at once with a 429 (never
 //! an error, so no `HandleErrorLayer` and no `Buffer`), and never blocks
 //! `poll_ready`.
+
+/// The crate README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 
 mod buf;
 mod builder;
@@ -152,3 +162,17 @@ pub use future::ResponseFuture;
 pub use info::{LimitDecision, RateLimitInfo};
 pub use layer::RateLimitLayer;
 pub use service::{Limited, RateLimit};
+
+// What an app needs from `ratelimit-core`, so that one dependency is enough.
+#[doc(no_inline)]
+pub use ratelimit_core::{
+    parse_duration, Algorithm, Anchor, AnyAlgorithm, AnyGcra, AnyLeakyBucket, AnyTokenBucket,
+    AtCapacity, Clock, ConfigError, Decision, FixedWindow, Gcra, LeakyBucket, ManualClock,
+    MemoryStore, MemoryStoreBuilder, SlidingLog, SlidingWindow, Store, StoreError, SystemClock,
+    TokenBucket,
+};
+
+/// The whole of `ratelimit-core` (algorithms, stores, clocks), for what the
+/// re-exports above leave out.
+#[doc(no_inline)]
+pub use ratelimit_core;

@@ -47,7 +47,7 @@ const MAINTAIN_STEP: usize = 16 * 1024;
 ///
 /// With `u64` keys and GCRA that is 16 bytes a slot: 35.7 bytes a key
 /// measured at one million keys, the same as `governor`'s keyed limiter
-/// (see `BENCHMARKS.md`).
+/// (see [BENCHMARKS.md](https://github.com/ratelimit-rs/ratelimit/blob/main/BENCHMARKS.md)).
 ///
 /// # Bounded memory
 ///

@@ -5,7 +5,7 @@ use ratelimit_core::{Algorithm, Clock, ManualClock, MemoryStore, TokenBucket};
 use std::time::Duration;
 
 /// The issue's text says that of 8 requests at second 3 "exactly 5 are
-/// admitted". The contract (`ALGORITHMS.md`) decides otherwise, and the
+/// admitted". The contract (`docs/ALGORITHMS.md`) decides otherwise, and the
 /// contract wins: tokens flow in continuously at 2 per second, so
 ///
 /// - second 0: 10 tokens, 5 admitted, 5 left;

@@ -1,5 +1,5 @@
 //! Reference models of the six algorithms, written straight from the
-//! contract's formulas (`ALGORITHMS.md`) and independent of the crate's
+//! contract's formulas (`docs/ALGORITHMS.md`) and independent of the crate's
 //! implementation.
 //!
 //! Exactness: GCRA, the token bucket and the leaky bucket count time in units
