@@ -40,4 +40,4 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::Decision;
 pub use duration::parse_duration;
 pub use error::{ConfigError, StoreError};
-pub use store::{AtCapacity, MemoryStore, MemoryStoreBuilder, Store};
+pub use store::{AtCapacity, BoxStore, MemoryStore, MemoryStoreBuilder, Store};

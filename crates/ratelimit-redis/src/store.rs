@@ -444,14 +444,24 @@ impl Inner {
 
     fn decision(&self, v: &[i64]) -> Decision {
         let nanos = |x: i64| Duration::from_nanos(u64::try_from(x).unwrap_or(0));
-        Decision {
-            allowed: v[0] == 1,
-            remaining: u64::try_from(v[1]).unwrap_or(0),
-            wait: (v[2] >= 0).then(|| nanos(v[2])),
-            limit: self.algorithm.limit(),
-            window: self.algorithm.window(),
-            reset: nanos(v[3]),
-        }
+        let remaining = u64::try_from(v[1]).unwrap_or(0);
+        let reset = nanos(v[3]);
+        // The wait for one unit, from scripts that return it; otherwise,
+        // with nothing left, the reset (never too early).
+        let next = match v.get(4) {
+            Some(&x) => nanos(x),
+            None if remaining == 0 => reset,
+            None => Duration::ZERO,
+        };
+        Decision::new(
+            v[0] == 1,
+            remaining,
+            (v[2] >= 0).then(|| nanos(v[2])),
+            self.algorithm.limit(),
+            self.algorithm.window(),
+            reset,
+            next,
+        )
     }
 
     async fn check(&self, key: String, cost: u64, now: u64) -> Result<Decision, StoreError> {

@@ -125,7 +125,6 @@
 //! an error, so no `HandleErrorLayer` and no `Buffer`), and never blocks
 //! `poll_ready`.
 
-mod buf;
 mod builder;
 mod check;
 mod clock;
@@ -134,6 +133,7 @@ mod future;
 mod info;
 mod layer;
 mod observe;
+mod reserve;
 mod service;
 mod shared;
 mod upkeep;
