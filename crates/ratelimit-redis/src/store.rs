@@ -446,12 +446,13 @@ impl Inner {
         let nanos = |x: i64| Duration::from_nanos(u64::try_from(x).unwrap_or(0));
         let remaining = u64::try_from(v[1]).unwrap_or(0);
         let reset = nanos(v[3]);
-        // The wait for one unit, from scripts that return it; otherwise,
-        // with nothing left, the reset (never too early).
-        let next = match v.get(4) {
-            Some(&x) => nanos(x),
-            None if remaining == 0 => reset,
-            None => Duration::ZERO,
+        // The scripts do not return the wait for one unit: with nothing
+        // left, the reset stands in for it (never too early; exact for the
+        // fixed window).
+        let next = if remaining == 0 {
+            reset
+        } else {
+            Duration::ZERO
         };
         Decision::new(
             v[0] == 1,

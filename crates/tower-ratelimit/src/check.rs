@@ -20,6 +20,31 @@ pub(crate) enum Verdict {
     Unavailable(StoreError),
 }
 
+/// What a checked request spends: its key and cost, at `now`.
+pub(crate) struct Spent<K> {
+    pub(crate) key: K,
+    pub(crate) cost: u64,
+    pub(crate) now: u64,
+}
+
+/// One limit's answer: its decision, if it gave one, and the verdict it
+/// settles, if any (a denial, or a failure under a fail-closed `policy`).
+#[inline]
+pub(crate) fn answer(
+    result: Result<Decision, StoreError>,
+    name: &'static str,
+    policy: FailurePolicy,
+) -> (Option<Decision>, Option<Verdict>) {
+    match result {
+        Ok(d) => (Some(d), (!d.allowed).then_some(Verdict::Denied)),
+        Err(e) => {
+            let open = policy == FailurePolicy::Open;
+            observe::store_error(name, &e, open);
+            (None, (!open).then_some(Verdict::Unavailable(e)))
+        }
+    }
+}
+
 enum Step<C, F> {
     Next,
     Check(usize, C),
@@ -31,13 +56,13 @@ enum Step<C, F> {
 /// completes at once, without a future, when the stores answer at once
 /// ([`Store::check_now`], [`Store::refund_now`]).
 pub(crate) struct Checker<K, St: Store<K>> {
-    pub(crate) key: K,
-    pub(crate) cost: u64,
-    pub(crate) now: u64,
+    key: K,
+    cost: u64,
+    now: u64,
     pending: u64,
     step: Step<St::CheckFuture, St::RefundFuture>,
     /// `(limit index, decision)`, in check order.
-    pub(crate) entries: SmallVec<[(usize, Decision); 2]>,
+    entries: SmallVec<[(usize, Decision); 2]>,
     verdict: Option<Verdict>,
     refund_from: usize,
 }
@@ -61,23 +86,27 @@ where
         }
     }
 
-    /// Starts a one-limit check with the store's answer to
-    /// [`Store::check_now`]: recorded if there is one, else the check is
-    /// left to the store's future.
-    pub(crate) fn start(
-        &mut self,
-        answer: Option<Result<Decision, StoreError>>,
-        limit: &Limit<St>,
-        policy: FailurePolicy,
-    ) {
-        self.pending = 0;
-        match answer {
-            Some(result) => self.checked(0, result, std::slice::from_ref(limit), policy),
-            None => {
-                let fut = limit.store.check(&self.key, self.cost, self.now);
-                self.step = Step::Check(0, fut);
-            }
-        }
+    /// The key being checked.
+    pub(crate) fn key(&self) -> &K {
+        &self.key
+    }
+
+    /// A one-limit checker whose check is under way (`fut`).
+    pub(crate) fn resume(spent: Spent<K>, fut: St::CheckFuture) -> Self {
+        let mut checker = Self::new(spent.key, spent.cost, spent.now, 0);
+        checker.step = Step::Check(0, fut);
+        checker
+    }
+
+    /// What the request spent, and `(limit index, decision)` in check
+    /// order.
+    pub(crate) fn into_parts(self) -> (Spent<K>, SmallVec<[(usize, Decision); 2]>) {
+        let spent = Spent {
+            key: self.key,
+            cost: self.cost,
+            now: self.now,
+        };
+        (spent, self.entries)
     }
 
     /// Advances as far as it can. Without a context (`None`) it goes only
@@ -148,6 +177,7 @@ where
     }
 
     /// Records limit `i`'s answer.
+    #[inline]
     fn checked(
         &mut self,
         i: usize,
@@ -155,20 +185,12 @@ where
         limits: &[Limit<St>],
         policy: FailurePolicy,
     ) {
-        match result {
-            Ok(d) => {
-                self.entries.push((i, d));
-                if !d.allowed {
-                    self.verdict = Some(Verdict::Denied);
-                }
-            }
-            Err(e) => {
-                let open = policy == FailurePolicy::Open;
-                observe::store_error(limits[i].name, &e, open);
-                if !open {
-                    self.verdict = Some(Verdict::Unavailable(e));
-                }
-            }
+        let (decision, verdict) = answer(result, limits[i].name, policy);
+        if let Some(d) = decision {
+            self.entries.push((i, d));
+        }
+        if verdict.is_some() {
+            self.verdict = verdict;
         }
     }
 

@@ -4,7 +4,6 @@ use crate::response::LimitedBody;
 use ratelimit_core::Decision;
 use smallvec::SmallVec;
 use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// One limit's decision for a request.
@@ -31,10 +30,10 @@ pub struct RateLimitInfo {
     pub(crate) body: Body,
 }
 
-/// [`LimitedBody`], shared; derived from the limit's name, so it takes no
-/// part in comparisons.
-#[derive(Clone, Default)]
-pub(crate) struct Body(pub(crate) Option<Arc<LimitedBody>>);
+/// [`LimitedBody`]; derived from the limit's name, so it takes no part in
+/// comparisons.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Body(pub(crate) Option<&'static LimitedBody>);
 
 impl PartialEq for Body {
     fn eq(&self, _: &Self) -> bool {
@@ -105,7 +104,7 @@ impl RateLimitInfo {
     /// The fixed parts of the denying limit's 429 body, if a layer made
     /// this.
     pub(crate) fn body(&self) -> Option<&LimitedBody> {
-        self.body.0.as_deref()
+        self.body.0
     }
 
     pub(crate) fn merge_owned(self, ext: &mut http::Extensions) {
@@ -125,7 +124,7 @@ impl RateLimitInfo {
                 existing.entries.extend_from_slice(&self.entries);
                 if existing.denied.is_none() && self.denied.is_some() {
                     existing.denied = self.denied.map(|i| i + offset);
-                    existing.body = self.body.clone();
+                    existing.body = self.body;
                 }
                 existing.dry_run |= self.dry_run;
             }

@@ -1,6 +1,6 @@
 //! [`RateLimit`]: the service that checks each request in `call` and answers or forwards it (forwarding and reservations: `reserve.rs`).
 
-use crate::check::{Checker, Verdict};
+use crate::check::{answer, Checker, Spent, Verdict};
 use crate::future::{HeaderPlan, ResponseFuture};
 use crate::info::{Body, LimitDecision, RateLimitInfo};
 use crate::key::{KeyError, KeyExtractor};
@@ -120,26 +120,23 @@ where
         }
         let cost = shared.cost.as_ref().map_or(1, |c| c.cost(&parts));
         let now = shared.clock.now();
-        let mut checker = Checker::new(key, cost, now, selection);
-        if let [limit] = &*shared.limits {
-            // One limit: no lock, no refunds.
-            match limit.store.check_now(&checker.key, cost, now) {
-                // The common case: straight on.
-                Some(Ok(d)) if d.allowed && shared.plain => {
-                    return self.straight_on(parts, body, d)
-                }
-                answer => checker.start(answer, limit, shared.on_store_error),
-            }
+        let spent = Spent { key, cost, now };
+        if let [_] = &*shared.limits {
+            return self.one_limit(parts, body, spent);
         }
+        let mut checker = Checker::new(spent.key, cost, now, selection);
         let polled = {
             // Several limits: check them under a per-key lock, so that a
             // check-then-refund is never seen half-done by another request
             // of this layer (exact when the stores answer at once).
-            let _guard = shared.stripes.as_ref().map(|s| s.lock(&checker.key));
+            let _guard = shared.stripes.as_ref().map(|s| s.lock(checker.key()));
             checker.poll(None, &shared.limits, shared.on_store_error)
         };
         match polled {
-            Poll::Ready(verdict) => self.finish(parts, body, checker, verdict),
+            Poll::Ready(verdict) => {
+                let (spent, checked) = checker.into_parts();
+                self.finish(parts, body, spent, &checked, verdict)
+            }
             Poll::Pending => self.pending(parts, body, checker),
         }
     }
@@ -177,6 +174,52 @@ where
         ResponseFuture::ready(Ok(self.shared.response.build(Rejection::KeyError(e))))
     }
 
+    /// One limit: no lock, no refunds, and the request goes straight on
+    /// if the store admits it at once and the layer is plain.
+    #[inline]
+    fn one_limit<ReqBody, ResBody>(
+        &mut self,
+        parts: Parts,
+        body: ReqBody,
+        spent: Spent<X::Key>,
+    ) -> ResponseFuture<S::Future>
+    where
+        S: Service<Request<ReqBody>, Response = Response<ResBody>> + Send + 'static,
+        S::Future: Send + 'static,
+        S::Error: Send + 'static,
+        X::Key: Hash,
+        R: ResponseBuilder<ResBody>,
+        ReqBody: Send + 'static,
+        ResBody: Send + 'static,
+    {
+        let limit = &self.shared.limits[0];
+        let (decision, verdict) = match limit.store.check_now(&spent.key, spent.cost, spent.now) {
+            Some(Ok(d)) if d.allowed && self.shared.plain => {
+                return self.straight_on(parts, body, d);
+            }
+            Some(result) => answer(result, limit.name, self.shared.on_store_error),
+            None => {
+                let fut = limit.store.check(&spent.key, spent.cost, spent.now);
+                return self.pending(parts, body, Checker::resume(spent, fut));
+            }
+        };
+        let single;
+        let checked: &[(usize, Decision)] = match decision {
+            Some(d) => {
+                single = [(0, d)];
+                &single
+            }
+            None => &[],
+        };
+        self.finish(
+            parts,
+            body,
+            spent,
+            checked,
+            verdict.unwrap_or(Verdict::Admitted),
+        )
+    }
+
     /// One limit admitted a request with nothing to hold or give back.
     #[inline]
     fn straight_on<ReqBody, ResBody>(
@@ -201,7 +244,8 @@ where
         &mut self,
         mut parts: Parts,
         body: ReqBody,
-        checker: Checker<X::Key, St>,
+        spent: Spent<X::Key>,
+        checked: &[(usize, Decision)],
         verdict: Verdict,
     ) -> ResponseFuture<S::Future>
     where
@@ -212,7 +256,7 @@ where
         ReqBody: Send + 'static,
         ResBody: Send + 'static,
     {
-        match decide(&self.shared, &mut parts, checker, verdict) {
+        match decide(&self.shared, &mut parts, spent, checked, verdict) {
             Next::Respond(res) => ResponseFuture::ready(Ok(res)),
             Next::Forward {
                 plan,
@@ -260,7 +304,8 @@ where
                 checker.poll(Some(cx), &shared.limits, shared.on_store_error)
             })
             .await;
-            match decide(&shared, &mut parts, checker, verdict) {
+            let (spent, checked) = checker.into_parts();
+            match decide(&shared, &mut parts, spent, &checked, verdict) {
                 Next::Respond(res) => Ok(res),
                 Next::Forward {
                     plan,
@@ -291,22 +336,15 @@ impl<S: Clone, X: KeyExtractor, St, R> RateLimit<S, X, St, R> {
 fn decide<X, St, R, B>(
     shared: &Shared<X, St, R>,
     parts: &mut Parts,
-    checker: Checker<X::Key, St>,
+    spent: Spent<X::Key>,
+    checked: &[(usize, Decision)],
     verdict: Verdict,
 ) -> Next<B, X::Key>
 where
     X: KeyExtractor,
-    St: Store<X::Key>,
     R: ResponseBuilder<B>,
 {
-    let Checker {
-        key,
-        cost,
-        now,
-        entries: checked,
-        ..
-    } = checker;
-    let checked = &checked[..];
+    let Spent { key, cost, now } = spent;
     let entry = |&(i, decision): &(usize, Decision)| LimitDecision {
         name: shared.limits[i].name,
         decision,
@@ -328,7 +366,7 @@ where
                 entries,
                 denied: Some(i),
                 dry_run,
-                body: Body(Some(shared.limits[checked[i].0].body.clone())),
+                body: Body(Some(shared.limits[checked[i].0].body)),
             };
             let denied = &info.entries[i];
             observe::limited(denied.name, &denied.decision, dry_run);

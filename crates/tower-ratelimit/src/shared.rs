@@ -11,8 +11,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 pub(crate) struct Limit<St> {
     pub(crate) name: &'static str,
     pub(crate) store: Arc<St>,
-    /// The fixed parts of its default 429 body.
-    pub(crate) body: Arc<LimitedBody>,
+    /// The fixed parts of its default 429 body, kept for the life of the
+    /// program like the name (so a rejection's info copies a reference,
+    /// with no reference count).
+    pub(crate) body: &'static LimitedBody,
 }
 
 impl<St> Limit<St> {
@@ -20,7 +22,7 @@ impl<St> Limit<St> {
         Self {
             name,
             store,
-            body: Arc::new(LimitedBody::new(name)),
+            body: Box::leak(Box::new(LimitedBody::new(name))),
         }
     }
 }

@@ -1,10 +1,21 @@
 //! The rate-limit header fields: IETF `RateLimit-Policy` and `RateLimit`, `Retry-After`, and legacy `X-RateLimit-*`.
 
+use super::memo::{next_id, Memo};
 use super::problem::ceil_secs;
 use bytes::Bytes;
 use http::header::{Entry, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use ratelimit_core::Decision;
+use std::cell::RefCell;
 use std::sync::OnceLock;
+
+thread_local! {
+    /// `RateLimit` values of one limit, by `(limit id, r, t)`.
+    static STATES: RefCell<Memo<(u64, u64, u64), HeaderValue, 4>> =
+        const { RefCell::new(Memo::new()) };
+    /// `Retry-After` values, by seconds.
+    static RETRY_AFTER_VALUES: RefCell<Memo<u64, HeaderValue, 2>> =
+        const { RefCell::new(Memo::new()) };
+}
 
 /// `RateLimit-Policy` (draft-ietf-httpapi-ratelimit-headers).
 pub const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
@@ -150,6 +161,8 @@ fn sf_string(s: &str) -> Option<Vec<u8>> {
 
 /// The parts of one limit's fields that its settings fix.
 struct LimitFields {
+    /// Tells the limit in the per-thread memos.
+    id: u64,
     /// `"name"`.
     name: Box<[u8]>,
     /// `"name";r=`: the start of its `RateLimit` member.
@@ -158,7 +171,7 @@ struct LimitFields {
     /// `w` it was rendered for. `q` and `w` come from the store's
     /// decisions, so it is rendered at the first one and kept as long as
     /// they stay the same (always, unless the store changes its setting).
-    policy: OnceLock<(u64, u64, HeaderValue)>,
+    policy: OnceLock<(u64, u64, Option<HeaderValue>)>,
 }
 
 impl LimitFields {
@@ -167,6 +180,7 @@ impl LimitFields {
         let mut state = name.clone();
         state.extend_from_slice(b";r=");
         Some(Self {
+            id: next_id(),
             name: name.into(),
             state: state.into(),
             policy: OnceLock::new(),
@@ -194,29 +208,38 @@ impl LimitFields {
         let render = || {
             let mut out = Vec::new();
             self.write_policy(&mut out, d.limit, w);
-            HeaderValue::from_maybe_shared(Bytes::from(out)).ok()
+            out
         };
-        match self.policy.get() {
-            Some((q, pw, v)) if (*q, *pw) == (d.limit, w) => Some(v.clone()),
-            Some(_) => render(),
-            None => {
-                let v = render()?;
-                Some(self.policy.get_or_init(|| (d.limit, w, v)).2.clone())
-            }
+        let (q, pw, v) = self.policy.get_or_init(|| {
+            // Kept for the life of the program, like the limit's name (once
+            // per limit): its clones then touch no reference count.
+            let bytes: &'static [u8] = Box::leak(render().into_boxed_slice());
+            (
+                d.limit,
+                w,
+                HeaderValue::from_maybe_shared(Bytes::from_static(bytes)).ok(),
+            )
+        });
+        if (*q, *pw) == (d.limit, w) {
+            v.clone()
+        } else {
+            HeaderValue::from_maybe_shared(Bytes::from(render())).ok()
         }
     }
 
     /// The `RateLimit` value of this limit alone: the only part written
     /// per request, two numbers after a fixed prefix.
     fn state(&self, d: &Decision) -> Option<HeaderValue> {
-        let mut r = itoa::Buffer::new();
-        let mut t = itoa::Buffer::new();
-        value(&[
-            &self.state,
-            r.format(d.remaining).as_bytes(),
-            b";t=",
-            t.format(reset_secs(d)).as_bytes(),
-        ])
+        let t = reset_secs(d);
+        Memo::get(&STATES, (self.id, d.remaining, t), || {
+            let (mut rb, mut tb) = (itoa::Buffer::new(), itoa::Buffer::new());
+            value(&[
+                &self.state,
+                rb.format(d.remaining).as_bytes(),
+                b";t=",
+                tb.format(t).as_bytes(),
+            ])
+        })
     }
 }
 
@@ -261,7 +284,8 @@ impl Fields {
                 let e = &entries[i];
                 if let Some(wait) = e.1.retry_after() {
                     if let Entry::Vacant(slot) = map.entry(RETRY_AFTER) {
-                        if let Some(v) = number(ceil_secs(wait).max(1)) {
+                        let secs = ceil_secs(wait).max(1);
+                        if let Some(v) = Memo::get(&RETRY_AFTER_VALUES, secs, || number(secs)) {
                             slot.insert(v);
                         }
                     }

@@ -2,6 +2,7 @@
 
 mod builder;
 mod headers;
+mod memo;
 mod problem;
 
 pub use builder::{Rejection, ResponseBuilder};

@@ -1,10 +1,18 @@
 //! The default rejection: RFC 9457 `application/problem+json` bodies.
 
+use super::memo::{next_id, Memo};
 use super::{Rejection, ResponseBuilder};
 use bytes::Bytes;
 use http::header::{HeaderValue, CONTENT_TYPE, WWW_AUTHENTICATE};
 use http::{Response, StatusCode};
 use ratelimit_core::Decision;
+use std::cell::RefCell;
+
+thread_local! {
+    /// 429 bodies of one limit, by `(limit id, seconds)`: a limited client
+    /// gets the same body for a whole second.
+    static BODIES: RefCell<Memo<(u64, u64), Bytes, 4>> = const { RefCell::new(Memo::new()) };
+}
 
 /// `application/problem+json`.
 pub const PROBLEM_JSON: HeaderValue = HeaderValue::from_static("application/problem+json");
@@ -86,6 +94,9 @@ fn body(parts: &[&[u8]]) -> Bytes {
 /// rejection.
 #[derive(Debug)]
 pub(crate) struct LimitedBody {
+    /// Tells the limit in the per-thread memo of bodies; 0 for parts made
+    /// outside a layer, which are not memoized.
+    id: u64,
     /// Up to `retry in `.
     retry: Box<[u8]>,
     /// From ` seconds.` to `"retry_after":`, and the same with `second`.
@@ -95,7 +106,16 @@ pub(crate) struct LimitedBody {
 }
 
 impl LimitedBody {
+    /// The parts of a layer's limit `name`.
     pub(crate) fn new(name: &str) -> Self {
+        Self {
+            id: next_id(),
+            ..Self::unshared(name)
+        }
+    }
+
+    /// The parts, for a body made outside a layer.
+    fn unshared(name: &str) -> Self {
         let head = head(StatusCode::TOO_MANY_REQUESTS);
         let limit = json(name);
         let mid = |unit: &str| {
@@ -105,6 +125,7 @@ impl LimitedBody {
             )
         };
         Self {
+            id: 0,
             retry: format!(
                 "{head}{}",
                 open(&format!("Rate limit \"{name}\" exceeded: retry in "))
@@ -132,15 +153,16 @@ impl LimitedBody {
         match d.retry_after() {
             Some(wait) => {
                 let secs = ceil_secs(wait).max(1);
-                let mut n = itoa::Buffer::new();
-                let n = n.format(secs).as_bytes();
-                body(&[
-                    &self.retry,
-                    n,
-                    &self.retry_mid[usize::from(secs == 1)],
-                    n,
-                    b"}",
-                ])
+                let make = || {
+                    let mut n = itoa::Buffer::new();
+                    let n = n.format(secs).as_bytes();
+                    let mid = &self.retry_mid[usize::from(secs == 1)];
+                    Some(body(&[&self.retry, n, mid, n, b"}"]))
+                };
+                if self.id == 0 {
+                    return make().unwrap_or_default();
+                }
+                Memo::get(&BODIES, (self.id, secs), make).unwrap_or_default()
             }
             None => {
                 let mut n = itoa::Buffer::new();
@@ -160,7 +182,7 @@ impl ProblemJson {
                     Some(denied) => match info.body() {
                         Some(parts) => parts.render(&denied.decision),
                         // Made outside a layer: the same parts, now.
-                        None => LimitedBody::new(denied.name).render(&denied.decision),
+                        None => LimitedBody::unshared(denied.name).render(&denied.decision),
                     },
                     None => problem(status, "Rate limit exceeded."),
                 };
