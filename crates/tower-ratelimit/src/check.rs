@@ -30,7 +30,7 @@ pub(crate) struct Spent<K> {
 /// One limit's answer: its decision, if it gave one, and the verdict it
 /// settles, if any (a denial, or a failure under a fail-closed `policy`).
 #[inline]
-pub(crate) fn answer(
+pub(crate) fn outcome(
     result: Result<Decision, StoreError>,
     name: &'static str,
     policy: FailurePolicy,
@@ -185,7 +185,7 @@ where
         limits: &[Limit<St>],
         policy: FailurePolicy,
     ) {
-        let (decision, verdict) = answer(result, limits[i].name, policy);
+        let (decision, verdict) = outcome(result, limits[i].name, policy);
         if let Some(d) = decision {
             self.entries.push((i, d));
         }

@@ -1,6 +1,6 @@
 //! [`RateLimit`]: the service that checks each request in `call` and answers or forwards it (forwarding and reservations: `reserve.rs`).
 
-use crate::check::{answer, Checker, Spent, Verdict};
+use crate::check::{outcome, Checker, Spent, Verdict};
 use crate::future::{HeaderPlan, ResponseFuture};
 use crate::info::{Body, LimitDecision, RateLimitInfo};
 use crate::key::{KeyError, KeyExtractor};
@@ -11,7 +11,7 @@ use crate::response::{ProblemJson, Rejection, ResponseBuilder};
 use crate::shared::Shared;
 use http::request::Parts;
 use http::{Request, Response};
-use ratelimit_core::{Decision, Store};
+use ratelimit_core::{Decision, Store, StoreError};
 use smallvec::SmallVec;
 use std::fmt;
 use std::hash::Hash;
@@ -120,11 +120,16 @@ where
         }
         let cost = shared.cost.as_ref().map_or(1, |c| c.cost(&parts));
         let now = shared.clock.now();
-        let spent = Spent { key, cost, now };
-        if let [_] = &*shared.limits {
-            return self.one_limit(parts, body, spent);
+        if let [limit] = &*shared.limits {
+            // One limit: no lock, no refunds.
+            let answer = limit.store.check_now(&key, cost, now);
+            return match answer {
+                // The common case: straight on.
+                Some(Ok(d)) if d.allowed && shared.plain => self.straight_on(parts, body, d),
+                _ => self.one_limit(parts, body, Spent { key, cost, now }, answer),
+            };
         }
-        let mut checker = Checker::new(spent.key, cost, now, selection);
+        let mut checker = Checker::new(key, cost, now, selection);
         let polled = {
             // Several limits: check them under a per-key lock, so that a
             // check-then-refund is never seen half-done by another request
@@ -174,14 +179,14 @@ where
         ResponseFuture::ready(Ok(self.shared.response.build(Rejection::KeyError(e))))
     }
 
-    /// One limit: no lock, no refunds, and the request goes straight on
-    /// if the store admits it at once and the layer is plain.
-    #[inline]
+    /// One limit, whose store gave `answer` to `check_now`, and the request
+    /// does not go straight on.
     fn one_limit<ReqBody, ResBody>(
         &mut self,
         parts: Parts,
         body: ReqBody,
         spent: Spent<X::Key>,
+        answer: Option<Result<Decision, StoreError>>,
     ) -> ResponseFuture<S::Future>
     where
         S: Service<Request<ReqBody>, Response = Response<ResBody>> + Send + 'static,
@@ -193,11 +198,8 @@ where
         ResBody: Send + 'static,
     {
         let limit = &self.shared.limits[0];
-        let (decision, verdict) = match limit.store.check_now(&spent.key, spent.cost, spent.now) {
-            Some(Ok(d)) if d.allowed && self.shared.plain => {
-                return self.straight_on(parts, body, d);
-            }
-            Some(result) => answer(result, limit.name, self.shared.on_store_error),
+        let (decision, verdict) = match answer {
+            Some(result) => outcome(result, limit.name, self.shared.on_store_error),
             None => {
                 let fut = limit.store.check(&spent.key, spent.cost, spent.now);
                 return self.pending(parts, body, Checker::resume(spent, fut));

@@ -8,9 +8,13 @@ use ratelimit_core::Decision;
 use std::cell::RefCell;
 use std::sync::OnceLock;
 
+/// `(limit id, r, t, q, w)`.
+type FieldsKey = (u64, u64, u64, u64, u64);
+
 thread_local! {
-    /// `RateLimit` values of one limit, by `(limit id, r, t)`.
-    static STATES: RefCell<Memo<(u64, u64, u64), HeaderValue, 4>> =
+    /// `RateLimit-Policy` and `RateLimit` values of one limit, by
+    /// `(limit id, r, t, q, w)`.
+    static FIELDS: RefCell<Memo<FieldsKey, (HeaderValue, HeaderValue), 4>> =
         const { RefCell::new(Memo::new()) };
     /// `Retry-After` values, by seconds.
     static RETRY_AFTER_VALUES: RefCell<Memo<u64, HeaderValue, 2>> =
@@ -227,18 +231,20 @@ impl LimitFields {
         }
     }
 
-    /// The `RateLimit` value of this limit alone: the only part written
-    /// per request, two numbers after a fixed prefix.
-    fn state(&self, d: &Decision) -> Option<HeaderValue> {
+    /// The `RateLimit-Policy` and `RateLimit` values of this limit alone:
+    /// of the second, only two numbers after a fixed prefix are written.
+    fn both(&self, d: &Decision) -> Option<(HeaderValue, HeaderValue)> {
         let t = reset_secs(d);
-        Memo::get(&STATES, (self.id, d.remaining, t), || {
+        let w = ceil_secs(d.window).max(1);
+        Memo::get(&FIELDS, (self.id, d.remaining, t, d.limit, w), || {
             let (mut rb, mut tb) = (itoa::Buffer::new(), itoa::Buffer::new());
-            value(&[
+            let state = value(&[
                 &self.state,
                 rb.format(d.remaining).as_bytes(),
                 b";t=",
                 tb.format(t).as_bytes(),
-            ])
+            ])?;
+            Some((self.policy(d)?, state))
         })
     }
 }
@@ -307,7 +313,7 @@ impl Fields {
             out.ietf = match entries {
                 [(i, d)] => {
                     let limit = &self.limits[*i];
-                    limit.policy(d).zip(limit.state(d))
+                    limit.both(d)
                 }
                 _ => self.list(entries),
             };
