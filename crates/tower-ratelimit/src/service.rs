@@ -181,6 +181,7 @@ where
 
     /// One limit, whose store gave `answer` to `check_now`, and the request
     /// does not go straight on.
+    #[inline]
     fn one_limit<ReqBody, ResBody>(
         &mut self,
         parts: Parts,
@@ -242,6 +243,7 @@ where
     }
 
     /// Every limit answered at once: respond, or forward.
+    #[inline]
     fn finish<ReqBody, ResBody>(
         &mut self,
         mut parts: Parts,
