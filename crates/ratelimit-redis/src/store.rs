@@ -405,7 +405,8 @@ impl Inner {
             invocation.arg(a);
         }
         match invocation.invoke_async::<Vec<i64>>(&mut conn).await {
-            Ok(v) if v.len() == 4 => Ok(v),
+            // A refund answers 4 numbers, a check 5.
+            Ok(v) if v.len() == 4 || v.len() == 5 => Ok(v),
             Ok(v) => Err(Failure::Answered(format!(
                 "redis: unexpected script reply {v:?}"
             ))),
@@ -446,14 +447,8 @@ impl Inner {
         let nanos = |x: i64| Duration::from_nanos(u64::try_from(x).unwrap_or(0));
         let remaining = u64::try_from(v[1]).unwrap_or(0);
         let reset = nanos(v[3]);
-        // The scripts do not return the wait for one unit: with nothing
-        // left, the reset stands in for it (never too early; exact for the
-        // fixed window).
-        let next = if remaining == 0 {
-            reset
-        } else {
-            Duration::ZERO
-        };
+        // The wait for one unit, the scripts' fifth number.
+        let next = v.get(4).map_or(Duration::ZERO, |&x| nanos(x));
         Decision::new(
             v[0] == 1,
             remaining,
