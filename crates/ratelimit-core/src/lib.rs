@@ -52,4 +52,4 @@ pub use decision::Decision;
 pub use duration::parse_duration;
 pub use error::{ConfigError, StoreError};
 pub use log_throttle::LogThrottle;
-pub use store::{AtCapacity, MemoryStore, MemoryStoreBuilder, Store};
+pub use store::{AtCapacity, BoxStore, MemoryStore, MemoryStoreBuilder, Store};
