@@ -403,9 +403,10 @@ impl Inner {
         for a in self.args(key, cost, time, refund) {
             invocation.arg(a);
         }
+        // A check answers 5 numbers, a refund 4.
+        let len = if refund.is_some() { 4 } else { 5 };
         match invocation.invoke_async::<Vec<i64>>(&mut conn).await {
-            // A refund answers 4 numbers, a check 5.
-            Ok(v) if (v.len() == 4 || v.len() == 5) && (v[0] == 0 || v[0] == 1) => Ok(v),
+            Ok(v) if v.len() == len && (v[0] == 0 || v[0] == 1) => Ok(v),
             Ok(v) => Err(Failure::new(
                 Kind::Reply,
                 format!(
