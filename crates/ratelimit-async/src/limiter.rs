@@ -171,6 +171,12 @@ where
     /// the limit's pace, though not in the order they came. A leaky bucket's
     /// admission is held for its hold before this returns.
     ///
+    /// Tokio's timer has a resolution of 1 ms, so a wait ends up to about
+    /// 2 ms late (1 ms typically). Under a GCRA or token bucket with a
+    /// burst of 1 that lateness carries over to every later admission
+    /// (each counts from the one before); a burst of 2 or more absorbs it
+    /// and keeps the exact long-run rate.
+    ///
     /// Cancel-safe: dropping the future while it sleeps takes nothing; a
     /// leaky-bucket admission dropped during its hold is refunded. (A
     /// remote store's check already sent when the future is dropped may
