@@ -32,6 +32,8 @@
 //! # }
 //! ```
 
+#[cfg(feature = "client")]
+pub mod client;
 mod jitter;
 mod limiter;
 mod stream;
