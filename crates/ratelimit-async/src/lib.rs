@@ -36,6 +36,7 @@
 pub mod client;
 mod jitter;
 mod limiter;
+mod queue;
 mod stream;
 
 pub use limiter::{Limiter, WaitError};

@@ -1,8 +1,10 @@
 //! [`Limiter`]: a store and a clock, with a wait for a permit.
 
 use crate::jitter;
+use crate::queue::Queues;
 use ratelimit_core::{Clock, Decision, Store, StoreError};
 use std::fmt;
+use std::hash::Hash;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
@@ -80,6 +82,7 @@ pub struct Limiter<K: ?Sized, S> {
     store: Arc<S>,
     clock: Arc<dyn Clock>,
     jitter: Duration,
+    queues: Arc<Queues>,
     key: PhantomData<fn(&K)>,
 }
 
@@ -89,6 +92,7 @@ impl<K: ?Sized, S> Clone for Limiter<K, S> {
             store: self.store.clone(),
             clock: self.clock.clone(),
             jitter: self.jitter,
+            queues: self.queues.clone(),
             key: PhantomData,
         }
     }
@@ -132,6 +136,7 @@ where
             store,
             clock,
             jitter: Duration::ZERO,
+            queues: Arc::default(),
             key: PhantomData,
         }
     }
@@ -164,12 +169,17 @@ where
     /// Waits until `cost` for `key` is admitted, then returns the
     /// admitting decision.
     ///
-    /// Each denial is slept for exactly its wait (plus the
-    /// [`jitter`](Self::jitter), if any) on tokio's timer, then checked
-    /// again: a waiter that loses the race to another one sleeps for the
-    /// new wait, so concurrent waiters on one key are admitted at exactly
-    /// the limit's pace, though not in the order they came. A leaky bucket's
-    /// admission is held for its hold before this returns.
+    /// Waiters on one key (through this limiter and its clones) queue up
+    /// and take turns in the order they came: only the one at the head
+    /// checks the store, and each denial is slept for exactly its wait
+    /// (plus the [`jitter`](Self::jitter), if any) on tokio's timer, then
+    /// checked again. So concurrent waiters are admitted at exactly the
+    /// limit's pace, first come first served, with one check per wait
+    /// rather than one per waiter. (Other users of the store — another
+    /// process on Redis, `check` — may take a permit first; the head
+    /// waiter then sleeps for the new wait.) A leaky bucket's admission
+    /// is held for its hold before this returns, while the next waiter
+    /// takes its turn.
     ///
     /// Tokio's timer has a resolution of 1 ms, so a wait ends up to about
     /// 2 ms late (1 ms typically). Under a GCRA or token bucket with a
@@ -187,11 +197,16 @@ where
     /// [`WaitError::Never`] at once when `cost` is above the capacity,
     /// [`WaitError::Store`] when the store fails (no retry: wrap the call
     /// if you want one).
-    pub async fn until_ready(&self, key: &K, cost: u64) -> Result<Decision, WaitError> {
+    pub async fn until_ready(&self, key: &K, cost: u64) -> Result<Decision, WaitError>
+    where
+        K: Hash,
+    {
+        let turn = self.queues.turn(key).await;
         loop {
             let now = self.clock.now();
             let decision = self.store.check(key, cost, now).await?;
             if decision.allowed {
+                drop(turn);
                 let hold = decision.hold();
                 if !hold.is_zero() {
                     let refund = RefundOnDrop {

@@ -100,7 +100,7 @@ where
 
 fn wait_for<K, S>(limiter: &Limiter<K, S>, key: K) -> Wait<K>
 where
-    K: Send + Sync + 'static,
+    K: Hash + Send + Sync + 'static,
     S: Store<K>,
 {
     let limiter = limiter.clone();

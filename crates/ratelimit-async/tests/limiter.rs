@@ -1,6 +1,6 @@
 //! `Limiter`: exact pacing of concurrent waiters on tokio's paused clock,
-//! cancel safety, jitter, the Redis store, and the real timer's wake-up
-//! error.
+//! their order, cancel safety, jitter, the stream adapter, and the Redis
+//! store (the real timer's wake-up error is measured in `wake_up.rs`).
 
 #[allow(dead_code)]
 #[path = "../../../tests/src/redis_server.rs"]
@@ -210,67 +210,37 @@ async fn redis_store_waiters_are_paced_too() {
     .unwrap();
     let limiter: Limiter<String, _> = Limiter::new(store);
     let at = admissions(limiter, 6).await;
-    // Real time: each at least 50 ms after the one before (less 1 ms for
-    // the two clocks), and the whole run no slower than the pace allows
-    // plus 100 ms.
+    // Real time, seen through a network: the five gaps are 50 ms each on
+    // Redis's clock, give or take the round trips' jitter (10 ms allowed
+    // each, 5 ms for the whole), and the run is no slower than the pace
+    // allows plus 100 ms.
     for pair in at.windows(2) {
-        assert!(pair[1] - pair[0] >= 49 * MS, "{at:?}");
+        assert!(pair[1] - pair[0] >= 40 * MS, "{at:?}");
     }
+    assert!(at[5] - at[0] >= 245 * MS, "{at:?}");
     assert!(at[5] <= 250 * MS + 100 * MS, "{at:?}");
 }
 
-/// The wake-up error of `until_ready` on the real timer: 64 waiters on one
-/// key at 100 per second (burst 1, so each is admissible exactly 10 ms
-/// after the one before, in the limiter's own clock); the error is how
-/// much later than that it was admitted. Tokio's timer has a resolution of
-/// 1 ms (a deadline is rounded up to the next millisecond tick, and the
-/// driver parks from the current tick), so the error is 1 ms or so by
-/// design, plus the scheduler's latency. About 0.7 s of real time.
-#[tokio::test]
-async fn wake_up_error_is_under_two_ms_at_p99_on_the_real_clock() {
-    let limiter: Limiter<String, _> =
-        Limiter::new(MemoryStore::new(Gcra::with_burst(100, SECOND, 1).unwrap()));
-    let clock = limiter.clock().clone();
-    let origin = clock.now();
-    let tasks: Vec<_> = (0..64)
-        .map(|_| {
-            let limiter = limiter.clone();
-            tokio::spawn(async move {
-                limiter.until_ready(&k(), 1).await.unwrap();
-                limiter.clock().now()
-            })
-        })
-        .collect();
-    let mut at = Vec::new();
-    for t in tasks {
-        at.push(t.await.unwrap());
+#[tokio::test(start_paused = true)]
+async fn waiters_on_a_key_are_served_first_come_first_served() {
+    let limiter = Limiter::new(MemoryStore::new(Gcra::with_burst(10, SECOND, 1).unwrap()));
+    let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for i in 0..10 {
+        let (limiter, order) = (limiter.clone(), order.clone());
+        tasks.push(tokio::spawn(async move {
+            limiter.until_ready(&k(), 1).await.unwrap();
+            order.lock().unwrap().push((i, Instant::now()));
+        }));
+        // Let it queue before the next one comes.
+        tokio::task::yield_now().await;
     }
-    at.sort_unstable();
-    let first = at[0];
-    assert!(
-        first - origin < 50_000_000,
-        "the first waiter took {}",
-        first - origin
-    );
-    let step = 10_000_000u64;
-    let mut errors: Vec<u64> = at
-        .iter()
-        .enumerate()
-        .map(|(k, t)| {
-            let ideal = if k == 0 { first } else { at[k - 1] + step };
-            // Never early: the store admits no sooner than the pace.
-            assert!(*t >= ideal, "waiter {k} admitted {} ns early", ideal - t);
-            t - ideal
-        })
-        .collect();
-    errors.sort_unstable();
-    let p99 = errors[(errors.len() * 99).div_ceil(100) - 1];
-    let p50 = errors[errors.len() / 2];
-    eprintln!(
-        "wake-up error: p50 {p50} ns, p99 {p99} ns, max {} ns",
-        errors[63]
-    );
-    assert!(p99 < 2_000_000, "p99 wake-up error {p99} ns: {errors:?}");
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let order = order.lock().unwrap();
+    let ids: Vec<i32> = order.iter().map(|(i, _)| *i).collect();
+    assert_eq!(ids, (0..10).collect::<Vec<_>>());
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::marker::PhantomData;
 /// Picks the key an outgoing request is paced by.
 pub trait RequestKey: Clone + Send + Sync + 'static {
     /// The key.
-    type Key: Send + Sync + 'static;
+    type Key: std::hash::Hash + Send + Sync + 'static;
 
     /// The request's key; `None`: the request is not paced.
     fn key<B>(&self, req: &Request<B>) -> Option<Self::Key>;
@@ -87,7 +87,7 @@ impl<F, K> fmt::Debug for KeyFn<F, K> {
 pub fn key_fn<F, K>(f: F) -> KeyFn<F, K>
 where
     F: Fn(&http::Method, &http::Uri, &http::HeaderMap) -> Option<K> + Clone + Send + Sync + 'static,
-    K: Send + Sync + 'static,
+    K: std::hash::Hash + Send + Sync + 'static,
 {
     KeyFn {
         f,
@@ -98,7 +98,7 @@ where
 impl<F, K> RequestKey for KeyFn<F, K>
 where
     F: Fn(&http::Method, &http::Uri, &http::HeaderMap) -> Option<K> + Clone + Send + Sync + 'static,
-    K: Send + Sync + 'static,
+    K: std::hash::Hash + Send + Sync + 'static,
 {
     type Key = K;
 

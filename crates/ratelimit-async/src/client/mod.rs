@@ -82,7 +82,7 @@ trait Pace<K>: Send + Sync {
 
 impl<K, S> Pace<K> for Limiter<K, S>
 where
-    K: Send + Sync + 'static,
+    K: std::hash::Hash + Send + Sync + 'static,
     S: Store<K>,
 {
     fn until_ready(&self, key: K) -> BoxFuture<'static, Result<Decision, WaitError>> {
