@@ -303,3 +303,18 @@ async fn pacing_by_a_key_of_our_own() {
     send(&mut client, req(GET, "http://a.test/")).await.unwrap();
     assert_eq!(server.seen(), vec![Duration::ZERO, S1, S1]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn holds_are_bounded_by_max_hosts() {
+    let held = || status(200, &[("ratelimit", "\"api\";r=0;t=5")]);
+    let server = Server::new(vec![held(), held(), held()]);
+    let mut client = ClientLayer::new().max_hosts(2).layer(server.service());
+    for host in ["http://a.test/", "http://b.test/", "http://c.test/"] {
+        send(&mut client, req(GET, host)).await.unwrap();
+    }
+    // a and b are held; c's hold did not fit, so c goes at once.
+    send(&mut client, req(GET, "http://c.test/")).await.unwrap();
+    send(&mut client, req(GET, "http://a.test/")).await.unwrap();
+    let z = Duration::ZERO;
+    assert_eq!(server.seen(), vec![z, z, z, z, 5 * S1]);
+}

@@ -93,32 +93,53 @@ where
 
 /// Where each host may be called again: bounded to `max` hosts.
 struct Holds {
-    until: Mutex<HashMap<String, Instant>>,
+    until: Mutex<HoldMap>,
     max: usize,
 }
 
+#[derive(Default)]
+struct HoldMap {
+    by_host: HashMap<String, Instant>,
+    /// When full, holds that are over are swept at most once a second, so
+    /// a full map of live holds costs no request a whole pass.
+    next_sweep: Option<Instant>,
+}
+
 impl Holds {
+    fn new(max: usize) -> Self {
+        Self {
+            until: Mutex::default(),
+            max,
+        }
+    }
+
     fn get(&self, host: &str) -> Option<Instant> {
         let until = self.until.lock().unwrap_or_else(|e| e.into_inner());
-        until.get(host).copied().filter(|t| *t > Instant::now())
+        until
+            .by_host
+            .get(host)
+            .copied()
+            .filter(|t| *t > Instant::now())
     }
 
     fn hold(&self, host: &str, until_at: Instant) {
         let mut until = self.until.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(t) = until.get_mut(host) {
+        if let Some(t) = until.by_host.get_mut(host) {
             *t = (*t).max(until_at);
             return;
         }
-        if until.len() >= self.max {
-            // Only when full: drop the holds that are over.
+        if until.by_host.len() >= self.max {
             let now = Instant::now();
-            until.retain(|_, t| *t > now);
-            if until.len() >= self.max {
+            if until.next_sweep.is_none_or(|at| at <= now) {
+                until.by_host.retain(|_, t| *t > now);
+                until.next_sweep = Some(now + Duration::from_secs(1));
+            }
+            if until.by_host.len() >= self.max {
                 tracing::debug!(host, "holds full: a server's hold is not kept");
                 return;
             }
         }
-        until.insert(host.to_owned(), until_at);
+        until.by_host.insert(host.to_owned(), until_at);
     }
 }
 
@@ -189,10 +210,7 @@ impl ClientLayer<Host> {
                 max_hold: Duration::from_secs(60),
                 non_idempotent: false,
             }),
-            holds: Arc::new(Holds {
-                until: Mutex::new(HashMap::new()),
-                max: 10_000,
-            }),
+            holds: Arc::new(Holds::new(10_000)),
             budget: Arc::new(TpsBudget::default()),
         }
     }
@@ -265,10 +283,7 @@ impl<KX: RequestKey> ClientLayer<KX> {
     /// Remembers the holds of at most `n` hosts (at least 1); when full,
     /// a new host's hold is dropped (and logged at debug).
     pub fn max_hosts(mut self, n: usize) -> Self {
-        self.holds = Arc::new(Holds {
-            until: Mutex::new(HashMap::new()),
-            max: n.max(1),
-        });
+        self.holds = Arc::new(Holds::new(n.max(1)));
         self
     }
 }
