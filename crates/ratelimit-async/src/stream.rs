@@ -80,6 +80,9 @@ where
     /// Paces `stream`: each item passes when `key_of(&item)`'s limit admits
     /// one more, reading up to `buffer` items ahead (at least 1; with 1,
     /// items pass strictly in order, one key at a time).
+    ///
+    /// The adapter is `Unpin` when `stream` is; otherwise pin it
+    /// (`std::pin::pin!`) before calling `next`.
     pub fn pace<St, F>(&self, stream: St, buffer: usize, key_of: F) -> Paced<St, K, S, F>
     where
         St: Stream,
