@@ -28,6 +28,14 @@
 //! streaming body can't be replayed: buffer it first
 //! (`http_body_util::BodyExt::collect`, then `Full::new(collected.to_bytes())`).
 //!
+//! **Spawning.** When the inner service's error type is itself a boxed
+//! error (`BoxCloneService<_, _, BoxError>`), rustc cannot prove a call
+//! made inside an `async` block `Send` ("implementation of `From` is not
+//! general enough"): box the call outside it,
+//! `let call: Pin<Box<dyn Future<Output = _> + Send>> = Box::pin(client.oneshot(req));`,
+//! then `tokio::spawn(call)`. hyper-util's client (a concrete error type)
+//! is not affected.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
 //! use bytes::Bytes;
