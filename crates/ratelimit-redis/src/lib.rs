@@ -83,6 +83,50 @@
 //! tests compare every decision with ratelimit-core's on random traces at
 //! real epoch times, including `3 per 1s` and `7 per 1s`.
 //!
+//! # The deny cache
+//!
+//! Under a flood, most checks are denials, and each would cost the shared
+//! Redis a round trip. So once Redis denies a cost-1 check of key K with
+//! wait `w`, the store answers K's cost-1 checks itself until `w` has
+//! passed ([`RedisStoreBuilder::deny_cache`], on by default): the decision
+//! is the one Redis would give (denied, `remaining` 0, `wait` and `reset`
+//! counted down; the HTTP layer's headers and metrics are the same), with
+//! no round trip. A refund from this store clears K. Memory is a fixed
+//! table ([`DEFAULT_DENY_CACHE`] keys) that evicts the denial ending first
+//! when full; keys are told apart by a 64-bit hash seeded per store.
+//!
+//! For one instance the cache is exact: nothing but an admission moves a
+//! state before `w` ends (ALGORITHMS.md: a denied request is admitted at
+//! `t + wait` and still denied at any earlier time), and K admits nothing
+//! before then. Costs other than 1 always go to Redis: a peek's
+//! `remaining` moves, and so does a cost-n denial's. The wait is counted
+//! on the local monotonic clock from before the call
+//! ([`TimeSource::Redis`]) or on the caller's `now`
+//! ([`TimeSource::Caller`]), so it never ends later than Redis's.
+//!
+//! What it can get wrong, with instances sharing K: it only ever denies,
+//! so it never admits more than Redis would. It denies a request Redis
+//! would admit only when K's state became emptier, after the cached
+//! denial, by something other than time: another instance's refund (or a
+//! key deleted or flushed). It then denies for the rest of `w` at most,
+//! and a cost-1 wait is bounded by the algorithm:
+//!
+//! | algorithm | longest cost-1 wait, so longest wrong denial |
+//! |---|---|
+//! | GCRA, token bucket | `T = P / L`, one emission interval |
+//! | leaky bucket | `T`: the next departure frees a place in the queue |
+//! | fixed window | `P`, to the window's end |
+//! | sliding log | `P`, until the oldest entry leaves |
+//! | sliding window | `2P` (`P + P / L` once `L >= 2`) |
+//!
+//! The cost it can leave unused meanwhile is at most what the other
+//! instance refunded, and the other instances may still take it. The
+//! leaky bucket's held requests (admitted with a wait; the HTTP layer's
+//! shaping mode) are admissions, never cached; a held request cancelled on
+//! this instance is refunded here and clears K, one cancelled elsewhere is
+//! the refund case above (at most `T`). The integration tests check these
+//! bounds (`tests/it/deny_cache.rs`).
+//!
 //! # When Redis fails
 //!
 //! Anything but a decision from Redis is a store failure, and every
@@ -149,6 +193,7 @@ struct ReadmeDoctests;
 
 mod breaker;
 mod conn;
+mod deny_cache;
 mod failure;
 mod log_throttle;
 mod plan;
@@ -156,7 +201,8 @@ mod store;
 
 pub use breaker::{BreakerConfig, BreakerState};
 pub use store::{
-    RedisStore, RedisStoreBuilder, StoreFuture, Target, TimeSource, DEFAULT_PREFIX, DEFAULT_TIMEOUT,
+    RedisStore, RedisStoreBuilder, StoreFuture, Target, TimeSource, DEFAULT_DENY_CACHE,
+    DEFAULT_PREFIX, DEFAULT_TIMEOUT,
 };
 
 use std::fmt;

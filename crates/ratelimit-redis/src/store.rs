@@ -2,6 +2,7 @@
 
 use crate::breaker::{Breaker, BreakerConfig, BreakerState, Outcome};
 use crate::conn::{Backend, Conn};
+use crate::deny_cache::DenyCache;
 use crate::failure::{Failure, Kind};
 use crate::log_throttle::{LogThrottle, LOG_EVERY};
 use crate::plan::{key_phase, Plan};
@@ -17,6 +18,9 @@ use std::time::Duration;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(50);
 /// The default key prefix.
 pub const DEFAULT_PREFIX: &str = "ratelimit:";
+/// The default size of the local deny cache, in keys (see
+/// [`RedisStoreBuilder::deny_cache`]).
+pub const DEFAULT_DENY_CACHE: usize = 16_384;
 /// Extra lifetime of a key past the moment its state is full again, so
 /// that a key never vanishes early.
 const TTL_SLACK_MS: u64 = 1_000;
@@ -90,6 +94,7 @@ pub struct RedisStoreBuilder {
     breaker: BreakerConfig,
     fallback: Option<usize>,
     time: TimeSource,
+    deny_cache: usize,
 }
 
 impl RedisStoreBuilder {
@@ -140,6 +145,21 @@ impl RedisStoreBuilder {
         self
     }
 
+    /// The local deny cache holds at most `max_keys` keys (default
+    /// [`DEFAULT_DENY_CACHE`], rounded up to a power of two); `0` turns it
+    /// off, and every check goes to Redis.
+    ///
+    /// Once Redis denies a cost-1 check of a key with wait `w`, this store
+    /// answers that key's cost-1 checks itself until `w` has passed: no
+    /// round trip, and the decision Redis would give (denied, `remaining`
+    /// 0, the wait and reset counted down). A refund from this store
+    /// clears the key. See the crate docs, "The deny cache", for what it
+    /// can get wrong when other instances share the key.
+    pub fn deny_cache(mut self, max_keys: usize) -> Self {
+        self.deny_cache = max_keys;
+        self
+    }
+
     /// The store. It connects lazily, in the background, on first use: a
     /// service starts even while Redis is down.
     ///
@@ -182,6 +202,8 @@ impl RedisStoreBuilder {
                 fallback,
                 time: self.time,
                 log: LogThrottle::new(LOG_EVERY),
+                deny: (self.deny_cache > 0).then(|| DenyCache::new(self.deny_cache)),
+                origin: tokio::time::Instant::now(),
             }),
         })
     }
@@ -227,6 +249,10 @@ struct Inner {
     time: TimeSource,
     /// Which failures get a warning line.
     log: LogThrottle<{ Kind::COUNT }>,
+    /// Keys Redis denied, answered locally until their wait runs out.
+    deny: Option<DenyCache>,
+    /// The origin of the deny cache's clock with [`TimeSource::Redis`].
+    origin: tokio::time::Instant,
 }
 
 /// The in-memory fallback. Calls reach it out of order (one after a
@@ -256,6 +282,10 @@ impl fmt::Debug for RedisStore {
             .field("breaker", &self.inner.breaker.state())
             .field("fallback", &self.inner.fallback.is_some())
             .field("time", &self.inner.time)
+            .field(
+                "deny_cache",
+                &self.inner.deny.as_ref().map_or(0, DenyCache::capacity),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -282,6 +312,7 @@ impl RedisStore {
             breaker: BreakerConfig::default(),
             fallback: None,
             time: TimeSource::Redis,
+            deny_cache: DEFAULT_DENY_CACHE,
         }
     }
 
@@ -461,9 +492,43 @@ impl Inner {
         }
     }
 
+    /// The deny cache's time: the caller's `now` with
+    /// [`TimeSource::Caller`], else the local monotonic clock (its rate,
+    /// not its origin, matters: a denial's wait is counted from it).
+    fn local_now(&self, now: u64) -> u64 {
+        match self.time {
+            TimeSource::Caller => now,
+            TimeSource::Redis => {
+                u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
+            }
+        }
+    }
+
     async fn check(&self, key: String, cost: u64, now: u64) -> Result<Decision, StoreError> {
+        // Only cost-1 denials are cached: their `remaining` is 0 and stays
+        // 0 until the wait ends, so the cached answer is the exact one. A
+        // peek (cost 0) is always admitted and reports a `remaining` that
+        // moves; a cost-n denial's `remaining` grows while it stands.
+        let deny = self.deny.as_ref().filter(|_| cost == 1);
+        // Read before the call: Redis decides after it, so the wait is
+        // counted down from no later than the real denial.
+        let local = self.local_now(now);
+        if let Some(cache) = deny {
+            let (limit, window) = (self.algorithm.limit(), self.algorithm.window());
+            if let Some(d) = cache.denied(&key, local, limit, window) {
+                #[cfg(feature = "metrics")]
+                metrics::counter!("ratelimit_redis_deny_cache_hits_total").increment(1);
+                return Ok(d);
+            }
+        }
         match self.guarded(&key, cost, now, Op::Check).await {
-            Ok(v) => Ok(self.decision(&v)),
+            Ok(v) => {
+                let d = self.decision(&v);
+                if let Some(cache) = deny.filter(|_| !d.allowed) {
+                    cache.remember(&key, local, &d);
+                }
+                Ok(d)
+            }
             Err(failure) => {
                 self.report(&failure, &key);
                 match &self.fallback {
@@ -485,6 +550,9 @@ impl Inner {
         admitted_at: u64,
         now: u64,
     ) -> Result<(), StoreError> {
+        if let Some(cache) = &self.deny {
+            cache.forget(&key);
+        }
         if self.breaker.state() == BreakerState::Open {
             if let Some(memory) = &self.fallback {
                 memory.refund(&key, cost, admitted_at, now);

@@ -6,6 +6,7 @@ mod harness;
 #[cfg(feature = "cluster")]
 mod cluster;
 mod concurrency;
+mod deny_cache;
 mod errors;
 mod exact;
 mod failure;
