@@ -30,6 +30,8 @@ struct Entry {
     hash: u64,
     until: u64,
     reset_at: u64,
+    /// Which of the store's limits denied.
+    part: usize,
 }
 
 /// A bounded table of standing denials, keyed by the rendered key's
@@ -69,18 +71,21 @@ impl DenyCache {
     }
 
     /// The standing denial of `key` at `now`, if any, as the decision of a
-    /// cost-1 check (`limit` and `window` are the store's).
+    /// cost-1 check (`constants(i)` are the `limit` and `window` of the
+    /// store's limit `i`).
     pub(crate) fn denied(
         &self,
         key: &str,
         now: u64,
-        limit: u64,
-        window: Duration,
+        constants: impl FnOnce(usize) -> (u64, Duration),
     ) -> Option<Decision> {
         let hash = self.hash(key);
-        let set = self.set(hash);
-        let e = set.iter().find(|e| e.hash == hash)?;
-        (now < e.until).then(|| Decision {
+        let e = *self.set(hash).iter().find(|e| e.hash == hash)?;
+        if now >= e.until {
+            return None;
+        }
+        let (limit, window) = constants(e.part);
+        Some(Decision {
             allowed: false,
             remaining: 0,
             wait: Some(Duration::from_nanos(e.until - now)),
@@ -90,10 +95,10 @@ impl DenyCache {
         })
     }
 
-    /// Remembers `decision`, Redis's denial of a cost-1 check of `key`,
-    /// made no earlier than `now`. A denial that can never be admitted
-    /// (no wait) or that ends at once is not kept.
-    pub(crate) fn remember(&self, key: &str, now: u64, decision: &Decision) {
+    /// Remembers `decision`, Redis's denial of a cost-1 check of `key` by
+    /// the store's limit `part`, made no earlier than `now`. A denial that
+    /// can never be admitted (no wait) or that ends at once is not kept.
+    pub(crate) fn remember(&self, key: &str, now: u64, decision: &Decision, part: usize) {
         let at = |d: Duration| u64::try_from(d.as_nanos()).ok()?.checked_add(now);
         let (Some(until), Some(reset_at)) = (decision.wait.and_then(at), at(decision.reset)) else {
             return;
@@ -115,6 +120,7 @@ impl DenyCache {
             hash,
             until,
             reset_at,
+            part,
         };
     }
 
@@ -161,19 +167,27 @@ mod tests {
     #[test]
     fn a_denial_stands_until_its_wait_runs_out() {
         let c = DenyCache::new(8);
-        c.remember("k", 1_000, &denial(500, 900));
-        let d = c.denied("k", 1_200, 3, Duration::from_secs(1)).unwrap();
+        c.remember("k", 1_000, &denial(500, 900), 0);
+        let d = c
+            .denied("k", 1_200, |_| (3, Duration::from_secs(1)))
+            .unwrap();
         assert!(!d.allowed);
         assert_eq!(d.remaining, 0);
         assert_eq!(d.wait, Some(Duration::from_nanos(300)));
         assert_eq!(d.reset, Duration::from_nanos(700));
-        assert!(c.denied("k", 1_499, 3, Duration::from_secs(1)).is_some());
-        assert!(c.denied("k", 1_500, 3, Duration::from_secs(1)).is_none());
         assert!(c
-            .denied("other", 1_200, 3, Duration::from_secs(1))
+            .denied("k", 1_499, |_| (3, Duration::from_secs(1)))
+            .is_some());
+        assert!(c
+            .denied("k", 1_500, |_| (3, Duration::from_secs(1)))
+            .is_none());
+        assert!(c
+            .denied("other", 1_200, |_| (3, Duration::from_secs(1)))
             .is_none());
         c.forget("k");
-        assert!(c.denied("k", 1_200, 3, Duration::from_secs(1)).is_none());
+        assert!(c
+            .denied("k", 1_200, |_| (3, Duration::from_secs(1)))
+            .is_none());
     }
 
     #[test]
@@ -181,11 +195,11 @@ mod tests {
         let c = DenyCache::new(8);
         let mut never = denial(0, 0);
         never.wait = None;
-        c.remember("a", 0, &never);
-        c.remember("b", 0, &denial(0, 10));
+        c.remember("a", 0, &never, 0);
+        c.remember("b", 0, &denial(0, 10), 0);
         let mut admitted = denial(10, 10);
         admitted.allowed = true;
-        c.remember("c", 0, &admitted);
+        c.remember("c", 0, &admitted, 0);
         assert_eq!(c.standing(0), 0);
     }
 
@@ -195,12 +209,14 @@ mod tests {
         let cap = c.capacity();
         assert_eq!(cap, 128);
         for i in 0..10_000u64 {
-            c.remember(&format!("key-{i}"), 0, &denial(1_000 + i, 1_000));
+            c.remember(&format!("key-{i}"), 0, &denial(1_000 + i, 1_000), 0);
         }
         assert!(c.standing(0) <= cap);
         assert!(c.standing(0) >= cap / 2, "{}", c.standing(0));
         // The latest key is kept: the entry ending first made room for it.
-        assert!(c.denied("key-9999", 0, 3, Duration::from_secs(1)).is_some());
+        assert!(c
+            .denied("key-9999", 0, |_| (3, Duration::from_secs(1)))
+            .is_some());
         // Expired entries are reused first.
         assert_eq!(c.standing(1_000_000), 0);
     }

@@ -83,6 +83,21 @@
 //! tests compare every decision with ratelimit-core's on random traces at
 //! real epoch times, including `3 per 1s` and `7 per 1s`.
 //!
+//! # Several limits in one round trip
+//!
+//! A store built with [`and_limit`](RedisStoreBuilder::and_limit) checks
+//! several limits on one key in one script: the limits run in order, each
+//! as its own script would, and the first denial stops the check and puts
+//! back the state of the limits that admitted before it (`DUMP` before,
+//! `RESTORE` after, in the same script), so a request is admitted by all
+//! or consumes nothing anywhere. The script is atomic, so this is exact
+//! under any concurrency, across instances: it decides as the limits would
+//! in memory, checked in order under one lock (the integration tests
+//! compare it with that on random traces). Every limit's key has the
+//! caller's key as its hash tag, so on a Cluster they share one slot. A
+//! refund gives back to every limit. Given to the HTTP layer as one limit,
+//! it answers with one set of headers (see `and_limit` for which limit's).
+//!
 //! # The deny cache
 //!
 //! Under a flood, most checks are denials, and each would cost the shared
@@ -202,7 +217,7 @@ mod store;
 pub use breaker::{BreakerConfig, BreakerState};
 pub use store::{
     RedisStore, RedisStoreBuilder, StoreFuture, Target, TimeSource, DEFAULT_DENY_CACHE,
-    DEFAULT_PREFIX, DEFAULT_TIMEOUT,
+    DEFAULT_PREFIX, DEFAULT_TIMEOUT, MAX_LIMITS,
 };
 
 use std::fmt;

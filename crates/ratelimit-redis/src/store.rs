@@ -5,13 +5,13 @@ use crate::conn::{Backend, Conn};
 use crate::deny_cache::DenyCache;
 use crate::failure::{Failure, Kind};
 use crate::log_throttle::{LogThrottle, LOG_EVERY};
-use crate::plan::{key_phase, Plan};
+use crate::plan::{key_phase, multi_source, Plan};
 use crate::BuildError;
 use ratelimit_core::{Algorithm, AnyAlgorithm, Decision, MemoryStore, Store, StoreError};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 /// The default per-call timeout.
@@ -27,6 +27,8 @@ const TTL_SLACK_MS: u64 = 1_000;
 /// Ages above this are clamped (the scripts keep numbers below 2^53).
 const MAX_AGE: u64 = 1 << 52;
 const NANOS_PER_SEC: u64 = 1_000_000_000;
+/// The most limits one store checks together.
+pub const MAX_LIMITS: usize = 16;
 
 /// Where the time of a check comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -88,6 +90,7 @@ impl From<redis::Client> for Target {
 pub struct RedisStoreBuilder {
     target: Target,
     algorithm: AnyAlgorithm,
+    more: Vec<AnyAlgorithm>,
     prefix: String,
     timeout: Duration,
     connect_timeout: Duration,
@@ -145,6 +148,39 @@ impl RedisStoreBuilder {
         self
     }
 
+    /// Adds a limit checked together with the store's others, on the same
+    /// key, in the same script and round trip, all or nothing: a request
+    /// is admitted when every limit admits it, and then every limit
+    /// records its cost; when one denies, none records anything (the
+    /// limits are checked in order, and the state of those that admitted
+    /// before the denial is put back within the script). Exact under
+    /// concurrency, like several limits on one key in memory, and in one
+    /// hash slot on a Cluster: every limit's Redis key has the caller's key
+    /// as its hash tag.
+    ///
+    /// The store's [`Decision`] is then the combined one: when denied, the
+    /// denying limit's; when admitted, the decision of the limit with the
+    /// fewest `remaining` (the first of those), with the longest `wait`
+    /// (the leaky bucket's hold) of all. Its `limit` and `window` are that
+    /// limit's. At most [`MAX_LIMITS`] limits, no two the same.
+    ///
+    /// ```no_run
+    /// use ratelimit_core::{FixedWindow, Gcra};
+    /// use ratelimit_redis::RedisStore;
+    /// use std::time::Duration;
+    ///
+    /// # fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// // 10 a second in bursts, and 1000 an hour: one round trip per check.
+    /// let store = RedisStore::builder("redis://127.0.0.1/", Gcra::new(10, Duration::from_secs(1))?)
+    ///     .and_limit(FixedWindow::new(1000, Duration::from_secs(3600))?)
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn and_limit(mut self, algorithm: impl Into<AnyAlgorithm>) -> Self {
+        self.more.push(algorithm.into());
+        self
+    }
+
     /// The local deny cache holds at most `max_keys` keys (default
     /// [`DEFAULT_DENY_CACHE`], rounded up to a power of two); `0` turns it
     /// off, and every check goes to Redis.
@@ -179,12 +215,38 @@ impl RedisStoreBuilder {
             #[cfg(feature = "cluster")]
             Target::Cluster(c) => Backend::Cluster(c),
         };
-        let plan = Plan::new(&self.algorithm, self.time == TimeSource::Caller)?;
-        let script = redis::Script::new(&plan.source);
+        let algorithms: Vec<AnyAlgorithm> =
+            std::iter::once(self.algorithm).chain(self.more).collect();
+        if algorithms.len() > MAX_LIMITS {
+            return Err(BuildError::Unsupported(format!(
+                "{} limits in one store (at most {MAX_LIMITS})",
+                algorithms.len()
+            )));
+        }
+        let mut parts: Vec<Part> = Vec::with_capacity(algorithms.len());
+        for algorithm in algorithms {
+            let plan = Plan::new(&algorithm, self.time == TimeSource::Caller)?;
+            if parts.iter().any(|p| p.plan.tag == plan.tag) {
+                return Err(BuildError::Unsupported(format!(
+                    "the same limit twice in one store ({algorithm:?})"
+                )));
+            }
+            parts.push(Part { algorithm, plan });
+        }
+        let script = match parts.as_slice() {
+            [one] => redis::Script::new(&one.plan.source),
+            _ => redis::Script::new(&multi_source(parts.iter().map(|p| &p.plan))),
+        };
         let fallback = self.fallback.map(|max| Fallback {
-            memory: MemoryStore::<AnyAlgorithm, String>::builder(self.algorithm)
-                .max_keys(Some(max))
-                .build::<String>(),
+            memory: parts
+                .iter()
+                .map(|p| {
+                    MemoryStore::<AnyAlgorithm, String>::builder(p.algorithm)
+                        .max_keys(Some(max))
+                        .build::<String>()
+                })
+                .collect(),
+            lock: Mutex::new(()),
         });
         Ok(RedisStore {
             inner: Arc::new(Inner {
@@ -194,8 +256,7 @@ impl RedisStoreBuilder {
                     vec![script.clone()],
                 )),
                 script,
-                plan,
-                algorithm: self.algorithm,
+                parts: parts.into(),
                 prefix: self.prefix,
                 timeout: self.timeout,
                 breaker: Breaker::new(self.breaker),
@@ -240,8 +301,8 @@ pub struct RedisStore {
 struct Inner {
     conn: Arc<Conn>,
     script: redis::Script,
-    plan: Plan,
-    algorithm: AnyAlgorithm,
+    /// The limits, checked in this order (one, usually).
+    parts: Box<[Part]>,
     prefix: String,
     timeout: Duration,
     breaker: Breaker,
@@ -255,28 +316,80 @@ struct Inner {
     origin: tokio::time::Instant,
 }
 
-/// The in-memory fallback. Calls reach it out of order (one after a
-/// timeout, the next at once); the memory store decides a call whose time
-/// is older than its latest at that latest time, so a key's time never
-/// goes back.
+/// One limit of a store: its algorithm and how Redis runs it.
+struct Part {
+    algorithm: AnyAlgorithm,
+    plan: Plan,
+}
+
+/// The in-memory fallback, one memory store per limit. Calls reach it out
+/// of order (one after a timeout, the next at once); the memory store
+/// decides a call whose time is older than its latest at that latest
+/// time, so a key's time never goes back.
 struct Fallback {
-    memory: MemoryStore<AnyAlgorithm, String>,
+    memory: Vec<MemoryStore<AnyAlgorithm, String>>,
+    /// Makes a check of several limits all or nothing.
+    lock: Mutex<()>,
 }
 
 impl Fallback {
     fn check(&self, key: &str, cost: u64, now: u64) -> Result<Decision, StoreError> {
-        self.memory.check(key, cost, now)
+        if let [one] = self.memory.as_slice() {
+            return one.check(key, cost, now);
+        }
+        let _all = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut decisions = Vec::with_capacity(self.memory.len());
+        for (i, memory) in self.memory.iter().enumerate() {
+            let d = memory.check(key, cost, now)?;
+            if !d.allowed {
+                // Give back what the limits before it took, at once.
+                for earlier in &self.memory[..i] {
+                    earlier.refund(key, cost, now, now);
+                }
+                return Ok(d);
+            }
+            decisions.push(d);
+        }
+        Ok(combine(decisions))
     }
 
     fn refund(&self, key: &str, cost: u64, admitted_at: u64, now: u64) {
-        self.memory.refund(key, cost, admitted_at, now);
+        for memory in &self.memory {
+            memory.refund(key, cost, admitted_at, now);
+        }
     }
+
+    fn maintain(&self, now: u64) {
+        for memory in &self.memory {
+            memory.maintain(now);
+        }
+    }
+}
+
+/// The decision of several limits that all admitted: the one with the
+/// fewest `remaining` (the first of those), with the longest `wait`.
+fn combine(decisions: Vec<Decision>) -> Decision {
+    let wait = decisions.iter().filter_map(|d| d.wait).max();
+    let mut best = decisions
+        .into_iter()
+        .reduce(|a, b| if b.remaining < a.remaining { b } else { a })
+        .expect("a store has at least one limit");
+    best.wait = wait;
+    best
 }
 
 impl fmt::Debug for RedisStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RedisStore")
-            .field("algorithm", &self.inner.algorithm)
+            .field(
+                "algorithms",
+                &self
+                    .inner
+                    .parts
+                    .iter()
+                    .map(|p| p.algorithm)
+                    .collect::<Vec<_>>(),
+            )
             .field("prefix", &self.inner.prefix)
             .field("timeout", &self.inner.timeout)
             .field("breaker", &self.inner.breaker.state())
@@ -306,6 +419,7 @@ impl RedisStore {
         RedisStoreBuilder {
             target: target.into(),
             algorithm: algorithm.into(),
+            more: Vec::new(),
             prefix: DEFAULT_PREFIX.to_owned(),
             timeout: DEFAULT_TIMEOUT,
             connect_timeout: Duration::from_secs(1),
@@ -316,9 +430,15 @@ impl RedisStore {
         }
     }
 
-    /// The algorithm.
+    /// The algorithm (the first limit's, with
+    /// [`and_limit`](RedisStoreBuilder::and_limit)).
     pub fn algorithm(&self) -> &AnyAlgorithm {
-        &self.inner.algorithm
+        &self.inner.parts[0].algorithm
+    }
+
+    /// Every limit's algorithm, in check order.
+    pub fn algorithms(&self) -> impl ExactSizeIterator<Item = &AnyAlgorithm> {
+        self.inner.parts.iter().map(|p| &p.algorithm)
     }
 
     /// The circuit breaker's current state.
@@ -326,9 +446,19 @@ impl RedisStore {
         self.inner.breaker.state()
     }
 
-    /// The Redis key holding `key`'s state.
+    /// The Redis key holding `key`'s state (for the first limit; see
+    /// [`redis_keys`](Self::redis_keys)).
     pub fn redis_key(&self, key: &str) -> String {
-        self.inner.redis_key(key)
+        self.inner.redis_key(key, &self.inner.parts[0])
+    }
+
+    /// The Redis keys holding `key`'s state, one per limit, in check order.
+    pub fn redis_keys(&self, key: &str) -> Vec<String> {
+        self.inner
+            .parts
+            .iter()
+            .map(|p| self.inner.redis_key(key, p))
+            .collect()
     }
 
     /// The SHA1 of the store's script (what `EVALSHA` is called with).
@@ -337,10 +467,12 @@ impl RedisStore {
     }
 
     /// The script's arguments for a check of `key` at `now` (`None`: the
-    /// server's time), as `EVALSHA hash 1 KEYS[1] ARGV...` takes them; for
-    /// benchmarks and debugging with other clients.
+    /// server's time), as `EVALSHA hash n KEYS[1..n] ARGV...` takes them,
+    /// with `n` the number of limits (1 unless
+    /// [`and_limit`](RedisStoreBuilder::and_limit)); for benchmarks and
+    /// debugging with other clients.
     pub fn script_args(&self, key: &str, cost: u64, now: Option<u64>) -> Vec<String> {
-        let mut args = vec![self.redis_key(key)];
+        let mut args = self.redis_keys(key);
         args.extend(self.inner.args(key, cost, now, None));
         args
     }
@@ -373,8 +505,17 @@ impl RedisStore {
 }
 
 impl Inner {
-    fn redis_key(&self, key: &str) -> String {
-        format!("{}{{{key}}}:{}", self.prefix, self.plan.tag)
+    fn redis_key(&self, key: &str, part: &Part) -> String {
+        format!("{}{{{key}}}:{}", self.prefix, part.plan.tag)
+    }
+
+    /// A limit's parameters for `key`, with its key's window phase.
+    fn push_params(a: &mut Vec<String>, part: &Part, key: &str) {
+        let start = a.len();
+        a.extend(part.plan.params.iter().cloned());
+        if let (Some(i), Some(phase)) = (part.plan.phase_index, key_phase(&part.algorithm, key)) {
+            a[start + i] = phase.to_string();
+        }
     }
 
     fn args(
@@ -384,7 +525,13 @@ impl Inner {
         now: Option<u64>,
         refund: Option<(u64, u64)>,
     ) -> Vec<String> {
-        let mut a = Vec::with_capacity(7 + self.plan.params.len());
+        let mut a = Vec::with_capacity(
+            8 + self
+                .parts
+                .iter()
+                .map(|p| p.plan.params.len() + 1)
+                .sum::<usize>(),
+        );
         a.push(if refund.is_some() { "r" } else { "c" }.to_owned());
         a.push(cost.to_string());
         match now {
@@ -413,9 +560,14 @@ impl Inner {
             }
         }
         a.push(TTL_SLACK_MS.to_string());
-        a.extend(self.plan.params.iter().cloned());
-        if let (Some(i), Some(phase)) = (self.plan.phase_index, key_phase(&self.algorithm, key)) {
-            a[7 + i] = phase.to_string();
+        match &*self.parts {
+            [one] => Self::push_params(&mut a, one, key),
+            parts => {
+                for part in parts {
+                    a.push(part.plan.params.len().to_string());
+                    Self::push_params(&mut a, part, key);
+                }
+            }
         }
         a
     }
@@ -430,12 +582,15 @@ impl Inner {
             Op::Refund { admitted_at } => Some((*admitted_at, now)),
         };
         let (mut conn, generation) = self.conn.get().await?;
-        let mut invocation = self.script.key(self.redis_key(key));
+        let mut invocation = self.script.prepare_invoke();
+        for part in &*self.parts {
+            invocation.key(self.redis_key(key, part));
+        }
         for a in self.args(key, cost, time, refund) {
             invocation.arg(a);
         }
         match invocation.invoke_async::<Vec<i64>>(&mut conn).await {
-            Ok(v) if v.len() == 4 && (v[0] == 0 || v[0] == 1) => Ok(v),
+            Ok(v) if self.well_formed(&v) => Ok(v),
             Ok(v) => Err(Failure::new(
                 Kind::Reply,
                 format!(
@@ -480,16 +635,40 @@ impl Inner {
         result
     }
 
-    fn decision(&self, v: &[i64]) -> Decision {
+    /// A script's reply: four numbers per limit run, every limit but the
+    /// last admitting, and no more than the store's limits; all of them
+    /// unless one denied.
+    fn well_formed(&self, v: &[i64]) -> bool {
+        let runs = v.len() / 4;
+        let flag = |i: usize| v[4 * i];
+        v.len() % 4 == 0
+            && (1..=self.parts.len()).contains(&runs)
+            && (0..runs - 1).all(|i| flag(i) == 1)
+            && (flag(runs - 1) == 1 || flag(runs - 1) == 0)
+            && (runs == self.parts.len() || flag(runs - 1) == 0)
+    }
+
+    /// The decision of a well-formed reply, and the limit it comes from
+    /// when denied (the last limit run).
+    fn decision(&self, v: &[i64]) -> (Decision, usize) {
         let nanos = |x: i64| Duration::from_nanos(u64::try_from(x).unwrap_or(0));
-        Decision {
-            allowed: v[0] == 1,
-            remaining: u64::try_from(v[1]).unwrap_or(0),
-            wait: (v[2] >= 0).then(|| nanos(v[2])),
-            limit: self.algorithm.limit(),
-            window: self.algorithm.window(),
-            reset: nanos(v[3]),
+        let one = |i: usize| {
+            let (v, a) = (&v[4 * i..4 * i + 4], &self.parts[i].algorithm);
+            Decision {
+                allowed: v[0] == 1,
+                remaining: u64::try_from(v[1]).unwrap_or(0),
+                wait: (v[2] >= 0).then(|| nanos(v[2])),
+                limit: a.limit(),
+                window: a.window(),
+                reset: nanos(v[3]),
+            }
+        };
+        let last = v.len() / 4 - 1;
+        let d = one(last);
+        if !d.allowed || last == 0 {
+            return (d, last);
         }
+        (combine((0..=last).map(one).collect()), last)
     }
 
     /// The deny cache's time: the caller's `now` with
@@ -514,8 +693,11 @@ impl Inner {
         // counted down from no later than the real denial.
         let local = self.local_now(now);
         if let Some(cache) = deny {
-            let (limit, window) = (self.algorithm.limit(), self.algorithm.window());
-            if let Some(d) = cache.denied(&key, local, limit, window) {
+            let constants = |i: usize| {
+                let a = &self.parts[i].algorithm;
+                (a.limit(), a.window())
+            };
+            if let Some(d) = cache.denied(&key, local, constants) {
                 #[cfg(feature = "metrics")]
                 metrics::counter!("ratelimit_redis_deny_cache_hits_total").increment(1);
                 return Ok(d);
@@ -523,9 +705,9 @@ impl Inner {
         }
         match self.guarded(&key, cost, now, Op::Check).await {
             Ok(v) => {
-                let d = self.decision(&v);
+                let (d, part) = self.decision(&v);
                 if let Some(cache) = deny.filter(|_| !d.allowed) {
-                    cache.remember(&key, local, &d);
+                    cache.remember(&key, local, &d, part);
                 }
                 Ok(d)
             }
@@ -636,7 +818,7 @@ where
     /// dropped once full, and its memory given back.
     fn maintain(&self, now: u64) {
         if let Some(fallback) = &self.inner.fallback {
-            fallback.memory.maintain(now);
+            fallback.maintain(now);
         }
     }
 }

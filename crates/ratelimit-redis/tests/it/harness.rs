@@ -47,3 +47,33 @@ impl Rng {
         self.below(100) < percent
     }
 }
+
+/// `tasks` concurrent tasks, alternately on stores `a` and `b`, each making
+/// `each` cost-1 checks of `key`: how many were admitted.
+pub async fn admitted_by_tasks(
+    a: &ratelimit_redis::RedisStore,
+    b: &ratelimit_redis::RedisStore,
+    key: &str,
+    tasks: usize,
+    each: usize,
+) -> u64 {
+    use ratelimit_core::Store;
+    let mut handles = Vec::new();
+    for i in 0..tasks {
+        let store = if i % 2 == 0 { a.clone() } else { b.clone() };
+        let key = key.to_owned();
+        handles.push(tokio::spawn(async move {
+            let mut admitted = 0u64;
+            for _ in 0..each {
+                let d = Store::<str>::check(&store, &key, 1, 0).await.unwrap();
+                admitted += u64::from(d.allowed);
+            }
+            admitted
+        }));
+    }
+    let mut total = 0;
+    for h in handles {
+        total += h.await.unwrap();
+    }
+    total
+}

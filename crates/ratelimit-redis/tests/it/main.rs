@@ -10,3 +10,4 @@ mod deny_cache;
 mod errors;
 mod exact;
 mod failure;
+mod multi;
