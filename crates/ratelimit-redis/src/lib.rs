@@ -142,6 +142,35 @@
 //! the refund case above (at most `T`). The integration tests check these
 //! bounds (`tests/it/deny_cache.rs`).
 //!
+//! # Leases
+//!
+//! With [`lease(n, ttl)`](RedisStoreBuilder::lease) (off by default), a
+//! cost-1 check of a key without a lease takes `n` units from Redis in one
+//! check of cost `n`, and this store spends them on that key's next cost-1
+//! checks locally, for up to `ttl`: a hot key costs one round trip per `n`
+//! requests. Unspent units are refunded when the lease expires (at the
+//! key's next check or at [`maintain`](ratelimit_core::Store::maintain)),
+//! when the table ([`DEFAULT_LEASES`] keys) evicts it, at
+//! [`release_leases`](RedisStore::release_leases), or in a task when the
+//! store is dropped on a tokio runtime. A request served from a lease
+//! reports Redis's `remaining` at the take plus the lease's unspent units.
+//!
+//! Leases trade exactness for round trips. Units are counted in Redis when
+//! taken, not when spent, so with `k` instances and leases of `n`:
+//!
+//! - over-admission: units taken at the end of one window and spent in the
+//!   next add to that window's own limit, so any window (of any
+//!   algorithm: for GCRA and the buckets, any burst) can see up to
+//!   `k * (n - 1)` requests more than the limit admits; the fleet never
+//!   takes more than the limit from Redis;
+//! - under-admission: units leased by an instance that then goes quiet are
+//!   missing for the others, up to `k * (n - 1)`, until the lease expires
+//!   (`ttl`) and they are refunded (a fixed window ignores a refund made
+//!   after the window it was taken in: those units are lost with it).
+//!
+//! The integration tests reach the over-admission bound exactly, and not
+//! beyond (`tests/it/lease.rs`). Choose `n` small against the limit.
+//!
 //! # When Redis fails
 //!
 //! Anything but a decision from Redis is a store failure, and every
@@ -210,6 +239,7 @@ mod breaker;
 mod conn;
 mod deny_cache;
 mod failure;
+mod lease;
 mod log_throttle;
 mod plan;
 mod store;
@@ -217,7 +247,7 @@ mod store;
 pub use breaker::{BreakerConfig, BreakerState};
 pub use store::{
     RedisStore, RedisStoreBuilder, StoreFuture, Target, TimeSource, DEFAULT_DENY_CACHE,
-    DEFAULT_PREFIX, DEFAULT_TIMEOUT, MAX_LIMITS,
+    DEFAULT_LEASES, DEFAULT_PREFIX, DEFAULT_TIMEOUT, MAX_LIMITS,
 };
 
 use std::fmt;

@@ -4,6 +4,7 @@ use crate::breaker::{Breaker, BreakerConfig, BreakerState, Outcome};
 use crate::conn::{Backend, Conn};
 use crate::deny_cache::DenyCache;
 use crate::failure::{Failure, Kind};
+use crate::lease::{Leases, Unspent};
 use crate::log_throttle::{LogThrottle, LOG_EVERY};
 use crate::plan::{key_phase, multi_source, Plan};
 use crate::BuildError;
@@ -27,6 +28,9 @@ const TTL_SLACK_MS: u64 = 1_000;
 /// Ages above this are clamped (the scripts keep numbers below 2^53).
 const MAX_AGE: u64 = 1 << 52;
 const NANOS_PER_SEC: u64 = 1_000_000_000;
+/// The most keys holding a lease at once (see
+/// [`RedisStoreBuilder::lease`]).
+pub const DEFAULT_LEASES: usize = 4_096;
 /// The most limits one store checks together.
 pub const MAX_LIMITS: usize = 16;
 
@@ -98,6 +102,7 @@ pub struct RedisStoreBuilder {
     fallback: Option<usize>,
     time: TimeSource,
     deny_cache: usize,
+    lease: Option<(u64, Duration)>,
 }
 
 impl RedisStoreBuilder {
@@ -178,6 +183,28 @@ impl RedisStoreBuilder {
     /// ```
     pub fn and_limit(mut self, algorithm: impl Into<AnyAlgorithm>) -> Self {
         self.more.push(algorithm.into());
+        self
+    }
+
+    /// Local leases (off by default): a cost-1 check of a key with no
+    /// lease takes `size` units from Redis at once (one check of cost
+    /// `size`), and this store spends them on the key's next cost-1 checks
+    /// without a round trip, for up to `ttl`; the units still unspent then
+    /// are given back (refunded, with the take's time as `admitted_at`),
+    /// as are those of a lease evicted from the table ([`DEFAULT_LEASES`]
+    /// keys) and, at [`maintain`](Store::maintain), those of expired
+    /// leases. [`release_leases`](RedisStore::release_leases) gives every
+    /// lease back (at shutdown); dropping the store spawns the same on
+    /// the current tokio runtime, if any. When `size` units are not left,
+    /// the check is an ordinary cost-1 check. `size` below 2 turns leases
+    /// off.
+    ///
+    /// Exactness: see the crate docs, "Leases". With `k` instances and
+    /// leases of `n`, the limit can be exceeded by up to `k * (n - 1)`
+    /// requests in a window, and units held unspent by idle instances are
+    /// missing for up to `ttl`.
+    pub fn lease(mut self, size: u64, ttl: Duration) -> Self {
+        self.lease = (size >= 2).then_some((size, ttl));
         self
     }
 
@@ -264,6 +291,9 @@ impl RedisStoreBuilder {
                 time: self.time,
                 log: LogThrottle::new(LOG_EVERY),
                 deny: (self.deny_cache > 0).then(|| DenyCache::new(self.deny_cache)),
+                leases: self
+                    .lease
+                    .map(|(size, ttl)| Leases::new(DEFAULT_LEASES, size, ttl)),
                 origin: tokio::time::Instant::now(),
             }),
         })
@@ -314,6 +344,8 @@ struct Inner {
     deny: Option<DenyCache>,
     /// The origin of the deny cache's clock with [`TimeSource::Redis`].
     origin: tokio::time::Instant,
+    /// Units taken ahead for keys, spent locally.
+    leases: Option<Leases>,
 }
 
 /// One limit of a store: its algorithm and how Redis runs it.
@@ -427,6 +459,7 @@ impl RedisStore {
             fallback: None,
             time: TimeSource::Redis,
             deny_cache: DEFAULT_DENY_CACHE,
+            lease: None,
         }
     }
 
@@ -497,6 +530,18 @@ impl RedisStore {
             .map_err(|_| {
                 StoreError::Backend(format!("redis: no answer within {:?}", inner.timeout))
             })?
+    }
+
+    /// Gives every lease's unspent units back to Redis and waits for it
+    /// (see [`RedisStoreBuilder::lease`]); for a graceful shutdown.
+    pub async fn release_leases(&self) {
+        let Some(leases) = &self.inner.leases else {
+            return;
+        };
+        for u in leases.drain_expired(u64::MAX) {
+            let now = self.inner.caller_now(&u);
+            let _ = self.inner.refund(u.key, u.units, u.taken_at, now).await;
+        }
     }
 
     fn render<K: fmt::Display + ?Sized>(key: &K) -> String {
@@ -683,7 +728,12 @@ impl Inner {
         }
     }
 
-    async fn check(&self, key: String, cost: u64, now: u64) -> Result<Decision, StoreError> {
+    async fn check(
+        self: &Arc<Self>,
+        key: String,
+        cost: u64,
+        now: u64,
+    ) -> Result<Decision, StoreError> {
         // Only cost-1 denials are cached: their `remaining` is 0 and stays
         // 0 until the wait ends, so the cached answer is the exact one. A
         // peek (cost 0) is always admitted and reports a `remaining` that
@@ -703,6 +753,29 @@ impl Inner {
                 return Ok(d);
             }
         }
+        if let Some(leases) = self.leases.as_ref().filter(|_| cost == 1) {
+            let (spent, expired) = leases.spend(&key, local);
+            self.give_back(expired, now);
+            if let Some(d) = spent {
+                return Ok(d);
+            }
+            match self.guarded(&key, leases.size, now, Op::Check).await {
+                Ok(v) => {
+                    let (d, _) = self.decision(&v);
+                    if d.allowed {
+                        let left = leases.size - 1;
+                        let replaced = leases.insert(&key, left, now, local, &d);
+                        self.give_back(replaced, now);
+                        return Ok(Decision {
+                            remaining: d.remaining.saturating_add(left),
+                            ..d
+                        });
+                    }
+                    // Fewer than `size` units left: an ordinary check.
+                }
+                Err(failure) => return self.failed(&failure, &key, cost, now),
+            }
+        }
         match self.guarded(&key, cost, now, Op::Check).await {
             Ok(v) => {
                 let (d, part) = self.decision(&v);
@@ -711,17 +784,47 @@ impl Inner {
                 }
                 Ok(d)
             }
-            Err(failure) => {
-                self.report(&failure, &key);
-                match &self.fallback {
-                    Some(memory) => {
-                        #[cfg(feature = "metrics")]
-                        metrics::counter!("ratelimit_redis_fallback_total").increment(1);
-                        memory.check(&key, cost, now)
-                    }
-                    None => Err(StoreError::Backend(failure.to_string())),
-                }
+            Err(failure) => self.failed(&failure, &key, cost, now),
+        }
+    }
+
+    /// The failure policy for a check Redis did not decide.
+    fn failed(
+        &self,
+        failure: &Failure,
+        key: &str,
+        cost: u64,
+        now: u64,
+    ) -> Result<Decision, StoreError> {
+        self.report(failure, key);
+        match &self.fallback {
+            Some(memory) => {
+                #[cfg(feature = "metrics")]
+                metrics::counter!("ratelimit_redis_fallback_total").increment(1);
+                memory.check(key, cost, now)
             }
+            None => Err(StoreError::Backend(failure.to_string())),
+        }
+    }
+
+    /// Gives a lease's unspent units back, in a task of its own.
+    fn give_back(self: &Arc<Self>, unspent: Option<Unspent>, now: u64) {
+        if let Some(u) = unspent {
+            let inner = Arc::clone(self);
+            tokio::spawn(async move {
+                let _ = inner.refund(u.key, u.units, u.taken_at, now).await;
+            });
+        }
+    }
+
+    /// The caller's time now, estimated for a lease's refund when no
+    /// caller is at hand: its take's time plus the local time since.
+    fn caller_now(&self, u: &Unspent) -> u64 {
+        match self.time {
+            TimeSource::Caller => u.taken_at,
+            TimeSource::Redis => u
+                .taken_at
+                .saturating_add(self.local_now(0).saturating_sub(u.taken_local)),
         }
     }
 
@@ -788,6 +891,43 @@ impl Inner {
     }
 }
 
+impl Drop for Inner {
+    /// Gives the leases' unspent units back, in a task on the current
+    /// tokio runtime (none: they stay taken until the keys' states refill).
+    fn drop(&mut self) {
+        let Some(leases) = &self.leases else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        for u in leases.drain_expired(u64::MAX) {
+            let now = self.caller_now(&u);
+            let time = (self.time == TimeSource::Caller).then_some(now);
+            let keys: Vec<String> = self
+                .parts
+                .iter()
+                .map(|p| self.redis_key(&u.key, p))
+                .collect();
+            let args = self.args(&u.key, u.units, time, Some((u.taken_at, now)));
+            let (conn, script, timeout) =
+                (Arc::clone(&self.conn), self.script.clone(), self.timeout);
+            runtime.spawn(async move {
+                let work = async {
+                    let (mut c, _) = conn.get().await.ok()?;
+                    let mut invocation = script.prepare_invoke();
+                    for k in keys {
+                        invocation.key(k);
+                    }
+                    for a in args {
+                        invocation.arg(a);
+                    }
+                    invocation.invoke_async::<Vec<i64>>(&mut c).await.ok()
+                };
+                let _ = tokio::time::timeout(timeout, work).await;
+            });
+        }
+    }
+}
+
 /// The future of a [`RedisStore`] call.
 pub type StoreFuture<T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'static>>;
 
@@ -815,8 +955,14 @@ where
 
     /// Bounded upkeep of the in-memory fallback, if any (see
     /// [`MemoryStore::maintain`]): the keys it took during an outage are
-    /// dropped once full, and its memory given back.
+    /// dropped once full, and its memory given back. With leases, the
+    /// unspent units of expired leases are given back (in tasks).
     fn maintain(&self, now: u64) {
+        if let Some(leases) = &self.inner.leases {
+            for u in leases.drain_expired(self.inner.local_now(now)) {
+                self.inner.give_back(Some(u), now);
+            }
+        }
         if let Some(fallback) = &self.inner.fallback {
             fallback.maintain(now);
         }

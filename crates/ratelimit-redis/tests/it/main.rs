@@ -10,4 +10,5 @@ mod deny_cache;
 mod errors;
 mod exact;
 mod failure;
+mod lease;
 mod multi;
