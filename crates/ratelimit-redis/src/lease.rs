@@ -2,9 +2,14 @@
 //! cost `n`), spent here one request at a time, the rest given back when
 //! the lease expires.
 //!
-//! A fixed table like the deny cache's: at most `capacity` leases, in sets
-//! of [`WAYS`]; a new lease takes an empty entry, else the one expiring
-//! first, whose unspent units the store gives back.
+//! Only hot keys take leases: a key's first cost-1 check leaves a marker
+//! (an entry with no units) for `ttl`, and a check that finds the marker
+//! takes the lease. A flood of distinct keys thus costs no units.
+//!
+//! A fixed table like the deny cache's: at most `capacity` entries, in
+//! sets of [`WAYS`]; a new entry takes this key's, an empty or expired
+//! one, else a marker, else the lease expiring first, whose unspent units
+//! the store gives back.
 
 use ratelimit_core::Decision;
 use std::hash::{BuildHasher, RandomState};
@@ -90,26 +95,34 @@ impl Leases {
     }
 
     /// Spends one unit of `key`'s lease at local time `now`, if it has one
-    /// left and has not expired. An expired lease is removed, and its
-    /// unspent units returned for refunding.
-    pub(crate) fn spend(&self, key: &str, now: u64) -> (Option<Decision>, Option<Unspent>) {
+    /// left and has not expired: `Spend::Spent`. Otherwise whether the key
+    /// is hot (checked within `ttl` before), and the unspent units of its
+    /// expired lease, if any, for refunding. A key seen for the first time
+    /// is marked.
+    pub(crate) fn spend(&self, key: &str, now: u64) -> (Spend, Option<Unspent>) {
         let hash = self.hash(key);
         let mut set = self.set(hash);
         let Some(lease) = set.iter_mut().find(|l| l.hash == hash && l.key == key) else {
-            return (None, None);
+            let marker = Lease {
+                hash,
+                key: key.to_owned(),
+                expires: now.saturating_add(self.ttl),
+                ..Lease::default()
+            };
+            let gone = place(&mut set, hash, key, now, marker);
+            return (Spend::Cold, gone);
         };
         if now >= lease.expires {
-            return (None, take(lease));
+            let gone = take(lease);
+            // Seen again after its lease: still hot.
+            return (Spend::Hot, gone);
         }
         if lease.left == 0 {
-            return (None, None);
+            return (Spend::Hot, None);
         }
         lease.left -= 1;
         let spent = spent(lease, now);
-        if lease.left == 0 {
-            *lease = Lease::default();
-        }
-        (Some(spent), None)
+        (Spend::Spent(spent), None)
     }
 
     /// Records a lease of `key` with `left` units unspent, taken at the
@@ -126,13 +139,7 @@ impl Leases {
     ) -> Option<Unspent> {
         let hash = self.hash(key);
         let mut set = self.set(hash);
-        let i = set
-            .iter()
-            .position(|l| l.hash == hash && l.key == key)
-            .or_else(|| set.iter().position(|l| l.hash == 0))
-            .unwrap_or_else(|| (0..WAYS).min_by_key(|&i| set[i].expires).unwrap_or(0));
-        let old = take(&mut set[i]);
-        set[i] = Lease {
+        let lease = Lease {
             hash,
             key: key.to_owned(),
             left,
@@ -146,7 +153,7 @@ impl Leases {
             limit: d.limit,
             window: d.window,
         };
-        old
+        place(&mut set, hash, key, now, lease)
     }
 
     /// Removes the leases expired at local time `now` (every lease with
@@ -162,6 +169,35 @@ impl Leases {
         }
         out
     }
+}
+
+/// Whether a check was served from a lease.
+pub(crate) enum Spend {
+    /// Served: the decision.
+    Spent(Decision),
+    /// Not served; the key was checked within `ttl` before: take a lease.
+    Hot,
+    /// Not served; the key's first check in `ttl` (now marked).
+    Cold,
+}
+
+/// Puts `new` in `set`: in this key's entry, else an empty or expired one,
+/// else a marker, else the lease expiring first. Returns the unspent units
+/// of the lease it replaces.
+fn place(set: &mut [Lease; WAYS], hash: u64, key: &str, now: u64, new: Lease) -> Option<Unspent> {
+    let i = set
+        .iter()
+        .position(|l| l.hash == hash && l.key == key)
+        .or_else(|| set.iter().position(|l| l.hash == 0 || now >= l.expires))
+        .or_else(|| {
+            (0..WAYS)
+                .filter(|&i| set[i].left == 0)
+                .min_by_key(|&i| set[i].expires)
+        })
+        .unwrap_or_else(|| (0..WAYS).min_by_key(|&i| set[i].expires).unwrap_or(0));
+    let old = take(&mut set[i]);
+    set[i] = new;
+    old
 }
 
 /// Empties `lease`, returning its unspent units if any.

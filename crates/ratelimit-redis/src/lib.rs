@@ -106,7 +106,9 @@
 //! passed ([`RedisStoreBuilder::deny_cache`], on by default): the decision
 //! is the one Redis would give (denied, `remaining` 0, `wait` and `reset`
 //! counted down; the HTTP layer's headers and metrics are the same), with
-//! no round trip. A refund from this store clears K. Memory is a fixed
+//! no round trip (with the `metrics` feature, counted in
+//! `ratelimit_redis_deny_cache_hits_total`). A refund from this store
+//! clears K. Memory is a fixed
 //! table ([`DEFAULT_DENY_CACHE`] keys) that evicts the denial ending first
 //! when full; keys are told apart by a 64-bit hash seeded per store.
 //!
@@ -145,8 +147,10 @@
 //! # Leases
 //!
 //! With [`lease(n, ttl)`](RedisStoreBuilder::lease) (off by default), a
-//! cost-1 check of a key without a lease takes `n` units from Redis in one
-//! check of cost `n`, and this store spends them on that key's next cost-1
+//! cost-1 check of a hot key (one checked within `ttl` before: a flood of
+//! distinct keys takes no leases) without a lease takes `n` units from
+//! Redis in one check of cost `n` (when fewer are left, what is left, if
+//! 2 or more), and this store spends them on that key's next cost-1
 //! checks locally, for up to `ttl`: a hot key costs one round trip per `n`
 //! requests. Unspent units are refunded when the lease expires (at the
 //! key's next check or at [`maintain`](ratelimit_core::Store::maintain)),

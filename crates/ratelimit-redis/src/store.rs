@@ -4,7 +4,7 @@ use crate::breaker::{Breaker, BreakerConfig, BreakerState, Outcome};
 use crate::conn::{Backend, Conn};
 use crate::deny_cache::DenyCache;
 use crate::failure::{Failure, Kind};
-use crate::lease::{Leases, Unspent};
+use crate::lease::{Leases, Spend, Unspent};
 use crate::log_throttle::{LogThrottle, LOG_EVERY};
 use crate::plan::{key_phase, multi_source, Plan};
 use crate::BuildError;
@@ -186,16 +186,18 @@ impl RedisStoreBuilder {
         self
     }
 
-    /// Local leases (off by default): a cost-1 check of a key with no
-    /// lease takes `size` units from Redis at once (one check of cost
-    /// `size`), and this store spends them on the key's next cost-1 checks
-    /// without a round trip, for up to `ttl`; the units still unspent then
+    /// Local leases (off by default): a cost-1 check of a hot key (one
+    /// checked within `ttl` before) with no lease takes `size` units from
+    /// Redis at once (one check of cost `size`, at most the smallest
+    /// limit's capacity; when fewer are left, what is left), and this
+    /// store spends them on the key's next cost-1 checks without a round
+    /// trip, for up to `ttl`; the units still unspent then
     /// are given back (refunded, with the take's time as `admitted_at`),
     /// as are those of a lease evicted from the table ([`DEFAULT_LEASES`]
     /// keys) and, at [`maintain`](Store::maintain), those of expired
     /// leases. [`release_leases`](RedisStore::release_leases) gives every
     /// lease back (at shutdown); dropping the store spawns the same on
-    /// the current tokio runtime, if any. When `size` units are not left,
+    /// the current tokio runtime, if any. When not even 2 units are left,
     /// the check is an ordinary cost-1 check. `size` below 2 turns leases
     /// off.
     ///
@@ -260,6 +262,7 @@ impl RedisStoreBuilder {
             }
             parts.push(Part { algorithm, plan });
         }
+        let min_limit = parts.iter().map(|p| p.algorithm.limit()).min().unwrap_or(0);
         let script = match parts.as_slice() {
             [one] => redis::Script::new(&one.plan.source),
             _ => redis::Script::new(&multi_source(parts.iter().map(|p| &p.plan))),
@@ -293,6 +296,9 @@ impl RedisStoreBuilder {
                 deny: (self.deny_cache > 0).then(|| DenyCache::new(self.deny_cache)),
                 leases: self
                     .lease
+                    // A lease above the smallest capacity is never granted.
+                    .map(|(size, ttl)| (size.min(min_limit), ttl))
+                    .filter(|&(size, _)| size >= 2)
                     .map(|(size, ttl)| Leases::new(DEFAULT_LEASES, size, ttl)),
                 origin: tokio::time::Instant::now(),
             }),
@@ -754,28 +760,50 @@ impl Inner {
             }
         }
         if let Some(leases) = self.leases.as_ref().filter(|_| cost == 1) {
-            let (spent, expired) = leases.spend(&key, local);
-            self.give_back(expired, now);
-            if let Some(d) = spent {
-                return Ok(d);
+            let (spend, expired) = leases.spend(&key, local);
+            if let Some(u) = expired {
+                // Back before the next lease is taken, so that it counts.
+                let _ = self.refund(u.key, u.units, u.taken_at, now).await;
             }
-            match self.guarded(&key, leases.size, now, Op::Check).await {
-                Ok(v) => {
-                    let (d, _) = self.decision(&v);
-                    if d.allowed {
-                        let left = leases.size - 1;
-                        let replaced = leases.insert(&key, left, now, local, &d);
-                        self.give_back(replaced, now);
-                        return Ok(Decision {
-                            remaining: d.remaining.saturating_add(left),
-                            ..d
-                        });
+            match spend {
+                Spend::Spent(d) => return Ok(d),
+                Spend::Hot => {}
+                Spend::Cold => return self.decide(key, cost, now, local, deny).await,
+            }
+            // A lease of `size`; when fewer are left, a lease of what is
+            // left (`remaining`, if 2 or more), else an ordinary check.
+            let mut size = leases.size;
+            while size >= 2 {
+                match self.guarded(&key, size, now, Op::Check).await {
+                    Ok(v) => {
+                        let (d, _) = self.decision(&v);
+                        if d.allowed {
+                            let left = size - 1;
+                            let replaced = leases.insert(&key, left, now, local, &d);
+                            self.give_back(replaced, now);
+                            return Ok(Decision {
+                                remaining: d.remaining.saturating_add(left),
+                                ..d
+                            });
+                        }
+                        size = if d.remaining < size { d.remaining } else { 0 };
                     }
-                    // Fewer than `size` units left: an ordinary check.
+                    Err(failure) => return self.failed(&failure, &key, cost, now),
                 }
-                Err(failure) => return self.failed(&failure, &key, cost, now),
             }
         }
+        self.decide(key, cost, now, local, deny).await
+    }
+
+    /// An ordinary check in Redis, its denial remembered in `deny`.
+    async fn decide(
+        &self,
+        key: String,
+        cost: u64,
+        now: u64,
+        local: u64,
+        deny: Option<&DenyCache>,
+    ) -> Result<Decision, StoreError> {
         match self.guarded(&key, cost, now, Op::Check).await {
             Ok(v) => {
                 let (d, part) = self.decision(&v);
