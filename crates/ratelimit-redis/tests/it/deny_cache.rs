@@ -12,20 +12,6 @@ use std::time::Duration;
 
 const EPOCH: u64 = 1_700_000_000_000_000_000;
 
-/// How many times Redis ran a script (`INFO commandstats`): one per round
-/// trip of a store.
-async fn round_trips(c: &mut redis::aio::MultiplexedConnection) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(c)
-        .await
-        .unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
-        .and_then(|l| l.split(',').next())
-        .map_or(0, |n| n.parse().unwrap())
-}
-
 fn caller(url: String, a: impl Into<AnyAlgorithm>, cache: usize) -> RedisStore {
     RedisStore::builder(url, a)
         .time_source(TimeSource::Caller)
@@ -57,7 +43,7 @@ async fn a_flood_of_denials_makes_no_round_trips() {
     }
     let first = check(&store, "flood", 1, 0).await;
     assert!(!first.allowed);
-    let before = round_trips(&mut admin).await;
+    let before = crate::harness::round_trips(&mut admin).await;
     for _ in 0..1_000 {
         let d = check(&store, "flood", 1, 0).await;
         assert!(!d.allowed);
@@ -65,11 +51,11 @@ async fn a_flood_of_denials_makes_no_round_trips() {
         assert!(d.wait.unwrap() <= first.wait.unwrap());
         assert!(d.reset <= first.reset);
     }
-    assert_eq!(round_trips(&mut admin).await - before, 0);
+    assert_eq!(crate::harness::round_trips(&mut admin).await - before, 0);
     // Peeks and other costs still go to Redis.
     assert!(check(&store, "flood", 0, 0).await.allowed);
     assert!(!check(&store, "flood", 2, 0).await.allowed);
-    assert_eq!(round_trips(&mut admin).await - before, 2);
+    assert_eq!(crate::harness::round_trips(&mut admin).await - before, 2);
 }
 
 /// One instance: the cached answers are Redis's, field for field, at every
@@ -201,11 +187,11 @@ async fn many_denied_keys_stay_within_the_cap() {
         assert!(check(&store, &k, 1, t).await.allowed);
         assert!(!check(&store, &k, 1, t).await.allowed);
     }
-    let before = round_trips(&mut admin).await;
+    let before = crate::harness::round_trips(&mut admin).await;
     for i in 0..64 {
         assert!(!check(&store, &format!("k{i}"), 1, t + 1).await.allowed);
     }
-    let trips = round_trips(&mut admin).await - before;
+    let trips = crate::harness::round_trips(&mut admin).await - before;
     let hits = 64 - trips;
     assert!(hits <= 8, "{hits} keys answered locally with a cap of 8");
     assert!(hits >= 1, "the latest keys are kept");

@@ -77,3 +77,17 @@ pub async fn admitted_by_tasks(
     }
     total
 }
+
+/// How many times Redis ran a script (`INFO commandstats`): one per round
+/// trip of a store.
+pub async fn round_trips(c: &mut redis::aio::MultiplexedConnection) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(c)
+        .await
+        .unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
+        .and_then(|l| l.split(',').next())
+        .map_or(0, |n| n.parse().unwrap())
+}

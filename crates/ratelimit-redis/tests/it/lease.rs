@@ -39,18 +39,6 @@ async fn left(url: String, key: &str, now: u64) -> u64 {
         .remaining
 }
 
-async fn round_trips(c: &mut redis::aio::MultiplexedConnection) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(c)
-        .await
-        .unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
-        .and_then(|l| l.split(',').next())
-        .map_or(0, |n| n.parse().unwrap())
-}
-
 /// 20 requests of a hot key: its first check, a lease of 10, a lease of 10
 /// refused (9 left), a lease of 9. Then the denials: a refused lease, the
 /// check that denies, and the deny cache for the rest.
@@ -62,11 +50,11 @@ async fn a_hot_key_costs_one_round_trip_per_lease() {
     for i in 0..20 {
         assert!(admitted(&store, "hot", T0 + i).await, "request {i}");
     }
-    assert_eq!(round_trips(&mut admin).await, 4);
+    assert_eq!(crate::harness::round_trips(&mut admin).await, 4);
     for i in 0..100 {
         assert!(!admitted(&store, "hot", T0 + 20 + i).await);
     }
-    assert_eq!(round_trips(&mut admin).await, 6);
+    assert_eq!(crate::harness::round_trips(&mut admin).await, 6);
 }
 
 /// Two instances, leases of 10, a window of 40: both take a lease at the
