@@ -250,8 +250,8 @@ mod store;
 
 pub use breaker::{BreakerConfig, BreakerState};
 pub use store::{
-    RedisStore, RedisStoreBuilder, StoreFuture, Target, TimeSource, DEFAULT_DENY_CACHE,
-    DEFAULT_LEASES, DEFAULT_PREFIX, DEFAULT_TIMEOUT, MAX_LIMITS,
+    CheckFuture, RedisStore, RedisStoreBuilder, StoreFuture, Target, TimeSource,
+    DEFAULT_DENY_CACHE, DEFAULT_LEASES, DEFAULT_PREFIX, DEFAULT_TIMEOUT, MAX_LIMITS,
 };
 
 use std::fmt;

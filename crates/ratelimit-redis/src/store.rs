@@ -747,18 +747,8 @@ impl Inner {
         let deny = self.deny.as_ref().filter(|_| cost == 1);
         // Read before the call: Redis decides after it, so the wait is
         // counted down from no later than the real denial.
+        // (The deny cache was looked up by `Store::check`, see `cached`.)
         let local = self.local_now(now);
-        if let Some(cache) = deny {
-            let constants = |i: usize| {
-                let a = &self.parts[i].algorithm;
-                (a.limit(), a.window())
-            };
-            if let Some(d) = cache.denied(&key, local, constants) {
-                #[cfg(feature = "metrics")]
-                metrics::counter!("ratelimit_redis_deny_cache_hits_total").increment(1);
-                return Ok(d);
-            }
-        }
         if let Some(leases) = self.leases.as_ref().filter(|_| cost == 1) {
             let (spend, expired) = leases.spend(&key, local);
             if let Some(u) = expired {
@@ -814,6 +804,19 @@ impl Inner {
             }
             Err(failure) => self.failed(&failure, &key, cost, now),
         }
+    }
+
+    /// The deny cache's answer to a check, if it has one (see `check`).
+    fn cached(&self, key: &str, cost: u64, now: u64) -> Option<Decision> {
+        let cache = self.deny.as_ref().filter(|_| cost == 1)?;
+        let constants = |i: usize| {
+            let a = &self.parts[i].algorithm;
+            (a.limit(), a.window())
+        };
+        let d = cache.denied(key, self.local_now(now), constants)?;
+        #[cfg(feature = "metrics")]
+        metrics::counter!("ratelimit_redis_deny_cache_hits_total").increment(1);
+        Some(d)
     }
 
     /// The failure policy for a check Redis did not decide.
@@ -956,6 +959,42 @@ impl Drop for Inner {
     }
 }
 
+/// The future of a [`RedisStore`] check: ready at once when the deny
+/// cache answers, else a round trip.
+pub struct CheckFuture(CheckState);
+
+enum CheckState {
+    Ready(Option<Result<Decision, StoreError>>),
+    Pending(StoreFuture<Decision>),
+}
+
+impl Future for CheckFuture {
+    type Output = Result<Decision, StoreError>;
+
+    fn poll(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        match &mut self.0 {
+            CheckState::Ready(answer) => {
+                std::task::Poll::Ready(answer.take().unwrap_or_else(|| {
+                    Err(StoreError::Backend("check polled after completion".into()))
+                }))
+            }
+            CheckState::Pending(f) => f.as_mut().poll(cx),
+        }
+    }
+}
+
+impl fmt::Debug for CheckFuture {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self.0 {
+            CheckState::Ready(_) => "CheckFuture(ready)",
+            CheckState::Pending(_) => "CheckFuture(pending)",
+        })
+    }
+}
+
 /// The future of a [`RedisStore`] call.
 pub type StoreFuture<T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'static>>;
 
@@ -963,14 +1002,20 @@ impl<K> Store<K> for RedisStore
 where
     K: fmt::Display + Send + Sync + ?Sized,
 {
-    type CheckFuture = StoreFuture<Decision>;
+    type CheckFuture = CheckFuture;
     type RefundFuture = StoreFuture<()>;
 
-    /// Decides in Redis (see [`TimeSource`] for what `now` is used for).
+    /// Decides in Redis (see [`TimeSource`] for what `now` is used for),
+    /// or at once from the deny cache.
     fn check(&self, key: &K, cost: u64, now: u64) -> Self::CheckFuture {
-        let inner = Arc::clone(&self.inner);
         let key = Self::render(key);
-        Box::pin(async move { inner.check(key, cost, now).await })
+        if let Some(d) = self.inner.cached(&key, cost, now) {
+            return CheckFuture(CheckState::Ready(Some(Ok(d))));
+        }
+        let inner = Arc::clone(&self.inner);
+        CheckFuture(CheckState::Pending(Box::pin(async move {
+            inner.check(key, cost, now).await
+        })))
     }
 
     /// Gives back `cost` admitted at `admitted_at` (the caller's clock,
