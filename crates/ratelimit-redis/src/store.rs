@@ -838,14 +838,18 @@ impl Inner {
         }
     }
 
-    /// Gives a lease's unspent units back, in a task of its own.
+    /// Gives a lease's unspent units back, in a task of its own (outside
+    /// a tokio runtime, they stay taken until the key's state refills).
     fn give_back(self: &Arc<Self>, unspent: Option<Unspent>, now: u64) {
-        if let Some(u) = unspent {
-            let inner = Arc::clone(self);
-            tokio::spawn(async move {
-                let _ = inner.refund(u.key, u.units, u.taken_at, now).await;
-            });
-        }
+        let Some(u) = unspent else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::debug!(target: "ratelimit_redis", key = ?u.key, units = u.units, "no tokio runtime: lease units not given back");
+            return;
+        };
+        let inner = Arc::clone(self);
+        runtime.spawn(async move {
+            let _ = inner.refund(u.key, u.units, u.taken_at, now).await;
+        });
     }
 
     /// The caller's time now, estimated for a lease's refund when no
