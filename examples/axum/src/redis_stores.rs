@@ -20,6 +20,7 @@ pub struct RedisStores {
     client: redis::Client,
     timeout: Duration,
     max_keys: usize,
+    lease: Option<u64>,
 }
 
 impl RedisStores {
@@ -30,6 +31,7 @@ impl RedisStores {
             client: redis::Client::open(url)?,
             timeout: DEFAULT_TIMEOUT,
             max_keys: DEFAULT_MAX_KEYS,
+            lease: None,
         })
     }
 
@@ -75,15 +77,30 @@ impl RedisStores {
     }
 }
 
+impl RedisStores {
+    /// Local leases of `size` units for 1 s (`RATELIMIT_LEASE`; off by
+    /// default): a hot key costs one round trip per `size` requests, and
+    /// a limit may be exceeded by `copies * (size - 1)` per window (see
+    /// `ratelimit_redis::RedisStoreBuilder::lease`).
+    pub fn lease(mut self, size: u64) -> Self {
+        self.lease = Some(size);
+        self
+    }
+}
+
 impl Stores for RedisStores {
     type Store<K: StoreKey> = RedisStore;
 
     fn store<K: StoreKey>(&self, name: &str, algorithm: AnyAlgorithm) -> RedisStore {
-        RedisStore::builder(self.client.clone(), algorithm)
+        let builder = RedisStore::builder(self.client.clone(), algorithm)
             .prefix(format!("axum-example:{name}:"))
             .timeout(self.timeout)
-            .fallback_to_memory(self.max_keys)
-            .build()
-            .expect("the example's limits and names suit Redis")
+            .fallback_to_memory(self.max_keys);
+        match self.lease {
+            Some(size) => builder.lease(size, Duration::from_secs(1)),
+            None => builder,
+        }
+        .build()
+        .expect("the example's limits and names suit Redis")
     }
 }

@@ -6,6 +6,9 @@ mod harness;
 #[cfg(feature = "cluster")]
 mod cluster;
 mod concurrency;
+mod deny_cache;
 mod errors;
 mod exact;
 mod failure;
+mod lease;
+mod multi;
