@@ -1,93 +1,22 @@
 //! The fair queue and the adaptive limit, on tokio's paused clock.
 
 use bytes::Bytes;
-use http::request::Parts;
 use http::{Request, Response, StatusCode};
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
 use tower::{Service, ServiceExt};
 use tower_layer::Layer;
 use tower_ratelimit::fair::{AdaptiveLimit, FairQueue, FairQueueLayer};
-use tower_ratelimit::key::KeyError;
 
-type Key = fn(&Parts) -> Result<u32, KeyError>;
-
-fn client(p: &Parts) -> Result<u32, KeyError> {
-    p.headers
-        .get("x-client")
-        .and_then(|v| v.to_str().ok()?.parse().ok())
-        .ok_or(KeyError::missing("X-Client header"))
-}
-
-fn req(client: u32) -> Request<()> {
-    Request::get("/")
-        .header("x-client", client.to_string())
-        .body(())
-        .unwrap()
-}
-
-type BoxFut = Pin<Box<dyn Future<Output = Result<Response<Bytes>, Infallible>> + Send>>;
-
-/// A backend of `capacity` whose latency is `base` up to its capacity and
-/// grows past it: `base * x * (1 + (x - 1) / 2)` with `x` the concurrency
-/// over the capacity, so its throughput falls as it is overloaded (at 4 x
-/// capacity, to 40 %).
-#[derive(Clone)]
-struct Backend {
-    base: Duration,
-    capacity: usize,
-    running: Arc<AtomicUsize>,
-    peak: Arc<AtomicUsize>,
-    done: Arc<AtomicUsize>,
-}
-
-impl Backend {
-    fn new(base: Duration, capacity: usize) -> Self {
-        Self {
-            base,
-            capacity,
-            running: Arc::default(),
-            peak: Arc::default(),
-            done: Arc::default(),
-        }
-    }
-
-    fn latency(&self, n: usize) -> Duration {
-        let x = (n as f64 / self.capacity as f64).max(1.0);
-        self.base.mul_f64(x * (1.0 + (x - 1.0) / 2.0))
-    }
-}
-
-impl Service<Request<()>> for Backend {
-    type Response = Response<Bytes>;
-    type Error = Infallible;
-    type Future = BoxFut;
-
-    fn poll_ready(
-        &mut self,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Result<(), Infallible>> {
-        std::task::Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, _req: Request<()>) -> BoxFut {
-        let this = self.clone();
-        Box::pin(async move {
-            let n = this.running.fetch_add(1, Ordering::SeqCst) + 1;
-            this.peak.fetch_max(n, Ordering::SeqCst);
-            tokio::time::sleep(this.latency(n)).await;
-            this.running.fetch_sub(1, Ordering::SeqCst);
-            this.done.fetch_add(1, Ordering::SeqCst);
-            Ok(Response::new(Bytes::from_static(b"ok")))
-        })
-    }
-}
+#[path = "support/backend.rs"]
+mod backend;
+use backend::{client, req, Backend, Key};
 
 fn queue(c: usize, per_key: usize, total: usize) -> FairQueueLayer<Key> {
     FairQueueLayer::builder(client as Key)
