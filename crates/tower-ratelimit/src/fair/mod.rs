@@ -379,3 +379,105 @@ impl AdaptiveLimit {
         }
     }
 }
+
+#[cfg(all(test, feature = "metrics"))]
+mod metrics_tests {
+    use super::*;
+    use metrics::{
+        Counter, CounterFn, Gauge, GaugeFn, Histogram, Key, KeyName, Metadata, Recorder,
+        SharedString, Unit,
+    };
+    use std::collections::BTreeMap;
+    use tower_service::Service;
+
+    type Values = Arc<Mutex<BTreeMap<String, f64>>>;
+
+    /// Keeps each counter's total and each gauge's last value, by
+    /// `name{labels}`.
+    #[derive(Default)]
+    struct Rec(Values);
+
+    struct One(String, Values);
+
+    impl CounterFn for One {
+        fn increment(&self, v: u64) {
+            *self.1.lock().unwrap().entry(self.0.clone()).or_default() += v as f64;
+        }
+        fn absolute(&self, v: u64) {
+            self.1.lock().unwrap().insert(self.0.clone(), v as f64);
+        }
+    }
+
+    impl GaugeFn for One {
+        fn increment(&self, v: f64) {
+            *self.1.lock().unwrap().entry(self.0.clone()).or_default() += v;
+        }
+        fn decrement(&self, v: f64) {
+            *self.1.lock().unwrap().entry(self.0.clone()).or_default() -= v;
+        }
+        fn set(&self, v: f64) {
+            self.1.lock().unwrap().insert(self.0.clone(), v);
+        }
+    }
+
+    fn name(key: &Key) -> String {
+        let labels: Vec<String> = key
+            .labels()
+            .map(|l| format!("{}={}", l.key(), l.value()))
+            .collect();
+        format!("{}{{{}}}", key.name(), labels.join(","))
+    }
+
+    impl Recorder for Rec {
+        fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+            Counter::from_arc(Arc::new(One(name(key), self.0.clone())))
+        }
+        fn register_gauge(&self, key: &Key, _: &Metadata<'_>) -> Gauge {
+            Gauge::from_arc(Arc::new(One(name(key), self.0.clone())))
+        }
+        fn register_histogram(&self, _: &Key, _: &Metadata<'_>) -> Histogram {
+            Histogram::noop()
+        }
+    }
+
+    #[test]
+    fn the_limit_is_a_gauge_and_refusals_are_counted() {
+        let rec = Rec::default();
+        let values = rec.0.clone();
+        metrics::with_local_recorder(&rec, || {
+            let limit = AdaptiveLimit::builder(Duration::from_millis(10))
+                .name("api")
+                .initial(10)
+                .build()
+                .unwrap();
+            let now = tokio::time::Instant::now();
+            limit.sample(now, Duration::from_millis(20), 10);
+            assert_eq!(
+                values.lock().unwrap()["ratelimit_adaptive_limit{limit=api}"],
+                9.0
+            );
+
+            let inner = tower::service_fn(|_: http::Request<()>| {
+                std::future::pending::<Result<http::Response<bytes::Bytes>, ()>>()
+            });
+            let mut svc = FairQueueLayer::builder(Global)
+                .concurrency(1)
+                .max_per_key(0)
+                .max_total(0)
+                .name("q")
+                .build()
+                .unwrap()
+                .layer(inner);
+            let _running = svc.call(http::Request::new(()));
+            let _refused = svc.call(http::Request::new(()));
+            assert_eq!(
+                values.lock().unwrap()
+                    ["ratelimit_fair_queue_rejected_total{queue=q,reason=queue_full}"],
+                1.0
+            );
+        });
+    }
+}
