@@ -70,7 +70,8 @@ impl From<AdaptiveLimit> for Capacity {
 /// [`FairQueueBuilder::adaptive`](super::FairQueueBuilder::adaptive)),
 /// which then serves its current capacity, fairly across keys; or use
 /// [`AdaptiveLimit::layer`] for a limit that answers 503 at once when
-/// full, without a queue.
+/// full, without a queue. (Each queue counts its own requests in flight:
+/// a limit given to two queues lets each run up to it.)
 ///
 /// The limit is traced (`debug`) when its integer value changes and, with
 /// the `metrics` feature, exported as the gauge `ratelimit_adaptive_limit`

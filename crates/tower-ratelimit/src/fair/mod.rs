@@ -25,6 +25,9 @@
 //!   waiting requests, so the table holds at most the total queue length
 //!   of keys; with every place taken, a flood of new keys gets 503s and
 //!   allocates nothing.
+//! - A request without a key gets the key error's 4xx (the same
+//!   [`Rejection::KeyError`](crate::response::Rejection::KeyError) as the
+//!   rate-limit layer's default policy); it is never queued.
 //! - Decided in `call` (`poll_ready` is always ready), answered with a
 //!   response, never an error; layer and service are `Clone + Send + Sync`
 //!   (clones share the queue).
@@ -272,6 +275,13 @@ where
     /// latency is reported to it.
     pub fn adaptive(mut self, limit: AdaptiveLimit) -> Self {
         self.capacity = Capacity::Adaptive(limit);
+        self
+    }
+
+    /// At most as many requests at once as `capacity` says: a number, an
+    /// [`AdaptiveLimit`], or a [`Capacity`].
+    pub fn capacity(mut self, capacity: impl Into<Capacity>) -> Self {
+        self.capacity = capacity.into();
         self
     }
 
