@@ -9,10 +9,11 @@
 //! deterministic, and fast.
 //!
 //! ```text
-//! cargo run --release -p tower-ratelimit --example overload
+//! cargo run --release -p tower-ratelimit --example overload -- --svg docs/overload.svg
 //! ```
 //!
-//! Prints a Markdown table (the one in BENCHMARKS.md).
+//! Prints a Markdown table (the one in BENCHMARKS.md) and, with `--svg
+//! FILE`, draws goodput and polite success per setup as an SVG chart.
 
 #[path = "../tests/support/backend.rs"]
 mod backend;
@@ -244,6 +245,15 @@ fn main() {
         .start_paused(true)
         .build()
         .unwrap();
+    let svg = match std::env::args().skip(1).collect::<Vec<_>>().as_slice() {
+        [] => None,
+        [flag, path] if flag == "--svg" => Some(path.clone()),
+        _ => {
+            eprintln!("usage: overload [--svg FILE]");
+            std::process::exit(2);
+        }
+    };
+    let mut rows = Vec::new();
     println!("| setup | polite success | polite p50 | polite p99 | flooder's share | goodput (of capacity) | backend p99 | limit at the end |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|");
     for (name, label) in SETUPS {
@@ -258,7 +268,73 @@ fn main() {
             ms(r.backend_p99),
             r.limit.map_or("-".to_owned(), |l| l.to_string()),
         );
+        rows.push((name, r));
     }
+    if let Some(path) = svg {
+        if let Err(e) = chart(&rows, &path) {
+            eprintln!("cannot draw {path}: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+/// Goodput and polite success per setup, as grouped bars.
+fn chart(rows: &[(&str, Row)], path: &str) -> Result<(), Box<dyn std::error::Error>> {
+    use plotters::prelude::*;
+    const GOODPUT: RGBColor = RGBColor(66, 133, 244);
+    const POLITE: RGBColor = RGBColor(52, 168, 83);
+    let root = SVGBackend::new(path, (900, 460)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let n = rows.len() as f64;
+    let mut c = ChartBuilder::on(&root)
+        .caption(
+            "One client flooding at 20 x capacity, 10 polite clients",
+            ("sans-serif", 20),
+        )
+        .margin(15)
+        .x_label_area_size(35)
+        .y_label_area_size(55)
+        .build_cartesian_2d(0f64..n, 0f64..125f64)?;
+    c.configure_mesh()
+        .disable_x_mesh()
+        .x_labels(rows.len() * 2 + 1)
+        .x_label_formatter(&|x| {
+            let i = x.floor() as usize;
+            if (x - i as f64 - 0.5).abs() < 0.01 && i < rows.len() {
+                rows[i].0.to_owned()
+            } else {
+                String::new()
+            }
+        })
+        .y_labels(6)
+        .light_line_style(WHITE)
+        .y_desc("%")
+        .label_style(("sans-serif", 14))
+        .draw()?;
+    for (bar, color, value) in [
+        (0, GOODPUT, (|r: &Row| r.goodput) as fn(&Row) -> f64),
+        (1, POLITE, |r: &Row| r.polite_success),
+    ] {
+        let label = if bar == 0 {
+            "goodput (of the backend's capacity)"
+        } else {
+            "polite requests served"
+        };
+        c.draw_series(rows.iter().enumerate().map(|(i, (_, r))| {
+            let x = i as f64 + 0.12 + 0.38 * bar as f64;
+            Rectangle::new([(x, 0.0), (x + 0.36, value(r) * 100.0)], color.filled())
+        }))?
+        .label(label)
+        .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
+    }
+    c.configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .draw()?;
+    root.present()?;
+    Ok(())
 }
 
 fn ms(d: Duration) -> String {
