@@ -212,7 +212,12 @@ fn reject<X: KeyExtractor, R: ResponseBuilder<B>, B>(
             shared.response.build(Rejection::Limited(&info))
         }
         Refusal::QueueFull | Refusal::Timeout => {
-            let e = StoreError::Backend(format!("fair queue {:?} is full", shared.name));
+            let what = if matches!(why, Refusal::Timeout) {
+                "waited past its deadline in"
+            } else {
+                "found no place in"
+            };
+            let e = StoreError::Backend(format!("request {what} fair queue {:?}", shared.name));
             shared.response.build(Rejection::Unavailable(&e))
         }
     };
