@@ -10,8 +10,8 @@
 //! queue.
 //!
 //! - Bounded per key and in total: a request that cannot be queued gets
-//!   `429 Too Many Requests` when its own key's queue is full, or
-//!   `503 Service Unavailable` when the whole queue is; one that waits past
+//!   `503 Service Unavailable` when the whole queue is full, otherwise
+//!   `429 Too Many Requests` when its own key's queue is; one that waits past
 //!   [`max_wait`](FairQueueBuilder::max_wait) gets 503. Each carries
 //!   `Retry-After` (the time to drain the queue at the measured service
 //!   time, at least 1 s). The responses come from the same
@@ -24,7 +24,11 @@
 //! - Memory bounded under a key flood: a key has state only while it has
 //!   waiting requests, so the table holds at most the total queue length
 //!   of keys; with every place taken, a flood of new keys gets 503s and
-//!   allocates nothing.
+//!   allocates nothing. The other side of that bound: a flood from many
+//!   keys at once (each up to its own bound) can fill the whole queue, and
+//!   every new client then gets 503 until places free. Keep
+//!   `max_per_key` small against `max_total`, and key by network where
+//!   floods come from many addresses (IPv6 keys are /64 already).
 //! - A request without a key gets the key error's 4xx (the same
 //!   [`Rejection::KeyError`](crate::response::Rejection::KeyError) as the
 //!   rate-limit layer's default policy); it is never queued.
