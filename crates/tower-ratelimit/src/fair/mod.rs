@@ -309,7 +309,7 @@ where
     }
 
     /// What a request costs in the round robin (1 by default; clamped to
-    /// 1..=64 quanta): a key is served about `quantum` cost units per
+    /// 1..=64 quanta, so a cost of 0 counts as 1): a key is served about `quantum` cost units per
     /// turn.
     pub fn cost(mut self, cost: impl Cost) -> Self {
         self.cost = Some(Box::new(cost));
