@@ -151,6 +151,7 @@ mod shared;
 mod stable_key;
 mod upkeep;
 
+pub mod fair;
 pub mod key;
 pub mod policy;
 pub mod response;

@@ -285,7 +285,25 @@ pub fn app_with<S: Stores>(config: &Config, stores: &S) -> Router {
         .build()
         .expect(fixed);
 
+    // GET /reports: expensive (about 100 ms each), at most 4 at once,
+    // fair-queued by client IP: 8 waiting per client, 64 in all, none longer
+    // than 10 s; a client whose queue is full gets 429, anyone when the
+    // whole queue is full gets 503.
+    let reports = tower_ratelimit::fair::FairQueueLayer::builder(config.client_ip.clone())
+        .name("reports")
+        .concurrency(4)
+        .max_per_key(8)
+        .max_total(64)
+        .max_wait(Duration::from_secs(10))
+        .build()
+        .expect(fixed);
+    let report = || async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        Json(json!({ "report": "ready" }))
+    };
+
     Router::new()
+        .route("/reports", get(report).layer(reports))
         .route("/tickets", post(create_ticket).route_layer(tickets))
         .route("/accounts", post(create_account).route_layer(accounts))
         .route("/login", post(login_handler).route_layer(login))
