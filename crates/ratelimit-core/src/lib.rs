@@ -39,6 +39,7 @@ mod decision;
 mod duration;
 mod error;
 mod log_throttle;
+mod spec;
 mod store;
 
 pub use algorithm::{
@@ -49,7 +50,8 @@ pub use algorithm::{
 };
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::Decision;
-pub use duration::parse_duration;
+pub use duration::{format_duration, parse_duration};
 pub use error::{ConfigError, StoreError};
 pub use log_throttle::LogThrottle;
+pub use spec::SpecError;
 pub use store::{AtCapacity, MemoryStore, MemoryStoreBuilder, Store};

@@ -11,4 +11,5 @@ mod harness;
 mod horizon;
 mod model;
 mod props;
+mod spec;
 mod validation;
