@@ -147,6 +147,7 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+mod any_store;
 mod breaker;
 mod conn;
 mod failure;
@@ -154,6 +155,7 @@ mod log_throttle;
 mod plan;
 mod store;
 
+pub use any_store::{AnyStore, AnyStoreFuture, StoreSettings};
 pub use breaker::{BreakerConfig, BreakerState};
 pub use store::{
     RedisStore, RedisStoreBuilder, StoreFuture, Target, TimeSource, DEFAULT_PREFIX, DEFAULT_TIMEOUT,

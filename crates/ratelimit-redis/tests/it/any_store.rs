@@ -1,0 +1,144 @@
+//! `StoreSettings` and `AnyStore`: a store chosen by settings, in memory or
+//! in Redis, used through `Store` alike.
+
+use crate::server;
+use ratelimit_core::{AnyAlgorithm, Store};
+use ratelimit_redis::{AnyStore, StoreSettings};
+use std::time::Duration;
+
+fn gcra(spec: &str) -> AnyAlgorithm {
+    spec.parse().unwrap()
+}
+
+async fn admitted<S: Store<String>>(store: &S, key: &str, n: usize) -> usize {
+    let mut admitted = 0;
+    for _ in 0..n {
+        if store.check(&key.to_owned(), 1, 0).await.unwrap().allowed {
+            admitted += 1;
+        }
+    }
+    admitted
+}
+
+#[tokio::test]
+async fn memory_by_settings() {
+    let settings = StoreSettings::Memory { max_keys: Some(10) };
+    let store: AnyStore<String> = settings.build("login", gcra("gcra 3/1h")).unwrap();
+    assert!(matches!(store, AnyStore::Memory(_)));
+    assert_eq!(store.algorithm().to_string(), "gcra 3/1h");
+    assert_eq!(admitted(&store, "a", 5).await, 3);
+    assert_eq!(admitted(&store, "b", 5).await, 3);
+    let refund = store.refund(&"a".to_owned(), 1, 0, 0).await;
+    assert_eq!(refund, Ok(()));
+    assert_eq!(admitted(&store, "a", 5).await, 1);
+    store.maintain(0);
+}
+
+#[tokio::test]
+async fn redis_by_settings_shared_by_two_instances_and_apart_per_limit() {
+    let server = server!();
+    let settings = StoreSettings::Redis {
+        url: server.url(),
+        prefix: Some("app:".to_owned()),
+        timeout: Some(Duration::from_secs(5)),
+        fallback_max_keys: None,
+    };
+    let a: AnyStore<String> = settings.build("login", gcra("gcra 3/1h")).unwrap();
+    let b: AnyStore<String> = settings.build("login", gcra("gcra 3/1h")).unwrap();
+    let other: AnyStore<String> = settings.build("search", gcra("gcra 3/1h")).unwrap();
+    assert!(matches!(a, AnyStore::Redis(_)));
+    // Two instances share one limit's state ...
+    assert_eq!(admitted(&a, "k", 2).await, 2);
+    assert_eq!(admitted(&b, "k", 5).await, 1);
+    // ... and another limit with the same algorithm has its own.
+    assert_eq!(admitted(&other, "k", 5).await, 3);
+    if let AnyStore::Redis(r) = &a {
+        assert!(
+            r.redis_key("k").starts_with("app:login:{k}:"),
+            "{}",
+            r.redis_key("k")
+        );
+    }
+}
+
+#[tokio::test]
+async fn redis_fallback_by_settings() {
+    let mut server = server!();
+    let with = StoreSettings::Redis {
+        url: server.url(),
+        prefix: None,
+        timeout: Some(Duration::from_millis(200)),
+        fallback_max_keys: Some(100),
+    };
+    let without = StoreSettings::Redis {
+        url: server.url(),
+        prefix: None,
+        timeout: Some(Duration::from_millis(200)),
+        fallback_max_keys: None,
+    };
+    let with: AnyStore<String> = with.build("l", gcra("gcra 2/1h")).unwrap();
+    let without: AnyStore<String> = without.build("l", gcra("gcra 2/1h")).unwrap();
+    server.kill();
+    // Redis is gone: the fallback decides in memory, exactly ...
+    assert_eq!(admitted(&with, "k", 5).await, 2);
+    // ... and without one the failure is an error for the layer's policy.
+    let err = without.check(&"k".to_owned(), 1, 0).await.unwrap_err();
+    assert!(err.to_string().contains("redis"), "{err}");
+}
+
+#[test]
+fn bad_settings_are_errors() {
+    let bad_url = StoreSettings::Redis {
+        url: "http://nope".to_owned(),
+        prefix: None,
+        timeout: None,
+        fallback_max_keys: None,
+    };
+    let err = bad_url.build::<String>("l", gcra("gcra 1/1s")).unwrap_err();
+    assert!(err.to_string().contains("http://nope"), "{err}");
+    let braces = StoreSettings::Redis {
+        url: "redis://127.0.0.1/".to_owned(),
+        prefix: None,
+        timeout: None,
+        fallback_max_keys: None,
+    };
+    let err = braces
+        .build::<String>("{l}", gcra("gcra 1/1s"))
+        .unwrap_err();
+    assert!(err.to_string().contains("braces"), "{err}");
+}
+
+#[cfg(feature = "serde")]
+#[test]
+fn settings_from_toml() {
+    #[derive(serde::Deserialize)]
+    struct File {
+        store: StoreSettings,
+    }
+    let file: File = toml::from_str(
+        "[store]\nkind = \"redis\"\nurl = \"redis://127.0.0.1:6379/\"\ntimeout = \"20ms\"\nfallback-max-keys = 5000\n",
+    )
+    .unwrap();
+    assert_eq!(
+        file.store,
+        StoreSettings::Redis {
+            url: "redis://127.0.0.1:6379/".to_owned(),
+            prefix: None,
+            timeout: Some(Duration::from_millis(20)),
+            fallback_max_keys: Some(5000),
+        }
+    );
+    let file: File = toml::from_str("[store]\nkind = \"memory\"\nmax-keys = 7\n").unwrap();
+    assert_eq!(file.store, StoreSettings::Memory { max_keys: Some(7) });
+    for (doc, want) in [
+        ("[store]\nkind = \"disk\"\n", "disk"),
+        (
+            "[store]\nkind = \"redis\"\nurl = \"redis://x/\"\ntimeout = \"soon\"\n",
+            "soon",
+        ),
+        ("[store]\nkind = \"memory\"\nmax_keys = 7\n", "max_keys"),
+    ] {
+        let err = toml::from_str::<File>(doc).err().unwrap().to_string();
+        assert!(err.contains(want) && err.contains("line"), "{doc}: {err}");
+    }
+}
