@@ -154,6 +154,8 @@ mod upkeep;
 pub mod key;
 pub mod policy;
 pub mod response;
+#[cfg(feature = "serde")]
+pub mod table;
 
 pub use builder::RateLimitBuilder;
 pub use clock::TokioClock;

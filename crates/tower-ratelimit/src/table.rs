@@ -1,0 +1,581 @@
+//! A policy table: every limit of an app as data, read from a TOML file and
+//! turned into layers of an axum [`Router`] by one call (feature `serde`).
+//!
+//! ```toml
+//! # Each [[limit]] is one layer; they are checked in this order.
+//! [[limit]]
+//! name = "tickets"
+//! algorithm = "gcra 1/5m"           # ratelimit-core's spec form, or a table
+//! key = "bearer"                    # see below
+//! routes = ["POST /tickets"]        # "METHOD /path" or "/path"; none: every route
+//!
+//! [[limit]]
+//! name = "login-failures"
+//! algorithm = "sliding-log 5/1h"
+//! key = "client-ip"
+//! routes = ["POST /login"]
+//! count = [401]                     # only these statuses count (default: all)
+//!
+//! [[limit]]
+//! name = "search"
+//! algorithm = "leaky-bucket 10/1s queue 5"
+//! key = "client-ip+route"           # a composite: both parts
+//! mode = "shape"                    # enforce (default), dry-run, shape
+//! cost = 1                          # default 1
+//! headers = "ietf"                  # ietf (default), legacy, both, none
+//! on-key-error = "reject"           # reject (default), allow, allow-missing
+//! ```
+//!
+//! Keys: `peer-ip`, `client-ip` (through the trusted proxies of
+//! [`PolicyOptions::client_ip`]), `header:NAME`, `api-key` (`X-API-Key`),
+//! `bearer`, `global`, `route` (method and matched path), and composites
+//! joined by `+` (`client-ip+route`).
+//!
+//! Routes are matched against axum's matched path (the route as written,
+//! `/users/{id}`), or the request's path outside a router; a request on a
+//! route the entry does not list passes that layer untouched.
+//!
+//! Every error names the file, the line, and the entry:
+//! `limits.toml:7: limit "tickets": unknown key "baerer"`.
+
+use crate::key::{
+    ApiKey, Bearer, ClientIp, Global, Header, HeaderKey, IpKey, KeyError, KeyExtractor, PeerIp,
+    Route, RouteKey,
+};
+use crate::policy::{KeyErrorPolicy, Mode, Selection};
+use crate::response::Headers;
+use crate::RateLimitLayer;
+use axum::extract::MatchedPath;
+use axum::Router;
+use http::request::Parts;
+use http::{Method, StatusCode};
+use ratelimit_core::{AnyAlgorithm, Clock, StableHasher, StableKey, Store};
+use serde::{Deserialize, Deserializer};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::Arc;
+
+/// Why a policy table was rejected: where, which entry, and what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyError {
+    /// The file, when the table was read from one.
+    pub file: Option<PathBuf>,
+    /// The line (1-based), when known.
+    pub line: Option<usize>,
+    /// The entry's name, when known.
+    pub entry: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for PolicyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.file, self.line) {
+            (Some(file), Some(line)) => write!(f, "{}:{line}: ", file.display())?,
+            (Some(file), None) => write!(f, "{}: ", file.display())?,
+            (None, Some(line)) => write!(f, "line {line}: ")?,
+            (None, None) => {}
+        }
+        if let Some(entry) = &self.entry {
+            write!(f, "limit {entry:?}: ")?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for PolicyError {}
+
+/// One part of a key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum KeyPart {
+    PeerIp,
+    ClientIp,
+    Header(http::HeaderName),
+    ApiKey,
+    Bearer,
+    Global,
+    Route,
+}
+
+/// What an entry keys on: one part, or several joined by `+`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeySpec(Vec<KeyPart>);
+
+impl FromStr for KeySpec {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let parts = s
+            .split('+')
+            .map(|p| {
+                Ok(match p.trim() {
+                    "peer-ip" => KeyPart::PeerIp,
+                    "client-ip" => KeyPart::ClientIp,
+                    "api-key" => KeyPart::ApiKey,
+                    "bearer" => KeyPart::Bearer,
+                    "global" => KeyPart::Global,
+                    "route" => KeyPart::Route,
+                    other => match other.strip_prefix("header:") {
+                        Some(name) => match http::HeaderName::try_from(name) {
+                            Ok(name) => KeyPart::Header(name),
+                            Err(_) => return Err(format!("bad header name {name:?} in key {s:?}")),
+                        },
+                        None => {
+                            return Err(format!(
+                                "unknown key {other:?}: expected peer-ip, client-ip, header:NAME, \
+                                 api-key, bearer, global, route, or several joined by +"
+                            ))
+                        }
+                    },
+                })
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        if parts.len() > 4 {
+            return Err(format!("key {s:?} has more than 4 parts"));
+        }
+        Ok(Self(parts))
+    }
+}
+
+/// A route an entry applies to: a method (or any) and a path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteSpec {
+    method: Option<Method>,
+    path: String,
+}
+
+impl FromStr for RouteSpec {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (method, path) = match s.trim().split_once(' ') {
+            Some((m, p)) => {
+                let m =
+                    Method::from_str(m).map_err(|_| format!("bad method {m:?} in route {s:?}"))?;
+                (Some(m), p.trim())
+            }
+            None => (None, s.trim()),
+        };
+        if !path.starts_with('/') || path.contains(char::is_whitespace) {
+            return Err(format!(
+                "bad route {s:?}: expected \"/path\" or \"METHOD /path\""
+            ));
+        }
+        Ok(Self {
+            method,
+            path: path.to_owned(),
+        })
+    }
+}
+
+impl RouteSpec {
+    fn matches(&self, req: &Parts) -> bool {
+        if self.method.as_ref().is_some_and(|m| *m != req.method) {
+            return false;
+        }
+        match req.extensions.get::<MatchedPath>() {
+            Some(m) => m.as_str() == self.path,
+            None => req.uri.path() == self.path,
+        }
+    }
+}
+
+fn parsed<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: FromStr<Err = String>,
+{
+    let s = String::deserialize(d)?;
+    s.parse().map_err(serde::de::Error::custom)
+}
+
+fn parsed_list<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: FromStr<Err = String>,
+{
+    Vec::<String>::deserialize(d)?
+        .iter()
+        .map(|s| s.parse().map_err(serde::de::Error::custom))
+        .collect()
+}
+
+fn statuses<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<StatusCode>>, D::Error> {
+    Vec::<u16>::deserialize(d)?
+        .into_iter()
+        .map(|n| {
+            StatusCode::from_u16(n).map_err(|_| {
+                serde::de::Error::custom(format!("bad status {n}: expected 100 to 999"))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
+fn mode<'de, D: Deserializer<'de>>(d: D) -> Result<Mode, D::Error> {
+    match String::deserialize(d)?.as_str() {
+        "enforce" => Ok(Mode::Enforce),
+        "dry-run" => Ok(Mode::DryRun),
+        "shape" => Ok(Mode::Shape),
+        other => Err(serde::de::Error::custom(format!(
+            "bad mode {other:?}: expected enforce, dry-run or shape"
+        ))),
+    }
+}
+
+fn headers<'de, D: Deserializer<'de>>(d: D) -> Result<Headers, D::Error> {
+    match String::deserialize(d)?.as_str() {
+        "ietf" => Ok(Headers::new()),
+        "legacy" => Ok(Headers::new().ietf(false).legacy(true)),
+        "both" => Ok(Headers::new().legacy(true)),
+        "none" => Ok(Headers::none()),
+        other => Err(serde::de::Error::custom(format!(
+            "bad headers {other:?}: expected ietf, legacy, both or none"
+        ))),
+    }
+}
+
+fn key_error<'de, D: Deserializer<'de>>(d: D) -> Result<KeyErrorPolicy, D::Error> {
+    match String::deserialize(d)?.as_str() {
+        "reject" => Ok(KeyErrorPolicy::Reject),
+        "allow" => Ok(KeyErrorPolicy::Allow),
+        "allow-missing" => Ok(KeyErrorPolicy::AllowMissing),
+        other => Err(serde::de::Error::custom(format!(
+            "bad on-key-error {other:?}: expected reject, allow or allow-missing"
+        ))),
+    }
+}
+
+fn one() -> u64 {
+    1
+}
+
+/// One named limit of a [`PolicyTable`].
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct PolicyEntry {
+    /// The limit's name (shown in the `RateLimit` headers).
+    pub name: String,
+    /// The algorithm and its settings.
+    pub algorithm: AnyAlgorithm,
+    /// What the limit keys on.
+    #[serde(deserialize_with = "parsed")]
+    pub key: KeySpec,
+    /// The routes it applies to; empty: every route.
+    #[serde(default, deserialize_with = "parsed_list")]
+    pub routes: Vec<RouteSpec>,
+    /// The cost of each request (default 1).
+    #[serde(default = "one")]
+    pub cost: u64,
+    /// The statuses that count; `None`: every response.
+    #[serde(default, deserialize_with = "statuses")]
+    pub count: Option<Vec<StatusCode>>,
+    /// Enforce, dry-run or shape.
+    #[serde(default, deserialize_with = "mode")]
+    pub mode: Mode,
+    /// Which header fields to send.
+    #[serde(default, deserialize_with = "headers")]
+    pub headers: Headers,
+    /// What to do when the request has no usable key.
+    #[serde(default, deserialize_with = "key_error")]
+    pub on_key_error: KeyErrorPolicy,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    limit: Vec<toml::Spanned<PolicyEntry>>,
+}
+
+/// Every limit of an app: see the [module docs](self) for the file.
+#[derive(Debug, Clone)]
+pub struct PolicyTable {
+    entries: Vec<PolicyEntry>,
+}
+
+/// The line of byte `offset` in `text`.
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// The `name` of the `[[limit]]` block holding byte `offset`, if any.
+fn entry_at(text: &str, offset: usize) -> Option<String> {
+    let offset = offset.min(text.len());
+    let start = if text[offset..].starts_with("[[limit]]") {
+        offset
+    } else {
+        text[..offset].rfind("[[limit]]")?
+    };
+    let end = text[start + 9..]
+        .find("[[limit]]")
+        .map_or(text.len(), |e| start + 9 + e);
+    text[start..end].lines().find_map(|l| {
+        let (k, v) = l.split_once('=')?;
+        (k.trim() == "name").then(|| v.trim().trim_matches('"').to_owned())
+    })
+}
+
+impl PolicyTable {
+    /// Reads a table from TOML text; `file` only names it in errors.
+    pub fn from_toml(text: &str, file: Option<&Path>) -> Result<Self, PolicyError> {
+        let error = |offset: Option<usize>, entry: Option<String>, message: String| PolicyError {
+            file: file.map(Path::to_path_buf),
+            line: offset.map(|o| line_of(text, o)),
+            entry: entry.or_else(|| offset.and_then(|o| entry_at(text, o))),
+            message,
+        };
+        let parsed: File = toml::from_str(text).map_err(|e| {
+            let start = e.span().map(|s| s.start);
+            error(start, None, e.message().trim().to_owned())
+        })?;
+        let mut entries: Vec<PolicyEntry> = Vec::with_capacity(parsed.limit.len());
+        for spanned in parsed.limit {
+            let at = Some(spanned.span().start);
+            let entry = spanned.into_inner();
+            let fail = |message: String| error(at, Some(entry.name.clone()), message);
+            if entry.name.is_empty()
+                || entry.name.len() > 64
+                || !entry
+                    .name
+                    .bytes()
+                    .all(|b| (0x21..=0x7e).contains(&b) && b != b'"')
+            {
+                return Err(fail(
+                    "a name is 1 to 64 visible ASCII characters, without quotes".to_owned(),
+                ));
+            }
+            if entries.iter().any(|e| e.name == entry.name) {
+                return Err(fail("the name is used twice".to_owned()));
+            }
+            if entry.mode == Mode::Shape && !matches!(entry.algorithm, AnyAlgorithm::LeakyBucket(_))
+            {
+                return Err(fail(
+                    "mode \"shape\" needs a leaky-bucket algorithm".to_owned(),
+                ));
+            }
+            entries.push(entry);
+        }
+        if entries.len() > 64 {
+            return Err(error(
+                None,
+                None,
+                format!("{} limits: at most 64", entries.len()),
+            ));
+        }
+        Ok(Self { entries })
+    }
+
+    /// Reads a table from a TOML file.
+    pub fn load(path: impl AsRef<Path>) -> Result<Self, PolicyError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|e| PolicyError {
+            file: Some(path.to_path_buf()),
+            line: None,
+            entry: None,
+            message: format!("cannot read: {e}"),
+        })?;
+        Self::from_toml(&text, Some(path))
+    }
+
+    /// The entries, in the file's order.
+    pub fn entries(&self) -> &[PolicyEntry] {
+        &self.entries
+    }
+
+    /// Adds a layer for every entry to `router` (as route layers, so they
+    /// see the matched path; add every route first), the first entry
+    /// outermost. `store` makes each entry's store from its name and
+    /// algorithm (`MemoryStore::new`, or ratelimit-redis's
+    /// `StoreSettings::build`).
+    pub fn apply<St, E>(
+        &self,
+        mut router: Router,
+        options: &PolicyOptions,
+        mut store: impl FnMut(&str, AnyAlgorithm) -> Result<St, E>,
+    ) -> Result<Router, PolicyError>
+    where
+        St: Store<PolicyKey, CheckFuture: Unpin, RefundFuture: Unpin>,
+        E: fmt::Display,
+    {
+        let mut layers = Vec::with_capacity(self.entries.len());
+        for entry in &self.entries {
+            let fail = |message: String| PolicyError {
+                file: None,
+                line: None,
+                entry: Some(entry.name.clone()),
+                message,
+            };
+            let store = store(&entry.name, entry.algorithm).map_err(|e| fail(e.to_string()))?;
+            let extractor = PolicyExtractor {
+                routes: entry.routes.clone().into(),
+                parts: entry
+                    .key
+                    .0
+                    .iter()
+                    .map(|p| Part::new(p, &options.client_ip))
+                    .collect(),
+            };
+            let skip = |_: &Parts, key: &PolicyKey| match key {
+                PolicyKey::Skip => Selection::NONE,
+                _ => Selection::ALL,
+            };
+            let mut builder = RateLimitLayer::builder(extractor)
+                .limit(entry.name.clone(), store)
+                .select(skip)
+                .mode(entry.mode)
+                .headers(entry.headers)
+                .on_key_error(entry.on_key_error);
+            if entry.cost != 1 {
+                let cost = entry.cost;
+                builder = builder.cost(crate::policy::FixedCost(cost));
+            }
+            if let Some(count) = entry.count.clone() {
+                builder = builder
+                    .count_if(move |res: &http::response::Parts| count.contains(&res.status));
+            }
+            if let Some(clock) = &options.clock {
+                builder = builder.shared_clock(Arc::clone(clock));
+            }
+            layers.push(builder.build().map_err(|e| fail(e.to_string()))?);
+        }
+        for layer in layers.into_iter().rev() {
+            router = router.route_layer(layer);
+        }
+        Ok(router)
+    }
+}
+
+/// What the table's layers need from the app.
+#[derive(Clone, Default)]
+pub struct PolicyOptions {
+    /// The proxies whose forwarding headers `client-ip` trusts (default:
+    /// none, so `client-ip` is the peer's address).
+    pub client_ip: Option<ClientIp>,
+    /// The clock (default: the layer's).
+    pub clock: Option<Arc<dyn Clock>>,
+}
+
+impl fmt::Debug for PolicyOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PolicyOptions")
+            .field("client_ip", &self.client_ip)
+            .field("clock", &self.clock.is_some())
+            .finish()
+    }
+}
+
+/// One part of an extractor.
+enum Part {
+    PeerIp(PeerIp),
+    ClientIp(ClientIp),
+    Header(Header),
+    ApiKey(ApiKey),
+    Bearer(Bearer),
+    Global,
+    Route,
+}
+
+impl Part {
+    fn new(part: &KeyPart, client_ip: &Option<ClientIp>) -> Self {
+        match part {
+            KeyPart::PeerIp => Self::PeerIp(PeerIp::new()),
+            KeyPart::ClientIp => {
+                Self::ClientIp(client_ip.clone().unwrap_or_else(|| ClientIp::trusting([])))
+            }
+            KeyPart::Header(name) => Self::Header(Header::new(name.clone())),
+            KeyPart::ApiKey => Self::ApiKey(ApiKey::new()),
+            KeyPart::Bearer => Self::Bearer(Bearer::new()),
+            KeyPart::Global => Self::Global,
+            KeyPart::Route => Self::Route,
+        }
+    }
+
+    fn extract(&self, req: &Parts) -> Result<PolicyKey, KeyError> {
+        Ok(match self {
+            Self::PeerIp(x) => PolicyKey::Ip(x.extract(req)?),
+            Self::ClientIp(x) => PolicyKey::Ip(x.extract(req)?),
+            Self::Header(x) => PolicyKey::Text(x.extract(req)?),
+            Self::ApiKey(x) => PolicyKey::Text(x.extract(req)?),
+            Self::Bearer(x) => PolicyKey::Text(x.extract(req)?),
+            Self::Global => {
+                Global.extract(req)?;
+                PolicyKey::Global
+            }
+            Self::Route => PolicyKey::Route(Route.extract(req)?),
+        })
+    }
+}
+
+/// The key extractor of a table's entry.
+struct PolicyExtractor {
+    routes: Box<[RouteSpec]>,
+    parts: Box<[Part]>,
+}
+
+impl KeyExtractor for PolicyExtractor {
+    type Key = PolicyKey;
+
+    fn extract(&self, req: &Parts) -> Result<PolicyKey, KeyError> {
+        if !self.routes.is_empty() && !self.routes.iter().any(|r| r.matches(req)) {
+            return Ok(PolicyKey::Skip);
+        }
+        match &*self.parts {
+            [one] => one.extract(req),
+            parts => Ok(PolicyKey::Composite(
+                parts
+                    .iter()
+                    .map(|p| p.extract(req))
+                    .collect::<Result<_, _>>()?,
+            )),
+        }
+    }
+}
+
+/// The key of a table's limit: whichever its `key` names.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum PolicyKey {
+    /// The request is on a route the entry does not list (never stored).
+    Skip,
+    /// A client's IP (or prefix).
+    Ip(IpKey),
+    /// A header's value, an API key or a bearer token.
+    Text(HeaderKey),
+    /// Everyone.
+    Global,
+    /// A route.
+    Route(RouteKey),
+    /// Several parts.
+    Composite(Box<[PolicyKey]>),
+}
+
+impl fmt::Display for PolicyKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Skip => f.write_str("-"),
+            Self::Ip(k) => k.fmt(f),
+            Self::Text(k) => k.fmt(f),
+            Self::Global => f.write_str("global"),
+            Self::Route(k) => k.fmt(f),
+            Self::Composite(parts) => {
+                for (i, p) in parts.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str("|")?;
+                    }
+                    p.fmt(f)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl StableKey for PolicyKey {
+    fn write_stable(&self, h: &mut StableHasher) {
+        use std::fmt::Write;
+        // `StableHasher`'s `fmt::Write` never fails.
+        let _ = write!(h, "{self}");
+    }
+}
