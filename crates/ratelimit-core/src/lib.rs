@@ -48,6 +48,8 @@ pub use algorithm::{
     SlidingWindowState, StableHasher, StableKey, StateWord, TokenBucket, WindowState,
     DEFAULT_MAX_LOG_ENTRIES,
 };
+#[cfg(feature = "live")]
+pub use algorithm::{LiveAlgorithm, LiveError, LiveState, MAX_OVERRIDES};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::Decision;
 pub use duration::{format_duration, parse_duration};

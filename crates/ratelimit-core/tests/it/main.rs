@@ -9,6 +9,8 @@ mod concurrency;
 mod example;
 mod harness;
 mod horizon;
+#[cfg(feature = "live")]
+mod live;
 mod model;
 mod props;
 mod spec;
