@@ -24,6 +24,7 @@
 //! cost = 1                          # default 1
 //! headers = "ietf"                  # ietf (default), legacy, both, none
 //! on-key-error = "reject"           # reject (default), allow, allow-missing
+//! overrides = { "10.0.0.7|POST /search" = "leaky-bucket 100/1s queue 50" }
 //! ```
 //!
 //! Keys: `peer-ip`, `client-ip` (through the trusted proxies of
@@ -37,6 +38,32 @@
 //!
 //! Every error names the file, the line, and the entry:
 //! `limits.toml:7: limit "tickets": unknown key "baerer"`.
+//!
+//! [`PolicyTable::apply`] returns a [`PolicyHandle`] too: it reloads the
+//! algorithms and overrides from an edited table or file (on `SIGHUP` and
+//! on file change with [`PolicyHandle::watch`]), keeping every client's
+//! used quota where the kind of algorithm stays (see
+//! [`LiveAlgorithm`]), and adds or removes per-key overrides at run time.
+//! A bad file is rejected whole, with a logged error, and the running
+//! limits stay.
+//!
+//! ```
+//! use axum::{routing::post, Router};
+//! use ratelimit_core::{LiveAlgorithm, MemoryStore};
+//! use std::convert::Infallible;
+//! use tower_ratelimit::table::{PolicyKey, PolicyOptions, PolicyTable};
+//!
+//! let table = PolicyTable::from_toml(
+//!     "[[limit]]\nname = \"login\"\nalgorithm = \"gcra 5/1m\"\nkey = \"client-ip\"\nroutes = [\"POST /login\"]\n",
+//!     None,
+//! )?;
+//! let router = Router::new().route("/login", post(|| async { "ok" }));
+//! let (router, handle) = table.apply(router, &PolicyOptions::default(), |_, live: &LiveAlgorithm| {
+//!     Ok::<_, Infallible>(MemoryStore::<_, PolicyKey>::new(live.clone()))
+//! })?;
+//! # let _ = (router, handle);
+//! # Ok::<(), tower_ratelimit::table::PolicyError>(())
+//! ```
 
 use crate::key::{
     ApiKey, Bearer, ClientIp, Global, Header, HeaderKey, IpKey, KeyError, KeyExtractor, PeerIp,
@@ -49,11 +76,15 @@ use axum::extract::MatchedPath;
 use axum::Router;
 use http::request::Parts;
 use http::{Method, StatusCode};
-use ratelimit_core::{AnyAlgorithm, Clock, StableHasher, StableKey, Store};
+use ratelimit_core::{
+    AnyAlgorithm, Clock, LiveAlgorithm, StableHasher, StableKey, Store, MAX_OVERRIDES,
+};
 use serde::{Deserialize, Deserializer};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Why a policy table was rejected: where, which entry, and what.
@@ -280,6 +311,40 @@ pub struct PolicyEntry {
     /// What to do when the request has no usable key.
     #[serde(default, deserialize_with = "key_error")]
     pub on_key_error: KeyErrorPolicy,
+    /// Per-key algorithms, by the key's text (an API key, a bearer token,
+    /// an IP; for a composite key, its parts joined by `|`): at most
+    /// [`MAX_OVERRIDES`].
+    #[serde(default)]
+    pub overrides: BTreeMap<String, AnyAlgorithm>,
+}
+
+impl PolicyEntry {
+    /// Whether `other` differs from this entry only in what a reload can
+    /// change (the algorithm and the overrides); if not, the name of the
+    /// first field that differs.
+    fn unchanged_but_limits(&self, other: &PolicyEntry) -> Result<(), &'static str> {
+        let checks = [
+            (self.key == other.key, "key"),
+            (self.routes == other.routes, "routes"),
+            (self.cost == other.cost, "cost"),
+            (self.count == other.count, "count"),
+            (self.mode == other.mode, "mode"),
+            (self.headers == other.headers, "headers"),
+            (self.on_key_error == other.on_key_error, "on-key-error"),
+        ];
+        match checks.iter().find(|(same, _)| !same) {
+            Some((_, field)) => Err(field),
+            None => Ok(()),
+        }
+    }
+
+    /// The overrides as the live algorithm takes them.
+    fn override_list(&self) -> Vec<(&str, AnyAlgorithm)> {
+        self.overrides
+            .iter()
+            .map(|(k, a)| (k.as_str(), *a))
+            .collect()
+    }
 }
 
 #[derive(Deserialize)]
@@ -355,6 +420,12 @@ impl PolicyTable {
                     "mode \"shape\" needs a leaky-bucket algorithm".to_owned(),
                 ));
             }
+            if entry.overrides.len() > MAX_OVERRIDES {
+                return Err(fail(format!(
+                    "{} overrides: at most {MAX_OVERRIDES}",
+                    entry.overrides.len()
+                )));
+            }
             entries.push(entry);
         }
         if entries.len() > 64 {
@@ -386,20 +457,25 @@ impl PolicyTable {
 
     /// Adds a layer for every entry to `router` (as route layers, so they
     /// see the matched path; add every route first), the first entry
-    /// outermost. `store` makes each entry's store from its name and
-    /// algorithm (`MemoryStore::new`, or ratelimit-redis's
-    /// `StoreSettings::build`).
+    /// outermost, and returns the router with a [`PolicyHandle`] that
+    /// changes the limits while they run.
+    ///
+    /// `store` makes each entry's store from its name and its
+    /// [`LiveAlgorithm`]: `MemoryStore::new(live.clone())` keeps the limits
+    /// live; a store built from `live.get()` (ratelimit-redis's
+    /// `StoreSettings::build`) keeps the settings it was built with.
     pub fn apply<St, E>(
         &self,
         mut router: Router,
         options: &PolicyOptions,
-        mut store: impl FnMut(&str, AnyAlgorithm) -> Result<St, E>,
-    ) -> Result<Router, PolicyError>
+        mut store: impl FnMut(&str, &LiveAlgorithm) -> Result<St, E>,
+    ) -> Result<(Router, PolicyHandle), PolicyError>
     where
         St: Store<PolicyKey, CheckFuture: Unpin, RefundFuture: Unpin>,
         E: fmt::Display,
     {
         let mut layers = Vec::with_capacity(self.entries.len());
+        let mut live = Vec::with_capacity(self.entries.len());
         for entry in &self.entries {
             let fail = |message: String| PolicyError {
                 file: None,
@@ -407,7 +483,12 @@ impl PolicyTable {
                 entry: Some(entry.name.clone()),
                 message,
             };
-            let store = store(&entry.name, entry.algorithm).map_err(|e| fail(e.to_string()))?;
+            let algorithm = LiveAlgorithm::new(entry.algorithm);
+            algorithm
+                .replace(entry.algorithm, &entry.override_list())
+                .map_err(|e| fail(e.to_string()))?;
+            let store = store(&entry.name, &algorithm).map_err(|e| fail(e.to_string()))?;
+            live.push((entry.clone(), algorithm));
             let extractor = PolicyExtractor {
                 routes: entry.routes.clone().into(),
                 parts: entry
@@ -428,8 +509,7 @@ impl PolicyTable {
                 .headers(entry.headers)
                 .on_key_error(entry.on_key_error);
             if entry.cost != 1 {
-                let cost = entry.cost;
-                builder = builder.cost(crate::policy::FixedCost(cost));
+                builder = builder.cost(crate::policy::FixedCost(entry.cost));
             }
             if let Some(count) = entry.count.clone() {
                 builder = builder
@@ -443,7 +523,164 @@ impl PolicyTable {
         for layer in layers.into_iter().rev() {
             router = router.route_layer(layer);
         }
-        Ok(router)
+        let handle = PolicyHandle {
+            limits: live.into(),
+            reloads: AtomicU64::new(0),
+        };
+        Ok((router, handle))
+    }
+}
+
+/// Changes a table's limits while they run: from another table (a
+/// reload), or one key at a time (overrides, through
+/// [`limit`](Self::limit)).
+///
+/// A reload changes each entry's algorithm and overrides (see
+/// [`LiveAlgorithm`] for what each key keeps); anything else (an entry
+/// added, removed, renamed or moved, a key, routes, cost, counted
+/// statuses, mode, headers) needs a restart, and a table that changes it
+/// is rejected whole, naming the entry and the field: the running limits
+/// stay as they were.
+#[derive(Debug)]
+pub struct PolicyHandle {
+    limits: Box<[(PolicyEntry, LiveAlgorithm)]>,
+    reloads: AtomicU64,
+}
+
+impl PolicyHandle {
+    /// The live algorithm of the entry `name` (to read it, or to add and
+    /// remove per-key overrides).
+    pub fn limit(&self, name: &str) -> Option<&LiveAlgorithm> {
+        self.limits
+            .iter()
+            .find(|(e, _)| e.name == name)
+            .map(|(_, a)| a)
+    }
+
+    /// How many reloads have been applied.
+    pub fn reloads(&self) -> u64 {
+        self.reloads.load(Ordering::Relaxed)
+    }
+
+    /// Applies `table`'s algorithms and overrides, all or nothing.
+    pub fn reload(&self, table: &PolicyTable) -> Result<(), PolicyError> {
+        let fail = |entry: Option<&str>, message: String| PolicyError {
+            file: None,
+            line: None,
+            entry: entry.map(str::to_owned),
+            message,
+        };
+        if table.entries.len() != self.limits.len() {
+            return Err(fail(
+                None,
+                format!(
+                    "{} limits where {} run: adding or removing a limit needs a restart",
+                    table.entries.len(),
+                    self.limits.len()
+                ),
+            ));
+        }
+        for (new, (old, _)) in table.entries.iter().zip(self.limits.iter()) {
+            if new.name != old.name {
+                return Err(fail(
+                    Some(&new.name),
+                    format!(
+                        "where {:?} runs: renaming or moving a limit needs a restart",
+                        old.name
+                    ),
+                ));
+            }
+            new.unchanged_but_limits(old).map_err(|field| {
+                fail(
+                    Some(&new.name),
+                    format!("changing its {field} needs a restart"),
+                )
+            })?;
+        }
+        for (new, (_, live)) in table.entries.iter().zip(self.limits.iter()) {
+            live.replace(new.algorithm, &new.override_list())
+                .map_err(|e| fail(Some(&new.name), e.to_string()))?;
+        }
+        self.reloads.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Reads `path` and applies it ([`reload`](Self::reload)); errors
+    /// name the file.
+    pub fn reload_file(&self, path: &Path) -> Result<(), PolicyError> {
+        let table = PolicyTable::load(path)?;
+        self.reload(&table).map_err(|mut e| {
+            e.file = Some(path.to_path_buf());
+            e
+        })
+    }
+
+    /// Reloads `path` on `SIGHUP` (Unix) and whenever its contents change
+    /// (read every `poll`; a change is applied once the contents have
+    /// held still for one more read, so an editor's partial write is not
+    /// taken). Every reload is logged: `info` when applied, `error` with
+    /// the reason when rejected (the running limits stay). The task ends
+    /// when every other `Arc` of the handle is dropped; it needs a tokio
+    /// runtime.
+    pub fn watch(self: &Arc<Self>, path: impl Into<PathBuf>, poll: std::time::Duration) {
+        let (handle, path) = (Arc::downgrade(self), path.into());
+        #[cfg(unix)]
+        let mut hangup = {
+            use tokio::signal::unix::{signal, SignalKind};
+            signal(SignalKind::hangup())
+                .map_err(|e| {
+                    tracing::error!(error = %e, "no SIGHUP handler: reloading on file change only");
+                })
+                .ok()
+        };
+        tokio::spawn(async move {
+            let mut seen = std::fs::read(&path).ok();
+            let mut pending: Option<Option<Vec<u8>>> = None;
+            loop {
+                #[cfg(unix)]
+                let hup = async {
+                    match hangup.as_mut() {
+                        Some(h) => h.recv().await,
+                        None => std::future::pending().await,
+                    }
+                };
+                #[cfg(not(unix))]
+                let hup = std::future::pending::<Option<()>>();
+                let signalled = tokio::select! {
+                    _ = hup => true,
+                    _ = tokio::time::sleep(poll) => false,
+                };
+                let Some(handle) = handle.upgrade() else {
+                    return;
+                };
+                let now = std::fs::read(&path).ok();
+                let apply = if signalled {
+                    true
+                } else if now == seen {
+                    pending = None;
+                    false
+                } else if pending.as_ref() == Some(&now) {
+                    true
+                } else {
+                    pending = Some(now.clone());
+                    false
+                };
+                if !apply {
+                    continue;
+                }
+                seen = now;
+                pending = None;
+                let why = if signalled { "SIGHUP" } else { "file changed" };
+                match handle.reload_file(&path) {
+                    Ok(()) => tracing::info!(file = %path.display(), why, "rate limits reloaded"),
+                    Err(e) => tracing::error!(
+                        error = %e,
+                        why,
+                        "rate-limit reload rejected; the running limits stay"
+                    ),
+                }
+            }
+        });
     }
 }
 

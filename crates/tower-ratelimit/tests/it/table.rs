@@ -5,12 +5,12 @@ use crate::common::get_from;
 use axum::http::{Method, Request, StatusCode};
 use axum::routing::{get, post};
 use axum::Router;
-use ratelimit_core::{AnyAlgorithm, ManualClock, MemoryStore};
+use ratelimit_core::{LiveAlgorithm, ManualClock, MemoryStore};
 use std::convert::Infallible;
 use std::path::Path;
 use std::sync::Arc;
 use tower::ServiceExt;
-use tower_ratelimit::table::{PolicyKey, PolicyOptions, PolicyTable};
+use tower_ratelimit::table::{PolicyHandle, PolicyKey, PolicyOptions, PolicyTable};
 
 const TABLE: &str = r#"
 [[limit]]
@@ -42,6 +42,10 @@ mode = "dry-run"
 "#;
 
 fn app(table: &PolicyTable, clock: &ManualClock) -> Router {
+    app_and_handle(table, clock).0
+}
+
+fn app_and_handle(table: &PolicyTable, clock: &ManualClock) -> (Router, PolicyHandle) {
     let router = Router::new()
         .route(
             "/tickets",
@@ -55,8 +59,8 @@ fn app(table: &PolicyTable, clock: &ManualClock) -> Router {
         ..PolicyOptions::default()
     };
     table
-        .apply(router, &options, |_, a: AnyAlgorithm| {
-            Ok::<_, Infallible>(MemoryStore::<AnyAlgorithm, PolicyKey>::new(a))
+        .apply(router, &options, |_, live: &LiveAlgorithm| {
+            Ok::<_, Infallible>(MemoryStore::<LiveAlgorithm, PolicyKey>::new(live.clone()))
         })
         .unwrap()
 }
@@ -222,4 +226,159 @@ fn an_unreadable_file_is_named() {
             .starts_with("/nonexistent/limits.toml: cannot read"),
         "{err}"
     );
+}
+
+const LIVE: &str = r#"
+[[limit]]
+name = "tickets"
+algorithm = "gcra 3/1h"
+key = "bearer"
+routes = ["POST /tickets"]
+overrides = { "vip" = "gcra 10/1h" }
+"#;
+
+async fn tickets(app: &Router, token: &str, n: usize) -> usize {
+    let auth = format!("Bearer {token}");
+    let headers: &[(&str, &[u8])] = &[("authorization", auth.as_bytes())];
+    let mut ok = 0;
+    for _ in 0..n {
+        if status(app, Method::POST, "/tickets", headers).await == StatusCode::OK {
+            ok += 1;
+        }
+    }
+    ok
+}
+
+#[tokio::test]
+async fn a_reload_keeps_used_quota_and_overrides_follow_the_file() {
+    let table = PolicyTable::from_toml(LIVE, None).unwrap();
+    let clock = ManualClock::new();
+    let (app, handle) = app_and_handle(&table, &clock);
+    assert_eq!(tickets(&app, "alice", 2).await, 2);
+    assert_eq!(tickets(&app, "vip", 5).await, 5);
+    // 2 used of a new 4 leaves 2; the override goes: vip's 5 used of 4.
+    let edited = LIVE
+        .replace("gcra 3/1h", "gcra 4/1h")
+        .replace("overrides = { \"vip\" = \"gcra 10/1h\" }", "");
+    handle
+        .reload(&PolicyTable::from_toml(&edited, None).unwrap())
+        .unwrap();
+    assert_eq!(handle.reloads(), 1);
+    assert_eq!(tickets(&app, "alice", 5).await, 2);
+    assert_eq!(tickets(&app, "vip", 5).await, 0);
+    // An override added at run time, through the handle.
+    let live = handle.limit("tickets").unwrap();
+    live.set_override(
+        "bob",
+        "gcra 6/1h".parse::<ratelimit_core::AnyAlgorithm>().unwrap(),
+    )
+    .unwrap();
+    assert_eq!(tickets(&app, "bob", 10).await, 6);
+    assert!(live.remove_override("bob"));
+    assert_eq!(tickets(&app, "bob", 1).await, 0);
+}
+
+#[tokio::test]
+async fn a_reload_that_needs_a_restart_is_rejected_whole() {
+    let table = PolicyTable::from_toml(LIVE, None).unwrap();
+    let clock = ManualClock::new();
+    let (app, handle) = app_and_handle(&table, &clock);
+    for (edited, want) in [
+        (
+            LIVE.replace("key = \"bearer\"", "key = \"peer-ip\""),
+            "limit \"tickets\": changing its key needs a restart",
+        ),
+        (
+            LIVE.replace("POST /tickets", "GET /tickets"),
+            "limit \"tickets\": changing its routes needs a restart",
+        ),
+        (
+            LIVE.replace("name = \"tickets\"", "name = \"tix\""),
+            "limit \"tix\": where \"tickets\" runs: renaming",
+        ),
+        (
+            format!(
+                "{LIVE}\n[[limit]]\nname = \"b\"\nalgorithm = \"gcra 1/1s\"\nkey = \"global\"\n"
+            ),
+            "2 limits where 1 run",
+        ),
+    ] {
+        let err = handle
+            .reload(&PolicyTable::from_toml(&edited, None).unwrap())
+            .unwrap_err();
+        assert!(err.to_string().starts_with(want), "{err}");
+    }
+    assert_eq!(handle.reloads(), 0);
+    assert_eq!(tickets(&app, "alice", 5).await, 3);
+}
+
+/// A file of its own for a test.
+fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("tower-ratelimit-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("limits.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_file_is_watched_and_a_bad_file_keeps_the_running_limits() {
+    let path = temp_file("watch", LIVE);
+    let table = PolicyTable::load(&path).unwrap();
+    let clock = ManualClock::new();
+    let (app, handle) = app_and_handle(&table, &clock);
+    let handle = Arc::new(handle);
+    let poll = std::time::Duration::from_millis(200);
+    handle.watch(&path, poll);
+    assert_eq!(tickets(&app, "alice", 1).await, 1);
+    // A bad file: rejected, nothing changes.
+    std::fs::write(&path, LIVE.replace("gcra 3/1h", "gcra 3/1h brust 2")).unwrap();
+    for _ in 0..5 {
+        tokio::time::sleep(poll).await;
+    }
+    // (Not counting reloads: another test's SIGHUP reaches this process.)
+    let live = handle.limit("tickets").unwrap();
+    assert_eq!(live.get().to_string(), "gcra 3/1h");
+    let err = handle.reload_file(&path).unwrap_err().to_string();
+    assert!(
+        err.contains("limits.toml:4: limit \"tickets\": gcra has no option \"brust\""),
+        "{err}"
+    );
+    assert_eq!(tickets(&app, "alice", 5).await, 2);
+    // A good one, applied within a few polls (debounced by one).
+    std::fs::write(&path, LIVE.replace("gcra 3/1h", "gcra 5/1h")).unwrap();
+    for _ in 0..5 {
+        tokio::time::sleep(poll).await;
+    }
+    assert_eq!(live.get().to_string(), "gcra 5/1h");
+    assert_eq!(tickets(&app, "alice", 5).await, 2);
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn sighup_reloads() {
+    let path = temp_file("hup", LIVE);
+    let table = PolicyTable::load(&path).unwrap();
+    let clock = ManualClock::new();
+    let (app, handle) = app_and_handle(&table, &clock);
+    let handle = Arc::new(handle);
+    // A poll so long that only the signal can reload.
+    handle.watch(&path, std::time::Duration::from_secs(3600));
+    std::fs::write(&path, LIVE.replace("gcra 3/1h", "gcra 1/1h")).unwrap();
+    let pid = std::process::id().to_string();
+    let sent = std::process::Command::new("kill")
+        .args(["-HUP", &pid])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while handle.reloads() == 0 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("SIGHUP reloads within 10 s");
+    assert_eq!(tickets(&app, "alice", 3).await, 1);
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
 }
