@@ -9,6 +9,8 @@ use std::hash::Hash;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
+#[cfg(feature = "live")]
+use {arc_swap::ArcSwap, ratelimit_core::LiveAlgorithm, std::sync::Arc};
 
 /// Where limits keep their state, as settings: an app reads this from its
 /// configuration and calls [`build`](Self::build) for each limit, and
@@ -106,23 +108,124 @@ impl StoreSettings {
                     .max_keys(*max_keys)
                     .build(),
             ),
-            Self::Redis {
-                url,
-                prefix,
-                timeout,
-                fallback_max_keys,
-            } => {
-                let prefix = format!("{}{name}:", prefix.as_deref().unwrap_or(DEFAULT_PREFIX));
-                let mut builder = RedisStore::builder(url.as_str(), algorithm)
-                    .prefix(prefix)
-                    .timeout(timeout.unwrap_or(DEFAULT_TIMEOUT))
-                    .breaker(BreakerConfig::default());
-                if let Some(max) = fallback_max_keys {
-                    builder = builder.fallback_to_memory(*max);
-                }
-                AnyStore::Redis(builder.build()?)
+            Self::Redis { .. } => AnyStore::Redis(self.redis(name, algorithm)?),
+        })
+    }
+
+    /// The Redis store of the limit `name` (settings `Redis` only).
+    fn redis(&self, name: &str, algorithm: AnyAlgorithm) -> Result<RedisStore, BuildError> {
+        let Self::Redis {
+            url,
+            prefix,
+            timeout,
+            fallback_max_keys,
+        } = self
+        else {
+            return Err(BuildError::Url(
+                "memory settings have no redis url".to_owned(),
+            ));
+        };
+        let prefix = format!("{}{name}:", prefix.as_deref().unwrap_or(DEFAULT_PREFIX));
+        let mut builder = RedisStore::builder(url.as_str(), algorithm)
+            .prefix(prefix)
+            .timeout(timeout.unwrap_or(DEFAULT_TIMEOUT))
+            .breaker(BreakerConfig::default());
+        if let Some(max) = fallback_max_keys {
+            builder = builder.fallback_to_memory(*max);
+        }
+        builder.build()
+    }
+
+    /// The store of the limit `name` following `live`, the algorithm a
+    /// policy table's reloads change:
+    ///
+    /// - in memory, a `MemoryStore` of `live` itself: every change keeps
+    ///   each key's used quota (see [`LiveAlgorithm`]), overrides
+    ///   included;
+    /// - in Redis, a store rebuilt on the first call after each change of
+    ///   `live`'s default algorithm. Redis keys carry a fingerprint of the
+    ///   settings, so the new settings start full in Redis (no carry-over;
+    ///   per-key overrides are not applied there). How a change reaches
+    ///   every instance: each instance reloads its own copy of the file
+    ///   (SIGHUP or file change); instances on the same settings share
+    ///   state, and one not yet reloaded keeps deciding under the old
+    ///   settings, on the old keys, until it is.
+    ///
+    /// A Redis rebuild that fails (settings the scripts cannot decide
+    /// exactly) is logged, and the previous settings stay in force.
+    #[cfg(feature = "live")]
+    pub fn build_live<K>(
+        &self,
+        name: &str,
+        live: &LiveAlgorithm,
+    ) -> Result<AnyStore<K>, BuildError> {
+        Ok(match self {
+            Self::Memory { max_keys } => AnyStore::LiveMemory(
+                MemoryStore::<LiveAlgorithm, K>::builder(live.clone())
+                    .max_keys(*max_keys)
+                    .build(),
+            ),
+            Self::Redis { .. } => {
+                let algorithm = live.get();
+                let store = self.redis(name, algorithm)?;
+                AnyStore::LiveRedis(Box::new(LiveRedis {
+                    live: live.clone(),
+                    settings: self.clone(),
+                    name: name.to_owned(),
+                    current: ArcSwap::from_pointee((algorithm, store)),
+                }))
             }
         })
+    }
+}
+
+/// A Redis store following a [`LiveAlgorithm`] (see
+/// [`StoreSettings::build_live`]).
+#[cfg(feature = "live")]
+pub struct LiveRedis {
+    live: LiveAlgorithm,
+    settings: StoreSettings,
+    name: String,
+    current: ArcSwap<(AnyAlgorithm, RedisStore)>,
+}
+
+#[cfg(feature = "live")]
+impl LiveRedis {
+    /// The store for the live algorithm's current default, rebuilt if it
+    /// changed since the last call.
+    pub fn store(&self) -> RedisStore {
+        let want = self.live.get();
+        let current = self.current.load();
+        if current.0 == want {
+            return current.1.clone();
+        }
+        match self.settings.redis(&self.name, want) {
+            Ok(store) => {
+                self.current.store(Arc::new((want, store.clone())));
+                store
+            }
+            Err(e) => {
+                tracing::error!(
+                    target: "ratelimit_redis",
+                    limit = %self.name,
+                    error = %e,
+                    "new settings not applied in redis; the previous ones stay"
+                );
+                // Not tried again until the settings change once more.
+                self.current.store(Arc::new((want, current.1.clone())));
+                current.1.clone()
+            }
+        }
+    }
+}
+
+#[cfg(feature = "live")]
+impl fmt::Debug for LiveRedis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LiveRedis")
+            .field("name", &self.name)
+            .field("store", &self.current.load().1)
+            .finish()
     }
 }
 
@@ -145,19 +248,31 @@ mod serde_duration {
 ///
 /// A memory check stays a ready future (no allocation); a Redis check is
 /// the [`RedisStore`]'s future.
+#[non_exhaustive]
 pub enum AnyStore<K> {
     /// In this instance's memory.
     Memory(MemoryStore<AnyAlgorithm, K>),
     /// In Redis (with its failure policy and fallback, if set).
     Redis(RedisStore),
+    /// In memory, following a [`LiveAlgorithm`].
+    #[cfg(feature = "live")]
+    LiveMemory(MemoryStore<LiveAlgorithm, K>),
+    /// In Redis, rebuilt when a [`LiveAlgorithm`] changes.
+    #[cfg(feature = "live")]
+    LiveRedis(Box<LiveRedis>),
 }
 
 impl<K> AnyStore<K> {
-    /// The algorithm the store decides with.
-    pub fn algorithm(&self) -> &AnyAlgorithm {
+    /// The algorithm the store decides with (for a live store, its
+    /// current default).
+    pub fn algorithm(&self) -> AnyAlgorithm {
         match self {
-            Self::Memory(m) => m.algorithm(),
-            Self::Redis(r) => r.algorithm(),
+            Self::Memory(m) => *m.algorithm(),
+            Self::Redis(r) => *r.algorithm(),
+            #[cfg(feature = "live")]
+            Self::LiveMemory(m) => m.algorithm().get(),
+            #[cfg(feature = "live")]
+            Self::LiveRedis(r) => r.live.get(),
         }
     }
 }
@@ -167,6 +282,10 @@ impl<K> fmt::Debug for AnyStore<K> {
         match self {
             Self::Memory(m) => f.debug_tuple("Memory").field(m).finish(),
             Self::Redis(r) => f.debug_tuple("Redis").field(r).finish(),
+            #[cfg(feature = "live")]
+            Self::LiveMemory(m) => f.debug_tuple("LiveMemory").field(m).finish(),
+            #[cfg(feature = "live")]
+            Self::LiveRedis(r) => f.debug_tuple("LiveRedis").field(r).finish(),
         }
     }
 }
@@ -229,6 +348,12 @@ where
         match self {
             Self::Memory(m) => AnyStoreFuture::Ready(Some(m.check(key, cost, now))),
             Self::Redis(r) => AnyStoreFuture::Redis(Store::<K>::check(r, key, cost, now)),
+            #[cfg(feature = "live")]
+            Self::LiveMemory(m) => AnyStoreFuture::Ready(Some(m.check(key, cost, now))),
+            #[cfg(feature = "live")]
+            Self::LiveRedis(r) => {
+                AnyStoreFuture::Redis(Store::<K>::check(&r.store(), key, cost, now))
+            }
         }
     }
 
@@ -241,6 +366,15 @@ where
             Self::Redis(r) => {
                 AnyStoreFuture::Redis(Store::<K>::refund(r, key, cost, admitted_at, now))
             }
+            #[cfg(feature = "live")]
+            Self::LiveMemory(m) => {
+                m.refund(key, cost, admitted_at, now);
+                AnyStoreFuture::Ready(Some(Ok(())))
+            }
+            #[cfg(feature = "live")]
+            Self::LiveRedis(r) => {
+                AnyStoreFuture::Redis(Store::<K>::refund(&r.store(), key, cost, admitted_at, now))
+            }
         }
     }
 
@@ -250,6 +384,12 @@ where
                 m.maintain(now);
             }
             Self::Redis(r) => Store::<K>::maintain(r, now),
+            #[cfg(feature = "live")]
+            Self::LiveMemory(m) => {
+                m.maintain(now);
+            }
+            #[cfg(feature = "live")]
+            Self::LiveRedis(r) => Store::<K>::maintain(&r.current.load().1, now),
         }
     }
 }

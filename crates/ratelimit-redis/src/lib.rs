@@ -155,6 +155,8 @@ mod log_throttle;
 mod plan;
 mod store;
 
+#[cfg(feature = "live")]
+pub use any_store::LiveRedis;
 pub use any_store::{AnyStore, AnyStoreFuture, StoreSettings};
 pub use breaker::{BreakerConfig, BreakerState};
 pub use store::{

@@ -142,3 +142,55 @@ fn settings_from_toml() {
         assert!(err.contains(want) && err.contains("line"), "{doc}: {err}");
     }
 }
+
+/// How a reload reaches every instance through Redis: each instance
+/// reloads its own file; instances on the same settings share state, one
+/// not yet reloaded keeps the old settings' keys until it is.
+#[cfg(feature = "live")]
+#[tokio::test]
+async fn live_settings_through_redis_reach_each_instance_on_its_reload() {
+    use ratelimit_core::LiveAlgorithm;
+    let server = server!();
+    let settings = StoreSettings::Redis {
+        url: server.url(),
+        prefix: None,
+        timeout: Some(Duration::from_secs(5)),
+        fallback_max_keys: None,
+    };
+    let (live_a, live_b) = (
+        LiveAlgorithm::new(gcra("gcra 3/1h")),
+        LiveAlgorithm::new(gcra("gcra 3/1h")),
+    );
+    let a: AnyStore<String> = settings.build_live("l", &live_a).unwrap();
+    let b: AnyStore<String> = settings.build_live("l", &live_b).unwrap();
+    assert_eq!(admitted(&a, "k", 2).await, 2);
+    assert_eq!(admitted(&b, "k", 5).await, 1);
+    // Instance a reloads: the new settings start full in Redis ...
+    live_a.set(gcra("gcra 5/1h"));
+    assert_eq!(a.algorithm().to_string(), "gcra 5/1h");
+    assert_eq!(admitted(&a, "k", 2).await, 2);
+    // ... b, not yet reloaded, still decides on the old keys ...
+    assert_eq!(admitted(&b, "k", 1).await, 0);
+    // ... and once it has, both share the new settings' state.
+    live_b.set(gcra("gcra 5/1h"));
+    assert_eq!(admitted(&b, "k", 5).await, 3);
+    assert_eq!(admitted(&a, "k", 1).await, 0);
+    // Settings the scripts cannot decide exactly: logged, the previous
+    // ones stay in force in Redis.
+    live_a.set(gcra("sliding-window 5/30d"));
+    assert_eq!(admitted(&a, "k", 1).await, 0);
+}
+
+#[cfg(feature = "live")]
+#[tokio::test]
+async fn live_settings_in_memory_keep_used_quota() {
+    use ratelimit_core::LiveAlgorithm;
+    let live = LiveAlgorithm::new(gcra("gcra 3/1h"));
+    let store: AnyStore<String> = StoreSettings::Memory { max_keys: None }
+        .build_live("l", &live)
+        .unwrap();
+    assert!(matches!(store, AnyStore::LiveMemory(_)));
+    assert_eq!(admitted(&store, "k", 2).await, 2);
+    live.set(gcra("gcra 4/1h"));
+    assert_eq!(admitted(&store, "k", 5).await, 2);
+}
