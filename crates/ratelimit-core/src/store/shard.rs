@@ -34,6 +34,7 @@ impl<K, S> ShardCell<K, S> {
                 last_sweep: 0,
                 latest: 0,
                 cursor: 0,
+                pass_start: 0,
             }),
             latest: AtomicU64::new(0),
             denied: DenySlots::default(),
@@ -58,6 +59,9 @@ impl<K, S> ShardCell<K, S> {
 
 pub(super) struct Shard<K, S> {
     pub(super) table: HashTable<(K, S)>,
+    /// The start of the latest whole pass that dropped every key full at
+    /// the time it was visited: every state still held was written after
+    /// `last_sweep - horizon / 2` (see `MemoryStore::keep_unambiguous`).
     pub(super) last_sweep: u64,
     /// The latest time a check of this shard was decided at.
     ///
@@ -69,6 +73,8 @@ pub(super) struct Shard<K, S> {
     pub(super) latest: u64,
     /// Where the next bounded sweep step starts (a bucket index).
     pub(super) cursor: usize,
+    /// When the current pass of sweep steps started.
+    pub(super) pass_start: u64,
 }
 
 impl<K, S> Shard<K, S> {
@@ -102,6 +108,7 @@ impl<K, S> Shard<K, S> {
         if self.table.is_empty() {
             self.cursor = 0;
             self.shrink(&hash);
+            self.pass_done(now, now);
             return 0;
         }
         let mut dropped = 0;
@@ -117,11 +124,20 @@ impl<K, S> Shard<K, S> {
             if i == n {
                 i = 0;
                 self.shrink(&hash);
+                self.pass_done(self.pass_start, now);
                 break;
             }
         }
         self.cursor = i;
         dropped
+    }
+
+    /// A pass of sweep steps that started at `start` has visited every
+    /// bucket: it counts as a whole sweep from `start` on, so a shard kept
+    /// swept in steps never needs a whole pass on the request path.
+    fn pass_done(&mut self, start: u64, now: u64) {
+        self.last_sweep = self.last_sweep.max(start);
+        self.pass_start = now;
     }
 
     fn shrink(&mut self, hash: impl Fn(&K) -> u64) {
