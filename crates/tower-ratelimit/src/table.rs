@@ -24,6 +24,7 @@
 //! cost = 1                          # default 1
 //! headers = "ietf"                  # ietf (default), legacy, both, none
 //! on-key-error = "reject"           # reject (default), allow, allow-missing
+//! tier = "anonymous"                # all (default), anonymous, authenticated
 //! overrides = { "10.0.0.7|POST /search" = "leaky-bucket 100/1s queue 50" }
 //! ```
 //!
@@ -282,6 +283,20 @@ fn one() -> u64 {
     1
 }
 
+/// Which clients an entry applies to, as [`PolicyOptions::authenticated`]
+/// tells them apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Tier {
+    /// Every client (the default).
+    #[default]
+    All,
+    /// Only clients that are not authenticated.
+    Anonymous,
+    /// Only authenticated clients.
+    Authenticated,
+}
+
 /// One named limit of a [`PolicyTable`].
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
@@ -311,6 +326,10 @@ pub struct PolicyEntry {
     /// What to do when the request has no usable key.
     #[serde(default, deserialize_with = "key_error")]
     pub on_key_error: KeyErrorPolicy,
+    /// Which clients the limit applies to: `all` (default), `anonymous` or
+    /// `authenticated`.
+    #[serde(default)]
+    pub tier: Tier,
     /// Per-key algorithms, by the key's text (an API key, a bearer token,
     /// an IP; for a composite key, its parts joined by `|`): at most
     /// [`MAX_OVERRIDES`].
@@ -331,6 +350,7 @@ impl PolicyEntry {
             (self.mode == other.mode, "mode"),
             (self.headers == other.headers, "headers"),
             (self.on_key_error == other.on_key_error, "on-key-error"),
+            (self.tier == other.tier, "tier"),
         ];
         match checks.iter().find(|(same, _)| !same) {
             Some((_, field)) => Err(field),
@@ -490,6 +510,8 @@ impl PolicyTable {
             let store = store(&entry.name, &algorithm).map_err(|e| fail(e.to_string()))?;
             live.push((entry.clone(), algorithm));
             let extractor = PolicyExtractor {
+                tier: entry.tier,
+                authenticated: options.authenticated.clone(),
                 routes: entry.routes.clone().into(),
                 parts: entry
                     .key
@@ -684,9 +706,22 @@ impl PolicyHandle {
     }
 }
 
+/// Whether a request comes from an authenticated client.
+pub type Authenticated = Arc<dyn Fn(&Parts) -> bool + Send + Sync>;
+
+/// Without [`PolicyOptions::authenticated`]: a request with an
+/// `Authorization` or `X-API-Key` header.
+fn has_credentials(req: &Parts) -> bool {
+    req.headers.contains_key(http::header::AUTHORIZATION) || req.headers.contains_key("x-api-key")
+}
+
 /// What the table's layers need from the app.
 #[derive(Clone, Default)]
 pub struct PolicyOptions {
+    /// Tells authenticated clients (tier `authenticated`) from anonymous
+    /// ones (tier `anonymous`): say, an API key the app knows. Default: a
+    /// request with an `Authorization` or `X-API-Key` header.
+    pub authenticated: Option<Authenticated>,
     /// The proxies whose forwarding headers `client-ip` trusts (default:
     /// none, so `client-ip` is the peer's address).
     pub client_ip: Option<ClientIp>,
@@ -698,6 +733,7 @@ impl fmt::Debug for PolicyOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PolicyOptions")
             .field("client_ip", &self.client_ip)
+            .field("authenticated", &self.authenticated.is_some())
             .field("clock", &self.clock.is_some())
             .finish()
     }
@@ -747,6 +783,8 @@ impl Part {
 
 /// The key extractor of a table's entry.
 struct PolicyExtractor {
+    tier: Tier,
+    authenticated: Option<Authenticated>,
     routes: Box<[RouteSpec]>,
     parts: Box<[Part]>,
 }
@@ -757,6 +795,15 @@ impl KeyExtractor for PolicyExtractor {
     fn extract(&self, req: &Parts) -> Result<PolicyKey, KeyError> {
         if !self.routes.is_empty() && !self.routes.iter().any(|r| r.matches(req)) {
             return Ok(PolicyKey::Skip);
+        }
+        if self.tier != Tier::All {
+            let authenticated = match &self.authenticated {
+                Some(f) => f(req),
+                None => has_credentials(req),
+            };
+            if authenticated != (self.tier == Tier::Authenticated) {
+                return Ok(PolicyKey::Skip);
+            }
         }
         match &*self.parts {
             [one] => one.extract(req),

@@ -382,3 +382,95 @@ async fn sighup_reloads() {
     assert_eq!(tickets(&app, "alice", 3).await, 1);
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
 }
+
+#[tokio::test]
+async fn tiers_tell_anonymous_from_authenticated_clients() {
+    let table = PolicyTable::from_toml(
+        r#"
+        [[limit]]
+        name = "keyed"
+        algorithm = "gcra 5/1h"
+        key = "api-key"
+        tier = "authenticated"
+
+        [[limit]]
+        name = "anonymous"
+        algorithm = "gcra 2/1h"
+        key = "peer-ip"
+        tier = "anonymous"
+        "#,
+        None,
+    )
+    .unwrap();
+    let router = Router::new().route("/", get(|| async { "ok" }));
+    let options = PolicyOptions {
+        clock: Some(Arc::new(ManualClock::new())),
+        // Only the key "good" is known; an unknown key counts as anonymous.
+        authenticated: Some(Arc::new(|req: &axum::http::request::Parts| {
+            req.headers.get("x-api-key").is_some_and(|v| v == "good")
+        })),
+        ..PolicyOptions::default()
+    };
+    let (app, _) = table
+        .apply(router, &options, |_, live: &LiveAlgorithm| {
+            Ok::<_, Infallible>(MemoryStore::<LiveAlgorithm, PolicyKey>::new(live.clone()))
+        })
+        .unwrap();
+    let count = |headers: &'static [(&'static str, &'static [u8])]| {
+        let app = app.clone();
+        async move {
+            let mut ok = 0;
+            for _ in 0..10 {
+                if status(&app, Method::GET, "/", headers).await == StatusCode::OK {
+                    ok += 1;
+                }
+            }
+            ok
+        }
+    };
+    assert_eq!(count(&[("x-api-key", b"good")]).await, 5);
+    assert_eq!(count(&[("x-api-key", b"unknown")]).await, 2);
+    assert_eq!(count(&[]).await, 0, "the same IP, anonymous");
+    let err = PolicyTable::from_toml(
+        "[[limit]]\nname = \"t\"\nalgorithm = \"gcra 1/1s\"\nkey = \"global\"\ntier = \"gold\"\n",
+        Some(Path::new("l.toml")),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.starts_with("l.toml:5: limit \"t\": unknown variant `gold`"),
+        "{err}"
+    );
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::test_runner::Config {
+        cases: 512,
+        failure_persistence: None,
+        ..Default::default()
+    })]
+
+    /// Edits nobody has seen: a table with a random slice cut out and
+    /// random text put in is read or rejected, never a panic; an error
+    /// names a line inside the text.
+    #[test]
+    fn any_edit_is_read_or_rejected_cleanly(
+        cut in 0usize..TABLE.len(),
+        len in 0usize..12,
+        insert in "\\PC{0,6}",
+    ) {
+        let mut text = TABLE.to_owned();
+        let cut = (0..=cut).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+        let end = (cut + len).min(text.len());
+        let end = (end..=text.len()).find(|&i| text.is_char_boundary(i)).unwrap_or(text.len());
+        text.replace_range(cut..end, &insert);
+        match PolicyTable::from_toml(&text, Some(Path::new("t.toml"))) {
+            Ok(table) => proptest::prop_assert!(table.entries().len() <= 4),
+            Err(e) => {
+                let lines = text.lines().count().max(1) + 1;
+                proptest::prop_assert!(e.line.is_none_or(|l| l >= 1 && l <= lines), "{e}");
+                proptest::prop_assert!(e.to_string().starts_with("t.toml"), "{e}");
+            }
+        }
+    }
+}
