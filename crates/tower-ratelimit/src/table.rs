@@ -30,8 +30,9 @@
 //!
 //! Keys: `peer-ip`, `client-ip` (through the trusted proxies of
 //! [`PolicyOptions::client_ip`]), `header:NAME`, `api-key` (`X-API-Key`),
-//! `bearer`, `global`, `route` (method and matched path), and composites
-//! joined by `+` (`client-ip+route`).
+//! `bearer`, `global`, `route` (method and matched path), `app:NAME` (a
+//! key the app defines in [`PolicyOptions::app_keys`]: a user, a checked
+//! API key...), and composites joined by `+` (`client-ip+route`).
 //!
 //! Routes are matched against axum's matched path (the route as written,
 //! `/users/{id}`), or the request's path outside a router; a request on a
@@ -128,6 +129,7 @@ enum KeyPart {
     Bearer,
     Global,
     Route,
+    App(String),
 }
 
 /// What an entry keys on: one part, or several joined by `+`.
@@ -148,15 +150,16 @@ impl FromStr for KeySpec {
                     "bearer" => KeyPart::Bearer,
                     "global" => KeyPart::Global,
                     "route" => KeyPart::Route,
-                    other => match other.strip_prefix("header:") {
-                        Some(name) => match http::HeaderName::try_from(name) {
+                    other => match (other.strip_prefix("header:"), other.strip_prefix("app:")) {
+                        (Some(name), _) => match http::HeaderName::try_from(name) {
                             Ok(name) => KeyPart::Header(name),
                             Err(_) => return Err(format!("bad header name {name:?} in key {s:?}")),
                         },
-                        None => {
+                        (_, Some(name)) if !name.is_empty() => KeyPart::App(name.to_owned()),
+                        _ => {
                             return Err(format!(
                                 "unknown key {other:?}: expected peer-ip, client-ip, header:NAME, \
-                                 api-key, bearer, global, route, or several joined by +"
+                                 api-key, bearer, global, route, app:NAME, or several joined by +"
                             ))
                         }
                     },
@@ -517,8 +520,9 @@ impl PolicyTable {
                     .key
                     .0
                     .iter()
-                    .map(|p| Part::new(p, &options.client_ip))
-                    .collect(),
+                    .map(|p| Part::new(p, options))
+                    .collect::<Result<_, _>>()
+                    .map_err(fail)?,
             };
             let skip = |_: &Parts, key: &PolicyKey| match key {
                 PolicyKey::Skip => Selection::NONE,
@@ -706,6 +710,10 @@ impl PolicyHandle {
     }
 }
 
+/// A key the app defines (`key = "app:NAME"`): the key of a request, or
+/// why there is none (as a [`KeyExtractor`] answers).
+pub type AppKey = Arc<dyn Fn(&Parts) -> Result<PolicyKey, KeyError> + Send + Sync>;
+
 /// Whether a request comes from an authenticated client.
 pub type Authenticated = Arc<dyn Fn(&Parts) -> bool + Send + Sync>;
 
@@ -722,6 +730,9 @@ pub struct PolicyOptions {
     /// ones (tier `anonymous`): say, an API key the app knows. Default: a
     /// request with an `Authorization` or `X-API-Key` header.
     pub authenticated: Option<Authenticated>,
+    /// The keys named `app:NAME` in the table, by `NAME` (the user of a
+    /// session, an API key the app checks...).
+    pub app_keys: BTreeMap<String, AppKey>,
     /// The proxies whose forwarding headers `client-ip` trusts (default:
     /// none, so `client-ip` is the peer's address).
     pub client_ip: Option<ClientIp>,
@@ -734,6 +745,7 @@ impl fmt::Debug for PolicyOptions {
         f.debug_struct("PolicyOptions")
             .field("client_ip", &self.client_ip)
             .field("authenticated", &self.authenticated.is_some())
+            .field("app_keys", &self.app_keys.keys().collect::<Vec<_>>())
             .field("clock", &self.clock.is_some())
             .finish()
     }
@@ -748,11 +760,13 @@ enum Part {
     Bearer(Bearer),
     Global,
     Route,
+    App(AppKey),
 }
 
 impl Part {
-    fn new(part: &KeyPart, client_ip: &Option<ClientIp>) -> Self {
-        match part {
+    fn new(part: &KeyPart, options: &PolicyOptions) -> Result<Self, String> {
+        let client_ip = &options.client_ip;
+        Ok(match part {
             KeyPart::PeerIp => Self::PeerIp(PeerIp::new()),
             KeyPart::ClientIp => {
                 Self::ClientIp(client_ip.clone().unwrap_or_else(|| ClientIp::trusting([])))
@@ -762,7 +776,11 @@ impl Part {
             KeyPart::Bearer => Self::Bearer(Bearer::new()),
             KeyPart::Global => Self::Global,
             KeyPart::Route => Self::Route,
-        }
+            KeyPart::App(name) => match options.app_keys.get(name) {
+                Some(key) => Self::App(Arc::clone(key)),
+                None => return Err(format!("unknown key \"app:{name}\": the app defines none")),
+            },
+        })
     }
 
     fn extract(&self, req: &Parts) -> Result<PolicyKey, KeyError> {
@@ -777,6 +795,7 @@ impl Part {
                 PolicyKey::Global
             }
             Self::Route => PolicyKey::Route(Route.extract(req)?),
+            Self::App(f) => f(req)?,
         })
     }
 }

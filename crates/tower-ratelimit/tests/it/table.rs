@@ -474,3 +474,51 @@ proptest::proptest! {
         }
     }
 }
+
+#[tokio::test]
+async fn app_defined_keys() {
+    use tower_ratelimit::key::{HeaderKey, KeyError};
+    let table = PolicyTable::from_toml(
+        "[[limit]]\nname = \"per-user\"\nalgorithm = \"gcra 2/1h\"\nkey = \"app:user\"\n",
+        None,
+    )
+    .unwrap();
+    let store = |_: &str, live: &LiveAlgorithm| {
+        Ok::<_, Infallible>(MemoryStore::<LiveAlgorithm, PolicyKey>::new(live.clone()))
+    };
+    let router = || Router::new().route("/", get(|| async { "ok" }));
+    // Not defined by the app: an error naming the entry.
+    let err = table
+        .apply(router(), &PolicyOptions::default(), store)
+        .err()
+        .unwrap();
+    assert_eq!(
+        err.to_string(),
+        "limit \"per-user\": unknown key \"app:user\": the app defines none"
+    );
+    let mut options = PolicyOptions {
+        clock: Some(Arc::new(ManualClock::new())),
+        ..PolicyOptions::default()
+    };
+    options.app_keys.insert(
+        "user".to_owned(),
+        Arc::new(|req: &axum::http::request::Parts| {
+            req.headers
+                .get("x-user")
+                .map(|v| PolicyKey::Text(HeaderKey::new(v.as_bytes())))
+                .ok_or(KeyError::missing("user"))
+        }),
+    );
+    let (app, _) = table.apply(router(), &options, store).unwrap();
+    let ann: &[(&str, &[u8])] = &[("x-user", b"ann")];
+    assert_eq!(status(&app, Method::GET, "/", ann).await, StatusCode::OK);
+    assert_eq!(status(&app, Method::GET, "/", ann).await, StatusCode::OK);
+    assert_eq!(
+        status(&app, Method::GET, "/", ann).await,
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    assert_eq!(
+        status(&app, Method::GET, "/", &[]).await,
+        StatusCode::BAD_REQUEST
+    );
+}
