@@ -76,7 +76,7 @@ pub trait Algorithm: Send + Sync + 'static {
     /// Whether a store may answer a denied key from memory until the
     /// instant it would be admitted (the memory store's deny cache). True
     /// unless the algorithm can change under its states
-    /// ([`LiveAlgorithm`](crate::LiveAlgorithm)).
+    /// (`LiveAlgorithm`, feature `live`).
     fn caches_denials(&self) -> bool {
         true
     }
