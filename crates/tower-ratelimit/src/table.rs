@@ -79,7 +79,7 @@ use axum::Router;
 use http::request::Parts;
 use http::{Method, StatusCode};
 use ratelimit_core::{
-    AnyAlgorithm, Clock, LiveAlgorithm, StableHasher, StableKey, Store, MAX_OVERRIDES,
+    AnyAlgorithm, Clock, LiveAlgorithm, MemoryStore, StableHasher, StableKey, Store, MAX_OVERRIDES,
 };
 use serde::{Deserialize, Deserializer};
 use std::collections::BTreeMap;
@@ -554,6 +554,25 @@ impl PolicyTable {
             reloads: AtomicU64::new(0),
         };
         Ok((router, handle))
+    }
+
+    /// [`apply`](Self::apply) with every limit in memory, each holding at
+    /// most `max_keys` keys (see
+    /// [`MemoryStoreBuilder::max_keys`](ratelimit_core::MemoryStoreBuilder::max_keys)),
+    /// live.
+    pub fn apply_in_memory(
+        &self,
+        router: Router,
+        options: &PolicyOptions,
+        max_keys: Option<usize>,
+    ) -> Result<(Router, PolicyHandle), PolicyError> {
+        self.apply(router, options, |_, live| {
+            Ok::<_, std::convert::Infallible>(
+                MemoryStore::<LiveAlgorithm, PolicyKey>::builder(live.clone())
+                    .max_keys(max_keys)
+                    .build(),
+            )
+        })
     }
 }
 

@@ -522,3 +522,17 @@ async fn app_defined_keys() {
         StatusCode::BAD_REQUEST
     );
 }
+
+#[tokio::test]
+async fn in_memory_with_a_cap_on_keys() {
+    let table = PolicyTable::from_toml(LIVE, None).unwrap();
+    let router = Router::new().route("/tickets", post(|| async { "ticket" }));
+    let options = PolicyOptions {
+        clock: Some(Arc::new(ManualClock::new())),
+        ..PolicyOptions::default()
+    };
+    let (app, handle) = table.apply_in_memory(router, &options, Some(1000)).unwrap();
+    assert_eq!(tickets(&app, "alice", 5).await, 3);
+    assert_eq!(tickets(&app, "vip", 12).await, 10);
+    assert_eq!(handle.limit("tickets").unwrap().overrides(), 1);
+}
