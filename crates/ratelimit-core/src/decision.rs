@@ -3,7 +3,11 @@
 use std::time::Duration;
 
 /// What an algorithm decided for one request.
+///
+/// Outside this crate, make one with [`Decision::new`]: fields may be
+/// added.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Decision {
     /// Whether the request is admitted.
     pub allowed: bool,
@@ -23,9 +27,35 @@ pub struct Decision {
     pub window: Duration,
     /// Time until the key's state is back to full (nothing used).
     pub reset: Duration,
+    /// Time until a request of cost 1 would be admitted: zero when
+    /// [`remaining`](Self::remaining) is positive, otherwise the exact wait
+    /// (rounded up to a whole nanosecond) a cost-1 request denied at the
+    /// same instant would be told.
+    pub next: Duration,
 }
 
 impl Decision {
+    /// A decision with every field given, in declaration order.
+    pub const fn new(
+        allowed: bool,
+        remaining: u64,
+        wait: Option<Duration>,
+        limit: u64,
+        window: Duration,
+        reset: Duration,
+        next: Duration,
+    ) -> Self {
+        Self {
+            allowed,
+            remaining,
+            wait,
+            limit,
+            window,
+            reset,
+            next,
+        }
+    }
+
     /// The time a denied client should wait before retrying: `Some` for a
     /// denial that can succeed later, `None` for an admission or a denial
     /// that never can.

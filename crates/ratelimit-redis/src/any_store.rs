@@ -378,6 +378,35 @@ where
         }
     }
 
+    /// In memory, the check at once (`Some` on every call of a memory
+    /// store); in Redis, `None`.
+    #[inline]
+    fn check_now(&self, key: &K, cost: u64, now: u64) -> Option<Result<Decision, StoreError>> {
+        match self {
+            Self::Memory(m) => Some(m.check(key, cost, now)),
+            #[cfg(feature = "live")]
+            Self::LiveMemory(m) => Some(m.check(key, cost, now)),
+            _ => None,
+        }
+    }
+
+    /// In memory, the refund at once; in Redis, `None`.
+    fn refund_now(
+        &self,
+        key: &K,
+        cost: u64,
+        admitted_at: u64,
+        now: u64,
+    ) -> Option<Result<(), StoreError>> {
+        match self {
+            Self::Memory(m) => m.refund(key, cost, admitted_at, now),
+            #[cfg(feature = "live")]
+            Self::LiveMemory(m) => m.refund(key, cost, admitted_at, now),
+            _ => return None,
+        }
+        Some(Ok(()))
+    }
+
     fn maintain(&self, now: u64) {
         match self {
             Self::Memory(m) => {

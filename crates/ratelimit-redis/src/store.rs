@@ -403,8 +403,10 @@ impl Inner {
         for a in self.args(key, cost, time, refund) {
             invocation.arg(a);
         }
+        // A check answers 5 numbers, a refund 4.
+        let len = if refund.is_some() { 4 } else { 5 };
         match invocation.invoke_async::<Vec<i64>>(&mut conn).await {
-            Ok(v) if v.len() == 4 && (v[0] == 0 || v[0] == 1) => Ok(v),
+            Ok(v) if v.len() == len && (v[0] == 0 || v[0] == 1) => Ok(v),
             Ok(v) => Err(Failure::new(
                 Kind::Reply,
                 format!(
@@ -451,14 +453,19 @@ impl Inner {
 
     fn decision(&self, v: &[i64]) -> Decision {
         let nanos = |x: i64| Duration::from_nanos(u64::try_from(x).unwrap_or(0));
-        Decision {
-            allowed: v[0] == 1,
-            remaining: u64::try_from(v[1]).unwrap_or(0),
-            wait: (v[2] >= 0).then(|| nanos(v[2])),
-            limit: self.algorithm.limit(),
-            window: self.algorithm.window(),
-            reset: nanos(v[3]),
-        }
+        let remaining = u64::try_from(v[1]).unwrap_or(0);
+        let reset = nanos(v[3]);
+        // The wait for one unit, the scripts' fifth number.
+        let next = v.get(4).map_or(Duration::ZERO, |&x| nanos(x));
+        Decision::new(
+            v[0] == 1,
+            remaining,
+            (v[2] >= 0).then(|| nanos(v[2])),
+            self.algorithm.limit(),
+            self.algorithm.window(),
+            reset,
+            next,
+        )
     }
 
     async fn check(&self, key: String, cost: u64, now: u64) -> Result<Decision, StoreError> {

@@ -3,7 +3,7 @@
 use crate::clock::default_clock;
 use crate::key::KeyExtractor;
 use crate::policy::{Cost, FailurePolicy, KeyErrorPolicy, LimitSelector, Mode, ResponsePredicate};
-use crate::response::{Headers, ProblemJson};
+use crate::response::{Fields, Headers, ProblemJson};
 use crate::shared::{Limit, Shared, Stripes};
 use crate::{BuildError, RateLimitLayer};
 use ratelimit_core::{Clock, Store};
@@ -212,13 +212,10 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
             if limits.iter().any(|l: &Limit<St>| l.name == name) {
                 return Err(BuildError::DuplicateLimitName(name));
             }
-            limits.push(Limit {
-                // Names live as long as the program: layers are built once,
-                // and a `&'static str` makes every decision `Copy` (no
-                // reference counting on the hot path).
-                name: Box::leak(name.into_boxed_str()),
-                store,
-            });
+            // Names live as long as the program: layers are built once,
+            // and a `&'static str` makes every decision `Copy` (no
+            // reference counting on the hot path).
+            limits.push(Limit::new(Box::leak(name.into_boxed_str()), store));
         }
         Ok(self.into_layer(limits.into_boxed_slice()))
     }
@@ -228,6 +225,9 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
     pub(crate) fn into_layer(self, limits: Box<[Limit<St>]>) -> RateLimitLayer<X, St, R> {
         let n = limits.len();
         let clock = self.clock.unwrap_or_else(default_clock);
+        // Names are printable ASCII (checked by `build`, or constant).
+        let fields = Fields::new(self.headers, limits.iter().map(|l| l.name))
+            .expect("limit names are printable ASCII");
         crate::upkeep::spawn::<X::Key, St>(
             limits.iter().map(|l| Arc::downgrade(&l.store)).collect(),
             Arc::clone(&clock),
@@ -249,7 +249,7 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
                 mode: self.mode,
                 on_key_error: self.on_key_error,
                 on_store_error: self.on_store_error,
-                headers: self.headers,
+                fields,
                 response: self.response,
                 clock,
             }),

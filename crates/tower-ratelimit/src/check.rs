@@ -20,6 +20,31 @@ pub(crate) enum Verdict {
     Unavailable(StoreError),
 }
 
+/// What a checked request spends: its key and cost, at `now`.
+pub(crate) struct Spent<K> {
+    pub(crate) key: K,
+    pub(crate) cost: u64,
+    pub(crate) now: u64,
+}
+
+/// One limit's answer: its decision, if it gave one, and the verdict it
+/// settles, if any (a denial, or a failure under a fail-closed `policy`).
+#[inline]
+pub(crate) fn outcome(
+    result: Result<Decision, StoreError>,
+    name: &'static str,
+    policy: FailurePolicy,
+) -> (Option<Decision>, Option<Verdict>) {
+    match result {
+        Ok(d) => (Some(d), (!d.allowed).then_some(Verdict::Denied)),
+        Err(e) => {
+            let open = policy == FailurePolicy::Open;
+            observe::store_error(name, &e, open);
+            (None, (!open).then_some(Verdict::Unavailable(e)))
+        }
+    }
+}
+
 enum Step<C, F> {
     Next,
     Check(usize, C),
@@ -28,15 +53,16 @@ enum Step<C, F> {
 
 /// Checks the selected limits one after the other; when one denies (or
 /// fails closed), refunds those already admitted. A state machine that
-/// completes in one poll when the store's futures are ready.
+/// completes at once, without a future, when the stores answer at once
+/// ([`Store::check_now`], [`Store::refund_now`]).
 pub(crate) struct Checker<K, St: Store<K>> {
-    pub(crate) key: K,
-    pub(crate) cost: u64,
-    pub(crate) now: u64,
+    key: K,
+    cost: u64,
+    now: u64,
     pending: u64,
     step: Step<St::CheckFuture, St::RefundFuture>,
     /// `(limit index, decision)`, in check order.
-    pub(crate) entries: SmallVec<[(usize, Decision); 2]>,
+    entries: SmallVec<[(usize, Decision); 2]>,
     verdict: Option<Verdict>,
     refund_from: usize,
 }
@@ -60,31 +86,36 @@ where
         }
     }
 
-    /// A checker whose check of limit `i` is under way (`fut`), with the
-    /// limits of `pending` (a bit mask) still to check.
-    pub(crate) fn resume(
-        key: K,
-        cost: u64,
-        now: u64,
-        pending: u64,
-        i: usize,
-        fut: St::CheckFuture,
-    ) -> Self {
-        Self {
-            key,
-            cost,
-            now,
-            pending,
-            step: Step::Check(i, fut),
-            entries: SmallVec::new(),
-            verdict: None,
-            refund_from: 0,
-        }
+    /// The key being checked.
+    pub(crate) fn key(&self) -> &K {
+        &self.key
     }
 
+    /// A one-limit checker whose check is under way (`fut`).
+    pub(crate) fn resume(spent: Spent<K>, fut: St::CheckFuture) -> Self {
+        let mut checker = Self::new(spent.key, spent.cost, spent.now, 0);
+        checker.step = Step::Check(0, fut);
+        checker
+    }
+
+    /// What the request spent, and `(limit index, decision)` in check
+    /// order.
+    pub(crate) fn into_parts(self) -> (Spent<K>, SmallVec<[(usize, Decision); 2]>) {
+        let spent = Spent {
+            key: self.key,
+            cost: self.cost,
+            now: self.now,
+        };
+        (spent, self.entries)
+    }
+
+    /// Advances as far as it can. Without a context (`None`) it goes only
+    /// as far as the stores answer at once, and is `Pending` at the first
+    /// store future, which it creates but leaves unpolled for a later call
+    /// with a context.
     pub(crate) fn poll(
         &mut self,
-        cx: &mut Context<'_>,
+        mut cx: Option<&mut Context<'_>>,
         limits: &[Limit<St>],
         policy: FailurePolicy,
     ) -> Poll<Verdict> {
@@ -92,38 +123,21 @@ where
             match &mut self.step {
                 Step::Check(i, fut) => {
                     let i = *i;
-                    let result = match Pin::new(fut).poll(cx) {
-                        Poll::Pending => return Poll::Pending,
-                        Poll::Ready(r) => r,
+                    let Some(cx) = cx.as_deref_mut() else {
+                        return Poll::Pending;
                     };
+                    let result = std::task::ready!(Pin::new(fut).poll(cx));
                     self.step = Step::Next;
-                    match result {
-                        Ok(d) => {
-                            self.entries.push((i, d));
-                            if !d.allowed {
-                                self.verdict = Some(Verdict::Denied);
-                            }
-                        }
-                        Err(e) => {
-                            let open = policy == FailurePolicy::Open;
-                            observe::store_error(limits[i].name, &e, open);
-                            if !open {
-                                self.verdict = Some(Verdict::Unavailable(e));
-                            }
-                        }
-                    }
+                    self.checked(i, result, limits, policy);
                 }
                 Step::Refund(j, fut) => {
                     let j = *j;
-                    let result = match Pin::new(fut).poll(cx) {
-                        Poll::Pending => return Poll::Pending,
-                        Poll::Ready(r) => r,
+                    let Some(cx) = cx.as_deref_mut() else {
+                        return Poll::Pending;
                     };
-                    if let Err(e) = result {
-                        observe::refund_error(limits[self.entries[j].0].name, &e);
-                    }
-                    self.refund_from = j + 1;
+                    let result = std::task::ready!(Pin::new(fut).poll(cx));
                     self.step = Step::Next;
+                    self.refunded(j, result, limits);
                 }
                 Step::Next => {
                     if self.verdict.is_some() {
@@ -131,8 +145,14 @@ where
                             .find(|&j| self.entries[j].1.allowed && self.cost > 0);
                         if let Some(j) = next {
                             let store = &limits[self.entries[j].0].store;
-                            let fut = store.refund(&self.key, self.cost, self.now, self.now);
-                            self.step = Step::Refund(j, fut);
+                            let (key, cost, now) = (&self.key, self.cost, self.now);
+                            match store.refund_now(key, cost, now, now) {
+                                Some(result) => self.refunded(j, result, limits),
+                                None => {
+                                    let fut = store.refund(key, cost, now, now);
+                                    self.step = Step::Refund(j, fut);
+                                }
+                            }
                             continue;
                         }
                         self.refund_from = self.entries.len();
@@ -143,19 +163,42 @@ where
                     }
                     let i = self.pending.trailing_zeros() as usize;
                     self.pending &= self.pending - 1;
-                    let fut = limits[i].store.check(&self.key, self.cost, self.now);
-                    self.step = Step::Check(i, fut);
+                    let store = &limits[i].store;
+                    match store.check_now(&self.key, self.cost, self.now) {
+                        Some(result) => self.checked(i, result, limits, policy),
+                        None => {
+                            let fut = store.check(&self.key, self.cost, self.now);
+                            self.step = Step::Check(i, fut);
+                        }
+                    }
                 }
             }
         }
     }
-}
 
-/// Polls a future once without a real waker: the result of a store whose
-/// futures are ready (`MemoryStore`), or `None`.
-pub(crate) fn poll_now<F: Future + Unpin>(fut: &mut F) -> Option<F::Output> {
-    match Pin::new(fut).poll(&mut Context::from_waker(std::task::Waker::noop())) {
-        Poll::Ready(v) => Some(v),
-        Poll::Pending => None,
+    /// Records limit `i`'s answer.
+    #[inline]
+    fn checked(
+        &mut self,
+        i: usize,
+        result: Result<Decision, StoreError>,
+        limits: &[Limit<St>],
+        policy: FailurePolicy,
+    ) {
+        let (decision, verdict) = outcome(result, limits[i].name, policy);
+        if let Some(d) = decision {
+            self.entries.push((i, d));
+        }
+        if verdict.is_some() {
+            self.verdict = verdict;
+        }
+    }
+
+    /// Records the refund of entry `j`.
+    fn refunded(&mut self, j: usize, result: Result<(), StoreError>, limits: &[Limit<St>]) {
+        if let Err(e) = result {
+            observe::refund_error(limits[self.entries[j].0].name, &e);
+        }
+        self.refund_from = j + 1;
     }
 }

@@ -1,9 +1,9 @@
 //! [`ResponseFuture`]: the inner service's future, a ready rejection, or the slow path.
 
-use crate::info::LimitDecision;
-use crate::response::{Headers, Rendered};
+use crate::response::{Fields, Rendered};
 use http::Response;
 use pin_project_lite::pin_project;
+use ratelimit_core::Decision;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -15,12 +15,12 @@ pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>
 pub(crate) struct HeaderPlan(pub(crate) Rendered);
 
 impl HeaderPlan {
-    /// The fields for an admitted request's `entries`, if `headers` sends
-    /// them on admitted responses.
-    pub(crate) fn allowed(headers: &Headers, entries: &[LimitDecision]) -> Option<Self> {
-        headers
+    /// The fields for an admitted request's `entries` (limit index,
+    /// decision), if `fields` sends them on admitted responses.
+    pub(crate) fn allowed(fields: &Fields, entries: &[(usize, Decision)]) -> Option<Self> {
+        fields
             .wants_allowed()
-            .then(|| HeaderPlan(headers.render(entries)))
+            .then(|| HeaderPlan(fields.render(entries)))
     }
 
     pub(crate) fn apply<B>(self, res: &mut Response<B>) {

@@ -37,10 +37,7 @@ impl<X: KeyExtractor, St: Store<X::Key>> RateLimitLayer<X, St> {
     /// # let _ = layer;
     /// ```
     pub fn new(store: St, key: X) -> Self {
-        RateLimitBuilder::new(key).into_layer(Box::new([Limit {
-            name: "default",
-            store: Arc::new(store),
-        }]))
+        RateLimitBuilder::new(key).into_layer(Box::new([Limit::new("default", Arc::new(store))]))
     }
 
     /// A builder for several named limits and other policies.

@@ -137,7 +137,6 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
-mod buf;
 mod builder;
 mod check;
 mod clock;
@@ -146,6 +145,7 @@ mod future;
 mod info;
 mod layer;
 mod observe;
+mod reserve;
 mod service;
 mod shared;
 mod stable_key;

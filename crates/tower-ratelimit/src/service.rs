@@ -1,16 +1,17 @@
-//! [`RateLimit`]: the service that checks each request in `call` and answers or forwards it.
+//! [`RateLimit`]: the service that checks each request in `call` and answers or forwards it (forwarding and reservations: `reserve.rs`).
 
-use crate::check::{poll_now, Checker, Verdict};
+use crate::check::{outcome, Checker, Spent, Verdict};
 use crate::future::{HeaderPlan, ResponseFuture};
-use crate::info::{LimitDecision, RateLimitInfo};
-use crate::key::KeyExtractor;
+use crate::info::{Body, LimitDecision, RateLimitInfo};
+use crate::key::{KeyError, KeyExtractor};
 use crate::observe;
-use crate::policy::{FailurePolicy, KeyErrorPolicy, Mode};
+use crate::policy::{KeyErrorPolicy, Mode};
+use crate::reserve::{forward, Reservation, Reserved};
 use crate::response::{ProblemJson, Rejection, ResponseBuilder};
 use crate::shared::Shared;
 use http::request::Parts;
 use http::{Request, Response};
-use ratelimit_core::{Decision, Store};
+use ratelimit_core::{Decision, Store, StoreError};
 use smallvec::SmallVec;
 use std::fmt;
 use std::hash::Hash;
@@ -70,14 +71,6 @@ impl<S: fmt::Debug, X: KeyExtractor, St, R> fmt::Debug for RateLimit<S, X, St, R
 #[derive(Debug, Clone, Copy)]
 pub struct Limited;
 
-/// Cost reserved by an admitted request, for refunds.
-struct Reserved<K> {
-    key: K,
-    cost: u64,
-    at: u64,
-    limits: SmallVec<[usize; 2]>,
-}
-
 #[allow(clippy::large_enum_variant)] // Transient, moved once.
 enum Next<B, K> {
     Respond(Response<B>),
@@ -113,22 +106,10 @@ where
 
     fn call(&mut self, req: Request<ReqBody>) -> Self::Future {
         let shared = &*self.shared;
-        let (mut parts, body) = req.into_parts();
+        let (parts, body) = req.into_parts();
         let key = match shared.key.extract(&parts) {
             Ok(key) => key,
-            Err(e) => {
-                observe::key_error(&e);
-                let pass = match shared.on_key_error {
-                    KeyErrorPolicy::Reject => false,
-                    KeyErrorPolicy::Allow => true,
-                    KeyErrorPolicy::AllowMissing => e.is_missing(),
-                };
-                if pass {
-                    let fut = self.inner.call(Request::from_parts(parts, body));
-                    return ResponseFuture::inner(fut, None);
-                }
-                return ResponseFuture::ready(Ok(shared.response.build(Rejection::KeyError(&e))));
-            }
+            Err(e) => return self.key_error(parts, body, &e),
         };
         let mut selection = shared.all;
         if let Some(select) = &shared.select {
@@ -139,68 +120,147 @@ where
         }
         let cost = shared.cost.as_ref().map_or(1, |c| c.cost(&parts));
         let now = shared.clock.now();
-        let single: [(usize, Decision); 1];
-        let mut checker;
-        let (key, entries, verdict): (X::Key, &[(usize, Decision)], Verdict) =
-            if shared.limits.len() == 1 {
-                // One limit: call the store directly (no lock, no refunds).
-                let limit = &shared.limits[0];
-                let mut fut = limit.store.check(&key, cost, now);
-                match poll_now(&mut fut) {
-                    Some(Ok(d)) if d.allowed && shared.plain => {
-                        // The common case: straight on.
-                        observe::allowed(limit.name);
-                        let entry = LimitDecision {
-                            name: limit.name,
-                            decision: d,
-                        };
-                        let plan =
-                            HeaderPlan::allowed(&shared.headers, std::slice::from_ref(&entry));
-                        RateLimitInfo::one(entry).merge_owned(&mut parts.extensions);
-                        let req = Request::from_parts(parts, body);
-                        return ResponseFuture::inner(self.inner.call(req), plan);
-                    }
-                    Some(Ok(d)) => {
-                        single = [(0, d)];
-                        let verdict = if d.allowed {
-                            Verdict::Admitted
-                        } else {
-                            Verdict::Denied
-                        };
-                        (key, &single, verdict)
-                    }
-                    Some(Err(e)) => {
-                        let open = shared.on_store_error == FailurePolicy::Open;
-                        observe::store_error(limit.name, &e, open);
-                        let verdict = if open {
-                            Verdict::Admitted
-                        } else {
-                            Verdict::Unavailable(e)
-                        };
-                        (key, &[], verdict)
-                    }
-                    None => {
-                        let checker = Checker::<X::Key, St>::resume(key, cost, now, 0, 0, fut);
-                        return self.pending(parts, body, checker);
-                    }
-                }
-            } else {
-                checker = Checker::<X::Key, St>::new(key, cost, now, selection);
-                let polled = {
-                    // Several limits: check them under a per-key lock, so
-                    // that a check-then-refund is never seen half-done by
-                    // another request of this layer (exact when the store's
-                    // futures are ready).
-                    let _guard = shared.stripes.as_ref().map(|s| s.lock(&checker.key));
-                    let mut cx = Context::from_waker(std::task::Waker::noop());
-                    checker.poll(&mut cx, &shared.limits, shared.on_store_error)
-                };
-                match polled {
-                    Poll::Ready(verdict) => (checker.key, &checker.entries, verdict),
-                    Poll::Pending => return self.pending(parts, body, checker),
-                }
+        if let [limit] = &*shared.limits {
+            // One limit: no lock, no refunds.
+            let answer = limit.store.check_now(&key, cost, now);
+            return match answer {
+                // The common case: straight on.
+                Some(Ok(d)) if d.allowed && shared.plain => self.straight_on(parts, body, d),
+                _ => self.one_limit(parts, body, Spent { key, cost, now }, answer),
             };
-        match decide(shared, &mut parts, key, cost, now, entries, verdict) {
+        }
+        let mut checker = Checker::new(key, cost, now, selection);
+        let polled = {
+            // Several limits: check them under a per-key lock, so that a
+            // check-then-refund is never seen half-done by another request
+            // of this layer (exact when the stores answer at once).
+            let _guard = shared.stripes.as_ref().map(|s| s.lock(checker.key()));
+            checker.poll(None, &shared.limits, shared.on_store_error)
+        };
+        match polled {
+            Poll::Ready(verdict) => {
+                let (spent, checked) = checker.into_parts();
+                self.finish(parts, body, spent, &checked, verdict)
+            }
+            Poll::Pending => self.pending(parts, body, checker),
+        }
+    }
+}
+
+impl<S, X, St, R> RateLimit<S, X, St, R>
+where
+    S: Clone,
+    X: KeyExtractor,
+    St: Store<X::Key>,
+    St::CheckFuture: Unpin,
+    St::RefundFuture: Unpin,
+{
+    /// No key: reject, or pass as the policy says.
+    #[cold]
+    fn key_error<ReqBody, ResBody>(
+        &mut self,
+        parts: Parts,
+        body: ReqBody,
+        e: &KeyError,
+    ) -> ResponseFuture<S::Future>
+    where
+        S: Service<Request<ReqBody>, Response = Response<ResBody>>,
+        R: ResponseBuilder<ResBody>,
+    {
+        observe::key_error(e);
+        let pass = match self.shared.on_key_error {
+            KeyErrorPolicy::Reject => false,
+            KeyErrorPolicy::Allow => true,
+            KeyErrorPolicy::AllowMissing => e.is_missing(),
+        };
+        if pass {
+            return ResponseFuture::inner(self.inner.call(Request::from_parts(parts, body)), None);
+        }
+        ResponseFuture::ready(Ok(self.shared.response.build(Rejection::KeyError(e))))
+    }
+
+    /// One limit, whose store gave `answer` to `check_now`, and the request
+    /// does not go straight on.
+    #[inline]
+    fn one_limit<ReqBody, ResBody>(
+        &mut self,
+        parts: Parts,
+        body: ReqBody,
+        spent: Spent<X::Key>,
+        answer: Option<Result<Decision, StoreError>>,
+    ) -> ResponseFuture<S::Future>
+    where
+        S: Service<Request<ReqBody>, Response = Response<ResBody>> + Send + 'static,
+        S::Future: Send + 'static,
+        S::Error: Send + 'static,
+        X::Key: Hash,
+        R: ResponseBuilder<ResBody>,
+        ReqBody: Send + 'static,
+        ResBody: Send + 'static,
+    {
+        let limit = &self.shared.limits[0];
+        let (decision, verdict) = match answer {
+            Some(result) => outcome(result, limit.name, self.shared.on_store_error),
+            None => {
+                let fut = limit.store.check(&spent.key, spent.cost, spent.now);
+                return self.pending(parts, body, Checker::resume(spent, fut));
+            }
+        };
+        let single;
+        let checked: &[(usize, Decision)] = match decision {
+            Some(d) => {
+                single = [(0, d)];
+                &single
+            }
+            None => &[],
+        };
+        self.finish(
+            parts,
+            body,
+            spent,
+            checked,
+            verdict.unwrap_or(Verdict::Admitted),
+        )
+    }
+
+    /// One limit admitted a request with nothing to hold or give back.
+    #[inline]
+    fn straight_on<ReqBody, ResBody>(
+        &mut self,
+        mut parts: Parts,
+        body: ReqBody,
+        decision: Decision,
+    ) -> ResponseFuture<S::Future>
+    where
+        S: Service<Request<ReqBody>, Response = Response<ResBody>>,
+    {
+        let shared = &*self.shared;
+        let name = shared.limits[0].name;
+        observe::allowed(name);
+        let plan = HeaderPlan::allowed(&shared.fields, &[(0, decision)]);
+        RateLimitInfo::one(LimitDecision { name, decision }).merge_owned(&mut parts.extensions);
+        ResponseFuture::inner(self.inner.call(Request::from_parts(parts, body)), plan)
+    }
+
+    /// Every limit answered at once: respond, or forward.
+    #[inline]
+    fn finish<ReqBody, ResBody>(
+        &mut self,
+        mut parts: Parts,
+        body: ReqBody,
+        spent: Spent<X::Key>,
+        checked: &[(usize, Decision)],
+        verdict: Verdict,
+    ) -> ResponseFuture<S::Future>
+    where
+        S: Service<Request<ReqBody>, Response = Response<ResBody>> + Send + 'static,
+        S::Future: Send + 'static,
+        S::Error: Send + 'static,
+        R: ResponseBuilder<ResBody>,
+        ReqBody: Send + 'static,
+        ResBody: Send + 'static,
+    {
+        match decide(&self.shared, &mut parts, spent, checked, verdict) {
             Next::Respond(res) => ResponseFuture::ready(Ok(res)),
             Next::Forward {
                 plan,
@@ -216,25 +276,13 @@ where
             } => {
                 let inner = self.take_inner();
                 let req = Request::from_parts(parts, body);
-                let reservation = reserved.map(|reserved| Reservation {
-                    shared: self.shared.clone(),
-                    reserved: Some(reserved),
-                    refund_on_drop: !hold.is_zero(),
-                });
+                let reservation =
+                    reserved.map(|r| Reservation::new(self.shared.clone(), r, !hold.is_zero()));
                 ResponseFuture::boxed(Box::pin(forward(inner, req, plan, hold, reservation)))
             }
         }
     }
-}
 
-impl<S, X, St, R> RateLimit<S, X, St, R>
-where
-    S: Clone,
-    X: KeyExtractor,
-    St: Store<X::Key>,
-    St::CheckFuture: Unpin,
-    St::RefundFuture: Unpin,
-{
     /// A remote store: finish the check asynchronously.
     #[cold]
     #[inline(never)]
@@ -256,17 +304,12 @@ where
         let inner = self.take_inner();
         let shared = self.shared.clone();
         ResponseFuture::boxed(Box::pin(async move {
-            let verdict =
-                std::future::poll_fn(|cx| checker.poll(cx, &shared.limits, shared.on_store_error))
-                    .await;
-            let Checker {
-                key,
-                cost,
-                now,
-                entries,
-                ..
-            } = checker;
-            match decide(&shared, &mut parts, key, cost, now, &entries, verdict) {
+            let verdict = std::future::poll_fn(|cx| {
+                checker.poll(Some(cx), &shared.limits, shared.on_store_error)
+            })
+            .await;
+            let (spent, checked) = checker.into_parts();
+            match decide(&shared, &mut parts, spent, &checked, verdict) {
                 Next::Respond(res) => Ok(res),
                 Next::Forward {
                     plan,
@@ -274,11 +317,8 @@ where
                     reserved,
                 } => {
                     let req = Request::from_parts(parts, body);
-                    let reservation = reserved.map(|reserved| Reservation {
-                        shared: shared.clone(),
-                        reserved: Some(reserved),
-                        refund_on_drop: !hold.is_zero(),
-                    });
+                    let reservation =
+                        reserved.map(|r| Reservation::new(shared.clone(), r, !hold.is_zero()));
                     forward(inner, req, plan, hold, reservation).await
                 }
             }
@@ -294,14 +334,13 @@ impl<S: Clone, X: KeyExtractor, St, R> RateLimit<S, X, St, R> {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What to do with a checked request: the response to a rejection, or
+/// what forwarding it takes (fields, hold, reservation).
 #[inline]
 fn decide<X, St, R, B>(
     shared: &Shared<X, St, R>,
     parts: &mut Parts,
-    key: X::Key,
-    cost: u64,
-    now: u64,
+    spent: Spent<X::Key>,
     checked: &[(usize, Decision)],
     verdict: Verdict,
 ) -> Next<B, X::Key>
@@ -309,6 +348,7 @@ where
     X: KeyExtractor,
     R: ResponseBuilder<B>,
 {
+    let Spent { key, cost, now } = spent;
     let entry = |&(i, decision): &(usize, Decision)| LimitDecision {
         name: shared.limits[i].name,
         decision,
@@ -330,6 +370,7 @@ where
                 entries,
                 denied: Some(i),
                 dry_run,
+                body: Body(Some(shared.limits[checked[i].0].body)),
             };
             let denied = &info.entries[i];
             observe::limited(denied.name, &denied.decision, dry_run);
@@ -340,9 +381,7 @@ where
                     // the marker costs an allocation).
                     res.extensions_mut().insert(Limited);
                 }
-                shared
-                    .headers
-                    .write(res.headers_mut(), &info.entries, info.denied);
+                shared.fields.write(res.headers_mut(), checked, info.denied);
                 return Next::Respond(res);
             }
             info
@@ -375,123 +414,15 @@ where
                 entries,
                 denied: None,
                 dry_run: false,
+                body: Body::default(),
             }
         }
     };
-    let plan = HeaderPlan::allowed(&shared.headers, &info.entries);
+    let plan = HeaderPlan::allowed(&shared.fields, checked);
     info.merge_owned(&mut parts.extensions);
     Next::Forward {
         plan,
         hold,
         reserved,
     }
-}
-
-/// Cost reserved by an admitted request that may be given back: when the
-/// response does not count, or when the request is dropped while held.
-/// Created before the forwarding future, so dropping that future even
-/// before its first poll gives a held request's slots back.
-struct Reservation<X: KeyExtractor, St: Store<X::Key>, R> {
-    shared: Arc<Shared<X, St, R>>,
-    reserved: Option<Reserved<X::Key>>,
-    /// Whether dropping it refunds (while a shaped request is held).
-    refund_on_drop: bool,
-}
-
-impl<X: KeyExtractor, St: Store<X::Key>, R> Reservation<X, St, R> {
-    /// Gives the reserved cost back. With a `plan` (fields for the
-    /// response), reads each limit's state afterwards (a cost-0 check, a
-    /// peek) so that the fields show the refund; if a read fails, the
-    /// plan stays as it was.
-    async fn refund(mut self, plan: Option<HeaderPlan>) -> Option<HeaderPlan> {
-        let Some(r) = self.reserved.take() else {
-            return plan;
-        };
-        let shared = &*self.shared;
-        let now = shared.clock.now();
-        for &i in &r.limits {
-            let limit = &shared.limits[i];
-            if let Err(e) = limit.store.refund(&r.key, r.cost, r.at, now).await {
-                observe::refund_error(limit.name, &e);
-            }
-        }
-        plan.as_ref()?; // No fields to correct.
-        let mut entries = SmallVec::<[LimitDecision; 2]>::new();
-        for &i in &r.limits {
-            let limit = &shared.limits[i];
-            match limit.store.check(&r.key, 0, now).await {
-                Ok(decision) => entries.push(LimitDecision {
-                    name: limit.name,
-                    decision,
-                }),
-                Err(_) => return plan,
-            }
-        }
-        HeaderPlan::allowed(&shared.headers, &entries)
-    }
-}
-
-impl<X: KeyExtractor, St: Store<X::Key>, R> Drop for Reservation<X, St, R> {
-    fn drop(&mut self) {
-        if !self.refund_on_drop {
-            return;
-        }
-        // Completes at once with `MemoryStore`; a remote store's refund is
-        // polled once and otherwise abandoned (the slot stays used).
-        if let Some(r) = self.reserved.take() {
-            let now = self.shared.clock.now();
-            for &i in &r.limits {
-                let limit = &self.shared.limits[i];
-                let mut fut = Box::pin(limit.store.refund(&r.key, r.cost, r.at, now));
-                if let Some(Err(e)) = poll_now(&mut fut) {
-                    observe::refund_error(limit.name, &e);
-                }
-            }
-        }
-    }
-}
-
-async fn forward<S, X, St, R, ReqBody, ResBody>(
-    mut inner: S,
-    req: Request<ReqBody>,
-    mut plan: Option<HeaderPlan>,
-    hold: Duration,
-    mut reservation: Option<Reservation<X, St, R>>,
-) -> Result<Response<ResBody>, S::Error>
-where
-    S: Service<Request<ReqBody>, Response = Response<ResBody>>,
-    X: KeyExtractor,
-    St: Store<X::Key>,
-{
-    if !hold.is_zero() {
-        tokio::time::sleep(hold).await;
-    }
-    if let Some(r) = &mut reservation {
-        r.refund_on_drop = false;
-    }
-    let mut result = inner.call(req).await;
-    if let Some(r) = reservation {
-        let counts = match result {
-            Ok(res) => {
-                let (head, body) = res.into_parts();
-                let limited_inside =
-                    r.shared.refund_on_inner_limit && head.extensions.get::<Limited>().is_some();
-                let counts =
-                    !limited_inside && r.shared.count_if.as_ref().is_none_or(|p| p.counts(&head));
-                result = Ok(Response::from_parts(head, body));
-                counts
-            }
-            Err(e) => {
-                result = Err(e);
-                r.shared.count_if.is_none()
-            }
-        };
-        if !counts {
-            plan = r.refund(plan).await;
-        }
-    }
-    if let (Ok(res), Some(plan)) = (&mut result, plan) {
-        plan.apply(res);
-    }
-    result
 }

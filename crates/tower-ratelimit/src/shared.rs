@@ -2,7 +2,7 @@
 
 use crate::key::KeyExtractor;
 use crate::policy::{Cost, FailurePolicy, KeyErrorPolicy, LimitSelector, Mode, ResponsePredicate};
-use crate::response::Headers;
+use crate::response::{Fields, LimitedBody};
 use ratelimit_core::Clock;
 use std::hash::{BuildHasher, Hash, RandomState};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -11,6 +11,20 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 pub(crate) struct Limit<St> {
     pub(crate) name: &'static str,
     pub(crate) store: Arc<St>,
+    /// The fixed parts of its default 429 body, kept for the life of the
+    /// program like the name (so a rejection's info copies a reference,
+    /// with no reference count).
+    pub(crate) body: &'static LimitedBody,
+}
+
+impl<St> Limit<St> {
+    pub(crate) fn new(name: &'static str, store: Arc<St>) -> Self {
+        Self {
+            name,
+            store,
+            body: Box::leak(Box::new(LimitedBody::new(name))),
+        }
+    }
 }
 
 /// Locks that make a multi-limit check atomic per key (for stores whose
@@ -46,7 +60,8 @@ pub(crate) struct Shared<X: KeyExtractor, St, R> {
     pub(crate) mode: Mode,
     pub(crate) on_key_error: KeyErrorPolicy,
     pub(crate) on_store_error: FailurePolicy,
-    pub(crate) headers: Headers,
+    /// The header fields, with what the settings fix already rendered.
+    pub(crate) fields: Fields,
     pub(crate) response: R,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) stripes: Option<Stripes>,

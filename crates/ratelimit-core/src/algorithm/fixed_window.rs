@@ -129,6 +129,8 @@ impl FixedWindow {
             limit: self.limit,
             window: Duration::from_nanos(self.period),
             reset: Duration::from_nanos(reset),
+            // Full: nothing comes back before the window ends.
+            next: Duration::from_nanos(if s.count < self.limit { 0 } else { reset }),
         }
     }
 }

@@ -160,6 +160,11 @@ impl<W: StateWord> Gcra<W> {
             limit: self.burst,
             window: self.window,
             reset: i.duration_ceil(used),
+            // A cost-1 request fits when `used + T <= capacity`.
+            next: match used + i.step {
+                need if need > self.capacity => i.duration_ceil(need - self.capacity),
+                _ => Duration::ZERO,
+            },
         }
     }
 }

@@ -147,6 +147,12 @@ impl<W: StateWord> LeakyBucket<W> {
             limit: self.queue + 1,
             window: self.window(),
             reset: i.duration_ceil(drained),
+            // A request of one fits when its slot starts within `Q * T`.
+            next: if drained > self.queue_span {
+                i.duration_ceil(drained - self.queue_span)
+            } else {
+                Duration::ZERO
+            },
         }
     }
 }

@@ -106,6 +106,11 @@ impl SlidingLog {
             .log
             .back()
             .map_or(Duration::ZERO, |&(at, _)| self.until_expiry(at, now));
+        // Full: one unit comes back when the oldest entry expires.
+        let next = match s.log.front() {
+            Some(&(at, _)) if s.used >= self.limit => self.until_expiry(at, now),
+            _ => Duration::ZERO,
+        };
         Decision {
             allowed,
             remaining: self.limit - s.used,
@@ -113,6 +118,7 @@ impl SlidingLog {
             limit: self.limit,
             window: Duration::from_nanos(self.period),
             reset,
+            next,
         }
     }
 }

@@ -62,6 +62,33 @@ impl SlidingWindow {
         }
     }
 
+    /// `None` if a request of `cost` (at most `L`) fits at `now`, else
+    /// how long until it does.
+    fn wait(&self, s: &SlidingWindowState, now: u64, cost: u64) -> Option<u128> {
+        let p = u128::from(self.period);
+        let left = p - u128::from(now % self.period); // P - e
+        let (l, prev, cur, n) = (
+            u128::from(self.limit),
+            u128::from(s.prev),
+            u128::from(s.cur),
+            u128::from(cost),
+        );
+        // prev*(P - e) + (cur + n)*P <= L*P, without overflowing u128
+        // (cur + n may be near 2L).
+        if cur + n <= l && prev * left <= (l - cur - n) * p {
+            return None;
+        }
+        Some(if cur + n <= l {
+            // Still this window: wait until prev*(P - e') <= room*P.
+            let room = l - cur - n;
+            left - room * p / prev
+        } else {
+            // The current window must become the previous one; then wait
+            // until cur*(P - e'') <= (L - n)*P.
+            left + p.saturating_sub((l - n) * p / cur)
+        })
+    }
+
     fn decision(
         &self,
         allowed: bool,
@@ -92,6 +119,11 @@ impl SlidingWindow {
             limit: self.limit,
             window: Duration::from_nanos(self.period),
             reset: nanos(reset),
+            next: nanos(if remaining > 0 {
+                0
+            } else {
+                self.wait(s, now, 1).unwrap_or(0)
+            }),
         }
     }
 }
@@ -115,30 +147,13 @@ impl Algorithm for SlidingWindow {
         if cost > self.limit {
             return self.decision(false, s, now, None);
         }
-        let p = u128::from(self.period);
-        let left = p - u128::from(now % self.period); // P - e
-        let (l, prev, cur, n) = (
-            u128::from(self.limit),
-            u128::from(s.prev),
-            u128::from(s.cur),
-            u128::from(cost),
-        );
-        // prev*(P - e) + (cur + n)*P <= L*P, without overflowing u128
-        // (cur + n may be near 2L).
-        if cur + n <= l && prev * left <= (l - cur - n) * p {
-            s.cur += cost;
-            return self.decision(true, s, now, Some(0));
+        match self.wait(s, now, cost) {
+            None => {
+                s.cur += cost;
+                self.decision(true, s, now, Some(0))
+            }
+            Some(wait) => self.decision(false, s, now, Some(wait)),
         }
-        let wait = if cur + n <= l {
-            // Still this window: wait until prev*(P - e') <= room*P.
-            let room = l - cur - n;
-            left - room * p / prev
-        } else {
-            // The current window must become the previous one; then wait
-            // until cur*(P - e'') <= (L - n)*P.
-            left + p.saturating_sub((l - n) * p / cur)
-        };
-        self.decision(false, s, now, Some(wait))
     }
 
     fn refund(&self, s: &mut SlidingWindowState, now: u64, admitted_at: u64, cost: u64) {

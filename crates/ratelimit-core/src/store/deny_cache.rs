@@ -78,13 +78,16 @@ impl DenySlots {
         if now >= until {
             return None;
         }
+        let wait = Duration::from_nanos(until - now);
         Some(Decision {
             allowed: false,
             remaining: 0,
-            wait: Some(Duration::from_nanos(until - now)),
+            wait: Some(wait),
             limit: c.limit,
             window: c.window,
             reset: Duration::from_nanos(reset_at.saturating_sub(now)),
+            // A cost-1 denial: its wait is the wait for one unit.
+            next: wait,
         })
     }
 

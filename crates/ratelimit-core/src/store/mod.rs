@@ -1,13 +1,16 @@
 //! Stores: where per-key state lives, and what makes each check atomic.
 //!
 //! [`Store`] is what the HTTP layer talks to; [`MemoryStore`] implements
-//! it with ready futures (no allocation, no await point), and remote stores
-//! (Redis) with real ones.
+//! it with ready futures (no allocation, no await point) and answers at
+//! once through [`Store::check_now`], and remote stores (Redis) with real
+//! futures. [`BoxStore`] erases the type, so that one layer mixes stores.
 
+mod boxed;
 mod deny_cache;
 mod memory;
 mod shard;
 
+pub use boxed::BoxStore;
 pub use memory::{AtCapacity, MemoryStore, MemoryStoreBuilder};
 
 use crate::{Algorithm, Decision, StableKey, StoreError};
@@ -31,6 +34,31 @@ pub trait Store<K: ?Sized>: Send + Sync + 'static {
 
     /// Gives back `cost` admitted for `key` at `admitted_at`.
     fn refund(&self, key: &K, cost: u64, admitted_at: u64, now: u64) -> Self::RefundFuture;
+
+    /// The check, done at once, for a store that can answer without
+    /// waiting (a memory store): `Some` with what [`check`](Self::check)'s
+    /// future would give, the check done; or `None`, nothing done, and the
+    /// caller uses [`check`](Self::check). The default is `None`; a store
+    /// that returns `Some` must do so on every call, so callers can skip
+    /// futures (and locks held across them) entirely.
+    fn check_now(&self, key: &K, cost: u64, now: u64) -> Option<Result<Decision, StoreError>> {
+        let _ = (key, cost, now);
+        None
+    }
+
+    /// The refund, done at once, as [`check_now`](Self::check_now) is for
+    /// checks: `Some` when done, `None` (the default) when the caller must
+    /// use [`refund`](Self::refund).
+    fn refund_now(
+        &self,
+        key: &K,
+        cost: u64,
+        admitted_at: u64,
+        now: u64,
+    ) -> Option<Result<(), StoreError>> {
+        let _ = (key, cost, admitted_at, now);
+        None
+    }
 
     /// Bounded upkeep at `now`, called every second or so by whoever owns
     /// the store (the HTTP layer does, on tokio): a memory store drops
@@ -57,6 +85,22 @@ where
     fn refund(&self, key: &K, cost: u64, admitted_at: u64, now: u64) -> Self::RefundFuture {
         MemoryStore::refund(self, key, cost, admitted_at, now);
         ready(Ok(()))
+    }
+
+    #[inline]
+    fn check_now(&self, key: &K, cost: u64, now: u64) -> Option<Result<Decision, StoreError>> {
+        Some(MemoryStore::check(self, key, cost, now))
+    }
+
+    fn refund_now(
+        &self,
+        key: &K,
+        cost: u64,
+        admitted_at: u64,
+        now: u64,
+    ) -> Option<Result<(), StoreError>> {
+        MemoryStore::refund(self, key, cost, admitted_at, now);
+        Some(Ok(()))
     }
 
     fn maintain(&self, now: u64) {

@@ -8,6 +8,7 @@ use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use ratelimit_core::{Algorithm, AnyAlgorithm, Decision, MemoryStore};
 use std::collections::HashMap;
+use std::time::Duration;
 
 /// One step of a random trace, resolved against the configuration and the
 /// decisions so far by [`run`].
@@ -266,6 +267,16 @@ where
             prop_assert!(cost > spec.capacity());
         }
     }
+    // `next`: zero with quota left, else the wait of a cost-1 denial now.
+    let mut s = state.clone();
+    let one = algorithm.check(&mut s, t, 1);
+    let want_next = if d.remaining > 0 {
+        Duration::ZERO
+    } else {
+        prop_assert!(!one.allowed, "remaining 0 but admitted\n{}", log.join("\n"));
+        one.wait.unwrap_or_default()
+    };
+    prop_assert_eq!(d.next, want_next, "next ({:?})\n{}", spec, log.join("\n"));
     if d.remaining <= 64 {
         let mut s = state.clone();
         for k in 0..d.remaining {

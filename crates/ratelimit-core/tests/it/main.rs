@@ -4,6 +4,7 @@
 //! test, which needs a counting global allocator, is `tests/memory.rs`.)
 
 mod boundaries;
+mod boxed;
 mod capacity;
 mod concurrency;
 mod example;

@@ -51,7 +51,10 @@ end
 local function decide(allowed, wait)
   local reset = 0
   if cnt > 0 then reset = tdiff(es, en, s, n) end
-  return {allowed, L - cnt, wait, reset}
+  -- next: full, nothing comes back before the window ends.
+  local nxt = 0
+  if cnt >= L then nxt = reset end
+  return {allowed, L - cnt, wait, reset, nxt}
 end
 
 if cost == 0 then return decide(1, 0) end

@@ -26,7 +26,11 @@ if dw and dw >= 0 and le(dw, df, cw, cf) then uw, uf = dw, df end
 
 local function decide(allowed, aw, af, wait)
   local rw, rf = sub(cw, cf, aw, af)
-  return {allowed, per_step(rw, rf), wait, ceil_ns(aw, af)}
+  -- next: until one more unit fits, used + T <= B*T.
+  local nw, nf = add(aw, af, sw, sf)
+  local nxt = 0
+  if not le(nw, nf, cw, cf) then nxt = ceil_ns(sub(nw, nf, cw, cf)) end
+  return {allowed, per_step(rw, rf), wait, ceil_ns(aw, af), nxt}
 end
 
 if cost > burst then return decide(0, uw, uf, -1) end

@@ -29,7 +29,10 @@ local function decide(allowed, lw, lf, wait)
   local ew, ef = add(lw, lf, sw, sf)          -- drained, in [0, (Q+1)*T]
   local fw, ff = add(qw, qf, sw, sf)          -- (Q+1)*T
   local rw, rf = sub(fw, ff, ew, ef)
-  return {allowed, per_step(rw, rf), wait, ceil_ns(ew, ef)}
+  -- next: until a request of one starts within Q*T.
+  local nxt = 0
+  if not le(ew, ef, qw, qf) then nxt = ceil_ns(sub(ew, ef, qw, qf)) end
+  return {allowed, per_step(rw, rf), wait, ceil_ns(ew, ef), nxt}
 end
 
 if cost == 0 then return decide(1, dw, df, 0) end

@@ -85,7 +85,13 @@ local function decide(allowed, wait)
     local es, en = entry(t - 1)
     reset = tdiff(es, en, s, n) + P
   end
-  return {allowed, L - u, wait, reset}
+  -- next: full, one unit comes back when the oldest entry expires.
+  local nxt = 0
+  if u >= L and h < t then
+    local es, en = entry(h)
+    nxt = tdiff(es, en, s, n) + P
+  end
+  return {allowed, L - u, wait, reset, nxt}
 end
 
 if cost == 0 then persist(); return decide(1, 0) end

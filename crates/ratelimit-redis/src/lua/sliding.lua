@@ -77,6 +77,17 @@ if op == 'r' then
   return {0, 0, 0, 0}
 end
 
+-- The wait until a request of n (at most L) fits, or nil if it fits now:
+-- admitted iff prev*(P - e) <= (L - cur - n)*P.
+local function wait_for(n)
+  local room = L - cur - n
+  local q, r = muldivmod(prev, left, P)
+  if r > 0 then q = q + 1 end
+  if room >= 0 and q <= room then return nil end
+  if room >= 0 then return left - times_p_over(room, prev) end
+  return left + math.max(0, P - times_p_over(L - n, cur))
+end
+
 local function decide(allowed, wait)
   local q, r = muldivmod(prev, left, P)
   local rem = L - cur - q
@@ -84,24 +95,17 @@ local function decide(allowed, wait)
   if rem < 0 then rem = 0 end
   local reset = 0
   if cur > 0 then reset = left + P elseif prev > 0 then reset = left end
-  return {allowed, rem, wait, reset}
+  local nxt = 0
+  if rem == 0 then nxt = wait_for(1) or 0 end
+  return {allowed, rem, wait, reset, nxt}
 end
 
 if cost == 0 then return decide(1, 0) end
 if cost > L then return decide(0, -1) end
--- Admit iff prev*(P - e) <= (L - cur - n)*P.
-local room = L - cur - cost
-local q, r = muldivmod(prev, left, P)
-if r > 0 then q = q + 1 end
-if room >= 0 and q <= room then
+local wait = wait_for(cost)
+if not wait then
   cur = cur + cost
   save()
   return decide(1, 0)
-end
-local wait
-if room >= 0 then
-  wait = left - times_p_over(room, prev)
-else
-  wait = left + math.max(0, P - times_p_over(L - cost, cur))
 end
 return decide(0, wait)

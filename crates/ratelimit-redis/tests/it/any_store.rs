@@ -194,3 +194,25 @@ async fn live_settings_in_memory_keep_used_quota() {
     live.set(gcra("gcra 4/1h"));
     assert_eq!(admitted(&store, "k", 5).await, 2);
 }
+
+#[tokio::test]
+async fn memory_answers_at_once_redis_through_its_future() {
+    let memory: AnyStore<String> = StoreSettings::Memory { max_keys: None }
+        .build("l", gcra("gcra 1/1h"))
+        .unwrap();
+    let k = "k".to_owned();
+    assert!(memory.check_now(&k, 1, 0).unwrap().unwrap().allowed);
+    assert!(!memory.check_now(&k, 1, 0).unwrap().unwrap().allowed);
+    assert_eq!(memory.refund_now(&k, 1, 0, 0), Some(Ok(())));
+    assert!(memory.check_now(&k, 1, 0).unwrap().unwrap().allowed);
+    let redis: AnyStore<String> = StoreSettings::Redis {
+        url: "redis://127.0.0.1:1/".to_owned(),
+        prefix: None,
+        timeout: None,
+        fallback_max_keys: None,
+    }
+    .build("l", gcra("gcra 1/1h"))
+    .unwrap();
+    assert!(redis.check_now(&k, 1, 0).is_none());
+    assert!(redis.refund_now(&k, 1, 0, 0).is_none());
+}

@@ -463,7 +463,8 @@ fn noscript_after_a_successful_reload() {
 fn reply_of_the_wrong_shape() {
     for r in [
         "*2\r\n:1\r\n:4\r\n",
-        "*5\r\n:1\r\n:4\r\n:0\r\n:0\r\n:0\r\n",
+        // Checks answer 5 numbers, refunds 4: 6 is wrong for both.
+        "*6\r\n:1\r\n:4\r\n:0\r\n:0\r\n:0\r\n:0\r\n",
         "*4\r\n:7\r\n:4\r\n:0\r\n:0\r\n",
         "*0\r\n",
     ] {

@@ -1,12 +1,25 @@
 //! The rate-limit header fields: IETF `RateLimit-Policy` and `RateLimit`, `Retry-After`, and legacy `X-RateLimit-*`.
 
+use super::memo::{next_id, Memo};
 use super::problem::ceil_secs;
-use crate::buf::Buf;
-use crate::info::LimitDecision;
 use bytes::Bytes;
 use http::header::{Entry, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
+use ratelimit_core::Decision;
 use std::cell::RefCell;
-use std::sync::{Mutex, PoisonError};
+use std::sync::OnceLock;
+
+/// `(limit id, r, t, q, w)`.
+type FieldsKey = (u64, u64, u64, u64, u64);
+
+thread_local! {
+    /// `RateLimit-Policy` and `RateLimit` values of one limit, by
+    /// `(limit id, r, t, q, w)`.
+    static FIELDS: RefCell<Memo<FieldsKey, (HeaderValue, HeaderValue), 4>> =
+        const { RefCell::new(Memo::new()) };
+    /// `Retry-After` values, by seconds.
+    static RETRY_AFTER_VALUES: RefCell<Memo<u64, HeaderValue, 2>> =
+        const { RefCell::new(Memo::new()) };
+}
 
 /// `RateLimit-Policy` (draft-ietf-httpapi-ratelimit-headers).
 pub const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
@@ -30,8 +43,10 @@ pub const X_RATELIMIT_RESET: HeaderName = HeaderName::from_static("x-ratelimit-r
 /// ```
 ///
 /// `q` is the limit, `w` the window in seconds (rounded up), `r` what is
-/// left and `t` the seconds (rounded up) until the limit is back to full,
-/// or, on a 429, until the request may be retried. A 429 lists only the
+/// left and `t` the seconds (rounded up) until the limit is back to full;
+/// with nothing left (`r=0`), until the next unit is (what `Retry-After`
+/// would say to a request denied then), and on a 429, until the request
+/// may be retried (the instant of `Retry-After`). A 429 lists only the
 /// limit that denied it, and carries `Retry-After` (whole seconds, rounded
 /// up, never 0 for a positive wait; absent when the request can never be
 /// admitted). Stacked layers append their own members.
@@ -86,55 +101,197 @@ impl Headers {
         self
     }
 
-    fn list(&self, entries: &[LimitDecision]) -> Option<(HeaderValue, HeaderValue)> {
-        let mut policy = Buf::<128>::new();
-        let mut state = Buf::<128>::new();
-        for e in entries {
-            let d = &e.decision;
-            if !policy.is_empty() {
-                policy.push(", ");
-                state.push(", ");
-            }
-            let t = match d.retry_after() {
-                Some(wait) => ceil_secs(wait).max(1),
-                None => ceil_secs(d.reset),
-            };
-            policy
-                .quoted(e.name)
-                .push(";q=")
-                .num(d.limit)
-                .push(";w=")
-                .num(ceil_secs(d.window).max(1));
-            state
-                .quoted(e.name)
-                .push(";r=")
-                .num(d.remaining)
-                .push(";t=")
-                .num(t);
-        }
-        let policy = HeaderValue::from_bytes(policy.as_bytes()).ok()?;
-        let state = HeaderValue::from_bytes(state.as_bytes()).ok()?;
-        Some((policy, state))
-    }
-
     pub(crate) fn wants_allowed(&self) -> bool {
         self.on_allowed && (self.ietf || self.legacy)
     }
+}
 
-    /// Writes the fields for `entries` (all of one layer). `denied`: the
-    /// entry that denied the request, whose fields alone are written.
+/// `t` of a decision, in whole seconds rounded up (as `Retry-After`).
+///
+/// draft-ietf-httpapi-ratelimit-headers-10, Section 4.1.2 (Reset
+/// Parameter): "the number of seconds until the quota associated with the
+/// quota policy resets"; Section 5 (Server Behavior): with `Retry-After`,
+/// `t` "SHOULD reference the same point in time". So:
+/// - a denial: the wait for this request, the instant of `Retry-After`;
+/// - admitted with `r=0`: the wait until the next unit of quota
+///   ([`Decision::next`]), which is the `Retry-After` a request of cost 1
+///   denied at this instant is given: the two never disagree;
+/// - admitted with `r>0`: the wait until the quota is back to full
+///   ([`Decision::reset`]), when the quota has reset, so that "do not
+///   spend more than `r` in the next `t` seconds" (Section 6) holds.
+pub(crate) fn reset_secs(d: &Decision) -> u64 {
+    match d.retry_after() {
+        Some(wait) => ceil_secs(wait).max(1),
+        None if d.remaining == 0 && !d.next.is_zero() => ceil_secs(d.next),
+        None => ceil_secs(d.reset),
+    }
+}
+
+/// A field value made of `parts`, in one allocation of exactly their
+/// length (which `Bytes` then takes over as it is, with no copy and no
+/// second allocation), checked once by `from_maybe_shared`.
+fn value(parts: &[&[u8]]) -> Option<HeaderValue> {
+    let len = parts.iter().map(|p| p.len()).sum();
+    let mut v = Vec::with_capacity(len);
+    for p in parts {
+        v.extend_from_slice(p);
+    }
+    HeaderValue::from_maybe_shared(Bytes::from(v)).ok()
+}
+
+/// A number as a field value (`Retry-After`, legacy fields).
+fn number(n: u64) -> Option<HeaderValue> {
+    value(&[itoa::Buffer::new().format(n).as_bytes()])
+}
+
+/// `s` as a structured-field String (RFC 8941, Section 4.1.6): quoted, `"`
+/// and `\` escaped; `None` for characters outside printable ASCII (limit
+/// names are checked for that when the layer is built).
+fn sf_string(s: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(s.len() + 2);
+    out.push(b'"');
+    for b in s.bytes() {
+        if !(0x20..=0x7e).contains(&b) {
+            return None;
+        }
+        if b == b'"' || b == b'\\' {
+            out.push(b'\\');
+        }
+        out.push(b);
+    }
+    out.push(b'"');
+    Some(out)
+}
+
+/// The parts of one limit's fields that its settings fix.
+struct LimitFields {
+    /// Tells the limit in the per-thread memos.
+    id: u64,
+    /// `"name"`.
+    name: Box<[u8]>,
+    /// `"name";r=`: the start of its `RateLimit` member.
+    state: Box<[u8]>,
+    /// Its `RateLimit-Policy` member, `"name";q=L;w=W`, with the `q` and
+    /// `w` it was rendered for. `q` and `w` come from the store's
+    /// decisions, so it is rendered at the first one and kept as long as
+    /// they stay the same (always, unless the store changes its setting).
+    policy: OnceLock<(u64, u64, Option<HeaderValue>)>,
+}
+
+impl LimitFields {
+    fn new(name: &str) -> Option<Self> {
+        let name = sf_string(name)?;
+        let mut state = name.clone();
+        state.extend_from_slice(b";r=");
+        Some(Self {
+            id: next_id(),
+            name: name.into(),
+            state: state.into(),
+            policy: OnceLock::new(),
+        })
+    }
+
+    fn write_policy(&self, out: &mut Vec<u8>, q: u64, w: u64) {
+        out.extend_from_slice(&self.name);
+        out.extend_from_slice(b";q=");
+        out.extend_from_slice(itoa::Buffer::new().format(q).as_bytes());
+        out.extend_from_slice(b";w=");
+        out.extend_from_slice(itoa::Buffer::new().format(w).as_bytes());
+    }
+
+    fn write_state(&self, out: &mut Vec<u8>, d: &Decision) {
+        out.extend_from_slice(&self.state);
+        out.extend_from_slice(itoa::Buffer::new().format(d.remaining).as_bytes());
+        out.extend_from_slice(b";t=");
+        out.extend_from_slice(itoa::Buffer::new().format(reset_secs(d)).as_bytes());
+    }
+
+    /// The `RateLimit-Policy` value of this limit alone.
+    fn policy(&self, d: &Decision) -> Option<HeaderValue> {
+        let w = ceil_secs(d.window).max(1);
+        let render = || {
+            let mut out = Vec::new();
+            self.write_policy(&mut out, d.limit, w);
+            out
+        };
+        let (q, pw, v) = self.policy.get_or_init(|| {
+            // Kept for the life of the program, like the limit's name (once
+            // per limit): its clones then touch no reference count.
+            let bytes: &'static [u8] = Box::leak(render().into_boxed_slice());
+            (
+                d.limit,
+                w,
+                HeaderValue::from_maybe_shared(Bytes::from_static(bytes)).ok(),
+            )
+        });
+        if (*q, *pw) == (d.limit, w) {
+            v.clone()
+        } else {
+            HeaderValue::from_maybe_shared(Bytes::from(render())).ok()
+        }
+    }
+
+    /// The `RateLimit-Policy` and `RateLimit` values of this limit alone:
+    /// of the second, only two numbers after a fixed prefix are written.
+    fn both(&self, d: &Decision) -> Option<(HeaderValue, HeaderValue)> {
+        let t = reset_secs(d);
+        let w = ceil_secs(d.window).max(1);
+        Memo::get(&FIELDS, (self.id, d.remaining, t, d.limit, w), || {
+            let (mut rb, mut tb) = (itoa::Buffer::new(), itoa::Buffer::new());
+            let state = value(&[
+                &self.state,
+                rb.format(d.remaining).as_bytes(),
+                b";t=",
+                tb.format(t).as_bytes(),
+            ])?;
+            Some((self.policy(d)?, state))
+        })
+    }
+}
+
+/// A layer's [`Headers`] with what its settings fix in the fields
+/// (quoted names, `RateLimit-Policy` values) rendered once, when the layer
+/// is built.
+pub(crate) struct Fields {
+    headers: Headers,
+    limits: Box<[LimitFields]>,
+}
+
+impl Fields {
+    /// `None` if a name is not printable ASCII (the builder checks first).
+    pub(crate) fn new<'a>(
+        headers: Headers,
+        names: impl IntoIterator<Item = &'a str>,
+    ) -> Option<Self> {
+        Some(Self {
+            headers,
+            limits: names
+                .into_iter()
+                .map(LimitFields::new)
+                .collect::<Option<_>>()?,
+        })
+    }
+
+    pub(crate) fn wants_allowed(&self) -> bool {
+        self.headers.wants_allowed()
+    }
+
+    /// Writes the fields for `entries` (`(limit index, decision)`, all of
+    /// this layer). `denied`: the entry that denied the request, whose
+    /// fields alone are written, with `Retry-After`.
     pub(crate) fn write(
         &self,
         map: &mut HeaderMap,
-        entries: &[LimitDecision],
+        entries: &[(usize, Decision)],
         denied: Option<usize>,
     ) {
         let entries = match denied {
             Some(i) => {
                 let e = &entries[i];
-                if let Some(wait) = e.decision.retry_after() {
+                if let Some(wait) = e.1.retry_after() {
                     if let Entry::Vacant(slot) = map.entry(RETRY_AFTER) {
-                        if let Some(v) = retry_after(ceil_secs(wait).max(1)) {
+                        let secs = ceil_secs(wait).max(1);
+                        if let Some(v) = Memo::get(&RETRY_AFTER_VALUES, secs, || number(secs)) {
                             slot.insert(v);
                         }
                     }
@@ -147,50 +304,49 @@ impl Headers {
     }
 
     /// The fields for `entries`, ready to add to a response.
-    pub(crate) fn render(&self, entries: &[LimitDecision]) -> Rendered {
+    pub(crate) fn render(&self, entries: &[(usize, Decision)]) -> Rendered {
         let mut out = Rendered::default();
         if entries.is_empty() {
             return out;
         }
-        if self.ietf {
-            out.ietf = if let [e] = entries {
-                // One limit: the common case, served from a small cache.
-                let d = &e.decision;
-                let t = match d.retry_after() {
-                    Some(wait) => ceil_secs(wait).max(1),
-                    None => ceil_secs(d.reset),
-                };
-                let w = ceil_secs(d.window).max(1);
-                // One thread-local access for both fields.
-                CACHES.with(|caches| {
-                    let caches = &mut *caches.borrow_mut();
-                    let policy = caches.policy.get(e.name, d.limit, w, "q", "w")?;
-                    // Repeats for every request of a limited client, and
-                    // of clients far below their limit.
-                    let state = caches.state.get(e.name, d.remaining, t, "r", "t")?;
-                    Some((policy, state))
-                })
-            } else {
-                self.list(entries)
+        if self.headers.ietf {
+            out.ietf = match entries {
+                [(i, d)] => {
+                    let limit = &self.limits[*i];
+                    limit.both(d)
+                }
+                _ => self.list(entries),
             };
         }
-        if self.legacy {
-            let e = entries
+        if self.headers.legacy {
+            let (_, d) = entries
                 .iter()
-                .min_by_key(|e| e.decision.remaining)
+                .min_by_key(|(_, d)| d.remaining)
                 .unwrap_or(&entries[0]);
-            let d = &e.decision;
-            let reset = match d.retry_after() {
-                Some(wait) => ceil_secs(wait).max(1),
-                None => ceil_secs(d.reset),
-            };
-            out.legacy = Some(Box::new([
-                HeaderValue::from(d.limit),
-                HeaderValue::from(d.remaining),
-                HeaderValue::from(reset),
-            ]));
+            out.legacy = number(d.limit)
+                .zip(number(d.remaining))
+                .zip(number(reset_secs(d)))
+                .map(|((l, r), t)| Box::new([l, r, t]));
         }
         out
+    }
+
+    /// Both IETF fields for several limits: lists of one member each.
+    fn list(&self, entries: &[(usize, Decision)]) -> Option<(HeaderValue, HeaderValue)> {
+        let mut policy = Vec::with_capacity(32 * entries.len());
+        let mut state = Vec::with_capacity(32 * entries.len());
+        for (n, (i, d)) in entries.iter().enumerate() {
+            let limit = &self.limits[*i];
+            if n > 0 {
+                policy.extend_from_slice(b", ");
+                state.extend_from_slice(b", ");
+            }
+            limit.write_policy(&mut policy, d.limit, ceil_secs(d.window).max(1));
+            limit.write_state(&mut state, d);
+        }
+        let policy = HeaderValue::from_maybe_shared(Bytes::from(policy)).ok()?;
+        let state = HeaderValue::from_maybe_shared(Bytes::from(state)).ok()?;
+        Some((policy, state))
     }
 }
 
@@ -217,161 +373,39 @@ impl Rendered {
     }
 }
 
-/// `"name";k1=a;k2=b`.
-fn field(name: &str, a: u64, b: u64, k1: &str, k2: &str) -> Option<HeaderValue> {
-    let mut buf = Buf::<128>::new();
-    buf.quoted(name).push(";").push(k1).push("=").num(a);
-    buf.push(";").push(k2).push("=").num(b);
-    HeaderValue::from_bytes(buf.as_bytes()).ok()
-}
-
-/// The last few values, the next slot to replace, and the last value
-/// missed (a value is kept only when it is missed twice in a row, so that
-/// values that never repeat, like a busy client's `r`, cost no copies).
-struct Cache {
-    entries: [Option<(CacheKey, HeaderValue)>; 4],
-    next: usize,
-    missed: CacheKey,
-    /// Keep values as interned `'static` bytes, whose clones touch no
-    /// reference count: for `RateLimit-Policy`, whose values are as many
-    /// as the limits configured.
-    interned: bool,
-}
-
-/// The name's address and length, and the two numbers.
-type CacheKey = (usize, usize, u64, u64);
-
-impl Cache {
-    const fn new(interned: bool) -> Self {
-        Self {
-            entries: [const { None }; 4],
-            next: 0,
-            missed: (0, 0, 0, 0),
-            interned,
-        }
-    }
-
-    /// `"name";k1=a;k2=b`, from the last few values (policies repeat on
-    /// every response; a denied client's state repeats for a second), so
-    /// the common case costs no formatting or allocation.
-    #[inline(always)]
-    fn get(
-        &mut self,
-        name: &'static str,
-        a: u64,
-        b: u64,
-        k1: &str,
-        k2: &str,
-    ) -> Option<HeaderValue> {
-        let id = (name.as_ptr() as usize, name.len(), a, b);
-        if let Some(hit) = self.entries.iter().flatten().find(|e| e.0 == id) {
-            return Some(hit.1.clone());
-        }
-        self.miss(id, field(name, a, b, k1, k2)?)
-    }
-
-    /// Keeps `value` if `id` was missed just before.
-    #[cold]
-    fn miss(&mut self, id: CacheKey, value: HeaderValue) -> Option<HeaderValue> {
-        if self.missed == id {
-            let i = self.next;
-            let kept = if self.interned {
-                intern(id, &value)
-            } else {
-                value.clone()
-            };
-            self.entries[i] = Some((id, kept));
-            self.next = (i + 1) % 4;
-        } else {
-            self.missed = id;
-        }
-        Some(value)
-    }
-}
-
-/// `value` as `'static` bytes, leaked once per `id` for the whole process:
-/// only for values as few as the configured limits.
-fn intern(id: CacheKey, value: &HeaderValue) -> HeaderValue {
-    static INTERNED: Mutex<Vec<(CacheKey, &'static [u8])>> = Mutex::new(Vec::new());
-    let mut interned = INTERNED.lock().unwrap_or_else(PoisonError::into_inner);
-    let bytes = match interned.iter().find(|e| e.0 == id) {
-        Some(&(_, bytes)) => bytes,
-        None => {
-            let bytes: &'static [u8] = Box::leak(value.as_bytes().into());
-            interned.push((id, bytes));
-            bytes
-        }
-    };
-    // Checked once more, never fails: the bytes come from a `HeaderValue`.
-    HeaderValue::from_maybe_shared(Bytes::from_static(bytes)).unwrap_or_else(|_| value.clone())
-}
-
-/// Per-thread caches of `RateLimit-Policy` and `RateLimit` values.
-struct Caches {
-    policy: Cache,
-    state: Cache,
-}
-
-thread_local! {
-    static CACHES: RefCell<Caches> = const {
-        RefCell::new(Caches {
-            policy: Cache::new(true),
-            state: Cache::new(false),
-        })
-    };
-}
-
-/// `Retry-After: secs`, from a per-thread cache of the last value.
-fn retry_after(secs: u64) -> Option<HeaderValue> {
-    thread_local! {
-        static LAST: RefCell<Option<(u64, HeaderValue)>> = const { RefCell::new(None) };
-    }
-    LAST.with(|last| {
-        let mut last = last.borrow_mut();
-        if let Some((s, v)) = &*last {
-            if *s == secs {
-                return Some(v.clone());
-            }
-        }
-        let v = HeaderValue::from(secs);
-        *last = Some((secs, v.clone()));
-        Some(v)
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ratelimit_core::Decision;
     use std::time::Duration;
 
-    fn entry(
-        name: &'static str,
-        allowed: bool,
-        remaining: u64,
-        wait: Option<Duration>,
-    ) -> LimitDecision {
-        LimitDecision {
-            name,
-            decision: Decision {
-                allowed,
-                remaining,
-                wait,
-                limit: 100,
-                window: Duration::from_millis(59_500),
-                reset: Duration::from_millis(29_001),
+    fn decision(allowed: bool, remaining: u64, wait: Option<Duration>) -> Decision {
+        Decision::new(
+            allowed,
+            remaining,
+            wait,
+            100,
+            Duration::from_millis(59_500),
+            Duration::from_millis(29_001),
+            if remaining == 0 {
+                Duration::from_millis(2_500)
+            } else {
+                Duration::ZERO
             },
-        }
+        )
+    }
+
+    fn fields(names: &[&str]) -> Fields {
+        Fields::new(Headers::new().legacy(true), names.iter().copied()).unwrap()
     }
 
     #[test]
     fn allowed_fields() {
         let mut map = HeaderMap::new();
         let entries = [
-            entry("a", true, 7, Some(Duration::ZERO)),
-            entry("b\"c", true, 9, Some(Duration::ZERO)),
+            (0, decision(true, 7, Some(Duration::ZERO))),
+            (1, decision(true, 9, Some(Duration::ZERO))),
         ];
-        Headers::new().legacy(true).write(&mut map, &entries, None);
+        fields(&["a", "b\"c"]).write(&mut map, &entries, None);
         assert_eq!(
             map[RATELIMIT_POLICY],
             r#""a";q=100;w=60, "b\"c";q=100;w=60"#
@@ -383,43 +417,48 @@ mod tests {
     }
 
     #[test]
+    fn nothing_left_says_when_the_next_unit_is() {
+        let mut map = HeaderMap::new();
+        let f = fields(&["a\\b"]);
+        f.write(
+            &mut map,
+            &[(0, decision(true, 0, Some(Duration::ZERO)))],
+            None,
+        );
+        assert_eq!(map[RATELIMIT], r#""a\\b";r=0;t=3"#);
+        assert_eq!(map[X_RATELIMIT_RESET], "3");
+        // The policy value is kept; a changed setting renders afresh.
+        let mut again = HeaderMap::new();
+        let mut d = decision(true, 5, Some(Duration::ZERO));
+        f.write(&mut again, &[(0, d)], None);
+        assert_eq!(again[RATELIMIT_POLICY], r#""a\\b";q=100;w=60"#);
+        d.limit = 7;
+        let mut changed = HeaderMap::new();
+        f.write(&mut changed, &[(0, d)], None);
+        assert_eq!(changed[RATELIMIT_POLICY], r#""a\\b";q=7;w=60"#);
+    }
+
+    #[test]
     fn denied_fields() {
         let mut map = HeaderMap::new();
         let entries = [
-            entry("a", true, 7, Some(Duration::ZERO)),
-            entry("b", false, 0, Some(Duration::from_millis(1))),
+            (0, decision(true, 7, Some(Duration::ZERO))),
+            (1, decision(false, 0, Some(Duration::from_millis(1)))),
         ];
-        Headers::new().write(&mut map, &entries, Some(1));
+        let f = Fields::new(Headers::new(), ["a", "b"]).unwrap();
+        f.write(&mut map, &entries, Some(1));
         assert_eq!(map[RETRY_AFTER], "1");
         assert_eq!(map[RATELIMIT_POLICY], r#""b";q=100;w=60"#);
         assert_eq!(map[RATELIMIT], r#""b";r=0;t=1"#);
         let mut map = HeaderMap::new();
-        Headers::none().write(&mut map, &[entry("n", false, 0, None)], Some(0));
+        let none = Fields::new(Headers::none(), ["n"]).unwrap();
+        none.write(&mut map, &[(0, decision(false, 0, None))], Some(0));
         assert!(map.is_empty());
     }
 
     #[test]
-    fn cached_values_equal_fresh_ones() {
-        // Policies are interned after two misses in a row; states are kept
-        // as shared copies. Either way every call gives the same value.
-        let mut policy = Cache::new(true);
-        let mut state = Cache::new(false);
-        for _ in 0..4 {
-            assert_eq!(
-                policy.get("p", 100, 60, "q", "w").unwrap(),
-                r#""p";q=100;w=60"#
-            );
-            assert_eq!(state.get("p", 7, 3, "r", "t").unwrap(), r#""p";r=7;t=3"#);
-        }
-        assert_eq!(
-            policy.get("p", 101, 60, "q", "w").unwrap(),
-            r#""p";q=101;w=60"#
-        );
-        let id = ("p".as_ptr() as usize, 1, 100, 60);
-        let value = HeaderValue::from_static("\"p\";q=100;w=60");
-        let a = intern(id, &value);
-        let b = intern(id, &HeaderValue::from_static("ignored: already interned"));
-        assert_eq!(a, value);
-        assert_eq!(a.as_bytes().as_ptr(), b.as_bytes().as_ptr());
+    fn names_outside_printable_ascii_are_refused() {
+        assert!(Fields::new(Headers::new(), ["caf\u{e9}"]).is_none());
+        assert!(Fields::new(Headers::new(), ["tab\there"]).is_none());
     }
 }

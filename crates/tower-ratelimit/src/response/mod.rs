@@ -2,12 +2,14 @@
 
 mod builder;
 mod headers;
+mod memo;
 mod problem;
 
 pub use builder::{Rejection, ResponseBuilder};
-pub(crate) use headers::Rendered;
+pub(crate) use headers::{Fields, Rendered};
 pub use headers::{
     Headers, RATELIMIT, RATELIMIT_POLICY, X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING,
     X_RATELIMIT_RESET,
 };
+pub(crate) use problem::LimitedBody;
 pub use problem::{ProblemJson, PROBLEM_JSON};

@@ -1,10 +1,18 @@
 //! The default rejection: RFC 9457 `application/problem+json` bodies.
 
+use super::memo::{next_id, Memo};
 use super::{Rejection, ResponseBuilder};
-use crate::buf::Buf;
 use bytes::Bytes;
 use http::header::{HeaderValue, CONTENT_TYPE, WWW_AUTHENTICATE};
 use http::{Response, StatusCode};
+use ratelimit_core::Decision;
+use std::cell::RefCell;
+
+thread_local! {
+    /// 429 bodies of one limit, by `(limit id, seconds)`: a limited client
+    /// gets the same body for a whole second.
+    static BODIES: RefCell<Memo<(u64, u64), Bytes, 4>> = const { RefCell::new(Memo::new()) };
+}
 
 /// `application/problem+json`.
 pub const PROBLEM_JSON: HeaderValue = HeaderValue::from_static("application/problem+json");
@@ -42,120 +50,167 @@ pub(crate) fn ceil_secs(d: std::time::Duration) -> u64 {
     d.as_secs() + u64::from(d.subsec_nanos() > 0)
 }
 
-type BodyCache = std::cell::RefCell<[Option<((usize, usize, u64), Bytes)>; 4]>;
-
-thread_local! {
-    static BODY_CACHE: BodyCache = const { std::cell::RefCell::new([const { None }; 4]) };
+/// `s` as a JSON string.
+fn json(s: &str) -> String {
+    // A `&str` always serializes.
+    serde_json::to_string(s).unwrap_or_default()
 }
 
-fn problem(buf: &mut Buf<320>, status: StatusCode) {
-    buf.push("{\"type\":\"about:blank\",\"title\":")
-        .quoted(status.canonical_reason().unwrap_or("Error"))
-        .push(",\"status\":")
-        .num(u64::from(status.as_u16()))
-        .push(",\"detail\":");
+/// The JSON string of `s`, less its closing quote: a string to be
+/// continued. (JSON escapes character by character, so the pieces of a
+/// string escape as the whole does.)
+fn open(s: &str) -> String {
+    let mut j = json(s);
+    j.pop();
+    j
+}
+
+/// The JSON string of `s`, less its opening quote: the end of a string.
+fn close(s: &str) -> String {
+    json(s)[1..].to_owned()
+}
+
+/// `{"type":"about:blank","title":"...","status":NNN,"detail":`.
+fn head(status: StatusCode) -> String {
+    format!(
+        "{{\"type\":\"about:blank\",\"title\":{},\"status\":{},\"detail\":",
+        json(status.canonical_reason().unwrap_or("Error")),
+        status.as_u16()
+    )
+}
+
+/// A body of `parts` and numbers, in one allocation of exactly its length.
+fn body(parts: &[&[u8]]) -> Bytes {
+    let mut v = Vec::with_capacity(parts.iter().map(|p| p.len()).sum());
+    for p in parts {
+        v.extend_from_slice(p);
+    }
+    Bytes::from(v)
+}
+
+/// The parts of a limit's 429 bodies that its name fixes, rendered (and
+/// escaped, by `serde_json`) once, when the layer is built; per request
+/// only the numbers are written between them. The layer hands them to
+/// [`ProblemJson`] with the [`RateLimitInfo`](crate::RateLimitInfo) of a
+/// rejection.
+#[derive(Debug)]
+pub(crate) struct LimitedBody {
+    /// Tells the limit in the per-thread memo of bodies; 0 for parts made
+    /// outside a layer, which are not memoized.
+    id: u64,
+    /// Up to `retry in `.
+    retry: Box<[u8]>,
+    /// From ` seconds.` to `"retry_after":`, and the same with `second`.
+    retry_mid: [Box<[u8]>; 2],
+    /// A request that can never be admitted: up to the limit, and after it.
+    never: [Box<[u8]>; 2],
+}
+
+impl LimitedBody {
+    /// The parts of a layer's limit `name`.
+    pub(crate) fn new(name: &str) -> Self {
+        Self {
+            id: next_id(),
+            ..Self::unshared(name)
+        }
+    }
+
+    /// The parts, for a body made outside a layer.
+    fn unshared(name: &str) -> Self {
+        let head = head(StatusCode::TOO_MANY_REQUESTS);
+        let limit = json(name);
+        let mid = |unit: &str| {
+            format!(
+                "{},\"limit\":{limit},\"retry_after\":",
+                close(&format!(" {unit}."))
+            )
+        };
+        Self {
+            id: 0,
+            retry: format!(
+                "{head}{}",
+                open(&format!("Rate limit \"{name}\" exceeded: retry in "))
+            )
+            .into_bytes()
+            .into(),
+            retry_mid: [mid("seconds"), mid("second")].map(|s| s.into_bytes().into()),
+            never: [
+                format!(
+                    "{head}{}",
+                    open(&format!(
+                        "This request costs more than rate limit \"{name}\" allows ("
+                    ))
+                ),
+                format!(
+                    "{},\"limit\":{limit}}}",
+                    close(" per window): it can never be admitted.")
+                ),
+            ]
+            .map(|s| s.into_bytes().into()),
+        }
+    }
+
+    fn render(&self, d: &Decision) -> Bytes {
+        match d.retry_after() {
+            Some(wait) => {
+                let secs = ceil_secs(wait).max(1);
+                let make = || {
+                    let mut n = itoa::Buffer::new();
+                    let n = n.format(secs).as_bytes();
+                    let mid = &self.retry_mid[usize::from(secs == 1)];
+                    Some(body(&[&self.retry, n, mid, n, b"}"]))
+                };
+                if self.id == 0 {
+                    return make().unwrap_or_default();
+                }
+                Memo::get(&BODIES, (self.id, secs), make).unwrap_or_default()
+            }
+            None => {
+                let mut n = itoa::Buffer::new();
+                body(&[&self.never[0], n.format(d.limit).as_bytes(), &self.never[1]])
+            }
+        }
+    }
 }
 
 impl ProblemJson {
     /// The problem+json body for `rejection`, and its status.
     pub fn body(&self, rejection: Rejection<'_>) -> (StatusCode, Bytes) {
-        // A limited client gets the same body for a whole second: keep the
-        // last few per thread.
-        let cache_key = match rejection {
-            Rejection::Limited(info) => info.denied().and_then(|d| {
-                let secs = ceil_secs(d.decision.retry_after()?).max(1);
-                Some((d.name.as_ptr() as usize, d.name.len(), secs))
-            }),
-            _ => None,
-        };
-        if let Some(key) = cache_key {
-            let hit = BODY_CACHE.with(|c| {
-                c.borrow()
-                    .iter()
-                    .flatten()
-                    .find(|e| e.0 == key)
-                    .map(|e| e.1.clone())
-            });
-            if let Some(body) = hit {
-                return (StatusCode::TOO_MANY_REQUESTS, body);
-            }
-        }
-        let (status, body) = self.render(rejection);
-        if let Some(key) = cache_key {
-            BODY_CACHE.with(|c| {
-                let mut c = c.borrow_mut();
-                c.rotate_right(1);
-                c[0] = Some((key, body.clone()));
-            });
-        }
-        (status, body)
-    }
-
-    fn render(&self, rejection: Rejection<'_>) -> (StatusCode, Bytes) {
-        let mut buf = Buf::<320>::new();
-        let status = match rejection {
+        match rejection {
             Rejection::Limited(info) => {
                 let status = StatusCode::TOO_MANY_REQUESTS;
-                problem(&mut buf, status);
-                match info.denied() {
-                    None => {
-                        buf.push("\"Rate limit exceeded.\"");
-                    }
-                    Some(denied) => {
-                        let name = denied.name;
-                        let d = &denied.decision;
-                        match d.retry_after() {
-                            Some(wait) => {
-                                let secs = ceil_secs(wait).max(1);
-                                buf.push("\"Rate limit \\\"")
-                                    .escaped(name)
-                                    .push("\\\" exceeded: retry in ")
-                                    .num(secs)
-                                    .push(if secs == 1 {
-                                        " second.\""
-                                    } else {
-                                        " seconds.\""
-                                    })
-                                    .push(",\"limit\":")
-                                    .quoted(name)
-                                    .push(",\"retry_after\":")
-                                    .num(secs);
-                            }
-                            None => {
-                                buf.push("\"This request costs more than rate limit \\\"")
-                                    .escaped(name)
-                                    .push("\\\" allows (")
-                                    .num(d.limit)
-                                    .push(" per window): it can never be admitted.\",\"limit\":")
-                                    .quoted(name);
-                            }
-                        }
-                    }
-                }
-                status
+                let body = match info.denied() {
+                    Some(denied) => match info.body() {
+                        Some(parts) => parts.render(&denied.decision),
+                        // Made outside a layer: the same parts, now.
+                        None => LimitedBody::unshared(denied.name).render(&denied.decision),
+                    },
+                    None => problem(status, "Rate limit exceeded."),
+                };
+                (status, body)
             }
             Rejection::KeyError(e) => {
                 let status = e.status();
-                problem(&mut buf, status);
                 let text = e.to_string();
                 let mut chars = text.chars();
                 let detail = match chars.next() {
                     Some(first) => format!("{}{}.", first.to_ascii_uppercase(), chars.as_str()),
                     None => text,
                 };
-                buf.quoted(&detail);
-                status
+                (status, problem(status, &detail))
             }
             Rejection::Unavailable(_) => {
                 let status = StatusCode::SERVICE_UNAVAILABLE;
-                problem(&mut buf, status);
-                buf.quoted("The rate limiter is unavailable; try again later.");
-                status
+                let detail = "The rate limiter is unavailable; try again later.";
+                (status, problem(status, detail))
             }
-        };
-        buf.push("}");
-        (status, Bytes::copy_from_slice(buf.as_bytes()))
+        }
     }
+}
+
+/// A whole body with a `detail`, for the rarer rejections.
+fn problem(status: StatusCode, detail: &str) -> Bytes {
+    body(&[head(status).as_bytes(), json(detail).as_bytes(), b"}"])
 }
 
 impl<B: From<Bytes>> ResponseBuilder<B> for ProblemJson {
@@ -178,6 +233,55 @@ impl<B: From<Bytes>> ResponseBuilder<B> for ProblemJson {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    fn denied(wait: Option<Duration>) -> Decision {
+        let window = Duration::from_secs(60);
+        Decision::new(false, 0, wait, 5, window, window, Duration::from_secs(1))
+    }
+
+    fn parsed(body: &Bytes) -> serde_json::Value {
+        serde_json::from_slice(body).unwrap()
+    }
+
+    #[test]
+    fn limited_bodies_are_json_with_the_name_escaped() {
+        let name = "a \"quoted\" \\ name";
+        let parts = LimitedBody::new(name);
+        let body = parsed(&parts.render(&denied(Some(Duration::from_millis(11_500)))));
+        assert_eq!(body["type"], "about:blank");
+        assert_eq!(body["title"], "Too Many Requests");
+        assert_eq!(body["status"], 429);
+        assert_eq!(body["limit"], name);
+        assert_eq!(body["retry_after"], 12);
+        assert_eq!(
+            body["detail"],
+            format!("Rate limit \"{name}\" exceeded: retry in 12 seconds.")
+        );
+        let one = parsed(&parts.render(&denied(Some(Duration::from_millis(1)))));
+        assert_eq!(one["retry_after"], 1);
+        assert!(one["detail"]
+            .as_str()
+            .unwrap()
+            .ends_with("retry in 1 second."));
+        let never = parsed(&parts.render(&denied(None)));
+        assert_eq!(never["limit"], name);
+        assert!(never.get("retry_after").is_none());
+        assert_eq!(
+            never["detail"],
+            format!(
+                "This request costs more than rate limit \"{name}\" allows (5 per window): \
+                 it can never be admitted."
+            )
+        );
+    }
+
+    #[test]
+    fn other_bodies() {
+        let body = parsed(&problem(StatusCode::SERVICE_UNAVAILABLE, "a \"b\"\n"));
+        assert_eq!(body["status"], 503);
+        assert_eq!(body["title"], "Service Unavailable");
+        assert_eq!(body["detail"], "a \"b\"\n");
+    }
 
     #[test]
     fn rounding_up() {

@@ -63,25 +63,6 @@ async fn retry_after_rounds_up_and_is_never_zero() {
     assert_eq!(body["retry_after"], 1);
 }
 
-/// Checks `"name";k=int;k=int` list syntax and returns the members.
-fn members(value: &str, keys: [&str; 2]) -> Vec<(String, u64, u64)> {
-    value
-        .split(", ")
-        .map(|m| {
-            let rest = m.strip_prefix('"').expect("sf-string");
-            let (name, params) = rest.split_once('"').expect("closing quote");
-            let mut nums = Vec::new();
-            for (i, p) in params.strip_prefix(';').unwrap().split(';').enumerate() {
-                let (k, v) = p.split_once('=').unwrap();
-                assert_eq!(k, keys[i], "{value}");
-                nums.push(v.parse::<u64>().expect("integer"));
-            }
-            assert_eq!(nums.len(), 2, "{value}");
-            (name.to_owned(), nums[0], nums[1])
-        })
-        .collect()
-}
-
 #[tokio::test]
 async fn field_syntax_on_allowed_and_limited() {
     let clock = ManualClock::new();
@@ -93,12 +74,12 @@ async fn field_syntax_on_allowed_and_limited() {
     let res = send(&app).await;
     let h = res.headers();
     assert_eq!(
-        members(h[RATELIMIT_POLICY].to_str().unwrap(), ["q", "w"]),
-        [("api".into(), 2, 60)]
+        members(&h[RATELIMIT_POLICY]),
+        [("api".into(), vec![("q".into(), 2), ("w".into(), 60)])]
     );
     assert_eq!(
-        members(h[RATELIMIT].to_str().unwrap(), ["r", "t"]),
-        [("api".into(), 1, 60)]
+        members(&h[RATELIMIT]),
+        [("api".into(), vec![("r".into(), 1), ("t".into(), 60)])]
     );
     assert_eq!(h[X_RATELIMIT_LIMIT], "2");
     assert_eq!(h[X_RATELIMIT_REMAINING], "1");
@@ -110,8 +91,8 @@ async fn field_syntax_on_allowed_and_limited() {
     let h = res.headers();
     assert_eq!(h["retry-after"], "60");
     assert_eq!(
-        members(h[RATELIMIT].to_str().unwrap(), ["r", "t"]),
-        [("api".into(), 0, 60)]
+        members(&h[RATELIMIT]),
+        [("api".into(), vec![("r".into(), 0), ("t".into(), 60)])]
     );
 
     // Switched off on allowed responses, still on 429s.
@@ -141,4 +122,110 @@ async fn a_cost_that_can_never_fit_gets_429_without_retry_after() {
     let body: serde_json::Value = serde_json::from_str(&body_string(res).await).unwrap();
     assert!(body.get("retry_after").is_none());
     assert!(body["detail"].as_str().unwrap().contains("never"));
+}
+
+/// `(name, params)` of each member of a structured-field List, parsed by
+/// `sfv` (RFC 8941): names are Strings, parameters Integers.
+fn members(value: &axum::http::HeaderValue) -> Vec<(String, Vec<(String, i64)>)> {
+    let list: sfv::List = sfv::Parser::new(value.as_bytes())
+        .parse()
+        .unwrap_or_else(|e| panic!("{value:?} is not a List: {e}"));
+    list.into_iter()
+        .map(|entry| {
+            let sfv::ListEntry::Item(item) = entry else {
+                panic!("an inner list in {value:?}");
+            };
+            let name = item.bare_item.as_string().expect("a String").as_str();
+            let params = item
+                .params
+                .iter()
+                .map(|(k, v)| (k.as_str().to_owned(), i64::from(v.as_integer().unwrap())))
+                .collect();
+            (name.to_owned(), params)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn fields_parse_as_structured_fields() {
+    let clock = ManualClock::new();
+    let store = || MemoryStore::new(Gcra::new(2, 60 * SEC).unwrap());
+    let layer = RateLimitLayer::builder(Global)
+        .limit(r#"per "minute" \ ip"#, store())
+        .limit("b", store())
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let app = Router::new()
+        .route("/", get(|| async { "ok" }))
+        .layer(layer);
+    let name = r#"per "minute" \ ip"#.to_owned();
+    let res = send(&app).await;
+    assert_eq!(
+        members(&res.headers()[RATELIMIT_POLICY]),
+        [
+            (name.clone(), vec![("q".into(), 2), ("w".into(), 60)]),
+            ("b".into(), vec![("q".into(), 2), ("w".into(), 60)]),
+        ]
+    );
+    assert_eq!(
+        members(&res.headers()[RATELIMIT]),
+        [
+            (name.clone(), vec![("r".into(), 1), ("t".into(), 30)]),
+            ("b".into(), vec![("r".into(), 1), ("t".into(), 30)]),
+        ]
+    );
+    send(&app).await;
+    let res = send(&app).await;
+    assert_eq!(res.status(), 429);
+    assert_eq!(
+        members(&res.headers()[RATELIMIT]),
+        [(name, vec![("r".into(), 0), ("t".into(), 30)])]
+    );
+}
+
+/// Admitted with `r=0`, `t` is the `Retry-After` of the next request,
+/// denied at the same instant (draft-10: `t` and `Retry-After` name the
+/// same point in time), for every algorithm.
+#[tokio::test]
+async fn t_with_nothing_left_is_the_next_retry_after() {
+    use ratelimit_core::{FixedWindow, LeakyBucket, SlidingWindow, TokenBucket};
+    async fn case<A: Algorithm>(alg: A, step: Duration) {
+        let clock = ManualClock::new();
+        clock.advance(Duration::from_millis(12_345));
+        let name = alg.name();
+        let app = app(alg, &clock, Headers::new());
+        // Spend the quota at staggered instants, so that the next unit
+        // comes back before the whole quota does.
+        let last = loop {
+            let res = send(&app).await;
+            assert_eq!(res.status(), 200, "{name}");
+            let (_, params) = members(&res.headers()[RATELIMIT]).remove(0);
+            if params[0].1 == 0 {
+                break params[1].1;
+            }
+            clock.advance(step);
+        };
+        let denied = send(&app).await;
+        assert_eq!(denied.status(), 429, "{name}");
+        let retry: i64 = denied.headers()["retry-after"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(
+            last, retry,
+            "{name}: admitted r=0 t vs the 429's Retry-After"
+        );
+        let (_, params) = members(&denied.headers()[RATELIMIT]).remove(0);
+        assert_eq!(params, [("r".into(), 0), ("t".into(), retry)], "{name}");
+    }
+    let min = 60 * SEC;
+    let step = Duration::from_secs(7);
+    case(Gcra::new(5, min).unwrap(), step).await;
+    case(TokenBucket::new(5, 5, min).unwrap(), step).await;
+    case(LeakyBucket::new(5, min, 4).unwrap(), Duration::ZERO).await;
+    case(FixedWindow::new(5, min).unwrap(), step).await;
+    case(SlidingLog::new(5, min).unwrap(), step).await;
+    case(SlidingWindow::new(5, min).unwrap(), step).await;
 }

@@ -9,7 +9,7 @@ use ratelimit_core::{AnyAlgorithm, FixedWindow, Gcra, ManualClock, MemoryStore};
 use std::sync::Arc;
 use std::time::Duration;
 use tower::ServiceExt;
-use tower_ratelimit::key::{Header, HeaderKey, PeerIp};
+use tower_ratelimit::key::{Global, GlobalKey, Header, HeaderKey, PeerIp};
 use tower_ratelimit::policy::Selection;
 use tower_ratelimit::response::{RATELIMIT, RATELIMIT_POLICY};
 use tower_ratelimit::{RateLimitInfo, RateLimitLayer};
@@ -217,5 +217,81 @@ async fn outer_layer_refunds_when_an_inner_layer_limits() {
             .unwrap()
             .remaining,
         3
+    );
+}
+
+/// A store whose futures are pending once (as a remote store's are), over a
+/// memory store, and which does not answer at once.
+struct Slow(MemoryStore<Gcra, GlobalKey>);
+
+/// Ready on the second poll, waking the task on the first.
+struct Later<T>(Option<T>, bool);
+
+impl<T: Unpin> std::future::Future for Later<T> {
+    type Output = T;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<T> {
+        if !self.1 {
+            self.1 = true;
+            cx.waker().wake_by_ref();
+            return std::task::Poll::Pending;
+        }
+        std::task::Poll::Ready(self.0.take().expect("polled once more"))
+    }
+}
+
+impl ratelimit_core::Store<GlobalKey> for Slow {
+    type CheckFuture = Later<Result<ratelimit_core::Decision, ratelimit_core::StoreError>>;
+    type RefundFuture = Later<Result<(), ratelimit_core::StoreError>>;
+
+    fn check(&self, key: &GlobalKey, cost: u64, now: u64) -> Self::CheckFuture {
+        Later(Some(self.0.check(key, cost, now)), false)
+    }
+
+    fn refund(&self, key: &GlobalKey, cost: u64, at: u64, now: u64) -> Self::RefundFuture {
+        self.0.refund(key, cost, at, now);
+        Later(Some(Ok(())), false)
+    }
+}
+
+#[tokio::test]
+async fn one_layer_mixes_stores_through_box_store() {
+    use ratelimit_core::BoxStore;
+    let clock = ManualClock::new();
+    let layer = RateLimitLayer::builder(Global)
+        .limit(
+            "memory",
+            BoxStore::new(MemoryStore::<_, GlobalKey>::new(Gcra::new(3, SEC).unwrap())),
+        )
+        .limit(
+            "slow",
+            BoxStore::new(Slow(MemoryStore::new(Gcra::new(2, SEC).unwrap()))),
+        )
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let app = Router::new()
+        .route("/", get(|| async { "ok" }))
+        .layer(layer);
+    let send = || app.clone().oneshot(get_from("10.1.1.1:1", "/", &[]));
+    let res = send().await.unwrap();
+    assert_eq!(
+        res.headers()[RATELIMIT],
+        "\"memory\";r=2;t=1, \"slow\";r=1;t=1"
+    );
+    send().await.unwrap();
+    // The slow store denies; the memory store's unit is given back.
+    let res = send().await.unwrap();
+    assert_eq!(res.status(), 429);
+    assert_eq!(res.headers()[RATELIMIT], "\"slow\";r=0;t=1");
+    clock.advance(SEC / 2);
+    let res = send().await.unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(
+        res.headers()[RATELIMIT],
+        "\"memory\";r=1;t=1, \"slow\";r=0;t=1"
     );
 }

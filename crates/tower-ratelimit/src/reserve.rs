@@ -1,0 +1,165 @@
+//! Forwarding an admitted request: holding a shaped one, and giving its
+//! cost back (a reservation) when the response does not count or the
+//! request is dropped while held.
+
+use crate::future::HeaderPlan;
+use crate::key::KeyExtractor;
+use crate::observe;
+use crate::service::Limited;
+use crate::shared::Shared;
+use http::{Request, Response};
+use ratelimit_core::Store;
+use smallvec::SmallVec;
+use std::sync::Arc;
+use std::time::Duration;
+use tower_service::Service;
+
+/// Cost reserved by an admitted request, for refunds.
+pub(crate) struct Reserved<K> {
+    pub(crate) key: K,
+    pub(crate) cost: u64,
+    pub(crate) at: u64,
+    /// The limits that admitted it.
+    pub(crate) limits: SmallVec<[usize; 2]>,
+}
+
+/// Cost reserved by an admitted request that may be given back: when the
+/// response does not count, or when the request is dropped while held.
+/// Created before the forwarding future, so dropping that future even
+/// before its first poll gives a held request's slots back.
+pub(crate) struct Reservation<X: KeyExtractor, St: Store<X::Key>, R> {
+    shared: Arc<Shared<X, St, R>>,
+    reserved: Option<Reserved<X::Key>>,
+    /// Whether dropping it refunds (while a shaped request is held).
+    refund_on_drop: bool,
+}
+
+impl<X: KeyExtractor, St: Store<X::Key>, R> Reservation<X, St, R> {
+    pub(crate) fn new(
+        shared: Arc<Shared<X, St, R>>,
+        reserved: Reserved<X::Key>,
+        held: bool,
+    ) -> Self {
+        Self {
+            shared,
+            reserved: Some(reserved),
+            refund_on_drop: held,
+        }
+    }
+
+    /// Gives the reserved cost back. With a `plan` (fields for the
+    /// response), reads each limit's state afterwards (a cost-0 check, a
+    /// peek) so that the fields show the refund; if a read fails, the
+    /// plan stays as it was.
+    async fn refund(mut self, plan: Option<HeaderPlan>) -> Option<HeaderPlan> {
+        let Some(r) = self.reserved.take() else {
+            return plan;
+        };
+        let shared = &*self.shared;
+        let now = shared.clock.now();
+        for &i in &r.limits {
+            let store = &shared.limits[i].store;
+            let result = match store.refund_now(&r.key, r.cost, r.at, now) {
+                Some(result) => result,
+                None => store.refund(&r.key, r.cost, r.at, now).await,
+            };
+            if let Err(e) = result {
+                observe::refund_error(shared.limits[i].name, &e);
+            }
+        }
+        plan.as_ref()?; // No fields to correct.
+        let mut entries = SmallVec::<[(usize, _); 2]>::new();
+        for &i in &r.limits {
+            let store = &shared.limits[i].store;
+            let peek = match store.check_now(&r.key, 0, now) {
+                Some(result) => result,
+                None => store.check(&r.key, 0, now).await,
+            };
+            match peek {
+                Ok(decision) => entries.push((i, decision)),
+                Err(_) => return plan,
+            }
+        }
+        HeaderPlan::allowed(&shared.fields, &entries)
+    }
+}
+
+impl<X: KeyExtractor, St: Store<X::Key>, R> Drop for Reservation<X, St, R> {
+    fn drop(&mut self) {
+        if !self.refund_on_drop {
+            return;
+        }
+        let Some(r) = self.reserved.take() else {
+            return;
+        };
+        let now = self.shared.clock.now();
+        for &i in &r.limits {
+            let limit = &self.shared.limits[i];
+            match limit.store.refund_now(&r.key, r.cost, r.at, now) {
+                Some(Err(e)) => observe::refund_error(limit.name, &e),
+                Some(Ok(())) => {}
+                // A remote store: refund in the background, if there is a
+                // runtime to do it on (otherwise the slot stays used).
+                None => {
+                    let fut = limit.store.refund(&r.key, r.cost, r.at, now);
+                    let name = limit.name;
+                    if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                        rt.spawn(async move {
+                            if let Err(e) = fut.await {
+                                observe::refund_error(name, &e);
+                            }
+                        });
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Holds a shaped request for `hold`, calls the inner service, and gives
+/// the reserved cost back if the response does not count; then adds the
+/// fields of `plan`.
+pub(crate) async fn forward<S, X, St, R, ReqBody, ResBody>(
+    mut inner: S,
+    req: Request<ReqBody>,
+    mut plan: Option<HeaderPlan>,
+    hold: Duration,
+    mut reservation: Option<Reservation<X, St, R>>,
+) -> Result<Response<ResBody>, S::Error>
+where
+    S: Service<Request<ReqBody>, Response = Response<ResBody>>,
+    X: KeyExtractor,
+    St: Store<X::Key>,
+{
+    if !hold.is_zero() {
+        tokio::time::sleep(hold).await;
+    }
+    if let Some(r) = &mut reservation {
+        r.refund_on_drop = false;
+    }
+    let mut result = inner.call(req).await;
+    if let Some(r) = reservation {
+        let counts = match result {
+            Ok(res) => {
+                let (head, body) = res.into_parts();
+                let limited_inside =
+                    r.shared.refund_on_inner_limit && head.extensions.get::<Limited>().is_some();
+                let counts =
+                    !limited_inside && r.shared.count_if.as_ref().is_none_or(|p| p.counts(&head));
+                result = Ok(Response::from_parts(head, body));
+                counts
+            }
+            Err(e) => {
+                result = Err(e);
+                r.shared.count_if.is_none()
+            }
+        };
+        if !counts {
+            plan = r.refund(plan).await;
+        }
+    }
+    if let (Ok(res), Some(plan)) = (&mut result, plan) {
+        plan.apply(res);
+    }
+    result
+}
