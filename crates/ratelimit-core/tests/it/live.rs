@@ -229,3 +229,8 @@ fn a_live_swap_under_64_threads_is_exact_and_never_torn() {
         assert_eq!(admitted.load(Ordering::Relaxed), 20, "round {round}");
     }
 }
+
+#[test]
+fn a_live_state_is_56_bytes() {
+    assert_eq!(std::mem::size_of::<ratelimit_core::LiveState>(), 56);
+}
