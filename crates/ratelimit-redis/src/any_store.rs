@@ -1,7 +1,10 @@
 //! A store chosen by settings: in memory, or in Redis with its failure
 //! policy, behind one type.
 
-use crate::{BreakerConfig, BuildError, RedisStore, StoreFuture, DEFAULT_PREFIX, DEFAULT_TIMEOUT};
+use crate::{
+    BreakerConfig, BuildError, CheckFuture, RedisStore, StoreFuture, DEFAULT_PREFIX,
+    DEFAULT_TIMEOUT,
+};
 use ratelimit_core::{AnyAlgorithm, Decision, MemoryStore, StableKey, Store, StoreError};
 use std::fmt;
 use std::future::Future;
@@ -26,6 +29,7 @@ use {arc_swap::ArcSwap, ratelimit_core::LiveAlgorithm, std::sync::Arc};
 /// prefix = "myapp:"          # default "ratelimit:"
 /// timeout = "50ms"           # default 50ms
 /// fallback-max-keys = 50000  # decide in memory while Redis fails
+/// lease = 10                 # local leases for hot keys (off by default)
 /// ```
 ///
 /// ```
@@ -77,6 +81,13 @@ pub enum StoreSettings {
         /// decides.
         #[cfg_attr(feature = "serde", serde(default, rename = "fallback-max-keys"))]
         fallback_max_keys: Option<usize>,
+        /// With a value, local leases of that many units for 1 s for hot
+        /// keys (see
+        /// [`RedisStoreBuilder::lease`](crate::RedisStoreBuilder::lease):
+        /// a limit may then be exceeded by `instances * (lease - 1)` per
+        /// window); off by default.
+        #[cfg_attr(feature = "serde", serde(default))]
+        lease: Option<u64>,
     },
 }
 
@@ -119,6 +130,7 @@ impl StoreSettings {
             prefix,
             timeout,
             fallback_max_keys,
+            lease,
         } = self
         else {
             return Err(BuildError::Url(
@@ -132,6 +144,9 @@ impl StoreSettings {
             .breaker(BreakerConfig::default());
         if let Some(max) = fallback_max_keys {
             builder = builder.fallback_to_memory(*max);
+        }
+        if let Some(size) = lease {
+            builder = builder.lease(*size, Duration::from_secs(1));
         }
         builder.build()
     }
@@ -305,14 +320,14 @@ impl<K> From<RedisStore> for AnyStore<K> {
 /// The future of an [`AnyStore`] call: the memory store's answer, ready,
 /// or the Redis store's future.
 #[must_use = "futures do nothing unless polled"]
-pub enum AnyStoreFuture<T> {
+pub enum AnyStoreFuture<T, F = StoreFuture<T>> {
     /// The memory store's answer (taken on the first poll).
     Ready(Option<Result<T, StoreError>>),
     /// A Redis call.
-    Redis(StoreFuture<T>),
+    Redis(F),
 }
 
-impl<T> fmt::Debug for AnyStoreFuture<T> {
+impl<T, F> fmt::Debug for AnyStoreFuture<T, F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Self::Ready(_) => "AnyStoreFuture::Ready",
@@ -321,7 +336,11 @@ impl<T> fmt::Debug for AnyStoreFuture<T> {
     }
 }
 
-impl<T: Unpin> Future for AnyStoreFuture<T> {
+impl<T, F> Future for AnyStoreFuture<T, F>
+where
+    T: Unpin,
+    F: Future<Output = Result<T, StoreError>> + Unpin,
+{
     type Output = Result<T, StoreError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
@@ -331,7 +350,7 @@ impl<T: Unpin> Future for AnyStoreFuture<T> {
                     "store future polled after completion".to_owned(),
                 ))
             })),
-            Self::Redis(future) => future.as_mut().poll(cx),
+            Self::Redis(future) => Pin::new(future).poll(cx),
         }
     }
 }
@@ -340,7 +359,7 @@ impl<K> Store<K> for AnyStore<K>
 where
     K: Hash + Eq + StableKey + Clone + fmt::Display + Send + Sync + 'static,
 {
-    type CheckFuture = AnyStoreFuture<Decision>;
+    type CheckFuture = AnyStoreFuture<Decision, CheckFuture>;
     type RefundFuture = AnyStoreFuture<()>;
 
     #[inline]

@@ -83,6 +83,98 @@
 //! tests compare every decision with ratelimit-core's on random traces at
 //! real epoch times, including `3 per 1s` and `7 per 1s`.
 //!
+//! # Several limits in one round trip
+//!
+//! A store built with [`and_limit`](RedisStoreBuilder::and_limit) checks
+//! several limits on one key in one script: the limits run in order, each
+//! as its own script would, and the first denial stops the check and puts
+//! back the state of the limits that admitted before it (`DUMP` before,
+//! `RESTORE` after, in the same script), so a request is admitted by all
+//! or consumes nothing anywhere. The script is atomic, so this is exact
+//! under any concurrency, across instances: it decides as the limits would
+//! in memory, checked in order under one lock (the integration tests
+//! compare it with that on random traces). Every limit's key has the
+//! caller's key as its hash tag, so on a Cluster they share one slot. A
+//! refund gives back to every limit. Given to the HTTP layer as one limit,
+//! it answers with one set of headers (see `and_limit` for which limit's).
+//!
+//! # The deny cache
+//!
+//! Under a flood, most checks are denials, and each would cost the shared
+//! Redis a round trip. So once Redis denies a cost-1 check of key K with
+//! wait `w`, the store answers K's cost-1 checks itself until `w` has
+//! passed ([`RedisStoreBuilder::deny_cache`], on by default): the decision
+//! is the one Redis would give (denied, `remaining` 0, `wait` and `reset`
+//! counted down; the HTTP layer's headers and metrics are the same), with
+//! no round trip (with the `metrics` feature, counted in
+//! `ratelimit_redis_deny_cache_hits_total`). A refund from this store
+//! clears K. Memory is a fixed
+//! table ([`DEFAULT_DENY_CACHE`] keys) that evicts the denial ending first
+//! when full; keys are told apart by a 64-bit hash seeded per store.
+//!
+//! For one instance the cache is exact: nothing but an admission moves a
+//! state before `w` ends (ALGORITHMS.md: a denied request is admitted at
+//! `t + wait` and still denied at any earlier time), and K admits nothing
+//! before then. Costs other than 1 always go to Redis: a peek's
+//! `remaining` moves, and so does a cost-n denial's. The wait is counted
+//! on the local monotonic clock from before the call
+//! ([`TimeSource::Redis`]) or on the caller's `now`
+//! ([`TimeSource::Caller`]), so it never ends later than Redis's.
+//!
+//! What it can get wrong, with instances sharing K: it only ever denies,
+//! so it never admits more than Redis would. It denies a request Redis
+//! would admit only when K's state became emptier, after the cached
+//! denial, by something other than time: another instance's refund (or a
+//! key deleted or flushed). It then denies for the rest of `w` at most,
+//! and a cost-1 wait is bounded by the algorithm:
+//!
+//! | algorithm | longest cost-1 wait, so longest wrong denial |
+//! |---|---|
+//! | GCRA, token bucket | `T = P / L`, one emission interval |
+//! | leaky bucket | `T`: the next departure frees a place in the queue |
+//! | fixed window | `P`, to the window's end |
+//! | sliding log | `P`, until the oldest entry leaves |
+//! | sliding window | `2P` (`P + P / L` once `L >= 2`) |
+//!
+//! The cost it can leave unused meanwhile is at most what the other
+//! instance refunded, and the other instances may still take it. The
+//! leaky bucket's held requests (admitted with a wait; the HTTP layer's
+//! shaping mode) are admissions, never cached; a held request cancelled on
+//! this instance is refunded here and clears K, one cancelled elsewhere is
+//! the refund case above (at most `T`). The integration tests check these
+//! bounds (`tests/it/deny_cache.rs`).
+//!
+//! # Leases
+//!
+//! With [`lease(n, ttl)`](RedisStoreBuilder::lease) (off by default), a
+//! cost-1 check of a hot key (one checked within `ttl` before: a flood of
+//! distinct keys takes no leases) without a lease takes `n` units from
+//! Redis in one check of cost `n` (when fewer are left, what is left, if
+//! 2 or more), and this store spends them on that key's next cost-1
+//! checks locally, for up to `ttl`: a hot key costs one round trip per `n`
+//! requests. Unspent units are refunded when the lease expires (at the
+//! key's next check or at [`maintain`](ratelimit_core::Store::maintain)),
+//! when the table ([`DEFAULT_LEASES`] keys) evicts it, at
+//! [`release_leases`](RedisStore::release_leases), or in a task when the
+//! store is dropped on a tokio runtime. A request served from a lease
+//! reports Redis's `remaining` at the take plus the lease's unspent units.
+//!
+//! Leases trade exactness for round trips. Units are counted in Redis when
+//! taken, not when spent, so with `k` instances and leases of `n`:
+//!
+//! - over-admission: units taken at the end of one window and spent in the
+//!   next add to that window's own limit, so any window (of any
+//!   algorithm: for GCRA and the buckets, any burst) can see up to
+//!   `k * (n - 1)` requests more than the limit admits; the fleet never
+//!   takes more than the limit from Redis;
+//! - under-admission: units leased by an instance that then goes quiet are
+//!   missing for the others, up to `k * (n - 1)`, until the lease expires
+//!   (`ttl`) and they are refunded (a fixed window ignores a refund made
+//!   after the window it was taken in: those units are lost with it).
+//!
+//! The integration tests reach the over-admission bound exactly, and not
+//! beyond (`tests/it/lease.rs`). Choose `n` small against the limit.
+//!
 //! # When Redis fails
 //!
 //! Anything but a decision from Redis is a store failure, and every
@@ -150,7 +242,9 @@ struct ReadmeDoctests;
 mod any_store;
 mod breaker;
 mod conn;
+mod deny_cache;
 mod failure;
+mod lease;
 mod log_throttle;
 mod plan;
 mod store;
@@ -160,7 +254,8 @@ pub use any_store::LiveRedis;
 pub use any_store::{AnyStore, AnyStoreFuture, StoreSettings};
 pub use breaker::{BreakerConfig, BreakerState};
 pub use store::{
-    RedisStore, RedisStoreBuilder, StoreFuture, Target, TimeSource, DEFAULT_PREFIX, DEFAULT_TIMEOUT,
+    CheckFuture, RedisStore, RedisStoreBuilder, StoreFuture, Target, TimeSource,
+    DEFAULT_DENY_CACHE, DEFAULT_LEASES, DEFAULT_PREFIX, DEFAULT_TIMEOUT, MAX_LIMITS,
 };
 
 use std::fmt;

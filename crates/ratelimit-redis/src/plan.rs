@@ -151,6 +151,22 @@ impl Plan {
     }
 }
 
+/// The script checking several limits at once: each limit's own script
+/// wrapped as a function of its `KEYS` and `ARGV` (the parameters shadow
+/// the globals), then the driver `lua/multi.lua`.
+pub(crate) fn multi_source<'a>(plans: impl IntoIterator<Item = &'a Plan>) -> String {
+    let mut src = String::from("local lim = {}\n");
+    for (i, plan) in plans.into_iter().enumerate() {
+        src.push_str(&format!(
+            "lim[{}] = function(KEYS, ARGV)\n{}\nend\n",
+            i + 1,
+            plan.source
+        ));
+    }
+    src.push_str(include_str!("lua/multi.lua"));
+    src
+}
+
 fn concat_src(parts: &[&str]) -> String {
     parts.join("\n")
 }

@@ -2,27 +2,37 @@
 
 use crate::breaker::{Breaker, BreakerConfig, BreakerState, Outcome};
 use crate::conn::{Backend, Conn};
+use crate::deny_cache::DenyCache;
 use crate::failure::{Failure, Kind};
+use crate::lease::{Leases, Spend, Unspent};
 use crate::log_throttle::{LogThrottle, LOG_EVERY};
-use crate::plan::{key_phase, Plan};
+use crate::plan::{key_phase, multi_source, Plan};
 use crate::BuildError;
 use ratelimit_core::{Algorithm, AnyAlgorithm, Decision, MemoryStore, Store, StoreError};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 /// The default per-call timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(50);
 /// The default key prefix.
 pub const DEFAULT_PREFIX: &str = "ratelimit:";
+/// The default size of the local deny cache, in keys (see
+/// [`RedisStoreBuilder::deny_cache`]).
+pub const DEFAULT_DENY_CACHE: usize = 16_384;
 /// Extra lifetime of a key past the moment its state is full again, so
 /// that a key never vanishes early.
 const TTL_SLACK_MS: u64 = 1_000;
 /// Ages above this are clamped (the scripts keep numbers below 2^53).
 const MAX_AGE: u64 = 1 << 52;
 const NANOS_PER_SEC: u64 = 1_000_000_000;
+/// The most keys holding a lease at once (see
+/// [`RedisStoreBuilder::lease`]).
+pub const DEFAULT_LEASES: usize = 4_096;
+/// The most limits one store checks together.
+pub const MAX_LIMITS: usize = 16;
 
 /// Where the time of a check comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -84,12 +94,15 @@ impl From<redis::Client> for Target {
 pub struct RedisStoreBuilder {
     target: Target,
     algorithm: AnyAlgorithm,
+    more: Vec<AnyAlgorithm>,
     prefix: String,
     timeout: Duration,
     connect_timeout: Duration,
     breaker: BreakerConfig,
     fallback: Option<usize>,
     time: TimeSource,
+    deny_cache: usize,
+    lease: Option<(u64, Duration)>,
 }
 
 impl RedisStoreBuilder {
@@ -140,6 +153,78 @@ impl RedisStoreBuilder {
         self
     }
 
+    /// Adds a limit checked together with the store's others, on the same
+    /// key, in the same script and round trip, all or nothing: a request
+    /// is admitted when every limit admits it, and then every limit
+    /// records its cost; when one denies, none records anything (the
+    /// limits are checked in order, and the state of those that admitted
+    /// before the denial is put back within the script). Exact under
+    /// concurrency, like several limits on one key in memory, and in one
+    /// hash slot on a Cluster: every limit's Redis key has the caller's key
+    /// as its hash tag.
+    ///
+    /// The store's [`Decision`] is then the combined one: when denied, the
+    /// denying limit's; when admitted, the decision of the limit with the
+    /// fewest `remaining` (the first of those), with the longest `wait`
+    /// (the leaky bucket's hold) of all. Its `limit` and `window` are that
+    /// limit's. At most [`MAX_LIMITS`] limits, no two the same.
+    ///
+    /// ```no_run
+    /// use ratelimit_core::{FixedWindow, Gcra};
+    /// use ratelimit_redis::RedisStore;
+    /// use std::time::Duration;
+    ///
+    /// # fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// // 10 a second in bursts, and 1000 an hour: one round trip per check.
+    /// let store = RedisStore::builder("redis://127.0.0.1/", Gcra::new(10, Duration::from_secs(1))?)
+    ///     .and_limit(FixedWindow::new(1000, Duration::from_secs(3600))?)
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn and_limit(mut self, algorithm: impl Into<AnyAlgorithm>) -> Self {
+        self.more.push(algorithm.into());
+        self
+    }
+
+    /// Local leases (off by default): a cost-1 check of a hot key (one
+    /// checked within `ttl` before) with no lease takes `size` units from
+    /// Redis at once (one check of cost `size`, at most the smallest
+    /// limit's capacity; when fewer are left, what is left), and this
+    /// store spends them on the key's next cost-1 checks without a round
+    /// trip, for up to `ttl`; the units still unspent then
+    /// are given back (refunded, with the take's time as `admitted_at`),
+    /// as are those of a lease evicted from the table ([`DEFAULT_LEASES`]
+    /// keys) and, at [`maintain`](Store::maintain), those of expired
+    /// leases. [`release_leases`](RedisStore::release_leases) gives every
+    /// lease back (at shutdown); dropping the store spawns the same on
+    /// the current tokio runtime, if any. When not even 2 units are left,
+    /// the check is an ordinary cost-1 check. `size` below 2 turns leases
+    /// off.
+    ///
+    /// Exactness: see the crate docs, "Leases". With `k` instances and
+    /// leases of `n`, the limit can be exceeded by up to `k * (n - 1)`
+    /// requests in a window, and units held unspent by idle instances are
+    /// missing for up to `ttl`.
+    pub fn lease(mut self, size: u64, ttl: Duration) -> Self {
+        self.lease = (size >= 2).then_some((size, ttl));
+        self
+    }
+
+    /// The local deny cache holds at most `max_keys` keys (default
+    /// [`DEFAULT_DENY_CACHE`], rounded up to a power of two); `0` turns it
+    /// off, and every check goes to Redis.
+    ///
+    /// Once Redis denies a cost-1 check of a key with wait `w`, this store
+    /// answers that key's cost-1 checks itself until `w` has passed: no
+    /// round trip, and the decision Redis would give (denied, `remaining`
+    /// 0, the wait and reset counted down). A refund from this store
+    /// clears the key. See the crate docs, "The deny cache", for what it
+    /// can get wrong when other instances share the key.
+    pub fn deny_cache(mut self, max_keys: usize) -> Self {
+        self.deny_cache = max_keys;
+        self
+    }
+
     /// The store. It connects lazily, in the background, on first use: a
     /// service starts even while Redis is down.
     ///
@@ -159,12 +244,39 @@ impl RedisStoreBuilder {
             #[cfg(feature = "cluster")]
             Target::Cluster(c) => Backend::Cluster(c),
         };
-        let plan = Plan::new(&self.algorithm, self.time == TimeSource::Caller)?;
-        let script = redis::Script::new(&plan.source);
+        let algorithms: Vec<AnyAlgorithm> =
+            std::iter::once(self.algorithm).chain(self.more).collect();
+        if algorithms.len() > MAX_LIMITS {
+            return Err(BuildError::Unsupported(format!(
+                "{} limits in one store (at most {MAX_LIMITS})",
+                algorithms.len()
+            )));
+        }
+        let mut parts: Vec<Part> = Vec::with_capacity(algorithms.len());
+        for algorithm in algorithms {
+            let plan = Plan::new(&algorithm, self.time == TimeSource::Caller)?;
+            if parts.iter().any(|p| p.plan.tag == plan.tag) {
+                return Err(BuildError::Unsupported(format!(
+                    "the same limit twice in one store ({algorithm:?})"
+                )));
+            }
+            parts.push(Part { algorithm, plan });
+        }
+        let min_limit = parts.iter().map(|p| p.algorithm.limit()).min().unwrap_or(0);
+        let script = match parts.as_slice() {
+            [one] => redis::Script::new(&one.plan.source),
+            _ => redis::Script::new(&multi_source(parts.iter().map(|p| &p.plan))),
+        };
         let fallback = self.fallback.map(|max| Fallback {
-            memory: MemoryStore::<AnyAlgorithm, String>::builder(self.algorithm)
-                .max_keys(Some(max))
-                .build::<String>(),
+            memory: parts
+                .iter()
+                .map(|p| {
+                    MemoryStore::<AnyAlgorithm, String>::builder(p.algorithm)
+                        .max_keys(Some(max))
+                        .build::<String>()
+                })
+                .collect(),
+            lock: Mutex::new(()),
         });
         Ok(RedisStore {
             inner: Arc::new(Inner {
@@ -174,14 +286,21 @@ impl RedisStoreBuilder {
                     vec![script.clone()],
                 )),
                 script,
-                plan,
-                algorithm: self.algorithm,
+                parts: parts.into(),
                 prefix: self.prefix,
                 timeout: self.timeout,
                 breaker: Breaker::new(self.breaker),
                 fallback,
                 time: self.time,
                 log: LogThrottle::new(LOG_EVERY),
+                deny: (self.deny_cache > 0).then(|| DenyCache::new(self.deny_cache)),
+                leases: self
+                    .lease
+                    // A lease above the smallest capacity is never granted.
+                    .map(|(size, ttl)| (size.min(min_limit), ttl))
+                    .filter(|&(size, _)| size >= 2)
+                    .map(|(size, ttl)| Leases::new(DEFAULT_LEASES, size, ttl)),
+                origin: tokio::time::Instant::now(),
             }),
         })
     }
@@ -218,8 +337,8 @@ pub struct RedisStore {
 struct Inner {
     conn: Arc<Conn>,
     script: redis::Script,
-    plan: Plan,
-    algorithm: AnyAlgorithm,
+    /// The limits, checked in this order (one, usually).
+    parts: Box<[Part]>,
     prefix: String,
     timeout: Duration,
     breaker: Breaker,
@@ -227,35 +346,100 @@ struct Inner {
     time: TimeSource,
     /// Which failures get a warning line.
     log: LogThrottle<{ Kind::COUNT }>,
+    /// Keys Redis denied, answered locally until their wait runs out.
+    deny: Option<DenyCache>,
+    /// The origin of the deny cache's clock with [`TimeSource::Redis`].
+    origin: tokio::time::Instant,
+    /// Units taken ahead for keys, spent locally.
+    leases: Option<Leases>,
 }
 
-/// The in-memory fallback. Calls reach it out of order (one after a
-/// timeout, the next at once); the memory store decides a call whose time
-/// is older than its latest at that latest time, so a key's time never
-/// goes back.
+/// One limit of a store: its algorithm and how Redis runs it.
+struct Part {
+    algorithm: AnyAlgorithm,
+    plan: Plan,
+}
+
+/// The in-memory fallback, one memory store per limit. Calls reach it out
+/// of order (one after a timeout, the next at once); the memory store
+/// decides a call whose time is older than its latest at that latest
+/// time, so a key's time never goes back.
 struct Fallback {
-    memory: MemoryStore<AnyAlgorithm, String>,
+    memory: Vec<MemoryStore<AnyAlgorithm, String>>,
+    /// Makes a check of several limits all or nothing.
+    lock: Mutex<()>,
 }
 
 impl Fallback {
     fn check(&self, key: &str, cost: u64, now: u64) -> Result<Decision, StoreError> {
-        self.memory.check(key, cost, now)
+        if let [one] = self.memory.as_slice() {
+            return one.check(key, cost, now);
+        }
+        let _all = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut decisions = Vec::with_capacity(self.memory.len());
+        for (i, memory) in self.memory.iter().enumerate() {
+            let d = memory.check(key, cost, now)?;
+            if !d.allowed {
+                // Give back what the limits before it took, at once.
+                for earlier in &self.memory[..i] {
+                    earlier.refund(key, cost, now, now);
+                }
+                return Ok(d);
+            }
+            decisions.push(d);
+        }
+        Ok(combine(decisions))
     }
 
     fn refund(&self, key: &str, cost: u64, admitted_at: u64, now: u64) {
-        self.memory.refund(key, cost, admitted_at, now);
+        for memory in &self.memory {
+            memory.refund(key, cost, admitted_at, now);
+        }
     }
+
+    fn maintain(&self, now: u64) {
+        for memory in &self.memory {
+            memory.maintain(now);
+        }
+    }
+}
+
+/// The decision of several limits that all admitted: the one with the
+/// fewest `remaining` (the first of those), with the longest `wait`.
+fn combine(decisions: Vec<Decision>) -> Decision {
+    let wait = decisions.iter().filter_map(|d| d.wait).max();
+    // One more unit is available when every limit has one.
+    let next = decisions.iter().map(|d| d.next).max().unwrap_or_default();
+    let mut best = decisions
+        .into_iter()
+        .reduce(|a, b| if b.remaining < a.remaining { b } else { a })
+        .expect("a store has at least one limit");
+    best.wait = wait;
+    best.next = next;
+    best
 }
 
 impl fmt::Debug for RedisStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RedisStore")
-            .field("algorithm", &self.inner.algorithm)
+            .field(
+                "algorithms",
+                &self
+                    .inner
+                    .parts
+                    .iter()
+                    .map(|p| p.algorithm)
+                    .collect::<Vec<_>>(),
+            )
             .field("prefix", &self.inner.prefix)
             .field("timeout", &self.inner.timeout)
             .field("breaker", &self.inner.breaker.state())
             .field("fallback", &self.inner.fallback.is_some())
             .field("time", &self.inner.time)
+            .field(
+                "deny_cache",
+                &self.inner.deny.as_ref().map_or(0, DenyCache::capacity),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -276,18 +460,27 @@ impl RedisStore {
         RedisStoreBuilder {
             target: target.into(),
             algorithm: algorithm.into(),
+            more: Vec::new(),
             prefix: DEFAULT_PREFIX.to_owned(),
             timeout: DEFAULT_TIMEOUT,
             connect_timeout: Duration::from_secs(1),
             breaker: BreakerConfig::default(),
             fallback: None,
             time: TimeSource::Redis,
+            deny_cache: DEFAULT_DENY_CACHE,
+            lease: None,
         }
     }
 
-    /// The algorithm.
+    /// The algorithm (the first limit's, with
+    /// [`and_limit`](RedisStoreBuilder::and_limit)).
     pub fn algorithm(&self) -> &AnyAlgorithm {
-        &self.inner.algorithm
+        &self.inner.parts[0].algorithm
+    }
+
+    /// Every limit's algorithm, in check order.
+    pub fn algorithms(&self) -> impl ExactSizeIterator<Item = &AnyAlgorithm> {
+        self.inner.parts.iter().map(|p| &p.algorithm)
     }
 
     /// The circuit breaker's current state.
@@ -295,9 +488,19 @@ impl RedisStore {
         self.inner.breaker.state()
     }
 
-    /// The Redis key holding `key`'s state.
+    /// The Redis key holding `key`'s state (for the first limit; see
+    /// [`redis_keys`](Self::redis_keys)).
     pub fn redis_key(&self, key: &str) -> String {
-        self.inner.redis_key(key)
+        self.inner.redis_key(key, &self.inner.parts[0])
+    }
+
+    /// The Redis keys holding `key`'s state, one per limit, in check order.
+    pub fn redis_keys(&self, key: &str) -> Vec<String> {
+        self.inner
+            .parts
+            .iter()
+            .map(|p| self.inner.redis_key(key, p))
+            .collect()
     }
 
     /// The SHA1 of the store's script (what `EVALSHA` is called with).
@@ -306,10 +509,12 @@ impl RedisStore {
     }
 
     /// The script's arguments for a check of `key` at `now` (`None`: the
-    /// server's time), as `EVALSHA hash 1 KEYS[1] ARGV...` takes them; for
-    /// benchmarks and debugging with other clients.
+    /// server's time), as `EVALSHA hash n KEYS[1..n] ARGV...` takes them,
+    /// with `n` the number of limits (1 unless
+    /// [`and_limit`](RedisStoreBuilder::and_limit)); for benchmarks and
+    /// debugging with other clients.
     pub fn script_args(&self, key: &str, cost: u64, now: Option<u64>) -> Vec<String> {
-        let mut args = vec![self.redis_key(key)];
+        let mut args = self.redis_keys(key);
         args.extend(self.inner.args(key, cost, now, None));
         args
     }
@@ -336,14 +541,35 @@ impl RedisStore {
             })?
     }
 
+    /// Gives every lease's unspent units back to Redis and waits for it
+    /// (see [`RedisStoreBuilder::lease`]); for a graceful shutdown.
+    pub async fn release_leases(&self) {
+        let Some(leases) = &self.inner.leases else {
+            return;
+        };
+        for u in leases.drain_expired(u64::MAX) {
+            let now = self.inner.caller_now(&u);
+            let _ = self.inner.refund(u.key, u.units, u.taken_at, now).await;
+        }
+    }
+
     fn render<K: fmt::Display + ?Sized>(key: &K) -> String {
         key.to_string()
     }
 }
 
 impl Inner {
-    fn redis_key(&self, key: &str) -> String {
-        format!("{}{{{key}}}:{}", self.prefix, self.plan.tag)
+    fn redis_key(&self, key: &str, part: &Part) -> String {
+        format!("{}{{{key}}}:{}", self.prefix, part.plan.tag)
+    }
+
+    /// A limit's parameters for `key`, with its key's window phase.
+    fn push_params(a: &mut Vec<String>, part: &Part, key: &str) {
+        let start = a.len();
+        a.extend(part.plan.params.iter().cloned());
+        if let (Some(i), Some(phase)) = (part.plan.phase_index, key_phase(&part.algorithm, key)) {
+            a[start + i] = phase.to_string();
+        }
     }
 
     fn args(
@@ -353,7 +579,13 @@ impl Inner {
         now: Option<u64>,
         refund: Option<(u64, u64)>,
     ) -> Vec<String> {
-        let mut a = Vec::with_capacity(7 + self.plan.params.len());
+        let mut a = Vec::with_capacity(
+            8 + self
+                .parts
+                .iter()
+                .map(|p| p.plan.params.len() + 1)
+                .sum::<usize>(),
+        );
         a.push(if refund.is_some() { "r" } else { "c" }.to_owned());
         a.push(cost.to_string());
         match now {
@@ -382,9 +614,14 @@ impl Inner {
             }
         }
         a.push(TTL_SLACK_MS.to_string());
-        a.extend(self.plan.params.iter().cloned());
-        if let (Some(i), Some(phase)) = (self.plan.phase_index, key_phase(&self.algorithm, key)) {
-            a[7 + i] = phase.to_string();
+        match &*self.parts {
+            [one] => Self::push_params(&mut a, one, key),
+            parts => {
+                for part in parts {
+                    a.push(part.plan.params.len().to_string());
+                    Self::push_params(&mut a, part, key);
+                }
+            }
         }
         a
     }
@@ -399,14 +636,15 @@ impl Inner {
             Op::Refund { admitted_at } => Some((*admitted_at, now)),
         };
         let (mut conn, generation) = self.conn.get().await?;
-        let mut invocation = self.script.key(self.redis_key(key));
+        let mut invocation = self.script.prepare_invoke();
+        for part in &*self.parts {
+            invocation.key(self.redis_key(key, part));
+        }
         for a in self.args(key, cost, time, refund) {
             invocation.arg(a);
         }
-        // A check answers 5 numbers, a refund 4.
-        let len = if refund.is_some() { 4 } else { 5 };
         match invocation.invoke_async::<Vec<i64>>(&mut conn).await {
-            Ok(v) if v.len() == len && (v[0] == 0 || v[0] == 1) => Ok(v),
+            Ok(v) if self.well_formed(&v, refund.is_some()) => Ok(v),
             Ok(v) => Err(Failure::new(
                 Kind::Reply,
                 format!(
@@ -451,37 +689,188 @@ impl Inner {
         result
     }
 
-    fn decision(&self, v: &[i64]) -> Decision {
-        let nanos = |x: i64| Duration::from_nanos(u64::try_from(x).unwrap_or(0));
-        let remaining = u64::try_from(v[1]).unwrap_or(0);
-        let reset = nanos(v[3]);
-        // The wait for one unit, the scripts' fifth number.
-        let next = v.get(4).map_or(Duration::ZERO, |&x| nanos(x));
-        Decision::new(
-            v[0] == 1,
-            remaining,
-            (v[2] >= 0).then(|| nanos(v[2])),
-            self.algorithm.limit(),
-            self.algorithm.window(),
-            reset,
-            next,
-        )
+    /// A script's reply: four numbers per limit run, every limit but the
+    /// last admitting, and no more than the store's limits; all of them
+    /// unless one denied.
+    fn well_formed(&self, v: &[i64], refund: bool) -> bool {
+        if refund {
+            return v.len() == 4 && (v[0] == 0 || v[0] == 1);
+        }
+        let runs = v.len() / 5;
+        let flag = |i: usize| v[5 * i];
+        v.len() % 5 == 0
+            && (1..=self.parts.len()).contains(&runs)
+            && (0..runs - 1).all(|i| flag(i) == 1)
+            && (flag(runs - 1) == 1 || flag(runs - 1) == 0)
+            && (runs == self.parts.len() || flag(runs - 1) == 0)
     }
 
-    async fn check(&self, key: String, cost: u64, now: u64) -> Result<Decision, StoreError> {
-        match self.guarded(&key, cost, now, Op::Check).await {
-            Ok(v) => Ok(self.decision(&v)),
-            Err(failure) => {
-                self.report(&failure, &key);
-                match &self.fallback {
-                    Some(memory) => {
-                        #[cfg(feature = "metrics")]
-                        metrics::counter!("ratelimit_redis_fallback_total").increment(1);
-                        memory.check(&key, cost, now)
+    /// The decision of a well-formed reply, and the limit it comes from
+    /// when denied (the last limit run).
+    fn decision(&self, v: &[i64]) -> (Decision, usize) {
+        let nanos = |x: i64| Duration::from_nanos(u64::try_from(x).unwrap_or(0));
+        // Five numbers per limit: allowed, remaining, wait, reset, and the
+        // wait for one more unit.
+        let one = |i: usize| {
+            let (v, a) = (&v[5 * i..5 * i + 5], &self.parts[i].algorithm);
+            Decision::new(
+                v[0] == 1,
+                u64::try_from(v[1]).unwrap_or(0),
+                (v[2] >= 0).then(|| nanos(v[2])),
+                a.limit(),
+                a.window(),
+                nanos(v[3]),
+                nanos(v[4]),
+            )
+        };
+        let last = v.len() / 5 - 1;
+        let d = one(last);
+        if !d.allowed || last == 0 {
+            return (d, last);
+        }
+        (combine((0..=last).map(one).collect()), last)
+    }
+
+    /// The deny cache's time: the caller's `now` with
+    /// [`TimeSource::Caller`], else the local monotonic clock (its rate,
+    /// not its origin, matters: a denial's wait is counted from it).
+    fn local_now(&self, now: u64) -> u64 {
+        match self.time {
+            TimeSource::Caller => now,
+            TimeSource::Redis => {
+                u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
+            }
+        }
+    }
+
+    async fn check(
+        self: &Arc<Self>,
+        key: String,
+        cost: u64,
+        now: u64,
+    ) -> Result<Decision, StoreError> {
+        // Only cost-1 denials are cached: their `remaining` is 0 and stays
+        // 0 until the wait ends, so the cached answer is the exact one. A
+        // peek (cost 0) is always admitted and reports a `remaining` that
+        // moves; a cost-n denial's `remaining` grows while it stands.
+        let deny = self.deny.as_ref().filter(|_| cost == 1);
+        // Read before the call: Redis decides after it, so the wait is
+        // counted down from no later than the real denial.
+        // (The deny cache was looked up by `Store::check`, see `cached`.)
+        let local = self.local_now(now);
+        if let Some(leases) = self.leases.as_ref().filter(|_| cost == 1) {
+            let (spend, expired) = leases.spend(&key, local);
+            if let Some(u) = expired {
+                // Back before the next lease is taken, so that it counts.
+                let _ = self.refund(u.key, u.units, u.taken_at, now).await;
+            }
+            match spend {
+                Spend::Spent(d) => return Ok(d),
+                Spend::Hot => {}
+                Spend::Cold => return self.decide(key, cost, now, local, deny).await,
+            }
+            // A lease of `size`; when fewer are left, a lease of what is
+            // left (`remaining`, if 2 or more), else an ordinary check.
+            let mut size = leases.size;
+            while size >= 2 {
+                match self.guarded(&key, size, now, Op::Check).await {
+                    Ok(v) => {
+                        let (d, _) = self.decision(&v);
+                        if d.allowed {
+                            let left = size - 1;
+                            let replaced = leases.insert(&key, left, now, local, &d);
+                            self.give_back(replaced, now);
+                            let mut d = d;
+                            d.remaining = d.remaining.saturating_add(left);
+                            if d.remaining > 0 {
+                                d.next = Duration::ZERO;
+                            }
+                            return Ok(d);
+                        }
+                        size = if d.remaining < size { d.remaining } else { 0 };
                     }
-                    None => Err(StoreError::Backend(failure.to_string())),
+                    Err(failure) => return self.failed(&failure, &key, cost, now),
                 }
             }
+        }
+        self.decide(key, cost, now, local, deny).await
+    }
+
+    /// An ordinary check in Redis, its denial remembered in `deny`.
+    async fn decide(
+        &self,
+        key: String,
+        cost: u64,
+        now: u64,
+        local: u64,
+        deny: Option<&DenyCache>,
+    ) -> Result<Decision, StoreError> {
+        match self.guarded(&key, cost, now, Op::Check).await {
+            Ok(v) => {
+                let (d, part) = self.decision(&v);
+                if let Some(cache) = deny.filter(|_| !d.allowed) {
+                    cache.remember(&key, local, &d, part);
+                }
+                Ok(d)
+            }
+            Err(failure) => self.failed(&failure, &key, cost, now),
+        }
+    }
+
+    /// The deny cache's answer to a check, if it has one (see `check`).
+    fn cached(&self, key: &str, cost: u64, now: u64) -> Option<Decision> {
+        let cache = self.deny.as_ref().filter(|_| cost == 1)?;
+        let constants = |i: usize| {
+            let a = &self.parts[i].algorithm;
+            (a.limit(), a.window())
+        };
+        let d = cache.denied(key, self.local_now(now), constants)?;
+        #[cfg(feature = "metrics")]
+        metrics::counter!("ratelimit_redis_deny_cache_hits_total").increment(1);
+        Some(d)
+    }
+
+    /// The failure policy for a check Redis did not decide.
+    fn failed(
+        &self,
+        failure: &Failure,
+        key: &str,
+        cost: u64,
+        now: u64,
+    ) -> Result<Decision, StoreError> {
+        self.report(failure, key);
+        match &self.fallback {
+            Some(memory) => {
+                #[cfg(feature = "metrics")]
+                metrics::counter!("ratelimit_redis_fallback_total").increment(1);
+                memory.check(key, cost, now)
+            }
+            None => Err(StoreError::Backend(failure.to_string())),
+        }
+    }
+
+    /// Gives a lease's unspent units back, in a task of its own (outside
+    /// a tokio runtime, they stay taken until the key's state refills).
+    fn give_back(self: &Arc<Self>, unspent: Option<Unspent>, now: u64) {
+        let Some(u) = unspent else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::debug!(target: "ratelimit_redis", key = ?u.key, units = u.units, "no tokio runtime: lease units not given back");
+            return;
+        };
+        let inner = Arc::clone(self);
+        runtime.spawn(async move {
+            let _ = inner.refund(u.key, u.units, u.taken_at, now).await;
+        });
+    }
+
+    /// The caller's time now, estimated for a lease's refund when no
+    /// caller is at hand: its take's time plus the local time since.
+    fn caller_now(&self, u: &Unspent) -> u64 {
+        match self.time {
+            TimeSource::Caller => u.taken_at,
+            TimeSource::Redis => u
+                .taken_at
+                .saturating_add(self.local_now(0).saturating_sub(u.taken_local)),
         }
     }
 
@@ -492,6 +881,9 @@ impl Inner {
         admitted_at: u64,
         now: u64,
     ) -> Result<(), StoreError> {
+        if let Some(cache) = &self.deny {
+            cache.forget(&key);
+        }
         if self.breaker.state() == BreakerState::Open {
             if let Some(memory) = &self.fallback {
                 memory.refund(&key, cost, admitted_at, now);
@@ -545,6 +937,79 @@ impl Inner {
     }
 }
 
+impl Drop for Inner {
+    /// Gives the leases' unspent units back, in a task on the current
+    /// tokio runtime (none: they stay taken until the keys' states refill).
+    fn drop(&mut self) {
+        let Some(leases) = &self.leases else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        for u in leases.drain_expired(u64::MAX) {
+            let now = self.caller_now(&u);
+            let time = (self.time == TimeSource::Caller).then_some(now);
+            let keys: Vec<String> = self
+                .parts
+                .iter()
+                .map(|p| self.redis_key(&u.key, p))
+                .collect();
+            let args = self.args(&u.key, u.units, time, Some((u.taken_at, now)));
+            let (conn, script, timeout) =
+                (Arc::clone(&self.conn), self.script.clone(), self.timeout);
+            runtime.spawn(async move {
+                let work = async {
+                    let (mut c, _) = conn.get().await.ok()?;
+                    let mut invocation = script.prepare_invoke();
+                    for k in keys {
+                        invocation.key(k);
+                    }
+                    for a in args {
+                        invocation.arg(a);
+                    }
+                    invocation.invoke_async::<Vec<i64>>(&mut c).await.ok()
+                };
+                let _ = tokio::time::timeout(timeout, work).await;
+            });
+        }
+    }
+}
+
+/// The future of a [`RedisStore`] check: ready at once when the deny
+/// cache answers, else a round trip.
+pub struct CheckFuture(CheckState);
+
+enum CheckState {
+    Ready(Option<Result<Decision, StoreError>>),
+    Pending(StoreFuture<Decision>),
+}
+
+impl Future for CheckFuture {
+    type Output = Result<Decision, StoreError>;
+
+    fn poll(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        match &mut self.0 {
+            CheckState::Ready(answer) => {
+                std::task::Poll::Ready(answer.take().unwrap_or_else(|| {
+                    Err(StoreError::Backend("check polled after completion".into()))
+                }))
+            }
+            CheckState::Pending(f) => f.as_mut().poll(cx),
+        }
+    }
+}
+
+impl fmt::Debug for CheckFuture {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self.0 {
+            CheckState::Ready(_) => "CheckFuture(ready)",
+            CheckState::Pending(_) => "CheckFuture(pending)",
+        })
+    }
+}
+
 /// The future of a [`RedisStore`] call.
 pub type StoreFuture<T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'static>>;
 
@@ -552,14 +1017,20 @@ impl<K> Store<K> for RedisStore
 where
     K: fmt::Display + Send + Sync + ?Sized,
 {
-    type CheckFuture = StoreFuture<Decision>;
+    type CheckFuture = CheckFuture;
     type RefundFuture = StoreFuture<()>;
 
-    /// Decides in Redis (see [`TimeSource`] for what `now` is used for).
+    /// Decides in Redis (see [`TimeSource`] for what `now` is used for),
+    /// or at once from the deny cache.
     fn check(&self, key: &K, cost: u64, now: u64) -> Self::CheckFuture {
-        let inner = Arc::clone(&self.inner);
         let key = Self::render(key);
-        Box::pin(async move { inner.check(key, cost, now).await })
+        if let Some(d) = self.inner.cached(&key, cost, now) {
+            return CheckFuture(CheckState::Ready(Some(Ok(d))));
+        }
+        let inner = Arc::clone(&self.inner);
+        CheckFuture(CheckState::Pending(Box::pin(async move {
+            inner.check(key, cost, now).await
+        })))
     }
 
     /// Gives back `cost` admitted at `admitted_at` (the caller's clock,
@@ -572,10 +1043,16 @@ where
 
     /// Bounded upkeep of the in-memory fallback, if any (see
     /// [`MemoryStore::maintain`]): the keys it took during an outage are
-    /// dropped once full, and its memory given back.
+    /// dropped once full, and its memory given back. With leases, the
+    /// unspent units of expired leases are given back (in tasks).
     fn maintain(&self, now: u64) {
+        if let Some(leases) = &self.inner.leases {
+            for u in leases.drain_expired(self.inner.local_now(now)) {
+                self.inner.give_back(Some(u), now);
+            }
+        }
         if let Some(fallback) = &self.inner.fallback {
-            fallback.memory.maintain(now);
+            fallback.maintain(now);
         }
     }
 }

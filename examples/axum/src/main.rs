@@ -2,7 +2,8 @@
 //! (default `127.0.0.1:3000`), trusting the proxies in `TRUSTED_PROXIES`
 //! and reading only the header named by `TRUSTED_PROXY_HEADER`.
 //! With `REDIS_URL` set (`redis://host:port/db`), the limits live in Redis
-//! and every copy of the app shares them; otherwise they are in memory, at
+//! and every copy of the app shares them (`RATELIMIT_LEASE=n`: local
+//! leases of `n` units, see `RedisStores::lease`); otherwise they are in memory, at
 //! most `RATELIMIT_MAX_KEYS` keys per limit (default 1,000,000). `API_KEYS`
 //! lists the valid API keys (none by default). Logs go to stderr, filtered
 //! by `RUST_LOG` (default `info`).
@@ -49,6 +50,16 @@ async fn main() {
                     fallback_max_keys = max_keys,
                     "limits in Redis (REDIS_URL), shared by every copy; in memory while Redis is away"
                 );
+                let stores = match std::env::var("RATELIMIT_LEASE") {
+                    Ok(n) => match n.trim().parse::<u64>() {
+                        Ok(size) => {
+                            tracing::warn!(size, "local leases on (RATELIMIT_LEASE): limits may be exceeded by copies * (size - 1) per window");
+                            stores.lease(size)
+                        }
+                        Err(e) => fail(2, &format!("RATELIMIT_LEASE={n:?}: {e}")),
+                    },
+                    Err(_) => stores,
+                };
                 app_with_policy(&config, &stores.max_keys(max_keys), &policy)
             }
             Err(e) => fail(2, &format!("REDIS_URL: {e}")),

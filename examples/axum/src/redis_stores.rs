@@ -22,6 +22,7 @@ pub struct RedisStores {
     url: String,
     timeout: Duration,
     max_keys: usize,
+    lease: Option<u64>,
 }
 
 impl RedisStores {
@@ -33,6 +34,7 @@ impl RedisStores {
             url: url.to_owned(),
             timeout: DEFAULT_TIMEOUT,
             max_keys: DEFAULT_MAX_KEYS,
+            lease: None,
         })
     }
 
@@ -78,6 +80,17 @@ impl RedisStores {
     }
 }
 
+impl RedisStores {
+    /// Local leases of `size` units for 1 s (`RATELIMIT_LEASE`; off by
+    /// default): a hot key costs one round trip per `size` requests, and
+    /// a limit may be exceeded by `copies * (size - 1)` per window (see
+    /// `ratelimit_redis::RedisStoreBuilder::lease`).
+    pub fn lease(mut self, size: u64) -> Self {
+        self.lease = Some(size);
+        self
+    }
+}
+
 impl Stores for RedisStores {
     type Store = AnyStore<PolicyKey>;
 
@@ -89,6 +102,7 @@ impl Stores for RedisStores {
             prefix: Some("axum-example:".to_owned()),
             timeout: Some(self.timeout),
             fallback_max_keys: Some(self.max_keys),
+            lease: self.lease,
         }
         .build_live(name, live)
         .expect("the example's limits and names suit Redis")

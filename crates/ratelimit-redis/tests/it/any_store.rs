@@ -42,6 +42,7 @@ async fn redis_by_settings_shared_by_two_instances_and_apart_per_limit() {
         prefix: Some("app:".to_owned()),
         timeout: Some(Duration::from_secs(5)),
         fallback_max_keys: None,
+        lease: None,
     };
     let a: AnyStore<String> = settings.build("login", gcra("gcra 3/1h")).unwrap();
     let b: AnyStore<String> = settings.build("login", gcra("gcra 3/1h")).unwrap();
@@ -69,12 +70,14 @@ async fn redis_fallback_by_settings() {
         prefix: None,
         timeout: Some(Duration::from_millis(200)),
         fallback_max_keys: Some(100),
+        lease: None,
     };
     let without = StoreSettings::Redis {
         url: server.url(),
         prefix: None,
         timeout: Some(Duration::from_millis(200)),
         fallback_max_keys: None,
+        lease: None,
     };
     let with: AnyStore<String> = with.build("l", gcra("gcra 2/1h")).unwrap();
     let without: AnyStore<String> = without.build("l", gcra("gcra 2/1h")).unwrap();
@@ -93,6 +96,7 @@ fn bad_settings_are_errors() {
         prefix: None,
         timeout: None,
         fallback_max_keys: None,
+        lease: None,
     };
     let err = bad_url.build::<String>("l", gcra("gcra 1/1s")).unwrap_err();
     assert!(err.to_string().contains("http://nope"), "{err}");
@@ -101,6 +105,7 @@ fn bad_settings_are_errors() {
         prefix: None,
         timeout: None,
         fallback_max_keys: None,
+        lease: None,
     };
     let err = braces
         .build::<String>("{l}", gcra("gcra 1/1s"))
@@ -126,6 +131,7 @@ fn settings_from_toml() {
             prefix: None,
             timeout: Some(Duration::from_millis(20)),
             fallback_max_keys: Some(5000),
+            lease: None,
         }
     );
     let file: File = toml::from_str("[store]\nkind = \"memory\"\nmax-keys = 7\n").unwrap();
@@ -156,6 +162,7 @@ async fn live_settings_through_redis_reach_each_instance_on_its_reload() {
         prefix: None,
         timeout: Some(Duration::from_secs(5)),
         fallback_max_keys: None,
+        lease: None,
     };
     let (live_a, live_b) = (
         LiveAlgorithm::new(gcra("gcra 3/1h")),
@@ -210,6 +217,7 @@ async fn memory_answers_at_once_redis_through_its_future() {
         prefix: None,
         timeout: None,
         fallback_max_keys: None,
+        lease: None,
     }
     .build("l", gcra("gcra 1/1h"))
     .unwrap();

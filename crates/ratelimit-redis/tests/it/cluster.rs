@@ -2,7 +2,7 @@
 //! owning each key's slot, and every key's limit holds.
 
 use crate::harness::RedisServer;
-use ratelimit_core::{Gcra, Store};
+use ratelimit_core::{FixedWindow, Gcra, Store};
 use ratelimit_redis::RedisStore;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -53,10 +53,13 @@ async fn limits_hold_across_a_cluster() {
     }
     let urls: Vec<String> = addrs.iter().map(|a| format!("redis://{a}/")).collect();
     let client = redis::cluster::ClusterClient::new(urls).unwrap();
-    let store = RedisStore::builder(client, Gcra::new(3, Duration::from_secs(3600)).unwrap())
-        .timeout(Duration::from_secs(5))
-        .build()
-        .unwrap();
+    let store = RedisStore::builder(
+        client.clone(),
+        Gcra::new(3, Duration::from_secs(3600)).unwrap(),
+    )
+    .timeout(Duration::from_secs(5))
+    .build()
+    .unwrap();
     for k in 0..30 {
         let key = format!("user:{{{k}}}");
         let mut admitted = 0;
@@ -79,4 +82,23 @@ async fn limits_hold_across_a_cluster() {
         holding += usize::from(size > 0);
     }
     assert!(holding >= 2, "all keys on one node");
+    // Two limits in one script: their keys share the caller's key as hash
+    // tag, so one slot (no CROSSSLOT), whatever node owns it.
+    let group = RedisStore::builder(
+        client,
+        FixedWindow::new(4, Duration::from_secs(3600)).unwrap(),
+    )
+    .and_limit(Gcra::new(2, Duration::from_secs(3600)).unwrap())
+    .timeout(Duration::from_secs(5))
+    .build()
+    .unwrap();
+    for k in 0..30 {
+        let key = format!("group:{k}");
+        let mut admitted = 0;
+        for _ in 0..4 {
+            let d = Store::<str>::check(&group, &key, 1, 0).await.unwrap();
+            admitted += u32::from(d.allowed);
+        }
+        assert_eq!(admitted, 2, "{key}");
+    }
 }

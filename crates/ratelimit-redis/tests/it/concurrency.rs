@@ -3,7 +3,7 @@
 
 use crate::server;
 use ratelimit_core::{
-    AnyAlgorithm, FixedWindow, Gcra, LeakyBucket, SlidingLog, SlidingWindow, Store, TokenBucket,
+    AnyAlgorithm, FixedWindow, Gcra, LeakyBucket, SlidingLog, SlidingWindow, TokenBucket,
 };
 use ratelimit_redis::RedisStore;
 use std::time::Duration;
@@ -28,27 +28,7 @@ async fn sixty_four_tasks_two_stores_admit_exactly_the_limit() {
                 .unwrap()
         };
         let (a, b) = (build(), build());
-        let mut tasks = Vec::new();
-        for i in 0..64 {
-            let store = if i % 2 == 0 { a.clone() } else { b.clone() };
-            tasks.push(tokio::spawn(async move {
-                let mut admitted = 0u64;
-                for _ in 0..3 {
-                    if Store::<str>::check(&store, "shared", 1, 0)
-                        .await
-                        .unwrap()
-                        .allowed
-                    {
-                        admitted += 1;
-                    }
-                }
-                admitted
-            }));
-        }
-        let mut total = 0;
-        for t in tasks {
-            total += t.await.unwrap();
-        }
+        let total = crate::harness::admitted_by_tasks(&a, &b, "shared", 64, 3).await;
         assert_eq!(total, expected, "{algorithm:?}");
     }
 }

@@ -47,3 +47,47 @@ impl Rng {
         self.below(100) < percent
     }
 }
+
+/// `tasks` concurrent tasks, alternately on stores `a` and `b`, each making
+/// `each` cost-1 checks of `key`: how many were admitted.
+pub async fn admitted_by_tasks(
+    a: &ratelimit_redis::RedisStore,
+    b: &ratelimit_redis::RedisStore,
+    key: &str,
+    tasks: usize,
+    each: usize,
+) -> u64 {
+    use ratelimit_core::Store;
+    let mut handles = Vec::new();
+    for i in 0..tasks {
+        let store = if i % 2 == 0 { a.clone() } else { b.clone() };
+        let key = key.to_owned();
+        handles.push(tokio::spawn(async move {
+            let mut admitted = 0u64;
+            for _ in 0..each {
+                let d = Store::<str>::check(&store, &key, 1, 0).await.unwrap();
+                admitted += u64::from(d.allowed);
+            }
+            admitted
+        }));
+    }
+    let mut total = 0;
+    for h in handles {
+        total += h.await.unwrap();
+    }
+    total
+}
+
+/// How many times Redis ran a script (`INFO commandstats`): one per round
+/// trip of a store.
+pub async fn round_trips(c: &mut redis::aio::MultiplexedConnection) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(c)
+        .await
+        .unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
+        .and_then(|l| l.split(',').next())
+        .map_or(0, |n| n.parse().unwrap())
+}

@@ -7,6 +7,9 @@ mod any_store;
 #[cfg(feature = "cluster")]
 mod cluster;
 mod concurrency;
+mod deny_cache;
 mod errors;
 mod exact;
 mod failure;
+mod lease;
+mod multi;

@@ -1,0 +1,138 @@
+//! What outgoing requests are paced and held by.
+
+use http::Request;
+use std::fmt;
+use std::marker::PhantomData;
+
+/// Picks the key an outgoing request is paced by.
+pub trait RequestKey: Clone + Send + Sync + 'static {
+    /// The key.
+    type Key: std::hash::Hash + Send + Sync + 'static;
+
+    /// The request's key; `None`: the request is not paced.
+    fn key<B>(&self, req: &Request<B>) -> Option<Self::Key>;
+}
+
+/// The request's host and port (`api.example.com:443`), lower-case: from
+/// the URI's authority, else the `Host` header; none (not paced, not
+/// held) without either. The default key, and always the key of the
+/// holds a server's `Retry-After` and `RateLimit` fields set.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Host;
+
+impl RequestKey for Host {
+    type Key = String;
+
+    fn key<B>(&self, req: &Request<B>) -> Option<String> {
+        host(req)
+    }
+}
+
+/// The host of `req` (see [`Host`]).
+pub(crate) fn host<B>(req: &Request<B>) -> Option<String> {
+    let uri = req.uri();
+    if let Some(authority) = uri.authority() {
+        let port = authority.port_u16().or(match uri.scheme_str() {
+            Some("https") => Some(443),
+            Some("http") => Some(80),
+            _ => None,
+        });
+        let host = authority.host().to_ascii_lowercase();
+        return Some(match port {
+            Some(port) => format!("{host}:{port}"),
+            None => host,
+        });
+    }
+    let header = req.headers().get(http::header::HOST)?.to_str().ok()?;
+    let authority: http::uri::Authority = header.trim().parse().ok()?;
+    let host = authority.host().to_ascii_lowercase();
+    Some(match authority.port_u16() {
+        Some(port) => format!("{host}:{port}"),
+        None => host,
+    })
+}
+
+/// A key computed from the request's method, URI and headers by a
+/// function: made by [`key_fn`].
+pub struct KeyFn<F, K> {
+    f: F,
+    key: PhantomData<fn() -> K>,
+}
+
+impl<F: Clone, K> Clone for KeyFn<F, K> {
+    fn clone(&self) -> Self {
+        Self {
+            f: self.f.clone(),
+            key: PhantomData,
+        }
+    }
+}
+
+impl<F, K> fmt::Debug for KeyFn<F, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("KeyFn")
+    }
+}
+
+/// Paces requests by `f(method, uri, headers)`; `None`: not paced.
+///
+/// ```
+/// use ratelimit_async::client::key_fn;
+/// // One limit per API token, whatever the host.
+/// let by_token = key_fn(|_, _, headers: &http::HeaderMap| {
+///     headers.get("x-api-token").map(|t| t.as_bytes().to_vec())
+/// });
+/// # let _ = by_token;
+/// ```
+pub fn key_fn<F, K>(f: F) -> KeyFn<F, K>
+where
+    F: Fn(&http::Method, &http::Uri, &http::HeaderMap) -> Option<K> + Clone + Send + Sync + 'static,
+    K: std::hash::Hash + Send + Sync + 'static,
+{
+    KeyFn {
+        f,
+        key: PhantomData,
+    }
+}
+
+impl<F, K> RequestKey for KeyFn<F, K>
+where
+    F: Fn(&http::Method, &http::Uri, &http::HeaderMap) -> Option<K> + Clone + Send + Sync + 'static,
+    K: std::hash::Hash + Send + Sync + 'static,
+{
+    type Key = K;
+
+    fn key<B>(&self, req: &Request<B>) -> Option<K> {
+        (self.f)(req.method(), req.uri(), req.headers())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(uri: &str, host_header: Option<&str>) -> Request<()> {
+        let mut b = Request::builder().uri(uri);
+        if let Some(h) = host_header {
+            b = b.header("host", h);
+        }
+        b.body(()).unwrap()
+    }
+
+    #[test]
+    fn host_and_port_from_the_uri_or_the_host_header() {
+        assert_eq!(
+            host(&req("http://Example.COM/x", None)).unwrap(),
+            "example.com:80"
+        );
+        assert_eq!(host(&req("https://a.b/x", None)).unwrap(), "a.b:443");
+        assert_eq!(
+            host(&req("http://127.0.0.1:3000/", None)).unwrap(),
+            "127.0.0.1:3000"
+        );
+        assert_eq!(host(&req("/x", Some("API.x:8080"))).unwrap(), "api.x:8080");
+        assert_eq!(host(&req("/x", Some("api.x"))).unwrap(), "api.x");
+        assert_eq!(host(&req("/x", None)), None);
+        assert_eq!(host(&req("/x", Some("bad host"))), None);
+    }
+}
