@@ -39,6 +39,7 @@ mod decision;
 mod duration;
 mod error;
 mod log_throttle;
+mod spec;
 mod store;
 
 pub use algorithm::{
@@ -47,9 +48,12 @@ pub use algorithm::{
     SlidingWindowState, StableHasher, StableKey, StateWord, TokenBucket, WindowState,
     DEFAULT_MAX_LOG_ENTRIES,
 };
+#[cfg(feature = "live")]
+pub use algorithm::{LiveAlgorithm, LiveError, LiveState, MAX_OVERRIDES};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::Decision;
-pub use duration::parse_duration;
+pub use duration::{format_duration, parse_duration};
 pub use error::{ConfigError, StoreError};
 pub use log_throttle::LogThrottle;
+pub use spec::SpecError;
 pub use store::{AtCapacity, BoxStore, MemoryStore, MemoryStoreBuilder, Store};

@@ -239,6 +239,7 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+mod any_store;
 mod breaker;
 mod conn;
 mod deny_cache;
@@ -248,6 +249,9 @@ mod log_throttle;
 mod plan;
 mod store;
 
+#[cfg(feature = "live")]
+pub use any_store::LiveRedis;
+pub use any_store::{AnyStore, AnyStoreFuture, StoreSettings};
 pub use breaker::{BreakerConfig, BreakerState};
 pub use store::{
     CheckFuture, RedisStore, RedisStoreBuilder, StoreFuture, Target, TimeSource,

@@ -148,11 +148,20 @@ pub struct AlgorithmSpec {
 }
 
 impl AlgorithmSpec {
-    /// Parses `ALGORITHM [OPTIONS]` as in the main mode, from one string.
+    /// Parses `ALGORITHM [OPTIONS]` as in the main mode
+    /// (`gcra --limit 10 --period 1s`), or ratelimit-core's spec form
+    /// (`gcra 10/1s`, see `AnyAlgorithm`'s `FromStr`), from one string.
     pub fn parse(spec: &str) -> Result<Self, SimError> {
         let words: Vec<String> = spec.split_whitespace().map(String::from).collect();
-        let algorithm = parse_algorithm(&words)
-            .map_err(|e| SimError(format!("algorithm {:?}: {e}", words.join(" "))))?;
+        let algorithm = if words.iter().any(|w| w.starts_with("--")) {
+            parse_algorithm(&words)
+        } else {
+            words
+                .join(" ")
+                .parse::<AnyAlgorithm>()
+                .map_err(|e| SimError(e.to_string()))
+        }
+        .map_err(|e| SimError(format!("algorithm {:?}: {e}", words.join(" "))))?;
         Ok(Self {
             label: words.join(" "),
             algorithm,
@@ -227,7 +236,7 @@ pub fn read_trace(input: impl BufRead) -> Result<Vec<Event>, SimError> {
 /// The options `plot` and `compare` share: the algorithms and the traffic.
 #[derive(Debug, Clone, Args)]
 pub struct SetupArgs {
-    /// An algorithm as in replay mode (`gcra --limit 10 --period 1s`); repeat it, or separate several with ';'
+    /// An algorithm as in replay mode (`gcra --limit 10 --period 1s`) or as a spec (`gcra 10/1s burst 5`); repeat it, or separate several with ';'
     #[arg(long = "algo", value_name = "\"ALGORITHM [OPTIONS]\"", value_parser = specs)]
     pub algo: Vec<Specs>,
     /// Without --algo: all six algorithms at L per P, burst L [default: 10]
@@ -360,6 +369,41 @@ mod tests {
         assert!(err
             .0
             .starts_with("algorithm \"gcra --limit 0 --period 1s\": "));
+    }
+
+    #[test]
+    fn specs_in_the_core_form() {
+        for (core, options) in [
+            (
+                "gcra 10/1s burst 3",
+                "gcra --limit 10 --period 1s --burst 3",
+            ),
+            (
+                "token-bucket 5 refill 2/1s",
+                "token-bucket --capacity 5 --refill 2 --period 1s",
+            ),
+            (
+                "leaky-bucket 4/1s queue 2",
+                "leaky-bucket --limit 4 --period 1s --queue 2",
+            ),
+            (
+                "fixed-window 3/1m anchor first-request",
+                "fixed-window --limit 3 --period 1m --anchor first-request",
+            ),
+            ("sliding-log 2/1d", "sliding-log --limit 2 --period 1d"),
+            (
+                "sliding-window 6/1h",
+                "sliding-window --limit 6 --period 1h",
+            ),
+        ] {
+            assert_eq!(spec(core).algorithm, spec(options).algorithm, "{core}");
+            assert_eq!(spec(core).label, core);
+        }
+        let err = parse_specs(&strings(&["gcra 10/1s brust 3"])).unwrap_err();
+        assert_eq!(
+            err.0,
+            "algorithm \"gcra 10/1s brust 3\": gcra has no option \"brust\""
+        );
     }
 
     #[test]

@@ -155,6 +155,8 @@ pub mod fair;
 pub mod key;
 pub mod policy;
 pub mod response;
+#[cfg(feature = "serde")]
+pub mod table;
 
 pub use builder::RateLimitBuilder;
 pub use clock::TokioClock;

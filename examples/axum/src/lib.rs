@@ -8,9 +8,13 @@
 //! | `GET /api/items` | with a key listed in [`Config::api_keys`] (`X-API-Key`): token bucket per key, 500 burst, 100/s; without: 10 per minute per client IP; an unknown key: 401, counted as anonymous |
 //! | `GET /health` | none |
 //!
-//! [`app`] builds the router with in-memory stores; [`app_with`] takes any
-//! [`Stores`]: [`MemoryStores`], or [`RedisStores`] to share the limits
-//! among every copy of the app. [`run`] serves it the way [`server`]
+//! The limits live in one policy file, `examples/axum/ratelimit.toml`
+//! ([`POLICY_FILE`]; the binary reads `$RATELIMIT_CONFIG` instead when set,
+//! and reloads it on SIGHUP and on change). [`app`] builds the router with
+//! the shipped policy in memory; [`app_with`] takes any [`Stores`]:
+//! [`MemoryStores`], or [`RedisStores`] to share the limits among every
+//! copy of the app; [`app_with_policy`] takes another policy too, and
+//! returns the handle that reloads it. [`run`] serves it the way [`server`]
 //! hardens it for the open internet.
 
 use axum::body::Bytes;
@@ -21,19 +25,17 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use ratelimit_core::{
-    AnyAlgorithm, Clock, Gcra, MemoryStore, SlidingLog, StableKey, Store, SystemClock, TokenBucket,
-};
+use ratelimit_core::{Clock, LiveAlgorithm, MemoryStore, Store, SystemClock};
 use serde_json::json;
-use std::fmt::Display;
 use std::future::Future;
-use std::hash::Hash;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use tower_ratelimit::key::{Bearer, ClientIp, KeyError, KeyExtractor, ProxyHeader};
-use tower_ratelimit::policy::{KeyErrorPolicy, StatusIs};
-use tower_ratelimit::{BuildError, RateLimitInfo, RateLimitLayer};
+use tower_ratelimit::key::{ClientIp, KeyError, KeyExtractor, ProxyHeader};
+use tower_ratelimit::table::{
+    AppKey, PolicyError, PolicyHandle, PolicyKey, PolicyOptions, PolicyTable,
+};
+use tower_ratelimit::{BuildError, RateLimitInfo};
 
 mod api_keys;
 mod redis_stores;
@@ -125,18 +127,15 @@ impl Default for Config {
     }
 }
 
-/// What a key must be for any store: hashable for memory (with a
-/// [`StableKey`] for per-key window offsets), displayable for Redis.
-pub trait StoreKey: Hash + Eq + StableKey + Clone + Display + Send + Sync + 'static {}
-impl<K: Hash + Eq + StableKey + Clone + Display + Send + Sync + 'static> StoreKey for K {}
-
-/// Makes one store per limit: in memory here, shared (Redis) elsewhere.
+/// Makes one store per limit of the policy table: in memory here, shared
+/// (Redis) elsewhere.
 pub trait Stores {
-    /// The store for keys `K`.
-    type Store<K: StoreKey>: Store<K, CheckFuture: Unpin, RefundFuture: Unpin>;
+    /// The store of a limit.
+    type Store: Store<PolicyKey, CheckFuture: Unpin, RefundFuture: Unpin>;
 
-    /// A store named `name` deciding with `algorithm`.
-    fn store<K: StoreKey>(&self, name: &str, algorithm: AnyAlgorithm) -> Self::Store<K>;
+    /// The store of the limit `name`, following `live` (the algorithm a
+    /// reload of the policy file changes).
+    fn store(&self, name: &str, live: &LiveAlgorithm) -> Self::Store;
 }
 
 /// In-memory stores, each capped at `max_keys` keys (default
@@ -167,18 +166,27 @@ impl MemoryStores {
 }
 
 impl Stores for MemoryStores {
-    type Store<K: StoreKey> = MemoryStore<AnyAlgorithm, K>;
+    type Store = MemoryStore<LiveAlgorithm, PolicyKey>;
 
-    fn store<K: StoreKey>(&self, _name: &str, algorithm: AnyAlgorithm) -> Self::Store<K> {
-        MemoryStore::<AnyAlgorithm, K>::builder(algorithm)
+    fn store(&self, _name: &str, live: &LiveAlgorithm) -> Self::Store {
+        MemoryStore::<LiveAlgorithm, PolicyKey>::builder(live.clone())
             .max_keys(Some(self.max_keys))
             .build()
     }
 }
 
-const MINUTE: Duration = Duration::from_secs(60);
-const HOUR: Duration = Duration::from_secs(3600);
-const DAY: Duration = Duration::from_secs(86_400);
+/// The shipped policy file, `examples/axum/ratelimit.toml`: the default
+/// when `RATELIMIT_CONFIG` is unset.
+pub const POLICY_FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/ratelimit.toml");
+
+/// The shipped policy, compiled in (what [`app`] and [`app_with`] use).
+pub const DEFAULT_POLICY: &str = include_str!("../ratelimit.toml");
+
+/// The shipped policy, parsed.
+pub fn default_policy() -> PolicyTable {
+    PolicyTable::from_toml(DEFAULT_POLICY, Some(std::path::Path::new(POLICY_FILE)))
+        .expect("the shipped policy file is valid")
+}
 
 /// The app with in-memory limits.
 pub fn app(config: &Config) -> Router {
@@ -207,84 +215,25 @@ pub async fn run(
     server::serve(listener, options, tagged, shutdown).await;
 }
 
-/// The app with limits kept in `stores`.
+/// The app with the shipped limits kept in `stores`.
 pub fn app_with<S: Stores>(config: &Config, stores: &S) -> Router {
-    let client_ip = config.client_ip.clone();
-    let clock = || config.clock.clone();
-    let fixed = "the example's limits are valid";
+    app_with_policy(config, stores, &default_policy())
+        .expect("the shipped policy suits the app")
+        .0
+}
 
-    // 1 ticket per 5 minutes per user; no bearer token: 401.
-    let tickets = RateLimitLayer::builder(Bearer::new())
-        .limit(
-            "tickets",
-            stores.store("tickets", Gcra::new(1, 5 * MINUTE).expect(fixed).into()),
-        )
-        .shared_clock(clock())
-        .build()
-        .expect(fixed);
-
-    // 2 accounts per day per client IP.
-    let accounts = RateLimitLayer::builder(client_ip.clone())
-        .limit(
-            "accounts",
-            stores.store("accounts", SlidingLog::new(2, DAY).expect(fixed).into()),
-        )
-        .shared_clock(clock())
-        .build()
-        .expect(fixed);
-
-    // 5 failed logins per hour per client IP: each attempt reserves a slot
-    // before the password check, and gets it back unless it fails (401).
-    let login = RateLimitLayer::builder(client_ip.clone())
-        .limit(
-            "login-failures",
-            stores.store("login", SlidingLog::new(5, HOUR).expect(fixed).into()),
-        )
-        .count_if(StatusIs::new(StatusCode::UNAUTHORIZED))
-        .shared_clock(clock())
-        .build()
-        .expect(fixed);
-
-    // With a valid API key: a token bucket per key (500 burst, 100/s). A
-    // malformed key is a 400; without a valid key this layer steps aside,
-    // so unknown keys never get state of their own...
-    let keys = config.api_keys.clone();
-    let known_key = move |req: &Parts| keys.known(req);
-    let per_key = RateLimitLayer::builder(known_key)
-        .limit(
-            "api-key",
-            stores.store(
-                "api-key",
-                TokenBucket::new(500, 100, Duration::from_secs(1))
-                    .expect(fixed)
-                    .into(),
-            ),
-        )
-        .on_key_error(KeyErrorPolicy::AllowMissing)
-        .shared_clock(clock())
-        .build()
-        .expect(fixed);
-    // ...and this one limits the others: 10 per minute per IP, whether
-    // anonymous or with an unknown key (answered 401 by the handler).
-    let keys = config.api_keys.clone();
-    let anonymous_ip = move |req: &Parts| {
-        if keys.known(req).is_ok() {
-            return Err(KeyError::missing("anonymous client"));
-        }
-        client_ip.extract(req)
-    };
+/// The app with the limits of `policy` kept in `stores`, and the handle
+/// that reloads them. Besides the table's own keys, the policy may key on
+/// `app:known-api-key` (a key listed in [`Config::api_keys`]; none for
+/// an absent or unknown key, 400 for a malformed one) and
+/// `app:anonymous-ip` (the client IP, for requests without a known key).
+pub fn app_with_policy<S: Stores>(
+    config: &Config,
+    stores: &S,
+    policy: &PolicyTable,
+) -> Result<(Router, PolicyHandle), PolicyError> {
     let keys = config.api_keys.clone();
     let list_items = move |req: Parts| list_items(keys, req);
-    let anonymous = RateLimitLayer::builder(anonymous_ip)
-        .limit(
-            "anonymous",
-            stores.store("anonymous", Gcra::new(10, MINUTE).expect(fixed).into()),
-        )
-        .on_key_error(KeyErrorPolicy::AllowMissing)
-        .shared_clock(clock())
-        .build()
-        .expect(fixed);
-
     // GET /reports: expensive (about 100 ms each), at most 4 at once,
     // fair-queued by client IP: 8 waiting per client, 64 in all, none longer
     // than 10 s; a client whose queue is full gets 429, anyone when the
@@ -296,22 +245,41 @@ pub fn app_with<S: Stores>(config: &Config, stores: &S) -> Router {
         .max_total(64)
         .max_wait(Duration::from_secs(10))
         .build()
-        .expect(fixed);
+        .expect("the example's queue settings are valid");
     let report = || async {
         tokio::time::sleep(Duration::from_millis(100)).await;
         Json(json!({ "report": "ready" }))
     };
-
-    Router::new()
+    let router = Router::new()
         .route("/reports", get(report).layer(reports))
-        .route("/tickets", post(create_ticket).route_layer(tickets))
-        .route("/accounts", post(create_account).route_layer(accounts))
-        .route("/login", post(login_handler).route_layer(login))
-        .route(
-            "/api/items",
-            get(list_items).route_layer(anonymous).route_layer(per_key),
-        )
-        .route("/health", get(|| async { "ok" }))
+        .route("/tickets", post(create_ticket))
+        .route("/accounts", post(create_account))
+        .route("/login", post(login_handler))
+        .route("/api/items", get(list_items))
+        .route("/health", get(|| async { "ok" }));
+    let mut options = PolicyOptions {
+        client_ip: Some(config.client_ip.clone()),
+        clock: Some(config.clock.clone()),
+        ..PolicyOptions::default()
+    };
+    let keys = config.api_keys.clone();
+    let known_key: AppKey = Arc::new(move |req: &Parts| keys.known(req).map(PolicyKey::Text));
+    let (keys, client_ip) = (config.api_keys.clone(), config.client_ip.clone());
+    let anonymous_ip: AppKey = Arc::new(move |req: &Parts| {
+        if keys.known(req).is_ok() {
+            return Err(KeyError::missing("anonymous client"));
+        }
+        client_ip.extract(req).map(PolicyKey::Ip)
+    });
+    options
+        .app_keys
+        .insert("known-api-key".to_owned(), known_key);
+    options
+        .app_keys
+        .insert("anonymous-ip".to_owned(), anonymous_ip);
+    policy.apply(router, &options, |name, live| {
+        Ok::<_, std::convert::Infallible>(stores.store(name, live))
+    })
 }
 
 async fn create_ticket(Extension(info): Extension<RateLimitInfo>) -> impl IntoResponse {

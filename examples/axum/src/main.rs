@@ -9,7 +9,11 @@
 //! by `RUST_LOG` (default `info`).
 
 use axum_example::server::{self, ServeOptions};
-use axum_example::{app_with, ApiKeys, MemoryStores, RedisStores};
+use axum_example::{app_with_policy, ApiKeys, MemoryStores, RedisStores, POLICY_FILE};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tower_ratelimit::table::PolicyTable;
 
 #[tokio::main]
 async fn main() {
@@ -22,6 +26,12 @@ async fn main() {
     };
     config.api_keys = ApiKeys::from_env().unwrap_or_else(|e| fail(2, &e.to_string()));
     let max_keys = server::max_keys_from_env().unwrap_or_else(|e| fail(2, &e.to_string()));
+    // The limits: $RATELIMIT_CONFIG, or the shipped ratelimit.toml.
+    let policy_path = std::env::var_os("RATELIMIT_CONFIG")
+        .filter(|p| !p.is_empty())
+        .map_or_else(|| PathBuf::from(POLICY_FILE), PathBuf::from);
+    let policy = PolicyTable::load(&policy_path)
+        .unwrap_or_else(|e| fail(2, &format!("RATELIMIT_CONFIG: {e}")));
     let app = match std::env::var("REDIS_URL") {
         Ok(url) => match RedisStores::new(&url) {
             Ok(stores) => {
@@ -50,15 +60,23 @@ async fn main() {
                     },
                     Err(_) => stores,
                 };
-                app_with(&config, &stores.max_keys(max_keys))
+                app_with_policy(&config, &stores.max_keys(max_keys), &policy)
             }
             Err(e) => fail(2, &format!("REDIS_URL: {e}")),
         },
         Err(_) => {
             tracing::info!(max_keys, "limits in memory (set REDIS_URL to share them)");
-            app_with(&config, &MemoryStores::new(max_keys))
+            app_with_policy(&config, &MemoryStores::new(max_keys), &policy)
         }
     };
+    let (app, limits) = app.unwrap_or_else(|e| fail(2, &format!("RATELIMIT_CONFIG: {e}")));
+    // Reloaded on SIGHUP and when the file changes; kept alive until exit.
+    let limits = Arc::new(limits);
+    limits.watch(&policy_path, Duration::from_millis(250));
+    tracing::info!(
+        file = %policy_path.display(),
+        "rate limits from the policy file (reloaded on SIGHUP and on change)"
+    );
     let proxies = std::env::var("TRUSTED_PROXIES").unwrap_or_default();
     if proxies.trim().is_empty() {
         tracing::info!("no trusted proxies (TRUSTED_PROXIES): clients keyed by their TCP peer");
@@ -84,6 +102,7 @@ async fn main() {
     let shutdown = server::shutdown_signal();
     tracing::info!("axum-example listening on {addr}");
     axum_example::run(listener, app, options, shutdown).await;
+    drop(limits);
     tracing::info!("stopped");
 }
 

@@ -2,11 +2,12 @@
 //! configured limits together.
 
 use crate::server::DEFAULT_MAX_KEYS;
-use crate::{StoreKey, Stores};
-use ratelimit_core::AnyAlgorithm;
-use ratelimit_redis::{RedisStore, DEFAULT_TIMEOUT};
+use crate::Stores;
+use ratelimit_core::LiveAlgorithm;
+use ratelimit_redis::{AnyStore, StoreSettings, DEFAULT_TIMEOUT};
 use std::time::Duration;
 use tower_ratelimit::key::KeySecret;
+use tower_ratelimit::table::PolicyKey;
 
 /// Stores in Redis: one key prefix per limit (`axum-example:{name}:`), time
 /// from the server's clock, one round trip per check.
@@ -18,6 +19,7 @@ use tower_ratelimit::key::KeySecret;
 #[derive(Debug, Clone)]
 pub struct RedisStores {
     client: redis::Client,
+    url: String,
     timeout: Duration,
     max_keys: usize,
     lease: Option<u64>,
@@ -29,6 +31,7 @@ impl RedisStores {
     pub fn new(url: &str) -> Result<Self, redis::RedisError> {
         Ok(Self {
             client: redis::Client::open(url)?,
+            url: url.to_owned(),
             timeout: DEFAULT_TIMEOUT,
             max_keys: DEFAULT_MAX_KEYS,
             lease: None,
@@ -89,18 +92,19 @@ impl RedisStores {
 }
 
 impl Stores for RedisStores {
-    type Store<K: StoreKey> = RedisStore;
+    type Store = AnyStore<PolicyKey>;
 
-    fn store<K: StoreKey>(&self, name: &str, algorithm: AnyAlgorithm) -> RedisStore {
-        let builder = RedisStore::builder(self.client.clone(), algorithm)
-            .prefix(format!("axum-example:{name}:"))
-            .timeout(self.timeout)
-            .fallback_to_memory(self.max_keys);
-        match self.lease {
-            Some(size) => builder.lease(size, Duration::from_secs(1)),
-            None => builder,
+    /// A Redis store rebuilt on each change of `live` (new settings start
+    /// full in Redis; each copy of the app reloads its own file).
+    fn store(&self, name: &str, live: &LiveAlgorithm) -> Self::Store {
+        StoreSettings::Redis {
+            url: self.url.clone(),
+            prefix: Some("axum-example:".to_owned()),
+            timeout: Some(self.timeout),
+            fallback_max_keys: Some(self.max_keys),
+            lease: self.lease,
         }
-        .build()
+        .build_live(name, live)
         .expect("the example's limits and names suit Redis")
     }
 }

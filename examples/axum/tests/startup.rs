@@ -96,3 +96,92 @@ fn bad_settings_are_startup_errors_naming_the_variable() {
         "keys are secrets"
     );
 }
+
+/// A policy file of its own for a test: the shipped one, edited.
+fn policy_file(test: &str, edit: impl Fn(&str) -> String) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("axum-example-{}-{test}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("ratelimit.toml");
+    std::fs::write(&path, edit(axum_example::DEFAULT_POLICY)).unwrap();
+    path
+}
+
+const ACCOUNT: &str =
+    "POST /accounts HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+
+#[test]
+fn a_bad_policy_file_at_start_exits_naming_the_file() {
+    let bad = policy_file("bad", |p| {
+        p.replace("sliding-log 2/1d", "sliding-log 2/1dd")
+    });
+    let missing = bad.with_file_name("missing.toml");
+    for (path, wants) in [
+        (
+            &bad,
+            vec!["ratelimit.toml:20: limit \"accounts\": bad duration \"1dd\""],
+        ),
+        (&missing, vec!["missing.toml: cannot read"]),
+    ] {
+        let mut cmd = example();
+        cmd.env("RATELIMIT_CONFIG", path);
+        let (status, err) = run_to_exit(cmd);
+        assert_eq!(status.code(), Some(2), "{err}");
+        assert!(err.contains("RATELIMIT_CONFIG: "), "{err}");
+        for want in wants {
+            assert!(err.contains(want), "{want:?} not in {err}");
+        }
+        assert!(!err.contains("listening"), "{err}");
+    }
+    std::fs::remove_dir_all(bad.parent().unwrap()).unwrap();
+}
+
+/// Editing a limit and sending SIGHUP applies it within 1 s, keeping the
+/// quota used (2 used of a new 4 leaves 2); a bad edit is logged and the
+/// running limits stay.
+#[cfg(unix)]
+#[test]
+fn sighup_reloads_the_policy_file() {
+    use std::time::{Duration, Instant};
+    let path = policy_file("hup", str::to_owned);
+    let mut cmd = example();
+    cmd.env("RATELIMIT_CONFIG", &path);
+    let mut app = Spawned::start(cmd);
+    app.assert_info_log(&["rate limits from the policy file", "ratelimit.toml"]);
+    let hup = |app: &Spawned| {
+        let pid = app.id().to_string();
+        let sent = Command::new("kill").args(["-HUP", &pid]).status().unwrap();
+        assert!(sent.success());
+    };
+    assert_eq!(app.status(ACCOUNT), 201);
+    assert_eq!(app.status(ACCOUNT), 201);
+    assert_eq!(app.status(ACCOUNT), 429);
+    // A bad edit: logged, nothing changes.
+    let text = axum_example::DEFAULT_POLICY;
+    std::fs::write(
+        &path,
+        text.replace("sliding-log 2/1d", "sliding-log 4/1d brust 2"),
+    )
+    .unwrap();
+    hup(&app);
+    let line = app.wait_for("reload rejected", Duration::from_secs(5));
+    let line = line.expect("a rejected reload is logged");
+    assert!(
+        line.contains("no option") && line.contains("brust"),
+        "{line}"
+    );
+    assert_eq!(app.status(ACCOUNT), 429);
+    // A good edit, applied within 1 s of the signal.
+    std::fs::write(&path, text.replace("sliding-log 2/1d", "sliding-log 4/1d")).unwrap();
+    let sent = Instant::now();
+    hup(&app);
+    assert!(app
+        .wait_for("rate limits reloaded", Duration::from_secs(1))
+        .is_some());
+    assert!(sent.elapsed() < Duration::from_secs(1));
+    assert_eq!(app.status(ACCOUNT), 201);
+    assert_eq!(app.status(ACCOUNT), 201);
+    assert_eq!(app.status(ACCOUNT), 429);
+    let status = app.terminate();
+    assert!(status.success(), "{status:?}");
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}

@@ -30,6 +30,58 @@ use std::time::Duration;
 /// assert_eq!(wide.check(&mut state, 0, 1).remaining, 30_000);
 /// assert_eq!((narrow.name(), wide.name()), ("gcra", "gcra"));
 /// ```
+///
+/// # As text
+///
+/// `NAME RATE [OPTION VALUE]...`, words separated by white space, where
+/// `RATE` is `L/P`: an integer and a duration (`100/1m`; `10/s` is
+/// `10/1s`). Durations are an integer and a unit, one of `ns us ms s m h d`.
+///
+/// | algorithm | form | options |
+/// |---|---|---|
+/// | [`Gcra`](crate::Gcra) | `gcra L/P [burst B]` | `burst` defaults to `L` |
+/// | [`TokenBucket`](crate::TokenBucket) | `token-bucket C refill R/P` | `C` the capacity, `R/P` the refill rate |
+/// | [`LeakyBucket`](crate::LeakyBucket) | `leaky-bucket L/P [queue Q]` | `queue` defaults to 0 (a strict pacer) |
+/// | [`FixedWindow`](crate::FixedWindow) | `fixed-window L/P [anchor A]` | `A`: `aligned` (default), `first-request`, `key-offset` |
+/// | [`SlidingLog`](crate::SlidingLog) | `sliding-log L/P [max-entries M]` | `M` the bound on `L`, default [`DEFAULT_MAX_LOG_ENTRIES`](crate::DEFAULT_MAX_LOG_ENTRIES) |
+/// | [`SlidingWindow`](crate::SlidingWindow) | `sliding-window L/P` | |
+///
+/// Options come in any order, each at most once. `Display` writes the
+/// canonical form: options at their defaults left out, each duration in the
+/// largest unit that holds it exactly. Parsing picks the state width as
+/// [`AnyGcra::with_burst`] and the like do, so `parse(display(a)) == a` for
+/// every algorithm built by those constructors (and by `parse`).
+///
+/// With the `serde` feature, `Serialize` writes the text form; `Deserialize` reads the text form or a
+/// table whose `algorithm` field names the algorithm and whose other
+/// fields are its settings, periods written as durations:
+///
+/// ```toml
+/// login = "gcra 5/1m burst 2"
+/// api = { algorithm = "token-bucket", capacity = 500, refill = 100, period = "1s" }
+/// ```
+///
+/// | algorithm | fields |
+/// |---|---|
+/// | `gcra` | `limit`, `period`, `burst` (optional) |
+/// | `token-bucket` | `capacity`, `refill`, `period` |
+/// | `leaky-bucket` | `limit`, `period`, `queue` (optional) |
+/// | `fixed-window` | `limit`, `period`, `anchor` (optional) |
+/// | `sliding-log` | `limit`, `period`, `max-entries` (optional) |
+/// | `sliding-window` | `limit`, `period` |
+///
+/// Unknown fields are errors.
+///
+/// ```
+/// use ratelimit_core::{AnyAlgorithm, SpecError};
+///
+/// let a: AnyAlgorithm = "gcra 100/1m burst 20".parse().unwrap();
+/// assert_eq!(a.to_string(), "gcra 100/1m burst 20");
+/// let b: AnyAlgorithm = "fixed-window 200/24h anchor key-offset".parse().unwrap();
+/// assert_eq!(b.to_string(), "fixed-window 200/1d anchor key-offset");
+/// let bad = "gcra 100/1m brust 20".parse::<AnyAlgorithm>().unwrap_err();
+/// assert_eq!(bad, SpecError::UnknownOption { algorithm: "gcra", token: "brust".into() });
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AnyAlgorithm {
     /// [`Gcra`], in either state width.

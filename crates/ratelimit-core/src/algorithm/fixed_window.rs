@@ -139,13 +139,11 @@ impl Algorithm for FixedWindow {
     type State = WindowState;
 
     fn fresh<K: StableKey + ?Sized>(&self, key: &K, now: u64) -> WindowState {
-        let start = match self.anchor {
-            Anchor::Aligned => self.window_start(now, 0),
-            // No window is open until a request is admitted.
-            Anchor::FirstRequest => now,
-            Anchor::KeyOffset => self.window_start(now, stable_hash(key) % self.period),
+        let hash = match self.anchor {
+            Anchor::KeyOffset => stable_hash(key),
+            _ => 0,
         };
-        WindowState { start, count: 0 }
+        self.fresh_hashed(hash, now)
     }
 
     fn check(&self, s: &mut WindowState, now: u64, cost: u64) -> Decision {
@@ -192,5 +190,45 @@ impl Algorithm for FixedWindow {
 
     fn name(&self) -> &'static str {
         "fixed-window"
+    }
+}
+
+impl FixedWindow {
+    /// A fresh state for the key whose [`stable_hash`] is `hash`.
+    pub(crate) fn fresh_hashed(&self, hash: u64, now: u64) -> WindowState {
+        let start = match self.anchor {
+            Anchor::Aligned => self.window_start(now, 0),
+            // No window is open until a request is admitted.
+            Anchor::FirstRequest => now,
+            Anchor::KeyOffset => self.window_start(now, hash % self.period),
+        };
+        WindowState { start, count: 0 }
+    }
+
+    /// `s`, a state of `old`, under these settings at `now`: the count of
+    /// the window still open at `now` (capped at the new limit) carries
+    /// over into the new window holding `now`; a first-request window
+    /// keeps its start, and is over if the new period has passed since.
+    #[cfg(feature = "live")]
+    pub(crate) fn carry_from(
+        &self,
+        old: &FixedWindow,
+        mut s: WindowState,
+        hash: u64,
+        now: u64,
+    ) -> WindowState {
+        old.roll(&mut s, now);
+        let mut new = self.fresh_hashed(hash, now);
+        if s.count == 0 {
+            return new;
+        }
+        if self.anchor == Anchor::FirstRequest {
+            if Self::elapsed(&s, now) >= self.period {
+                return new;
+            }
+            new.start = s.start;
+        }
+        new.count = s.count.min(self.limit);
+        new
     }
 }

@@ -1,5 +1,7 @@
 //! GCRA, the generic cell rate algorithm: `L` per `P` with a burst `B`.
 
+#[cfg(feature = "live")]
+use super::interval::word::Word as _;
 use super::interval::{ahead, Interval, Refusal, StateWord};
 use super::StableKey;
 use super::{nonzero, period_nanos, Algorithm};
@@ -235,5 +237,31 @@ impl<W: StateWord> Algorithm for Gcra<W> {
 
     fn name(&self) -> &'static str {
         "gcra"
+    }
+}
+
+#[cfg(feature = "live")]
+impl Gcra<u128> {
+    /// How far `tat` is ahead of `now` in scaled units, as [`check`]
+    /// reads it (at most the capacity), and `T` in the same units: the
+    /// quota used, for carrying it over to other settings.
+    ///
+    /// [`check`]: Algorithm::check
+    pub(crate) fn used(&self, tat: &[u64; 2], now: u64) -> (u128, u128) {
+        let ahead = u128::load(*tat).wrapping_sub(self.interval.units(now));
+        let used = if ahead <= self.capacity { ahead } else { 0 };
+        (used, self.interval.step)
+    }
+
+    /// The state at `now` with `used` scaled units of quota taken (capped
+    /// at the capacity).
+    pub(crate) fn with_used(&self, used: u128, now: u64) -> [u64; 2] {
+        let t = self.interval.units(now);
+        t.wrapping_add(used.min(self.capacity)).store()
+    }
+
+    /// `T` in scaled units.
+    pub(crate) fn step(&self) -> u128 {
+        self.interval.step
     }
 }

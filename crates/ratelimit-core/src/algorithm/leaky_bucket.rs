@@ -2,6 +2,8 @@
 //! up to `Q` may wait.
 
 use super::gcra::Names;
+#[cfg(feature = "live")]
+use super::interval::word::Word as _;
 use super::interval::{ahead, Interval, Refusal, StateWord};
 use super::StableKey;
 use super::{nonzero, period_nanos, Algorithm};
@@ -215,5 +217,29 @@ impl<W: StateWord> Algorithm for LeakyBucket<W> {
 
     fn name(&self) -> &'static str {
         "leaky-bucket"
+    }
+}
+
+#[cfg(feature = "live")]
+impl LeakyBucket<u128> {
+    /// When the next free departure slot starts, from `now`, in scaled
+    /// units (the queue's length times `T`), and `T` in the same units.
+    pub(crate) fn used(&self, state: &[u64; 2], now: u64) -> (u128, u128) {
+        let t = self.interval.units(now);
+        (self.next_slot(u128::load(*state), t), self.interval.step)
+    }
+
+    /// The state at `now` whose next free slot starts `used` scaled units
+    /// from now (capped at the queue's span).
+    pub(crate) fn with_used(&self, used: u128, now: u64) -> [u64; 2] {
+        let t = self.interval.units(now);
+        t.wrapping_add(used.min(self.full_span))
+            .wrapping_sub(self.interval.step)
+            .store()
+    }
+
+    /// `T` in scaled units.
+    pub(crate) fn step(&self) -> u128 {
+        self.interval.step
     }
 }

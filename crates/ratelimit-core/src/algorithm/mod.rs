@@ -17,6 +17,8 @@ mod fixed_window;
 mod gcra;
 mod interval;
 mod leaky_bucket;
+#[cfg(feature = "live")]
+mod live;
 mod sliding_log;
 mod sliding_window;
 mod stable_hash;
@@ -28,6 +30,8 @@ pub use fixed_window::{Anchor, FixedWindow, WindowState};
 pub use gcra::Gcra;
 pub use interval::StateWord;
 pub use leaky_bucket::LeakyBucket;
+#[cfg(feature = "live")]
+pub use live::{LiveAlgorithm, LiveError, LiveState, MAX_OVERRIDES};
 pub use sliding_log::{LogState, SlidingLog, DEFAULT_MAX_LOG_ENTRIES};
 pub use sliding_window::{SlidingWindow, SlidingWindowState};
 pub use stable_hash::{stable_hash, StableHasher, StableKey};
@@ -67,6 +71,14 @@ pub trait Algorithm: Send + Sync + 'static {
     /// `u64::MAX` means it never has to.
     fn idle_horizon(&self) -> u64 {
         u64::MAX
+    }
+
+    /// Whether a store may answer a denied key from memory until the
+    /// instant it would be admitted (the memory store's deny cache). True
+    /// unless the algorithm can change under its states
+    /// (`LiveAlgorithm`, feature `live`).
+    fn caches_denials(&self) -> bool {
+        true
     }
 
     /// The capacity reported in [`Decision::limit`].

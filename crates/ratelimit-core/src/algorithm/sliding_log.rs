@@ -189,3 +189,27 @@ impl Algorithm for SlidingLog {
         "sliding-log"
     }
 }
+
+#[cfg(feature = "live")]
+impl SlidingLog {
+    /// `s`, a state of another sliding log, under these settings at
+    /// `now`: the entries that still count under the new period are kept;
+    /// over the new limit, the oldest cost is dropped until the log holds
+    /// exactly the limit (so the log stays bounded by it).
+    pub(crate) fn carry(&self, mut s: LogState, now: u64) -> LogState {
+        self.expire(&mut s, now);
+        while s.used > self.limit {
+            let excess = s.used - self.limit;
+            let Some(front) = s.log.front_mut() else {
+                break;
+            };
+            let dropped = excess.min(front.1);
+            front.1 -= dropped;
+            s.used -= dropped;
+            if front.1 == 0 {
+                s.log.pop_front();
+            }
+        }
+        s
+    }
+}

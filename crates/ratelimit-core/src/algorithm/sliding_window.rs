@@ -189,3 +189,34 @@ fn nanos(n: u128) -> Duration {
     const PER_SEC: u128 = 1_000_000_000;
     Duration::new((n / PER_SEC) as u64, (n % PER_SEC) as u32)
 }
+
+#[cfg(feature = "live")]
+impl SlidingWindow {
+    /// `s`, a state of `old`, under these settings at `now`. With the same
+    /// period the counts are kept (each capped at the new limit); with
+    /// another, the old estimate at `now` (rounded up) becomes the count
+    /// of the new window holding `now`.
+    pub(crate) fn carry_from(
+        &self,
+        old: &SlidingWindow,
+        mut s: SlidingWindowState,
+        now: u64,
+    ) -> SlidingWindowState {
+        old.roll(&mut s, now);
+        if old.period == self.period {
+            return SlidingWindowState {
+                window: s.window,
+                prev: s.prev.min(self.limit),
+                cur: s.cur.min(self.limit),
+            };
+        }
+        let p = u128::from(old.period);
+        let left = p - u128::from(now % old.period);
+        let estimate = (u128::from(s.prev) * left + u128::from(s.cur) * p).div_ceil(p);
+        SlidingWindowState {
+            window: now / self.period,
+            prev: 0,
+            cur: u64::try_from(estimate).map_or(self.limit, |e| e.min(self.limit)),
+        }
+    }
+}

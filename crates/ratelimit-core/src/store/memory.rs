@@ -167,6 +167,7 @@ impl<A: Algorithm> MemoryStoreBuilder<A> {
         let shard_cap = self
             .max_keys
             .map_or(usize::MAX, |m| m.div_ceil(shards).max(1));
+        let deny_cache = self.deny_cache && self.algorithm.caches_denials();
         MemoryStore {
             half_horizon: self.algorithm.idle_horizon() / 2,
             constants: Constants {
@@ -182,7 +183,7 @@ impl<A: Algorithm> MemoryStoreBuilder<A> {
             shard_cap,
             max_keys: self.max_keys,
             at_capacity: self.at_capacity,
-            deny_cache: self.deny_cache,
+            deny_cache,
         }
     }
 }

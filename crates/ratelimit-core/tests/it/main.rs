@@ -10,6 +10,9 @@ mod concurrency;
 mod example;
 mod harness;
 mod horizon;
+#[cfg(feature = "live")]
+mod live;
 mod model;
 mod props;
+mod spec;
 mod validation;

@@ -3,6 +3,7 @@
 
 mod harness;
 
+mod any_store;
 #[cfg(feature = "cluster")]
 mod cluster;
 mod concurrency;

@@ -14,4 +14,6 @@ mod metrics;
 mod multi;
 mod shaping;
 mod spoofing;
+#[cfg(feature = "serde")]
+mod table;
 mod upkeep;

@@ -1,0 +1,443 @@
+//! A store chosen by settings: in memory, or in Redis with its failure
+//! policy, behind one type.
+
+use crate::{
+    BreakerConfig, BuildError, CheckFuture, RedisStore, StoreFuture, DEFAULT_PREFIX,
+    DEFAULT_TIMEOUT,
+};
+use ratelimit_core::{AnyAlgorithm, Decision, MemoryStore, StableKey, Store, StoreError};
+use std::fmt;
+use std::future::Future;
+use std::hash::Hash;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+#[cfg(feature = "live")]
+use {arc_swap::ArcSwap, ratelimit_core::LiveAlgorithm, std::sync::Arc};
+
+/// Where limits keep their state, as settings: an app reads this from its
+/// configuration and calls [`build`](Self::build) for each limit, and
+/// writes no glue between the two stores.
+///
+/// With the `serde` feature it deserializes from a table whose `kind` is
+/// `memory` or `redis`, durations written as in `ratelimit_core::parse_duration`:
+///
+/// ```toml
+/// [store]
+/// kind = "redis"
+/// url = "redis://127.0.0.1:6379/"
+/// prefix = "myapp:"          # default "ratelimit:"
+/// timeout = "50ms"           # default 50ms
+/// fallback-max-keys = 50000  # decide in memory while Redis fails
+/// lease = 10                 # local leases for hot keys (off by default)
+/// ```
+///
+/// ```
+/// use ratelimit_core::{Gcra, ManualClock, Clock};
+/// use ratelimit_redis::{AnyStore, StoreSettings};
+/// use std::time::Duration;
+///
+/// let settings = StoreSettings::Memory { max_keys: Some(100_000) };
+/// let store: AnyStore<String> =
+///     settings.build("login", Gcra::new(5, Duration::from_secs(60)).unwrap()).unwrap();
+/// assert!(matches!(store, AnyStore::Memory(_)));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Deserialize),
+    serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)
+)]
+#[non_exhaustive]
+pub enum StoreSettings {
+    /// A [`MemoryStore`] per limit, on this instance only.
+    Memory {
+        /// The cap on keys with state per limit (see
+        /// [`MemoryStoreBuilder::max_keys`](ratelimit_core::MemoryStoreBuilder::max_keys));
+        /// `None`: no cap.
+        #[cfg_attr(feature = "serde", serde(default, rename = "max-keys"))]
+        max_keys: Option<usize>,
+    },
+    /// A [`RedisStore`] per limit, shared by every instance using the same
+    /// server and prefix.
+    Redis {
+        /// The server's URL (`redis://host:port/db`).
+        url: String,
+        /// The prefix of every key (default [`DEFAULT_PREFIX`]); each
+        /// limit's name is appended, so limits never share state.
+        #[cfg_attr(feature = "serde", serde(default))]
+        prefix: Option<String>,
+        /// The longest a check waits for Redis (default
+        /// [`DEFAULT_TIMEOUT`]).
+        #[cfg_attr(
+            feature = "serde",
+            serde(default, deserialize_with = "serde_duration::option")
+        )]
+        timeout: Option<Duration>,
+        /// With a value, decide in a local memory store of at most this
+        /// many keys while Redis fails (see
+        /// [`RedisStoreBuilder::fallback_to_memory`](crate::RedisStoreBuilder::fallback_to_memory));
+        /// without, a failure is an error and the HTTP layer's policy
+        /// decides.
+        #[cfg_attr(feature = "serde", serde(default, rename = "fallback-max-keys"))]
+        fallback_max_keys: Option<usize>,
+        /// With a value, local leases of that many units for 1 s for hot
+        /// keys (see
+        /// [`RedisStoreBuilder::lease`](crate::RedisStoreBuilder::lease):
+        /// a limit may then be exceeded by `instances * (lease - 1)` per
+        /// window); off by default.
+        #[cfg_attr(feature = "serde", serde(default))]
+        lease: Option<u64>,
+    },
+}
+
+impl Default for StoreSettings {
+    /// Memory, without a cap.
+    fn default() -> Self {
+        Self::Memory { max_keys: None }
+    }
+}
+
+impl StoreSettings {
+    /// The store of the limit named `name` deciding with `algorithm`.
+    ///
+    /// In Redis, the keys of the limit are
+    /// `{prefix}{name}:{{key}}:{algorithm}:{fingerprint}`: two limits never
+    /// share state, even with the same algorithm. Fails on a bad URL, a
+    /// prefix or name with braces, or an algorithm the Redis scripts
+    /// cannot decide exactly (see [`RedisStoreBuilder::build`](crate::RedisStoreBuilder::build)).
+    /// Nothing connects here: a Redis store connects on first use.
+    pub fn build<K>(
+        &self,
+        name: &str,
+        algorithm: impl Into<AnyAlgorithm>,
+    ) -> Result<AnyStore<K>, BuildError> {
+        let algorithm = algorithm.into();
+        Ok(match self {
+            Self::Memory { max_keys } => AnyStore::Memory(
+                MemoryStore::<AnyAlgorithm, K>::builder(algorithm)
+                    .max_keys(*max_keys)
+                    .build(),
+            ),
+            Self::Redis { .. } => AnyStore::Redis(self.redis(name, algorithm)?),
+        })
+    }
+
+    /// The Redis store of the limit `name` (settings `Redis` only).
+    fn redis(&self, name: &str, algorithm: AnyAlgorithm) -> Result<RedisStore, BuildError> {
+        let Self::Redis {
+            url,
+            prefix,
+            timeout,
+            fallback_max_keys,
+            lease,
+        } = self
+        else {
+            return Err(BuildError::Url(
+                "memory settings have no redis url".to_owned(),
+            ));
+        };
+        let prefix = format!("{}{name}:", prefix.as_deref().unwrap_or(DEFAULT_PREFIX));
+        let mut builder = RedisStore::builder(url.as_str(), algorithm)
+            .prefix(prefix)
+            .timeout(timeout.unwrap_or(DEFAULT_TIMEOUT))
+            .breaker(BreakerConfig::default());
+        if let Some(max) = fallback_max_keys {
+            builder = builder.fallback_to_memory(*max);
+        }
+        if let Some(size) = lease {
+            builder = builder.lease(*size, Duration::from_secs(1));
+        }
+        builder.build()
+    }
+
+    /// The store of the limit `name` following `live`, the algorithm a
+    /// policy table's reloads change:
+    ///
+    /// - in memory, a `MemoryStore` of `live` itself: every change keeps
+    ///   each key's used quota (see [`LiveAlgorithm`]), overrides
+    ///   included;
+    /// - in Redis, a store rebuilt on the first call after each change of
+    ///   `live`'s default algorithm. Redis keys carry a fingerprint of the
+    ///   settings, so the new settings start full in Redis (no carry-over;
+    ///   per-key overrides are not applied there). How a change reaches
+    ///   every instance: each instance reloads its own copy of the file
+    ///   (SIGHUP or file change); instances on the same settings share
+    ///   state, and one not yet reloaded keeps deciding under the old
+    ///   settings, on the old keys, until it is.
+    ///
+    /// A Redis rebuild that fails (settings the scripts cannot decide
+    /// exactly) is logged, and the previous settings stay in force.
+    #[cfg(feature = "live")]
+    pub fn build_live<K>(
+        &self,
+        name: &str,
+        live: &LiveAlgorithm,
+    ) -> Result<AnyStore<K>, BuildError> {
+        Ok(match self {
+            Self::Memory { max_keys } => AnyStore::LiveMemory(
+                MemoryStore::<LiveAlgorithm, K>::builder(live.clone())
+                    .max_keys(*max_keys)
+                    .build(),
+            ),
+            Self::Redis { .. } => {
+                let algorithm = live.get();
+                let store = self.redis(name, algorithm)?;
+                AnyStore::LiveRedis(Box::new(LiveRedis {
+                    live: live.clone(),
+                    settings: self.clone(),
+                    name: name.to_owned(),
+                    current: ArcSwap::from_pointee((algorithm, store)),
+                }))
+            }
+        })
+    }
+}
+
+/// A Redis store following a [`LiveAlgorithm`] (see
+/// [`StoreSettings::build_live`]).
+#[cfg(feature = "live")]
+pub struct LiveRedis {
+    live: LiveAlgorithm,
+    settings: StoreSettings,
+    name: String,
+    current: ArcSwap<(AnyAlgorithm, RedisStore)>,
+}
+
+#[cfg(feature = "live")]
+impl LiveRedis {
+    /// The store for the live algorithm's current default, rebuilt if it
+    /// changed since the last call.
+    pub fn store(&self) -> RedisStore {
+        let want = self.live.get();
+        let current = self.current.load();
+        if current.0 == want {
+            return current.1.clone();
+        }
+        match self.settings.redis(&self.name, want) {
+            Ok(store) => {
+                self.current.store(Arc::new((want, store.clone())));
+                store
+            }
+            Err(e) => {
+                tracing::error!(
+                    target: "ratelimit_redis",
+                    limit = %self.name,
+                    error = %e,
+                    "new settings not applied in redis; the previous ones stay"
+                );
+                // Not tried again until the settings change once more.
+                self.current.store(Arc::new((want, current.1.clone())));
+                current.1.clone()
+            }
+        }
+    }
+}
+
+#[cfg(feature = "live")]
+impl fmt::Debug for LiveRedis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LiveRedis")
+            .field("name", &self.name)
+            .field("store", &self.current.load().1)
+            .finish()
+    }
+}
+
+#[cfg(feature = "serde")]
+mod serde_duration {
+    use serde::{Deserialize, Deserializer};
+    use std::time::Duration;
+
+    pub(super) fn option<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        let s = String::deserialize(d)?;
+        ratelimit_core::parse_duration(&s)
+            .map(Some)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// A store that is either in memory or in Redis, chosen at run time (by
+/// [`StoreSettings`], or built directly): it implements
+/// [`Store`] for any key both do, so the HTTP layer takes it like either.
+///
+/// A memory check stays a ready future (no allocation); a Redis check is
+/// the [`RedisStore`]'s future.
+#[non_exhaustive]
+pub enum AnyStore<K> {
+    /// In this instance's memory.
+    Memory(MemoryStore<AnyAlgorithm, K>),
+    /// In Redis (with its failure policy and fallback, if set).
+    Redis(RedisStore),
+    /// In memory, following a [`LiveAlgorithm`].
+    #[cfg(feature = "live")]
+    LiveMemory(MemoryStore<LiveAlgorithm, K>),
+    /// In Redis, rebuilt when a [`LiveAlgorithm`] changes.
+    #[cfg(feature = "live")]
+    LiveRedis(Box<LiveRedis>),
+}
+
+impl<K> AnyStore<K> {
+    /// The algorithm the store decides with (for a live store, its
+    /// current default).
+    pub fn algorithm(&self) -> AnyAlgorithm {
+        match self {
+            Self::Memory(m) => *m.algorithm(),
+            Self::Redis(r) => *r.algorithm(),
+            #[cfg(feature = "live")]
+            Self::LiveMemory(m) => m.algorithm().get(),
+            #[cfg(feature = "live")]
+            Self::LiveRedis(r) => r.live.get(),
+        }
+    }
+}
+
+impl<K> fmt::Debug for AnyStore<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Memory(m) => f.debug_tuple("Memory").field(m).finish(),
+            Self::Redis(r) => f.debug_tuple("Redis").field(r).finish(),
+            #[cfg(feature = "live")]
+            Self::LiveMemory(m) => f.debug_tuple("LiveMemory").field(m).finish(),
+            #[cfg(feature = "live")]
+            Self::LiveRedis(r) => f.debug_tuple("LiveRedis").field(r).finish(),
+        }
+    }
+}
+
+impl<K> From<MemoryStore<AnyAlgorithm, K>> for AnyStore<K> {
+    fn from(store: MemoryStore<AnyAlgorithm, K>) -> Self {
+        Self::Memory(store)
+    }
+}
+
+impl<K> From<RedisStore> for AnyStore<K> {
+    fn from(store: RedisStore) -> Self {
+        Self::Redis(store)
+    }
+}
+
+/// The future of an [`AnyStore`] call: the memory store's answer, ready,
+/// or the Redis store's future.
+#[must_use = "futures do nothing unless polled"]
+pub enum AnyStoreFuture<T, F = StoreFuture<T>> {
+    /// The memory store's answer (taken on the first poll).
+    Ready(Option<Result<T, StoreError>>),
+    /// A Redis call.
+    Redis(F),
+}
+
+impl<T, F> fmt::Debug for AnyStoreFuture<T, F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Ready(_) => "AnyStoreFuture::Ready",
+            Self::Redis(_) => "AnyStoreFuture::Redis",
+        })
+    }
+}
+
+impl<T, F> Future for AnyStoreFuture<T, F>
+where
+    T: Unpin,
+    F: Future<Output = Result<T, StoreError>> + Unpin,
+{
+    type Output = Result<T, StoreError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.get_mut() {
+            Self::Ready(answer) => Poll::Ready(answer.take().unwrap_or_else(|| {
+                Err(StoreError::Backend(
+                    "store future polled after completion".to_owned(),
+                ))
+            })),
+            Self::Redis(future) => Pin::new(future).poll(cx),
+        }
+    }
+}
+
+impl<K> Store<K> for AnyStore<K>
+where
+    K: Hash + Eq + StableKey + Clone + fmt::Display + Send + Sync + 'static,
+{
+    type CheckFuture = AnyStoreFuture<Decision, CheckFuture>;
+    type RefundFuture = AnyStoreFuture<()>;
+
+    #[inline]
+    fn check(&self, key: &K, cost: u64, now: u64) -> Self::CheckFuture {
+        match self {
+            Self::Memory(m) => AnyStoreFuture::Ready(Some(m.check(key, cost, now))),
+            Self::Redis(r) => AnyStoreFuture::Redis(Store::<K>::check(r, key, cost, now)),
+            #[cfg(feature = "live")]
+            Self::LiveMemory(m) => AnyStoreFuture::Ready(Some(m.check(key, cost, now))),
+            #[cfg(feature = "live")]
+            Self::LiveRedis(r) => {
+                AnyStoreFuture::Redis(Store::<K>::check(&r.store(), key, cost, now))
+            }
+        }
+    }
+
+    fn refund(&self, key: &K, cost: u64, admitted_at: u64, now: u64) -> Self::RefundFuture {
+        match self {
+            Self::Memory(m) => {
+                m.refund(key, cost, admitted_at, now);
+                AnyStoreFuture::Ready(Some(Ok(())))
+            }
+            Self::Redis(r) => {
+                AnyStoreFuture::Redis(Store::<K>::refund(r, key, cost, admitted_at, now))
+            }
+            #[cfg(feature = "live")]
+            Self::LiveMemory(m) => {
+                m.refund(key, cost, admitted_at, now);
+                AnyStoreFuture::Ready(Some(Ok(())))
+            }
+            #[cfg(feature = "live")]
+            Self::LiveRedis(r) => {
+                AnyStoreFuture::Redis(Store::<K>::refund(&r.store(), key, cost, admitted_at, now))
+            }
+        }
+    }
+
+    /// In memory, the check at once (`Some` on every call of a memory
+    /// store); in Redis, `None`.
+    #[inline]
+    fn check_now(&self, key: &K, cost: u64, now: u64) -> Option<Result<Decision, StoreError>> {
+        match self {
+            Self::Memory(m) => Some(m.check(key, cost, now)),
+            #[cfg(feature = "live")]
+            Self::LiveMemory(m) => Some(m.check(key, cost, now)),
+            _ => None,
+        }
+    }
+
+    /// In memory, the refund at once; in Redis, `None`.
+    fn refund_now(
+        &self,
+        key: &K,
+        cost: u64,
+        admitted_at: u64,
+        now: u64,
+    ) -> Option<Result<(), StoreError>> {
+        match self {
+            Self::Memory(m) => m.refund(key, cost, admitted_at, now),
+            #[cfg(feature = "live")]
+            Self::LiveMemory(m) => m.refund(key, cost, admitted_at, now),
+            _ => return None,
+        }
+        Some(Ok(()))
+    }
+
+    fn maintain(&self, now: u64) {
+        match self {
+            Self::Memory(m) => {
+                m.maintain(now);
+            }
+            Self::Redis(r) => Store::<K>::maintain(r, now),
+            #[cfg(feature = "live")]
+            Self::LiveMemory(m) => {
+                m.maintain(now);
+            }
+            #[cfg(feature = "live")]
+            Self::LiveRedis(r) => Store::<K>::maintain(&r.current.load().1, now),
+        }
+    }
+}

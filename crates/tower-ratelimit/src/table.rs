@@ -1,0 +1,903 @@
+//! A policy table: every limit of an app as data, read from a TOML file and
+//! turned into layers of an axum [`Router`] by one call (feature `serde`).
+//!
+//! ```toml
+//! # Each [[limit]] is one layer; they are checked in this order.
+//! [[limit]]
+//! name = "tickets"
+//! algorithm = "gcra 1/5m"           # ratelimit-core's spec form, or a table
+//! key = "bearer"                    # see below
+//! routes = ["POST /tickets"]        # "METHOD /path" or "/path"; none: every route
+//!
+//! [[limit]]
+//! name = "login-failures"
+//! algorithm = "sliding-log 5/1h"
+//! key = "client-ip"
+//! routes = ["POST /login"]
+//! count = [401]                     # only these statuses count (default: all)
+//!
+//! [[limit]]
+//! name = "search"
+//! algorithm = "leaky-bucket 10/1s queue 5"
+//! key = "client-ip+route"           # a composite: both parts
+//! mode = "shape"                    # enforce (default), dry-run, shape
+//! cost = 1                          # default 1
+//! headers = "ietf"                  # ietf (default), legacy, both, none
+//! on-key-error = "reject"           # reject (default), allow, allow-missing
+//! tier = "anonymous"                # all (default), anonymous, authenticated
+//! overrides = { "10.0.0.7|POST /search" = "leaky-bucket 100/1s queue 50" }
+//! ```
+//!
+//! Keys: `peer-ip`, `client-ip` (through the trusted proxies of
+//! [`PolicyOptions::client_ip`]), `header:NAME`, `api-key` (`X-API-Key`),
+//! `bearer`, `global`, `route` (method and matched path), `app:NAME` (a
+//! key the app defines in [`PolicyOptions::app_keys`]: a user, a checked
+//! API key...), and composites joined by `+` (`client-ip+route`).
+//!
+//! Routes are matched against axum's matched path (the route as written,
+//! `/users/{id}`), or the request's path outside a router; a request on a
+//! route the entry does not list passes that layer untouched.
+//!
+//! Every error names the file, the line, and the entry:
+//! `limits.toml:7: limit "tickets": unknown key "baerer"`.
+//!
+//! [`PolicyTable::apply`] returns a [`PolicyHandle`] too: it reloads the
+//! algorithms and overrides from an edited table or file (on `SIGHUP` and
+//! on file change with [`PolicyHandle::watch`]), keeping every client's
+//! used quota where the kind of algorithm stays (see
+//! [`LiveAlgorithm`]), and adds or removes per-key overrides at run time.
+//! A bad file is rejected whole, with a logged error, and the running
+//! limits stay.
+//!
+//! ```
+//! use axum::{routing::post, Router};
+//! use ratelimit_core::{LiveAlgorithm, MemoryStore};
+//! use std::convert::Infallible;
+//! use tower_ratelimit::table::{PolicyKey, PolicyOptions, PolicyTable};
+//!
+//! let table = PolicyTable::from_toml(
+//!     "[[limit]]\nname = \"login\"\nalgorithm = \"gcra 5/1m\"\nkey = \"client-ip\"\nroutes = [\"POST /login\"]\n",
+//!     None,
+//! )?;
+//! let router = Router::new().route("/login", post(|| async { "ok" }));
+//! let (router, handle) = table.apply(router, &PolicyOptions::default(), |_, live: &LiveAlgorithm| {
+//!     Ok::<_, Infallible>(MemoryStore::<_, PolicyKey>::new(live.clone()))
+//! })?;
+//! # let _ = (router, handle);
+//! # Ok::<(), tower_ratelimit::table::PolicyError>(())
+//! ```
+
+use crate::key::{
+    ApiKey, Bearer, ClientIp, Global, Header, HeaderKey, IpKey, KeyError, KeyExtractor, PeerIp,
+    Route, RouteKey,
+};
+use crate::policy::{KeyErrorPolicy, Mode, Selection};
+use crate::response::Headers;
+use crate::RateLimitLayer;
+use axum::extract::MatchedPath;
+use axum::Router;
+use http::request::Parts;
+use http::{Method, StatusCode};
+use ratelimit_core::{
+    AnyAlgorithm, Clock, LiveAlgorithm, MemoryStore, StableHasher, StableKey, Store, MAX_OVERRIDES,
+};
+use serde::{Deserialize, Deserializer};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Why a policy table was rejected: where, which entry, and what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyError {
+    /// The file, when the table was read from one.
+    pub file: Option<PathBuf>,
+    /// The line (1-based), when known.
+    pub line: Option<usize>,
+    /// The entry's name, when known.
+    pub entry: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for PolicyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.file, self.line) {
+            (Some(file), Some(line)) => write!(f, "{}:{line}: ", file.display())?,
+            (Some(file), None) => write!(f, "{}: ", file.display())?,
+            (None, Some(line)) => write!(f, "line {line}: ")?,
+            (None, None) => {}
+        }
+        if let Some(entry) = &self.entry {
+            write!(f, "limit {entry:?}: ")?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for PolicyError {}
+
+/// One part of a key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum KeyPart {
+    PeerIp,
+    ClientIp,
+    Header(http::HeaderName),
+    ApiKey,
+    Bearer,
+    Global,
+    Route,
+    App(String),
+}
+
+/// What an entry keys on: one part, or several joined by `+`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeySpec(Vec<KeyPart>);
+
+impl FromStr for KeySpec {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let parts = s
+            .split('+')
+            .map(|p| {
+                Ok(match p.trim() {
+                    "peer-ip" => KeyPart::PeerIp,
+                    "client-ip" => KeyPart::ClientIp,
+                    "api-key" => KeyPart::ApiKey,
+                    "bearer" => KeyPart::Bearer,
+                    "global" => KeyPart::Global,
+                    "route" => KeyPart::Route,
+                    other => match (other.strip_prefix("header:"), other.strip_prefix("app:")) {
+                        (Some(name), _) => match http::HeaderName::try_from(name) {
+                            Ok(name) => KeyPart::Header(name),
+                            Err(_) => return Err(format!("bad header name {name:?} in key {s:?}")),
+                        },
+                        (_, Some(name)) if !name.is_empty() => KeyPart::App(name.to_owned()),
+                        _ => {
+                            return Err(format!(
+                                "unknown key {other:?}: expected peer-ip, client-ip, header:NAME, \
+                                 api-key, bearer, global, route, app:NAME, or several joined by +"
+                            ))
+                        }
+                    },
+                })
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        if parts.len() > 4 {
+            return Err(format!("key {s:?} has more than 4 parts"));
+        }
+        Ok(Self(parts))
+    }
+}
+
+/// A route an entry applies to: a method (or any) and a path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteSpec {
+    method: Option<Method>,
+    path: String,
+}
+
+impl FromStr for RouteSpec {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (method, path) = match s.trim().split_once(' ') {
+            Some((m, p)) => {
+                let m =
+                    Method::from_str(m).map_err(|_| format!("bad method {m:?} in route {s:?}"))?;
+                (Some(m), p.trim())
+            }
+            None => (None, s.trim()),
+        };
+        if !path.starts_with('/') || path.contains(char::is_whitespace) {
+            return Err(format!(
+                "bad route {s:?}: expected \"/path\" or \"METHOD /path\""
+            ));
+        }
+        Ok(Self {
+            method,
+            path: path.to_owned(),
+        })
+    }
+}
+
+impl RouteSpec {
+    fn matches(&self, req: &Parts) -> bool {
+        if self.method.as_ref().is_some_and(|m| *m != req.method) {
+            return false;
+        }
+        match req.extensions.get::<MatchedPath>() {
+            Some(m) => m.as_str() == self.path,
+            None => req.uri.path() == self.path,
+        }
+    }
+}
+
+fn parsed<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: FromStr<Err = String>,
+{
+    let s = String::deserialize(d)?;
+    s.parse().map_err(serde::de::Error::custom)
+}
+
+fn parsed_list<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: FromStr<Err = String>,
+{
+    Vec::<String>::deserialize(d)?
+        .iter()
+        .map(|s| s.parse().map_err(serde::de::Error::custom))
+        .collect()
+}
+
+fn statuses<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<StatusCode>>, D::Error> {
+    Vec::<u16>::deserialize(d)?
+        .into_iter()
+        .map(|n| {
+            StatusCode::from_u16(n).map_err(|_| {
+                serde::de::Error::custom(format!("bad status {n}: expected 100 to 999"))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
+fn mode<'de, D: Deserializer<'de>>(d: D) -> Result<Mode, D::Error> {
+    match String::deserialize(d)?.as_str() {
+        "enforce" => Ok(Mode::Enforce),
+        "dry-run" => Ok(Mode::DryRun),
+        "shape" => Ok(Mode::Shape),
+        other => Err(serde::de::Error::custom(format!(
+            "bad mode {other:?}: expected enforce, dry-run or shape"
+        ))),
+    }
+}
+
+fn headers<'de, D: Deserializer<'de>>(d: D) -> Result<Headers, D::Error> {
+    match String::deserialize(d)?.as_str() {
+        "ietf" => Ok(Headers::new()),
+        "legacy" => Ok(Headers::new().ietf(false).legacy(true)),
+        "both" => Ok(Headers::new().legacy(true)),
+        "none" => Ok(Headers::none()),
+        other => Err(serde::de::Error::custom(format!(
+            "bad headers {other:?}: expected ietf, legacy, both or none"
+        ))),
+    }
+}
+
+fn key_error<'de, D: Deserializer<'de>>(d: D) -> Result<KeyErrorPolicy, D::Error> {
+    match String::deserialize(d)?.as_str() {
+        "reject" => Ok(KeyErrorPolicy::Reject),
+        "allow" => Ok(KeyErrorPolicy::Allow),
+        "allow-missing" => Ok(KeyErrorPolicy::AllowMissing),
+        other => Err(serde::de::Error::custom(format!(
+            "bad on-key-error {other:?}: expected reject, allow or allow-missing"
+        ))),
+    }
+}
+
+fn one() -> u64 {
+    1
+}
+
+/// Which clients an entry applies to, as [`PolicyOptions::authenticated`]
+/// tells them apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Tier {
+    /// Every client (the default).
+    #[default]
+    All,
+    /// Only clients that are not authenticated.
+    Anonymous,
+    /// Only authenticated clients.
+    Authenticated,
+}
+
+/// One named limit of a [`PolicyTable`].
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct PolicyEntry {
+    /// The limit's name (shown in the `RateLimit` headers).
+    pub name: String,
+    /// The algorithm and its settings.
+    pub algorithm: AnyAlgorithm,
+    /// What the limit keys on.
+    #[serde(deserialize_with = "parsed")]
+    pub key: KeySpec,
+    /// The routes it applies to; empty: every route.
+    #[serde(default, deserialize_with = "parsed_list")]
+    pub routes: Vec<RouteSpec>,
+    /// The cost of each request (default 1).
+    #[serde(default = "one")]
+    pub cost: u64,
+    /// The statuses that count; `None`: every response.
+    #[serde(default, deserialize_with = "statuses")]
+    pub count: Option<Vec<StatusCode>>,
+    /// Enforce, dry-run or shape.
+    #[serde(default, deserialize_with = "mode")]
+    pub mode: Mode,
+    /// Which header fields to send.
+    #[serde(default, deserialize_with = "headers")]
+    pub headers: Headers,
+    /// What to do when the request has no usable key.
+    #[serde(default, deserialize_with = "key_error")]
+    pub on_key_error: KeyErrorPolicy,
+    /// Which clients the limit applies to: `all` (default), `anonymous` or
+    /// `authenticated`.
+    #[serde(default)]
+    pub tier: Tier,
+    /// Per-key algorithms, by the key's text (an API key, a bearer token,
+    /// an IP; for a composite key, its parts joined by `|`): at most
+    /// [`MAX_OVERRIDES`].
+    #[serde(default)]
+    pub overrides: BTreeMap<String, AnyAlgorithm>,
+}
+
+impl PolicyEntry {
+    /// Whether `other` differs from this entry only in what a reload can
+    /// change (the algorithm and the overrides); if not, the name of the
+    /// first field that differs.
+    fn unchanged_but_limits(&self, other: &PolicyEntry) -> Result<(), &'static str> {
+        let checks = [
+            (self.key == other.key, "key"),
+            (self.routes == other.routes, "routes"),
+            (self.cost == other.cost, "cost"),
+            (self.count == other.count, "count"),
+            (self.mode == other.mode, "mode"),
+            (self.headers == other.headers, "headers"),
+            (self.on_key_error == other.on_key_error, "on-key-error"),
+            (self.tier == other.tier, "tier"),
+        ];
+        match checks.iter().find(|(same, _)| !same) {
+            Some((_, field)) => Err(field),
+            None => Ok(()),
+        }
+    }
+
+    /// The overrides as the live algorithm takes them.
+    fn override_list(&self) -> Vec<(&str, AnyAlgorithm)> {
+        self.overrides
+            .iter()
+            .map(|(k, a)| (k.as_str(), *a))
+            .collect()
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    limit: Vec<toml::Spanned<PolicyEntry>>,
+}
+
+/// Every limit of an app: see the [module docs](self) for the file.
+#[derive(Debug, Clone)]
+pub struct PolicyTable {
+    entries: Vec<PolicyEntry>,
+}
+
+/// The line of byte `offset` in `text`.
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// The `name` of the `[[limit]]` block holding byte `offset`, if any.
+fn entry_at(text: &str, offset: usize) -> Option<String> {
+    let offset = offset.min(text.len());
+    let start = if text[offset..].starts_with("[[limit]]") {
+        offset
+    } else {
+        text[..offset].rfind("[[limit]]")?
+    };
+    let end = text[start + 9..]
+        .find("[[limit]]")
+        .map_or(text.len(), |e| start + 9 + e);
+    text[start..end].lines().find_map(|l| {
+        let (k, v) = l.split_once('=')?;
+        (k.trim() == "name").then(|| v.trim().trim_matches('"').to_owned())
+    })
+}
+
+impl PolicyTable {
+    /// Reads a table from TOML text; `file` only names it in errors.
+    pub fn from_toml(text: &str, file: Option<&Path>) -> Result<Self, PolicyError> {
+        let error = |offset: Option<usize>, entry: Option<String>, message: String| PolicyError {
+            file: file.map(Path::to_path_buf),
+            line: offset.map(|o| line_of(text, o)),
+            entry: entry.or_else(|| offset.and_then(|o| entry_at(text, o))),
+            message,
+        };
+        let parsed: File = toml::from_str(text).map_err(|e| {
+            let start = e.span().map(|s| s.start);
+            error(start, None, e.message().trim().to_owned())
+        })?;
+        let mut entries: Vec<PolicyEntry> = Vec::with_capacity(parsed.limit.len());
+        for spanned in parsed.limit {
+            let at = Some(spanned.span().start);
+            let entry = spanned.into_inner();
+            let fail = |message: String| error(at, Some(entry.name.clone()), message);
+            if entry.name.is_empty()
+                || entry.name.len() > 64
+                || !entry
+                    .name
+                    .bytes()
+                    .all(|b| (0x21..=0x7e).contains(&b) && b != b'"')
+            {
+                return Err(fail(
+                    "a name is 1 to 64 visible ASCII characters, without quotes".to_owned(),
+                ));
+            }
+            if entries.iter().any(|e| e.name == entry.name) {
+                return Err(fail("the name is used twice".to_owned()));
+            }
+            if entry.mode == Mode::Shape && !matches!(entry.algorithm, AnyAlgorithm::LeakyBucket(_))
+            {
+                return Err(fail(
+                    "mode \"shape\" needs a leaky-bucket algorithm".to_owned(),
+                ));
+            }
+            if entry.overrides.len() > MAX_OVERRIDES {
+                return Err(fail(format!(
+                    "{} overrides: at most {MAX_OVERRIDES}",
+                    entry.overrides.len()
+                )));
+            }
+            entries.push(entry);
+        }
+        if entries.len() > 64 {
+            return Err(error(
+                None,
+                None,
+                format!("{} limits: at most 64", entries.len()),
+            ));
+        }
+        Ok(Self { entries })
+    }
+
+    /// Reads a table from a TOML file.
+    pub fn load(path: impl AsRef<Path>) -> Result<Self, PolicyError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|e| PolicyError {
+            file: Some(path.to_path_buf()),
+            line: None,
+            entry: None,
+            message: format!("cannot read: {e}"),
+        })?;
+        Self::from_toml(&text, Some(path))
+    }
+
+    /// The entries, in the file's order.
+    pub fn entries(&self) -> &[PolicyEntry] {
+        &self.entries
+    }
+
+    /// Adds a layer for every entry to `router` (as route layers, so they
+    /// see the matched path; add every route first), the first entry
+    /// outermost, and returns the router with a [`PolicyHandle`] that
+    /// changes the limits while they run.
+    ///
+    /// `store` makes each entry's store from its name and its
+    /// [`LiveAlgorithm`]: `MemoryStore::new(live.clone())` keeps the limits
+    /// live; a store built from `live.get()` (ratelimit-redis's
+    /// `StoreSettings::build`) keeps the settings it was built with.
+    pub fn apply<St, E>(
+        &self,
+        mut router: Router,
+        options: &PolicyOptions,
+        mut store: impl FnMut(&str, &LiveAlgorithm) -> Result<St, E>,
+    ) -> Result<(Router, PolicyHandle), PolicyError>
+    where
+        St: Store<PolicyKey, CheckFuture: Unpin, RefundFuture: Unpin>,
+        E: fmt::Display,
+    {
+        let mut layers = Vec::with_capacity(self.entries.len());
+        let mut live = Vec::with_capacity(self.entries.len());
+        for entry in &self.entries {
+            let fail = |message: String| PolicyError {
+                file: None,
+                line: None,
+                entry: Some(entry.name.clone()),
+                message,
+            };
+            let algorithm = LiveAlgorithm::new(entry.algorithm);
+            algorithm
+                .replace(entry.algorithm, &entry.override_list())
+                .map_err(|e| fail(e.to_string()))?;
+            let store = store(&entry.name, &algorithm).map_err(|e| fail(e.to_string()))?;
+            live.push((entry.clone(), algorithm));
+            let extractor = PolicyExtractor {
+                tier: entry.tier,
+                authenticated: options.authenticated.clone(),
+                routes: entry.routes.clone().into(),
+                parts: entry
+                    .key
+                    .0
+                    .iter()
+                    .map(|p| Part::new(p, options))
+                    .collect::<Result<_, _>>()
+                    .map_err(fail)?,
+            };
+            let skip = |_: &Parts, key: &PolicyKey| match key {
+                PolicyKey::Skip => Selection::NONE,
+                _ => Selection::ALL,
+            };
+            let mut builder = RateLimitLayer::builder(extractor)
+                .limit(entry.name.clone(), store)
+                .select(skip)
+                .mode(entry.mode)
+                .headers(entry.headers)
+                .on_key_error(entry.on_key_error);
+            if entry.cost != 1 {
+                builder = builder.cost(crate::policy::FixedCost(entry.cost));
+            }
+            if let Some(count) = entry.count.clone() {
+                builder = builder
+                    .count_if(move |res: &http::response::Parts| count.contains(&res.status));
+            }
+            if let Some(clock) = &options.clock {
+                builder = builder.shared_clock(Arc::clone(clock));
+            }
+            layers.push(builder.build().map_err(|e| fail(e.to_string()))?);
+        }
+        for layer in layers.into_iter().rev() {
+            router = router.route_layer(layer);
+        }
+        let handle = PolicyHandle {
+            limits: live.into(),
+            reloads: AtomicU64::new(0),
+        };
+        Ok((router, handle))
+    }
+
+    /// [`apply`](Self::apply) with every limit in memory, each holding at
+    /// most `max_keys` keys (see
+    /// [`MemoryStoreBuilder::max_keys`](ratelimit_core::MemoryStoreBuilder::max_keys)),
+    /// live.
+    pub fn apply_in_memory(
+        &self,
+        router: Router,
+        options: &PolicyOptions,
+        max_keys: Option<usize>,
+    ) -> Result<(Router, PolicyHandle), PolicyError> {
+        self.apply(router, options, |_, live| {
+            Ok::<_, std::convert::Infallible>(
+                MemoryStore::<LiveAlgorithm, PolicyKey>::builder(live.clone())
+                    .max_keys(max_keys)
+                    .build(),
+            )
+        })
+    }
+}
+
+/// Changes a table's limits while they run: from another table (a
+/// reload), or one key at a time (overrides, through
+/// [`limit`](Self::limit)).
+///
+/// A reload changes each entry's algorithm and overrides (see
+/// [`LiveAlgorithm`] for what each key keeps); anything else (an entry
+/// added, removed, renamed or moved, a key, routes, cost, counted
+/// statuses, mode, headers) needs a restart, and a table that changes it
+/// is rejected whole, naming the entry and the field: the running limits
+/// stay as they were.
+#[derive(Debug)]
+pub struct PolicyHandle {
+    limits: Box<[(PolicyEntry, LiveAlgorithm)]>,
+    reloads: AtomicU64,
+}
+
+impl PolicyHandle {
+    /// The live algorithm of the entry `name` (to read it, or to add and
+    /// remove per-key overrides).
+    pub fn limit(&self, name: &str) -> Option<&LiveAlgorithm> {
+        self.limits
+            .iter()
+            .find(|(e, _)| e.name == name)
+            .map(|(_, a)| a)
+    }
+
+    /// How many reloads have been applied.
+    pub fn reloads(&self) -> u64 {
+        self.reloads.load(Ordering::Relaxed)
+    }
+
+    /// Applies `table`'s algorithms and overrides, all or nothing.
+    pub fn reload(&self, table: &PolicyTable) -> Result<(), PolicyError> {
+        let fail = |entry: Option<&str>, message: String| PolicyError {
+            file: None,
+            line: None,
+            entry: entry.map(str::to_owned),
+            message,
+        };
+        if table.entries.len() != self.limits.len() {
+            return Err(fail(
+                None,
+                format!(
+                    "{} limits where {} run: adding or removing a limit needs a restart",
+                    table.entries.len(),
+                    self.limits.len()
+                ),
+            ));
+        }
+        for (new, (old, _)) in table.entries.iter().zip(self.limits.iter()) {
+            if new.name != old.name {
+                return Err(fail(
+                    Some(&new.name),
+                    format!(
+                        "where {:?} runs: renaming or moving a limit needs a restart",
+                        old.name
+                    ),
+                ));
+            }
+            new.unchanged_but_limits(old).map_err(|field| {
+                fail(
+                    Some(&new.name),
+                    format!("changing its {field} needs a restart"),
+                )
+            })?;
+        }
+        for (new, (_, live)) in table.entries.iter().zip(self.limits.iter()) {
+            live.replace(new.algorithm, &new.override_list())
+                .map_err(|e| fail(Some(&new.name), e.to_string()))?;
+        }
+        self.reloads.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Reads `path` and applies it ([`reload`](Self::reload)); errors
+    /// name the file.
+    pub fn reload_file(&self, path: &Path) -> Result<(), PolicyError> {
+        let table = PolicyTable::load(path)?;
+        self.reload(&table).map_err(|mut e| {
+            e.file = Some(path.to_path_buf());
+            e
+        })
+    }
+
+    /// Reloads `path` on `SIGHUP` (Unix) and whenever its contents change
+    /// (read every `poll`; a change is applied once the contents have
+    /// held still for one more read, so an editor's partial write is not
+    /// taken). Every reload is logged: `info` when applied, `error` with
+    /// the reason when rejected (the running limits stay). The task ends
+    /// when every other `Arc` of the handle is dropped; it needs a tokio
+    /// runtime.
+    pub fn watch(self: &Arc<Self>, path: impl Into<PathBuf>, poll: std::time::Duration) {
+        let (handle, path) = (Arc::downgrade(self), path.into());
+        #[cfg(unix)]
+        let mut hangup = {
+            use tokio::signal::unix::{signal, SignalKind};
+            signal(SignalKind::hangup())
+                .map_err(|e| {
+                    tracing::error!(error = %e, "no SIGHUP handler: reloading on file change only");
+                })
+                .ok()
+        };
+        tokio::spawn(async move {
+            let mut seen = std::fs::read(&path).ok();
+            let mut pending: Option<Option<Vec<u8>>> = None;
+            loop {
+                #[cfg(unix)]
+                let hup = async {
+                    match hangup.as_mut() {
+                        Some(h) => h.recv().await,
+                        None => std::future::pending().await,
+                    }
+                };
+                #[cfg(not(unix))]
+                let hup = std::future::pending::<Option<()>>();
+                let signalled = tokio::select! {
+                    _ = hup => true,
+                    _ = tokio::time::sleep(poll) => false,
+                };
+                let Some(handle) = handle.upgrade() else {
+                    return;
+                };
+                let now = std::fs::read(&path).ok();
+                let apply = if signalled {
+                    true
+                } else if now == seen {
+                    pending = None;
+                    false
+                } else if pending.as_ref() == Some(&now) {
+                    true
+                } else {
+                    pending = Some(now.clone());
+                    false
+                };
+                if !apply {
+                    continue;
+                }
+                seen = now;
+                pending = None;
+                let why = if signalled { "SIGHUP" } else { "file changed" };
+                match handle.reload_file(&path) {
+                    Ok(()) => tracing::info!(file = %path.display(), why, "rate limits reloaded"),
+                    Err(e) => tracing::error!(
+                        error = %e,
+                        why,
+                        "rate-limit reload rejected; the running limits stay"
+                    ),
+                }
+            }
+        });
+    }
+}
+
+/// A key the app defines (`key = "app:NAME"`): the key of a request, or
+/// why there is none (as a [`KeyExtractor`] answers).
+pub type AppKey = Arc<dyn Fn(&Parts) -> Result<PolicyKey, KeyError> + Send + Sync>;
+
+/// Whether a request comes from an authenticated client.
+pub type Authenticated = Arc<dyn Fn(&Parts) -> bool + Send + Sync>;
+
+/// Without [`PolicyOptions::authenticated`]: a request with an
+/// `Authorization` or `X-API-Key` header.
+fn has_credentials(req: &Parts) -> bool {
+    req.headers.contains_key(http::header::AUTHORIZATION) || req.headers.contains_key("x-api-key")
+}
+
+/// What the table's layers need from the app.
+#[derive(Clone, Default)]
+pub struct PolicyOptions {
+    /// Tells authenticated clients (tier `authenticated`) from anonymous
+    /// ones (tier `anonymous`): say, an API key the app knows. Default: a
+    /// request with an `Authorization` or `X-API-Key` header.
+    pub authenticated: Option<Authenticated>,
+    /// The keys named `app:NAME` in the table, by `NAME` (the user of a
+    /// session, an API key the app checks...).
+    pub app_keys: BTreeMap<String, AppKey>,
+    /// The proxies whose forwarding headers `client-ip` trusts (default:
+    /// none, so `client-ip` is the peer's address).
+    pub client_ip: Option<ClientIp>,
+    /// The clock (default: the layer's).
+    pub clock: Option<Arc<dyn Clock>>,
+}
+
+impl fmt::Debug for PolicyOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PolicyOptions")
+            .field("client_ip", &self.client_ip)
+            .field("authenticated", &self.authenticated.is_some())
+            .field("app_keys", &self.app_keys.keys().collect::<Vec<_>>())
+            .field("clock", &self.clock.is_some())
+            .finish()
+    }
+}
+
+/// One part of an extractor.
+enum Part {
+    PeerIp(PeerIp),
+    ClientIp(ClientIp),
+    Header(Header),
+    ApiKey(ApiKey),
+    Bearer(Bearer),
+    Global,
+    Route,
+    App(AppKey),
+}
+
+impl Part {
+    fn new(part: &KeyPart, options: &PolicyOptions) -> Result<Self, String> {
+        let client_ip = &options.client_ip;
+        Ok(match part {
+            KeyPart::PeerIp => Self::PeerIp(PeerIp::new()),
+            KeyPart::ClientIp => {
+                Self::ClientIp(client_ip.clone().unwrap_or_else(|| ClientIp::trusting([])))
+            }
+            KeyPart::Header(name) => Self::Header(Header::new(name.clone())),
+            KeyPart::ApiKey => Self::ApiKey(ApiKey::new()),
+            KeyPart::Bearer => Self::Bearer(Bearer::new()),
+            KeyPart::Global => Self::Global,
+            KeyPart::Route => Self::Route,
+            KeyPart::App(name) => match options.app_keys.get(name) {
+                Some(key) => Self::App(Arc::clone(key)),
+                None => return Err(format!("unknown key \"app:{name}\": the app defines none")),
+            },
+        })
+    }
+
+    fn extract(&self, req: &Parts) -> Result<PolicyKey, KeyError> {
+        Ok(match self {
+            Self::PeerIp(x) => PolicyKey::Ip(x.extract(req)?),
+            Self::ClientIp(x) => PolicyKey::Ip(x.extract(req)?),
+            Self::Header(x) => PolicyKey::Text(x.extract(req)?),
+            Self::ApiKey(x) => PolicyKey::Text(x.extract(req)?),
+            Self::Bearer(x) => PolicyKey::Text(x.extract(req)?),
+            Self::Global => {
+                Global.extract(req)?;
+                PolicyKey::Global
+            }
+            Self::Route => PolicyKey::Route(Route.extract(req)?),
+            Self::App(f) => f(req)?,
+        })
+    }
+}
+
+/// The key extractor of a table's entry.
+struct PolicyExtractor {
+    tier: Tier,
+    authenticated: Option<Authenticated>,
+    routes: Box<[RouteSpec]>,
+    parts: Box<[Part]>,
+}
+
+impl KeyExtractor for PolicyExtractor {
+    type Key = PolicyKey;
+
+    fn extract(&self, req: &Parts) -> Result<PolicyKey, KeyError> {
+        if !self.routes.is_empty() && !self.routes.iter().any(|r| r.matches(req)) {
+            return Ok(PolicyKey::Skip);
+        }
+        if self.tier != Tier::All {
+            let authenticated = match &self.authenticated {
+                Some(f) => f(req),
+                None => has_credentials(req),
+            };
+            if authenticated != (self.tier == Tier::Authenticated) {
+                return Ok(PolicyKey::Skip);
+            }
+        }
+        match &*self.parts {
+            [one] => one.extract(req),
+            parts => Ok(PolicyKey::Composite(
+                parts
+                    .iter()
+                    .map(|p| p.extract(req))
+                    .collect::<Result<_, _>>()?,
+            )),
+        }
+    }
+}
+
+/// The key of a table's limit: whichever its `key` names.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum PolicyKey {
+    /// The request is on a route the entry does not list (never stored).
+    Skip,
+    /// A client's IP (or prefix).
+    Ip(IpKey),
+    /// A header's value, an API key or a bearer token.
+    Text(HeaderKey),
+    /// Everyone.
+    Global,
+    /// A route.
+    Route(RouteKey),
+    /// Several parts.
+    Composite(Box<[PolicyKey]>),
+}
+
+impl fmt::Display for PolicyKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Skip => f.write_str("-"),
+            Self::Ip(k) => k.fmt(f),
+            Self::Text(k) => k.fmt(f),
+            Self::Global => f.write_str("global"),
+            Self::Route(k) => k.fmt(f),
+            Self::Composite(parts) => {
+                for (i, p) in parts.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str("|")?;
+                    }
+                    p.fmt(f)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl StableKey for PolicyKey {
+    fn write_stable(&self, h: &mut StableHasher) {
+        use std::fmt::Write;
+        // `StableHasher`'s `fmt::Write` never fails.
+        let _ = write!(h, "{self}");
+    }
+}

@@ -1,0 +1,538 @@
+//! The policy table: a TOML file turned into layers of a router, and every
+//! validation error naming the file, the line and the entry.
+
+use crate::common::get_from;
+use axum::http::{Method, Request, StatusCode};
+use axum::routing::{get, post};
+use axum::Router;
+use ratelimit_core::{LiveAlgorithm, ManualClock, MemoryStore};
+use std::convert::Infallible;
+use std::path::Path;
+use std::sync::Arc;
+use tower::ServiceExt;
+use tower_ratelimit::table::{PolicyHandle, PolicyKey, PolicyOptions, PolicyTable};
+
+const TABLE: &str = r#"
+[[limit]]
+name = "tickets"
+algorithm = "gcra 1/5m"
+key = "bearer"
+routes = ["POST /tickets"]
+
+[[limit]]
+name = "login-failures"
+algorithm = { algorithm = "sliding-log", limit = 2, period = "1h" }
+key = "peer-ip"
+routes = ["POST /login"]
+count = [401]
+
+[[limit]]
+name = "items"
+algorithm = "fixed-window 3/1m"
+key = "peer-ip+route"
+routes = ["/items/{id}"]
+cost = 1
+headers = "none"
+
+[[limit]]
+name = "everyone"
+algorithm = "gcra 100/1s"
+key = "global"
+mode = "dry-run"
+"#;
+
+fn app(table: &PolicyTable, clock: &ManualClock) -> Router {
+    app_and_handle(table, clock).0
+}
+
+fn app_and_handle(table: &PolicyTable, clock: &ManualClock) -> (Router, PolicyHandle) {
+    let router = Router::new()
+        .route(
+            "/tickets",
+            post(|| async { "ticket" }).get(|| async { "list" }),
+        )
+        .route("/login", post(|| async { StatusCode::UNAUTHORIZED }))
+        .route("/items/{id}", get(|| async { "item" }))
+        .route("/other", get(|| async { "other" }));
+    let options = PolicyOptions {
+        clock: Some(Arc::new(clock.clone())),
+        ..PolicyOptions::default()
+    };
+    table
+        .apply(router, &options, |_, live: &LiveAlgorithm| {
+            Ok::<_, Infallible>(MemoryStore::<LiveAlgorithm, PolicyKey>::new(live.clone()))
+        })
+        .unwrap()
+}
+
+async fn status(app: &Router, method: Method, uri: &str, headers: &[(&str, &[u8])]) -> StatusCode {
+    let mut req: Request<_> = get_from("10.0.0.1:1", uri, headers);
+    *req.method_mut() = method;
+    app.clone().oneshot(req).await.unwrap().status()
+}
+
+#[tokio::test]
+async fn a_table_limits_each_route_as_written() {
+    let table = PolicyTable::from_toml(TABLE, None).unwrap();
+    let names: Vec<_> = table.entries().iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, ["tickets", "login-failures", "items", "everyone"]);
+    let clock = ManualClock::new();
+    let app = app(&table, &clock);
+    let alice: &[(&str, &[u8])] = &[("authorization", b"Bearer alice")];
+    // 1 ticket per 5 minutes per bearer; none: 401; GET is not limited.
+    assert_eq!(
+        status(&app, Method::POST, "/tickets", alice).await,
+        StatusCode::OK
+    );
+    assert_eq!(
+        status(&app, Method::POST, "/tickets", alice).await,
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    assert_eq!(
+        status(&app, Method::POST, "/tickets", &[]).await,
+        StatusCode::UNAUTHORIZED
+    );
+    for _ in 0..3 {
+        assert_eq!(
+            status(&app, Method::GET, "/tickets", &[]).await,
+            StatusCode::OK
+        );
+    }
+    // 2 failed logins (401 counts) per hour.
+    for _ in 0..2 {
+        assert_eq!(
+            status(&app, Method::POST, "/login", &[]).await,
+            StatusCode::UNAUTHORIZED
+        );
+    }
+    assert_eq!(
+        status(&app, Method::POST, "/login", &[]).await,
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    // 3 per minute per (peer, route): /items/1 and /items/2 share the route.
+    for uri in ["/items/1", "/items/2", "/items/3"] {
+        assert_eq!(status(&app, Method::GET, uri, &[]).await, StatusCode::OK);
+    }
+    assert_eq!(
+        status(&app, Method::GET, "/items/4", &[]).await,
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    // The dry-run global limit never rejects; unlisted routes pass.
+    for _ in 0..150 {
+        assert_eq!(
+            status(&app, Method::GET, "/other", &[]).await,
+            StatusCode::OK
+        );
+    }
+    clock.advance(std::time::Duration::from_secs(300));
+    assert_eq!(
+        status(&app, Method::POST, "/tickets", alice).await,
+        StatusCode::OK
+    );
+}
+
+#[test]
+fn every_validation_error_names_file_line_and_entry() {
+    let file = Some(Path::new("limits.toml"));
+    let entry =
+        |name: &str, body: &str| format!("# a comment\n[[limit]]\nname = \"{name}\"\n{body}\n");
+    let base = "algorithm = \"gcra 1/1s\"\nkey = \"global\"";
+    let cases: Vec<(String, &str)> = vec![
+        (
+            entry("a", "algorithm = \"gcra 1/1s brust 2\"\nkey = \"global\""),
+            "limits.toml:4: limit \"a\": gcra has no option \"brust\"",
+        ),
+        (
+            entry("b", "algorithm = \"gcra 0/1s\"\nkey = \"global\""),
+            "limits.toml:4: limit \"b\": limit must be at least 1",
+        ),
+        (
+            entry("c", "algorithm = \"gcra 1/1s\"\nkey = \"baerer\""),
+            "limits.toml:5: limit \"c\": unknown key \"baerer\"",
+        ),
+        (
+            entry("d", "algorithm = \"gcra 1/1s\"\nkey = \"header:bad name\""),
+            "limits.toml:5: limit \"d\": bad header name \"bad name\"",
+        ),
+        (
+            entry("e", &format!("{base}\nroutes = [\"tickets\"]")),
+            "limits.toml:6: limit \"e\": bad route \"tickets\"",
+        ),
+        (
+            entry("f", &format!("{base}\nroutes = [\"P@ST /x\"]")),
+            "limits.toml:6: limit \"f\": bad method \"P@ST\"",
+        ),
+        (
+            entry("g", &format!("{base}\ncount = [42]")),
+            "limits.toml:6: limit \"g\": bad status 42",
+        ),
+        (
+            entry("h", &format!("{base}\nmode = \"enforced\"")),
+            "limits.toml:6: limit \"h\": bad mode \"enforced\"",
+        ),
+        (
+            entry("i", &format!("{base}\nmode = \"shape\"")),
+            "limits.toml:2: limit \"i\": mode \"shape\" needs a leaky-bucket",
+        ),
+        (
+            entry("j", &format!("{base}\nheaders = \"all\"")),
+            "limits.toml:6: limit \"j\": bad headers \"all\"",
+        ),
+        (
+            entry("k", &format!("{base}\non-key-error = \"ignore\"")),
+            "limits.toml:6: limit \"k\": bad on-key-error \"ignore\"",
+        ),
+        (
+            entry("l", &format!("{base}\ncots = 2")),
+            "limits.toml:6: limit \"l\": unknown field `cots`",
+        ),
+        (
+            entry("m", &format!("{base}\ncost = -1")),
+            "limits.toml:6: limit \"m\": invalid value",
+        ),
+        (
+            entry("n", "key = \"global\""),
+            "limits.toml:2: limit \"n\": missing field `algorithm`",
+        ),
+        (
+            entry("bad name", base),
+            "limits.toml:2: limit \"bad name\": a name is 1 to 64",
+        ),
+        (
+            format!("{}{}", entry("o", base), entry("o", base)),
+            "limits.toml:7: limit \"o\": the name is used twice",
+        ),
+        (
+            "[[limits]]\nname = \"p\"\n".to_owned(),
+            "limits.toml:1: unknown field `limits`",
+        ),
+        (
+            "[[limit]]\nname = \"q\"\nalgorithm = \"gcra 1/1s\"\nkey = \"global\"\ncost = \n"
+                .to_owned(),
+            "limits.toml:5: limit \"q\": ",
+        ),
+    ];
+    for (text, want) in cases {
+        let err = PolicyTable::from_toml(&text, file).unwrap_err().to_string();
+        assert!(err.starts_with(want), "{text}\n=> {err}\n(wanted {want})");
+    }
+}
+
+#[test]
+fn an_unreadable_file_is_named() {
+    let err = PolicyTable::load("/nonexistent/limits.toml").unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("/nonexistent/limits.toml: cannot read"),
+        "{err}"
+    );
+}
+
+const LIVE: &str = r#"
+[[limit]]
+name = "tickets"
+algorithm = "gcra 3/1h"
+key = "bearer"
+routes = ["POST /tickets"]
+overrides = { "vip" = "gcra 10/1h" }
+"#;
+
+async fn tickets(app: &Router, token: &str, n: usize) -> usize {
+    let auth = format!("Bearer {token}");
+    let headers: &[(&str, &[u8])] = &[("authorization", auth.as_bytes())];
+    let mut ok = 0;
+    for _ in 0..n {
+        if status(app, Method::POST, "/tickets", headers).await == StatusCode::OK {
+            ok += 1;
+        }
+    }
+    ok
+}
+
+#[tokio::test]
+async fn a_reload_keeps_used_quota_and_overrides_follow_the_file() {
+    let table = PolicyTable::from_toml(LIVE, None).unwrap();
+    let clock = ManualClock::new();
+    let (app, handle) = app_and_handle(&table, &clock);
+    assert_eq!(tickets(&app, "alice", 2).await, 2);
+    assert_eq!(tickets(&app, "vip", 5).await, 5);
+    // 2 used of a new 4 leaves 2; the override goes: vip's 5 used of 4.
+    let edited = LIVE
+        .replace("gcra 3/1h", "gcra 4/1h")
+        .replace("overrides = { \"vip\" = \"gcra 10/1h\" }", "");
+    handle
+        .reload(&PolicyTable::from_toml(&edited, None).unwrap())
+        .unwrap();
+    assert_eq!(handle.reloads(), 1);
+    assert_eq!(tickets(&app, "alice", 5).await, 2);
+    assert_eq!(tickets(&app, "vip", 5).await, 0);
+    // An override added at run time, through the handle.
+    let live = handle.limit("tickets").unwrap();
+    live.set_override(
+        "bob",
+        "gcra 6/1h".parse::<ratelimit_core::AnyAlgorithm>().unwrap(),
+    )
+    .unwrap();
+    assert_eq!(tickets(&app, "bob", 10).await, 6);
+    assert!(live.remove_override("bob"));
+    assert_eq!(tickets(&app, "bob", 1).await, 0);
+}
+
+#[tokio::test]
+async fn a_reload_that_needs_a_restart_is_rejected_whole() {
+    let table = PolicyTable::from_toml(LIVE, None).unwrap();
+    let clock = ManualClock::new();
+    let (app, handle) = app_and_handle(&table, &clock);
+    for (edited, want) in [
+        (
+            LIVE.replace("key = \"bearer\"", "key = \"peer-ip\""),
+            "limit \"tickets\": changing its key needs a restart",
+        ),
+        (
+            LIVE.replace("POST /tickets", "GET /tickets"),
+            "limit \"tickets\": changing its routes needs a restart",
+        ),
+        (
+            LIVE.replace("name = \"tickets\"", "name = \"tix\""),
+            "limit \"tix\": where \"tickets\" runs: renaming",
+        ),
+        (
+            format!(
+                "{LIVE}\n[[limit]]\nname = \"b\"\nalgorithm = \"gcra 1/1s\"\nkey = \"global\"\n"
+            ),
+            "2 limits where 1 run",
+        ),
+    ] {
+        let err = handle
+            .reload(&PolicyTable::from_toml(&edited, None).unwrap())
+            .unwrap_err();
+        assert!(err.to_string().starts_with(want), "{err}");
+    }
+    assert_eq!(handle.reloads(), 0);
+    assert_eq!(tickets(&app, "alice", 5).await, 3);
+}
+
+/// A file of its own for a test.
+fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("tower-ratelimit-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("limits.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_file_is_watched_and_a_bad_file_keeps_the_running_limits() {
+    let path = temp_file("watch", LIVE);
+    let table = PolicyTable::load(&path).unwrap();
+    let clock = ManualClock::new();
+    let (app, handle) = app_and_handle(&table, &clock);
+    let handle = Arc::new(handle);
+    let poll = std::time::Duration::from_millis(200);
+    handle.watch(&path, poll);
+    assert_eq!(tickets(&app, "alice", 1).await, 1);
+    // A bad file: rejected, nothing changes.
+    std::fs::write(&path, LIVE.replace("gcra 3/1h", "gcra 3/1h brust 2")).unwrap();
+    for _ in 0..5 {
+        tokio::time::sleep(poll).await;
+    }
+    // (Not counting reloads: another test's SIGHUP reaches this process.)
+    let live = handle.limit("tickets").unwrap();
+    assert_eq!(live.get().to_string(), "gcra 3/1h");
+    let err = handle.reload_file(&path).unwrap_err().to_string();
+    assert!(
+        err.contains("limits.toml:4: limit \"tickets\": gcra has no option \"brust\""),
+        "{err}"
+    );
+    assert_eq!(tickets(&app, "alice", 5).await, 2);
+    // A good one, applied within a few polls (debounced by one).
+    std::fs::write(&path, LIVE.replace("gcra 3/1h", "gcra 5/1h")).unwrap();
+    for _ in 0..5 {
+        tokio::time::sleep(poll).await;
+    }
+    assert_eq!(live.get().to_string(), "gcra 5/1h");
+    assert_eq!(tickets(&app, "alice", 5).await, 2);
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn sighup_reloads() {
+    let path = temp_file("hup", LIVE);
+    let table = PolicyTable::load(&path).unwrap();
+    let clock = ManualClock::new();
+    let (app, handle) = app_and_handle(&table, &clock);
+    let handle = Arc::new(handle);
+    // A poll so long that only the signal can reload.
+    handle.watch(&path, std::time::Duration::from_secs(3600));
+    std::fs::write(&path, LIVE.replace("gcra 3/1h", "gcra 1/1h")).unwrap();
+    let pid = std::process::id().to_string();
+    let sent = std::process::Command::new("kill")
+        .args(["-HUP", &pid])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while handle.reloads() == 0 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("SIGHUP reloads within 10 s");
+    assert_eq!(tickets(&app, "alice", 3).await, 1);
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
+#[tokio::test]
+async fn tiers_tell_anonymous_from_authenticated_clients() {
+    let table = PolicyTable::from_toml(
+        r#"
+        [[limit]]
+        name = "keyed"
+        algorithm = "gcra 5/1h"
+        key = "api-key"
+        tier = "authenticated"
+
+        [[limit]]
+        name = "anonymous"
+        algorithm = "gcra 2/1h"
+        key = "peer-ip"
+        tier = "anonymous"
+        "#,
+        None,
+    )
+    .unwrap();
+    let router = Router::new().route("/", get(|| async { "ok" }));
+    let options = PolicyOptions {
+        clock: Some(Arc::new(ManualClock::new())),
+        // Only the key "good" is known; an unknown key counts as anonymous.
+        authenticated: Some(Arc::new(|req: &axum::http::request::Parts| {
+            req.headers.get("x-api-key").is_some_and(|v| v == "good")
+        })),
+        ..PolicyOptions::default()
+    };
+    let (app, _) = table
+        .apply(router, &options, |_, live: &LiveAlgorithm| {
+            Ok::<_, Infallible>(MemoryStore::<LiveAlgorithm, PolicyKey>::new(live.clone()))
+        })
+        .unwrap();
+    let count = |headers: &'static [(&'static str, &'static [u8])]| {
+        let app = app.clone();
+        async move {
+            let mut ok = 0;
+            for _ in 0..10 {
+                if status(&app, Method::GET, "/", headers).await == StatusCode::OK {
+                    ok += 1;
+                }
+            }
+            ok
+        }
+    };
+    assert_eq!(count(&[("x-api-key", b"good")]).await, 5);
+    assert_eq!(count(&[("x-api-key", b"unknown")]).await, 2);
+    assert_eq!(count(&[]).await, 0, "the same IP, anonymous");
+    let err = PolicyTable::from_toml(
+        "[[limit]]\nname = \"t\"\nalgorithm = \"gcra 1/1s\"\nkey = \"global\"\ntier = \"gold\"\n",
+        Some(Path::new("l.toml")),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.starts_with("l.toml:5: limit \"t\": unknown variant `gold`"),
+        "{err}"
+    );
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::test_runner::Config {
+        cases: 512,
+        failure_persistence: None,
+        ..Default::default()
+    })]
+
+    /// Edits nobody has seen: a table with a random slice cut out and
+    /// random text put in is read or rejected, never a panic; an error
+    /// names a line inside the text.
+    #[test]
+    fn any_edit_is_read_or_rejected_cleanly(
+        cut in 0usize..TABLE.len(),
+        len in 0usize..12,
+        insert in "\\PC{0,6}",
+    ) {
+        let mut text = TABLE.to_owned();
+        let cut = (0..=cut).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+        let end = (cut + len).min(text.len());
+        let end = (end..=text.len()).find(|&i| text.is_char_boundary(i)).unwrap_or(text.len());
+        text.replace_range(cut..end, &insert);
+        match PolicyTable::from_toml(&text, Some(Path::new("t.toml"))) {
+            Ok(table) => proptest::prop_assert!(table.entries().len() <= 4),
+            Err(e) => {
+                let lines = text.lines().count().max(1) + 1;
+                proptest::prop_assert!(e.line.is_none_or(|l| l >= 1 && l <= lines), "{e}");
+                proptest::prop_assert!(e.to_string().starts_with("t.toml"), "{e}");
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn app_defined_keys() {
+    use tower_ratelimit::key::{HeaderKey, KeyError};
+    let table = PolicyTable::from_toml(
+        "[[limit]]\nname = \"per-user\"\nalgorithm = \"gcra 2/1h\"\nkey = \"app:user\"\n",
+        None,
+    )
+    .unwrap();
+    let store = |_: &str, live: &LiveAlgorithm| {
+        Ok::<_, Infallible>(MemoryStore::<LiveAlgorithm, PolicyKey>::new(live.clone()))
+    };
+    let router = || Router::new().route("/", get(|| async { "ok" }));
+    // Not defined by the app: an error naming the entry.
+    let err = table
+        .apply(router(), &PolicyOptions::default(), store)
+        .err()
+        .unwrap();
+    assert_eq!(
+        err.to_string(),
+        "limit \"per-user\": unknown key \"app:user\": the app defines none"
+    );
+    let mut options = PolicyOptions {
+        clock: Some(Arc::new(ManualClock::new())),
+        ..PolicyOptions::default()
+    };
+    options.app_keys.insert(
+        "user".to_owned(),
+        Arc::new(|req: &axum::http::request::Parts| {
+            req.headers
+                .get("x-user")
+                .map(|v| PolicyKey::Text(HeaderKey::new(v.as_bytes())))
+                .ok_or(KeyError::missing("user"))
+        }),
+    );
+    let (app, _) = table.apply(router(), &options, store).unwrap();
+    let ann: &[(&str, &[u8])] = &[("x-user", b"ann")];
+    assert_eq!(status(&app, Method::GET, "/", ann).await, StatusCode::OK);
+    assert_eq!(status(&app, Method::GET, "/", ann).await, StatusCode::OK);
+    assert_eq!(
+        status(&app, Method::GET, "/", ann).await,
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    assert_eq!(
+        status(&app, Method::GET, "/", &[]).await,
+        StatusCode::BAD_REQUEST
+    );
+}
+
+#[tokio::test]
+async fn in_memory_with_a_cap_on_keys() {
+    let table = PolicyTable::from_toml(LIVE, None).unwrap();
+    let router = Router::new().route("/tickets", post(|| async { "ticket" }));
+    let options = PolicyOptions {
+        clock: Some(Arc::new(ManualClock::new())),
+        ..PolicyOptions::default()
+    };
+    let (app, handle) = table.apply_in_memory(router, &options, Some(1000)).unwrap();
+    assert_eq!(tickets(&app, "alice", 5).await, 3);
+    assert_eq!(tickets(&app, "vip", 12).await, 10);
+    assert_eq!(handle.limit("tickets").unwrap().overrides(), 1);
+}
