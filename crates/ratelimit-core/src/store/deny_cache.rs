@@ -20,6 +20,9 @@ use std::time::Duration;
 /// Slots per shard (a power of two), indexed by the key's hash.
 pub(super) const SLOTS: usize = 16;
 
+/// How long a remembered denial keeps its slot against other keys' (ns).
+const DISPLACE_AFTER: u64 = 1_000_000;
+
 #[derive(Default)]
 struct Slot {
     /// Even when stable, odd while being written.
@@ -27,9 +30,8 @@ struct Slot {
     hash: AtomicU64,
     until: AtomicU64,
     reset_at: AtomicU64,
-    /// A key denied once while another key's denial held the slot: it
-    /// takes the slot on its next denial.
-    candidate: AtomicU64,
+    /// When the entry was written (the caller's clock).
+    written_at: AtomicU64,
 }
 
 /// One shard's slots, on cache lines of their own.
@@ -102,17 +104,20 @@ impl DenySlots {
         };
         let slot = self.slot(hash);
         let held = slot.hash.load(Ordering::Relaxed);
-        if held != hash && held != 0 && now < slot.until.load(Ordering::Relaxed) {
-            // Another key's denial still stands: a key denied once (one
-            // of many distinct keys) leaves it, one denied again in a row
-            // (a hot key) takes its place. A flood of distinct denied keys
-            // then writes one word, not a whole slot.
-            if slot.candidate.load(Ordering::Relaxed) != hash {
-                slot.candidate.store(hash, Ordering::Relaxed);
-                return;
-            }
+        if held != hash
+            && held != 0
+            && now < slot.until.load(Ordering::Relaxed)
+            && now.saturating_sub(slot.written_at.load(Ordering::Relaxed)) < DISPLACE_AFTER
+        {
+            // Another key's denial was remembered less than a millisecond
+            // ago and still stands: leave it. A flood of distinct denied
+            // keys then writes each slot at most once a millisecond (and
+            // the readers' cache lines stay shared), while a hot key takes
+            // a slot within a millisecond.
+            return;
         }
         self.write(slot, hash, until, reset_at);
+        slot.written_at.store(now, Ordering::Relaxed);
     }
 
     /// Forgets the key hashed `hash` (its state changed other than by an

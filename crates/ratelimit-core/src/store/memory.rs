@@ -23,9 +23,8 @@ const MAINTAIN_STEP: usize = 16 * 1024;
 /// it is proportional to the number of keys.
 ///
 /// A cost-1 check that is denied is remembered in a small per-shard slot
-/// array (16 slots, by hash; a key takes a slot from another key's standing
-/// denial when it is denied twice in a row) until the instant it would be
-/// admitted: no
+/// array (16 slots, by hash; a denial keeps its slot against other keys'
+/// for a millisecond) until the instant it would be admitted: no
 /// state can change before then except by a refund or an eviction, which
 /// forget it. Further cost-1 checks of that key are answered from the slot
 /// without taking the lock, so a flood from one client on every core only
