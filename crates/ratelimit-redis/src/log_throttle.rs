@@ -43,31 +43,6 @@ impl<const N: usize> LogThrottle<N> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn one_line_per_interval_per_kind_carrying_the_suppressed_count() {
-        let t = LogThrottle::<2>::new(Duration::from_secs(20));
-        let t0 = Instant::now();
-        let at = |ms: u64| t0 + Duration::from_millis(ms);
-        // The first event of a kind is logged at once.
-        assert_eq!(t.admit(0, at(0)), Some(0));
-        // 10,000 more within the interval: silent, counted.
-        for i in 0..10_000 {
-            assert_eq!(t.admit(0, at(i % 19_999)), None);
-        }
-        // Kinds are independent.
-        assert_eq!(t.admit(1, at(5)), Some(0));
-        assert_eq!(t.admit(1, at(6)), None);
-        // The interval is over: one line, with the count.
-        assert_eq!(t.admit(0, at(20_000)), Some(10_000));
-        assert_eq!(t.admit(0, at(20_001)), None);
-        assert_eq!(t.admit(0, at(39_999)), None);
-        assert_eq!(t.admit(0, at(40_000)), Some(2));
-        // A late caller with an older time does not reopen the gate.
-        assert_eq!(t.admit(0, at(10_000)), None);
-        // Long silence: the next event logs, with what was left over.
-        assert_eq!(t.admit(1, at(3_600_000)), Some(1));
-    }
-
     #[tokio::test(start_paused = true)]
     async fn a_minute_of_errors_at_every_millisecond_logs_three_lines() {
         let t = LogThrottle::<1>::new(LOG_EVERY);
