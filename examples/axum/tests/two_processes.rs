@@ -190,3 +190,35 @@ fn two_processes_on_one_redis_admit_exactly_the_limits() {
         assert!(err.contains("circuit breaker opened"), "{err}");
     }
 }
+
+/// Redis answers OOM to every script (maxmemory 1, noeviction): the app
+/// decides in memory instead, so at most 5 wrong logins per client IP
+/// reach the password check, and the failure is logged a few times, not
+/// once per request.
+#[test]
+fn redis_out_of_memory_keeps_the_login_limit() {
+    let Some(redis) =
+        RedisServer::start_with(&["--maxmemory", "1", "--maxmemory-policy", "noeviction"])
+    else {
+        return;
+    };
+    let apps = [App::start(&redis.url()), App::start(&redis.url())];
+    let ip = "X-Forwarded-For: 203.0.113.9\r\n";
+    // Each process on its own in memory: 5 each, never more.
+    for app in &apps {
+        let codes: Vec<u16> = (0..50)
+            .map(|_| app.send("POST", "/login", ip, BAD_LOGIN))
+            .collect();
+        assert_eq!(count(&codes, 401), 5, "{codes:?}");
+        assert_eq!(count(&codes, 429), 45, "{codes:?}");
+    }
+    let [a, b] = apps;
+    for err in [a.stop(), b.stop()] {
+        assert!(err.to_lowercase().contains("oom"), "{err}");
+        let warnings = err.lines().filter(|l| l.contains(" WARN ")).count();
+        assert!(
+            (1..=10).contains(&warnings),
+            "{warnings} warnings for 50 requests:\n{err}"
+        );
+    }
+}
