@@ -97,17 +97,12 @@ impl DenySlots {
     /// caller holds the shard's lock.
     #[inline]
     pub(super) fn remember(&self, hash: u64, now: u64, decision: &Decision) {
-        // Instants past the end of u64 time (wide states) are not kept.
-        let at = |d: Duration| u64::try_from(d.as_nanos()).ok()?.checked_add(now);
-        let (Some(until), Some(reset_at)) = (decision.wait.and_then(at), at(decision.reset)) else {
-            return;
-        };
         let slot = self.slot(hash);
         let held = slot.hash.load(Ordering::Relaxed);
         if held != hash
             && held != 0
-            && now < slot.until.load(Ordering::Relaxed)
             && now.saturating_sub(slot.written_at.load(Ordering::Relaxed)) < DISPLACE_AFTER
+            && now < slot.until.load(Ordering::Relaxed)
         {
             // Another key's denial was remembered less than a millisecond
             // ago and still stands: leave it. A flood of distinct denied
@@ -116,6 +111,11 @@ impl DenySlots {
             // a slot within a millisecond.
             return;
         }
+        // Instants past the end of u64 time (wide states) are not kept.
+        let at = |d: Duration| u64::try_from(d.as_nanos()).ok()?.checked_add(now);
+        let (Some(until), Some(reset_at)) = (decision.wait.and_then(at), at(decision.reset)) else {
+            return;
+        };
         self.write(slot, hash, until, reset_at);
         slot.written_at.store(now, Ordering::Relaxed);
     }
