@@ -181,20 +181,6 @@ async fn remote_store_with_several_limits_refunds() {
     assert_eq!(first.check(&GlobalKey, 0, 0).unwrap().remaining, 9);
 }
 
-/// Captured log output.
-#[derive(Clone, Default)]
-struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// A store that fails on every request is logged a few lines a minute,
 /// not once per request.
 #[tokio::test]
