@@ -82,7 +82,7 @@ pub use service::{FairFuture, FairQueue};
 
 use crate::key::{Global, KeyExtractor};
 use crate::policy::Cost;
-use crate::response::{ProblemJson, Rejection};
+use crate::response::ProblemJson;
 use queue::State;
 use std::fmt;
 use std::hash::Hash;
@@ -367,7 +367,8 @@ where
         }
     }
 
-    /// Answers refused requests with a closure of the [`Rejection`]; no
+    /// Answers refused requests with a closure of the
+    /// [`Rejection`](crate::response::Rejection); no
     /// type annotations needed.
     ///
     /// ```
@@ -384,7 +385,7 @@ where
     /// ```
     pub fn response_fn<F, B>(self, response: F) -> FairQueueBuilder<X, F>
     where
-        F: Fn(Rejection<'_>) -> http::Response<B> + Send + Sync + 'static,
+        F: Fn(crate::response::Rejection<'_>) -> http::Response<B> + Send + Sync + 'static,
     {
         self.response(response)
     }

@@ -194,7 +194,8 @@ async fn missing_connect_info_is_a_4xx_naming_the_fix_logged_once() {
     let log = out.text();
     assert_eq!(log.matches(" ERROR ").count(), 1, "{log}");
     assert_eq!(
-        log.matches("into_make_service_with_connect_info::<SocketAddr>()").count(),
+        log.matches("into_make_service_with_connect_info::<SocketAddr>()")
+            .count(),
         1,
         "{log}"
     );
@@ -219,7 +220,9 @@ async fn missing_connect_info_is_logged_once_whatever_the_policy() {
         .on_key_error(KeyErrorPolicy::Allow)
         .build()
         .unwrap();
-    let app = Router::new().route("/", get(|| async { "hi" })).layer(layer);
+    let app = Router::new()
+        .route("/", get(|| async { "hi" }))
+        .layer(layer);
     for _ in 0..20 {
         let res = app
             .clone()

@@ -107,7 +107,11 @@ async fn plain_closures_in_a_fair_queue() {
     let app = Router::new()
         .route("/", get(|| async { "ok" }))
         .layer(layer);
-    let res = app.clone().oneshot(request(Method::GET, "/", Some("ann"))).await.unwrap();
+    let res = app
+        .clone()
+        .oneshot(request(Method::GET, "/", Some("ann")))
+        .await
+        .unwrap();
     assert_eq!(res.status(), 200);
     let res = app.oneshot(request(Method::GET, "/", None)).await.unwrap();
     assert_eq!(body_string(res).await, "busy");
