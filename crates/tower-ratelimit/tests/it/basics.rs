@@ -164,13 +164,7 @@ async fn clones_share_the_limit() {
 /// the fix, and the log says it once, at `error`.
 #[tokio::test]
 async fn missing_connect_info_is_a_4xx_naming_the_fix_logged_once() {
-    let out = Captured::default();
-    let writer = out.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_max_level(tracing::Level::WARN)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (out, _guard) = capture_warnings();
     let app = Router::new()
         .route("/", get(|| async { "hi" }))
         .layer(RateLimitLayer::new(
@@ -208,13 +202,7 @@ async fn missing_connect_info_is_a_4xx_naming_the_fix_logged_once() {
 async fn missing_connect_info_is_logged_once_whatever_the_policy() {
     use tower_ratelimit::key::ClientIp;
     use tower_ratelimit::policy::KeyErrorPolicy;
-    let out = Captured::default();
-    let writer = out.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_max_level(tracing::Level::WARN)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (out, _guard) = capture_warnings();
     let layer = RateLimitLayer::builder(ClientIp::new(["10.0.0.0/8"]).unwrap())
         .limit("proxied", MemoryStore::new(Gcra::new(1, SEC).unwrap()))
         .on_key_error(KeyErrorPolicy::Allow)

@@ -89,11 +89,9 @@ async fn plain_closures_infer_and_take_effect() {
 
 #[tokio::test]
 async fn plain_closures_in_a_fair_queue() {
-    let layer = FairQueueLayer::builder(key_fn(|req| {
-        req.headers
-            .get("x-user")
-            .map(|v| HeaderKey::new(v.as_bytes()))
-            .ok_or(KeyError::missing("X-User header"))
+    let layer = FairQueueLayer::builder(key_fn(|req| match req.headers.get("x-user") {
+        Some(user) => Ok(user.len()),
+        None => Err(KeyError::missing("X-User header")),
     }))
     .cost_fn(|req| if req.method == Method::POST { 2 } else { 1 })
     .response_fn(|_rejection| {

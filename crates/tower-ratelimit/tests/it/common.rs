@@ -61,3 +61,15 @@ impl std::io::Write for Captured {
         Ok(())
     }
 }
+
+/// Captures this thread's log lines at `warn` and above while the guard
+/// lives.
+pub fn capture_warnings() -> (Captured, tracing::subscriber::DefaultGuard) {
+    let out = Captured::default();
+    let writer = out.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_max_level(tracing::Level::WARN)
+        .finish();
+    (out, tracing::subscriber::set_default(subscriber))
+}

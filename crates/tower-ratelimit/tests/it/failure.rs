@@ -185,19 +185,13 @@ async fn remote_store_with_several_limits_refunds() {
 /// not once per request.
 #[tokio::test]
 async fn store_failures_are_not_logged_per_request() {
-    let out = Captured::default();
-    let writer = out.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_max_level(tracing::Level::WARN)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (out, _guard) = capture_warnings();
     let down = Arc::new(AtomicBool::new(true));
     let app = app(FailurePolicy::Open, down, 1);
     for _ in 0..200 {
         assert_eq!(code(&app).await.0, 200);
     }
-    let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+    let text = out.text();
     let lines = text.matches("rate-limit store failed").count();
     // One line at most (other tests of this binary share the process-wide
     // throttle and may have taken this interval's line).
