@@ -43,7 +43,7 @@ pub fn peer_addr(req: &Parts) -> Option<IpAddr> {
 
 /// No peer address: a server set up without connection info, not a bad
 /// request. The layer logs it once, at `error` (see
-/// `observe::key_error`), and the 400 names the fix.
+/// `observe::no_peer_once`), and the 400 names the fix.
 pub(crate) const NO_PEER: KeyError = KeyError::missing(
     "ConnectInfo<SocketAddr>: serve the app with into_make_service_with_connect_info::<SocketAddr>()",
 );
