@@ -9,23 +9,31 @@
 //! [`docs/ALGORITHMS.md`](https://github.com/ratelimit-rs/ratelimit/blob/main/docs/ALGORITHMS.md)
 //! defines them.
 //!
-//! ```no_run
-//! use ratelimit_core::{SlidingWindow, Store};
+//! ```
+//! use ratelimit_core::{Clock, SlidingWindow, Store, SystemClock};
 //! use ratelimit_redis::{BreakerConfig, RedisStore};
 //! use std::time::Duration;
 //!
-//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! let store = RedisStore::builder("redis://127.0.0.1:6379/", SlidingWindow::new(1000, Duration::from_secs(3600))?)
-//!     .prefix("myapp:rl:")
-//!     .timeout(Duration::from_millis(25))
-//!     .breaker(BreakerConfig { failure_threshold: 3, cool_down: Duration::from_millis(500) })
-//!     .fallback_to_memory(50_000)
-//!     .build()?;
-//! let d = store.check("user:42", 1, 0).await?;
-//! if !d.allowed {
-//!     println!("retry after {:?}", d.retry_after());
+//! #[tokio::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let url = "redis://127.0.0.1:6379/";
+//!     # // Nothing listens on port 1: this example runs on the fallback.
+//!     # let url = "redis://127.0.0.1:1/";
+//!     let store = RedisStore::builder(url, SlidingWindow::new(1000, Duration::from_secs(3600))?)
+//!         .prefix("myapp:rl:")
+//!         .timeout(Duration::from_millis(25))
+//!         .breaker(BreakerConfig { failure_threshold: 3, cool_down: Duration::from_millis(500) })
+//!         .fallback_to_memory(50_000)
+//!         .build()?;
+//!     // The time is Redis's; the in-memory fallback uses the caller's.
+//!     let clock = SystemClock::new();
+//!     let d = store.check("user:42", 1, clock.now()).await?;
+//!     if !d.allowed {
+//!         println!("retry after {:?}", d.retry_after());
+//!     }
+//!     # assert!(d.allowed);
+//!     Ok(())
 //! }
-//! # Ok(()) }
 //! ```
 //!
 //! # One round trip, one clock
@@ -233,6 +241,12 @@
 //! Without a fallback, whether requests pass while Redis fails is the
 //! HTTP layer's policy, which by default lets them through: a limit that
 //! guards something (logins, say) wants the fallback, or fail-closed.
+//!
+//! A library installs no log subscriber: in an app without one (such as
+//! `tracing_subscriber::fmt().init()` at startup), a fallback is silent.
+//! To see outages without logs, count them with the `metrics` feature, or
+//! read [`RedisStore::breaker_state`] (in a health check, say): it is
+//! [`Open`](BreakerState::Open) while Redis is skipped.
 
 /// The crate README's examples, compiled as doctests.
 #[cfg(doctest)]

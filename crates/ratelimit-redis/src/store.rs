@@ -169,17 +169,18 @@ impl RedisStoreBuilder {
     /// (the leaky bucket's hold) of all. Its `limit` and `window` are that
     /// limit's. At most [`MAX_LIMITS`] limits, no two the same.
     ///
-    /// ```no_run
+    /// ```
     /// use ratelimit_core::{FixedWindow, Gcra};
     /// use ratelimit_redis::RedisStore;
     /// use std::time::Duration;
     ///
-    /// # fn demo() -> Result<(), Box<dyn std::error::Error>> {
     /// // 10 a second in bursts, and 1000 an hour: one round trip per check.
+    /// // (Building connects to nothing: the first check does.)
     /// let store = RedisStore::builder("redis://127.0.0.1/", Gcra::new(10, Duration::from_secs(1))?)
     ///     .and_limit(FixedWindow::new(1000, Duration::from_secs(3600))?)
     ///     .build()?;
-    /// # Ok(()) }
+    /// assert_eq!(store.algorithms().len(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn and_limit(mut self, algorithm: impl Into<AnyAlgorithm>) -> Self {
         self.more.push(algorithm.into());
@@ -314,20 +315,27 @@ impl RedisStoreBuilder {
 /// crate docs for the failure policy. Cloning is cheap and shares
 /// everything.
 ///
-/// ```no_run
-/// use ratelimit_core::{Gcra, Store};
+/// ```
+/// use ratelimit_core::{Clock, Gcra, Store, SystemClock};
 /// use ratelimit_redis::RedisStore;
 /// use std::time::Duration;
 ///
-/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-/// let store = RedisStore::builder("redis://127.0.0.1/", Gcra::new(100, Duration::from_secs(60))?)
-///     .prefix("api:")
-///     .timeout(Duration::from_millis(20))
-///     .fallback_to_memory(100_000)
-///     .build()?;
-/// let decision = store.check("10.0.0.1", 1, 0).await?;
-/// println!("allowed: {}, remaining: {}", decision.allowed, decision.remaining);
-/// # Ok(()) }
+/// #[tokio::main]
+/// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+///     let url = "redis://127.0.0.1/";
+///     # // Nothing listens on port 1: this example runs on the fallback.
+///     # let url = "redis://127.0.0.1:1/";
+///     let store = RedisStore::builder(url, Gcra::new(100, Duration::from_secs(60))?)
+///         .prefix("api:")
+///         .timeout(Duration::from_millis(20))
+///         .fallback_to_memory(100_000)
+///         .build()?;
+///     let clock = SystemClock::new();
+///     let decision = store.check("10.0.0.1", 1, clock.now()).await?;
+///     assert!(decision.allowed);
+///     assert_eq!(decision.remaining, 99);
+///     Ok(())
+/// }
 /// ```
 #[derive(Clone)]
 pub struct RedisStore {

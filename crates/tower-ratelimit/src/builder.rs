@@ -2,11 +2,16 @@
 
 use crate::clock::default_clock;
 use crate::key::KeyExtractor;
-use crate::policy::{Cost, FailurePolicy, KeyErrorPolicy, LimitSelector, Mode, ResponsePredicate};
-use crate::response::{Fields, Headers, ProblemJson};
+use crate::policy::{
+    Cost, FailurePolicy, KeyErrorPolicy, LimitSelector, Mode, ResponsePredicate, Selection,
+};
+use crate::response::{Fields, Headers, ProblemJson, Rejection};
 use crate::shared::{Limit, Shared, Stripes};
 use crate::{BuildError, RateLimitLayer};
+use http::request::Parts;
+use http::Response;
 use ratelimit_core::{Clock, Store};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 /// Builds a [`RateLimitLayer`]; from [`RateLimitLayer::builder`].
@@ -82,16 +87,73 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
         self
     }
 
-    /// The cost of each request (default 1).
+    /// The cost of each request (default 1): a [`Cost`] such as
+    /// [`FixedCost`](crate::policy::FixedCost). For a closure,
+    /// [`cost_fn`](Self::cost_fn) infers its argument's type.
     pub fn cost(mut self, cost: impl Cost) -> Self {
         self.cost = Some(Box::new(cost));
         self
     }
 
-    /// Chooses the limits per request (default: all of them).
+    /// The cost of each request, computed by a closure from the request
+    /// head; no type annotations needed.
+    ///
+    /// ```
+    /// # use tower_ratelimit::{key::PeerIp, Gcra, MemoryStore, RateLimitLayer};
+    /// # use std::time::Duration;
+    /// // Writes cost 5, reads 1.
+    /// let layer = RateLimitLayer::builder(PeerIp::new())
+    ///     .limit("api", MemoryStore::new(Gcra::new(100, Duration::from_secs(60)).unwrap()))
+    ///     .cost_fn(|req| if req.method == http::Method::GET { 1 } else { 5 })
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = layer;
+    /// ```
+    pub fn cost_fn<F>(self, cost: F) -> Self
+    where
+        F: Fn(&Parts) -> u64 + Send + Sync + 'static,
+    {
+        self.cost(cost)
+    }
+
+    /// Chooses the limits per request (default: all of them). For a
+    /// closure, [`select_fn`](Self::select_fn) infers its arguments' types.
     pub fn select(mut self, selector: impl LimitSelector<X::Key>) -> Self {
         self.select = Some(Box::new(selector));
         self
+    }
+
+    /// Chooses the limits per request with a closure of the request head
+    /// and its key (of the extractor's key type); no type annotations
+    /// needed.
+    ///
+    /// ```
+    /// use tower_ratelimit::key::Header;
+    /// use tower_ratelimit::policy::Selection;
+    /// use tower_ratelimit::{Gcra, MemoryStore, RateLimitLayer};
+    /// # use std::time::Duration;
+    /// # let store = |n| MemoryStore::new(Gcra::new(n, Duration::from_secs(60)).unwrap());
+    ///
+    /// // Limit 0 for free keys, limit 1 for "pro-" keys.
+    /// let layer = RateLimitLayer::builder(Header::named("x-api-key").unwrap())
+    ///     .limit("free", store(60))
+    ///     .limit("pro", store(6000))
+    ///     .select_fn(|_req, key| {
+    ///         if key.as_str().starts_with("pro-") {
+    ///             Selection::only(1)
+    ///         } else {
+    ///             Selection::only(0)
+    ///         }
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = layer;
+    /// ```
+    pub fn select_fn<F>(self, selector: F) -> Self
+    where
+        F: Fn(&Parts, &X::Key) -> Selection + Send + Sync + 'static,
+    {
+        self.select(selector)
     }
 
     /// Counts only the responses that match `predicate` (failed logins:
@@ -120,6 +182,27 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
     pub fn count_if(mut self, predicate: impl ResponsePredicate) -> Self {
         self.count_if = Some(Box::new(predicate));
         self
+    }
+
+    /// Like [`count_if`](Self::count_if), with a closure of the response
+    /// head; no type annotations needed.
+    ///
+    /// ```
+    /// # use tower_ratelimit::{key::PeerIp, MemoryStore, RateLimitLayer, SlidingLog};
+    /// # use std::time::Duration;
+    /// // Only failures count: 10 errors a minute per client IP.
+    /// let layer = RateLimitLayer::builder(PeerIp::new())
+    ///     .limit("errors", MemoryStore::new(SlidingLog::new(10, Duration::from_secs(60)).unwrap()))
+    ///     .count_if_fn(|res| res.status.is_client_error() || res.status.is_server_error())
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = layer;
+    /// ```
+    pub fn count_if_fn<F>(self, predicate: F) -> Self
+    where
+        F: Fn(&http::response::Parts) -> bool + Send + Sync + 'static,
+    {
+        self.count_if(predicate)
     }
 
     /// Gives the cost back when a rate-limit layer inside this one (nearer
@@ -174,7 +257,10 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
         self
     }
 
-    /// How rejections are answered (default: [`ProblemJson`]).
+    /// How rejections are answered (default: [`ProblemJson`]): a
+    /// [`ResponseBuilder`](crate::response::ResponseBuilder). For a
+    /// closure, [`response_fn`](Self::response_fn) infers its argument's
+    /// type.
     pub fn response<R2>(self, response: R2) -> RateLimitBuilder<X, St, R2> {
         RateLimitBuilder {
             key: self.key,
@@ -190,6 +276,40 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
             response,
             clock: self.clock,
         }
+    }
+
+    /// Answers rejections with a closure of the [`Rejection`]; no type
+    /// annotations needed. Its body type must be the inner service's
+    /// (axum's `Body` in a `Router`).
+    ///
+    /// ```
+    /// use axum::{body::Body, routing::get, Router};
+    /// use http::{Response, StatusCode};
+    /// use tower_ratelimit::response::Rejection;
+    /// # use tower_ratelimit::{key::PeerIp, Gcra, MemoryStore, RateLimitLayer};
+    /// # use std::time::Duration;
+    ///
+    /// // Plain text instead of problem+json.
+    /// let layer = RateLimitLayer::builder(PeerIp::new())
+    ///     .limit("api", MemoryStore::new(Gcra::new(100, Duration::from_secs(60)).unwrap()))
+    ///     .response_fn(|rejection| {
+    ///         let (status, text) = match rejection {
+    ///             Rejection::Limited(_) => (StatusCode::TOO_MANY_REQUESTS, "slow down"),
+    ///             Rejection::KeyError(e) => (e.status(), "who are you?"),
+    ///             _ => (StatusCode::SERVICE_UNAVAILABLE, "try again later"),
+    ///         };
+    ///         Response::builder().status(status).body(Body::from(text)).unwrap()
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// let app: Router = Router::new().route("/", get(|| async { "hi" })).layer(layer);
+    /// # let _ = app;
+    /// ```
+    pub fn response_fn<F, B>(self, response: F) -> RateLimitBuilder<X, St, F>
+    where
+        F: Fn(Rejection<'_>) -> Response<B> + Send + Sync + 'static,
+    {
+        self.response(response)
     }
 
     /// The layer, or why the configuration cannot work.
@@ -252,6 +372,7 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
                 fields,
                 response: self.response,
                 clock,
+                no_peer_logged: AtomicBool::new(false),
             }),
         }
     }

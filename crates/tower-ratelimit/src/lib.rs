@@ -85,6 +85,38 @@
 //! selection (plan tiers), counting only some responses (failed logins:
 //! reserve, then refund), shaping for the leaky bucket, dry-run, and the
 //! store failure policy (fail open by default, or 503). See [`policy`].
+//! Every strategy (key, cost, selector, counted responses, rejection)
+//! can be a closure: [`key::key_fn`] and the builder's
+//! [`cost_fn`](RateLimitBuilder::cost_fn),
+//! [`select_fn`](RateLimitBuilder::select_fn),
+//! [`count_if_fn`](RateLimitBuilder::count_if_fn) and
+//! [`response_fn`](RateLimitBuilder::response_fn) take one without type
+//! annotations.
+//!
+//! ```
+//! use tower_ratelimit::key::{key_fn, HeaderKey, KeyError};
+//! use tower_ratelimit::policy::Selection;
+//! use tower_ratelimit::{Gcra, MemoryStore, RateLimitLayer};
+//! # use std::time::Duration;
+//! # let store = |n| MemoryStore::new(Gcra::new(n, Duration::from_secs(60)).unwrap());
+//!
+//! let layer = RateLimitLayer::builder(key_fn(|req| {
+//!     req.headers
+//!         .get("x-tenant")
+//!         .map(|v| HeaderKey::new(v.as_bytes()))
+//!         .ok_or(KeyError::missing("X-Tenant header"))
+//! }))
+//! .limit("tenant", store(1000))
+//! .cost_fn(|req| if req.uri.path().starts_with("/bulk") { 10 } else { 1 })
+//! .select_fn(|_req, tenant| match tenant.as_str() {
+//!     "internal" => Selection::NONE,
+//!     _ => Selection::ALL,
+//! })
+//! .count_if_fn(|res| !res.status.is_server_error())
+//! .build()
+//! .unwrap();
+//! # let _ = layer;
+//! ```
 //!
 //! With several limits, the layer checks them in order and refunds those
 //! already consumed when a later one denies. With a store whose futures
@@ -102,7 +134,9 @@
 //! # Observability
 //!
 //! `tracing` events: `debug` when a request is limited (or would be, in
-//! dry-run) or has no key, `warn` when the store fails. With the `metrics`
+//! dry-run) or has no key, `warn` when the store fails, and `error`, once
+//! per layer, when requests carry no peer address (the app is served
+//! without `into_make_service_with_connect_info::<SocketAddr>()`). With the `metrics`
 //! feature, counters through the `metrics` facade, labelled by `limit`:
 //! `ratelimit_allowed_total`, `ratelimit_limited_total`,
 //! `ratelimit_dry_run_total`, `ratelimit_store_errors_total`, and

@@ -1,7 +1,9 @@
 //! Tracing events and `metrics` counters (behind the `metrics` feature).
 
+use crate::key::peer_ip::is_no_peer;
 use crate::key::KeyError;
 use ratelimit_core::{Decision, LogThrottle, StoreError};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -35,6 +37,21 @@ pub(crate) fn limited(limit: &'static str, d: &Decision, dry_run: bool) {
         tracing::debug!(limit = %limit, wait = ?d.wait, "rate limited");
         #[cfg(feature = "metrics")]
         count(names::LIMITED, limit);
+    }
+}
+
+/// No peer address is a server set up without connection info, not a bad
+/// client: logged at `error`, with the fix, once per layer (`logged`),
+/// whatever the key-error policy.
+pub(crate) fn no_peer_once(e: &KeyError, layer: &'static str, logged: &AtomicBool) {
+    if is_no_peer(e) && !logged.swap(true, Ordering::Relaxed) {
+        tracing::error!(
+            layer,
+            "requests carry no peer address (axum's ConnectInfo<SocketAddr>): serve the app \
+             with into_make_service_with_connect_info::<SocketAddr>() (plain hyper: insert a \
+             PeerAddr extension per connection). Until then these requests get the key-error \
+             policy's answer (400 by default). Logged once per layer."
+        );
     }
 }
 

@@ -167,6 +167,8 @@ where
         S: Service<Request<ReqBody>, Response = Response<ResBody>>,
         R: ResponseBuilder<ResBody>,
     {
+        let shared = &*self.shared;
+        observe::no_peer_once(e, shared.limits[0].name, &shared.no_peer_logged);
         observe::key_error(e);
         let pass = match self.shared.on_key_error {
             KeyErrorPolicy::Reject => false,

@@ -5,6 +5,7 @@ use crate::policy::{Cost, FailurePolicy, KeyErrorPolicy, LimitSelector, Mode, Re
 use crate::response::{Fields, LimitedBody};
 use ratelimit_core::Clock;
 use std::hash::{BuildHasher, Hash, RandomState};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// One named limit: a store and the name used in headers.
@@ -68,4 +69,6 @@ pub(crate) struct Shared<X: KeyExtractor, St, R> {
     /// One limit, enforced, nothing to give back: an admitted request goes
     /// straight on (the fast path of `RateLimit::call`).
     pub(crate) plain: bool,
+    /// Whether a request without a peer address has been logged.
+    pub(crate) no_peer_logged: AtomicBool,
 }

@@ -74,15 +74,17 @@ impl<F, K> fmt::Debug for KeyFn<F, K> {
     }
 }
 
-/// Paces requests by `f(method, uri, headers)`; `None`: not paced.
+/// Paces requests by `f(method, uri, headers)`; `None`: not paced. The
+/// closure's argument types are inferred.
 ///
 /// ```
-/// use ratelimit_async::client::key_fn;
+/// use ratelimit_async::client::{key_fn, RequestKey};
 /// // One limit per API token, whatever the host.
-/// let by_token = key_fn(|_, _, headers: &http::HeaderMap| {
+/// let by_token = key_fn(|_, _, headers| {
 ///     headers.get("x-api-token").map(|t| t.as_bytes().to_vec())
 /// });
-/// # let _ = by_token;
+/// let req = http::Request::get("/").header("x-api-token", "t1").body(()).unwrap();
+/// assert_eq!(by_token.key(&req), Some(b"t1".to_vec()));
 /// ```
 pub fn key_fn<F, K>(f: F) -> KeyFn<F, K>
 where

@@ -86,7 +86,7 @@ use crate::response::ProblemJson;
 use queue::State;
 use std::fmt;
 use std::hash::Hash;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 use tower_layer::Layer;
@@ -157,6 +157,8 @@ pub(crate) struct Shared<X: KeyExtractor, R> {
     name: &'static str,
     /// Moving average of the inner service's latency, in nanoseconds.
     service: AtomicU64,
+    /// Whether a request without a peer address has been logged.
+    no_peer_logged: AtomicBool,
 }
 
 impl<X: KeyExtractor, R> Shared<X, R> {
@@ -316,6 +318,26 @@ where
         self
     }
 
+    /// Like [`cost`](Self::cost), with a closure of the request head; no
+    /// type annotations needed.
+    ///
+    /// ```
+    /// use tower_ratelimit::{fair::FairQueueLayer, key::PeerIp};
+    ///
+    /// // An export takes ten turns' worth of the queue.
+    /// let layer = FairQueueLayer::builder(PeerIp::new())
+    ///     .cost_fn(|req| if req.uri.path().starts_with("/export") { 10 } else { 1 })
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = layer;
+    /// ```
+    pub fn cost_fn<F>(self, cost: F) -> Self
+    where
+        F: Fn(&http::request::Parts) -> u64 + Send + Sync + 'static,
+    {
+        self.cost(cost)
+    }
+
     /// The cost units a key is credited per turn (1 by default).
     pub fn quantum(mut self, quantum: u64) -> Self {
         self.quantum = quantum;
@@ -345,6 +367,29 @@ where
         }
     }
 
+    /// Answers refused requests with a closure of the
+    /// [`Rejection`](crate::response::Rejection); no
+    /// type annotations needed.
+    ///
+    /// ```
+    /// use axum::body::Body;
+    /// use tower_ratelimit::{fair::FairQueueLayer, key::PeerIp};
+    ///
+    /// let layer = FairQueueLayer::builder(PeerIp::new())
+    ///     .response_fn(|_rejection| {
+    ///         http::Response::builder().status(503).body(Body::from("busy")).unwrap()
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = layer;
+    /// ```
+    pub fn response_fn<F, B>(self, response: F) -> FairQueueBuilder<X, F>
+    where
+        F: Fn(crate::response::Rejection<'_>) -> http::Response<B> + Send + Sync + 'static,
+    {
+        self.response(response)
+    }
+
     /// The layer, or what is wrong with its settings.
     pub fn build(self) -> Result<FairQueueLayer<X, R>, FairConfigError> {
         if let Capacity::Fixed(0) = self.capacity {
@@ -370,6 +415,7 @@ where
                 max_per_key: self.max_per_key,
                 name: self.name,
                 service: AtomicU64::new(0),
+                no_peer_logged: AtomicBool::new(false),
             }),
         })
     }

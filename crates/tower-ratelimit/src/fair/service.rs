@@ -4,6 +4,7 @@ use super::queue::{Admit, Full, WaitState};
 use super::Shared;
 use crate::info::{LimitDecision, RateLimitInfo};
 use crate::key::KeyExtractor;
+use crate::observe;
 use crate::response::{Rejection, ResponseBuilder};
 use http::header::{HeaderValue, RETRY_AFTER};
 use http::{Request, Response};
@@ -102,6 +103,7 @@ where
         let key = match shared.key.extract(&parts) {
             Ok(key) => key,
             Err(e) => {
+                observe::no_peer_once(&e, shared.name, &shared.no_peer_logged);
                 tracing::debug!(queue = shared.name, error = %e, "no fair-queue key");
                 let res = shared.response.build(Rejection::KeyError(&e));
                 return Box::pin(std::future::ready(Ok(res)));

@@ -1,7 +1,8 @@
 //! Key extractors: what a request is limited by (client IP, token, user, route...).
 //!
 //! Every extractor implements [`KeyExtractor`]; closures
-//! `Fn(&http::request::Parts) -> Result<K, KeyError>` do too. Built-in keys
+//! `Fn(&http::request::Parts) -> Result<K, KeyError>` do too ([`key_fn`]
+//! infers their argument's type). Built-in keys
 //! implement `Display`, `Hash` and `Eq`, as in-memory and remote stores
 //! need.
 //!
@@ -40,7 +41,7 @@ mod extractor;
 mod global;
 mod header;
 mod ip;
-mod peer_ip;
+pub(crate) mod peer_ip;
 mod secret;
 mod user;
 
@@ -48,7 +49,7 @@ pub use api_key::ApiKey;
 pub use bearer::Bearer;
 pub use client_ip::{ClientIp, ProxyHeader};
 pub use composite::{Composite, Pair, Route, RouteKey};
-pub use extractor::{KeyError, KeyErrorKind, KeyExtractor};
+pub use extractor::{key_fn, KeyError, KeyErrorKind, KeyExtractor};
 pub use global::{Global, GlobalKey};
 pub use header::{Header, HeaderKey};
 pub use ip::{IpKey, IpPrefixes};

@@ -41,15 +41,24 @@ pub fn peer_addr(req: &Parts) -> Option<IpAddr> {
     req.extensions.get::<IpAddr>().copied()
 }
 
-pub(crate) const NO_PEER: KeyError =
-    KeyError::missing("peer address (serve with connection info, e.g. into_make_service_with_connect_info::<SocketAddr>())");
+/// No peer address: a server set up without connection info, not a bad
+/// request. The layer logs it once, at `error` (see
+/// `observe::no_peer_once`), and the 400 names the fix.
+pub(crate) const NO_PEER: KeyError = KeyError::missing(
+    "ConnectInfo<SocketAddr>: serve the app with into_make_service_with_connect_info::<SocketAddr>()",
+);
+
+/// Whether `e` says the request carries no peer address.
+pub(crate) fn is_no_peer(e: &KeyError) -> bool {
+    e.is_missing() && e.what() == NO_PEER.what()
+}
 
 /// Keys by the IP address of the TCP peer, ignoring every header.
 ///
 /// Right when clients connect directly; behind a proxy every client would
 /// share the proxy's address: use [`ClientIp`](super::ClientIp) there.
-/// Without connection info it fails with a 400 (a misconfiguration: it is
-/// logged).
+/// Without connection info it fails with a 400 whose body names the fix
+/// (a misconfiguration: the layer also logs it once, at `error`).
 ///
 /// ```
 /// use tower_ratelimit::key::{KeyExtractor, PeerAddr, PeerIp};
@@ -89,10 +98,7 @@ impl KeyExtractor for PeerIp {
     fn extract(&self, req: &Parts) -> Result<IpKey, KeyError> {
         match peer_addr(req) {
             Some(ip) => Ok(self.prefixes.key(ip)),
-            None => {
-                tracing::error!("tower-ratelimit: no peer address in the request extensions");
-                Err(NO_PEER)
-            }
+            None => Err(NO_PEER),
         }
     }
 }

@@ -160,19 +160,68 @@ async fn clones_share_the_limit() {
     assert_eq!(ok, 3);
 }
 
+/// An app served without connection info: every request gets a 400 naming
+/// the fix, and the log says it once, at `error`.
 #[tokio::test]
-async fn missing_connect_info_is_a_4xx() {
+async fn missing_connect_info_is_a_4xx_naming_the_fix_logged_once() {
+    let (out, _guard) = capture_warnings();
     let app = Router::new()
         .route("/", get(|| async { "hi" }))
         .layer(RateLimitLayer::new(
             MemoryStore::new(Gcra::new(1, SEC).unwrap()),
             PeerIp::new(),
         ));
-    let res = app
-        .oneshot(Request::get("/").body(Body::empty()).unwrap())
-        .await
+    for _ in 0..50 {
+        let res = app
+            .clone()
+            .oneshot(Request::get("/").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 400);
+        let body: serde_json::Value = serde_json::from_str(&body_string(res).await).unwrap();
+        assert_eq!(
+            body["detail"],
+            "Missing ConnectInfo<SocketAddr>: serve the app with \
+             into_make_service_with_connect_info::<SocketAddr>()."
+        );
+    }
+    let log = out.text();
+    assert_eq!(log.matches(" ERROR ").count(), 1, "{log}");
+    assert_eq!(
+        log.matches("into_make_service_with_connect_info::<SocketAddr>()")
+            .count(),
+        1,
+        "{log}"
+    );
+    assert!(log.contains("layer=\"default\""), "{log}");
+}
+
+/// The same behind a trusted proxy ([`ClientIp`] needs the peer too), and
+/// with a policy that lets such requests through: still logged once.
+#[tokio::test]
+async fn missing_connect_info_is_logged_once_whatever_the_policy() {
+    use tower_ratelimit::key::ClientIp;
+    use tower_ratelimit::policy::KeyErrorPolicy;
+    let (out, _guard) = capture_warnings();
+    let layer = RateLimitLayer::builder(ClientIp::new(["10.0.0.0/8"]).unwrap())
+        .limit("proxied", MemoryStore::new(Gcra::new(1, SEC).unwrap()))
+        .on_key_error(KeyErrorPolicy::Allow)
+        .build()
         .unwrap();
-    assert_eq!(res.status(), 400);
+    let app = Router::new()
+        .route("/", get(|| async { "hi" }))
+        .layer(layer);
+    for _ in 0..20 {
+        let res = app
+            .clone()
+            .oneshot(Request::get("/").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+    }
+    let log = out.text();
+    assert_eq!(log.matches(" ERROR ").count(), 1, "{log}");
+    assert!(log.contains("layer=\"proxied\""), "{log}");
 }
 
 #[test]

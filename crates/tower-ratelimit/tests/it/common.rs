@@ -40,3 +40,36 @@ impl Hits {
         self.0.fetch_add(1, Ordering::SeqCst);
     }
 }
+
+/// Captured log output.
+#[derive(Clone, Default)]
+pub struct Captured(pub Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Captured {
+    /// What was logged so far.
+    pub fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+}
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Captures this thread's log lines at `warn` and above while the guard
+/// lives.
+pub fn capture_warnings() -> (Captured, tracing::subscriber::DefaultGuard) {
+    let out = Captured::default();
+    let writer = out.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_max_level(tracing::Level::WARN)
+        .finish();
+    (out, tracing::subscriber::set_default(subscriber))
+}

@@ -181,37 +181,17 @@ async fn remote_store_with_several_limits_refunds() {
     assert_eq!(first.check(&GlobalKey, 0, 0).unwrap().remaining, 9);
 }
 
-/// Captured log output.
-#[derive(Clone, Default)]
-struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// A store that fails on every request is logged a few lines a minute,
 /// not once per request.
 #[tokio::test]
 async fn store_failures_are_not_logged_per_request() {
-    let out = Captured::default();
-    let writer = out.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_max_level(tracing::Level::WARN)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (out, _guard) = capture_warnings();
     let down = Arc::new(AtomicBool::new(true));
     let app = app(FailurePolicy::Open, down, 1);
     for _ in 0..200 {
         assert_eq!(code(&app).await.0, 200);
     }
-    let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+    let text = out.text();
     let lines = text.matches("rate-limit store failed").count();
     // One line at most (other tests of this binary share the process-wide
     // throttle and may have taken this interval's line).

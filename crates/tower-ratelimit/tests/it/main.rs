@@ -3,6 +3,7 @@
 mod common;
 
 mod basics;
+mod closures;
 mod concurrency;
 mod count_only;
 mod dry_run;

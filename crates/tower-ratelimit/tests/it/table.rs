@@ -406,7 +406,7 @@ async fn tiers_tell_anonymous_from_authenticated_clients() {
     let options = PolicyOptions {
         clock: Some(Arc::new(ManualClock::new())),
         // Only the key "good" is known; an unknown key counts as anonymous.
-        authenticated: Some(Arc::new(|req: &axum::http::request::Parts| {
+        authenticated: Some(Arc::new(|req| {
             req.headers.get("x-api-key").is_some_and(|v| v == "good")
         })),
         ..PolicyOptions::default()
@@ -502,7 +502,7 @@ async fn app_defined_keys() {
     };
     options.app_keys.insert(
         "user".to_owned(),
-        Arc::new(|req: &axum::http::request::Parts| {
+        Arc::new(|req| {
             req.headers
                 .get("x-user")
                 .map(|v| PolicyKey::Text(HeaderKey::new(v.as_bytes())))

@@ -1,0 +1,116 @@
+//! Closures as strategies, written as a new user would: no type annotations.
+
+use crate::common::*;
+use axum::body::Body;
+use axum::routing::get;
+use axum::Router;
+use http::{Method, Request, Response, StatusCode};
+use ratelimit_core::{Gcra, MemoryStore};
+use std::time::Duration;
+use tower::ServiceExt;
+use tower_ratelimit::fair::FairQueueLayer;
+use tower_ratelimit::key::{key_fn, HeaderKey, KeyError};
+use tower_ratelimit::policy::Selection;
+use tower_ratelimit::response::Rejection;
+use tower_ratelimit::RateLimitLayer;
+
+fn request(method: Method, uri: &str, user: Option<&str>) -> Request<Body> {
+    let mut b = Request::builder().method(method).uri(uri);
+    if let Some(u) = user {
+        b = b.header("x-user", u);
+    }
+    b.body(Body::empty()).unwrap()
+}
+
+#[tokio::test]
+async fn plain_closures_infer_and_take_effect() {
+    let layer = RateLimitLayer::builder(key_fn(|req| {
+        req.headers
+            .get("x-user")
+            .map(|v| HeaderKey::new(v.as_bytes()))
+            .ok_or(KeyError::missing("X-User header"))
+    }))
+    .limit(
+        "user",
+        MemoryStore::new(Gcra::new(4, Duration::from_secs(60)).unwrap()),
+    )
+    .cost_fn(|req| if req.method == Method::POST { 2 } else { 1 })
+    .select_fn(|_req, key| {
+        if key.as_str() == "staff" {
+            Selection::NONE
+        } else {
+            Selection::ALL
+        }
+    })
+    .count_if_fn(|res| res.status != StatusCode::NOT_FOUND)
+    .clock(|| 0)
+    .response_fn(|rejection| {
+        let (status, text) = match rejection {
+            Rejection::Limited(_) => (StatusCode::TOO_MANY_REQUESTS, "slow down"),
+            Rejection::KeyError(e) => (e.status(), "who are you?"),
+            _ => (StatusCode::SERVICE_UNAVAILABLE, "later"),
+        };
+        Response::builder()
+            .status(status)
+            .body(Body::from(text))
+            .unwrap()
+    })
+    .build()
+    .unwrap();
+    let app = Router::new()
+        .route("/", get(|| async { "ok" }).post(|| async { "ok" }))
+        .layer(layer);
+    let send = |m: Method, uri: &'static str, user: Option<&'static str>| {
+        app.clone().oneshot(request(m, uri, user))
+    };
+    // Not found: not counted (count_if_fn).
+    for _ in 0..10 {
+        let res = send(Method::GET, "/nowhere", Some("ann")).await.unwrap();
+        assert_eq!(res.status(), 404);
+    }
+    // A POST costs 2 (cost_fn): two fill the limit of 4.
+    for _ in 0..2 {
+        let res = send(Method::POST, "/", Some("ann")).await.unwrap();
+        assert_eq!(res.status(), 200);
+    }
+    let res = send(Method::GET, "/", Some("ann")).await.unwrap();
+    assert_eq!(res.status(), 429);
+    assert_eq!(body_string(res).await, "slow down");
+    // Staff are not limited (select_fn).
+    for _ in 0..10 {
+        let res = send(Method::POST, "/", Some("staff")).await.unwrap();
+        assert_eq!(res.status(), 200);
+    }
+    // No key (key_fn's error), answered by response_fn.
+    let res = send(Method::GET, "/", None).await.unwrap();
+    assert_eq!(res.status(), 400);
+    assert_eq!(body_string(res).await, "who are you?");
+}
+
+#[tokio::test]
+async fn plain_closures_in_a_fair_queue() {
+    let layer = FairQueueLayer::builder(key_fn(|req| match req.headers.get("x-user") {
+        Some(user) => Ok(user.len()),
+        None => Err(KeyError::missing("X-User header")),
+    }))
+    .cost_fn(|req| if req.method == Method::POST { 2 } else { 1 })
+    .response_fn(|_rejection| {
+        Response::builder()
+            .status(StatusCode::SERVICE_UNAVAILABLE)
+            .body(Body::from("busy"))
+            .unwrap()
+    })
+    .build()
+    .unwrap();
+    let app = Router::new()
+        .route("/", get(|| async { "ok" }))
+        .layer(layer);
+    let res = app
+        .clone()
+        .oneshot(request(Method::GET, "/", Some("ann")))
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let res = app.oneshot(request(Method::GET, "/", None)).await.unwrap();
+    assert_eq!(body_string(res).await, "busy");
+}
