@@ -218,7 +218,7 @@ impl<B: From<Bytes>> ResponseBuilder<B> for ProblemJson {
         let (status, body) = self.body(rejection);
         let mut res = Response::new(B::from(body));
         *res.status_mut() = status;
-        res.headers_mut().insert(CONTENT_TYPE, PROBLEM_JSON);
+        res.headers_mut().append(CONTENT_TYPE, PROBLEM_JSON);
         if let Rejection::KeyError(e) = rejection {
             if let Some(c) = e.challenge() {
                 res.headers_mut()
