@@ -30,11 +30,13 @@ pub fn from(peer: &str, method: &str, uri: &str) -> Probe {
 }
 
 impl Probe {
+    /// With the header `name: value`.
     pub fn header(mut self, name: &str, value: &str) -> Self {
         self.req = self.req.header(name, value);
         self
     }
 
+    /// With `body`.
     pub fn body(mut self, body: &'static str) -> Self {
         self.body = Body::from(body);
         self
