@@ -1,5 +1,5 @@
 //! A simulated backend for the fair-queue tests and the overload benchmark
-//! (`examples/overload.rs`): its latency is fixed up to its capacity and
+//! (`benches/overload.rs`): its latency is fixed up to its capacity and
 //! grows past it, faster than the concurrency, so its throughput falls as
 //! it is overloaded.
 

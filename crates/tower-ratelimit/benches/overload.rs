@@ -9,11 +9,13 @@
 //! deterministic, and fast.
 //!
 //! ```text
-//! cargo run --release -p tower-ratelimit --example overload -- --svg docs/overload.svg
+//! cargo bench -p tower-ratelimit --bench overload -- --svg ../../docs/overload.svg
 //! ```
 //!
 //! Prints a Markdown table (the one in BENCHMARKS.md) and, with `--svg
-//! FILE`, draws goodput and polite success per setup as an SVG chart.
+//! FILE`, draws goodput and polite success per setup as an SVG chart (cargo
+//! runs benchmarks in their crate's directory: a relative `FILE` starts
+//! there).
 
 #[path = "../tests/support/backend.rs"]
 mod backend;
@@ -245,7 +247,12 @@ fn main() {
         .start_paused(true)
         .build()
         .unwrap();
-    let svg = match std::env::args().skip(1).collect::<Vec<_>>().as_slice() {
+    // `cargo bench` adds `--bench`.
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    let svg = match args.as_slice() {
         [] => None,
         [flag, path] if flag == "--svg" => Some(path.clone()),
         _ => {
