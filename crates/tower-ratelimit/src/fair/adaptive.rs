@@ -151,9 +151,9 @@ struct Ceiling {
 }
 
 impl AimdState {
-    /// Samples in a round at this limit.
+    /// Samples in a round at this limit: as many as may run at once.
     fn round_len(&self) -> usize {
-        (self.limit.ceil() as usize).clamp(1, ROUND_MAX)
+        (self.limit as usize).clamp(1, ROUND_MAX)
     }
 
     /// The round ends now: its p99 over the target makes the limit
