@@ -1,5 +1,5 @@
 //! [`AdaptiveLimit`]: a concurrency limit that follows measured latency
-//! (AIMD against a target), and [`Capacity`], the concurrency a fair queue
+//! (AIMD of each round's p99 against a target), and [`Capacity`], the concurrency a fair queue
 //! serves.
 
 use super::FairConfigError;
@@ -50,23 +50,36 @@ impl From<AdaptiveLimit> for Capacity {
 }
 
 /// A concurrency limit that follows measured latency: additive increase,
-/// multiplicative decrease (AIMD) against a latency target, within a
-/// minimum and a maximum.
+/// multiplicative decrease (AIMD) of the p99 latency of each round against
+/// a target, within a minimum and a maximum.
 ///
 /// Each completed request is a sample of its latency in the inner service
-/// (from its admission to its response, queueing excluded):
+/// (from its admission to its response, queueing excluded). The limit
+/// moves once per round: a round is one limit's worth of samples (at most
+/// 1,000) of requests admitted since the round began, so each round
+/// measures the limit in force, about one round trip under load.
 ///
-/// - slower than the target: the limit is multiplied by the backoff ratio
-///   (0.9 by default), at most once per batch: requests that started before
-///   the last decrease do not decrease it again;
-/// - within the target, and the limit was in use (at least half of it in
-///   flight when the request started): the limit grows by `1 / limit`,
-///   about one per round trip.
+/// - Its p99 over the target: the limit is multiplied by the backoff ratio
+///   (0.9 by default). The round ends as soon as it has more slow samples
+///   than its p99 allows (for rounds under 100 samples, one).
+/// - Its p99 within the target, the limit in use (at least half of it in
+///   flight when a request started), and the last step up paid: the limit
+///   grows by one. A step paid when it raised the throughput it implies
+///   (the limit over the p99 latency) compared with the last round at the
+///   level below: past a backend's capacity latency grows faster than the
+///   limit, and the limit stops there, short of the target.
+/// - A level that broke the target is probed again only after 4 rounds,
+///   then 8, doubling up to 256 while it keeps breaking it: the limit does
+///   not keep overshooting a ceiling it has found, and still finds out
+///   when the backend gets faster.
 ///
-/// So the limit settles where latency meets the target: on a backend whose
-/// latency grows with concurrency past its capacity, just past that
-/// capacity. The handle is cheap to clone; clones share the limit. Give it
-/// to one [`FairQueueLayer`](super::FairQueueLayer) (with
+/// So the p99 of the requests it admits stays within the target, not just
+/// their average, and the limit settles where throughput stops growing
+/// with concurrency (on a backend that slows down past its capacity, near
+/// that capacity), or lower, where latency would break the target first.
+///
+/// The handle is cheap to clone; clones share the limit. Give it to one
+/// [`FairQueueLayer`](super::FairQueueLayer) (with
 /// [`FairQueueBuilder::adaptive`](super::FairQueueBuilder::adaptive)),
 /// which then serves its current capacity, fairly across keys; or use
 /// [`AdaptiveLimit::layer`] for a limit that answers 503 at once when
@@ -104,9 +117,107 @@ struct Inner {
     state: Mutex<AimdState>,
 }
 
+/// The most samples in a round: bounds its memory whatever the maximum.
+const ROUND_MAX: usize = 1000;
+/// Rounds to wait before probing a level that broke the target again: the
+/// first time, and at most.
+const PROBE_WAIT: (u32, u32) = (4, 256);
+
 struct AimdState {
     limit: f64,
-    last_decrease: Option<Instant>,
+    /// When the round began: samples of requests admitted before are not
+    /// counted (they measured an older limit).
+    round_start: Instant,
+    /// The round's latencies.
+    samples: Vec<Duration>,
+    /// Its samples over the target.
+    slow: usize,
+    /// The most in flight when one of its requests started.
+    busy: usize,
+    /// The level below the current one and the p99 of its last round, if
+    /// the limit grew from it.
+    below: Option<(usize, Duration)>,
+    /// The last level that broke the target, while it holds.
+    ceiling: Option<Ceiling>,
+}
+
+/// A level that broke the target.
+struct Ceiling {
+    level: usize,
+    /// Rounds to wait before probing it again.
+    wait: u32,
+    /// The wait it was given.
+    given: u32,
+}
+
+impl AimdState {
+    /// Samples in a round at this limit: as many as may run at once.
+    fn round_len(&self) -> usize {
+        (self.limit as usize).clamp(1, ROUND_MAX)
+    }
+
+    /// The round ends now: its p99 over the target makes the limit
+    /// smaller; within it, and the last step up paid, larger (unless the
+    /// next level is a ceiling still to wait for).
+    fn end_round(&mut self, i: &Inner, now: Instant) {
+        let level = self.limit as usize;
+        if self.slow > allowance(self.round_len()) {
+            self.limit = (self.limit * i.backoff).max(i.min as f64);
+            let given = match &self.ceiling {
+                Some(c) if level <= c.level => (c.given * 2).min(PROBE_WAIT.1),
+                _ => PROBE_WAIT.0,
+            };
+            self.ceiling = Some(Ceiling {
+                level,
+                wait: given,
+                given,
+            });
+            self.below = None;
+        } else if self.busy as f64 * 2.0 >= self.limit {
+            let p99 = p99(&mut self.samples);
+            // level / p99 >= below / its p99: the step raised throughput.
+            let paid = |&(below, then): &(usize, Duration)| {
+                p99.as_nanos() * below as u128 <= then.as_nanos() * level as u128
+            };
+            if self.below.as_ref().is_none_or(paid) {
+                self.grow(i, level, p99);
+            }
+        }
+        self.round_start = now;
+        self.samples.clear();
+        self.slow = 0;
+        self.busy = 0;
+    }
+
+    /// One more, unless the next level is a ceiling still to wait for.
+    fn grow(&mut self, i: &Inner, level: usize, p99: Duration) {
+        if self.ceiling.as_ref().is_some_and(|c| level >= c.level) {
+            // The ceiling held the target this time: it is gone.
+            self.ceiling = None;
+        }
+        if let Some(c) = self.ceiling.as_mut().filter(|c| level + 1 >= c.level) {
+            if c.wait > 0 {
+                c.wait -= 1;
+                return;
+            }
+        }
+        self.limit = (self.limit + 1.0).min(i.max as f64);
+        if self.limit as usize > level {
+            self.below = Some((level, p99));
+        }
+    }
+}
+
+/// How many samples of a round of `n` may be over the target with its p99
+/// within it.
+fn allowance(n: usize) -> usize {
+    n - (n * 99).div_ceil(100)
+}
+
+/// The p99 of `samples` (not empty), reordering them.
+fn p99(samples: &mut [Duration]) -> Duration {
+    let i = (samples.len() * 99).div_ceil(100).max(1) - 1;
+    *samples.select_nth_unstable(i).1
 }
 
 impl fmt::Debug for AdaptiveLimit {
@@ -133,8 +244,9 @@ pub struct AdaptiveLimitBuilder {
 }
 
 impl AdaptiveLimit {
-    /// A limit aiming at `target` latency; by default between 1 and 1,000,
-    /// starting at 10 (or the minimum, if larger), backing off by 0.9.
+    /// A limit aiming at a p99 of `target` latency; by default between 1
+    /// and 1,000, starting at 10 (or the minimum, if larger), backing off
+    /// by 0.9.
     pub fn builder(target: Duration) -> AdaptiveLimitBuilder {
         AdaptiveLimitBuilder {
             name: "adaptive",
@@ -161,14 +273,16 @@ impl AdaptiveLimit {
     pub fn sample(&self, started: Instant, latency: Duration, in_flight: usize) {
         let i = &*self.inner;
         let mut st = i.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if started < st.round_start {
+            return;
+        }
         let before = st.limit;
-        if latency > i.target {
-            if st.last_decrease.is_none_or(|t| started >= t) {
-                st.limit = (st.limit * i.backoff).max(i.min as f64);
-                st.last_decrease = Some(Instant::now());
-            }
-        } else if in_flight as f64 * 2.0 >= st.limit {
-            st.limit = (st.limit + 1.0 / st.limit).min(i.max as f64);
+        st.samples.push(latency);
+        st.slow += usize::from(latency > i.target);
+        st.busy = st.busy.max(in_flight);
+        let len = st.round_len();
+        if st.samples.len() >= len || st.slow > allowance(len) {
+            st.end_round(i, Instant::now());
         }
         if st.limit != before {
             let new = st.limit as usize;
@@ -212,7 +326,7 @@ impl AdaptiveLimitBuilder {
         self
     }
 
-    /// The ratio a slow sample multiplies the limit by (0.9 by default;
+    /// The ratio a slow round multiplies the limit by (0.9 by default;
     /// strictly between 0 and 1).
     pub fn backoff(mut self, ratio: f64) -> Self {
         self.backoff = ratio;
@@ -249,7 +363,12 @@ impl AdaptiveLimitBuilder {
                 current: AtomicUsize::new(initial),
                 state: Mutex::new(AimdState {
                     limit: initial as f64,
-                    last_decrease: None,
+                    round_start: Instant::now(),
+                    samples: Vec::new(),
+                    slow: 0,
+                    busy: 0,
+                    below: None,
+                    ceiling: None,
                 }),
             }),
         })
@@ -280,17 +399,32 @@ mod tests {
         assert_eq!(a.current(), 3);
     }
 
+    /// One round at the current limit: every request admitted now, all
+    /// in flight, each taking `latency(limit)`.
+    async fn round(a: &AdaptiveLimit, latency: impl Fn(usize) -> Duration) {
+        let n = a.current();
+        let started = Instant::now();
+        tokio::time::advance(latency(n)).await;
+        for _ in 0..n {
+            a.sample(started, latency(n), n);
+        }
+    }
+
     #[tokio::test(start_paused = true)]
     async fn aimd_within_bounds() {
         let t = Duration::from_millis(10);
         let a = AdaptiveLimit::builder(t).min(2).max(12).build().unwrap();
-        // Fast and busy: grows to the maximum, not past it.
-        for _ in 0..1000 {
-            a.sample(Instant::now(), t / 2, a.current());
+        // Fast and busy: one more per round, up to the maximum, not past it.
+        round(&a, |_| t / 2).await;
+        assert_eq!(a.current(), 11);
+        for _ in 0..10 {
+            round(&a, |_| t / 2).await;
         }
         assert_eq!(a.current(), 12);
         // Fast but idle: stays.
-        a.sample(Instant::now(), t / 2, 1);
+        for _ in 0..24 {
+            a.sample(Instant::now(), t / 2, 1);
+        }
         assert_eq!(a.current(), 12);
         // One slow batch: one decrease, however many samples it has.
         let started = Instant::now();
@@ -299,11 +433,75 @@ mod tests {
             a.sample(started, t * 2, 12);
         }
         assert_eq!(a.current(), 10); // 12 * 0.9 = 10.8
-                                     // Slow requests started after it decrease again, down to the minimum.
+                                     // Slow requests admitted after it decrease again, down to the minimum.
         for _ in 0..100 {
-            tokio::time::advance(t).await;
-            a.sample(Instant::now(), t * 2, 12);
+            round(&a, |_| t * 2).await;
         }
         assert_eq!(a.current(), 2);
+    }
+
+    /// A round of 100 samples or more tolerates its 1 % of slow ones.
+    #[tokio::test(start_paused = true)]
+    async fn a_round_is_judged_by_its_p99() {
+        let t = Duration::from_millis(10);
+        let a = AdaptiveLimit::builder(t).initial(200).build().unwrap();
+        let started = Instant::now();
+        tokio::time::advance(t).await;
+        for i in 0..200 {
+            let slow = i % 100 == 0;
+            a.sample(started, if slow { t * 2 } else { t / 2 }, 200);
+        }
+        assert_eq!(a.current(), 201);
+        let started = Instant::now();
+        for _ in 0..3 {
+            a.sample(started, t * 2, 201);
+        }
+        assert_eq!(a.current(), 180); // 201 * 0.9, at its third slow sample
+    }
+
+    /// Past a backend's capacity, where latency grows faster than the
+    /// limit, the limit stops growing, however loose the target.
+    #[tokio::test(start_paused = true)]
+    async fn growth_stops_where_throughput_does() {
+        let base = Duration::from_millis(10);
+        // 20 at once in 10 ms; past that, latency grows as the square.
+        let backend = |n: usize| base.mul_f64((n as f64 / 20.0).max(1.0).powi(2));
+        let a = AdaptiveLimit::builder(base * 10).build().unwrap();
+        for _ in 0..1000 {
+            round(&a, backend).await;
+        }
+        assert_eq!(a.current(), 21);
+        // Where latency grows slower than the limit, up to the target.
+        let gentle = |n: usize| base + Duration::from_micros(n as u64 * 100);
+        let a = AdaptiveLimit::builder(base * 3).build().unwrap();
+        for _ in 0..1000 {
+            round(&a, gentle).await;
+        }
+        // 10 ms + 200 * 0.1 ms = 30 ms; 201 breaks it, and backs off to 180.
+        assert!((180..=201).contains(&a.current()), "{}", a.current());
+    }
+
+    /// A level that broke the target is probed again ever more rarely: after
+    /// 4, 8, 16, ... rounds, at most 256.
+    #[tokio::test(start_paused = true)]
+    async fn a_ceiling_is_probed_ever_more_rarely() {
+        let t = Duration::from_millis(10);
+        let a = AdaptiveLimit::builder(t).initial(12).build().unwrap();
+        let backend = |n: usize| if n >= 13 { t * 2 } else { t / 2 };
+        let mut probes = 0;
+        for _ in 0..2000 {
+            round(&a, backend).await;
+            probes += usize::from(a.current() >= 13);
+            assert!(a.current() <= 13);
+        }
+        // 4, 8, 16, 32, 64, 128, then 256 rounds apart (and a few rounds to
+        // come back from each backoff): about 13, where probing every few
+        // rounds would make hundreds.
+        assert!((8..=15).contains(&probes), "{probes} probes");
+        // The backend gets faster: the ceiling lifts at the next probe.
+        for _ in 0..300 {
+            round(&a, |_| t / 2).await;
+        }
+        assert!(a.current() > 13, "{}", a.current());
     }
 }

@@ -40,8 +40,9 @@
 //! future completes (the response head), like `tower::limit::ConcurrencyLimit`,
 //! not until the body is sent.
 //!
-//! [`AdaptiveLimit`] is a concurrency limit that follows latency (AIMD
-//! against a target). Given to a fair queue
+//! [`AdaptiveLimit`] is a concurrency limit that follows latency (AIMD of
+//! each round's p99 against a target, growing while that raises
+//! throughput). Given to a fair queue
 //! ([`FairQueueBuilder::adaptive`]) the queue serves the adaptive
 //! capacity: it reads the current limit when it admits and reports each
 //! request's latency, so the limit sits in front of the queue and the
