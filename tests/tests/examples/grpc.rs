@@ -10,8 +10,6 @@ use ratelimit_core::ManualClock;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status};
@@ -144,20 +142,12 @@ async fn echo_has_its_own_limit() {
     server.abort();
 }
 
-/// Sends `bytes` on a new connection and reads until the server closes it
-/// (bounded by 10 s): what it answered.
-async fn send_raw(addr: SocketAddr, bytes: &[u8]) -> Vec<u8> {
-    let mut s = TcpStream::connect(addr).await.unwrap();
-    // The server may close before everything is written.
-    let _ = s.write_all(bytes).await;
-    let mut out = Vec::new();
-    match tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut out)).await {
-        Ok(Ok(_)) => {}
-        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
-        Ok(Err(e)) => panic!("read failed: {e}"),
-        Err(_) => panic!("connection still open after 10 s: {out:?}"),
-    }
-    out
+/// Sends `bytes` on a new connection and reads until the server closes
+/// it (within 10 s): what it answered.
+async fn send_raw(addr: SocketAddr, bytes: &[u8]) -> String {
+    super::hardening::closed_within(addr, bytes, Duration::from_secs(10))
+        .await
+        .0
 }
 
 #[tokio::test]
@@ -170,14 +160,14 @@ async fn http1_and_garbage_do_not_bring_it_down() {
         b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
     )
     .await;
-    assert!(!answer.starts_with(b"HTTP/1.1 2"), "{answer:?}");
+    assert!(!answer.starts_with("HTTP/1.1 2"), "{answer:?}");
     let answer = send_raw(
         addr,
         b"POST /grpc.health.v1.Health/Check HTTP/1.1\r\nHost: x\r\n\
           Content-Type: application/grpc\r\nContent-Length: 5\r\n\r\n\0\0\0\0\0",
     )
     .await;
-    assert!(!answer.starts_with(b"HTTP/1.1 2"), "{answer:?}");
+    assert!(!answer.starts_with("HTTP/1.1 2"), "{answer:?}");
     // Random bytes (a fixed xorshift sequence), alone and after a valid
     // HTTP/2 preface.
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;

@@ -166,21 +166,16 @@ async fn keys_from_metadata() {
     let api = limited(ApiKey::new(), &clock);
     let bearer = limited(Bearer::new(), &clock);
     let tenant = limited(Header::named("x-tenant").unwrap(), &clock);
-    for _ in 0..5 {
-        let res = send(&api, call("203.0.113.7:1", metadata.clone())).await;
-        assert_eq!(code(&res), Code::Ok);
-        let res = send(&bearer, call("203.0.113.7:1", metadata.clone())).await;
-        assert_eq!(code(&res), Code::Ok);
-        let res = send(&tenant, call("203.0.113.7:1", metadata.clone())).await;
-        assert_eq!(code(&res), Code::Ok);
+    for svc in [&api, &bearer, &tenant] {
+        for _ in 0..5 {
+            let res = send(svc, call("203.0.113.7:1", metadata.clone())).await;
+            assert_eq!(code(&res), Code::Ok);
+        }
+        // Each limit counted its key, whatever the peer: the sixth is
+        // refused.
+        let res = send(svc, call("198.51.100.1:1", metadata.clone())).await;
+        assert_eq!(code(&res), Code::ResourceExhausted);
     }
-    // Each limit counted its key, whatever the peer: the sixth is refused.
-    let res = send(&api, call("198.51.100.1:1", metadata.clone())).await;
-    assert_eq!(code(&res), Code::ResourceExhausted);
-    let res = send(&bearer, call("198.51.100.1:1", metadata.clone())).await;
-    assert_eq!(code(&res), Code::ResourceExhausted);
-    let res = send(&tenant, call("198.51.100.1:1", metadata.clone())).await;
-    assert_eq!(code(&res), Code::ResourceExhausted);
     // Another key in the metadata is another client.
     let mut other = MetadataMap::new();
     other.insert("x-api-key", "key-2".parse().unwrap());
