@@ -21,6 +21,13 @@ use tonic_types::StatusExt;
 /// The example served as `main` serves it, with `limits` on a manual
 /// clock.
 async fn start(limits: Limits) -> (SocketAddr, ManualClock, JoinHandle<()>) {
+    start_with(limits, ServeOptions::default()).await
+}
+
+async fn start_with(
+    limits: Limits,
+    options: ServeOptions,
+) -> (SocketAddr, ManualClock, JoinHandle<()>) {
     let clock = ManualClock::new();
     let config = Config {
         limits,
@@ -30,14 +37,9 @@ async fn start(limits: Limits) -> (SocketAddr, ManualClock, JoinHandle<()>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let server = tokio::spawn(async move {
-        grpc_example::run(
-            listener,
-            &config,
-            ServeOptions::default(),
-            std::future::pending(),
-        )
-        .await
-        .unwrap();
+        grpc_example::run(listener, &config, options, std::future::pending())
+            .await
+            .unwrap();
     });
     (addr, clock, server)
 }
@@ -222,4 +224,50 @@ fn settings_from_the_environment() {
         };
         assert_eq!(e.variable, var);
     }
+}
+
+/// A connection that never completes its HTTP/2 handshake (silent, or a
+/// half-sent preface) is closed at the end of its age (10 minutes) plus
+/// the grace (10 s), not kept forever. On tokio's paused clock.
+#[tokio::test(start_paused = true)]
+async fn half_open_connections_are_closed_at_their_age() {
+    let (addr, _clock, server) = start(Limits::default()).await;
+    let bound = Duration::from_secs(11 * 60);
+    for sent in [&b""[..], b"PRI * HTTP/2.0\r\n"] {
+        let (_, took) = super::hardening::closed_within(addr, sent, bound).await;
+        // Told to go away at 600 s, dropped at 610 s.
+        assert!(
+            took >= Duration::from_secs(600) && took <= Duration::from_secs(611),
+            "closed after {took:?}"
+        );
+    }
+    assert_eq!(say(addr, "still here").await.unwrap(), "still here");
+    server.abort();
+}
+
+/// Past `max_connections`, new connections wait in the kernel's queue
+/// until one closes.
+#[tokio::test]
+async fn connections_beyond_the_cap_wait_their_turn() {
+    let options = ServeOptions {
+        max_connections: 2,
+        ..ServeOptions::default()
+    };
+    let (addr, _clock, server) = start_with(Limits::default(), options).await;
+    let idle = [
+        tokio::net::TcpStream::connect(addr).await.unwrap(),
+        tokio::net::TcpStream::connect(addr).await.unwrap(),
+    ];
+    // The third is queued: no answer while both slots are taken...
+    let mut third = tokio::spawn(async move { say(addr, "third").await });
+    let early = tokio::time::timeout(Duration::from_millis(300), &mut third).await;
+    assert!(early.is_err(), "served past the cap: {early:?}");
+    // ...and served once one closes.
+    drop(idle);
+    let answer = tokio::time::timeout(Duration::from_secs(10), third)
+        .await
+        .expect("served once a slot is free")
+        .unwrap();
+    assert_eq!(answer.unwrap(), "third");
+    server.abort();
 }
