@@ -734,3 +734,6 @@ mod on_redis;
 
 #[path = "examples/recipes.rs"]
 mod recipes;
+
+#[path = "examples/grpc.rs"]
+mod grpc;

@@ -67,6 +67,20 @@
 //! derived from a decision:
 //! [HTTP fields](https://github.com/ratelimit-rs/ratelimit/blob/main/docs/ALGORITHMS.md#http-fields).
 //!
+//! # gRPC (tonic)
+//!
+//! With the `grpc` feature the same layer limits a tonic server
+//! (`Server::builder().layer(..)`, or a tower layer around its routes):
+//! [`Grpc`](response::Grpc) answers a limited call with the gRPC status
+//! `RESOURCE_EXHAUSTED` (HTTP 200, trailers only) whose details carry a
+//! `google.rpc.RetryInfo`, and [`PeerIp`](key::PeerIp) and
+//! [`ClientIp`](key::ClientIp) read the peer address from tonic's
+//! `TcpConnectInfo`. gRPC metadata are HTTP headers, so the header, API
+//! key and bearer extractors read them as they are; a limit per method
+//! selects on the path (`/package.Service/Method`) with
+//! [`select`](RateLimitBuilder::select). The feature needs Rust 1.88
+//! (tonic 0.14's).
+//!
 //! # Keys
 //!
 //! [`key`] has the peer IP, the client IP behind trusted proxies

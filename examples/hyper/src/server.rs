@@ -4,7 +4,9 @@
 //! environment ([`max_keys_from_env`]).
 //!
 //! This file is `hyper-example`'s `server` module and is compiled into
-//! `axum-example` too (`#[path]`), so both serve the same way.
+//! `axum-example` too (`#[path]`), so both serve the same way;
+//! `grpc-example` compiles it in for its logs, settings and accept loop
+//! backoff (tonic serves the connections).
 //!
 //! Against slow or half-sent requests, each connection has:
 //!
@@ -245,20 +247,20 @@ fn is_connection_error(e: &io::Error) -> bool {
 /// Lets a warning through at most once a second, telling how many were
 /// skipped since the last one.
 #[derive(Debug)]
-struct Throttled {
+pub(crate) struct Throttled {
     last: Option<Instant>,
     skipped: u64,
 }
 
 impl Throttled {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             last: None,
             skipped: 0,
         }
     }
 
-    fn warn(&mut self, log: impl FnOnce(u64)) {
+    pub(crate) fn warn(&mut self, log: impl FnOnce(u64)) {
         let now = Instant::now();
         if self
             .last

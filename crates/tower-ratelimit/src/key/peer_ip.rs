@@ -15,8 +15,10 @@ pub struct PeerAddr(pub SocketAddr);
 /// The peer's address, read from the request extensions: axum's
 /// `ConnectInfo<SocketAddr>` (with the `axum` feature; serve with
 /// `into_make_service_with_connect_info::<SocketAddr>()`) or
-/// `MockConnectInfo<SocketAddr>` (tests), [`PeerAddr`], a `SocketAddr` or
-/// an `IpAddr`.
+/// `MockConnectInfo<SocketAddr>` (tests), tonic's `TcpConnectInfo` (with
+/// the `grpc` feature; tonic's `Server` inserts it on plain TCP, not
+/// behind its TLS: there insert a [`PeerAddr`]), [`PeerAddr`], a
+/// `SocketAddr` or an `IpAddr`.
 pub fn peer_addr(req: &Parts) -> Option<IpAddr> {
     #[cfg(feature = "axum")]
     if let Some(info) = req
@@ -31,6 +33,14 @@ pub fn peer_addr(req: &Parts) -> Option<IpAddr> {
         .get::<axum::extract::connect_info::MockConnectInfo<SocketAddr>>()
     {
         return Some(info.0.ip());
+    }
+    #[cfg(feature = "grpc")]
+    if let Some(addr) = req
+        .extensions
+        .get::<tonic::transport::server::TcpConnectInfo>()
+        .and_then(|info| info.remote_addr())
+    {
+        return Some(addr.ip());
     }
     if let Some(p) = req.extensions.get::<PeerAddr>() {
         return Some(p.0.ip());

@@ -2,6 +2,7 @@
 
 use super::memo::{next_id, Memo};
 use super::{Rejection, ResponseBuilder};
+use crate::key::KeyError;
 use bytes::Bytes;
 use http::header::{HeaderValue, CONTENT_TYPE, WWW_AUTHENTICATE};
 use http::{Response, StatusCode};
@@ -191,13 +192,7 @@ impl ProblemJson {
             }
             Rejection::KeyError(e) => {
                 let status = e.status();
-                let text = e.to_string();
-                let mut chars = text.chars();
-                let detail = match chars.next() {
-                    Some(first) => format!("{}{}.", first.to_ascii_uppercase(), chars.as_str()),
-                    None => text,
-                };
-                (status, problem(status, &detail))
+                (status, problem(status, &key_error_detail(e)))
             }
             Rejection::Unavailable(_) => {
                 let status = StatusCode::SERVICE_UNAVAILABLE;
@@ -205,6 +200,16 @@ impl ProblemJson {
                 (status, problem(status, detail))
             }
         }
+    }
+}
+
+/// What a key error tells the client: `Missing bearer token.`
+pub(crate) fn key_error_detail(e: &KeyError) -> String {
+    let text = e.to_string();
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => format!("{}{}.", first.to_ascii_uppercase(), chars.as_str()),
+        None => text,
     }
 }
 

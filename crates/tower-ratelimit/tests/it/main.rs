@@ -8,6 +8,8 @@ mod concurrency;
 mod count_only;
 mod dry_run;
 mod failure;
+#[cfg(feature = "grpc")]
+mod grpc;
 mod headers;
 mod malformed;
 #[cfg(feature = "metrics")]

@@ -1,0 +1,105 @@
+//! gRPC rejections for tonic servers: `RESOURCE_EXHAUSTED` with `google.rpc.RetryInfo` (feature `grpc`).
+
+use super::problem::{ceil_secs, key_error_detail};
+use super::{Rejection, ResponseBuilder};
+use http::header::{HeaderValue, WWW_AUTHENTICATE};
+use http::{Response, StatusCode};
+use tonic::{Code, Status};
+use tonic_types::{ErrorDetails, StatusExt};
+
+/// A [`ResponseBuilder`] for gRPC services (tonic's `Server::builder().layer(..)`,
+/// or a layer around its routes): every rejection is a gRPC status in a
+/// trailers-only response (HTTP 200, `content-type: application/grpc`, an
+/// empty body), for any body type with a `Default` (tonic's `Body`).
+///
+/// - Limited: `grpc-status: 8` (`RESOURCE_EXHAUSTED`), `grpc-message`
+///   `Rate limit "name" exceeded: retry in N seconds.` (percent-encoded
+///   as gRPC requires), and `grpc-status-details-bin` (base64, without
+///   padding) holding a `google.rpc.Status` with one
+///   `google.rpc.RetryInfo` detail whose `retry_delay` is the exact wait.
+///   The layer adds `retry-after` and the IETF `ratelimit-policy` and
+///   `ratelimit` fields beside them, which gRPC clients read as trailing
+///   metadata. A request whose cost exceeds the limit's capacity gets
+///   `RESOURCE_EXHAUSTED` without `RetryInfo` (retrying cannot help).
+/// - Key error: `UNAUTHENTICATED` for a 401 (with `www-authenticate` when
+///   the error has a challenge), `PERMISSION_DENIED` for a 403,
+///   `INVALID_ARGUMENT` otherwise, with a message naming what was missing
+///   or malformed.
+/// - Store unavailable (fail closed): `UNAVAILABLE`.
+///
+/// ```
+/// use std::time::Duration;
+/// use tower_ratelimit::{key::PeerIp, response::Grpc, Gcra, MemoryStore, RateLimitLayer};
+///
+/// // 5 calls per minute per peer IP, answered as gRPC statuses.
+/// let layer = RateLimitLayer::builder(PeerIp::new())
+///     .limit("calls", MemoryStore::new(Gcra::new(5, Duration::from_secs(60)).unwrap()))
+///     .response(Grpc::new())
+///     .build()
+///     .unwrap();
+/// // tonic::transport::Server::builder().layer(layer).add_service(..)
+/// # let _ = layer;
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Grpc {
+    _priv: (),
+}
+
+impl Grpc {
+    /// The builder.
+    pub const fn new() -> Self {
+        Self { _priv: () }
+    }
+
+    /// The gRPC status for `rejection`.
+    pub fn status(&self, rejection: Rejection<'_>) -> Status {
+        match rejection {
+            Rejection::Limited(info) => match info.denied() {
+                Some(denied) => match denied.decision.retry_after() {
+                    Some(wait) => {
+                        let secs = ceil_secs(wait).max(1);
+                        let unit = if secs == 1 { "second" } else { "seconds" };
+                        Status::with_error_details(
+                            Code::ResourceExhausted,
+                            format!(
+                                "Rate limit \"{}\" exceeded: retry in {secs} {unit}.",
+                                denied.name
+                            ),
+                            ErrorDetails::with_retry_info(Some(wait)),
+                        )
+                    }
+                    None => Status::resource_exhausted(format!(
+                        "This request costs more than rate limit \"{}\" allows ({} per window): \
+                         it can never be admitted.",
+                        denied.name, denied.decision.limit
+                    )),
+                },
+                None => Status::resource_exhausted("Rate limit exceeded."),
+            },
+            Rejection::KeyError(e) => {
+                let code = match e.status() {
+                    StatusCode::UNAUTHORIZED => Code::Unauthenticated,
+                    StatusCode::FORBIDDEN => Code::PermissionDenied,
+                    _ => Code::InvalidArgument,
+                };
+                Status::new(code, key_error_detail(e))
+            }
+            Rejection::Unavailable(_) => {
+                Status::unavailable("The rate limiter is unavailable; try again later.")
+            }
+        }
+    }
+}
+
+impl<B: Default> ResponseBuilder<B> for Grpc {
+    fn build(&self, rejection: Rejection<'_>) -> Response<B> {
+        let mut res = self.status(rejection).into_http();
+        if let Rejection::KeyError(e) = rejection {
+            if let Some(c) = e.challenge() {
+                res.headers_mut()
+                    .insert(WWW_AUTHENTICATE, HeaderValue::from_static(c));
+            }
+        }
+        res
+    }
+}
