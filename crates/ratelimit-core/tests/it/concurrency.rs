@@ -107,3 +107,54 @@ fn late_callers_with_older_times_are_decided_at_the_latest_time() {
         assert_eq!(late.remaining, 0, "{name}");
     }
 }
+
+/// The same for GCRA: a late caller's older time must not read the state
+/// as past its capacity (that is, as full), whichever path decides (a
+/// store that updates one-word states lock-free must keep this).
+#[test]
+fn late_callers_of_a_one_word_state_are_decided_at_the_latest_time() {
+    let store = MemoryStore::<_, u64>::new(Gcra::new(2, Duration::from_secs(1)).unwrap());
+    let new = 2_000_000_000;
+    assert!(store.check(&1, 1, new).unwrap().allowed);
+    assert!(store.check(&1, 1, new).unwrap().allowed);
+    // Costs other than 1 skip the denied slots, so the table decides.
+    let late = store.check(&1, 2, new - 1).unwrap();
+    assert!(!late.allowed, "a stale time must not read the key as full");
+    assert_eq!(late.remaining, 0);
+    let late = store.check(&1, 1, new - 1).unwrap();
+    assert!(!late.allowed);
+    assert_eq!(late.wait, Some(Duration::from_millis(500)));
+}
+
+/// Only the hot key, no churn, and a clock that moves while the threads
+/// run: every thread sees times in its own order, some older than others'
+/// (as callers preempted between reading the clock and checking), and the
+/// store admits exactly what one caller checking at the latest times
+/// would: the burst plus one per emission interval passed.
+#[test]
+fn a_hot_key_on_a_moving_clock_admits_exactly_its_quota() {
+    // 1 per ms, burst 100; the clock moves 50 ms over the run.
+    let gcra = Gcra::with_burst(1_000, Duration::from_secs(1), 100).unwrap();
+    let store = MemoryStore::<_, u64>::builder(gcra).shards(1).build();
+    let admitted = AtomicU64::new(0);
+    let start = Barrier::new(THREADS);
+    let ms = 1_000_000u64;
+    std::thread::scope(|s| {
+        for thread in 0..THREADS {
+            let (store, admitted, start) = (&store, &admitted, &start);
+            s.spawn(move || {
+                start.wait();
+                for i in 0..TRIES as u64 {
+                    // Up to 50 ms; each thread lags the others a little.
+                    let now = NOW + (i * 50 * ms / TRIES as u64).saturating_sub(thread as u64);
+                    if store.check(&7, 1, now).unwrap().allowed {
+                        admitted.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    // The latest time any thread used is NOW + 50 ms - 25 us (i = TRIES -
+    // 1, thread 0): 49 intervals passed after the burst's 100 at NOW.
+    assert_eq!(admitted.into_inner(), 100 + 49);
+}
