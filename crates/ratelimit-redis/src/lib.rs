@@ -245,12 +245,14 @@ mod conn;
 mod deny_cache;
 mod failure;
 mod lease;
+#[cfg(feature = "live")]
+mod live;
 mod log_throttle;
 mod plan;
 mod store;
 
 #[cfg(feature = "live")]
-pub use any_store::LiveRedis;
+pub use live::LiveRedis;
 pub use any_store::{AnyStore, AnyStoreFuture, StoreSettings};
 pub use breaker::{BreakerConfig, BreakerState};
 pub use store::{

@@ -150,8 +150,8 @@ fn settings_from_toml() {
 }
 
 /// How a reload reaches every instance through Redis: each instance
-/// reloads its own file; instances on the same settings share state, one
-/// not yet reloaded keeps the old settings' keys until it is.
+/// reloads its own file; the state is shared and carried over, and an
+/// instance not yet reloaded decides under its old settings until it is.
 #[cfg(feature = "live")]
 #[tokio::test]
 async fn live_settings_through_redis_reach_each_instance_on_its_reload() {
@@ -172,16 +172,19 @@ async fn live_settings_through_redis_reach_each_instance_on_its_reload() {
     let b: AnyStore<String> = settings.build_live("l", &live_b).unwrap();
     assert_eq!(admitted(&a, "k", 2).await, 2);
     assert_eq!(admitted(&b, "k", 5).await, 1);
-    // Instance a reloads: the new settings start full in Redis ...
+    // Instance a reloads: the used quota carries over in Redis, 3 used of
+    // a new 5 leaves 2 ...
     live_a.set(gcra("gcra 5/1h"));
     assert_eq!(a.algorithm().to_string(), "gcra 5/1h");
-    assert_eq!(admitted(&a, "k", 2).await, 2);
-    // ... b, not yet reloaded, still decides on the old keys ...
+    assert_eq!(admitted(&a, "k", 5).await, 2);
+    // ... b, not yet reloaded, decides under its own settings on the same
+    // state (5 used, capped at its 3; here from its deny cache) ...
     assert_eq!(admitted(&b, "k", 1).await, 0);
-    // ... and once it has, both share the new settings' state.
+    // ... and once it has, both share the new settings: 5 used of 5.
     live_b.set(gcra("gcra 5/1h"));
-    assert_eq!(admitted(&b, "k", 5).await, 3);
+    assert_eq!(admitted(&b, "k", 5).await, 0);
     assert_eq!(admitted(&a, "k", 1).await, 0);
+    assert_eq!(admitted(&b, "other", 9).await, 5);
     // Settings the scripts cannot decide exactly: logged, the previous
     // ones stay in force in Redis.
     live_a.set(gcra("sliding-window 5/30d"));
