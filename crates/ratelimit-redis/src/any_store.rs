@@ -1,10 +1,14 @@
 //! A store chosen by settings: in memory, or in Redis with its failure
 //! policy, behind one type.
 
+#[cfg(feature = "live")]
+use crate::LiveRedis;
 use crate::{
     BreakerConfig, BuildError, CheckFuture, RedisStore, RedisStoreBuilder, StoreFuture,
     DEFAULT_PREFIX, DEFAULT_TIMEOUT,
 };
+#[cfg(feature = "live")]
+use ratelimit_core::LiveAlgorithm;
 use ratelimit_core::{AnyAlgorithm, Decision, MemoryStore, StableKey, Store, StoreError};
 use std::fmt;
 use std::future::Future;
@@ -12,10 +16,6 @@ use std::hash::Hash;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
-#[cfg(feature = "live")]
-use crate::LiveRedis;
-#[cfg(feature = "live")]
-use ratelimit_core::LiveAlgorithm;
 
 /// Where limits keep their state, as settings: an app reads this from its
 /// configuration and calls [`build`](Self::build) for each limit, and

@@ -232,11 +232,13 @@ impl RedisStoreBuilder {
     }
 
     /// Whether limits were added with [`and_limit`](Self::and_limit).
+    #[cfg(feature = "live")]
     pub(crate) fn has_more_limits(&self) -> bool {
         !self.more.is_empty()
     }
 
     /// The same settings for `algorithm`.
+    #[cfg(feature = "live")]
     pub(crate) fn with_algorithm(mut self, algorithm: AnyAlgorithm) -> Self {
         self.algorithm = algorithm;
         self
@@ -579,11 +581,13 @@ impl RedisStore {
     }
 
     /// Whether `other` is this store (a clone of it).
+    #[cfg(feature = "live")]
     pub(crate) fn is(&self, other: &RedisStore) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 
     /// The connection, for another store to share.
+    #[cfg(feature = "live")]
     pub(crate) fn conn(&self) -> Arc<Conn> {
         Arc::clone(&self.inner.conn)
     }
@@ -591,6 +595,7 @@ impl RedisStore {
     /// Takes every lease's unspent units out of this store (a live
     /// store's old version), with the caller's time now, for another
     /// store to give back.
+    #[cfg(feature = "live")]
     pub(crate) fn take_leases(&self) -> Vec<(Unspent, u64)> {
         let Some(leases) = &self.inner.leases else {
             return Vec::new();
@@ -607,6 +612,7 @@ impl RedisStore {
 
     /// Gives `unspent` back to Redis through this store, in tasks (see
     /// [`take_leases`](Self::take_leases)).
+    #[cfg(feature = "live")]
     pub(crate) fn give_back(&self, unspent: Vec<(Unspent, u64)>) {
         for (u, now) in unspent {
             self.inner.give_back(Some(u), now);

@@ -5,12 +5,13 @@
 
 use crate::harness::Rng;
 use crate::server;
-use ratelimit_core::{Algorithm, Anchor, AnyAlgorithm, Decision, LiveAlgorithm, MemoryStore, Store};
+use ratelimit_core::{
+    Algorithm, Anchor, AnyAlgorithm, Decision, LiveAlgorithm, MemoryStore, Store,
+};
 use ratelimit_redis::{LiveRedis, RedisStore, StoreSettings, TimeSource};
 use std::sync::Arc;
 use std::time::Duration;
 
-const SEC: u64 = 1_000_000_000;
 /// A real epoch time (2023-11-14), on no whole second.
 const T0: u64 = 1_700_000_000_123_456_789;
 
@@ -59,8 +60,14 @@ const PAIRS: &[(&str, &str)] = &[
         "fixed-window 3/1h anchor key-offset",
         "fixed-window 4/1h anchor key-offset",
     ),
-    ("fixed-window 3/1s", "fixed-window 5/700ms anchor first-request"),
-    ("fixed-window 3/1s anchor key-offset", "fixed-window 2/300ms"),
+    (
+        "fixed-window 3/1s",
+        "fixed-window 5/700ms anchor first-request",
+    ),
+    (
+        "fixed-window 3/1s anchor key-offset",
+        "fixed-window 2/300ms",
+    ),
     ("sliding-log 3/1h", "sliding-log 4/1h"),
     ("sliding-log 3/1h", "sliding-log 4/2h"),
     ("sliding-log 5/1h", "sliding-log 2/1h"),
@@ -72,7 +79,10 @@ const PAIRS: &[(&str, &str)] = &[
     ("sliding-window 5/1s", "sliding-window 3/700ms"),
     ("gcra 999983/1h burst 3", "gcra 7/13s burst 5"),
     ("token-bucket 5 refill 3/7s", "gcra 1000003/1d burst 9"),
-    ("leaky-bucket 999983/1h queue 3", "leaky-bucket 7/13s queue 2"),
+    (
+        "leaky-bucket 999983/1h queue 3",
+        "leaky-bucket 7/13s queue 2",
+    ),
     ("sliding-window 7/13s", "sliding-window 999983/1h"),
     ("gcra 3/1h", "fixed-window 4/1h"),
     ("fixed-window 3/1h", "sliding-log 4/1h"),
@@ -110,11 +120,19 @@ async fn a_change_of_kind_starts_fresh_in_redis_even_back_and_forth() {
         assert!(check(&store, "k", 2, T0).await.allowed);
         live.set(spec(new));
         let limit = spec(new).limit();
-        assert_eq!(check(&store, "k", 0, T0).await.remaining, limit, "{old} -> {new}");
+        assert_eq!(
+            check(&store, "k", 0, T0).await.remaining,
+            limit,
+            "{old} -> {new}"
+        );
         // Back to the old kind: the state it had was deleted.
         live.set(spec(old));
         let limit = spec(old).limit();
-        assert_eq!(check(&store, "k", 0, T0).await.remaining, limit, "{new} -> {old}");
+        assert_eq!(
+            check(&store, "k", 0, T0).await.remaining,
+            limit,
+            "{new} -> {old}"
+        );
     }
 }
 
@@ -137,9 +155,9 @@ async fn carry_over_in_redis_matches_memory_decision_by_decision() {
             let (mut on_new, mut overridden) = (false, false);
             // ratelimit-core reopens a first-request window refunded to a
             // count of 0, Redis keeps it (see exact.rs): no refunds there.
-            let refunds = ![a, b].iter().any(|x| {
-                matches!(x, AnyAlgorithm::FixedWindow(w) if w.anchor() == Anchor::FirstRequest)
-            });
+            let refunds = ![a, b].iter().any(
+                |x| matches!(x, AnyAlgorithm::FixedWindow(w) if w.anchor() == Anchor::FirstRequest),
+            );
             let mut last: Option<(String, u64, u64)> = None;
             for step in 0..160 {
                 let what = rng.below(100);
@@ -209,9 +227,12 @@ async fn overrides_come_and_go_in_redis() {
     live.set_override("vip", spec("fixed-window 5/1h")).unwrap();
     assert_eq!(check(&store, "vip", 0, T0).await.remaining, 5);
     for i in 1..ratelimit_core::MAX_OVERRIDES {
-        live.set_override(&format!("c{i}"), spec("gcra 9/1h")).unwrap();
+        live.set_override(&format!("c{i}"), spec("gcra 9/1h"))
+            .unwrap();
     }
-    assert!(live.set_override("one-too-many", spec("gcra 9/1h")).is_err());
+    assert!(live
+        .set_override("one-too-many", spec("gcra 9/1h"))
+        .is_err());
     assert_eq!(check(&store, "c7", 0, T0).await.remaining, 9);
     assert_eq!(check(&store, "one-too-many", 0, T0).await.remaining, 3);
 }
@@ -334,7 +355,7 @@ async fn deny_cache_and_leases_do_not_outlive_a_change() {
     live.set(spec("gcra 10/1h"));
     assert!(check(&store, "h", 1, T0).await.allowed);
     assert!(check(&store, "h", 1, T0).await.allowed); // takes 3, spends 1
-    // Used in Redis: 1 + 3 of 10; 2 of the lease unspent.
+                                                      // Used in Redis: 1 + 3 of 10; 2 of the lease unspent.
     live.set(spec("gcra 20/1h"));
     // The change gives the 2 back (in a task) and spends none of them: the
     // next check goes to Redis, under 20/1h.

@@ -314,7 +314,8 @@ async fn a_reload_that_needs_a_restart_is_rejected_whole() {
 
 #[tokio::test]
 async fn a_reload_removing_a_limit_is_rejected_naming_it() {
-    let two = format!("{LIVE}\n[[limit]]\nname = \"b\"\nalgorithm = \"gcra 1/1s\"\nkey = \"global\"\n");
+    let two =
+        format!("{LIVE}\n[[limit]]\nname = \"b\"\nalgorithm = \"gcra 1/1s\"\nkey = \"global\"\n");
     let table = PolicyTable::from_toml(&two, None).unwrap();
     let clock = ManualClock::new();
     let (app, handle) = app_and_handle(&table, &clock);
