@@ -79,6 +79,8 @@ pub struct LiveRedis {
     /// Builds each version's stores: live keys, the shared connection.
     template: RedisStoreBuilder,
     current: ArcSwap<Version>,
+    /// Held while moving to new settings.
+    advancing: Mutex<()>,
 }
 
 /// The stores of one version of the settings.
@@ -116,6 +118,7 @@ impl RedisStoreBuilder {
                 store,
                 overrides: Mutex::default(),
             }),
+            advancing: Mutex::new(()),
         })
     }
 }
@@ -139,8 +142,8 @@ impl LiveRedis {
         // The version first, then the settings: these are never older.
         let mut version = self.current.load_full();
         let (id, algorithm) = self.live.algorithm_for(key);
-        if id != version.id && after(id, version.id) {
-            version = self.advance(&version, id);
+        if after(id, version.id) {
+            version = self.advance(id);
         }
         if algorithm == version.default {
             return version.store.clone();
@@ -183,8 +186,18 @@ impl LiveRedis {
     }
 
     /// Moves to version `id`: new stores (no deny cache or lease crosses a
-    /// change), the old leases' units given back through them.
-    fn advance(&self, old: &Arc<Version>, id: u32) -> Arc<Version> {
+    /// change), the old leases' units given back through them. One check
+    /// moves, the others wait for it.
+    fn advance(&self, id: u32) -> Arc<Version> {
+        let _one = self
+            .advancing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let old = self.current.load_full();
+        if !after(id, old.id) {
+            // Another check moved on first (to this version or a later one).
+            return old;
+        }
         let default = self.live.get();
         let store = match self.build(default, 0) {
             Ok(store) => store,
@@ -199,22 +212,9 @@ impl LiveRedis {
             store,
             overrides: Mutex::default(),
         });
-        let mut replaced = None;
-        self.current.rcu(|cur| {
-            if after(id, cur.id) {
-                replaced = Some(Arc::clone(cur));
-                Arc::clone(&new)
-            } else {
-                replaced = None;
-                Arc::clone(cur)
-            }
-        });
-        let Some(replaced) = replaced else {
-            // Another check moved on first (to this version or a later one).
-            return self.current.load_full();
-        };
-        if !replaced.store.is(&new.store) {
-            new.store.give_back(take_all(&replaced));
+        self.current.store(Arc::clone(&new));
+        if !old.store.is(&new.store) {
+            new.store.give_back(take_all(&old));
         }
         new
     }
