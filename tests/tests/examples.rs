@@ -731,3 +731,6 @@ mod hardening;
 
 #[path = "examples/on_redis.rs"]
 mod on_redis;
+
+#[path = "examples/policy_on_redis.rs"]
+mod policy_on_redis;
