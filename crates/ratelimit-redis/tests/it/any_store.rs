@@ -22,7 +22,11 @@ async fn admitted<S: Store<String>>(store: &S, key: &str, n: usize) -> usize {
 
 #[tokio::test]
 async fn memory_by_settings() {
-    let settings = StoreSettings::Memory { max_keys: Some(10) };
+    // A cap far above the test's two keys: it is split over the shards,
+    // and two keys sharing a shard of one place would evict each other.
+    let settings = StoreSettings::Memory {
+        max_keys: Some(100_000),
+    };
     let store: AnyStore<String> = settings.build("login", gcra("gcra 3/1h")).unwrap();
     assert!(matches!(store, AnyStore::Memory(_)));
     assert_eq!(store.algorithm().to_string(), "gcra 3/1h");
@@ -34,16 +38,21 @@ async fn memory_by_settings() {
     store.maintain(0);
 }
 
-#[tokio::test]
-async fn redis_by_settings_shared_by_two_instances_and_apart_per_limit() {
-    let server = server!();
-    let settings = StoreSettings::Redis {
+/// Redis settings on `server`, with `prefix`, no fallback, a 5 s timeout.
+pub fn settings(server: &crate::harness::RedisServer, prefix: &str) -> StoreSettings {
+    StoreSettings::Redis {
         url: server.url(),
-        prefix: Some("app:".to_owned()),
+        prefix: Some(prefix.to_owned()),
         timeout: Some(Duration::from_secs(5)),
         fallback_max_keys: None,
         lease: None,
-    };
+    }
+}
+
+#[tokio::test]
+async fn redis_by_settings_shared_by_two_instances_and_apart_per_limit() {
+    let server = server!();
+    let settings = settings(&server, "app:");
     let a: AnyStore<String> = settings.build("login", gcra("gcra 3/1h")).unwrap();
     let b: AnyStore<String> = settings.build("login", gcra("gcra 3/1h")).unwrap();
     let other: AnyStore<String> = settings.build("search", gcra("gcra 3/1h")).unwrap();
@@ -157,13 +166,7 @@ fn settings_from_toml() {
 async fn live_settings_through_redis_reach_each_instance_on_its_reload() {
     use ratelimit_core::LiveAlgorithm;
     let server = server!();
-    let settings = StoreSettings::Redis {
-        url: server.url(),
-        prefix: None,
-        timeout: Some(Duration::from_secs(5)),
-        fallback_max_keys: None,
-        lease: None,
-    };
+    let settings = settings(&server, "live:");
     let (live_a, live_b) = (
         LiveAlgorithm::new(gcra("gcra 3/1h")),
         LiveAlgorithm::new(gcra("gcra 3/1h")),

@@ -8,7 +8,7 @@ use crate::server;
 use ratelimit_core::{
     Algorithm, Anchor, AnyAlgorithm, Decision, LiveAlgorithm, MemoryStore, Store,
 };
-use ratelimit_redis::{LiveRedis, RedisStore, StoreSettings, TimeSource};
+use ratelimit_redis::{LiveRedis, RedisStore, TimeSource};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -118,21 +118,12 @@ async fn a_change_of_kind_starts_fresh_in_redis_even_back_and_forth() {
         let live = LiveAlgorithm::new(spec(old));
         let store = live_store(&server.url(), &format!("kind{i}:"), &live);
         assert!(check(&store, "k", 2, T0).await.allowed);
-        live.set(spec(new));
-        let limit = spec(new).limit();
-        assert_eq!(
-            check(&store, "k", 0, T0).await.remaining,
-            limit,
-            "{old} -> {new}"
-        );
-        // Back to the old kind: the state it had was deleted.
-        live.set(spec(old));
-        let limit = spec(old).limit();
-        assert_eq!(
-            check(&store, "k", 0, T0).await.remaining,
-            limit,
-            "{new} -> {old}"
-        );
+        // Over and back: the state of the kind left was deleted.
+        for (from, to) in [(old, new), (new, old)] {
+            live.set(spec(to));
+            let remaining = check(&store, "k", 0, T0).await.remaining;
+            assert_eq!(remaining, spec(to).limit(), "{from} -> {to}");
+        }
     }
 }
 
@@ -265,13 +256,7 @@ async fn two_instances_reload_their_own_settings_on_one_redis() {
     assert!(!check(&b, "k", 1, T0).await.allowed);
     assert!(!check(&a, "k", 1, T0).await.allowed);
     // Through StoreSettings (what the policy table builds), too.
-    let settings = StoreSettings::Redis {
-        url: server.url(),
-        prefix: Some("app:".to_owned()),
-        timeout: Some(Duration::from_secs(5)),
-        fallback_max_keys: None,
-        lease: None,
-    };
+    let settings = crate::any_store::settings(&server, "app:");
     let live = LiveAlgorithm::new(spec("fixed-window 2/1d"));
     let x = settings.build_live::<String>("login", &live).unwrap();
     let y = settings.build_live::<String>("login", &live_b).unwrap();
