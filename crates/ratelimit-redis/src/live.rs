@@ -20,6 +20,22 @@ const OVERRIDE_TABLES: usize = 64;
 /// as a [`Store`] through [`store_for`](Self::store_for), or through
 /// [`AnyStore`](crate::AnyStore).
 ///
+/// ```no_run
+/// use ratelimit_core::{AnyAlgorithm, LiveAlgorithm, Store};
+/// use ratelimit_redis::RedisStore;
+///
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// let live = LiveAlgorithm::new("gcra 3/1h".parse::<AnyAlgorithm>()?);
+/// let store = RedisStore::builder("redis://127.0.0.1/", live.get()).build_live(&live)?;
+/// store.store_for("k").check("k", 2, 0).await?;
+/// live.set("gcra 4/1h".parse::<AnyAlgorithm>()?);
+/// // 2 used of a new 4 leaves 2, in Redis.
+/// assert_eq!(store.store_for("k").check("k", 0, 0).await?.remaining, 2);
+/// // One client with 10 times the quota, until the override is removed.
+/// live.set_override("vip", "gcra 30/1h".parse::<AnyAlgorithm>()?)?;
+/// # Ok(()) }
+/// ```
+///
 /// # Keys and carry-over
 ///
 /// A key's state lives at `{prefix}{key}:live` whatever the settings, and
