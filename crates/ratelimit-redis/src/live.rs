@@ -121,10 +121,12 @@ impl RedisStoreBuilder {
             ));
         }
         self.live = true;
+        // The version first, then the settings: these are never older (a
+        // change between the two is picked up by the next check).
+        let (id, _) = live.algorithm_for("");
         let default = live.get();
         let store = self.clone().with_algorithm(default).build()?;
         self.conn = Some(store.conn());
-        let (id, _) = live.algorithm_for("");
         Ok(LiveRedis {
             live: live.clone(),
             template: self,
