@@ -72,11 +72,14 @@ const OVERRIDE_TABLES: usize = 64;
 /// Each instance follows its own [`LiveAlgorithm`] (its own reload of the
 /// file). Between two instances' reloads, each decides under its own
 /// settings on the same state, carrying a key over to its settings when
-/// it touches it: a key moved back and forth loses at most the rounding
-/// up of each carry (under one emission interval, per change), never
-/// gains. Once every instance has reloaded they agree again. (A version
-/// shared through Redis would not be exact either: each instance would
-/// still pick it up on its next read.)
+/// it touches it, as one instance would on a change there and back: each
+/// carry rounds the quota used up, and caps it at the smaller limit, so a
+/// client may lose a fraction of a request, or be forgiven what it used
+/// past the smaller limit. Once every instance has reloaded they agree
+/// again. (A version shared through Redis would leave the same window:
+/// each instance picks it up on its next read.) The tests cover two
+/// instances on one server (`tests/it/live.rs`) and the policy table on
+/// two instances (`tests/tests/examples/policy_on_redis.rs`).
 ///
 /// # Deny cache, leases, fallback
 ///
