@@ -737,3 +737,6 @@ mod recipes;
 
 #[path = "examples/grpc.rs"]
 mod grpc;
+
+#[path = "examples/policy_on_redis.rs"]
+mod policy_on_redis;

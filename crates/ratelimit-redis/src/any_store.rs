@@ -1,10 +1,14 @@
 //! A store chosen by settings: in memory, or in Redis with its failure
 //! policy, behind one type.
 
+#[cfg(feature = "live")]
+use crate::LiveRedis;
 use crate::{
-    BreakerConfig, BuildError, CheckFuture, RedisStore, StoreFuture, DEFAULT_PREFIX,
-    DEFAULT_TIMEOUT,
+    BreakerConfig, BuildError, CheckFuture, RedisStore, RedisStoreBuilder, StoreFuture,
+    DEFAULT_PREFIX, DEFAULT_TIMEOUT,
 };
+#[cfg(feature = "live")]
+use ratelimit_core::LiveAlgorithm;
 use ratelimit_core::{AnyAlgorithm, Decision, MemoryStore, StableKey, Store, StoreError};
 use std::fmt;
 use std::future::Future;
@@ -12,8 +16,6 @@ use std::hash::Hash;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
-#[cfg(feature = "live")]
-use {arc_swap::ArcSwap, ratelimit_core::LiveAlgorithm, std::sync::Arc};
 
 /// Where limits keep their state, as settings: an app reads this from its
 /// configuration and calls [`build`](Self::build) for each limit, and
@@ -125,6 +127,15 @@ impl StoreSettings {
 
     /// The Redis store of the limit `name` (settings `Redis` only).
     fn redis(&self, name: &str, algorithm: AnyAlgorithm) -> Result<RedisStore, BuildError> {
+        self.redis_builder(name, algorithm)?.build()
+    }
+
+    /// The builder of the Redis store of the limit `name`.
+    fn redis_builder(
+        &self,
+        name: &str,
+        algorithm: AnyAlgorithm,
+    ) -> Result<RedisStoreBuilder, BuildError> {
         let Self::Redis {
             url,
             prefix,
@@ -148,26 +159,25 @@ impl StoreSettings {
         if let Some(size) = lease {
             builder = builder.lease(*size, Duration::from_secs(1));
         }
-        builder.build()
+        Ok(builder)
     }
 
     /// The store of the limit `name` following `live`, the algorithm a
-    /// policy table's reloads change:
+    /// policy table's reloads and overrides change, keeping each key's
+    /// used quota across a change in memory and in Redis alike:
     ///
-    /// - in memory, a `MemoryStore` of `live` itself: every change keeps
-    ///   each key's used quota (see [`LiveAlgorithm`]), overrides
-    ///   included;
-    /// - in Redis, a store rebuilt on the first call after each change of
-    ///   `live`'s default algorithm. Redis keys carry a fingerprint of the
-    ///   settings, so the new settings start full in Redis (no carry-over;
-    ///   per-key overrides are not applied there). How a change reaches
-    ///   every instance: each instance reloads its own copy of the file
-    ///   (SIGHUP or file change); instances on the same settings share
-    ///   state, and one not yet reloaded keeps deciding under the old
-    ///   settings, on the old keys, until it is.
+    /// - in memory, a `MemoryStore` of `live` itself (see
+    ///   [`LiveAlgorithm`]);
+    /// - in Redis, a [`LiveRedis`]: its keys name no settings, so every
+    ///   setting of the limit shares them, and its scripts carry a key's
+    ///   state over to new settings exactly as `LiveAlgorithm` does in
+    ///   memory (see [`LiveRedis`]), overrides included.
     ///
-    /// A Redis rebuild that fails (settings the scripts cannot decide
-    /// exactly) is logged, and the previous settings stay in force.
+    /// How a change reaches every instance: each instance reloads its own
+    /// copy of the file (SIGHUP or file change). The state is shared, so
+    /// an instance not yet reloaded keeps deciding under the old settings
+    /// on the same keys, carrying each key it touches back to them (see
+    /// [`LiveRedis`]) until it reloads.
     #[cfg(feature = "live")]
     pub fn build_live<K>(
         &self,
@@ -180,67 +190,10 @@ impl StoreSettings {
                     .max_keys(*max_keys)
                     .build(),
             ),
-            Self::Redis { .. } => {
-                let algorithm = live.get();
-                let store = self.redis(name, algorithm)?;
-                AnyStore::LiveRedis(Box::new(LiveRedis {
-                    live: live.clone(),
-                    settings: self.clone(),
-                    name: name.to_owned(),
-                    current: ArcSwap::from_pointee((algorithm, store)),
-                }))
-            }
+            Self::Redis { .. } => AnyStore::LiveRedis(Box::new(
+                self.redis_builder(name, live.get())?.build_live(live)?,
+            )),
         })
-    }
-}
-
-/// A Redis store following a [`LiveAlgorithm`] (see
-/// [`StoreSettings::build_live`]).
-#[cfg(feature = "live")]
-pub struct LiveRedis {
-    live: LiveAlgorithm,
-    settings: StoreSettings,
-    name: String,
-    current: ArcSwap<(AnyAlgorithm, RedisStore)>,
-}
-
-#[cfg(feature = "live")]
-impl LiveRedis {
-    /// The store for the live algorithm's current default, rebuilt if it
-    /// changed since the last call.
-    pub fn store(&self) -> RedisStore {
-        let want = self.live.get();
-        let current = self.current.load();
-        if current.0 == want {
-            return current.1.clone();
-        }
-        match self.settings.redis(&self.name, want) {
-            Ok(store) => {
-                self.current.store(Arc::new((want, store.clone())));
-                store
-            }
-            Err(e) => {
-                tracing::error!(
-                    target: "ratelimit_redis",
-                    limit = %self.name,
-                    error = %e,
-                    "new settings not applied in redis; the previous ones stay"
-                );
-                // Not tried again until the settings change once more.
-                self.current.store(Arc::new((want, current.1.clone())));
-                current.1.clone()
-            }
-        }
-    }
-}
-
-#[cfg(feature = "live")]
-impl fmt::Debug for LiveRedis {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LiveRedis")
-            .field("name", &self.name)
-            .field("store", &self.current.load().1)
-            .finish()
     }
 }
 
@@ -272,7 +225,7 @@ pub enum AnyStore<K> {
     /// In memory, following a [`LiveAlgorithm`].
     #[cfg(feature = "live")]
     LiveMemory(MemoryStore<LiveAlgorithm, K>),
-    /// In Redis, rebuilt when a [`LiveAlgorithm`] changes.
+    /// In Redis, following a [`LiveAlgorithm`], carrying each key over.
     #[cfg(feature = "live")]
     LiveRedis(Box<LiveRedis>),
 }
@@ -287,7 +240,7 @@ impl<K> AnyStore<K> {
             #[cfg(feature = "live")]
             Self::LiveMemory(m) => m.algorithm().get(),
             #[cfg(feature = "live")]
-            Self::LiveRedis(r) => r.live.get(),
+            Self::LiveRedis(r) => r.live().get(),
         }
     }
 }
@@ -371,7 +324,7 @@ where
             Self::LiveMemory(m) => AnyStoreFuture::Ready(Some(m.check(key, cost, now))),
             #[cfg(feature = "live")]
             Self::LiveRedis(r) => {
-                AnyStoreFuture::Redis(Store::<K>::check(&r.store(), key, cost, now))
+                AnyStoreFuture::Redis(Store::<K>::check(&r.store_for(key), key, cost, now))
             }
         }
     }
@@ -391,9 +344,13 @@ where
                 AnyStoreFuture::Ready(Some(Ok(())))
             }
             #[cfg(feature = "live")]
-            Self::LiveRedis(r) => {
-                AnyStoreFuture::Redis(Store::<K>::refund(&r.store(), key, cost, admitted_at, now))
-            }
+            Self::LiveRedis(r) => AnyStoreFuture::Redis(Store::<K>::refund(
+                &r.store_for(key),
+                key,
+                cost,
+                admitted_at,
+                now,
+            )),
         }
     }
 
@@ -437,7 +394,7 @@ where
                 m.maintain(now);
             }
             #[cfg(feature = "live")]
-            Self::LiveRedis(r) => Store::<K>::maintain(&r.current.load().1, now),
+            Self::LiveRedis(r) => r.maintain(now),
         }
     }
 }

@@ -60,6 +60,12 @@
 //! `redis::cluster::ClusterClient` (see [`Target`]) sends each check to
 //! the node owning its slot (tested on a three-node cluster).
 //!
+//! A store following a `LiveAlgorithm` (`LiveRedis`, feature `live`) is
+//! the exception: its key is `{prefix}{key}:live` whatever the settings,
+//! and each state is written with a stamp of the settings it was written
+//! under, so that new settings (or a key's override) carry the state over
+//! in the script instead of starting afresh (see `LiveRedis`).
+//!
 //! Every key carries a TTL (`PX`): it vanishes about a second after its
 //! state is back to full. The sliding log is a hash used as a deque,
 //! holding at most `limit` entries, as in memory.
@@ -259,14 +265,16 @@ mod conn;
 mod deny_cache;
 mod failure;
 mod lease;
+#[cfg(feature = "live")]
+mod live;
 mod log_throttle;
 mod plan;
 mod store;
 
-#[cfg(feature = "live")]
-pub use any_store::LiveRedis;
 pub use any_store::{AnyStore, AnyStoreFuture, StoreSettings};
 pub use breaker::{BreakerConfig, BreakerState};
+#[cfg(feature = "live")]
+pub use live::LiveRedis;
 pub use store::{
     CheckFuture, RedisStore, RedisStoreBuilder, StoreFuture, Target, TimeSource,
     DEFAULT_DENY_CACHE, DEFAULT_LEASES, DEFAULT_PREFIX, DEFAULT_TIMEOUT, MAX_LIMITS,

@@ -151,6 +151,35 @@ impl Plan {
     }
 }
 
+impl Plan {
+    /// The plan of a live store (one following a `LiveAlgorithm`): its key
+    /// names no numbers, only `live`, so that every setting of the limit
+    /// (and every override) shares it, and a last parameter, the stamp of
+    /// the settings (`kind:numbers`), is written with each state; a script
+    /// finding a state of the same kind under another stamp carries it
+    /// over, one of another kind is deleted (see `lua/common.lua`).
+    pub(crate) fn live(mut self, algorithm: &AnyAlgorithm) -> Self {
+        let (kind, numbers) = match algorithm {
+            AnyAlgorithm::Gcra(_) | AnyAlgorithm::TokenBucket(_) => ("g", 5),
+            AnyAlgorithm::LeakyBucket(_) => ("l", 5),
+            AnyAlgorithm::FixedWindow(_) => ("f", 2),
+            AnyAlgorithm::SlidingWindow(_) => ("s", 3),
+            AnyAlgorithm::SlidingLog(_) => ("o", 2),
+        };
+        let mut stamp = format!("{kind}:{}", self.params[..numbers].join(":"));
+        if let AnyAlgorithm::FixedWindow(w) = algorithm {
+            stamp.push_str(match w.anchor() {
+                Anchor::Aligned => ":a",
+                Anchor::FirstRequest => ":r",
+                Anchor::KeyOffset => ":k",
+            });
+        }
+        self.params.push(stamp);
+        self.tag = "live".to_owned();
+        self
+    }
+}
+
 /// The script checking several limits at once: each limit's own script
 /// wrapped as a function of its `KEYS` and `ARGV` (the parameters shadow
 /// the globals), then the driver `lua/multi.lua`.

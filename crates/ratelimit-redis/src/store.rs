@@ -103,6 +103,12 @@ pub struct RedisStoreBuilder {
     time: TimeSource,
     deny_cache: usize,
     lease: Option<(u64, Duration)>,
+    /// Keys and states of a live store (see `Plan::live`).
+    pub(crate) live: bool,
+    /// A connection shared with other stores (a live store's versions).
+    pub(crate) conn: Option<Arc<Conn>>,
+    /// The size of the lease table.
+    pub(crate) lease_slots: usize,
 }
 
 impl RedisStoreBuilder {
@@ -226,6 +232,19 @@ impl RedisStoreBuilder {
         self
     }
 
+    /// Whether limits were added with [`and_limit`](Self::and_limit).
+    #[cfg(feature = "live")]
+    pub(crate) fn has_more_limits(&self) -> bool {
+        !self.more.is_empty()
+    }
+
+    /// The same settings for `algorithm`.
+    #[cfg(feature = "live")]
+    pub(crate) fn with_algorithm(mut self, algorithm: AnyAlgorithm) -> Self {
+        self.algorithm = algorithm;
+        self
+    }
+
     /// The store. It connects lazily, in the background, on first use: a
     /// service starts even while Redis is down.
     ///
@@ -255,7 +274,10 @@ impl RedisStoreBuilder {
         }
         let mut parts: Vec<Part> = Vec::with_capacity(algorithms.len());
         for algorithm in algorithms {
-            let plan = Plan::new(&algorithm, self.time == TimeSource::Caller)?;
+            let mut plan = Plan::new(&algorithm, self.time == TimeSource::Caller)?;
+            if self.live {
+                plan = plan.live(&algorithm);
+            }
             if parts.iter().any(|p| p.plan.tag == plan.tag) {
                 return Err(BuildError::Unsupported(format!(
                     "the same limit twice in one store ({algorithm:?})"
@@ -281,11 +303,13 @@ impl RedisStoreBuilder {
         });
         Ok(RedisStore {
             inner: Arc::new(Inner {
-                conn: Arc::new(Conn::new(
-                    backend,
-                    self.connect_timeout,
-                    vec![script.clone()],
-                )),
+                conn: self.conn.unwrap_or_else(|| {
+                    Arc::new(Conn::new(
+                        backend,
+                        self.connect_timeout,
+                        vec![script.clone()],
+                    ))
+                }),
                 script,
                 parts: parts.into(),
                 prefix: self.prefix,
@@ -300,7 +324,7 @@ impl RedisStoreBuilder {
                     // A lease above the smallest capacity is never granted.
                     .map(|(size, ttl)| (size.min(min_limit), ttl))
                     .filter(|&(size, _)| size >= 2)
-                    .map(|(size, ttl)| Leases::new(DEFAULT_LEASES, size, ttl)),
+                    .map(|(size, ttl)| Leases::new(self.lease_slots, size, ttl)),
                 origin: tokio::time::Instant::now(),
             }),
         })
@@ -477,6 +501,9 @@ impl RedisStore {
             time: TimeSource::Redis,
             deny_cache: DEFAULT_DENY_CACHE,
             lease: None,
+            live: false,
+            conn: None,
+            lease_slots: DEFAULT_LEASES,
         }
     }
 
@@ -558,6 +585,45 @@ impl RedisStore {
         for u in leases.drain_expired(u64::MAX) {
             let now = self.inner.caller_now(&u);
             let _ = self.inner.refund(u.key, u.units, u.taken_at, now).await;
+        }
+    }
+
+    /// Whether `other` is this store (a clone of it).
+    #[cfg(feature = "live")]
+    pub(crate) fn is(&self, other: &RedisStore) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// The connection, for another store to share.
+    #[cfg(feature = "live")]
+    pub(crate) fn conn(&self) -> Arc<Conn> {
+        Arc::clone(&self.inner.conn)
+    }
+
+    /// Takes every lease's unspent units out of this store (a live
+    /// store's old version), with the caller's time now, for another
+    /// store to give back.
+    #[cfg(feature = "live")]
+    pub(crate) fn take_leases(&self) -> Vec<(Unspent, u64)> {
+        let Some(leases) = &self.inner.leases else {
+            return Vec::new();
+        };
+        leases
+            .drain_expired(u64::MAX)
+            .into_iter()
+            .map(|u| {
+                let now = self.inner.caller_now(&u);
+                (u, now)
+            })
+            .collect()
+    }
+
+    /// Gives `unspent` back to Redis through this store, in tasks (see
+    /// [`take_leases`](Self::take_leases)).
+    #[cfg(feature = "live")]
+    pub(crate) fn give_back(&self, unspent: Vec<(Unspent, u64)>) {
+        for (u, now) in unspent {
+            self.inner.give_back(Some(u), now);
         }
     }
 

@@ -584,8 +584,9 @@ impl PolicyTable {
 /// [`LiveAlgorithm`] for what each key keeps); anything else (an entry
 /// added, removed, renamed or moved, a key, routes, cost, counted
 /// statuses, mode, headers) needs a restart, and a table that changes it
-/// is rejected whole, naming the entry and the field: the running limits
-/// stay as they were.
+/// is rejected whole, naming the entry (the one added or removed) and the
+/// field: the running limits stay as they were, and
+/// [`watch`](Self::watch) logs why.
 #[derive(Debug)]
 pub struct PolicyHandle {
     limits: Box<[(PolicyEntry, LiveAlgorithm)]>,
@@ -615,6 +616,24 @@ impl PolicyHandle {
             entry: entry.map(str::to_owned),
             message,
         };
+        let runs = |name: &str| self.limits.iter().any(|(e, _)| e.name == name);
+        if let Some(added) = table.entries.iter().find(|e| !runs(&e.name)) {
+            if table.entries.len() > self.limits.len() {
+                return Err(fail(
+                    Some(&added.name),
+                    "added: adding a limit needs a restart".to_owned(),
+                ));
+            }
+        }
+        let kept = |name: &str| table.entries.iter().any(|e| e.name == name);
+        if let Some((removed, _)) = self.limits.iter().find(|(e, _)| !kept(&e.name)) {
+            if table.entries.len() < self.limits.len() {
+                return Err(fail(
+                    Some(&removed.name),
+                    "removed: removing a limit needs a restart".to_owned(),
+                ));
+            }
+        }
         if table.entries.len() != self.limits.len() {
             return Err(fail(
                 None,

@@ -94,8 +94,8 @@ impl RedisStores {
 impl Stores for RedisStores {
     type Store = AnyStore<PolicyKey>;
 
-    /// A Redis store rebuilt on each change of `live` (new settings start
-    /// full in Redis; each copy of the app reloads its own file).
+    /// A Redis store following `live`: a change keeps what each client has
+    /// used, in Redis too (each copy of the app reloads its own file).
     fn store(&self, name: &str, live: &LiveAlgorithm) -> Self::Store {
         StoreSettings::Redis {
             url: self.url.clone(),

@@ -5,6 +5,10 @@
 #[path = "../../../tests/src/spawned.rs"]
 mod spawned;
 
+#[allow(dead_code)]
+#[path = "../../../tests/src/redis_server.rs"]
+mod redis_server;
+
 use spawned::{run_to_exit, Spawned};
 use std::process::Command;
 
@@ -141,10 +145,28 @@ fn a_bad_policy_file_at_start_exits_naming_the_file() {
 #[cfg(unix)]
 #[test]
 fn sighup_reloads_the_policy_file() {
+    sighup_reloads("hup", None);
+}
+
+/// The same with the limits in Redis: the used quota carries over there.
+#[cfg(unix)]
+#[test]
+fn sighup_reloads_the_policy_file_on_redis() {
+    let Some(server) = redis_server::RedisServer::start() else {
+        return;
+    };
+    sighup_reloads("hup-redis", Some(&server.url()));
+}
+
+#[cfg(unix)]
+fn sighup_reloads(test: &str, redis_url: Option<&str>) {
     use std::time::{Duration, Instant};
-    let path = policy_file("hup", str::to_owned);
+    let path = policy_file(test, str::to_owned);
     let mut cmd = example();
     cmd.env("RATELIMIT_CONFIG", &path);
+    if let Some(url) = redis_url {
+        cmd.env("REDIS_URL", url);
+    }
     let mut app = Spawned::start(cmd);
     app.assert_info_log(&["rate limits from the policy file", "ratelimit.toml"]);
     let hup = |app: &Spawned| {

@@ -257,6 +257,16 @@ impl LiveAlgorithm {
         self.snapshot.load().current.overrides.get(&hash).copied()
     }
 
+    /// The version of the settings (a number that changes with every
+    /// change, wrapping) and the algorithm `key` follows under it (its
+    /// override, or the default), read together: for a store that decides
+    /// elsewhere under the same settings (`ratelimit-redis`).
+    pub fn algorithm_for<K: StableKey + ?Sized>(&self, key: &K) -> (u32, AnyAlgorithm) {
+        let snapshot = self.snapshot.load();
+        let current = &snapshot.current;
+        (current.id, *current.for_key(stable_hash(key)))
+    }
+
     /// The number of overrides.
     pub fn overrides(&self) -> usize {
         self.snapshot.load().current.overrides.len()

@@ -234,3 +234,16 @@ fn a_live_swap_under_64_threads_is_exact_and_never_torn() {
 fn a_live_state_is_56_bytes() {
     assert_eq!(std::mem::size_of::<ratelimit_core::LiveState>(), 56);
 }
+
+#[test]
+fn algorithm_for_reads_the_version_and_the_key_s_settings_together() {
+    let (live, _store) = store("gcra 3/1h");
+    let (v0, a) = live.algorithm_for("k");
+    assert_eq!(a.to_string(), "gcra 3/1h");
+    live.set_override("k", spec("fixed-window 9/1m")).unwrap();
+    let (v1, a) = live.algorithm_for("k");
+    assert_eq!(a.to_string(), "fixed-window 9/1m");
+    assert_ne!(v0, v1);
+    let (v2, other) = live.algorithm_for("other");
+    assert_eq!((v2, other.to_string()), (v1, "gcra 3/1h".to_owned()));
+}

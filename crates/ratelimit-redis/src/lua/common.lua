@@ -78,3 +78,75 @@ end
 local function corrupt()
   return error('ratelimit: unreadable state at key ' .. key)
 end
+
+-- a * b = q * m + r, exact for a < 2^53, b <= m < 2^52, a*b/m < 2^53.
+local function muldivmod(a, b, m)
+  local p = a * b
+  if p < TWO53 then
+    local r = fmod(p, m)
+    return (p - r) / m, r
+  end
+  local q, r = 0, 0
+  local bq, br = 0, b                         -- b * 2^i = bq*m + br
+  if br >= m then bq, br = 1, br - m end
+  while a > 0 do
+    local bit = fmod(a, 2)
+    if bit == 1 then
+      q = q + bq
+      r = r + br
+      if r >= m then r = r - m; q = q + 1 end
+    end
+    a = (a - bit) / 2
+    bq = bq + bq
+    br = br + br
+    if br >= m then br = br - m; bq = bq + 1 end
+  end
+  return q, r
+end
+
+-- (a * b) / m as (q, r), for a < m < 2^52 and any b < 2^52.
+local function muldiv(a, b, m)
+  local bq, br = divmod(b, m)
+  local q, r = muldivmod(a, br, m)
+  return a * bq + q, r
+end
+
+-- Live settings (a store following a LiveAlgorithm, see plan.rs): the
+-- algorithm's last parameter is the stamp of the settings, 'kind:numbers',
+-- and the key is the same whatever the numbers. A string state is stored
+-- as 'state|stamp', with the stamp it was written under; a state of
+-- another kind (or type) is deleted, so a change of kind starts fresh, and
+-- one of the same kind under other numbers is carried over by the
+-- algorithm's script, then written back under the current stamp.
+-- Without a stamp (an ordinary store) nothing of this runs.
+
+-- The text of a string state at the key and its stamp (nil, nil: absent;
+-- a live state of another kind is deleted).
+local function read_live(stamp)
+  if not stamp then return redis.call('GET', key), nil end
+  local t = redis.call('TYPE', key)['ok']
+  if t == 'none' then return nil, nil end
+  if t ~= 'string' then redis.call('DEL', key); return nil, nil end
+  local v = redis.call('GET', key)
+  local body, st = string.match(v, '^([^|]*)|(.+)$')
+  if not body or string.sub(st, 1, 2) ~= string.sub(stamp, 1, 2) then
+    redis.call('DEL', key)
+    return nil, nil
+  end
+  return body, st
+end
+
+-- The stored text of `body` under `stamp` (none: an ordinary store).
+local function with_stamp(body, stamp)
+  if stamp then return body .. '|' .. stamp end
+  return body
+end
+
+-- The numbers of a stamp after its kind.
+local function stamp_numbers(st)
+  local out = {}
+  for x in string.gmatch(string.sub(st, 3), '[^:]+') do
+    out[#out + 1] = tonumber(x)
+  end
+  return out
+end

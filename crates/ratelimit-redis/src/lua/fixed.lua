@@ -10,13 +10,48 @@ local function next_end()
   return norm(s, n + P - pos)
 end
 
+-- Live settings: the stamp 'f:P:L:anchor', the algorithm's sixth
+-- parameter (see common.lua).
+local STAMP = ARGV[13]
+
 local es, en, cnt
-local v = redis.call('GET', key)
+local function save_at(left)
+  if left <= 0 then
+    redis.call('DEL', key)
+  else
+    local body = fmt_time(es, en) .. ':' .. string.format('%d', cnt)
+    redis.call('SET', key, with_stamp(body, STAMP), 'PX', ttl_ms(left))
+  end
+end
+
+local v, st = read_live(STAMP)
 if v then
   local a, b, c = string.match(v, '^(%-?%d+):(%d+):(%d+)$')
   if not a then corrupt() end
   es, en, cnt = tonumber(a), tonumber(b), tonumber(c)
-else
+  if st and st ~= STAMP then
+    -- Carry-over, as ratelimit-core's LiveAlgorithm: the count of the old
+    -- window open now (none once it ended), capped at the new limit, in
+    -- the new window holding now; a first-request window keeps its start
+    -- (over once the new period has passed since).
+    local oP = stamp_numbers(st)[1]
+    if tdiff(s, n, es, en) >= 0 then cnt = 0 end
+    if cnt > 0 and first then
+      local ss, sn = norm(es, en - oP)
+      if tdiff(s, n, ss, sn) >= P then cnt = 0 else es, en = norm(ss, sn + P) end
+    elseif cnt > 0 then
+      es, en = next_end()
+    end
+    if cnt == 0 then
+      v = nil
+      redis.call('DEL', key)
+    else
+      cnt = math.min(cnt, L)
+      save_at(tdiff(es, en, s, n))
+    end
+  end
+end
+if not v then
   if op == 'r' then return {0, 0, 0, 0} end
   cnt = 0
   if first then es, en = 0, 0 else es, en = next_end() end
@@ -28,15 +63,10 @@ if tdiff(s, n, es, en) >= 0 then
   if not first then es, en = next_end() end
 end
 
+-- A count of 0 is kept while its window lasts: with first-request
+-- windows the end still matters, as in ratelimit-core.
 local function save()
-  local left = tdiff(es, en, s, n)
-  -- A count of 0 is kept while its window lasts: with first-request
-  -- windows the end still matters, as in ratelimit-core.
-  if left <= 0 then
-    redis.call('DEL', key)
-  else
-    redis.call('SET', key, fmt_time(es, en) .. ':' .. string.format('%d', cnt), 'PX', ttl_ms(left))
-  end
+  save_at(tdiff(es, en, s, n))
 end
 
 if op == 'r' then

@@ -2,7 +2,16 @@
 local cw, cf = tonumber(ARGV[11]), tonumber(ARGV[12])  -- B*T
 local burst = tonumber(ARGV[13])
 
-local dw, df = read_ahead()
+-- Carry-over from other settings (old: sw, sf, cw, cf): the quota used,
+-- 0 when behind now or beyond the old capacity, rescaled.
+local function carry(dw, df, o, old)
+  if dw < 0 or not le(dw, df, old[3], old[4]) then return nil end
+  local uw, uf = rescale(dw, df, o, old[1], old[2], burst, cw, cf)
+  if uw == 0 and uf == 0 then return nil end
+  return uw, uf, ceil_ns(uw, uf)
+end
+
+local dw, df = read_ahead(carry)
 
 if op == 'r' then
   if not dw then return {0, 0, 0, 0} end

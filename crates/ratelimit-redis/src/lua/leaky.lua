@@ -5,7 +5,21 @@ local queue = tonumber(ARGV[13])
 local mw, mf = 0, 0                                     -- -T
 if sf > 0 then mw, mf = -sw - 1, sc - sf else mw, mf = -sw, 0 end
 
-local dw, df = read_ahead()
+-- Carry-over from other settings (old: sw, sf, qw, qf): the next free
+-- slot from now, d + T_o in [0, (Q_o + 1) * T_o] (else 0), rescaled and
+-- capped at (Q + 1) * T.
+local function carry(dw, df, o, old)
+  local xw, xf = add_o(dw, df, old[1], old[2], o)
+  local fw, ff = add_o(old[3], old[4], old[1], old[2], o)
+  if xw < 0 or not le(xw, xf, fw, ff) then return nil end
+  local capw, capf = add(qw, qf, sw, sf)
+  local uw, uf = rescale(xw, xf, o, old[1], old[2], queue + 1, capw, capf)
+  if uw == 0 and uf == 0 then return nil end
+  local nw, nf = sub(uw, uf, sw, sf)
+  return nw, nf, ceil_ns(uw, uf)
+end
+
+local dw, df = read_ahead(carry)
 local present = dw ~= nil
 if not present or not le(dw, df, qw, qf) or le(dw, df, mw, mf) then
   dw, df = mw, mf

@@ -2,7 +2,15 @@
 -- oldest entry's index), t (one past the newest), and entry i as
 -- 'seconds:nanoseconds:cost'. At most L entries, as in ratelimit-core.
 local exact = ARGV[11] == '1'
-local meta = redis.call('HMGET', key, 'u', 'h', 't')
+-- Live settings: the stamp 'o:P:L', the algorithm's fifth parameter (see
+-- common.lua). Only the log is a hash, so a key of another type is
+-- another kind's state: deleted.
+local STAMP = ARGV[12]
+if STAMP then
+  local ty = redis.call('TYPE', key)['ok']
+  if ty ~= 'none' and ty ~= 'hash' then redis.call('DEL', key) end
+end
+local meta = redis.call('HMGET', key, 'u', 'h', 't', 's')
 local u, h, t = tonumber(meta[1]) or 0, tonumber(meta[2]) or 0, tonumber(meta[3]) or 0
 local changed = false
 
@@ -31,6 +39,30 @@ while h < t do
   redis.call('HDEL', key, h)
   h = h + 1
   changed = true
+end
+
+-- Over the limit (only after the limit was lowered, live): the oldest
+-- cost is dropped until the log holds exactly the limit, as
+-- ratelimit-core's LiveAlgorithm carries a log over.
+while u > L and h < t do
+  local es, en, c = entry(h)
+  local drop = math.min(u - L, c)
+  u = u - drop
+  if drop == c then
+    redis.call('HDEL', key, h)
+    h = h + 1
+  else
+    redis.call('HSET', key, h, fmt_entry(es, en, c - drop))
+  end
+  changed = true
+end
+
+-- Under settings other than those the log was last written under, its
+-- life is set anew: the newest entry counts for the new period.
+if STAMP and h < t and meta[4] ~= STAMP then
+  local es, en = entry(t - 1)
+  redis.call('HSET', key, 's', STAMP)
+  redis.call('PEXPIRE', key, ttl_ms(tdiff(es, en, s, n) + P))
 end
 
 local function persist()

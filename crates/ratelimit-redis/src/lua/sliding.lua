@@ -1,30 +1,5 @@
 -- Sliding window: state (start of the current window, prev, cur).
 
--- a * b = q * m + r, exact for a < 2^53, b <= m < 2^52, a*b/m < 2^53.
-local function muldivmod(a, b, m)
-  local p = a * b
-  if p < TWO53 then
-    local r = fmod(p, m)
-    return (p - r) / m, r
-  end
-  local q, r = 0, 0
-  local bq, br = 0, b                         -- b * 2^i = bq*m + br
-  if br >= m then bq, br = 1, br - m end
-  while a > 0 do
-    local bit = fmod(a, 2)
-    if bit == 1 then
-      q = q + bq
-      r = r + br
-      if r >= m then r = r - m; q = q + 1 end
-    end
-    a = (a - bit) / 2
-    bq = bq + bq
-    br = br + br
-    if br >= m then br = br - m; bq = bq + 1 end
-  end
-  return q, r
-end
-
 -- floor(a * P / m), for a result below 2^52.
 local function times_p_over(a, m)
   local pq, pr = divmod(P, m)
@@ -32,7 +7,11 @@ local function times_p_over(a, m)
   return a * pq + q
 end
 
-local v = redis.call('GET', key)
+-- Live settings: the stamp 's:P:L:Pg', the algorithm's fourth
+-- parameter (see common.lua).
+local STAMP = ARGV[11]
+
+local v, st = read_live(STAMP)
 local vs, vn, vp, vc
 if v then
   vs, vn, vp, vc = string.match(v, '^(%-?%d+):(%d+):(%d+):(%d+)$')
@@ -47,7 +26,32 @@ local e = time_mod(s, n)
 local left = P - e
 local cs, cn = norm(s, n - e)
 local prev, cur = 0, 0
-if v then
+local carried = false
+if v and st and st ~= STAMP then
+  -- Carry-over, as ratelimit-core's LiveAlgorithm: the counts rolled to
+  -- now under the old period; with the same period both are kept (capped
+  -- at the new limit), with another the old estimate now, rounded up,
+  -- becomes the count of the new window holding now.
+  local old = stamp_numbers(st)
+  local oP, oPg = old[1], old[3]
+  local eo = time_mod_p(s, n, oP, oPg)
+  local ws, wn = norm(s, n - eo)
+  local delta = tdiff(ws, wn, vs, vn)
+  local p0, c0 = 0, 0
+  if delta == 0 then
+    p0, c0 = tonumber(vp), tonumber(vc)
+  elseif delta == oP then
+    p0 = tonumber(vc)
+  end
+  if oP == P then
+    prev, cur = math.min(p0, L), math.min(c0, L)
+  else
+    local q, r = muldivmod(p0, oP - eo, oP)
+    if r > 0 then q = q + 1 end
+    cur = math.min(c0 + q, L)
+  end
+  carried = true
+elseif v then
   local delta = tdiff(cs, cn, vs, vn)
   if delta == 0 then
     prev, cur = tonumber(vp), tonumber(vc)
@@ -60,9 +64,11 @@ local function save()
   if prev == 0 and cur == 0 then
     redis.call('DEL', key)
   else
-    redis.call('SET', key, fmt_time(cs, cn) .. string.format(':%d:%d', prev, cur), 'PX', ttl_ms(left + P))
+    local body = fmt_time(cs, cn) .. string.format(':%d:%d', prev, cur)
+    redis.call('SET', key, with_stamp(body, STAMP), 'PX', ttl_ms(left + P))
   end
 end
+if carried then save() end
 
 if op == 'r' then
   local ea = time_mod(as, an)

@@ -20,6 +20,11 @@ local function mulmod(a, b, m)
   return r
 end
 
+-- (ts, tn) mod p, with pg = p / gcd(p, 1e9).
+local function time_mod_p(ts, tn, p, pg)
+  return fmod(mulmod(fmod(ts, pg), fmod(1e9, p), p) + tn, p)
+end
+
 -- (ts, tn) mod P.
 local function time_mod(ts, tn)
   return fmod(mulmod(fmod(ts, Pg), NS_MOD_P, P) + tn, P)

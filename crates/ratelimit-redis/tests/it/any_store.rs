@@ -22,7 +22,11 @@ async fn admitted<S: Store<String>>(store: &S, key: &str, n: usize) -> usize {
 
 #[tokio::test]
 async fn memory_by_settings() {
-    let settings = StoreSettings::Memory { max_keys: Some(10) };
+    // A cap far above the test's two keys: it is split over the shards,
+    // and two keys sharing a shard of one place would evict each other.
+    let settings = StoreSettings::Memory {
+        max_keys: Some(100_000),
+    };
     let store: AnyStore<String> = settings.build("login", gcra("gcra 3/1h")).unwrap();
     assert!(matches!(store, AnyStore::Memory(_)));
     assert_eq!(store.algorithm().to_string(), "gcra 3/1h");
@@ -34,16 +38,21 @@ async fn memory_by_settings() {
     store.maintain(0);
 }
 
-#[tokio::test]
-async fn redis_by_settings_shared_by_two_instances_and_apart_per_limit() {
-    let server = server!();
-    let settings = StoreSettings::Redis {
+/// Redis settings on `server`, with `prefix`, no fallback, a 5 s timeout.
+pub fn settings(server: &crate::harness::RedisServer, prefix: &str) -> StoreSettings {
+    StoreSettings::Redis {
         url: server.url(),
-        prefix: Some("app:".to_owned()),
+        prefix: Some(prefix.to_owned()),
         timeout: Some(Duration::from_secs(5)),
         fallback_max_keys: None,
         lease: None,
-    };
+    }
+}
+
+#[tokio::test]
+async fn redis_by_settings_shared_by_two_instances_and_apart_per_limit() {
+    let server = server!();
+    let settings = settings(&server, "app:");
     let a: AnyStore<String> = settings.build("login", gcra("gcra 3/1h")).unwrap();
     let b: AnyStore<String> = settings.build("login", gcra("gcra 3/1h")).unwrap();
     let other: AnyStore<String> = settings.build("search", gcra("gcra 3/1h")).unwrap();
@@ -150,20 +159,14 @@ fn settings_from_toml() {
 }
 
 /// How a reload reaches every instance through Redis: each instance
-/// reloads its own file; instances on the same settings share state, one
-/// not yet reloaded keeps the old settings' keys until it is.
+/// reloads its own file; the state is shared and carried over, and an
+/// instance not yet reloaded decides under its old settings until it is.
 #[cfg(feature = "live")]
 #[tokio::test]
 async fn live_settings_through_redis_reach_each_instance_on_its_reload() {
     use ratelimit_core::LiveAlgorithm;
     let server = server!();
-    let settings = StoreSettings::Redis {
-        url: server.url(),
-        prefix: None,
-        timeout: Some(Duration::from_secs(5)),
-        fallback_max_keys: None,
-        lease: None,
-    };
+    let settings = settings(&server, "live:");
     let (live_a, live_b) = (
         LiveAlgorithm::new(gcra("gcra 3/1h")),
         LiveAlgorithm::new(gcra("gcra 3/1h")),
@@ -172,16 +175,19 @@ async fn live_settings_through_redis_reach_each_instance_on_its_reload() {
     let b: AnyStore<String> = settings.build_live("l", &live_b).unwrap();
     assert_eq!(admitted(&a, "k", 2).await, 2);
     assert_eq!(admitted(&b, "k", 5).await, 1);
-    // Instance a reloads: the new settings start full in Redis ...
+    // Instance a reloads: the used quota carries over in Redis, 3 used of
+    // a new 5 leaves 2 ...
     live_a.set(gcra("gcra 5/1h"));
     assert_eq!(a.algorithm().to_string(), "gcra 5/1h");
-    assert_eq!(admitted(&a, "k", 2).await, 2);
-    // ... b, not yet reloaded, still decides on the old keys ...
+    assert_eq!(admitted(&a, "k", 5).await, 2);
+    // ... b, not yet reloaded, decides under its own settings on the same
+    // state (5 used, capped at its 3; here from its deny cache) ...
     assert_eq!(admitted(&b, "k", 1).await, 0);
-    // ... and once it has, both share the new settings' state.
+    // ... and once it has, both share the new settings: 5 used of 5.
     live_b.set(gcra("gcra 5/1h"));
-    assert_eq!(admitted(&b, "k", 5).await, 3);
+    assert_eq!(admitted(&b, "k", 5).await, 0);
     assert_eq!(admitted(&a, "k", 1).await, 0);
+    assert_eq!(admitted(&b, "other", 9).await, 5);
     // Settings the scripts cannot decide exactly: logged, the previous
     // ones stay in force in Redis.
     live_a.set(gcra("sliding-window 5/30d"));

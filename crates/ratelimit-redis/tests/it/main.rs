@@ -12,4 +12,6 @@ mod errors;
 mod exact;
 mod failure;
 mod lease;
+#[cfg(feature = "live")]
+mod live;
 mod multi;

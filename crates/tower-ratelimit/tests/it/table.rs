@@ -300,7 +300,7 @@ async fn a_reload_that_needs_a_restart_is_rejected_whole() {
             format!(
                 "{LIVE}\n[[limit]]\nname = \"b\"\nalgorithm = \"gcra 1/1s\"\nkey = \"global\"\n"
             ),
-            "2 limits where 1 run",
+            "limit \"b\": added: adding a limit needs a restart",
         ),
     ] {
         let err = handle
@@ -310,6 +310,26 @@ async fn a_reload_that_needs_a_restart_is_rejected_whole() {
     }
     assert_eq!(handle.reloads(), 0);
     assert_eq!(tickets(&app, "alice", 5).await, 3);
+}
+
+#[tokio::test]
+async fn a_reload_removing_a_limit_is_rejected_naming_it() {
+    let two =
+        format!("{LIVE}\n[[limit]]\nname = \"b\"\nalgorithm = \"gcra 1/1s\"\nkey = \"global\"\n");
+    let table = PolicyTable::from_toml(&two, None).unwrap();
+    let clock = ManualClock::new();
+    let (app, handle) = app_and_handle(&table, &clock);
+    let err = handle
+        .reload(&PolicyTable::from_toml(LIVE, None).unwrap())
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "limit \"b\": removed: removing a limit needs a restart"
+    );
+    assert_eq!(handle.reloads(), 0);
+    assert_eq!(handle.limit("b").unwrap().get().to_string(), "gcra 1/1s");
+    // "b" (1 a second for everyone, on every route) still runs.
+    assert_eq!(tickets(&app, "alice", 5).await, 1);
 }
 
 /// A file of its own for a test.
