@@ -362,14 +362,14 @@ impl Algorithm for LiveAlgorithm {
         }
     }
 
-    fn check(&self, state: &mut LiveState, now: u64, cost: u64) -> Decision {
+    fn check(&self, state: &mut LiveState, cost: u64, now: u64) -> Decision {
         let snapshot = self.snapshot.load();
-        Self::current(&snapshot, state, now).check(&mut state.state, now, cost)
+        Self::current(&snapshot, state, now).check(&mut state.state, cost, now)
     }
 
-    fn refund(&self, state: &mut LiveState, now: u64, admitted_at: u64, cost: u64) {
+    fn refund(&self, state: &mut LiveState, cost: u64, admitted_at: u64, now: u64) {
         let snapshot = self.snapshot.load();
-        Self::current(&snapshot, state, now).refund(&mut state.state, now, admitted_at, cost);
+        Self::current(&snapshot, state, now).refund(&mut state.state, cost, admitted_at, now);
     }
 
     fn is_full(&self, state: &LiveState, now: u64) -> bool {

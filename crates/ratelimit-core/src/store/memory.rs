@@ -269,10 +269,10 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         let (mut shard, now) = cell.enter(now);
         self.keep_unambiguous(&mut shard, now);
         let decision = match shard.table.find_mut(hash, |(k, _)| k.borrow() == key) {
-            Some((_, state)) => self.algorithm.check(state, now, cost),
+            Some((_, state)) => self.algorithm.check(state, cost, now),
             None => {
                 let mut state = self.algorithm.fresh(key, now);
-                let decision = self.algorithm.check(&mut state, now, cost);
+                let decision = self.algorithm.check(&mut state, cost, now);
                 if !self.algorithm.is_full(&state, now) {
                     self.insert(cell, &mut shard, hash, key.to_owned(), state, now)?;
                 }
@@ -299,7 +299,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         self.keep_unambiguous(&mut shard, now);
         if let Some((_, state)) = shard.table.find_mut(hash, |(k, _)| k.borrow() == key) {
             self.algorithm
-                .refund(state, now, admitted_at.min(now), cost);
+                .refund(state, cost, admitted_at.min(now), now);
             cell.denied.forget(hash);
         }
     }

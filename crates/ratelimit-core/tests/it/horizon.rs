@@ -86,7 +86,7 @@ fn replay_with<A: Algorithm>(
                 store.maintain(t);
             }
         }
-        let want = model.check(&key, t, cost);
+        let want = model.check(&key, cost, t);
         let got = store.check(&key, cost, t).unwrap();
         prop_assert!(
             agree(&got, &want),
@@ -241,7 +241,7 @@ fn a_key_idle_for_whole_wraps_is_fresh() {
                 (k * wrap + delta, 1),
             ] {
                 let got = store.check(&1, cost, t).unwrap();
-                let want = model.check(&1, t, cost);
+                let want = model.check(&1, cost, t);
                 assert!(
                     agree(&got, &want),
                     "k={k} delta={delta} t={t}: {got:?} vs {want:?}"
