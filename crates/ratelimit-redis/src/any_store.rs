@@ -365,10 +365,10 @@ where
     #[inline]
     fn check(&self, key: &K, cost: u64, now: u64) -> Self::CheckFuture {
         match self {
-            Self::Memory(m) => AnyStoreFuture::Ready(Some(m.check(key, cost, now))),
+            Self::Memory(m) => AnyStoreFuture::Ready(Some(m.check_sync(key, cost, now))),
             Self::Redis(r) => AnyStoreFuture::Redis(Store::<K>::check(r, key, cost, now)),
             #[cfg(feature = "live")]
-            Self::LiveMemory(m) => AnyStoreFuture::Ready(Some(m.check(key, cost, now))),
+            Self::LiveMemory(m) => AnyStoreFuture::Ready(Some(m.check_sync(key, cost, now))),
             #[cfg(feature = "live")]
             Self::LiveRedis(r) => {
                 AnyStoreFuture::Redis(Store::<K>::check(&r.store(), key, cost, now))
@@ -379,7 +379,7 @@ where
     fn refund(&self, key: &K, cost: u64, admitted_at: u64, now: u64) -> Self::RefundFuture {
         match self {
             Self::Memory(m) => {
-                m.refund(key, cost, admitted_at, now);
+                m.refund_sync(key, cost, admitted_at, now);
                 AnyStoreFuture::Ready(Some(Ok(())))
             }
             Self::Redis(r) => {
@@ -387,7 +387,7 @@ where
             }
             #[cfg(feature = "live")]
             Self::LiveMemory(m) => {
-                m.refund(key, cost, admitted_at, now);
+                m.refund_sync(key, cost, admitted_at, now);
                 AnyStoreFuture::Ready(Some(Ok(())))
             }
             #[cfg(feature = "live")]
@@ -402,9 +402,9 @@ where
     #[inline]
     fn check_now(&self, key: &K, cost: u64, now: u64) -> Option<Result<Decision, StoreError>> {
         match self {
-            Self::Memory(m) => Some(m.check(key, cost, now)),
+            Self::Memory(m) => Some(m.check_sync(key, cost, now)),
             #[cfg(feature = "live")]
-            Self::LiveMemory(m) => Some(m.check(key, cost, now)),
+            Self::LiveMemory(m) => Some(m.check_sync(key, cost, now)),
             _ => None,
         }
     }
@@ -418,9 +418,9 @@ where
         now: u64,
     ) -> Option<Result<(), StoreError>> {
         match self {
-            Self::Memory(m) => m.refund(key, cost, admitted_at, now),
+            Self::Memory(m) => m.refund_sync(key, cost, admitted_at, now),
             #[cfg(feature = "live")]
-            Self::LiveMemory(m) => m.refund(key, cost, admitted_at, now),
+            Self::LiveMemory(m) => m.refund_sync(key, cost, admitted_at, now),
             _ => return None,
         }
         Some(Ok(()))

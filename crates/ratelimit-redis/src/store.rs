@@ -373,16 +373,16 @@ struct Fallback {
 impl Fallback {
     fn check(&self, key: &str, cost: u64, now: u64) -> Result<Decision, StoreError> {
         if let [one] = self.memory.as_slice() {
-            return one.check(key, cost, now);
+            return one.check_sync(key, cost, now);
         }
         let _all = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
         let mut decisions = Vec::with_capacity(self.memory.len());
         for (i, memory) in self.memory.iter().enumerate() {
-            let d = memory.check(key, cost, now)?;
+            let d = memory.check_sync(key, cost, now)?;
             if !d.allowed {
                 // Give back what the limits before it took, at once.
                 for earlier in &self.memory[..i] {
-                    earlier.refund(key, cost, now, now);
+                    earlier.refund_sync(key, cost, now, now);
                 }
                 return Ok(d);
             }
@@ -393,7 +393,7 @@ impl Fallback {
 
     fn refund(&self, key: &str, cost: u64, admitted_at: u64, now: u64) {
         for memory in &self.memory {
-            memory.refund(key, cost, admitted_at, now);
+            memory.refund_sync(key, cost, admitted_at, now);
         }
     }
 

@@ -135,9 +135,9 @@ pub struct LiveState {
 ///
 /// let live = LiveAlgorithm::new("gcra 3/1h".parse::<AnyAlgorithm>().unwrap());
 /// let store = MemoryStore::new(live.clone());
-/// store.check("k", 2, 0).unwrap();
+/// store.check_sync("k", 2, 0).unwrap();
 /// live.set("gcra 4/1h".parse::<AnyAlgorithm>().unwrap());
-/// assert_eq!(store.check("k", 0, 0).unwrap().remaining, 2);
+/// assert_eq!(store.check_sync("k", 0, 0).unwrap().remaining, 2);
 /// # let _: &MemoryStore<LiveAlgorithm, String> = &store;
 /// ```
 #[derive(Clone)]

@@ -89,10 +89,10 @@ const MAINTAIN_STEP: usize = 16 * 1024;
 /// use std::time::Duration;
 ///
 /// let store = MemoryStore::new(Gcra::new(2, Duration::from_secs(1)).unwrap());
-/// assert!(store.check("alice", 1, 0).unwrap().allowed);
-/// assert!(store.check("alice", 1, 0).unwrap().allowed);
-/// assert!(!store.check("alice", 1, 0).unwrap().allowed);
-/// assert!(store.check("bob", 1, 0).unwrap().allowed);
+/// assert!(store.check_sync("alice", 1, 0).unwrap().allowed);
+/// assert!(store.check_sync("alice", 1, 0).unwrap().allowed);
+/// assert!(!store.check_sync("alice", 1, 0).unwrap().allowed);
+/// assert!(store.check_sync("bob", 1, 0).unwrap().allowed);
 /// # let _: &MemoryStore<Gcra, String> = &store;
 /// ```
 pub struct MemoryStore<A: Algorithm, K> {
@@ -253,8 +253,12 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     ///
     /// Fails only when a cap on keys is set with [`AtCapacity::Refuse`]
     /// and reached (see the type's docs).
+    ///
+    /// This is the synchronous form of [`Store::check`](crate::Store::check)
+    /// (whose future is ready at once), named apart so that neither hides
+    /// the other; it also takes a borrowed key (`&str` for `String` keys).
     #[inline]
-    pub fn check<Q>(&self, key: &Q, cost: u64, now: u64) -> Result<Decision, StoreError>
+    pub fn check_sync<Q>(&self, key: &Q, cost: u64, now: u64) -> Result<Decision, StoreError>
     where
         K: Borrow<Q>,
         Q: Hash + Eq + StableKey + ToOwned<Owned = K> + ?Sized,
@@ -287,8 +291,9 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
 
     /// Gives back `cost` that `key` was admitted at `admitted_at`, for
     /// policies that count only some outcomes (see
-    /// [`Algorithm::refund`]).
-    pub fn refund<Q>(&self, key: &Q, cost: u64, admitted_at: u64, now: u64)
+    /// [`Algorithm::refund`]). The synchronous form of
+    /// [`Store::refund`](crate::Store::refund).
+    pub fn refund_sync<Q>(&self, key: &Q, cost: u64, admitted_at: u64, now: u64)
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
