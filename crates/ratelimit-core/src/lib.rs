@@ -53,7 +53,7 @@ pub use algorithm::{LiveAlgorithm, LiveError, LiveState, MAX_OVERRIDES};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::Decision;
 pub use duration::{format_duration, parse_duration};
-pub use error::{ConfigError, StoreError};
+pub use error::{ConfigError, RemoteError, StoreError};
 pub use log_throttle::LogThrottle;
 pub use spec::SpecError;
 pub use store::{AtCapacity, BoxStore, MemoryStore, MemoryStoreBuilder, Store};

@@ -346,8 +346,9 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.get_mut() {
             Self::Ready(answer) => Poll::Ready(answer.take().unwrap_or_else(|| {
-                Err(StoreError::Backend(
-                    "store future polled after completion".to_owned(),
+                Err(StoreError::unavailable(
+                    "other",
+                    "store future polled after completion",
                 ))
             })),
             Self::Redis(future) => Pin::new(future).poll(cx),

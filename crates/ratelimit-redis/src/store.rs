@@ -524,20 +524,20 @@ impl RedisStore {
     pub async fn ping(&self) -> Result<(), StoreError> {
         let inner = &self.inner;
         let work = async {
-            let (mut c, _) = inner
-                .conn
-                .get()
-                .await
-                .map_err(|f| StoreError::Backend(f.to_string()))?;
+            let (mut c, _) = inner.conn.get().await.map_err(|f| f.to_store_error())?;
             redis::cmd("PING")
                 .query_async::<()>(&mut c)
                 .await
-                .map_err(|e| StoreError::Backend(format!("redis: {e}")))
+                .map_err(|e| Failure::redis(&e).to_store_error())
         };
         tokio::time::timeout(inner.timeout, work)
             .await
             .map_err(|_| {
-                StoreError::Backend(format!("redis: no answer within {:?}", inner.timeout))
+                Failure::new(
+                    Kind::Timeout,
+                    format!("no answer within {:?}", inner.timeout),
+                )
+                .to_store_error()
             })?
     }
 
@@ -648,7 +648,7 @@ impl Inner {
             Ok(v) => Err(Failure::new(
                 Kind::Reply,
                 format!(
-                    "redis: unexpected script reply of {} numbers, starting {:?}",
+                    "unexpected script reply of {} numbers, starting {:?}",
                     v.len(),
                     &v[..v.len().min(4)]
                 ),
@@ -845,7 +845,7 @@ impl Inner {
                 metrics::counter!("ratelimit_redis_fallback_total").increment(1);
                 memory.check(key, cost, now)
             }
-            None => Err(StoreError::Backend(failure.to_string())),
+            None => Err(failure.to_store_error()),
         }
     }
 
@@ -902,7 +902,7 @@ impl Inner {
                         memory.refund(&key, cost, admitted_at, now);
                         Ok(())
                     }
-                    None => Err(StoreError::Backend(failure.to_string())),
+                    None => Err(failure.to_store_error()),
                 }
             }
         }
@@ -927,7 +927,7 @@ impl Inner {
             tracing::warn!(
                 target: "ratelimit_redis",
                 kind = failure.kind.as_str(),
-                error = ?failure.message,
+                error = %failure.source,
                 key = ?key,
                 suppressed,
                 fallback = self.fallback.is_some(),
@@ -993,7 +993,10 @@ impl Future for CheckFuture {
         match &mut self.0 {
             CheckState::Ready(answer) => {
                 std::task::Poll::Ready(answer.take().unwrap_or_else(|| {
-                    Err(StoreError::Backend("check polled after completion".into()))
+                    Err(StoreError::unavailable(
+                        "other",
+                        "check polled after completion",
+                    ))
                 }))
             }
             CheckState::Pending(f) => f.as_mut().poll(cx),

@@ -32,7 +32,10 @@ impl Store<GlobalKey> for Remote {
         Box::pin(async move {
             tokio::task::yield_now().await;
             if down.load(Ordering::SeqCst) {
-                return Err(StoreError::Backend("connection refused".into()));
+                return Err(StoreError::unavailable(
+                    "io",
+                    std::io::Error::from(std::io::ErrorKind::ConnectionRefused),
+                ));
             }
             inner.check_sync(&key, cost, now)
         })
