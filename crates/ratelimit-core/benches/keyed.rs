@@ -150,7 +150,7 @@ fn ours<C: Clock>(path: Path, nkeys: usize, clock: &C) -> MemoryStore<Gcra, u64>
     let store = MemoryStore::new(path.ours());
     for i in 0..nkeys {
         let d = store
-            .check(&key(i), path.prefill().into(), clock.now())
+            .check_sync(&key(i), path.prefill().into(), clock.now())
             .unwrap();
         assert!(d.allowed);
     }
@@ -190,7 +190,7 @@ fn assert_path<C: Clock, G: governor::clock::Clock>(
 ) {
     let allowed = path == Path::Allowed;
     assert_eq!(
-        store.check(&key(0), 1, clock.now()).unwrap().allowed,
+        store.check_sync(&key(0), 1, clock.now()).unwrap().allowed,
         allowed
     );
     assert_eq!(limiter.check_key(&key(0)).is_ok(), allowed);
@@ -213,7 +213,7 @@ fn bench_clock<C: Clock, G: governor::clock::Clock + Sync>(
                 group.bench_function(BenchmarkId::new("ours", nkeys), |b| {
                     b.iter_custom(|iters| {
                         run(iters, threads, nkeys, &|k| {
-                            let _ = black_box(store.check(&k, 1, our_clock.now()));
+                            let _ = black_box(store.check_sync(&k, 1, our_clock.now()));
                         })
                     })
                 });
@@ -326,7 +326,7 @@ fn interleaved_table<C: Clock, G: governor::clock::Clock + Sync>(
                     threads,
                     nkeys,
                     &|k| {
-                        let _ = black_box(store.check(&k, 1, our_clock.now()));
+                        let _ = black_box(store.check_sync(&k, 1, our_clock.now()));
                     },
                     &|k| {
                         let _ = black_box(limiter.check_key(&k));

@@ -299,8 +299,9 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.get_mut() {
             Self::Ready(answer) => Poll::Ready(answer.take().unwrap_or_else(|| {
-                Err(StoreError::Backend(
-                    "store future polled after completion".to_owned(),
+                Err(StoreError::unavailable(
+                    "other",
+                    "store future polled after completion",
                 ))
             })),
             Self::Redis(future) => Pin::new(future).poll(cx),
@@ -318,10 +319,10 @@ where
     #[inline]
     fn check(&self, key: &K, cost: u64, now: u64) -> Self::CheckFuture {
         match self {
-            Self::Memory(m) => AnyStoreFuture::Ready(Some(m.check(key, cost, now))),
+            Self::Memory(m) => AnyStoreFuture::Ready(Some(m.check_sync(key, cost, now))),
             Self::Redis(r) => AnyStoreFuture::Redis(Store::<K>::check(r, key, cost, now)),
             #[cfg(feature = "live")]
-            Self::LiveMemory(m) => AnyStoreFuture::Ready(Some(m.check(key, cost, now))),
+            Self::LiveMemory(m) => AnyStoreFuture::Ready(Some(m.check_sync(key, cost, now))),
             #[cfg(feature = "live")]
             Self::LiveRedis(r) => {
                 AnyStoreFuture::Redis(Store::<K>::check(&r.store_for(key), key, cost, now))
@@ -332,7 +333,7 @@ where
     fn refund(&self, key: &K, cost: u64, admitted_at: u64, now: u64) -> Self::RefundFuture {
         match self {
             Self::Memory(m) => {
-                m.refund(key, cost, admitted_at, now);
+                m.refund_sync(key, cost, admitted_at, now);
                 AnyStoreFuture::Ready(Some(Ok(())))
             }
             Self::Redis(r) => {
@@ -340,7 +341,7 @@ where
             }
             #[cfg(feature = "live")]
             Self::LiveMemory(m) => {
-                m.refund(key, cost, admitted_at, now);
+                m.refund_sync(key, cost, admitted_at, now);
                 AnyStoreFuture::Ready(Some(Ok(())))
             }
             #[cfg(feature = "live")]
@@ -359,9 +360,9 @@ where
     #[inline]
     fn check_now(&self, key: &K, cost: u64, now: u64) -> Option<Result<Decision, StoreError>> {
         match self {
-            Self::Memory(m) => Some(m.check(key, cost, now)),
+            Self::Memory(m) => Some(m.check_sync(key, cost, now)),
             #[cfg(feature = "live")]
-            Self::LiveMemory(m) => Some(m.check(key, cost, now)),
+            Self::LiveMemory(m) => Some(m.check_sync(key, cost, now)),
             _ => None,
         }
     }
@@ -375,9 +376,9 @@ where
         now: u64,
     ) -> Option<Result<(), StoreError>> {
         match self {
-            Self::Memory(m) => m.refund(key, cost, admitted_at, now),
+            Self::Memory(m) => m.refund_sync(key, cost, admitted_at, now),
             #[cfg(feature = "live")]
-            Self::LiveMemory(m) => m.refund(key, cost, admitted_at, now),
+            Self::LiveMemory(m) => m.refund_sync(key, cost, admitted_at, now),
             _ => return None,
         }
         Some(Ok(()))

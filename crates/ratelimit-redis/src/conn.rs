@@ -156,10 +156,7 @@ impl Conn {
                 }
                 Err(e) => {
                     tracing::debug!(target: "ratelimit_redis", error = %e, "cannot connect to redis");
-                    slot.last_error = Some(Failure::new(
-                        Kind::of(&e),
-                        format!("redis: cannot connect: {e}"),
-                    ));
+                    slot.last_error = Some(Failure::redis(&e));
                 }
             }
         }

@@ -1,9 +1,13 @@
 //! Why a call got no decision from Redis, sorted into a fixed set of kinds:
-//! the `kind` label of `ratelimit_redis_errors_total`, and the schedule of
-//! the rate-limited warnings.
+//! the `kind` label of `ratelimit_redis_errors_total`, the schedule of the
+//! rate-limited warnings, and the class of the [`StoreError`] returned
+//! (unavailable or refused).
 
+use ratelimit_core::{RemoteError, StoreError};
 use redis::{ErrorKind, RedisError, ServerErrorKind};
+use std::error::Error;
 use std::fmt;
+use std::sync::Arc;
 
 /// The kind of a failure. Every one is handled alike (fallback or error,
 /// counted by the breaker); the kind names it in logs and metrics.
@@ -108,6 +112,38 @@ impl Kind {
         }
     }
 
+    /// Whether Redis could not be reached or could not answer now
+    /// ([`StoreError::Unavailable`]), as against an answer that refused the
+    /// call ([`StoreError::Refused`]). Unavailable are the kinds the
+    /// `redis` crate's `RetryMethod` would retry (wait, reconnect, or
+    /// follow a failover: `LOADING`, `MASTERDOWN`, `CLUSTERDOWN`,
+    /// `TRYAGAIN`, `READONLY`), `BUSY` (a script that will end), timeouts,
+    /// broken connections and the open breaker; the rest are answers that
+    /// stay the same until someone changes the server, its ACLs or the key.
+    pub(crate) fn is_unavailable(self) -> bool {
+        match self {
+            Kind::Timeout
+            | Kind::Io
+            | Kind::BreakerOpen
+            | Kind::ReadOnly
+            | Kind::Busy
+            | Kind::Loading
+            | Kind::MasterDown
+            | Kind::ClusterDown
+            | Kind::TryAgain => true,
+            Kind::Oom
+            | Kind::NoPerm
+            | Kind::NoAuth
+            | Kind::WrongPass
+            | Kind::Misconf
+            | Kind::WrongType
+            | Kind::NoScript
+            | Kind::Err
+            | Kind::Reply
+            | Kind::Other => false,
+        }
+    }
+
     /// The kind of an error of the `redis` crate.
     pub(crate) fn of(e: &RedisError) -> Kind {
         match e.kind() {
@@ -140,7 +176,7 @@ impl Kind {
             },
             ErrorKind::AuthenticationFailed => Kind::WrongPass,
             ErrorKind::Io if e.is_timeout() => Kind::Timeout,
-            ErrorKind::Io => Kind::Io,
+            ErrorKind::Io | ErrorKind::ClusterConnectionNotFound => Kind::Io,
             ErrorKind::UnexpectedReturnType | ErrorKind::Parse => Kind::Reply,
             _ => Kind::Other,
         }
@@ -153,30 +189,51 @@ impl fmt::Display for Kind {
     }
 }
 
-/// A call that got no decision from Redis: its kind and what happened.
+/// A call that got no decision from Redis: its kind and the error, kept
+/// as it came (a [`RedisError`], or a message of the store's own).
 #[derive(Debug, Clone)]
 pub(crate) struct Failure {
     pub(crate) kind: Kind,
-    pub(crate) message: String,
+    pub(crate) source: Arc<dyn Error + Send + Sync + 'static>,
 }
 
 impl Failure {
     pub(crate) fn new(kind: Kind, message: impl Into<String>) -> Self {
+        let message: Box<dyn Error + Send + Sync> = message.into().into();
         Self {
             kind,
-            message: message.into(),
+            source: Arc::from(message),
         }
     }
 
-    /// A failure from an error of the `redis` crate.
+    /// A failure from an error of the `redis` crate, kept as the source.
     pub(crate) fn redis(e: &RedisError) -> Self {
-        Self::new(Kind::of(e), format!("redis: {e}"))
+        Self {
+            kind: Kind::of(e),
+            source: Arc::new(e.clone()),
+        }
+    }
+
+    /// The store's error: unavailable or refused by the kind, named by it,
+    /// with the source error.
+    pub(crate) fn to_store_error(&self) -> StoreError {
+        let e = RemoteError::shared(self.kind.as_str(), Arc::clone(&self.source)).in_store("redis");
+        if self.kind.is_unavailable() {
+            StoreError::Unavailable(e)
+        } else {
+            StoreError::Refused(e)
+        }
     }
 }
 
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "redis unavailable ({}): {}", self.kind, self.message)
+        let class = if self.kind.is_unavailable() {
+            "unavailable"
+        } else {
+            "refused the call"
+        };
+        write!(f, "redis {class} ({}): {}", self.kind, self.source)
     }
 }
 
@@ -224,5 +281,57 @@ mod tests {
             let e = value.extract_error().unwrap_err();
             assert_eq!(Kind::of(&e), kind, "{code}: {e:?}");
         }
+    }
+
+    #[test]
+    fn store_errors_keep_the_class_the_kind_and_the_source() {
+        let value = redis::parse_redis_value(b"-OOM command not allowed\r\n").unwrap();
+        let e = value.extract_error().unwrap_err();
+        let store = Failure::redis(&e).to_store_error();
+        assert!(matches!(store, StoreError::Refused(_)), "{store:?}");
+        assert_eq!(store.kind(), "oom");
+        let source = std::error::Error::source(&store).unwrap();
+        let redis = source.downcast_ref::<RedisError>().unwrap();
+        assert_eq!(redis.code(), Some("OOM"));
+        assert!(
+            store.to_string().contains("refused the call (oom)"),
+            "{store}"
+        );
+
+        let value = redis::parse_redis_value(b"-LOADING loading the dataset\r\n").unwrap();
+        let e = value.extract_error().unwrap_err();
+        let store = Failure::redis(&e).to_store_error();
+        assert!(store.is_unavailable(), "{store:?}");
+        assert_eq!(store.kind(), "loading");
+
+        let store = Failure::new(Kind::Timeout, "no answer within 50ms").to_store_error();
+        assert!(store.is_unavailable());
+        assert_eq!(
+            store.to_string(),
+            "rate-limit store unavailable (timeout): redis: no answer within 50ms"
+        );
+    }
+
+    #[test]
+    fn every_kind_has_a_class() {
+        let unavailable: Vec<_> = Kind::ALL
+            .iter()
+            .filter(|k| k.is_unavailable())
+            .map(|k| k.as_str())
+            .collect();
+        assert_eq!(
+            unavailable,
+            [
+                "timeout",
+                "io",
+                "breaker_open",
+                "readonly",
+                "busy",
+                "loading",
+                "masterdown",
+                "clusterdown",
+                "tryagain"
+            ]
+        );
     }
 }

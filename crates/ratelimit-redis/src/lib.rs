@@ -198,10 +198,14 @@
 //!   [`fallback_to_memory`](RedisStoreBuilder::fallback_to_memory), the
 //!   check is decided in a local, bounded
 //!   [`MemoryStore`](ratelimit_core::MemoryStore) of the same algorithm (so
-//!   the limit holds, per instance); without, it fails with
-//!   [`StoreError::Backend`](ratelimit_core::StoreError::Backend) naming
-//!   the kind (`redis unavailable (oom): ...`), and the HTTP layer's
-//!   policy decides (fail-open by default, or fail-closed with a 503);
+//!   the limit holds, per instance); without, it fails with a
+//!   [`StoreError`](ratelimit_core::StoreError) of the kind's class,
+//!   [`Unavailable`](ratelimit_core::StoreError::Unavailable) or
+//!   [`Refused`](ratelimit_core::StoreError::Refused) (column "class"
+//!   below), named by the kind and carrying the `redis::RedisError` as its
+//!   source (`rate-limit store refused the call (oom): ...`), and the HTTP
+//!   layer's policy decides (fail-open by default, or fail-closed with a
+//!   503);
 //! - it counts toward the circuit breaker ([`BreakerConfig`]): after
 //!   `failure_threshold` consecutive failures the breaker opens, and calls
 //!   stop touching Redis; after the cool-down one probe goes through
@@ -217,26 +221,26 @@
 //!   (`ratelimit_redis_breaker_transitions_total{from,to}`, gauge
 //!   `ratelimit_redis_breaker_state`).
 //!
-//! | failure | `kind` | typical cause |
-//! |---|---|---|
-//! | no answer within the timeout ([`DEFAULT_TIMEOUT`], 50 ms, connecting included) | `timeout` | server hung, paused (`CLIENT PAUSE`), overloaded, network |
-//! | connection refused, reset or closed | `io` | server down or restarting; reconnects run in the background |
-//! | breaker open: Redis not called | `breaker_open` | the failures above; counted, not logged per call |
-//! | `OOM` | `oom` | `maxmemory` reached with `noeviction` |
-//! | `NOPERM` | `noperm` | an ACL denies `EVALSHA`, or `SCRIPT LOAD` for the reload |
-//! | `NOAUTH`, or a command refused before `AUTH` | `noauth` | a password is required and the URL has none |
-//! | `WRONGPASS`, authentication failed when connecting | `wrongpass` | wrong user or password |
-//! | `READONLY` | `readonly` | the server is (now) a replica |
-//! | `MASTERDOWN` | `masterdown` | a replica lost its master (`replica-serve-stale-data no`) |
-//! | `BUSY` | `busy` | another script runs past `busy-reply-threshold` |
-//! | `LOADING` | `loading` | the server is loading its dataset |
-//! | `CLUSTERDOWN`, `TRYAGAIN` | `clusterdown`, `tryagain` | cluster without quorum, slot migrating |
-//! | `MISCONF` | `misconf` | writes stopped after a failed snapshot |
-//! | `WRONGTYPE` | `wrongtype` | something else wrote at the store's key |
-//! | `ERR` | `err` | the script failed (an unreadable state at the key), or a command refused |
-//! | `NOSCRIPT` after reloading the script | `noscript` | scripts flushed again at once, a proxy |
-//! | a reply of the wrong type or shape | `reply` | not a Redis, or a proxy mangling replies |
-//! | any other error | `other` | an unknown error code, a client-side error |
+//! | failure | `kind` | class | typical cause |
+//! |---|---|---|---|
+//! | no answer within the timeout ([`DEFAULT_TIMEOUT`], 50 ms, connecting included) | `timeout` | unavailable | server hung, paused (`CLIENT PAUSE`), overloaded, network |
+//! | connection refused, reset or closed | `io` | unavailable | server down or restarting; reconnects run in the background |
+//! | breaker open: Redis not called | `breaker_open` | unavailable | the failures above; counted, not logged per call |
+//! | `OOM` | `oom` | refused | `maxmemory` reached with `noeviction` |
+//! | `NOPERM` | `noperm` | refused | an ACL denies `EVALSHA`, or `SCRIPT LOAD` for the reload |
+//! | `NOAUTH`, or a command refused before `AUTH` | `noauth` | refused | a password is required and the URL has none |
+//! | `WRONGPASS`, authentication failed when connecting | `wrongpass` | refused | wrong user or password |
+//! | `READONLY` | `readonly` | unavailable | the server is (now) a replica |
+//! | `MASTERDOWN` | `masterdown` | unavailable | a replica lost its master (`replica-serve-stale-data no`) |
+//! | `BUSY` | `busy` | unavailable | another script runs past `busy-reply-threshold` |
+//! | `LOADING` | `loading` | unavailable | the server is loading its dataset |
+//! | `CLUSTERDOWN`, `TRYAGAIN` | `clusterdown`, `tryagain` | unavailable | cluster without quorum, slot migrating |
+//! | `MISCONF` | `misconf` | refused | writes stopped after a failed snapshot |
+//! | `WRONGTYPE` | `wrongtype` | refused | something else wrote at the store's key |
+//! | `ERR` | `err` | refused | the script failed (an unreadable state at the key), or a command refused |
+//! | `NOSCRIPT` after reloading the script | `noscript` | refused | scripts flushed again at once, a proxy |
+//! | a reply of the wrong type or shape | `reply` | refused | not a Redis, or a proxy mangling replies |
+//! | any other error | `other` | refused | an unknown error code, a client-side error |
 //!
 //! Key-level failures (`wrongtype`, `err` on a corrupt state) count toward
 //! the breaker too. The count is of consecutive failures: a bad key opens

@@ -405,16 +405,16 @@ struct Fallback {
 impl Fallback {
     fn check(&self, key: &str, cost: u64, now: u64) -> Result<Decision, StoreError> {
         if let [one] = self.memory.as_slice() {
-            return one.check(key, cost, now);
+            return one.check_sync(key, cost, now);
         }
         let _all = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
         let mut decisions = Vec::with_capacity(self.memory.len());
         for (i, memory) in self.memory.iter().enumerate() {
-            let d = memory.check(key, cost, now)?;
+            let d = memory.check_sync(key, cost, now)?;
             if !d.allowed {
                 // Give back what the limits before it took, at once.
                 for earlier in &self.memory[..i] {
-                    earlier.refund(key, cost, now, now);
+                    earlier.refund_sync(key, cost, now, now);
                 }
                 return Ok(d);
             }
@@ -425,7 +425,7 @@ impl Fallback {
 
     fn refund(&self, key: &str, cost: u64, admitted_at: u64, now: u64) {
         for memory in &self.memory {
-            memory.refund(key, cost, admitted_at, now);
+            memory.refund_sync(key, cost, admitted_at, now);
         }
     }
 
@@ -559,20 +559,20 @@ impl RedisStore {
     pub async fn ping(&self) -> Result<(), StoreError> {
         let inner = &self.inner;
         let work = async {
-            let (mut c, _) = inner
-                .conn
-                .get()
-                .await
-                .map_err(|f| StoreError::Backend(f.to_string()))?;
+            let (mut c, _) = inner.conn.get().await.map_err(|f| f.to_store_error())?;
             redis::cmd("PING")
                 .query_async::<()>(&mut c)
                 .await
-                .map_err(|e| StoreError::Backend(format!("redis: {e}")))
+                .map_err(|e| Failure::redis(&e).to_store_error())
         };
         tokio::time::timeout(inner.timeout, work)
             .await
             .map_err(|_| {
-                StoreError::Backend(format!("redis: no answer within {:?}", inner.timeout))
+                Failure::new(
+                    Kind::Timeout,
+                    format!("no answer within {:?}", inner.timeout),
+                )
+                .to_store_error()
             })?
     }
 
@@ -722,7 +722,7 @@ impl Inner {
             Ok(v) => Err(Failure::new(
                 Kind::Reply,
                 format!(
-                    "redis: unexpected script reply of {} numbers, starting {:?}",
+                    "unexpected script reply of {} numbers, starting {:?}",
                     v.len(),
                     &v[..v.len().min(4)]
                 ),
@@ -919,7 +919,7 @@ impl Inner {
                 metrics::counter!("ratelimit_redis_fallback_total").increment(1);
                 memory.check(key, cost, now)
             }
-            None => Err(StoreError::Backend(failure.to_string())),
+            None => Err(failure.to_store_error()),
         }
     }
 
@@ -976,7 +976,7 @@ impl Inner {
                         memory.refund(&key, cost, admitted_at, now);
                         Ok(())
                     }
-                    None => Err(StoreError::Backend(failure.to_string())),
+                    None => Err(failure.to_store_error()),
                 }
             }
         }
@@ -1001,7 +1001,7 @@ impl Inner {
             tracing::warn!(
                 target: "ratelimit_redis",
                 kind = failure.kind.as_str(),
-                error = ?failure.message,
+                error = %failure.source,
                 key = ?key,
                 suppressed,
                 fallback = self.fallback.is_some(),
@@ -1067,7 +1067,10 @@ impl Future for CheckFuture {
         match &mut self.0 {
             CheckState::Ready(answer) => {
                 std::task::Poll::Ready(answer.take().unwrap_or_else(|| {
-                    Err(StoreError::Backend("check polled after completion".into()))
+                    Err(StoreError::unavailable(
+                        "other",
+                        "check polled after completion",
+                    ))
                 }))
             }
             CheckState::Pending(f) => f.as_mut().poll(cx),

@@ -1079,7 +1079,7 @@ fn random_trace(rng: &mut Rng, spec: &Spec, len: usize) -> (String, String) {
             Some(c) if rng.below(5) == 0 => input.push_str(&format!("{t}  {key}\t{c} # note\n")),
             Some(c) => input.push_str(&format!("{t} {key} {c}\n")),
         }
-        let out = model.check(&key.to_owned(), t * MS, cost.unwrap_or(1));
+        let out = model.check(&key.to_owned(), cost.unwrap_or(1), t * MS);
         let wait = match out.wait {
             None => "inf".to_owned(),
             Some(ns) => ns.div_ceil(u128::from(MS)).to_string(),

@@ -27,7 +27,7 @@ use std::time::Duration;
 /// let narrow: AnyAlgorithm = Gcra::new(5, day).unwrap().into();
 /// let wide: AnyAlgorithm = AnyGcra::new(30_001, day).unwrap().into();
 /// let mut state = wide.fresh("key", 0);
-/// assert_eq!(wide.check(&mut state, 0, 1).remaining, 30_000);
+/// assert_eq!(wide.check(&mut state, 1, 0).remaining, 30_000);
 /// assert_eq!((narrow.name(), wide.name()), ("gcra", "gcra"));
 /// ```
 ///
@@ -284,12 +284,12 @@ impl Algorithm for AnyAlgorithm {
         }
     }
 
-    fn check(&self, state: &mut AnyState, now: u64, cost: u64) -> Decision {
-        dispatch!(self, state, now, |a, s| a.check(s, now, cost))
+    fn check(&self, state: &mut AnyState, cost: u64, now: u64) -> Decision {
+        dispatch!(self, state, now, |a, s| a.check(s, cost, now))
     }
 
-    fn refund(&self, state: &mut AnyState, now: u64, admitted_at: u64, cost: u64) {
-        dispatch!(self, state, now, |a, s| a.refund(s, now, admitted_at, cost))
+    fn refund(&self, state: &mut AnyState, cost: u64, admitted_at: u64, now: u64) {
+        dispatch!(self, state, now, |a, s| a.refund(s, cost, admitted_at, now))
     }
 
     fn is_full(&self, state: &AnyState, now: u64) -> bool {

@@ -46,7 +46,7 @@ pub struct WindowState {
 ///
 /// let daily = FixedWindow::new(200, Duration::from_secs(86_400)).unwrap();
 /// let mut s = daily.fresh("key", 0);
-/// assert_eq!(daily.check(&mut s, 0, 200).remaining, 0);
+/// assert_eq!(daily.check(&mut s, 200, 0).remaining, 0);
 /// assert!(!daily.check(&mut s, 1, 1).allowed);
 /// let spread = daily.with_anchor(Anchor::KeyOffset);
 /// # let _ = spread;
@@ -146,7 +146,7 @@ impl Algorithm for FixedWindow {
         self.fresh_hashed(hash, now)
     }
 
-    fn check(&self, s: &mut WindowState, now: u64, cost: u64) -> Decision {
+    fn check(&self, s: &mut WindowState, cost: u64, now: u64) -> Decision {
         self.roll(s, now);
         if cost == 0 {
             return self.decision(true, s, now, Some(0));
@@ -169,7 +169,7 @@ impl Algorithm for FixedWindow {
         }
     }
 
-    fn refund(&self, s: &mut WindowState, now: u64, admitted_at: u64, cost: u64) {
+    fn refund(&self, s: &mut WindowState, cost: u64, admitted_at: u64, now: u64) {
         self.roll(s, now);
         if admitted_at <= now && admitted_at.wrapping_sub(s.start) < self.period {
             s.count = s.count.saturating_sub(cost);

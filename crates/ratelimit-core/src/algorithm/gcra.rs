@@ -39,8 +39,8 @@ use std::time::Duration;
 ///
 /// let gcra = Gcra::new(3, Duration::from_secs(1)).unwrap();
 /// let mut state = gcra.fresh("key", 0);
-/// assert!(gcra.check(&mut state, 0, 3).allowed);
-/// let denied = gcra.check(&mut state, 0, 1);
+/// assert!(gcra.check(&mut state, 3, 0).allowed);
+/// let denied = gcra.check(&mut state, 1, 0);
 /// assert!(!denied.allowed);
 /// assert_eq!(denied.wait, Some(Duration::from_nanos(333_333_334)));
 ///
@@ -49,7 +49,7 @@ use std::time::Duration;
 /// assert!(Gcra::new(30_001, day).is_err());
 /// let wide: Gcra<u128> = Gcra::new_wide(30_001, day).unwrap();
 /// let mut state = wide.fresh("key", 0);
-/// assert_eq!(wide.check(&mut state, 0, 1).remaining, 30_000);
+/// assert_eq!(wide.check(&mut state, 1, 0).remaining, 30_000);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Gcra<W: StateWord = u64> {
@@ -179,7 +179,7 @@ impl<W: StateWord> Algorithm for Gcra<W> {
     }
 
     #[inline]
-    fn check(&self, tat: &mut W::Stored, now: u64, cost: u64) -> Decision {
+    fn check(&self, tat: &mut W::Stored, cost: u64, now: u64) -> Decision {
         let t = self.interval.units(now);
         // How far max(TAT, t) is ahead of t; a state behind t, or beyond
         // the capacity (which cannot be valid), counts as full. Both read
@@ -205,7 +205,7 @@ impl<W: StateWord> Algorithm for Gcra<W> {
         }
     }
 
-    fn refund(&self, tat: &mut W::Stored, now: u64, _admitted_at: u64, cost: u64) {
+    fn refund(&self, tat: &mut W::Stored, cost: u64, _admitted_at: u64, now: u64) {
         let t = self.interval.units(now);
         let state = W::load(*tat);
         let used = if ahead(state, t) < W::signed_zero() {

@@ -31,9 +31,9 @@ use std::time::Duration;
 ///
 /// let bucket = LeakyBucket::new(2, Duration::from_secs(1), 1).unwrap();
 /// let mut s = bucket.fresh("key", 0);
-/// assert_eq!(bucket.check(&mut s, 0, 1).hold(), Duration::ZERO);
-/// assert_eq!(bucket.check(&mut s, 0, 1).hold(), Duration::from_millis(500));
-/// assert!(!bucket.check(&mut s, 0, 1).allowed);
+/// assert_eq!(bucket.check(&mut s, 1, 0).hold(), Duration::ZERO);
+/// assert_eq!(bucket.check(&mut s, 1, 0).hold(), Duration::from_millis(500));
+/// assert!(!bucket.check(&mut s, 1, 0).allowed);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LeakyBucket<W: StateWord = u64> {
@@ -169,7 +169,7 @@ impl<W: StateWord> Algorithm for LeakyBucket<W> {
             .store()
     }
 
-    fn check(&self, state: &mut W::Stored, now: u64, cost: u64) -> Decision {
+    fn check(&self, state: &mut W::Stored, cost: u64, now: u64) -> Decision {
         let t = self.interval.units(now);
         let step = self.interval.step;
         // start - t, with start = d* + T.
@@ -190,7 +190,7 @@ impl<W: StateWord> Algorithm for LeakyBucket<W> {
         }
     }
 
-    fn refund(&self, state: &mut W::Stored, now: u64, _admitted_at: u64, cost: u64) {
+    fn refund(&self, state: &mut W::Stored, cost: u64, _admitted_at: u64, now: u64) {
         let t = self.interval.units(now);
         let step = self.interval.step;
         let x = self.next_slot(W::load(*state), t);

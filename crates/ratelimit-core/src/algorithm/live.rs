@@ -135,9 +135,9 @@ pub struct LiveState {
 ///
 /// let live = LiveAlgorithm::new("gcra 3/1h".parse::<AnyAlgorithm>().unwrap());
 /// let store = MemoryStore::new(live.clone());
-/// store.check("k", 2, 0).unwrap();
+/// store.check_sync("k", 2, 0).unwrap();
 /// live.set("gcra 4/1h".parse::<AnyAlgorithm>().unwrap());
-/// assert_eq!(store.check("k", 0, 0).unwrap().remaining, 2);
+/// assert_eq!(store.check_sync("k", 0, 0).unwrap().remaining, 2);
 /// # let _: &MemoryStore<LiveAlgorithm, String> = &store;
 /// ```
 #[derive(Clone)]
@@ -372,14 +372,14 @@ impl Algorithm for LiveAlgorithm {
         }
     }
 
-    fn check(&self, state: &mut LiveState, now: u64, cost: u64) -> Decision {
+    fn check(&self, state: &mut LiveState, cost: u64, now: u64) -> Decision {
         let snapshot = self.snapshot.load();
-        Self::current(&snapshot, state, now).check(&mut state.state, now, cost)
+        Self::current(&snapshot, state, now).check(&mut state.state, cost, now)
     }
 
-    fn refund(&self, state: &mut LiveState, now: u64, admitted_at: u64, cost: u64) {
+    fn refund(&self, state: &mut LiveState, cost: u64, admitted_at: u64, now: u64) {
         let snapshot = self.snapshot.load();
-        Self::current(&snapshot, state, now).refund(&mut state.state, now, admitted_at, cost);
+        Self::current(&snapshot, state, now).refund(&mut state.state, cost, admitted_at, now);
     }
 
     fn is_full(&self, state: &LiveState, now: u64) -> bool {

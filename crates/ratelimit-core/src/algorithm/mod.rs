@@ -40,12 +40,13 @@ pub use token_bucket::TokenBucket;
 use crate::Decision;
 use std::time::Duration;
 
-/// A rate-limiting algorithm: it decides, given one key's state, the time
-/// and the cost. It owns no keys and reads no clock; a store keeps the state
+/// A rate-limiting algorithm: it decides, given one key's state, the cost
+/// and the time. It owns no keys and reads no clock; a store keeps the state
 /// per key and makes each check atomic.
 ///
 /// Times are nanoseconds since the clock's origin and never decrease for a
-/// key.
+/// key. Arguments come in one order here and in [`Store`](crate::Store):
+/// the state (or key), the cost, then times, `now` last.
 pub trait Algorithm: Send + Sync + 'static {
     /// The per-key state.
     type State: Send + Sync + 'static;
@@ -56,11 +57,11 @@ pub trait Algorithm: Send + Sync + 'static {
 
     /// Decides a request of `cost` at `now`, updating `state` only if it is
     /// admitted with a positive cost.
-    fn check(&self, state: &mut Self::State, now: u64, cost: u64) -> Decision;
+    fn check(&self, state: &mut Self::State, cost: u64, now: u64) -> Decision;
 
     /// Gives back `cost` admitted at `admitted_at`, as far as the state can
     /// still tell (a window that has ended has nothing to give back).
-    fn refund(&self, state: &mut Self::State, now: u64, admitted_at: u64, cost: u64);
+    fn refund(&self, state: &mut Self::State, cost: u64, admitted_at: u64, now: u64);
 
     /// Whether `state` is back to full at `now`: it then carries no
     /// information and can be dropped without changing any decision.

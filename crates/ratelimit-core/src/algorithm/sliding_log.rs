@@ -29,9 +29,9 @@ pub struct LogState {
 ///
 /// let log = SlidingLog::new(2, Duration::from_secs(10)).unwrap();
 /// let mut s = log.fresh("key", 0);
-/// assert!(log.check(&mut s, 0, 1).allowed);
-/// assert!(log.check(&mut s, 4_000_000_000, 1).allowed);
-/// let denied = log.check(&mut s, 5_000_000_000, 1);
+/// assert!(log.check(&mut s, 1, 0).allowed);
+/// assert!(log.check(&mut s, 1, 4_000_000_000).allowed);
+/// let denied = log.check(&mut s, 1, 5_000_000_000);
 /// assert_eq!(denied.wait, Some(Duration::from_secs(5)));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,7 +130,7 @@ impl Algorithm for SlidingLog {
         LogState::default()
     }
 
-    fn check(&self, s: &mut LogState, now: u64, cost: u64) -> Decision {
+    fn check(&self, s: &mut LogState, cost: u64, now: u64) -> Decision {
         self.expire(s, now);
         if cost == 0 {
             return self.decision(true, s, now, Some(Duration::ZERO));
@@ -161,7 +161,7 @@ impl Algorithm for SlidingLog {
         self.decision(false, s, now, Some(wait))
     }
 
-    fn refund(&self, s: &mut LogState, now: u64, admitted_at: u64, cost: u64) {
+    fn refund(&self, s: &mut LogState, cost: u64, admitted_at: u64, now: u64) {
         self.expire(s, now);
         if let Some(i) = s.log.iter().rposition(|&(at, _)| at == admitted_at) {
             let back = cost.min(s.log[i].1);

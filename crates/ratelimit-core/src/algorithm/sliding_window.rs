@@ -24,9 +24,9 @@ pub struct SlidingWindowState {
 ///
 /// let sw = SlidingWindow::new(10, Duration::from_secs(1)).unwrap();
 /// let mut s = sw.fresh("key", 0);
-/// assert!(sw.check(&mut s, 900_000_000, 10).allowed);
+/// assert!(sw.check(&mut s, 10, 900_000_000).allowed);
 /// // Half into the next window, half of the previous one still counts.
-/// assert_eq!(sw.check(&mut s, 1_500_000_000, 0).remaining, 5);
+/// assert_eq!(sw.check(&mut s, 0, 1_500_000_000).remaining, 5);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SlidingWindow {
@@ -139,7 +139,7 @@ impl Algorithm for SlidingWindow {
         }
     }
 
-    fn check(&self, s: &mut SlidingWindowState, now: u64, cost: u64) -> Decision {
+    fn check(&self, s: &mut SlidingWindowState, cost: u64, now: u64) -> Decision {
         self.roll(s, now);
         if cost == 0 {
             return self.decision(true, s, now, Some(0));
@@ -156,7 +156,7 @@ impl Algorithm for SlidingWindow {
         }
     }
 
-    fn refund(&self, s: &mut SlidingWindowState, now: u64, admitted_at: u64, cost: u64) {
+    fn refund(&self, s: &mut SlidingWindowState, cost: u64, admitted_at: u64, now: u64) {
         self.roll(s, now);
         let k = admitted_at / self.period;
         if k == s.window {

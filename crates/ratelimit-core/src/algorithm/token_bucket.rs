@@ -25,15 +25,15 @@ use std::time::Duration;
 /// // Stripe's API limit: a burst of 500, refilled at 100 per second.
 /// let bucket = TokenBucket::new(500, 100, Duration::from_secs(1)).unwrap();
 /// let mut state = bucket.fresh("key", 0);
-/// assert_eq!(bucket.check(&mut state, 0, 500).remaining, 0);
-/// assert!(bucket.check(&mut state, 10_000_000, 1).allowed); // 10 ms later
+/// assert_eq!(bucket.check(&mut state, 500, 0).remaining, 0);
+/// assert!(bucket.check(&mut state, 1, 10_000_000).allowed); // 10 ms later
 ///
 /// // A million tokens refilled at 7 per day needs the wide state.
 /// let day = Duration::from_secs(86_400);
 /// assert!(TokenBucket::new(1_000_000, 7, day).is_err());
 /// let wide = TokenBucket::new_wide(1_000_000, 7, day).unwrap();
 /// let mut state = wide.fresh("key", 0);
-/// assert_eq!(wide.check(&mut state, 0, 1).remaining, 999_999);
+/// assert_eq!(wide.check(&mut state, 1, 0).remaining, 999_999);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TokenBucket<W: StateWord = u64> {
@@ -114,12 +114,12 @@ impl<W: StateWord> Algorithm for TokenBucket<W> {
     }
 
     #[inline]
-    fn check(&self, state: &mut Self::State, now: u64, cost: u64) -> Decision {
-        self.gcra.check(state, now, cost)
+    fn check(&self, state: &mut Self::State, cost: u64, now: u64) -> Decision {
+        self.gcra.check(state, cost, now)
     }
 
-    fn refund(&self, state: &mut Self::State, now: u64, admitted_at: u64, cost: u64) {
-        self.gcra.refund(state, now, admitted_at, cost)
+    fn refund(&self, state: &mut Self::State, cost: u64, admitted_at: u64, now: u64) {
+        self.gcra.refund(state, cost, admitted_at, now)
     }
 
     fn is_full(&self, state: &Self::State, now: u64) -> bool {

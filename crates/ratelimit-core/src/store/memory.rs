@@ -89,10 +89,10 @@ const MAINTAIN_STEP: usize = 16 * 1024;
 /// use std::time::Duration;
 ///
 /// let store = MemoryStore::new(Gcra::new(2, Duration::from_secs(1)).unwrap());
-/// assert!(store.check("alice", 1, 0).unwrap().allowed);
-/// assert!(store.check("alice", 1, 0).unwrap().allowed);
-/// assert!(!store.check("alice", 1, 0).unwrap().allowed);
-/// assert!(store.check("bob", 1, 0).unwrap().allowed);
+/// assert!(store.check_sync("alice", 1, 0).unwrap().allowed);
+/// assert!(store.check_sync("alice", 1, 0).unwrap().allowed);
+/// assert!(!store.check_sync("alice", 1, 0).unwrap().allowed);
+/// assert!(store.check_sync("bob", 1, 0).unwrap().allowed);
 /// # let _: &MemoryStore<Gcra, String> = &store;
 /// ```
 pub struct MemoryStore<A: Algorithm, K> {
@@ -253,8 +253,12 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     ///
     /// Fails only when a cap on keys is set with [`AtCapacity::Refuse`]
     /// and reached (see the type's docs).
+    ///
+    /// This is the synchronous form of [`Store::check`](crate::Store::check)
+    /// (whose future is ready at once), named apart so that neither hides
+    /// the other; it also takes a borrowed key (`&str` for `String` keys).
     #[inline]
-    pub fn check<Q>(&self, key: &Q, cost: u64, now: u64) -> Result<Decision, StoreError>
+    pub fn check_sync<Q>(&self, key: &Q, cost: u64, now: u64) -> Result<Decision, StoreError>
     where
         K: Borrow<Q>,
         Q: Hash + Eq + StableKey + ToOwned<Owned = K> + ?Sized,
@@ -269,10 +273,10 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         let (mut shard, now) = cell.enter(now);
         self.keep_unambiguous(&mut shard, now);
         let decision = match shard.table.find_mut(hash, |(k, _)| k.borrow() == key) {
-            Some((_, state)) => self.algorithm.check(state, now, cost),
+            Some((_, state)) => self.algorithm.check(state, cost, now),
             None => {
                 let mut state = self.algorithm.fresh(key, now);
-                let decision = self.algorithm.check(&mut state, now, cost);
+                let decision = self.algorithm.check(&mut state, cost, now);
                 if !self.algorithm.is_full(&state, now) {
                     self.insert(cell, &mut shard, hash, key.to_owned(), state, now)?;
                 }
@@ -287,8 +291,9 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
 
     /// Gives back `cost` that `key` was admitted at `admitted_at`, for
     /// policies that count only some outcomes (see
-    /// [`Algorithm::refund`]).
-    pub fn refund<Q>(&self, key: &Q, cost: u64, admitted_at: u64, now: u64)
+    /// [`Algorithm::refund`]). The synchronous form of
+    /// [`Store::refund`](crate::Store::refund).
+    pub fn refund_sync<Q>(&self, key: &Q, cost: u64, admitted_at: u64, now: u64)
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
@@ -299,7 +304,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         self.keep_unambiguous(&mut shard, now);
         if let Some((_, state)) = shard.table.find_mut(hash, |(k, _)| k.borrow() == key) {
             self.algorithm
-                .refund(state, now, admitted_at.min(now), cost);
+                .refund(state, cost, admitted_at.min(now), now);
             cell.denied.forget(hash);
         }
     }

@@ -79,17 +79,17 @@ where
 
     #[inline]
     fn check(&self, key: &K, cost: u64, now: u64) -> Self::CheckFuture {
-        ready(MemoryStore::check(self, key, cost, now))
+        ready(MemoryStore::check_sync(self, key, cost, now))
     }
 
     fn refund(&self, key: &K, cost: u64, admitted_at: u64, now: u64) -> Self::RefundFuture {
-        MemoryStore::refund(self, key, cost, admitted_at, now);
+        MemoryStore::refund_sync(self, key, cost, admitted_at, now);
         ready(Ok(()))
     }
 
     #[inline]
     fn check_now(&self, key: &K, cost: u64, now: u64) -> Option<Result<Decision, StoreError>> {
-        Some(MemoryStore::check(self, key, cost, now))
+        Some(MemoryStore::check_sync(self, key, cost, now))
     }
 
     fn refund_now(
@@ -99,7 +99,7 @@ where
         admitted_at: u64,
         now: u64,
     ) -> Option<Result<(), StoreError>> {
-        MemoryStore::refund(self, key, cost, admitted_at, now);
+        MemoryStore::refund_sync(self, key, cost, admitted_at, now);
         Some(Ok(()))
     }
 

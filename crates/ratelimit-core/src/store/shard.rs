@@ -175,7 +175,7 @@ impl<K, S> Shard<K, S> {
             }
             if evict {
                 // A cost-0 check is a peek: it changes nothing.
-                let reset = algorithm.check(state, now, 0).reset;
+                let reset = algorithm.check(state, 0, now).reset;
                 if best.is_none_or(|(_, r)| reset < r) {
                     best = Some((i, reset));
                 }

@@ -16,14 +16,14 @@ fn new_clients_are_limited_at_the_cap() {
         .max_keys(Some(100))
         .build();
     for key in 0..300u64 {
-        assert!(store.check(&key, 1, key).unwrap().allowed);
+        assert!(store.check_sync(&key, 1, key).unwrap().allowed);
         assert!(store.len() <= 100, "{} keys", store.len());
     }
     let newcomer = 1_000_000u64;
     let now = 400;
-    assert!(store.check(&newcomer, 1, now).unwrap().allowed);
-    assert!(store.check(&newcomer, 1, now).unwrap().allowed);
-    let third = store.check(&newcomer, 1, now).unwrap();
+    assert!(store.check_sync(&newcomer, 1, now).unwrap().allowed);
+    assert!(store.check_sync(&newcomer, 1, now).unwrap().allowed);
+    let third = store.check_sync(&newcomer, 1, now).unwrap();
     assert!(!third.allowed);
     assert_eq!(third.remaining, 0);
 }
@@ -36,16 +36,16 @@ fn refuse_fails_new_keys_until_old_ones_are_full() {
         .at_capacity(AtCapacity::Refuse)
         .build();
     for key in 0..10u64 {
-        assert!(store.check(&key, 1, 0).unwrap().allowed);
+        assert!(store.check_sync(&key, 1, 0).unwrap().allowed);
     }
     assert_eq!(
-        store.check(&99, 1, 0),
+        store.check_sync(&99, 1, 0),
         Err(StoreError::CapacityExceeded { max_keys: 10 })
     );
     // Known keys are still limited exactly.
-    assert!(!store.check(&3, 1, 0).unwrap().allowed);
+    assert!(!store.check_sync(&3, 1, 0).unwrap().allowed);
     // A second later every state is full: a new key takes a full key's place.
-    assert!(store.check(&99, 1, SEC).unwrap().allowed);
+    assert!(store.check_sync(&99, 1, SEC).unwrap().allowed);
     assert!(store.len() <= 10);
 }
 
@@ -60,15 +60,18 @@ fn evicts_the_key_nearest_to_full() {
         .max_keys(Some(8))
         .build();
     for key in 0..8u64 {
-        assert!(store.check(&key, key + 1, 0).unwrap().allowed);
+        assert!(store.check_sync(&key, key + 1, 0).unwrap().allowed);
     }
-    assert!(store.check(&100, 1, 0).unwrap().allowed);
+    assert!(store.check_sync(&100, 1, 0).unwrap().allowed);
     assert_eq!(store.len(), 8);
     // Key 0 (one unit used) was evicted: it reads as fresh. The others
     // kept their state.
-    assert_eq!(store.check(&0, 0, 0).unwrap().remaining, 10);
+    assert_eq!(store.check_sync(&0, 0, 0).unwrap().remaining, 10);
     for key in 1..8u64 {
-        assert_eq!(store.check(&key, 0, 0).unwrap().remaining, 10 - key - 1);
+        assert_eq!(
+            store.check_sync(&key, 0, 0).unwrap().remaining,
+            10 - key - 1
+        );
     }
 }
 
@@ -80,24 +83,24 @@ fn evicts_the_oldest_log() {
         .max_keys(Some(4))
         .build();
     for key in 0..4u64 {
-        assert!(store.check(&key, 1, (key + 1) * SEC).unwrap().allowed);
+        assert!(store.check_sync(&key, 1, (key + 1) * SEC).unwrap().allowed);
     }
-    assert!(store.check(&9, 1, 10 * SEC).unwrap().allowed);
-    assert_eq!(store.check(&0, 0, 10 * SEC).unwrap().remaining, 5);
-    assert_eq!(store.check(&3, 0, 10 * SEC).unwrap().remaining, 4);
+    assert!(store.check_sync(&9, 1, 10 * SEC).unwrap().allowed);
+    assert_eq!(store.check_sync(&0, 0, 10 * SEC).unwrap().remaining, 5);
+    assert_eq!(store.check_sync(&3, 0, 10 * SEC).unwrap().remaining, 4);
 }
 
 /// A remembered denial is forgotten when a refund changes the state.
 #[test]
 fn a_refund_clears_a_remembered_denial() {
     let store = MemoryStore::<_, String>::new(Gcra::new(1, HOUR).unwrap());
-    assert!(store.check("k", 1, 0).unwrap().allowed);
+    assert!(store.check_sync("k", 1, 0).unwrap().allowed);
     for _ in 0..3 {
-        assert!(!store.check("k", 1, 5).unwrap().allowed);
+        assert!(!store.check_sync("k", 1, 5).unwrap().allowed);
     }
-    store.refund("k", 1, 0, 6);
-    assert!(store.check("k", 1, 7).unwrap().allowed);
-    assert!(!store.check("k", 1, 8).unwrap().allowed);
+    store.refund_sync("k", 1, 0, 6);
+    assert!(store.check_sync("k", 1, 7).unwrap().allowed);
+    assert!(!store.check_sync("k", 1, 8).unwrap().allowed);
 }
 
 /// An evicted key that was denied starts fresh, as eviction documents.
@@ -107,10 +110,10 @@ fn eviction_clears_a_remembered_denial() {
         .shards(1)
         .max_keys(Some(1))
         .build();
-    assert!(store.check(&1, 1, 0).unwrap().allowed);
-    assert!(!store.check(&1, 1, 1).unwrap().allowed);
-    assert!(store.check(&2, 1, 2).unwrap().allowed);
-    assert!(store.check(&1, 1, 3).unwrap().allowed);
+    assert!(store.check_sync(&1, 1, 0).unwrap().allowed);
+    assert!(!store.check_sync(&1, 1, 1).unwrap().allowed);
+    assert!(store.check_sync(&2, 1, 2).unwrap().allowed);
+    assert!(store.check_sync(&1, 1, 3).unwrap().allowed);
 }
 
 /// A remembered denial answers exactly as the locked path, as time moves
@@ -123,16 +126,20 @@ fn a_remembered_denial_expires_exactly() {
         .build();
     for s in [&store, &locked] {
         for _ in 0..3 {
-            assert!(s.check(&7, 1, 0).unwrap().allowed);
+            assert!(s.check_sync(&7, 1, 0).unwrap().allowed);
         }
     }
-    let first = store.check(&7, 1, 10).unwrap();
+    let first = store.check_sync(&7, 1, 10).unwrap();
     assert!(!first.allowed);
     let next = 10 + first.wait.unwrap().as_nanos() as u64;
     for t in [11, 1000, next - 1] {
-        assert_eq!(store.check(&7, 1, t), locked.check(&7, 1, t), "at {t}");
+        assert_eq!(
+            store.check_sync(&7, 1, t),
+            locked.check_sync(&7, 1, t),
+            "at {t}"
+        );
     }
-    assert!(store.check(&7, 1, next).unwrap().allowed);
+    assert!(store.check_sync(&7, 1, next).unwrap().allowed);
 }
 
 /// `maintain` drops full keys in bounded steps until none are left.
@@ -142,7 +149,7 @@ fn maintain_empties_the_store_in_steps() {
         .shards(2)
         .build();
     for key in 0..100_000u64 {
-        store.check(&key, 1, 0).unwrap();
+        store.check_sync(&key, 1, 0).unwrap();
     }
     assert_eq!(store.len(), 100_000);
     // Within the period nothing is full.

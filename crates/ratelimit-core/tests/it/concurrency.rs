@@ -24,12 +24,12 @@ fn hammer<A: Algorithm>(algorithm: A, now: u64) -> u64 {
             s.spawn(move || {
                 start.wait();
                 for i in 0..TRIES {
-                    if store.check(&42, 1, now).unwrap().allowed {
+                    if store.check_sync(&42, 1, now).unwrap().allowed {
                         admitted.fetch_add(1, Ordering::Relaxed);
                     }
                     // Other keys in the same store.
                     let other = 1_000 + (thread * TRIES + i) as u64;
-                    store.check(&other, 1, now).unwrap();
+                    store.check_sync(&other, 1, now).unwrap();
                 }
             });
         }
@@ -92,10 +92,10 @@ fn late_callers_with_older_times_are_decided_at_the_latest_time() {
     for (name, check) in [
         (
             "fixed-window",
-            &(|t| fixed.check(&1, 1, t).unwrap()) as &dyn Fn(u64) -> _,
+            &(|t| fixed.check_sync(&1, 1, t).unwrap()) as &dyn Fn(u64) -> _,
         ),
-        ("sliding-log", &|t| log.check(&1, 1, t).unwrap()),
-        ("sliding-window", &|t| window.check(&1, 1, t).unwrap()),
+        ("sliding-log", &|t| log.check_sync(&1, 1, t).unwrap()),
+        ("sliding-window", &|t| window.check_sync(&1, 1, t).unwrap()),
     ] {
         assert!(check(new).allowed, "{name}");
         assert!(check(new).allowed, "{name}");

@@ -174,10 +174,10 @@ where
             store.sweep(t);
             locked.sweep(t);
         }
-        let want = model.check(&key, t, cost);
-        let got = store.check(&key, cost, t).expect("no cap");
+        let want = model.check(&key, cost, t);
+        let got = store.check_sync(&key, cost, t).expect("no cap");
         log.push(format!("#{i} t={t} key={key} cost={cost}: model {want:?}"));
-        let without_cache = locked.check(&key, cost, t).expect("no cap");
+        let without_cache = locked.check_sync(&key, cost, t).expect("no cap");
         prop_assert_eq!(
             got,
             without_cache,
@@ -204,7 +204,7 @@ where
             *state = algorithm.fresh(&key, t);
         }
         *touched = t;
-        let d = algorithm.check(state, t, cost);
+        let d = algorithm.check(state, cost, t);
         prop_assert!(
             agree(&d, &want),
             "algorithm: {} at {spec:?}\n{}",
@@ -253,13 +253,13 @@ where
             };
             let mut s = state.clone();
             prop_assert!(
-                algorithm.check(&mut s, at, cost).allowed,
+                algorithm.check(&mut s, cost, at).allowed,
                 "not admitted at t + wait ({spec:?})\n{}",
                 log.join("\n")
             );
             let mut s = state.clone();
             prop_assert!(
-                !algorithm.check(&mut s, at - 1, cost).allowed,
+                !algorithm.check(&mut s, cost, at - 1).allowed,
                 "admitted before t + wait ({spec:?})\n{}",
                 log.join("\n")
             );
@@ -269,7 +269,7 @@ where
     }
     // `next`: zero with quota left, else the wait of a cost-1 denial now.
     let mut s = state.clone();
-    let one = algorithm.check(&mut s, t, 1);
+    let one = algorithm.check(&mut s, 1, t);
     let want_next = if d.remaining > 0 {
         Duration::ZERO
     } else {
@@ -281,14 +281,14 @@ where
         let mut s = state.clone();
         for k in 0..d.remaining {
             prop_assert!(
-                algorithm.check(&mut s, t, 1).allowed,
+                algorithm.check(&mut s, 1, t).allowed,
                 "request {k} of remaining {} denied ({spec:?})\n{}",
                 d.remaining,
                 log.join("\n")
             );
         }
         prop_assert!(
-            !algorithm.check(&mut s, t, 1).allowed,
+            !algorithm.check(&mut s, 1, t).allowed,
             "more than remaining {} admitted ({spec:?})\n{}",
             d.remaining,
             log.join("\n")

@@ -86,8 +86,8 @@ fn replay_with<A: Algorithm>(
                 store.maintain(t);
             }
         }
-        let want = model.check(&key, t, cost);
-        let got = store.check(&key, cost, t).unwrap();
+        let want = model.check(&key, cost, t);
+        let got = store.check_sync(&key, cost, t).unwrap();
         prop_assert!(
             agree(&got, &want),
             "step {i} t={t} key={key} cost={cost}: got {got:?}, want {want:?} ({spec:?})"
@@ -240,8 +240,8 @@ fn a_key_idle_for_whole_wraps_is_fresh() {
                 (k * wrap + delta, limit),
                 (k * wrap + delta, 1),
             ] {
-                let got = store.check(&1, cost, t).unwrap();
-                let want = model.check(&1, t, cost);
+                let got = store.check_sync(&1, cost, t).unwrap();
+                let want = model.check(&1, cost, t);
                 assert!(
                     agree(&got, &want),
                     "k={k} delta={delta} t={t}: {got:?} vs {want:?}"
@@ -249,9 +249,14 @@ fn a_key_idle_for_whole_wraps_is_fresh() {
             }
             // And the same with a sweep first.
             let store = MemoryStore::<Gcra, u64>::builder(gcra).shards(1).build();
-            assert!(store.check(&1, limit, 0).unwrap().allowed);
+            assert!(store.check_sync(&1, limit, 0).unwrap().allowed);
             store.sweep(k * wrap + delta);
-            assert!(store.check(&1, limit, k * wrap + delta).unwrap().allowed);
+            assert!(
+                store
+                    .check_sync(&1, limit, k * wrap + delta)
+                    .unwrap()
+                    .allowed
+            );
         }
     }
 }

@@ -132,8 +132,9 @@ impl<K: Hash + Eq + Clone + StableKey> Model<K> {
         self.spec
     }
 
-    /// Decides a request of cost `n` for `key` at `t` nanoseconds.
-    pub fn check(&mut self, key: &K, t: u64, n: u64) -> Out {
+    /// Decides a request of cost `n` for `key` at `t` nanoseconds (the
+    /// stores' argument order: key, cost, time).
+    pub fn check(&mut self, key: &K, n: u64, t: u64) -> Out {
         let spec = self.spec;
         let offset = match spec {
             Spec::Fixed {

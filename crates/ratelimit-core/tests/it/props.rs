@@ -404,11 +404,11 @@ fn alike<N: Algorithm, W: Algorithm>(
         let cost = step.cost_raw % (narrow.limit() + 2);
         if step.cost_mode == 0 {
             if let Some(at) = admitted.pop() {
-                narrow.refund(&mut n, t, at, cost);
-                wide.refund(&mut w, t, at, cost);
+                narrow.refund(&mut n, cost, at, t);
+                wide.refund(&mut w, cost, at, t);
             }
         }
-        let (a, b) = (narrow.check(&mut n, t, cost), wide.check(&mut w, t, cost));
+        let (a, b) = (narrow.check(&mut n, cost, t), wide.check(&mut w, cost, t));
         prop_assert_eq!(a, b, "t={} cost={}", t, cost);
         prop_assert_eq!(narrow.is_full(&n, t), wide.is_full(&w, t));
         if a.allowed {

@@ -221,7 +221,10 @@ fn reject<X: KeyExtractor, R: ResponseBuilder<B>, B>(
             } else {
                 "found no place in"
             };
-            let e = StoreError::Backend(format!("request {what} fair queue {:?}", shared.name));
+            let e = StoreError::unavailable(
+                "fair_queue",
+                format!("request {what} fair queue {:?}", shared.name),
+            );
             shared.response.build(Rejection::Unavailable(&e))
         }
     };

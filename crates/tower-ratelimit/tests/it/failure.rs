@@ -32,9 +32,12 @@ impl Store<GlobalKey> for Remote {
         Box::pin(async move {
             tokio::task::yield_now().await;
             if down.load(Ordering::SeqCst) {
-                return Err(StoreError::Backend("connection refused".into()));
+                return Err(StoreError::unavailable(
+                    "io",
+                    std::io::Error::from(std::io::ErrorKind::ConnectionRefused),
+                ));
             }
-            inner.check(&key, cost, now)
+            inner.check_sync(&key, cost, now)
         })
     }
 
@@ -42,7 +45,7 @@ impl Store<GlobalKey> for Remote {
         let (inner, key) = (self.inner.clone(), *key);
         Box::pin(async move {
             tokio::task::yield_now().await;
-            inner.refund(&key, cost, at, now);
+            inner.refund_sync(&key, cost, at, now);
             Ok(())
         })
     }
@@ -178,7 +181,7 @@ async fn remote_store_with_several_limits_refunds() {
     assert_eq!(code(&app).await.0, 200);
     assert_eq!(code(&app).await.0, 429);
     assert_eq!(code(&app).await.0, 429);
-    assert_eq!(first.check(&GlobalKey, 0, 0).unwrap().remaining, 9);
+    assert_eq!(first.check_sync(&GlobalKey, 0, 0).unwrap().remaining, 9);
 }
 
 /// A store that fails on every request is logged a few lines a minute,
