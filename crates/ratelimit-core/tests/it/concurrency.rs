@@ -115,13 +115,13 @@ fn late_callers_with_older_times_are_decided_at_the_latest_time() {
 fn late_callers_of_a_one_word_state_are_decided_at_the_latest_time() {
     let store = MemoryStore::<_, u64>::new(Gcra::new(2, Duration::from_secs(1)).unwrap());
     let new = 2_000_000_000;
-    assert!(store.check(&1, 1, new).unwrap().allowed);
-    assert!(store.check(&1, 1, new).unwrap().allowed);
+    assert!(store.check_sync(&1, 1, new).unwrap().allowed);
+    assert!(store.check_sync(&1, 1, new).unwrap().allowed);
     // Costs other than 1 skip the denied slots, so the table decides.
-    let late = store.check(&1, 2, new - 1).unwrap();
+    let late = store.check_sync(&1, 2, new - 1).unwrap();
     assert!(!late.allowed, "a stale time must not read the key as full");
     assert_eq!(late.remaining, 0);
-    let late = store.check(&1, 1, new - 1).unwrap();
+    let late = store.check_sync(&1, 1, new - 1).unwrap();
     assert!(!late.allowed);
     assert_eq!(late.wait, Some(Duration::from_millis(500)));
 }
@@ -147,7 +147,7 @@ fn a_hot_key_on_a_moving_clock_admits_exactly_its_quota() {
                 for i in 0..TRIES as u64 {
                     // Up to 50 ms; each thread lags the others a little.
                     let now = NOW + (i * 50 * ms / TRIES as u64).saturating_sub(thread as u64);
-                    if store.check(&7, 1, now).unwrap().allowed {
+                    if store.check_sync(&7, 1, now).unwrap().allowed {
                         admitted.fetch_add(1, Ordering::Relaxed);
                     }
                 }

@@ -210,7 +210,7 @@ async fn key_errors_are_grpc_statuses() {
 
 #[test]
 fn other_rejections() {
-    let down = StoreError::Backend("connection refused".into());
+    let down = StoreError::unavailable("io", "connection refused");
     let res: Response<Body> = Grpc::new().build(Rejection::Unavailable(&down));
     assert_eq!(code(&res), Code::Unavailable);
     assert!(!res.headers().contains_key("grpc-status-details-bin"));
