@@ -87,6 +87,7 @@ macro_rules! script_args {
             pub(crate) const FIELDS: &'static [&'static str] = &[$(stringify!($field)),+];
 
             /// The number of entries [`write`](Self::write) writes.
+            #[allow(dead_code)] // not every struct's is used
             pub(crate) fn len(&self) -> usize {
                 0 $(+ Arg::count(&self.$field))+
             }
@@ -325,9 +326,24 @@ mod tests {
     #[test]
     fn headers_match_the_structs() {
         assert_eq!(header(COMMON, 1), CommonArgs::FIELDS);
-        check("gcra", include_str!("lua/gcra.lua"), SCALED, GcraArgs::FIELDS);
-        check("leaky", include_str!("lua/leaky.lua"), SCALED, LeakyArgs::FIELDS);
-        check("fixed", include_str!("lua/fixed.lua"), WINDOW, FixedArgs::FIELDS);
+        check(
+            "gcra",
+            include_str!("lua/gcra.lua"),
+            SCALED,
+            GcraArgs::FIELDS,
+        );
+        check(
+            "leaky",
+            include_str!("lua/leaky.lua"),
+            SCALED,
+            LeakyArgs::FIELDS,
+        );
+        check(
+            "fixed",
+            include_str!("lua/fixed.lua"),
+            WINDOW,
+            FixedArgs::FIELDS,
+        );
         check(
             "sliding",
             include_str!("lua/sliding.lua"),
@@ -405,6 +421,43 @@ mod tests {
         );
     }
 
+    /// The arguments and keys of a store of three limits, as they were
+    /// when built as text: the structs changed neither.
+    #[test]
+    fn arguments_and_keys_are_unchanged() {
+        use ratelimit_core::{Anchor, FixedWindow, Gcra, SlidingLog};
+        use std::time::Duration;
+        let s = Duration::from_secs(1);
+        let store = crate::RedisStore::builder(
+            "redis://127.0.0.1:1",
+            Gcra::with_burst(7, Duration::from_millis(1300), 5).unwrap(),
+        )
+        .and_limit(
+            FixedWindow::new(5, s)
+                .unwrap()
+                .with_anchor(Anchor::KeyOffset),
+        )
+        .and_limit(SlidingLog::new(5, s).unwrap())
+        .build()
+        .unwrap();
+        let keys = [
+            "ratelimit:{user-1}:gcra:be1eef3c",
+            "ratelimit:{user-1}:fw:6f9dc4bf",
+            "ratelimit:{user-1}:sl:d365ebcf",
+        ];
+        assert_eq!(store.redis_keys("user-1"), keys);
+        let args = store.script_args("user-1", 3, Some(5));
+        assert_eq!(&args[..3], keys);
+        let expected = [
+            &["c", "3", "0", "5", "", "", "1000"][..], // common
+            &["6", "7", "185714285", "5", "928571428", "4", "5"], // gcra
+            &["5", "1000000000", "5", "1", "655370708", "0"], // fixed, key offset
+            &["4", "1000000000", "5", "1", "0"],       // log
+        ]
+        .concat();
+        assert_eq!(args[3..], expected);
+    }
+
     /// A fixed window's phase, replaced per key, lands where `phase` is.
     #[test]
     fn fixed_phase_is_replaced() {
@@ -421,7 +474,10 @@ mod tests {
         let mut replaced: Vec<Vec<u8>> = Vec::new();
         Params::Fixed(fixed.clone()).write(Some(4), &mut replaced);
         assert_eq!(plain, replaced);
-        let at = FixedArgs::FIELDS.iter().position(|f| *f == "phase").unwrap();
+        let at = FixedArgs::FIELDS
+            .iter()
+            .position(|f| *f == "phase")
+            .unwrap();
         assert_eq!(plain[at], b"4");
     }
 }

@@ -84,11 +84,7 @@ fn scaled(
     ])
 }
 
-fn window(
-    algorithm: &AnyAlgorithm,
-    limit: u64,
-    period: Duration,
-) -> Result<[u64; 3], BuildError> {
+fn window(algorithm: &AnyAlgorithm, limit: u64, period: Duration) -> Result<[u64; 3], BuildError> {
     let p = nanos(period);
     if p >= LIMIT || u128::from(limit) >= LIMIT {
         return Err(unsupported(

@@ -1,16 +1,16 @@
 //! The Redis store: its builder, its calls and its failure policy.
 
+use crate::args::{CallArgs, CommonArgs, OpArg, Params};
 use crate::breaker::{Breaker, BreakerConfig, BreakerState, Outcome};
 use crate::conn::{Backend, Conn};
 use crate::deny_cache::DenyCache;
 use crate::failure::{Failure, Kind};
 use crate::lease::{Leases, Spend, Unspent};
 use crate::log_throttle::{LogThrottle, LOG_EVERY};
-use crate::args::{CallArgs, CommonArgs, OpArg, Params};
 use crate::plan::{key_phase, multi_source, Plan};
 use crate::BuildError;
-use redis::ToRedisArgs;
 use ratelimit_core::{Algorithm, AnyAlgorithm, Decision, MemoryStore, Store, StoreError};
+use redis::ToRedisArgs;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -659,9 +659,10 @@ impl Inner {
                 Some(admitted_at / NANOS_PER_SEC),
                 Some(admitted_at % NANOS_PER_SEC),
             ),
-            (Some((admitted_at, caller_now)), None) => {
-                (Some(caller_now.saturating_sub(admitted_at).min(MAX_AGE)), None)
-            }
+            (Some((admitted_at, caller_now)), None) => (
+                Some(caller_now.saturating_sub(admitted_at).min(MAX_AGE)),
+                None,
+            ),
             (None, _) => (None, None),
         };
         CallArgs {
