@@ -264,6 +264,7 @@
 struct ReadmeDoctests;
 
 mod any_store;
+mod args;
 mod breaker;
 mod conn;
 mod deny_cache;

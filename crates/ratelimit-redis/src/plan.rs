@@ -5,8 +5,10 @@
 //! checks, once at build time, that a configuration stays inside the range
 //! where that holds, and rejects it otherwise.
 
+use crate::args::{FixedArgs, GcraArgs, LeakyArgs, LogArgs, Params, SlidingArgs};
 use crate::BuildError;
 use ratelimit_core::{Algorithm, Anchor, AnyAlgorithm, FixedWindow, SlidingLog, SlidingWindow};
+use std::sync::Arc;
 use std::time::Duration;
 
 const COMMON: &str = include_str!("lua/common.lua");
@@ -23,15 +25,11 @@ const NANOS_PER_SEC: u64 = 1_000_000_000;
 pub(crate) struct Plan {
     /// The script's source.
     pub(crate) source: String,
-    /// The algorithm's parameters, `ARGV[8..]` (the log's exact-match flag
-    /// is appended per call).
-    pub(crate) params: Vec<String>,
+    /// The algorithm's parameters, `ARGV[8..]`.
+    pub(crate) params: Params,
     /// A short fingerprint of the algorithm and its parameters, part of
     /// every key, so that two limits never share state.
     pub(crate) tag: String,
-    /// For a fixed window anchored at a key offset: the index in `params`
-    /// of the phase, which the store fills in per key.
-    pub(crate) phase_index: Option<usize>,
 }
 
 fn gcd(mut a: u128, mut b: u128) -> u128 {
@@ -49,6 +47,11 @@ fn unsupported(algorithm: &AnyAlgorithm, why: &str) -> BuildError {
     BuildError::Unsupported(format!("{} ({algorithm:?}): {why}", algorithm.name()))
 }
 
+/// A number the bounds checked below 2^51, as the script takes it.
+fn number(algorithm: &AnyAlgorithm, x: u128) -> Result<u64, BuildError> {
+    u64::try_from(x).map_err(|_| unsupported(algorithm, "a parameter exceeds 64 bits"))
+}
+
 /// `T = P / L` as `(scale, T in whole ns, remainder)` and `count * T` as a
 /// `(w, f)` pair, checking the script's bounds for up to `max_count`
 /// intervals.
@@ -58,7 +61,7 @@ fn scaled(
     period: Duration,
     count: u64,
     max_count: u64,
-) -> Result<Vec<String>, BuildError> {
+) -> Result<[u64; 5], BuildError> {
     let (l, p) = (u128::from(limit), nanos(period));
     let g = gcd(l, p);
     let (step, scale) = (p / g, l / g);
@@ -71,20 +74,17 @@ fn scaled(
         ));
     }
     let cap = u128::from(count) * step;
-    Ok(vec![
-        scale.to_string(),
-        (step / scale).to_string(),
-        (step % scale).to_string(),
-        (cap / scale).to_string(),
-        (cap % scale).to_string(),
+    let n = |x| number(algorithm, x);
+    Ok([
+        n(scale)?,
+        n(step / scale)?,
+        n(step % scale)?,
+        n(cap / scale)?,
+        n(cap % scale)?,
     ])
 }
 
-fn window(
-    algorithm: &AnyAlgorithm,
-    limit: u64,
-    period: Duration,
-) -> Result<Vec<String>, BuildError> {
+fn window(algorithm: &AnyAlgorithm, limit: u64, period: Duration) -> Result<[u64; 3], BuildError> {
     let p = nanos(period);
     if p >= LIMIT || u128::from(limit) >= LIMIT {
         return Err(unsupported(
@@ -93,7 +93,7 @@ fn window(
         ));
     }
     let pg = p / gcd(p, u128::from(NANOS_PER_SEC));
-    Ok(vec![p.to_string(), limit.to_string(), pg.to_string()])
+    Ok([number(algorithm, p)?, limit, number(algorithm, pg)?])
 }
 
 impl Plan {
@@ -110,8 +110,17 @@ impl Plan {
                 let max = burst
                     .checked_add(2)
                     .ok_or_else(|| unsupported(algorithm, "burst"))?;
-                let mut params = scaled(algorithm, g.rate_limit(), g.period(), burst, max)?;
-                params.push(burst.to_string());
+                let [scale, step_w, step_f, burst_w, burst_f] =
+                    scaled(algorithm, g.rate_limit(), g.period(), burst, max)?;
+                let params = Params::Gcra(GcraArgs {
+                    scale,
+                    step_w,
+                    step_f,
+                    burst_w,
+                    burst_f,
+                    burst,
+                    stamp: None,
+                });
                 (concat_src(&[SCALED, include_str!("lua/gcra.lua")]), params)
             }
             AnyAlgorithm::LeakyBucket(b) => {
@@ -119,8 +128,17 @@ impl Plan {
                 let max = q
                     .checked_add(3)
                     .ok_or_else(|| unsupported(algorithm, "queue"))?;
-                let mut params = scaled(algorithm, b.rate_limit(), b.period(), q, max)?;
-                params.push(q.to_string());
+                let [scale, step_w, step_f, queue_w, queue_f] =
+                    scaled(algorithm, b.rate_limit(), b.period(), q, max)?;
+                let params = Params::Leaky(LeakyArgs {
+                    scale,
+                    step_w,
+                    step_f,
+                    queue_w,
+                    queue_f,
+                    queue: q,
+                    stamp: None,
+                });
                 (concat_src(&[SCALED, include_str!("lua/leaky.lua")]), params)
             }
             AnyAlgorithm::FixedWindow(w) => (
@@ -136,7 +154,7 @@ impl Plan {
                 log_params(algorithm, l, exact_log)?,
             ),
         };
-        let fingerprint = format!("{}:{}", algorithm.name(), params.join(":"));
+        let fingerprint = format!("{}:{}", algorithm.name(), params.texts().join(":"));
         let tag = format!(
             "{}:{:08x}",
             short_name(algorithm),
@@ -146,7 +164,6 @@ impl Plan {
             source: format!("{COMMON}\n{body}"),
             params,
             tag,
-            phase_index: key_phase(algorithm, "").map(|_| 3),
         })
     }
 }
@@ -166,7 +183,7 @@ impl Plan {
             AnyAlgorithm::SlidingWindow(_) => ("s", 3),
             AnyAlgorithm::SlidingLog(_) => ("o", 2),
         };
-        let mut stamp = format!("{kind}:{}", self.params[..numbers].join(":"));
+        let mut stamp = format!("{kind}:{}", self.params.texts()[..numbers].join(":"));
         if let AnyAlgorithm::FixedWindow(w) = algorithm {
             stamp.push_str(match w.anchor() {
                 Anchor::Aligned => ":a",
@@ -174,7 +191,7 @@ impl Plan {
                 Anchor::KeyOffset => ":k",
             });
         }
-        self.params.push(stamp);
+        *self.params.stamp_mut() = Some(Arc::from(stamp));
         self.tag = "live".to_owned();
         self
     }
@@ -211,34 +228,39 @@ fn short_name(algorithm: &AnyAlgorithm) -> &'static str {
     }
 }
 
-fn fixed_params(algorithm: &AnyAlgorithm, w: &FixedWindow) -> Result<Vec<String>, BuildError> {
-    let mut params = window(algorithm, w.rate_limit(), w.period())?;
-    // The key-offset phase depends on the key: the store fills it in per
-    // call (see `Plan::phase_for`); here it is 0.
-    params.push("0".into());
-    params.push(
-        if w.anchor() == Anchor::FirstRequest {
-            "1"
-        } else {
-            "0"
-        }
-        .into(),
-    );
-    Ok(params)
+fn fixed_params(algorithm: &AnyAlgorithm, w: &FixedWindow) -> Result<Params, BuildError> {
+    let [period, limit, period_g] = window(algorithm, w.rate_limit(), w.period())?;
+    Ok(Params::Fixed(FixedArgs {
+        period,
+        limit,
+        period_g,
+        // The key-offset phase depends on the key: the store fills it in
+        // per call (see `key_phase`); here it is 0.
+        phase: 0,
+        first: w.anchor() == Anchor::FirstRequest,
+        stamp: None,
+    }))
 }
 
-fn sliding_params(algorithm: &AnyAlgorithm, w: &SlidingWindow) -> Result<Vec<String>, BuildError> {
-    window(algorithm, w.rate_limit(), w.period())
+fn sliding_params(algorithm: &AnyAlgorithm, w: &SlidingWindow) -> Result<Params, BuildError> {
+    let [period, limit, period_g] = window(algorithm, w.rate_limit(), w.period())?;
+    Ok(Params::Sliding(SlidingArgs {
+        period,
+        limit,
+        period_g,
+        stamp: None,
+    }))
 }
 
-fn log_params(
-    algorithm: &AnyAlgorithm,
-    l: &SlidingLog,
-    exact: bool,
-) -> Result<Vec<String>, BuildError> {
-    let mut params = window(algorithm, l.rate_limit(), l.period())?;
-    params.push(if exact { "1" } else { "0" }.into());
-    Ok(params)
+fn log_params(algorithm: &AnyAlgorithm, l: &SlidingLog, exact: bool) -> Result<Params, BuildError> {
+    let [period, limit, period_g] = window(algorithm, l.rate_limit(), l.period())?;
+    Ok(Params::Log(LogArgs {
+        period,
+        limit,
+        period_g,
+        exact,
+        stamp: None,
+    }))
 }
 
 /// The window phase of `key` for a fixed window anchored at a key offset,

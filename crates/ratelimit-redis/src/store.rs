@@ -1,5 +1,6 @@
 //! The Redis store: its builder, its calls and its failure policy.
 
+use crate::args::{CallArgs, CommonArgs, OpArg, Params};
 use crate::breaker::{Breaker, BreakerConfig, BreakerState, Outcome};
 use crate::conn::{Backend, Conn};
 use crate::deny_cache::DenyCache;
@@ -9,6 +10,7 @@ use crate::log_throttle::{LogThrottle, LOG_EVERY};
 use crate::plan::{key_phase, multi_source, Plan};
 use crate::BuildError;
 use ratelimit_core::{Algorithm, AnyAlgorithm, Decision, MemoryStore, Store, StoreError};
+use redis::ToRedisArgs;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -550,7 +552,12 @@ impl RedisStore {
     /// debugging with other clients.
     pub fn script_args(&self, key: &str, cost: u64, now: Option<u64>) -> Vec<String> {
         let mut args = self.redis_keys(key);
-        args.extend(self.inner.args(key, cost, now, None));
+        let call = self.inner.args(key, cost, now, None);
+        args.extend(
+            call.to_redis_args()
+                .into_iter()
+                .map(|a| String::from_utf8_lossy(&a).into_owned()),
+        );
         args
     }
 
@@ -637,67 +644,47 @@ impl Inner {
         format!("{}{{{key}}}:{}", self.prefix, part.plan.tag)
     }
 
-    /// A limit's parameters for `key`, with its key's window phase.
-    fn push_params(a: &mut Vec<String>, part: &Part, key: &str) {
-        let start = a.len();
-        a.extend(part.plan.params.iter().cloned());
-        if let (Some(i), Some(phase)) = (part.plan.phase_index, key_phase(&part.algorithm, key)) {
-            a[start + i] = phase.to_string();
-        }
-    }
-
-    fn args(
-        &self,
-        key: &str,
+    /// The script's arguments for a call on `key` (see
+    /// [`CallArgs`]): written straight into the command, numbers as
+    /// numbers.
+    fn args<'a>(
+        &'a self,
+        key: &'a str,
         cost: u64,
         now: Option<u64>,
         refund: Option<(u64, u64)>,
-    ) -> Vec<String> {
-        let mut a = Vec::with_capacity(
-            8 + self
+    ) -> CallArgs<impl Iterator<Item = (&'a Params, Option<u64>)> + Clone + 'a> {
+        let (refund_s, refund_ns) = match (refund, now) {
+            (Some((admitted_at, _)), Some(_)) => (
+                Some(admitted_at / NANOS_PER_SEC),
+                Some(admitted_at % NANOS_PER_SEC),
+            ),
+            (Some((admitted_at, caller_now)), None) => (
+                Some(caller_now.saturating_sub(admitted_at).min(MAX_AGE)),
+                None,
+            ),
+            (None, _) => (None, None),
+        };
+        CallArgs {
+            common: CommonArgs {
+                op: if refund.is_some() {
+                    OpArg::Refund
+                } else {
+                    OpArg::Check
+                },
+                cost,
+                now_s: now.map(|t| t / NANOS_PER_SEC),
+                now_ns: now.map(|t| t % NANOS_PER_SEC),
+                refund_s,
+                refund_ns,
+                ttl_slack_ms: TTL_SLACK_MS,
+            },
+            limits: self
                 .parts
                 .iter()
-                .map(|p| p.plan.params.len() + 1)
-                .sum::<usize>(),
-        );
-        a.push(if refund.is_some() { "r" } else { "c" }.to_owned());
-        a.push(cost.to_string());
-        match now {
-            Some(t) => {
-                a.push((t / NANOS_PER_SEC).to_string());
-                a.push((t % NANOS_PER_SEC).to_string());
-            }
-            None => {
-                a.push(String::new());
-                a.push(String::new());
-            }
+                .map(move |p| (&p.plan.params, key_phase(&p.algorithm, key))),
+            multi: self.parts.len() > 1,
         }
-        match (refund, now) {
-            (Some((admitted_at, _)), Some(_)) => {
-                a.push((admitted_at / NANOS_PER_SEC).to_string());
-                a.push((admitted_at % NANOS_PER_SEC).to_string());
-            }
-            (Some((admitted_at, caller_now)), None) => {
-                let age = caller_now.saturating_sub(admitted_at).min(MAX_AGE);
-                a.push(age.to_string());
-                a.push(String::new());
-            }
-            (None, _) => {
-                a.push(String::new());
-                a.push(String::new());
-            }
-        }
-        a.push(TTL_SLACK_MS.to_string());
-        match &*self.parts {
-            [one] => Self::push_params(&mut a, one, key),
-            parts => {
-                for part in parts {
-                    a.push(part.plan.params.len().to_string());
-                    Self::push_params(&mut a, part, key);
-                }
-            }
-        }
-        a
     }
 
     async fn call(&self, key: &str, cost: u64, now: u64, op: &Op) -> Result<Vec<i64>, Failure> {
@@ -714,9 +701,7 @@ impl Inner {
         for part in &*self.parts {
             invocation.key(self.redis_key(key, part));
         }
-        for a in self.args(key, cost, time, refund) {
-            invocation.arg(a);
-        }
+        invocation.arg(self.args(key, cost, time, refund));
         match invocation.invoke_async::<Vec<i64>>(&mut conn).await {
             Ok(v) if self.well_formed(&v, refund.is_some()) => Ok(v),
             Ok(v) => Err(Failure::new(
@@ -1027,7 +1012,9 @@ impl Drop for Inner {
                 .iter()
                 .map(|p| self.redis_key(&u.key, p))
                 .collect();
-            let args = self.args(&u.key, u.units, time, Some((u.taken_at, now)));
+            let args = self
+                .args(&u.key, u.units, time, Some((u.taken_at, now)))
+                .to_redis_args();
             let (conn, script, timeout) =
                 (Arc::clone(&self.conn), self.script.clone(), self.timeout);
             runtime.spawn(async move {
@@ -1037,9 +1024,7 @@ impl Drop for Inner {
                     for k in keys {
                         invocation.key(k);
                     }
-                    for a in args {
-                        invocation.arg(a);
-                    }
+                    invocation.arg(args);
                     invocation.invoke_async::<Vec<i64>>(&mut c).await.ok()
                 };
                 let _ = tokio::time::timeout(timeout, work).await;

@@ -8,14 +8,17 @@
 -- no quotient is rounded.
 --
 -- KEYS[1]  the limit's key
--- ARGV[1]  'c' check or 'r' refund
--- ARGV[2]  cost
--- ARGV[3]  now: whole seconds, or '' to read the server's TIME
--- ARGV[4]  now: nanoseconds in the second
--- ARGV[5]  refund: admitted_at seconds, or (server time) the age in ns
--- ARGV[6]  refund: admitted_at nanoseconds
--- ARGV[7]  TTL slack in milliseconds
--- ARGV[8..] the algorithm's parameters
+-- The arguments, one line each as `ARGV[i]  name: meaning`, the names
+-- those of the fields of `CommonArgs` (src/args.rs), in order; a test
+-- compares the two lists.
+-- ARGV[1]  op: 'c' check or 'r' refund
+-- ARGV[2]  cost: the request's cost
+-- ARGV[3]  now_s: now, whole seconds, or '' to read the server's TIME
+-- ARGV[4]  now_ns: now, nanoseconds in the second
+-- ARGV[5]  refund_s: admitted_at seconds, or (server time) the age in ns
+-- ARGV[6]  refund_ns: admitted_at nanoseconds
+-- ARGV[7]  ttl_slack_ms: TTL slack in milliseconds
+-- ARGV[8..] the algorithm's parameters, listed in its own script
 local fmod = math.fmod
 local floor = math.floor
 local TWO53 = 9007199254740992

@@ -1,6 +1,15 @@
 -- Fixed window: state (end, count). Windows are in phase with `phase`
 -- (0 when aligned, the key's offset with key-offset), or open at the first
 -- admitted request (first = 1).
+--
+-- ARGV[1..7] as in common.lua; then, the fields of `FixedArgs` (src/args.rs)
+-- in order (a test compares the two lists):
+-- ARGV[8]   period: P in ns
+-- ARGV[9]   limit: L
+-- ARGV[10]  period_g: P / gcd(P, 1e9)
+-- ARGV[11]  phase: the windows' phase in ns (the key's, with key-offset)
+-- ARGV[12]  first: '1': a window opens at the first admitted request
+-- ARGV[13]  stamp: live settings 'f:P:L:anchor' (live stores only)
 local phase = tonumber(ARGV[11])
 local first = ARGV[12] == '1'
 

@@ -1,4 +1,14 @@
 -- GCRA (and the token bucket): state TAT; used = TAT - t in [0, B*T].
+--
+-- ARGV[1..7] as in common.lua; then, the fields of `GcraArgs` (src/args.rs)
+-- in order (a test compares the two lists):
+-- ARGV[8]   scale: time unit: 1/scale ns, T = P/L in those units
+-- ARGV[9]   step_w: T, whole part
+-- ARGV[10]  step_f: T, remainder below scale
+-- ARGV[11]  burst_w: B*T, whole part
+-- ARGV[12]  burst_f: B*T, remainder
+-- ARGV[13]  burst: B, the burst
+-- ARGV[14]  stamp: live settings 'g:numbers' (live stores only)
 local cw, cf = tonumber(ARGV[11]), tonumber(ARGV[12])  -- B*T
 local burst = tonumber(ARGV[13])
 

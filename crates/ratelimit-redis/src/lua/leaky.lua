@@ -1,5 +1,15 @@
 -- Leaky bucket as a queue: state D, the last admitted departure;
 -- d = D - t is kept in [-T, Q*T].
+--
+-- ARGV[1..7] as in common.lua; then, the fields of `LeakyArgs` (src/args.rs)
+-- in order (a test compares the two lists):
+-- ARGV[8]   scale: time unit: 1/scale ns, T = P/L in those units
+-- ARGV[9]   step_w: T, whole part
+-- ARGV[10]  step_f: T, remainder below scale
+-- ARGV[11]  queue_w: Q*T, whole part
+-- ARGV[12]  queue_f: Q*T, remainder
+-- ARGV[13]  queue: Q, the queue length
+-- ARGV[14]  stamp: live settings 'l:numbers' (live stores only)
 local qw, qf = tonumber(ARGV[11]), tonumber(ARGV[12])  -- Q*T
 local queue = tonumber(ARGV[13])
 local mw, mf = 0, 0                                     -- -T

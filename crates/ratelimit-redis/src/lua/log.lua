@@ -1,6 +1,14 @@
 -- Sliding log: a hash used as a deque. Fields: u (the logged cost), h (the
 -- oldest entry's index), t (one past the newest), and entry i as
 -- 'seconds:nanoseconds:cost'. At most L entries, as in ratelimit-core.
+--
+-- ARGV[1..7] as in common.lua; then, the fields of `LogArgs` (src/args.rs)
+-- in order (a test compares the two lists):
+-- ARGV[8]   period: P in ns
+-- ARGV[9]   limit: L
+-- ARGV[10]  period_g: P / gcd(P, 1e9)
+-- ARGV[11]  exact: '1': exact-match log
+-- ARGV[12]  stamp: live settings 'o:P:L' (live stores only)
 local exact = ARGV[11] == '1'
 -- Live settings: the stamp 'o:P:L', the algorithm's fifth parameter (see
 -- common.lua). Only the log is a hash, so a key of another type is

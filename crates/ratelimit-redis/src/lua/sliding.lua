@@ -1,4 +1,11 @@
 -- Sliding window: state (start of the current window, prev, cur).
+--
+-- ARGV[1..7] as in common.lua; then, the fields of `SlidingArgs` (src/args.rs)
+-- in order (a test compares the two lists):
+-- ARGV[8]   period: P in ns
+-- ARGV[9]   limit: L
+-- ARGV[10]  period_g: P / gcd(P, 1e9)
+-- ARGV[11]  stamp: live settings 's:P:L:Pg' (live stores only)
 
 -- floor(a * P / m), for a result below 2^52.
 local function times_p_over(a, m)
