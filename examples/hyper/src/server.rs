@@ -3,10 +3,9 @@
 //! signal ([`shutdown_signal`]) and the shared settings read from the
 //! environment ([`max_keys_from_env`]).
 //!
-//! This file is `hyper-example`'s `server` module and is compiled into
-//! `axum-example` too (`#[path]`), so both serve the same way;
-//! `grpc-example` compiles it in for its logs, settings and accept loop
-//! backoff (tonic serves the connections).
+//! `axum-example` uses this module too (`hyper_example::server`), so both
+//! serve the same way; `grpc-example` uses it for its logs, settings and
+//! accept loop backoff (tonic serves the connections).
 //!
 //! Against slow or half-sent requests, each connection has:
 //!
