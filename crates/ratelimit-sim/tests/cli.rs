@@ -5,12 +5,9 @@
 //! tests. The subcommands' tests (`generate`, `compare`, `plot`) are the
 //! `subcommands` module, so the crate keeps one test binary.
 
-#[path = "../../ratelimit-core/tests/it/model.rs"]
-mod model;
 mod subcommands;
 
-use model::{Model, Spec};
-use ratelimit_core::Anchor;
+use ratelimit_test_support::model::{Anchor, Model, Spec};
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 

@@ -7,9 +7,12 @@
 //! - [`spawned`]: an example binary run as a process, its logs read;
 //! - [`rng`]: [`SplitMix64`], a seeded generator so failures reproduce;
 //! - [`alloc`]: [`CountingAlloc`], a global allocator counting live bytes
-//!   (each test binary declares its own `#[global_allocator] static`).
+//!   (each test binary declares its own `#[global_allocator] static`);
+//! - [`model`]: the reference models of the six algorithms, from the
+//!   contract (`docs/ALGORITHMS.md`).
 
 pub mod alloc;
+pub mod model;
 pub mod redis_server;
 pub mod rng;
 pub mod spawned;
