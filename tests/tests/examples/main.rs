@@ -726,12 +726,7 @@ mod hyper_app {
     }
 }
 
-mod hardening;
-
-mod on_redis;
-
-mod recipes;
-
 mod grpc;
-
+mod hardening;
+mod on_redis;
 mod policy_on_redis;
