@@ -16,9 +16,8 @@ use std::{error::Error, net::SocketAddr, time::Duration};
 use tower_ratelimit::{key::Bearer, Gcra, RateLimitLayer};
 
 /// The app on the Redis at `redis_url`, waiting at most `timeout` for each
-/// answer before deciding in memory. (Public for the workspace's test of
-/// this recipe on a real Redis, `tests/tests/examples/recipes.rs`.)
-pub fn app(redis_url: &str, timeout: Duration) -> Result<Router, Box<dyn Error>> {
+/// answer before deciding in memory.
+fn app(redis_url: &str, timeout: Duration) -> Result<Router, Box<dyn Error>> {
     let store = RedisStore::builder(redis_url, Gcra::new(1, Duration::from_secs(300))?)
         .prefix("tickets:")
         .timeout(timeout)
@@ -43,7 +42,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
 }
 
 #[cfg(test)]
-pub mod support;
+mod support;
 
 #[cfg(test)]
 mod tests {

@@ -9,7 +9,7 @@ use ratelimit_test_support::model::Anchor as ModelAnchor;
 
 /// A model of `spec` for `u64` keys; key offsets by [`stable_hash`].
 pub fn model(spec: Spec) -> Model<u64> {
-    Model::new(spec).with_key_hash(|k| stable_hash(k))
+    Model::new(spec).with_key_hash(stable_hash::<u64>)
 }
 
 /// The model's name for `anchor`.
