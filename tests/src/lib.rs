@@ -3,10 +3,10 @@
 //! (`docs/ALGORITHMS.md`) replayed through the simulator.
 //!
 //! [`redis_server`] starts a private `redis-server` for the tests of the
-//! examples on Redis; [`spawned`] runs an example binary and reads its logs.
+//! examples on Redis; [`spawned`] runs an example binary and reads its logs
+//! (both re-exported from `ratelimit-test-support`).
 
-pub mod redis_server;
-pub mod spawned;
+pub use ratelimit_test_support::{redis_server, spawned};
 
 /// The top-level README's Rust snippets, compiled as doctests (they need
 /// `tower-ratelimit`, `ratelimit-redis`, axum and tokio, which this crate

@@ -2,10 +2,6 @@
 //! their order, cancel safety, jitter, the stream adapter, and the Redis
 //! store (the real timer's wake-up error is measured in `wake_up.rs`).
 
-#[allow(dead_code)]
-#[path = "../../../tests/src/redis_server.rs"]
-mod redis_server;
-
 use futures_util::StreamExt;
 use ratelimit_async::{Limiter, WaitError};
 use ratelimit_core::{Gcra, LeakyBucket, MemoryStore, SlidingLog, Store};
@@ -198,7 +194,7 @@ async fn paced_stream_hands_back_what_it_cannot_admit() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_store_waiters_are_paced_too() {
-    let Some(server) = redis_server::RedisServer::start() else {
+    let Some(server) = ratelimit_test_support::RedisServer::start() else {
         return;
     };
     // 20 per second, burst 1: one every 50 ms, decided on Redis's clock.

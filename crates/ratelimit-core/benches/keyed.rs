@@ -21,47 +21,13 @@ use governor::middleware::NoOpMiddleware;
 use governor::state::keyed::DefaultKeyedStateStore;
 use governor::{Quota, RateLimiter};
 use ratelimit_core::{Clock, Gcra, ManualClock, MemoryStore, SystemClock};
-use std::alloc::{GlobalAlloc, Layout, System};
+use ratelimit_test_support::CountingAlloc;
 use std::num::NonZeroU32;
-use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// Counts live heap bytes, to measure memory per key.
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-// A global allocator needs an `unsafe impl`; this is the only unsafe code in
-// the workspace (the workspace lint is `deny`, not `forbid`, for this). It
-// forwards every call to `System` unchanged and only counts bytes.
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        System.alloc(layout)
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        System.alloc_zeroed(layout)
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        System.dealloc(ptr, layout)
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(
-            new_size as isize - layout.size() as isize,
-            Ordering::Relaxed,
-        );
-        System.realloc(ptr, layout, new_size)
-    }
-}
-
 #[global_allocator]
-static ALLOC: Counting = Counting;
+static ALLOC: CountingAlloc = CountingAlloc::new();
 
 const KEY_COUNTS: [usize; 3] = [1, 10_000, 1_000_000];
 const THREADS: [usize; 4] = [1, 2, 4, 8];
@@ -354,11 +320,11 @@ fn interleaved_table<C: Clock, G: governor::clock::Clock + Sync>(
 
 /// Live bytes allocated by `build`'s result, per key.
 fn bytes_per_key<T>(nkeys: usize, build: impl FnOnce() -> T) -> f64 {
-    let before = LIVE.load(Ordering::Relaxed);
+    let before = ALLOC.allocated();
     let value = build();
-    let after = LIVE.load(Ordering::Relaxed);
+    let after = ALLOC.allocated();
     drop(value);
-    (after - before) as f64 / nkeys as f64
+    (after as f64 - before as f64) / nkeys as f64
 }
 
 fn memory() {

@@ -12,13 +12,9 @@
 
 #![allow(missing_docs)]
 
-#[allow(dead_code)]
-#[path = "../tests/it/harness.rs"]
-mod harness;
-
-use harness::{RedisServer, Rng};
 use ratelimit_core::{AnyAlgorithm, Gcra, SlidingWindow, Store};
 use ratelimit_redis::RedisStore;
+use ratelimit_test_support::{RedisServer, SplitMix64 as Rng};
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -209,7 +205,11 @@ fn main() {
                 }
             }
         }
-        let conn = server.client().await;
+        let conn = redis::Client::open(server.url())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
         for callers in CALLERS {
             let mut runs = Vec::new();
             for _ in 0..rounds {

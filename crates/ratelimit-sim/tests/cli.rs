@@ -5,12 +5,9 @@
 //! tests. The subcommands' tests (`generate`, `compare`, `plot`) are the
 //! `subcommands` module, so the crate keeps one test binary.
 
-#[path = "../../ratelimit-core/tests/it/model.rs"]
-mod model;
 mod subcommands;
 
-use model::{Model, Spec};
-use ratelimit_core::Anchor;
+use ratelimit_test_support::model::{Anchor, Model, Spec};
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
@@ -900,27 +897,9 @@ fn the_largest_time_that_fits() {
 // ---------------------------------------------------------------------
 // Random traces against the reference models.
 
-/// splitmix64: a small deterministic generator, so the traces are the same
-/// on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len() as u64) as usize]
-    }
-}
+// splitmix64: a small deterministic generator, so the traces are the same
+// on every run.
+use ratelimit_test_support::SplitMix64 as Rng;
 
 /// A random setting of `kind` (0..7): the sim's arguments and the model.
 fn random_config(rng: &mut Rng, kind: u64) -> (Vec<String>, Spec) {

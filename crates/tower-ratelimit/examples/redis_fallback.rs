@@ -16,9 +16,8 @@ use std::{error::Error, net::SocketAddr, time::Duration};
 use tower_ratelimit::{key::Bearer, Gcra, RateLimitLayer};
 
 /// The app on the Redis at `redis_url`, waiting at most `timeout` for each
-/// answer before deciding in memory. (Public for the workspace's test of
-/// this recipe on a real Redis, `tests/tests/examples/recipes.rs`.)
-pub fn app(redis_url: &str, timeout: Duration) -> Result<Router, Box<dyn Error>> {
+/// answer before deciding in memory.
+fn app(redis_url: &str, timeout: Duration) -> Result<Router, Box<dyn Error>> {
     let store = RedisStore::builder(redis_url, Gcra::new(1, Duration::from_secs(300))?)
         .prefix("tickets:")
         .timeout(timeout)
@@ -43,12 +42,12 @@ async fn main() -> Result<(), Box<dyn Error>> {
 }
 
 #[cfg(test)]
-pub mod support;
+mod support;
 
-/// On a real Redis: `tests/tests/examples/recipes.rs`.
 #[cfg(test)]
 mod tests {
     use super::support::{from, header};
+    use ratelimit_test_support::RedisServer;
     use std::time::Duration;
 
     #[tokio::test]
@@ -65,5 +64,28 @@ mod tests {
             from("203.0.113.7:1", "POST", "/tickets").status(&app).await,
             401
         );
+    }
+
+    /// On a real redis-server: two copies of the app share one limit.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn two_copies_share_the_limit_through_redis() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        // A timeout no loaded debug build reaches: a slow answer must not
+        // fall back to memory here.
+        let patient = Duration::from_secs(5);
+        let a = super::app(&server.url(), patient).unwrap();
+        let b = super::app(&server.url(), patient).unwrap();
+        let ticket = |user| from("203.0.113.7:1", "POST", "/tickets").header("authorization", user);
+        assert_eq!(ticket("Bearer alice").status(&a).await, 201);
+        // The other copy sees alice's ticket: 1 per 5 minutes, fleet-wide.
+        let res = ticket("Bearer alice").send(&b).await;
+        assert_eq!(res.status(), 429);
+        let retry: u64 = header(&res, "retry-after").parse().unwrap();
+        assert!((299..=300).contains(&retry), "{retry}");
+        assert_eq!(ticket("Bearer alice").status(&a).await, 429);
+        assert_eq!(ticket("Bearer bob").status(&b).await, 201);
+        assert_eq!(ticket("Bearer bob").status(&a).await, 429);
     }
 }

@@ -11,69 +11,19 @@
 //! `std::alloc::System`, so this is its own test binary (the counter sees
 //! the whole process) with a single test.
 
-// A `GlobalAlloc` impl must be `unsafe impl`. The workspace denies (rather
-// than forbids) `unsafe_code` so that this one test file can allow it; the
-// library itself has no unsafe code.
-#![allow(unsafe_code)]
-
 use bytes::Bytes;
 use http::request::Parts;
 use http::{HeaderValue, Uri};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use ratelimit_test_support::CountingAlloc;
 use tower_ratelimit::key::{
     ApiKey, Bearer, ClientIp, Composite, Header, KeyExtractor, PeerAddr, PeerIp, ProxyHeader, Route,
 };
 
-/// `System`, counting the bytes currently allocated.
-struct Counting;
-
-static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every method forwards to `System` with the caller's arguments,
-// which uphold `GlobalAlloc`'s contract; the counter has no effect on the
-// memory returned.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded unchanged.
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            ALLOCATED.fetch_add(layout.size(), Ordering::Relaxed);
-        }
-        p
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded unchanged.
-        let p = unsafe { System.alloc_zeroed(layout) };
-        if !p.is_null() {
-            ALLOCATED.fetch_add(layout.size(), Ordering::Relaxed);
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded unchanged.
-        unsafe { System.dealloc(ptr, layout) };
-        ALLOCATED.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: forwarded unchanged.
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
-        if !p.is_null() {
-            ALLOCATED.fetch_sub(layout.size(), Ordering::Relaxed);
-            ALLOCATED.fetch_add(new_size, Ordering::Relaxed);
-        }
-        p
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: CountingAlloc = CountingAlloc::new();
 
 fn allocated() -> usize {
-    ALLOCATED.load(Ordering::Relaxed)
+    GLOBAL.allocated()
 }
 
 const KEYS: usize = 10_000;

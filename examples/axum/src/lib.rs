@@ -39,9 +39,8 @@ use tower_ratelimit::{BuildError, RateLimitInfo};
 
 mod api_keys;
 mod redis_stores;
-#[path = "../../hyper/src/server.rs"]
-pub mod server;
 pub use api_keys::{ApiKeys, API_KEY_CHALLENGE};
+pub use hyper_example::server;
 pub use redis_stores::RedisStores;
 
 /// The app's settings.

@@ -1,15 +1,8 @@
 //! `axum-example` as a process: it logs by default, and refuses bad
 //! settings at startup naming the variable.
 
-#[allow(dead_code)]
-#[path = "../../../tests/src/spawned.rs"]
-mod spawned;
-
-#[allow(dead_code)]
-#[path = "../../../tests/src/redis_server.rs"]
-mod redis_server;
-
-use spawned::{run_to_exit, Spawned};
+use ratelimit_test_support::redis_server;
+use ratelimit_test_support::spawned::{run_to_exit, Spawned};
 use std::process::Command;
 
 /// The binary on a free port with none of the settings from the

@@ -4,11 +4,7 @@
 //! Plain HTTP/1.1 over `std::net::TcpStream`; the client IPs vary through
 //! `X-Forwarded-For`, the test being the trusted proxy (127.0.0.1).
 
-#[allow(dead_code)]
-#[path = "../../../tests/src/redis_server.rs"]
-mod redis_server;
-
-use redis_server::{free_port, RedisServer};
+use ratelimit_test_support::redis_server::{free_port, RedisServer};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};

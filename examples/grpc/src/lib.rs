@@ -18,8 +18,7 @@
 
 pub mod echo;
 mod incoming;
-#[path = "../../hyper/src/server.rs"]
-pub mod server;
+pub use hyper_example::server;
 
 use echo::{EchoServer, EchoService};
 use http::request::Parts;

@@ -3,10 +3,9 @@
 //! signal ([`shutdown_signal`]) and the shared settings read from the
 //! environment ([`max_keys_from_env`]).
 //!
-//! This file is `hyper-example`'s `server` module and is compiled into
-//! `axum-example` too (`#[path]`), so both serve the same way;
-//! `grpc-example` compiles it in for its logs, settings and accept loop
-//! backoff (tonic serves the connections).
+//! `axum-example` uses this module too (`hyper_example::server`), so both
+//! serve the same way; `grpc-example` uses it for its logs, settings and
+//! accept loop backoff (tonic serves the connections).
 //!
 //! Against slow or half-sent requests, each connection has:
 //!
@@ -246,21 +245,24 @@ fn is_connection_error(e: &io::Error) -> bool {
 
 /// Lets a warning through at most once a second, telling how many were
 /// skipped since the last one.
-#[derive(Debug)]
-pub(crate) struct Throttled {
+#[derive(Debug, Default)]
+pub struct Throttled {
     last: Option<Instant>,
     skipped: u64,
 }
 
 impl Throttled {
-    pub(crate) fn new() -> Self {
+    /// Lets the first warning through.
+    pub fn new() -> Self {
         Self {
             last: None,
             skipped: 0,
         }
     }
 
-    pub(crate) fn warn(&mut self, log: impl FnOnce(u64)) {
+    /// Calls `log` with the number skipped since the last call let
+    /// through, unless one was let through less than a second ago.
+    pub fn warn(&mut self, log: impl FnOnce(u64)) {
         let now = Instant::now();
         if self
             .last

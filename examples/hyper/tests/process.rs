@@ -2,11 +2,7 @@
 //! at startup, and backs off instead of spinning when it runs out of file
 //! descriptors.
 
-#[allow(dead_code)]
-#[path = "../../../tests/src/spawned.rs"]
-mod spawned;
-
-use spawned::{run_to_exit, Spawned};
+use ratelimit_test_support::spawned::{self, run_to_exit, Spawned};
 use std::net::TcpStream;
 use std::process::Command;
 use std::time::Duration;

@@ -170,17 +170,9 @@ async fn http1_and_garbage_do_not_bring_it_down() {
     )
     .await;
     assert!(!answer.starts_with("HTTP/1.1 2"), "{answer:?}");
-    // Random bytes (a fixed xorshift sequence), alone and after a valid
-    // HTTP/2 preface.
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    let noise: Vec<u8> = (0..16 * 1024)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect();
+    // Random bytes (a fixed seed), alone and after a valid HTTP/2 preface.
+    let mut rng = ratelimit_test_support::SplitMix64(0x9e37_79b9_7f4a_7c15);
+    let noise: Vec<u8> = (0..16 * 1024).map(|_| rng.next_u64() as u8).collect();
     send_raw(addr, &noise).await;
     let mut after_preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
     after_preface.extend_from_slice(&noise);

@@ -3,7 +3,7 @@
 //! reference model, and checking the contract's definitions of `wait` and
 //! `remaining` by brute force on copies of the state.
 
-use crate::model::{Model, Out, Spec};
+use crate::model::{Out, Spec};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use ratelimit_core::{Algorithm, AnyAlgorithm, Decision, MemoryStore};
@@ -160,7 +160,7 @@ where
         .shards(shards)
         .deny_cache(false)
         .build();
-    let mut model = Model::<u64>::new(spec);
+    let mut model = crate::model::model(spec);
     // Bare states and when they were last touched.
     let mut direct: HashMap<u64, (A::State, u64)> = HashMap::new();
     let mut last_wait: HashMap<u64, u64> = HashMap::new();

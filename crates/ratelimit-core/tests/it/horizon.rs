@@ -5,7 +5,7 @@
 //! sweeps and other keys' traffic.
 
 use crate::harness::agree;
-use crate::model::{Model, Spec};
+use crate::model::Spec;
 use proptest::prelude::*;
 use ratelimit_core::{
     Algorithm, AnyAlgorithm, AnyGcra, AnyLeakyBucket, Gcra, LeakyBucket, MemoryStore,
@@ -65,7 +65,7 @@ fn replay_with<A: Algorithm>(
     let store = MemoryStore::<A, u64>::builder(algorithm)
         .shards(shards)
         .build();
-    let mut model = Model::<u64>::new(spec);
+    let mut model = crate::model::model(spec);
     let mut t = 0u64;
     let cap = spec.capacity();
     for (i, &(mode, raw, key, cost_mode, sweep)) in steps.iter().enumerate() {
@@ -228,7 +228,7 @@ fn a_key_idle_for_whole_wraps_is_fresh() {
     for k in 1..=5u64 {
         for delta in [0u64, 1, 2, 1_000] {
             let store = MemoryStore::<Gcra, u64>::builder(gcra).shards(1).build();
-            let mut model = Model::<u64>::new(Spec::Gcra {
+            let mut model = crate::model::model(Spec::Gcra {
                 limit,
                 period,
                 burst: limit,

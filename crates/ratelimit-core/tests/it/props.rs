@@ -4,13 +4,14 @@
 //! one.
 
 use crate::harness::{limit, period, run, run_both, trace, Step};
-use crate::model::Spec;
+use crate::model::{self, Spec};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use ratelimit_core::{
     Algorithm, Anchor, AnyAlgorithm, AnyGcra, AnyLeakyBucket, AnyTokenBucket, ConfigError,
     FixedWindow, Gcra, LeakyBucket, SlidingLog, SlidingWindow, TokenBucket,
 };
+use ratelimit_test_support::model::Anchor as ModelAnchor;
 use std::time::Duration;
 
 const LEN: usize = 60;
@@ -86,7 +87,7 @@ proptest! {
         shards in shards(),
     ) {
         let window = FixedWindow::new(l, Duration::from_nanos(p)).unwrap().with_anchor(anchor);
-        run_both(window, Spec::Fixed { limit: l, period: p, anchor }, &steps, shards)?;
+        run_both(window, Spec::Fixed { limit: l, period: p, anchor: model::anchor(anchor) }, &steps, shards)?;
     }
 
     #[test]
@@ -124,12 +125,12 @@ proptest! {
         match which {
             0 => {
                 let a = FixedWindow::new(l, d).unwrap();
-                let spec = Spec::Fixed { limit: l, period: p, anchor: Anchor::Aligned };
+                let spec = Spec::Fixed { limit: l, period: p, anchor: ModelAnchor::Aligned };
                 run_both(a, spec, &steps, 1)?;
             }
             1 => {
                 let a = FixedWindow::new(l, d).unwrap().with_anchor(Anchor::FirstRequest);
-                let spec = Spec::Fixed { limit: l, period: p, anchor: Anchor::FirstRequest };
+                let spec = Spec::Fixed { limit: l, period: p, anchor: ModelAnchor::FirstRequest };
                 run_both(a, spec, &steps, 1)?;
             }
             2 => {

@@ -1,6 +1,7 @@
 //! A three-node Redis Cluster (feature `cluster`): checks go to the node
 //! owning each key's slot, and every key's limit holds.
 
+use crate::harness::Client as _;
 use crate::harness::RedisServer;
 use ratelimit_core::{FixedWindow, Gcra, Store};
 use ratelimit_redis::RedisStore;

@@ -2,6 +2,7 @@
 //! answers are Redis's, and what it gets wrong with several instances
 //! stays within the bounds of the crate docs ("The deny cache").
 
+use crate::harness::Client as _;
 use crate::server;
 use ratelimit_core::{
     Algorithm, AnyAlgorithm, FixedWindow, Gcra, LeakyBucket, SlidingLog, SlidingWindow, Store,

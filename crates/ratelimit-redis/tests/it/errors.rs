@@ -5,6 +5,7 @@
 //! an `Err` for the caller's failure policy, the breaker opens after its
 //! threshold, and (feature `metrics`) the failures are counted by kind.
 
+use crate::harness::Client as _;
 use crate::harness::RedisServer;
 use ratelimit_core::{AnyAlgorithm, Gcra, SlidingLog, Store};
 use ratelimit_redis::{BreakerConfig, BreakerState, RedisStore};

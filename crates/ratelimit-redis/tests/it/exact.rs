@@ -1,6 +1,7 @@
 //! Decisions match ratelimit-core's, field for field, on random traces at
 //! real epoch times (the time injected with `TimeSource::Caller`).
 
+use crate::harness::Client as _;
 use crate::harness::Rng;
 use crate::server;
 use ratelimit_core::{

@@ -1,13 +1,16 @@
 //! A private redis-server per test: the workspace's one harness
-//! (`tests/src/redis_server.rs`), plus a client and the `server!` macro.
+//! (`ratelimit-test-support`), plus a client and the `server!` macro.
 
-#[path = "../../../../tests/src/redis_server.rs"]
-mod redis_server;
+pub use ratelimit_test_support::{RedisServer, SplitMix64 as Rng};
 
-pub use redis_server::RedisServer;
+/// A connection to the test server.
+pub trait Client {
+    /// A new multiplexed connection to the server.
+    async fn client(&self) -> redis::aio::MultiplexedConnection;
+}
 
-impl RedisServer {
-    pub async fn client(&self) -> redis::aio::MultiplexedConnection {
+impl Client for RedisServer {
+    async fn client(&self) -> redis::aio::MultiplexedConnection {
         redis::Client::open(self.url())
             .unwrap()
             .get_multiplexed_async_connection()
@@ -25,27 +28,6 @@ macro_rules! server {
             None => return,
         }
     };
-}
-
-/// A small seeded RNG (splitmix64), so failures reproduce.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-
-    pub fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
 }
 
 /// `tasks` concurrent tasks, alternately on stores `a` and `b`, each making

@@ -3,6 +3,7 @@
 //! window for `k` instances and leases of `n`). A key takes a lease at its
 //! second check within the lease's lifetime.
 
+use crate::harness::Client as _;
 use crate::server;
 use ratelimit_core::{FixedWindow, Store};
 use ratelimit_redis::{RedisStore, TimeSource};

@@ -1,8 +1,7 @@
 //! An example binary run as a real process, its stderr (the logs) read
 //! line by line.
 //!
-//! The examples' own tests include this file (`#[path]`), as they include
-//! [`redis_server`](crate::redis_server).
+//! Used by the examples' own tests and the integration tests.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};

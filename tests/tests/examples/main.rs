@@ -726,17 +726,7 @@ mod hyper_app {
     }
 }
 
-#[path = "examples/hardening.rs"]
-mod hardening;
-
-#[path = "examples/on_redis.rs"]
-mod on_redis;
-
-#[path = "examples/recipes.rs"]
-mod recipes;
-
-#[path = "examples/grpc.rs"]
 mod grpc;
-
-#[path = "examples/policy_on_redis.rs"]
+mod hardening;
+mod on_redis;
 mod policy_on_redis;

@@ -2,8 +2,8 @@
 //! persistence; killed on drop.
 //!
 //! The one harness of the workspace (std only): used by the integration
-//! tests, and through `#[path]` by the axum example's two-process test and
-//! by `ratelimit-redis`'s tests.
+//! tests, the examples' tests and `ratelimit-redis`'s and
+//! `ratelimit-async`'s tests.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

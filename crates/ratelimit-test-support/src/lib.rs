@@ -1,0 +1,23 @@
+//! The workspace's shared test helpers (`publish = false`), std only and
+//! free of the workspace's own crates, so any crate can take it as a
+//! dev-dependency (ratelimit-core included, without a second copy of core).
+//!
+//! - [`redis_server`]: a private `redis-server` per test on a free port,
+//!   skipped loudly without one (a failure under `CI=true`);
+//! - [`spawned`]: an example binary run as a process, its logs read;
+//! - [`rng`]: [`SplitMix64`], a seeded generator so failures reproduce;
+//! - [`alloc`]: [`CountingAlloc`], a global allocator counting live bytes
+//!   (each test binary declares its own `#[global_allocator] static`);
+//! - [`model`]: the reference models of the six algorithms, from the
+//!   contract (`docs/ALGORITHMS.md`).
+
+pub mod alloc;
+pub mod model;
+pub mod redis_server;
+pub mod rng;
+pub mod spawned;
+
+pub use alloc::CountingAlloc;
+pub use redis_server::RedisServer;
+pub use rng::SplitMix64;
+pub use spawned::Spawned;
