@@ -1,6 +1,6 @@
-//! The workspace's shared test helpers (`publish = false`), std only and
-//! free of the workspace's own crates, so any crate can take it as a
-//! dev-dependency (ratelimit-core included, without a second copy of core).
+//! The workspace's shared test helpers (`publish = false`), free of the
+//! workspace's own crates, so any crate can take it as a dev-dependency
+//! (ratelimit-core included, without a second copy of core).
 //!
 //! - [`redis_server`]: a private `redis-server` per test on a free port,
 //!   skipped loudly without one (a failure under `CI=true`);
@@ -9,15 +9,19 @@
 //! - [`alloc`]: [`CountingAlloc`], a global allocator counting live bytes
 //!   (each test binary declares its own `#[global_allocator] static`);
 //! - [`model`]: the reference models of the six algorithms, from the
-//!   contract (`docs/ALGORITHMS.md`).
+//!   contract (`docs/ALGORITHMS.md`);
+//! - [`backend`]: [`Backend`], a simulated tower service whose latency
+//!   grows past its capacity (fair queuing and adaptive concurrency).
 
 pub mod alloc;
+pub mod backend;
 pub mod model;
 pub mod redis_server;
 pub mod rng;
 pub mod spawned;
 
 pub use alloc::CountingAlloc;
+pub use backend::Backend;
 pub use redis_server::RedisServer;
 pub use rng::SplitMix64;
 pub use spawned::Spawned;

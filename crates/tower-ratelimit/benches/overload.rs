@@ -3,9 +3,9 @@
 //! queuing, adaptive concurrency, adaptive concurrency with fair queuing,
 //! and fair queuing with a fixed limit 4 x too high.
 //!
-//! The backend (`tests/support/backend.rs`) takes 10 ms per request up to
-//! 20 at once (2,000 requests a second) and slows down past that, faster
-//! than the concurrency grows. It all runs on tokio's paused clock:
+//! The backend (`ratelimit_test_support::backend`) takes 10 ms per request
+//! up to 20 at once (2,000 requests a second) and slows down past that,
+//! faster than the concurrency grows. It all runs on tokio's paused clock:
 //! deterministic, and fast.
 //!
 //! ```text
@@ -17,20 +17,24 @@
 //! runs benchmarks in their crate's directory: a relative `FILE` starts
 //! there).
 
-#[path = "../tests/support/backend.rs"]
-mod backend;
-
-use backend::{client, req, Backend, Key};
-use bytes::Bytes;
-use http::{Request, Response, StatusCode};
-use std::convert::Infallible;
+use http::request::Parts;
+use http::StatusCode;
+use ratelimit_test_support::backend::{self, req, Backend, BackendService};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::{Instant, MissedTickBehavior};
-use tower::{Service, ServiceExt};
+use tower::ServiceExt;
 use tower_layer::Layer;
 use tower_ratelimit::fair::{AdaptiveLimit, FairQueueBuilder, FairQueueLayer};
+use tower_ratelimit::key::KeyError;
 use tower_ratelimit::{Gcra, MemoryStore, RateLimitLayer, TokioClock};
+
+/// The simulated clients' key extractor: the `X-Client` header, a number.
+type Key = fn(&Parts) -> Result<u32, KeyError>;
+
+fn client(p: &Parts) -> Result<u32, KeyError> {
+    backend::client(p).ok_or(KeyError::missing("X-Client header"))
+}
 
 const BASE: Duration = Duration::from_millis(10);
 const CAPACITY: usize = 20;
@@ -74,14 +78,7 @@ fn percentile(sorted: &[Duration], p: usize) -> Duration {
 
 /// Sends one request of `client` (0 is the flooder), recording its outcome
 /// if it was sent in the measured window.
-fn send<S>(svc: &S, client: u32, measured: bool, stats: &Arc<Mutex<Stats>>)
-where
-    S: Service<Request<()>, Response = Response<Bytes>, Error = Infallible>
-        + Clone
-        + Send
-        + 'static,
-    S::Future: Send,
-{
+fn send<S: BackendService>(svc: &S, client: u32, measured: bool, stats: &Arc<Mutex<Stats>>) {
     let svc = svc.clone();
     let stats = stats.clone();
     tokio::spawn(async move {
@@ -100,14 +97,7 @@ where
     });
 }
 
-async fn drive<S>(svc: S, backend: Backend, limit: Option<AdaptiveLimit>) -> Row
-where
-    S: Service<Request<()>, Response = Response<Bytes>, Error = Infallible>
-        + Clone
-        + Send
-        + 'static,
-    S::Future: Send,
-{
+async fn drive<S: BackendService>(svc: S, backend: Backend, limit: Option<AdaptiveLimit>) -> Row {
     let stats = Arc::new(Mutex::new(Stats::default()));
     let start = Instant::now();
     let (from, end) = (start + WARMUP, start + WARMUP + RUN);

@@ -8,6 +8,7 @@ mod concurrency;
 mod count_only;
 mod dry_run;
 mod failure;
+mod fair;
 #[cfg(feature = "grpc")]
 mod grpc;
 mod headers;

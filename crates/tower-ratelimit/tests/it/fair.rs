@@ -1,9 +1,10 @@
 //! The fair queue and the adaptive limit, on tokio's paused clock.
 
 use bytes::Bytes;
+use http::request::Parts;
 use http::{Request, Response, StatusCode};
+use ratelimit_test_support::backend::{self, req, Backend, BackendService};
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
@@ -13,10 +14,14 @@ use tokio::time::Instant;
 use tower::{Service, ServiceExt};
 use tower_layer::Layer;
 use tower_ratelimit::fair::{AdaptiveLimit, FairQueue, FairQueueLayer};
+use tower_ratelimit::key::KeyError;
 
-#[path = "support/backend.rs"]
-mod backend;
-use backend::{client, req, Backend, Key};
+/// The simulated clients' key extractor: the `X-Client` header, a number.
+type Key = fn(&Parts) -> Result<u32, KeyError>;
+
+fn client(p: &Parts) -> Result<u32, KeyError> {
+    backend::client(p).ok_or(KeyError::missing("X-Client header"))
+}
 
 fn queue(c: usize, per_key: usize, total: usize) -> FairQueueLayer<Key> {
     FairQueueLayer::builder(client as Key)
@@ -31,14 +36,12 @@ fn queue(c: usize, per_key: usize, total: usize) -> FairQueueLayer<Key> {
 /// Completions per client: `workers[i]` requests of client `i` kept in
 /// flight for `run` (after `warmup`); a refused request is retried after
 /// 1 ms (a client's round trip).
-async fn closed_loop<S>(svc: S, workers: &[usize], warmup: Duration, run: Duration) -> Vec<usize>
-where
-    S: Service<Request<()>, Response = Response<Bytes>, Error = Infallible>
-        + Clone
-        + Send
-        + 'static,
-    S::Future: Send,
-{
+async fn closed_loop<S: BackendService>(
+    svc: S,
+    workers: &[usize],
+    warmup: Duration,
+    run: Duration,
+) -> Vec<usize> {
     let counts = Arc::new(Mutex::new(vec![0usize; workers.len()]));
     let start = Instant::now() + warmup;
     let end = start + run;

@@ -1,7 +1,8 @@
-//! A simulated backend for the fair-queue tests and the overload benchmark
-//! (`benches/overload.rs`): its latency is fixed up to its capacity and
-//! grows past it, faster than the concurrency, so its throughput falls as
-//! it is overloaded.
+//! A simulated backend for tower-ratelimit's fair-queue tests and overload
+//! benchmark: its latency is fixed up to its capacity and grows past it,
+//! faster than the concurrency, so its throughput falls as it is
+//! overloaded. Its clients are numbered by an `X-Client` header ([`req`],
+//! [`client`]).
 
 use bytes::Bytes;
 use http::request::Parts;
@@ -13,8 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
-use tower::Service;
-use tower_ratelimit::key::KeyError;
+use tower_service::Service;
 
 /// The backend's response future.
 pub type BoxFut = Pin<Box<dyn Future<Output = Result<Response<Bytes>, Infallible>> + Send>>;
@@ -58,6 +58,24 @@ impl Backend {
     }
 }
 
+/// What the simulated clients call: the backend, bare or behind layers,
+/// owned by a spawned task.
+pub trait BackendService:
+    Service<Request<()>, Response = Response<Bytes>, Error = Infallible, Future: Send>
+    + Clone
+    + Send
+    + 'static
+{
+}
+
+impl<S> BackendService for S where
+    S: Service<Request<()>, Response = Response<Bytes>, Error = Infallible, Future: Send>
+        + Clone
+        + Send
+        + 'static
+{
+}
+
 /// Counts a request out of `running` however it ends.
 struct Running(Arc<AtomicUsize>);
 
@@ -91,15 +109,12 @@ impl<B> Service<Request<B>> for Backend {
     }
 }
 
-/// The simulated clients' key extractor: the `X-Client` header, a number.
-pub type Key = fn(&Parts) -> Result<u32, KeyError>;
-
-/// The `X-Client` header as the client's number.
-pub fn client(p: &Parts) -> Result<u32, KeyError> {
+/// The `X-Client` header as the client's number, if it is one. (A key
+/// function wraps it, giving its own error when `None`.)
+pub fn client(p: &Parts) -> Option<u32> {
     p.headers
         .get("x-client")
         .and_then(|v| v.to_str().ok()?.parse().ok())
-        .ok_or(KeyError::missing("X-Client header"))
 }
 
 /// A request of client `client`.
