@@ -168,8 +168,14 @@ fn bench_clock<C: Clock, G: governor::clock::Clock + Sync>(
     our_clock: &C,
     make_governor: impl Fn(Quota) -> Governor<G> + Copy,
 ) {
+    // `KEYED_ONLY=allowed/1` runs only the cases whose `path/keys` starts
+    // so (for a quick look at one row group).
+    let only = std::env::var("KEYED_ONLY").unwrap_or_default();
     for path in [Path::Allowed, Path::Denied] {
         for nkeys in KEY_COUNTS {
+            if !format!("{}/{nkeys}/", path.name()).starts_with(&only) {
+                continue;
+            }
             let store = ours(path, nkeys, our_clock);
             let limiter = governor(path, nkeys, make_governor);
             for threads in THREADS {
@@ -283,8 +289,14 @@ fn interleaved_table<C: Clock, G: governor::clock::Clock + Sync>(
     println!("\n{clock_name}, interleaved (24 alternating 40 ms slices each):\n");
     println!("| path | keys | threads | ours ns/check | governor ns/check | ours checks/s | governor checks/s | ours faster by | quartiles |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    // `KEYED_ONLY=allowed/1` runs only the cases whose `path/keys` starts
+    // so (for a quick look at one row group).
+    let only = std::env::var("KEYED_ONLY").unwrap_or_default();
     for path in [Path::Allowed, Path::Denied] {
         for nkeys in KEY_COUNTS {
+            if !format!("{}/{nkeys}/", path.name()).starts_with(&only) {
+                continue;
+            }
             let store = ours(path, nkeys, our_clock);
             let limiter = governor(path, nkeys, make_governor);
             for threads in THREADS {
@@ -343,7 +355,9 @@ fn benches(c: &mut Criterion) {
     // `KEYED_CRITERION_ONLY=1` skips the memory count and the interleaved
     // tables (for profiling one criterion case).
     if std::env::var_os("KEYED_CRITERION_ONLY").is_none() {
-        memory();
+        if std::env::var_os("KEYED_ONLY").is_none() {
+            memory();
+        }
         interleaved_table("system-clock", &SystemClock::new(), RateLimiter::keyed);
         interleaved_table("frozen-clock", &ManualClock::new(), |quota| {
             RateLimiter::dashmap_with_clock(quota, FakeRelativeClock::default())

@@ -71,7 +71,7 @@
 //!
 //! With the `grpc` feature the same layer limits a tonic server
 //! (`Server::builder().layer(..)`, or a tower layer around its routes):
-//! [`Grpc`](response::Grpc) answers a limited call with the gRPC status
+//! `response::Grpc` answers a limited call with the gRPC status
 //! `RESOURCE_EXHAUSTED` (HTTP 200, trailers only) whose details carry a
 //! `google.rpc.RetryInfo`, and [`PeerIp`](key::PeerIp) and
 //! [`ClientIp`](key::ClientIp) read the peer address from tonic's

@@ -106,7 +106,7 @@ where
 
     fn call(&mut self, req: Request<ReqBody>) -> Self::Future {
         let shared = &*self.shared;
-        let (parts, body) = req.into_parts();
+        let (mut parts, body) = req.into_parts();
         let key = match shared.key.extract(&parts) {
             Ok(key) => key,
             Err(e) => return self.key_error(parts, body, &e),
@@ -123,11 +123,15 @@ where
         if let [limit] = &*shared.limits {
             // One limit: no lock, no refunds.
             let answer = limit.store.check_now(&key, cost, now);
-            return match answer {
-                // The common case: straight on.
-                Some(Ok(d)) if d.allowed && shared.plain => self.straight_on(parts, body, d),
-                _ => self.one_limit(parts, body, Spent { key, cost, now }, answer),
-            };
+            if let Some(Ok(d)) = &answer {
+                if d.allowed && shared.plain {
+                    // The common case: straight on.
+                    let plan = straight_on(shared, &mut parts, *d);
+                    let req = Request::from_parts(parts, body);
+                    return ResponseFuture::inner(self.inner.call(req), plan);
+                }
+            }
+            return self.one_limit(parts, body, Spent { key, cost, now }, answer);
         }
         let mut checker = Checker::new(key, cost, now, selection);
         let polled = {
@@ -225,25 +229,6 @@ where
         )
     }
 
-    /// One limit admitted a request with nothing to hold or give back.
-    #[inline]
-    fn straight_on<ReqBody, ResBody>(
-        &mut self,
-        mut parts: Parts,
-        body: ReqBody,
-        decision: Decision,
-    ) -> ResponseFuture<S::Future>
-    where
-        S: Service<Request<ReqBody>, Response = Response<ResBody>>,
-    {
-        let shared = &*self.shared;
-        let name = shared.limits[0].name;
-        observe::allowed(name);
-        let plan = HeaderPlan::allowed(&shared.fields, &[(0, decision)]);
-        RateLimitInfo::one(LimitDecision { name, decision }).merge_owned(&mut parts.extensions);
-        ResponseFuture::inner(self.inner.call(Request::from_parts(parts, body)), plan)
-    }
-
     /// Every limit answered at once: respond, or forward.
     #[inline]
     fn finish<ReqBody, ResBody>(
@@ -334,6 +319,21 @@ impl<S: Clone, X: KeyExtractor, St, R> RateLimit<S, X, St, R> {
         let clone = self.inner.clone();
         std::mem::replace(&mut self.inner, clone)
     }
+}
+
+/// One limit admitted a request with nothing to hold or give back: its
+/// fields to add to the response, and its decision for the handler.
+#[inline]
+fn straight_on<X: KeyExtractor, St, R>(
+    shared: &Shared<X, St, R>,
+    parts: &mut Parts,
+    decision: Decision,
+) -> Option<HeaderPlan> {
+    let name = shared.limits[0].name;
+    observe::allowed(name);
+    let plan = HeaderPlan::allowed(&shared.fields, &[(0, decision)]);
+    RateLimitInfo::one(LimitDecision { name, decision }).merge_owned(&mut parts.extensions);
+    plan
 }
 
 /// What to do with a checked request: the response to a rejection, or

@@ -150,21 +150,35 @@ impl<W: StateWord> Gcra<W> {
         self.burst
     }
 
+    /// The decision for a state holding `used` after this check; `wait` is
+    /// `Some(ZERO)` for an admission, and for a denial the units until the
+    /// same request fits (`None`: never).
+    #[inline(always)]
     fn decision(&self, allowed: bool, used: W, wait: Option<W>) -> Decision {
         let i = &self.interval;
+        // Units until a cost-1 request fits (`used + T <= capacity`).
+        let need = used + i.step;
+        let short = (need > self.capacity).then(|| need - self.capacity);
+        let next = short.map_or(Duration::ZERO, |s| i.duration_ceil(s));
         Decision {
             allowed,
-            // At most B.
-            remaining: ((self.capacity - used) / i.step).low_u64(),
-            wait: wait.map(|w| i.duration_ceil(w)),
+            // At most B; no division when less than one unit is left
+            // (every cost-1 denial).
+            remaining: match short {
+                Some(_) => 0,
+                None => ((self.capacity - used) / i.step).low_u64(),
+            },
+            wait: match wait {
+                Some(w) if w == W::ZERO => Some(Duration::ZERO),
+                // A cost-1 denial waits exactly `next`.
+                Some(w) if Some(w) == short => Some(next),
+                Some(w) => Some(i.duration_ceil(w)),
+                None => None,
+            },
             limit: self.burst,
             window: self.window,
             reset: i.duration_ceil(used),
-            // A cost-1 request fits when `used + T <= capacity`.
-            next: match used + i.step {
-                need if need > self.capacity => i.duration_ceil(need - self.capacity),
-                _ => Duration::ZERO,
-            },
+            next,
         }
     }
 }
