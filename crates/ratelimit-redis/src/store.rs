@@ -298,7 +298,7 @@ impl RedisStoreBuilder {
                 .map(|p| {
                     MemoryStore::<AnyAlgorithm, String>::builder(p.algorithm)
                         .max_keys(Some(max))
-                        .build::<String>()
+                        .build()
                 })
                 .collect(),
             lock: Mutex::new(()),

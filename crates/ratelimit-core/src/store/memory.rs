@@ -6,6 +6,7 @@ use crate::{Algorithm, Decision, StableKey, StoreError};
 use hashbrown::DefaultHashBuilder;
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
+use std::marker::PhantomData;
 
 /// Buckets each shard sweeps per [`MemoryStore::maintain`] call.
 const MAINTAIN_STEP: usize = 16 * 1024;
@@ -122,17 +123,31 @@ pub enum AtCapacity {
     Refuse,
 }
 
-/// Builds a [`MemoryStore`] with a shard count or a cap on keys.
+/// Builds a [`MemoryStore`] with a shard count or a cap on keys. The key
+/// type `K` is the store's, usually inferred from where the store is used.
+///
+/// ```
+/// use ratelimit_core::{AtCapacity, Gcra, MemoryStore};
+/// use std::time::Duration;
+///
+/// let store = MemoryStore::builder(Gcra::new(10, Duration::from_secs(1)).unwrap())
+///     .max_keys(Some(100_000))
+///     .at_capacity(AtCapacity::Evict)
+///     .build();
+/// assert!(store.check_sync("alice", 1, 0).unwrap().allowed);
+/// # let _: &MemoryStore<Gcra, String> = &store;
+/// ```
 #[derive(Debug, Clone)]
-pub struct MemoryStoreBuilder<A> {
+pub struct MemoryStoreBuilder<A, K> {
     algorithm: A,
     shards: usize,
     max_keys: Option<usize>,
     at_capacity: AtCapacity,
     deny_cache: bool,
+    key: PhantomData<fn() -> K>,
 }
 
-impl<A: Algorithm> MemoryStoreBuilder<A> {
+impl<A: Algorithm, K> MemoryStoreBuilder<A, K> {
     /// The number of shards, rounded up to a power of two (at least 1).
     pub fn shards(mut self, shards: usize) -> Self {
         self.shards = shards;
@@ -160,7 +175,7 @@ impl<A: Algorithm> MemoryStoreBuilder<A> {
     }
 
     /// The store.
-    pub fn build<K>(self) -> MemoryStore<A, K> {
+    pub fn build(self) -> MemoryStore<A, K> {
         let shards = self.shards.clamp(1, 1 << 16).next_power_of_two();
         let bits = shards.trailing_zeros();
         let shard_cap = self
@@ -194,7 +209,7 @@ impl<A: Algorithm, K> MemoryStore<A, K> {
     }
 
     /// A builder, to set the shard count or a cap on keys.
-    pub fn builder(algorithm: A) -> MemoryStoreBuilder<A> {
+    pub fn builder(algorithm: A) -> MemoryStoreBuilder<A, K> {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         MemoryStoreBuilder {
             algorithm,
@@ -202,6 +217,7 @@ impl<A: Algorithm, K> MemoryStore<A, K> {
             max_keys: None,
             at_capacity: AtCapacity::Evict,
             deny_cache: true,
+            key: PhantomData,
         }
     }
 
