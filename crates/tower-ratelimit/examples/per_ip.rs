@@ -11,12 +11,12 @@
 
 use axum::{http::StatusCode, routing::post, Router};
 use std::{error::Error, net::SocketAddr, time::Duration};
-use tower_ratelimit::key::{IpKey, PeerIp};
+use tower_ratelimit::key::PeerIp;
 use tower_ratelimit::{MemoryStore, RateLimitLayer, SlidingLog};
 
 fn app() -> Result<Router, Box<dyn Error>> {
     // Clients choose how many addresses they come from: cap the keys kept.
-    let store = MemoryStore::<_, IpKey>::builder(SlidingLog::new(2, Duration::from_secs(86_400))?)
+    let store = MemoryStore::builder(SlidingLog::new(2, Duration::from_secs(86_400))?)
         .max_keys(Some(1_000_000))
         .build();
     let create = || async { (StatusCode::CREATED, "account created\n") };
