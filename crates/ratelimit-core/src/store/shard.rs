@@ -16,27 +16,38 @@ const EVICTION_SCAN: usize = 64;
 /// Below this capacity a table is not shrunk.
 const MIN_SHRINK_CAPACITY: usize = 64;
 
-/// A shard and what may be read without its lock, on cache lines of
-/// their own.
-#[repr(align(128))]
+/// A shard and what may be read without its lock.
+///
+/// A check writes the lock's word and, when its clock moved, `latest`;
+/// it reads `latest`, the table's header and `last_sweep`. Laid out in
+/// that order from the start of a 128-byte block, they share one cache
+/// line, so a check of a key other threads also check moves one line
+/// between cores, not two. The deny slots start on a line of their own.
+#[repr(C, align(128))]
 pub(super) struct ShardCell<K, S> {
-    pub(super) lock: SpinMutex<Shard<K, S>>,
-    /// A copy of [`Shard::latest`], for the lock-free denied path.
+    /// The latest time a check of this shard was decided at, written only
+    /// under the lock and read without it by the denied path.
+    ///
+    /// Callers read their clock before they take the lock, so a caller
+    /// that was preempted in between arrives with a time older than a
+    /// state another caller has already written. Algorithms need time
+    /// never to go back for a key; such a check is decided at the shard's
+    /// latest time instead, as if it had arrived a moment later.
     pub(super) latest: AtomicU64,
+    pub(super) lock: SpinMutex<Shard<K, S>>,
     pub(super) denied: DenySlots,
 }
 
 impl<K, S> ShardCell<K, S> {
     pub(super) fn new() -> Self {
         Self {
+            latest: AtomicU64::new(0),
             lock: SpinMutex::new(Shard {
                 table: HashTable::new(),
                 last_sweep: 0,
-                latest: 0,
                 cursor: 0,
                 pass_start: 0,
             }),
-            latest: AtomicU64::new(0),
             denied: DenySlots::default(),
         }
     }
@@ -45,32 +56,27 @@ impl<K, S> ShardCell<K, S> {
     /// returns the guard and the time to decide at.
     #[inline]
     pub(super) fn enter(&self, now: u64) -> (SpinMutexGuard<'_, Shard<K, S>>, u64) {
-        let mut shard = lock(&self.lock);
-        let now = if now > shard.latest {
-            shard.latest = now;
+        let shard = lock(&self.lock);
+        // Under the lock: no other writer, and the lock orders it.
+        let latest = self.latest.load(Ordering::Relaxed);
+        let now = if now > latest {
             self.latest.store(now, Ordering::Relaxed);
             now
         } else {
-            shard.latest
+            latest
         };
         (shard, now)
     }
 }
 
+/// In this order (`repr(C)`): what a check reads first.
+#[repr(C)]
 pub(super) struct Shard<K, S> {
     pub(super) table: HashTable<(K, S)>,
     /// The start of the latest whole pass that dropped every key full at
     /// the time it was visited: every state still held was written after
     /// `last_sweep - horizon / 2` (see `MemoryStore::keep_unambiguous`).
     pub(super) last_sweep: u64,
-    /// The latest time a check of this shard was decided at.
-    ///
-    /// Callers read their clock before they take the lock, so a caller
-    /// that was preempted in between arrives with a time older than a
-    /// state another caller has already written. Algorithms need time
-    /// never to go back for a key; such a check is decided at the shard's
-    /// latest time instead, as if it had arrived a moment later.
-    pub(super) latest: u64,
     /// Where the next bounded sweep step starts (a bucket index).
     pub(super) cursor: usize,
     /// When the current pass of sweep steps started.
@@ -232,5 +238,24 @@ fn lock_contended<T>(m: &SpinMutex<T>) -> SpinMutexGuard<'_, T> {
         if let Some(guard) = m.try_lock_weak() {
             return guard;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_check_touches_one_line_of_its_shard() {
+        type Cell = ShardCell<u64, u64>;
+        assert_eq!(std::mem::offset_of!(Cell, latest), 0);
+        // The lock's word and the shard's data share the mutex's 64 bytes
+        // (the word first or last); the table header and the last sweep,
+        // which a check reads, end within the first cache line either way.
+        let lock = std::mem::offset_of!(Cell, lock);
+        assert_eq!(std::mem::size_of::<SpinMutex<Shard<u64, u64>>>(), 64);
+        let read = std::mem::offset_of!(Shard<u64, u64>, last_sweep) + 8;
+        assert!(lock + 8 + read <= 64);
+        assert_eq!(std::mem::offset_of!(Cell, denied) % 64, 0);
     }
 }
