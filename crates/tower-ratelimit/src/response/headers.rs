@@ -144,6 +144,29 @@ fn number(n: u64) -> Option<HeaderValue> {
     value(&[itoa::Buffer::new().format(n).as_bytes()])
 }
 
+/// The `Retry-After` value of `secs`: up to a minute from a table made
+/// once for the process (its clones touch no reference count), beyond
+/// from the memo of this thread.
+fn retry_after(secs: u64) -> Option<HeaderValue> {
+    static UP_TO_A_MINUTE: OnceLock<Option<Box<[HeaderValue]>>> = OnceLock::new();
+    let table = UP_TO_A_MINUTE.get_or_init(|| {
+        (0..=60)
+            .map(|n: u64| {
+                let bytes: &'static [u8] =
+                    Box::leak(itoa::Buffer::new().format(n).as_bytes().into());
+                HeaderValue::from_maybe_shared(Bytes::from_static(bytes)).ok()
+            })
+            .collect()
+    });
+    let small = table
+        .as_deref()
+        .and_then(|t| t.get(usize::try_from(secs).ok()?));
+    match small {
+        Some(v) => Some(v.clone()),
+        None => Memo::get(&RETRY_AFTER_VALUES, secs, || number(secs)),
+    }
+}
+
 /// `s` as a structured-field String (RFC 8941, Section 4.1.6): quoted, `"`
 /// and `\` escaped; `None` for characters outside printable ASCII (limit
 /// names are checked for that when the layer is built).
@@ -291,7 +314,7 @@ impl Fields {
                 if let Some(wait) = d.retry_after() {
                     if let Entry::Vacant(slot) = map.entry(RETRY_AFTER) {
                         let secs = ceil_secs(wait).max(1);
-                        if let Some(v) = Memo::get(&RETRY_AFTER_VALUES, secs, || number(secs)) {
+                        if let Some(v) = retry_after(secs) {
                             slot.insert(v);
                         }
                     }
