@@ -23,6 +23,13 @@ impl HeaderPlan {
             .then(|| HeaderPlan(fields.render(entries)))
     }
 
+    /// [`allowed`](Self::allowed) for the decision `d` of limit `i` alone.
+    pub(crate) fn one(fields: &Fields, i: usize, d: &Decision) -> Option<Self> {
+        fields
+            .wants_allowed()
+            .then(|| HeaderPlan(fields.render_one(i, d)))
+    }
+
     pub(crate) fn apply<B>(self, res: &mut Response<B>) {
         self.0.apply(res.headers_mut());
     }
@@ -78,6 +85,9 @@ where
 {
     type Output = F::Output;
 
+    // Inlined into the caller's poll: the response is not moved through
+    // one more frame.
+    #[inline(always)]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         match this.kind.project() {
@@ -86,11 +96,15 @@ where
                 None => Poll::Pending,
             },
             KindProj::Inner { fut } => {
-                let mut out = std::task::ready!(fut.poll(cx));
-                if let (Ok(res), Some(plan)) = (&mut out, this.plan.take()) {
-                    plan.apply(res);
+                // Returned as it came: the response is not moved out and
+                // back in.
+                let mut poll = fut.poll(cx);
+                if let Poll::Ready(Ok(res)) = &mut poll {
+                    if let Some(plan) = this.plan.take() {
+                        plan.apply(res);
+                    }
                 }
-                Poll::Ready(out)
+                poll
             }
             KindProj::Boxed { fut } => fut.as_mut().poll(cx),
         }

@@ -107,6 +107,7 @@ impl RateLimitInfo {
         self.body.0
     }
 
+    #[inline]
     pub(crate) fn merge_owned(self, ext: &mut http::Extensions) {
         // Usually the only layer: one map operation.
         if let Some(mut outer) = ext.insert(self) {

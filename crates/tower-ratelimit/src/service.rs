@@ -126,9 +126,12 @@ where
             if let Some(Ok(d)) = &answer {
                 if d.allowed && shared.plain {
                     // The common case: straight on.
-                    let plan = straight_on(shared, &mut parts, *d);
-                    let req = Request::from_parts(parts, body);
-                    return ResponseFuture::inner(self.inner.call(req), plan);
+                    straight_on(shared, &mut parts, *d);
+                    let fut = self.inner.call(Request::from_parts(parts, body));
+                    // The fields rendered after the call: no copies of them
+                    // live across it.
+                    let plan = HeaderPlan::one(&shared.fields, 0, d);
+                    return ResponseFuture::inner(fut, plan);
                 }
             }
             return self.one_limit(parts, body, Spent { key, cost, now }, answer);
@@ -229,8 +232,10 @@ where
         )
     }
 
-    /// Every limit answered at once: respond, or forward.
-    #[inline]
+    /// Every limit answered at once: respond, or forward. Always inlined:
+    /// the request head is not copied into its frame (`ours-limited` in
+    /// `benches/http/instructions.sh`: 38 fewer instructions per request).
+    #[inline(always)]
     fn finish<ReqBody, ResBody>(
         &mut self,
         mut parts: Parts,
@@ -322,18 +327,16 @@ impl<S: Clone, X: KeyExtractor, St, R> RateLimit<S, X, St, R> {
 }
 
 /// One limit admitted a request with nothing to hold or give back: its
-/// fields to add to the response, and its decision for the handler.
+/// decision for the handler.
 #[inline]
 fn straight_on<X: KeyExtractor, St, R>(
     shared: &Shared<X, St, R>,
     parts: &mut Parts,
     decision: Decision,
-) -> Option<HeaderPlan> {
+) {
     let name = shared.limits[0].name;
     observe::allowed(name);
-    let plan = HeaderPlan::allowed(&shared.fields, &[(0, decision)]);
     RateLimitInfo::one(LimitDecision { name, decision }).merge_owned(&mut parts.extensions);
-    plan
 }
 
 /// What to do with a checked request: the response to a rejection, or

@@ -192,7 +192,10 @@ impl<W: StateWord> Algorithm for Gcra<W> {
         self.interval.units(now).store()
     }
 
-    #[inline]
+    // Always inlined, so that a store builds the decision where its
+    // caller wants it (`benches/http/instructions.sh`: 38 fewer
+    // instructions per admitted request).
+    #[inline(always)]
     fn check(&self, tat: &mut W::Stored, cost: u64, now: u64) -> Decision {
         let t = self.interval.units(now);
         // How far max(TAT, t) is ahead of t; a state behind t, or beyond

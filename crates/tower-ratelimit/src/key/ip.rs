@@ -98,6 +98,8 @@ impl IpPrefixes {
     #[inline]
     pub fn key(&self, ip: IpAddr) -> IpKey {
         match normalize(ip) {
+            // The default: the address itself, with nothing to mask.
+            IpAddr::V4(a) if self.v4 == 32 => IpKey::V4 { net: a, prefix: 32 },
             IpAddr::V4(a) => {
                 let mask = u32::MAX.checked_shl(32 - u32::from(self.v4)).unwrap_or(0);
                 IpKey::V4 {

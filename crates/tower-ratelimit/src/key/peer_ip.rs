@@ -19,6 +19,7 @@ pub struct PeerAddr(pub SocketAddr);
 /// the `grpc` feature; tonic's `Server` inserts it on plain TCP, not
 /// behind its TLS: there insert a [`PeerAddr`]), [`PeerAddr`], a
 /// `SocketAddr` or an `IpAddr`.
+#[inline]
 pub fn peer_addr(req: &Parts) -> Option<IpAddr> {
     #[cfg(feature = "axum")]
     if let Some(info) = req

@@ -144,6 +144,29 @@ fn number(n: u64) -> Option<HeaderValue> {
     value(&[itoa::Buffer::new().format(n).as_bytes()])
 }
 
+/// The `Retry-After` value of `secs`: up to a minute from a table made
+/// once for the process (its clones touch no reference count), beyond
+/// from the memo of this thread.
+fn retry_after(secs: u64) -> Option<HeaderValue> {
+    static UP_TO_A_MINUTE: OnceLock<Option<Box<[HeaderValue]>>> = OnceLock::new();
+    let table = UP_TO_A_MINUTE.get_or_init(|| {
+        (0..=60)
+            .map(|n: u64| {
+                let bytes: &'static [u8] =
+                    Box::leak(itoa::Buffer::new().format(n).as_bytes().into());
+                HeaderValue::from_maybe_shared(Bytes::from_static(bytes)).ok()
+            })
+            .collect()
+    });
+    let small = table
+        .as_deref()
+        .and_then(|t| t.get(usize::try_from(secs).ok()?));
+    match small {
+        Some(v) => Some(v.clone()),
+        None => Memo::get(&RETRY_AFTER_VALUES, secs, || number(secs)),
+    }
+}
+
 /// `s` as a structured-field String (RFC 8941, Section 4.1.6): quoted, `"`
 /// and `\` escaped; `None` for characters outside printable ASCII (limit
 /// names are checked for that when the layer is built).
@@ -285,50 +308,55 @@ impl Fields {
         entries: &[(usize, Decision)],
         denied: Option<usize>,
     ) {
-        let entries = match denied {
+        let fields = match denied {
             Some(i) => {
-                let e = &entries[i];
-                if let Some(wait) = e.1.retry_after() {
+                let (limit, d) = &entries[i];
+                if let Some(wait) = d.retry_after() {
                     if let Entry::Vacant(slot) = map.entry(RETRY_AFTER) {
                         let secs = ceil_secs(wait).max(1);
-                        if let Some(v) = Memo::get(&RETRY_AFTER_VALUES, secs, || number(secs)) {
+                        if let Some(v) = retry_after(secs) {
                             slot.insert(v);
                         }
                     }
                 }
-                std::slice::from_ref(e)
+                self.render_one(*limit, d)
             }
-            None => entries,
+            None => self.render(entries),
         };
-        self.render(entries).apply(map);
+        fields.apply(map);
     }
 
     /// The fields for `entries`, ready to add to a response.
     pub(crate) fn render(&self, entries: &[(usize, Decision)]) -> Rendered {
         let mut out = Rendered::default();
-        if entries.is_empty() {
-            return out;
+        match entries {
+            [] => return out,
+            [(i, d)] => return self.render_one(*i, d),
+            _ => {}
         }
         if self.headers.ietf {
-            out.ietf = match entries {
-                [(i, d)] => {
-                    let limit = &self.limits[*i];
-                    limit.both(d)
-                }
-                _ => self.list(entries),
-            };
+            out.ietf = self.list(entries);
         }
         if self.headers.legacy {
             let (_, d) = entries
                 .iter()
                 .min_by_key(|(_, d)| d.remaining)
                 .unwrap_or(&entries[0]);
-            out.legacy = number(d.limit)
-                .zip(number(d.remaining))
-                .zip(number(reset_secs(d)))
-                .map(|((l, r), t)| Box::new([l, r, t]));
+            out.legacy = legacy(d);
         }
         out
+    }
+
+    /// The fields for the decision `d` of limit `i` alone.
+    pub(crate) fn render_one(&self, i: usize, d: &Decision) -> Rendered {
+        Rendered {
+            ietf: if self.headers.ietf {
+                self.limits[i].both(d)
+            } else {
+                None
+            },
+            legacy: if self.headers.legacy { legacy(d) } else { None },
+        }
     }
 
     /// Both IETF fields for several limits: lists of one member each.
@@ -348,6 +376,14 @@ impl Fields {
         let state = HeaderValue::from_maybe_shared(Bytes::from(state)).ok()?;
         Some((policy, state))
     }
+}
+
+/// The legacy fields of the decision `d`.
+fn legacy(d: &Decision) -> Option<Box<[HeaderValue; 3]>> {
+    number(d.limit)
+        .zip(number(d.remaining))
+        .zip(number(reset_secs(d)))
+        .map(|((l, r), t)| Box::new([l, r, t]))
 }
 
 /// Rate-limit fields rendered before the inner service is called, to add
