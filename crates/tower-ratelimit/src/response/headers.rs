@@ -144,26 +144,20 @@ fn number(n: u64) -> Option<HeaderValue> {
     value(&[itoa::Buffer::new().format(n).as_bytes()])
 }
 
-/// The `Retry-After` value of `secs`: up to a minute from a table made
-/// once for the process (its clones touch no reference count), beyond
+/// The decimal digits of 0 to 60, two each (`00` to `60`): the one or two
+/// digits of such a number are a slice of it.
+const UP_TO_A_MINUTE: &str = "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960";
+
+/// The `Retry-After` value of `secs`: up to a minute a slice of a static
+/// string (no allocation, and its clones touch no reference count), beyond
 /// from the memo of this thread.
 fn retry_after(secs: u64) -> Option<HeaderValue> {
-    static UP_TO_A_MINUTE: OnceLock<Option<Box<[HeaderValue]>>> = OnceLock::new();
-    let table = UP_TO_A_MINUTE.get_or_init(|| {
-        (0..=60)
-            .map(|n: u64| {
-                let bytes: &'static [u8] =
-                    Box::leak(itoa::Buffer::new().format(n).as_bytes().into());
-                HeaderValue::from_maybe_shared(Bytes::from_static(bytes)).ok()
-            })
-            .collect()
-    });
-    let small = table
-        .as_deref()
-        .and_then(|t| t.get(usize::try_from(secs).ok()?));
-    match small {
-        Some(v) => Some(v.clone()),
-        None => Memo::get(&RETRY_AFTER_VALUES, secs, || number(secs)),
+    match usize::try_from(secs) {
+        Ok(n) if n <= 60 => {
+            let start = if n < 10 { 2 * n + 1 } else { 2 * n };
+            Some(HeaderValue::from_static(&UP_TO_A_MINUTE[start..2 * n + 2]))
+        }
+        _ => Memo::get(&RETRY_AFTER_VALUES, secs, || number(secs)),
     }
 }
 
@@ -412,6 +406,14 @@ impl Rendered {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retry_after_values_are_the_seconds_in_decimal() {
+        for secs in [0u64, 1, 9, 10, 11, 59, 60, 61, 86_400, u64::MAX] {
+            let v = retry_after(secs).unwrap();
+            assert_eq!(v.to_str().unwrap(), secs.to_string());
+        }
+    }
     use std::time::Duration;
 
     fn decision(allowed: bool, remaining: u64, wait: Option<Duration>) -> Decision {
