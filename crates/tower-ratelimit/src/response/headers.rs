@@ -406,6 +406,7 @@ impl Rendered {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn retry_after_values_are_the_seconds_in_decimal() {
@@ -414,7 +415,6 @@ mod tests {
             assert_eq!(v.to_str().unwrap(), secs.to_string());
         }
     }
-    use std::time::Duration;
 
     fn decision(allowed: bool, remaining: u64, wait: Option<Duration>) -> Decision {
         Decision::new(
