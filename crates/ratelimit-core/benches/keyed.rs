@@ -83,6 +83,16 @@ impl Path {
     }
 }
 
+/// Every path and key count, or with `KEYED_ONLY=allowed/1/` only those
+/// whose `path/keys/` starts so (a quick look at one group of rows).
+fn cases() -> impl Iterator<Item = (Path, usize)> {
+    let only = std::env::var("KEYED_ONLY").unwrap_or_default();
+    [Path::Allowed, Path::Denied]
+        .into_iter()
+        .flat_map(|path| KEY_COUNTS.map(|nkeys| (path, nkeys)))
+        .filter(move |(path, nkeys)| format!("{}/{nkeys}/", path.name()).starts_with(&only))
+}
+
 /// Runs `iters` checks on each of `threads` threads over `nkeys` keys
 /// (thread `t` starts at key `t * nkeys / threads`), and returns the wall
 /// time.
@@ -168,38 +178,29 @@ fn bench_clock<C: Clock, G: governor::clock::Clock + Sync>(
     our_clock: &C,
     make_governor: impl Fn(Quota) -> Governor<G> + Copy,
 ) {
-    // `KEYED_ONLY=allowed/1` runs only the cases whose `path/keys` starts
-    // so (for a quick look at one row group).
-    let only = std::env::var("KEYED_ONLY").unwrap_or_default();
-    for path in [Path::Allowed, Path::Denied] {
-        for nkeys in KEY_COUNTS {
-            if !format!("{}/{nkeys}/", path.name()).starts_with(&only) {
-                continue;
-            }
-            let store = ours(path, nkeys, our_clock);
-            let limiter = governor(path, nkeys, make_governor);
-            for threads in THREADS {
-                let mut group =
-                    c.benchmark_group(format!("{clock_name}/{}/{threads}t", path.name()));
-                group.throughput(Throughput::Elements(threads as u64));
-                group.bench_function(BenchmarkId::new("ours", nkeys), |b| {
-                    b.iter_custom(|iters| {
-                        run(iters, threads, nkeys, &|k| {
-                            let _ = black_box(store.check_sync(&k, 1, our_clock.now()));
-                        })
+    for (path, nkeys) in cases() {
+        let store = ours(path, nkeys, our_clock);
+        let limiter = governor(path, nkeys, make_governor);
+        for threads in THREADS {
+            let mut group = c.benchmark_group(format!("{clock_name}/{}/{threads}t", path.name()));
+            group.throughput(Throughput::Elements(threads as u64));
+            group.bench_function(BenchmarkId::new("ours", nkeys), |b| {
+                b.iter_custom(|iters| {
+                    run(iters, threads, nkeys, &|k| {
+                        let _ = black_box(store.check_sync(&k, 1, our_clock.now()));
                     })
-                });
-                group.bench_function(BenchmarkId::new("governor", nkeys), |b| {
-                    b.iter_custom(|iters| {
-                        run(iters, threads, nkeys, &|k| {
-                            let _ = black_box(limiter.check_key(&k));
-                        })
+                })
+            });
+            group.bench_function(BenchmarkId::new("governor", nkeys), |b| {
+                b.iter_custom(|iters| {
+                    run(iters, threads, nkeys, &|k| {
+                        let _ = black_box(limiter.check_key(&k));
                     })
-                });
-                group.finish();
-            }
-            assert_path(path, &store, our_clock, &limiter);
+                })
+            });
+            group.finish();
         }
+        assert_path(path, &store, our_clock, &limiter);
     }
 }
 
@@ -289,31 +290,24 @@ fn interleaved_table<C: Clock, G: governor::clock::Clock + Sync>(
     println!("\n{clock_name}, interleaved (24 alternating 40 ms slices each):\n");
     println!("| path | keys | threads | ours ns/check | governor ns/check | ours checks/s | governor checks/s | ours faster by | quartiles |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
-    // `KEYED_ONLY=allowed/1` runs only the cases whose `path/keys` starts
-    // so (for a quick look at one row group).
-    let only = std::env::var("KEYED_ONLY").unwrap_or_default();
-    for path in [Path::Allowed, Path::Denied] {
-        for nkeys in KEY_COUNTS {
-            if !format!("{}/{nkeys}/", path.name()).starts_with(&only) {
-                continue;
-            }
-            let store = ours(path, nkeys, our_clock);
-            let limiter = governor(path, nkeys, make_governor);
-            for threads in THREADS {
-                let (o, g, q) = interleaved(
-                    threads,
-                    nkeys,
-                    &|k| {
-                        let _ = black_box(store.check_sync(&k, 1, our_clock.now()));
-                    },
-                    &|k| {
-                        let _ = black_box(limiter.check_key(&k));
-                    },
-                );
-                // ns per check per thread: wall time each check takes.
-                let ns = |r: f64| 1e9 * threads as f64 / r;
-                let pct = |r: f64| (r - 1.0) * 100.0;
-                println!(
+    for (path, nkeys) in cases() {
+        let store = ours(path, nkeys, our_clock);
+        let limiter = governor(path, nkeys, make_governor);
+        for threads in THREADS {
+            let (o, g, q) = interleaved(
+                threads,
+                nkeys,
+                &|k| {
+                    let _ = black_box(store.check_sync(&k, 1, our_clock.now()));
+                },
+                &|k| {
+                    let _ = black_box(limiter.check_key(&k));
+                },
+            );
+            // ns per check per thread: wall time each check takes.
+            let ns = |r: f64| 1e9 * threads as f64 / r;
+            let pct = |r: f64| (r - 1.0) * 100.0;
+            println!(
                     "| {} | {nkeys} | {threads} | {:.1} | {:.1} | {:.2} M | {:.2} M | {:+.0} % | {:+.0} / {:+.0} % |",
                     path.name(),
                     ns(o),
@@ -324,9 +318,8 @@ fn interleaved_table<C: Clock, G: governor::clock::Clock + Sync>(
                     pct(q[0]),
                     pct(q[2]),
                 );
-            }
-            assert_path(path, &store, our_clock, &limiter);
         }
+        assert_path(path, &store, our_clock, &limiter);
     }
 }
 
