@@ -18,11 +18,14 @@ const MIN_SHRINK_CAPACITY: usize = 64;
 
 /// A shard and what may be read without its lock.
 ///
-/// A check writes the lock's word and, when its clock moved, `latest`;
-/// it reads `latest`, the table's header and `last_sweep`. Laid out in
-/// that order from the start of a 128-byte block, they share one cache
-/// line, so a check of a key other threads also check moves one line
-/// between cores, not two. The deny slots start on a line of their own.
+/// A check of the shard's hot key (see [`Hot`]) writes the lock's word,
+/// `latest` when its clock moved, and the hot state; laid out in that
+/// order from the start of a 128-byte block, they share one cache line
+/// (for states of up to 8 bytes), so a key that every thread checks
+/// moves one line between cores, not two. What else a check reads (the
+/// table's header and buckets, `last_sweep`) such a check does not write,
+/// so those lines stay shared. The deny slots start on a line of their
+/// own.
 #[repr(C, align(128))]
 pub(super) struct ShardCell<K, S> {
     /// The latest time a check of this shard was decided at, written only
@@ -43,6 +46,7 @@ impl<K, S> ShardCell<K, S> {
         Self {
             latest: AtomicU64::new(0),
             lock: SpinMutex::new(Shard {
+                hot: Hot::default(),
                 table: HashTable::new(),
                 last_sweep: 0,
                 cursor: 0,
@@ -69,10 +73,40 @@ impl<K, S> ShardCell<K, S> {
     }
 }
 
-/// In this order (`repr(C)`): what a check reads first.
+/// The state of the key a shard checked twice in a row, kept beside the
+/// shard's lock instead of in the key's bucket.
+///
+/// When every thread checks one key, its state is written on every check;
+/// in its bucket that would be a second cache line moving between cores
+/// besides the lock's. Here it shares the lock's line, while the key
+/// stays in its bucket, read-only, with a placeholder state. Any change
+/// to the table other than a check first puts the state back
+/// ([`Shard::settle`]), so bucket indexes are stable while it is here
+/// and every pass over the table sees every state.
+pub(super) struct Hot<S> {
+    /// The hash of the key checked last.
+    hash: u64,
+    /// The bucket of the key whose state is in `state`.
+    index: usize,
+    /// That key's state, while its bucket holds a placeholder.
+    state: Option<S>,
+}
+
+impl<S> Default for Hot<S> {
+    fn default() -> Self {
+        Self {
+            hash: 0,
+            index: 0,
+            state: None,
+        }
+    }
+}
+
+/// In this order (`repr(C)`): what a check writes first.
 #[repr(C)]
 pub(super) struct Shard<K, S> {
-    pub(super) table: HashTable<(K, S)>,
+    hot: Hot<S>,
+    table: HashTable<(K, S)>,
     /// The start of the latest whole pass that dropped every key full at
     /// the time it was visited: every state still held was written after
     /// `last_sweep - horizon / 2` (see `MemoryStore::keep_unambiguous`).
@@ -84,8 +118,86 @@ pub(super) struct Shard<K, S> {
 }
 
 impl<K, S> Shard<K, S> {
+    /// The number of keys.
+    pub(super) fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Drops every key and frees the table.
+    pub(super) fn clear(&mut self) {
+        self.hot = Hot::default();
+        self.table = HashTable::new();
+        self.cursor = 0;
+    }
+
+    /// The state of the key hashed `hash` that `eq` matches, for a check,
+    /// or `None` if the table does not hold it. The second check in a row
+    /// of a key moves its state to the hot slot, leaving `placeholder()`
+    /// in its bucket.
+    #[inline(always)]
+    pub(super) fn check_state(
+        &mut self,
+        hash: u64,
+        eq: impl FnMut(&(K, S)) -> bool,
+        placeholder: impl FnOnce() -> S,
+    ) -> Option<&mut S> {
+        let index = self.table.find_bucket_index(hash, eq)?;
+        if self.hot.index == index && self.hot.state.is_some() {
+            // (Two keys checked in turn then stay where they are.)
+            self.hot.hash = hash;
+            return self.hot.state.as_mut();
+        }
+        if self.hot.hash != hash {
+            self.hot.hash = hash;
+            return self.table.get_bucket_mut(index).map(|(_, s)| s);
+        }
+        // Checked twice in a row: move its state here.
+        self.settle();
+        let (_, bucket) = self.table.get_bucket_mut(index)?;
+        let state = std::mem::replace(bucket, placeholder());
+        self.hot.index = index;
+        Some(self.hot.state.insert(state))
+    }
+
+    /// The state of the key hashed `hash` that `eq` matches, back in its
+    /// bucket, for a change other than a check.
+    pub(super) fn settled_state(
+        &mut self,
+        hash: u64,
+        eq: impl FnMut(&(K, S)) -> bool,
+    ) -> Option<&mut S> {
+        self.settle();
+        self.table.find_mut(hash, eq).map(|(_, s)| s)
+    }
+
+    /// Puts the hot state back in its key's bucket: every change to the
+    /// table other than a check starts here.
+    #[inline]
+    pub(super) fn settle(&mut self) {
+        if let Some(state) = self.hot.state.take() {
+            if let Some((_, bucket)) = self.table.get_bucket_mut(self.hot.index) {
+                *bucket = state;
+            }
+        }
+    }
+
+    /// Inserts a key that the table does not hold.
+    pub(super) fn insert(&mut self, hash: u64, key: K, state: S, rehash: impl Fn(&K) -> u64) {
+        self.settle();
+        self.table
+            .insert_unique(hash, (key, state), |(k, _)| rehash(k));
+    }
+
+    /// Gives back all the memory the table does not need.
+    pub(super) fn shrink_to_fit(&mut self, rehash: impl Fn(&K) -> u64) {
+        self.settle();
+        self.table.shrink_to_fit(|(k, _)| rehash(k));
+        self.cursor = 0;
+    }
+
     /// Drops every key whose state is full at `now` (a whole pass).
     pub(super) fn drop_full<A: Algorithm<State = S>>(&mut self, algorithm: &A, now: u64) {
+        self.settle();
         let horizon = algorithm.idle_horizon();
         let elapsed = now.saturating_sub(self.last_sweep);
         // `u64::MAX` means no horizon: never clear such states.
@@ -110,6 +222,7 @@ impl<K, S> Shard<K, S> {
         buckets: usize,
         hash: impl Fn(&K) -> u64,
     ) -> usize {
+        self.settle();
         let n = self.table.num_buckets();
         if self.table.is_empty() {
             self.cursor = 0;
@@ -166,6 +279,7 @@ impl<K, S> Shard<K, S> {
         seed: u64,
         evict: bool,
     ) -> Option<K> {
+        self.settle();
         let n = self.table.num_buckets();
         let mut best: Option<(usize, std::time::Duration)> = None;
         let mut seen = 0;
@@ -245,17 +359,53 @@ fn lock_contended<T>(m: &SpinMutex<T>) -> SpinMutexGuard<'_, T> {
 mod tests {
     use super::*;
 
+    /// Checks `key` (hashed as itself) in `shard`: its state counts checks.
+    fn check(shard: &mut Shard<u64, u64>, key: u64) -> u64 {
+        let state = shard.check_state(key, |(k, _)| *k == key, || 0).unwrap();
+        *state += 1;
+        *state
+    }
+
     #[test]
-    fn a_check_touches_one_line_of_its_shard() {
+    fn the_hot_slot_follows_a_key_checked_twice_in_a_row() {
+        let mut shard = ShardCell::<u64, u64>::new().lock.into_inner();
+        for key in [1, 2] {
+            shard.insert(key, key, 0, |k| *k);
+        }
+        assert_eq!(check(&mut shard, 1), 1);
+        assert!(shard.hot.state.is_none());
+        assert_eq!(check(&mut shard, 1), 2);
+        assert_eq!(shard.hot.state, Some(2));
+        // Two keys in turn: the hot one stays.
+        for round in 1..4 {
+            assert_eq!(check(&mut shard, 2), round);
+            assert_eq!(check(&mut shard, 1), 2 + round);
+            assert_eq!(shard.hot.state, Some(2 + round));
+        }
+        // Key 2 twice in a row: key 1's state goes back to its bucket.
+        assert_eq!(check(&mut shard, 2), 4);
+        assert_eq!(check(&mut shard, 2), 5);
+        assert_eq!(shard.hot.state, Some(5));
+        shard.settle();
+        let states: Vec<_> = shard.table.iter().map(|&(k, s)| (k, s)).collect();
+        assert!(
+            states.contains(&(1, 5)) && states.contains(&(2, 5)),
+            "{states:?}"
+        );
+    }
+
+    #[test]
+    fn a_check_of_the_hot_key_writes_one_line_of_its_shard() {
         type Cell = ShardCell<u64, u64>;
         assert_eq!(std::mem::offset_of!(Cell, latest), 0);
-        // The lock's word and the shard's data share the mutex's 64 bytes
-        // (the word first or last); the table header and the last sweep,
-        // which a check reads, end within the first cache line either way.
+        // The lock's word and the shard's data share the mutex (the word
+        // first or last); the hot slot, which such a check writes, ends
+        // within the first cache line either way.
         let lock = std::mem::offset_of!(Cell, lock);
-        assert_eq!(std::mem::size_of::<SpinMutex<Shard<u64, u64>>>(), 64);
-        let read = std::mem::offset_of!(Shard<u64, u64>, last_sweep) + 8;
-        assert!(lock + 8 + read <= 64);
+        assert_eq!(std::mem::offset_of!(Shard<u64, u64>, hot), 0);
+        let hot = std::mem::size_of::<Hot<u64>>();
+        assert_eq!(hot, 32);
+        assert!(lock + 8 + hot <= 64);
         assert_eq!(std::mem::offset_of!(Cell, denied) % 64, 0);
     }
 }

@@ -158,3 +158,42 @@ fn a_hot_key_on_a_moving_clock_admits_exactly_its_quota() {
     // 1, thread 0): 49 intervals passed after the burst's 100 at NOW.
     assert_eq!(admitted.into_inner(), 100 + 49);
 }
+
+/// Threads check one hot key (so its state lives beside the shard's lock)
+/// while another thread grows the same shard with new keys and runs upkeep
+/// passes: the hot key still admits exactly its burst.
+#[test]
+fn a_hot_key_admits_exactly_its_burst_while_its_shard_grows() {
+    let gcra = Gcra::with_burst(10, Duration::from_secs(1), 500).unwrap();
+    let store = MemoryStore::<_, u64>::builder(gcra).shards(1).build();
+    let admitted = AtomicU64::new(0);
+    let start = Barrier::new(THREADS + 1);
+    std::thread::scope(|s| {
+        for _ in 0..THREADS {
+            let (store, admitted, start) = (&store, &admitted, &start);
+            s.spawn(move || {
+                start.wait();
+                for _ in 0..TRIES {
+                    if store.check_sync(&42, 1, NOW).unwrap().allowed {
+                        admitted.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+        let (store, start) = (&store, &start);
+        s.spawn(move || {
+            start.wait();
+            for key in 1_000..21_000u64 {
+                assert!(store.check_sync(&key, 1, NOW).unwrap().allowed);
+                if key % 100 == 0 {
+                    store.maintain(NOW);
+                }
+                if key % 5_000 == 0 {
+                    store.sweep(NOW);
+                }
+            }
+        });
+    });
+    assert_eq!(admitted.into_inner(), 500);
+    assert_eq!(store.len(), 20_001);
+}

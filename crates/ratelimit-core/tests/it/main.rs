@@ -1,7 +1,8 @@
 //! The integration tests of `ratelimit-core`, in one binary: property tests
 //! of every algorithm against reference models, boundary cases, the worked
-//! example, concurrency, the idle-horizon sweep and validation. (The memory
-//! test, which needs a counting global allocator, is `tests/memory.rs`.)
+//! example, concurrency, the idle-horizon sweep, the hot slot and
+//! validation. (The memory test, which needs a counting global allocator,
+//! is `tests/memory.rs`.)
 
 mod boundaries;
 mod boxed;
@@ -10,6 +11,7 @@ mod concurrency;
 mod example;
 mod harness;
 mod horizon;
+mod hot;
 #[cfg(feature = "live")]
 mod live;
 mod model;
