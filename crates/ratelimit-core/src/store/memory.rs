@@ -34,14 +34,14 @@ const MAINTAIN_STEP: usize = 16 * 1024;
 /// seeded hash; a denied key could answer for another only if the two
 /// collide in all 64 bits.)
 ///
-/// A key checked twice in a row in its shard (one client's flood, say)
-/// keeps its state beside the shard's lock, on the lock's cache line,
-/// while its bucket keeps the key, read-only. When every core checks that
-/// key and each check is admitted, a check then moves one cache line
-/// between cores, not two. The state goes back to its bucket when another
-/// key of the shard is checked twice in a row, and before any other change
-/// to the table (an insert, a sweep, an eviction, a refund), so nothing
-/// else sees the difference.
+/// A key that several cores check at once (its checks find the shard's
+/// lock held by another thread twice in a row) keeps its state beside the
+/// lock, on the lock's cache line, while its bucket keeps the key,
+/// read-only: each admitted check then moves one cache line between
+/// cores, not two. This applies to states of up to 8 bytes (GCRA and the
+/// buckets); the state goes back to its bucket when another key takes its
+/// place and before any other change to the table (an insert, a sweep, an
+/// eviction), so nothing else sees the difference.
 ///
 /// Memory per key is the key, the state and one control byte, over the
 /// table's load factor (between 7/16 and 7/8). States:
@@ -114,6 +114,7 @@ pub struct MemoryStore<A: Algorithm, K> {
     max_keys: Option<usize>,
     at_capacity: AtCapacity,
     deny_cache: bool,
+    promote_always: bool,
     constants: Constants,
     half_horizon: u64,
 }
@@ -153,6 +154,7 @@ pub struct MemoryStoreBuilder<A, K> {
     max_keys: Option<usize>,
     at_capacity: AtCapacity,
     deny_cache: bool,
+    promote_always: bool,
     key: PhantomData<fn() -> K>,
 }
 
@@ -183,6 +185,15 @@ impl<A: Algorithm, K> MemoryStoreBuilder<A, K> {
         self
     }
 
+    /// For tests of the hot slot: a key's state moves there on its second
+    /// check in a row, whether or not the shard's lock was contended
+    /// (decisions are the same either way).
+    #[doc(hidden)]
+    pub fn promote_always(mut self, on: bool) -> Self {
+        self.promote_always = on;
+        self
+    }
+
     /// The store.
     pub fn build(self) -> MemoryStore<A, K> {
         let shards = self.shards.clamp(1, 1 << 16).next_power_of_two();
@@ -191,6 +202,9 @@ impl<A: Algorithm, K> MemoryStoreBuilder<A, K> {
             .max_keys
             .map_or(usize::MAX, |m| m.div_ceil(shards).max(1));
         let deny_cache = self.deny_cache && self.algorithm.caches_denials();
+        let shards = (0..shards)
+            .map(|_| ShardCell::new(self.algorithm.fresh(&(), 0)))
+            .collect();
         MemoryStore {
             half_horizon: self.algorithm.idle_horizon() / 2,
             constants: Constants {
@@ -198,7 +212,7 @@ impl<A: Algorithm, K> MemoryStoreBuilder<A, K> {
                 window: self.algorithm.window(),
             },
             algorithm: self.algorithm,
-            shards: (0..shards).map(|_| ShardCell::new()).collect(),
+            shards,
             hasher: DefaultHashBuilder::default(),
             // The top 7 bits feed hashbrown's tags; take the shard from the
             // bits below them.
@@ -207,6 +221,7 @@ impl<A: Algorithm, K> MemoryStoreBuilder<A, K> {
             max_keys: self.max_keys,
             at_capacity: self.at_capacity,
             deny_cache,
+            promote_always: self.promote_always,
         }
     }
 }
@@ -226,6 +241,7 @@ impl<A: Algorithm, K> MemoryStore<A, K> {
             max_keys: None,
             at_capacity: AtCapacity::Evict,
             deny_cache: true,
+            promote_always: false,
             key: PhantomData,
         }
     }
@@ -242,7 +258,7 @@ impl<A: Algorithm, K> MemoryStore<A, K> {
 
     /// The number of keys with state.
     pub fn len(&self) -> usize {
-        self.shards.iter().map(|s| lock(&s.lock).len()).sum()
+        self.shards.iter().map(|s| lock(&s.lock).0.len()).sum()
     }
 
     /// Whether no key has state.
@@ -253,7 +269,7 @@ impl<A: Algorithm, K> MemoryStore<A, K> {
     /// Drops every key.
     pub fn clear(&self) {
         for cell in self.shards.iter() {
-            lock(&cell.lock).clear();
+            lock(&cell.lock).0.clear();
             cell.denied.clear();
         }
     }
@@ -293,12 +309,12 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
                 return Ok(denied);
             }
         }
-        let (mut shard, now) = cell.enter(now);
+        let (mut shard, now, contended) = cell.enter(now);
         self.keep_unambiguous(&mut shard, now);
         let found = shard.check_state(
             hash,
             |(k, _)| k.borrow() == key,
-            || self.algorithm.fresh(key, now),
+            contended || self.promote_always,
         );
         let decision = match found {
             Some(state) => self.algorithm.check(state, cost, now),
@@ -328,9 +344,9 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     {
         let hash = self.hasher.hash_one(key);
         let cell = self.cell(hash);
-        let (mut shard, now) = cell.enter(now);
+        let (mut shard, now, _) = cell.enter(now);
         self.keep_unambiguous(&mut shard, now);
-        if let Some(state) = shard.settled_state(hash, |(k, _)| k.borrow() == key) {
+        if let Some(state) = shard.refund_state(hash, |(k, _)| k.borrow() == key) {
             self.algorithm
                 .refund(state, cost, admitted_at.min(now), now);
             cell.denied.forget(hash);
@@ -346,7 +362,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     pub fn sweep(&self, now: u64) -> usize {
         let mut left = 0;
         for cell in self.shards.iter() {
-            let (mut shard, now) = cell.enter(now);
+            let (mut shard, now, _) = cell.enter(now);
             shard.drop_full(&self.algorithm, now);
             let hasher = &self.hasher;
             shard.shrink_to_fit(|k| hasher.hash_one(k));
@@ -366,7 +382,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     pub fn maintain(&self, now: u64) -> usize {
         let mut dropped = 0;
         for cell in self.shards.iter() {
-            let (mut shard, now) = cell.enter(now);
+            let (mut shard, now, _) = cell.enter(now);
             self.keep_unambiguous(&mut shard, now);
             let hasher = &self.hasher;
             dropped +=

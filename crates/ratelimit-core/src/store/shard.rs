@@ -18,14 +18,15 @@ const MIN_SHRINK_CAPACITY: usize = 64;
 
 /// A shard and what may be read without its lock.
 ///
-/// A check of the shard's hot key (see [`Hot`]) writes the lock's word,
-/// `latest` when its clock moved, and the hot state; laid out in that
-/// order from the start of a 128-byte block, they share one cache line
-/// (for states of up to 8 bytes), so a key that every thread checks
-/// moves one line between cores, not two. What else a check reads (the
-/// table's header and buckets, `last_sweep`) such a check does not write,
-/// so those lines stay shared. The deny slots start on a line of their
-/// own.
+/// A check writes the lock's word, `latest` when its clock moved, and the
+/// key's state; an insert also writes the table's header and the sweep
+/// cursor. Laid out in that order from the start of a 128-byte block,
+/// with the hot state (see [`Shard`]) after them, they share one cache
+/// line, so a check or an insert of a key other threads also use moves
+/// one line between cores, not two. What else a check reads
+/// (`last_sweep`, where the hot state belongs) is on the next line,
+/// written only by whole passes and by moves of the hot state. The deny
+/// slots start on a line of their own.
 #[repr(C, align(128))]
 pub(super) struct ShardCell<K, S> {
     /// The latest time a check of this shard was decided at, written only
@@ -42,25 +43,31 @@ pub(super) struct ShardCell<K, S> {
 }
 
 impl<K, S> ShardCell<K, S> {
-    pub(super) fn new() -> Self {
+    /// A shard with no keys; `spare` is any state, kept in the hot slot
+    /// until a key's state moves there.
+    pub(super) fn new(spare: S) -> Self {
         Self {
             latest: AtomicU64::new(0),
             lock: SpinMutex::new(Shard {
-                hot: Hot::default(),
                 table: HashTable::new(),
-                last_sweep: 0,
                 cursor: 0,
+                hot_state: spare,
+                last_sweep: 0,
                 pass_start: 0,
+                hot_hash: 0,
+                hot_index: 0,
+                hot_live: false,
             }),
             denied: DenySlots::default(),
         }
     }
 
     /// Locks the shard and moves its time to `now` if that is later;
-    /// returns the guard and the time to decide at.
+    /// returns the guard, the time to decide at, and whether another
+    /// thread held the lock.
     #[inline]
-    pub(super) fn enter(&self, now: u64) -> (SpinMutexGuard<'_, Shard<K, S>>, u64) {
-        let shard = lock(&self.lock);
+    pub(super) fn enter(&self, now: u64) -> (SpinMutexGuard<'_, Shard<K, S>>, u64, bool) {
+        let (shard, contended) = lock(&self.lock);
         // Under the lock: no other writer, and the lock orders it.
         let latest = self.latest.load(Ordering::Relaxed);
         let now = if now > latest {
@@ -69,55 +76,49 @@ impl<K, S> ShardCell<K, S> {
         } else {
             latest
         };
-        (shard, now)
+        (shard, now, contended)
     }
 }
 
-/// The state of the key a shard checked twice in a row, kept beside the
-/// shard's lock instead of in the key's bucket.
+/// A shard's table, its sweep, and its hot slot; in this order
+/// (`repr(C)`): what checks and inserts write first.
 ///
-/// When every thread checks one key, its state is written on every check;
-/// in its bucket that would be a second cache line moving between cores
-/// besides the lock's. Here it shares the lock's line, while the key
-/// stays in its bucket, read-only, with a placeholder state. Any change
-/// to the table other than a check first puts the state back
-/// ([`Shard::settle`]), so bucket indexes are stable while it is here
-/// and every pass over the table sees every state.
-pub(super) struct Hot<S> {
-    /// The hash of the key checked last.
-    hash: u64,
-    /// The bucket of the key whose state is in `state`.
-    index: usize,
-    /// That key's state, while its bucket holds a placeholder.
-    state: Option<S>,
-}
-
-impl<S> Default for Hot<S> {
-    fn default() -> Self {
-        Self {
-            hash: 0,
-            index: 0,
-            state: None,
-        }
-    }
-}
-
-/// In this order (`repr(C)`): what a check writes first.
+/// # The hot slot
+///
+/// When every core checks one key, each admitted check writes its state;
+/// in its bucket that is a second cache line moving between cores besides
+/// the lock's. So a key whose checks meet the lock held by another thread
+/// twice in a row moves its state to `hot_state`, on the lock's line,
+/// swapping in the state that was there, while the key stays in its
+/// bucket, read-only. Only states of up to 8 bytes move (larger ones
+/// would not fit the line). Any change to the table other than a check or
+/// a refund first moves the state back ([`Shard::settle`]), so bucket
+/// indexes are stable while it is out, and every pass over the table sees
+/// every state.
 #[repr(C)]
 pub(super) struct Shard<K, S> {
-    hot: Hot<S>,
     table: HashTable<(K, S)>,
+    /// Where the next bounded sweep step starts (a bucket index).
+    cursor: usize,
+    /// The state of the key in bucket `hot_index` while `hot_live`;
+    /// otherwise a spare state, never read.
+    hot_state: S,
     /// The start of the latest whole pass that dropped every key full at
     /// the time it was visited: every state still held was written after
     /// `last_sweep - horizon / 2` (see `MemoryStore::keep_unambiguous`).
     pub(super) last_sweep: u64,
-    /// Where the next bounded sweep step starts (a bucket index).
-    pub(super) cursor: usize,
     /// When the current pass of sweep steps started.
-    pub(super) pass_start: u64,
+    pass_start: u64,
+    /// The hash of the key of the latest contended check.
+    hot_hash: u64,
+    hot_index: usize,
+    hot_live: bool,
 }
 
 impl<K, S> Shard<K, S> {
+    /// Whether states of this type move to the hot slot.
+    const HOT: bool = std::mem::size_of::<S>() <= 8;
+
     /// The number of keys.
     pub(super) fn len(&self) -> usize {
         self.table.len()
@@ -125,58 +126,68 @@ impl<K, S> Shard<K, S> {
 
     /// Drops every key and frees the table.
     pub(super) fn clear(&mut self) {
-        self.hot = Hot::default();
+        self.settle();
         self.table = HashTable::new();
         self.cursor = 0;
     }
 
     /// The state of the key hashed `hash` that `eq` matches, for a check,
-    /// or `None` if the table does not hold it. The second check in a row
-    /// of a key moves its state to the hot slot, leaving `placeholder()`
-    /// in its bucket.
+    /// or `None` if the table does not hold it. `contended`: the lock was
+    /// held by another thread when this check came; the second such check
+    /// in a row of one key moves its state to the hot slot.
     #[inline(always)]
     pub(super) fn check_state(
         &mut self,
         hash: u64,
         eq: impl FnMut(&(K, S)) -> bool,
-        placeholder: impl FnOnce() -> S,
+        contended: bool,
     ) -> Option<&mut S> {
         let index = self.table.find_bucket_index(hash, eq)?;
-        if self.hot.index == index && self.hot.state.is_some() {
-            // (Two keys checked in turn then stay where they are.)
-            self.hot.hash = hash;
-            return self.hot.state.as_mut();
+        if Self::HOT {
+            if self.hot_live && self.hot_index == index {
+                if contended && self.hot_hash != hash {
+                    // (Two keys contended in turn then stay where they are.)
+                    self.hot_hash = hash;
+                }
+                return Some(&mut self.hot_state);
+            }
+            if contended {
+                if self.hot_hash == hash {
+                    self.settle();
+                    let (_, bucket) = self.table.get_bucket_mut(index)?;
+                    std::mem::swap(bucket, &mut self.hot_state);
+                    self.hot_index = index;
+                    self.hot_live = true;
+                    return Some(&mut self.hot_state);
+                }
+                self.hot_hash = hash;
+            }
         }
-        if self.hot.hash != hash {
-            self.hot.hash = hash;
-            return self.table.get_bucket_mut(index).map(|(_, s)| s);
-        }
-        // Checked twice in a row: move its state here.
-        self.settle();
-        let (_, bucket) = self.table.get_bucket_mut(index)?;
-        let state = std::mem::replace(bucket, placeholder());
-        self.hot.index = index;
-        Some(self.hot.state.insert(state))
+        self.table.get_bucket_mut(index).map(|(_, s)| s)
     }
 
-    /// The state of the key hashed `hash` that `eq` matches, back in its
-    /// bucket, for a change other than a check.
-    pub(super) fn settled_state(
+    /// The state of the key hashed `hash` that `eq` matches, for a refund
+    /// (which changes a state, not the table), wherever it is.
+    pub(super) fn refund_state(
         &mut self,
         hash: u64,
         eq: impl FnMut(&(K, S)) -> bool,
     ) -> Option<&mut S> {
-        self.settle();
-        self.table.find_mut(hash, eq).map(|(_, s)| s)
+        let index = self.table.find_bucket_index(hash, eq)?;
+        if self.hot_live && self.hot_index == index {
+            return Some(&mut self.hot_state);
+        }
+        self.table.get_bucket_mut(index).map(|(_, s)| s)
     }
 
-    /// Puts the hot state back in its key's bucket: every change to the
-    /// table other than a check starts here.
+    /// Moves the hot state back to its key's bucket: every change to the
+    /// table other than a check or a refund starts here.
     #[inline]
     pub(super) fn settle(&mut self) {
-        if let Some(state) = self.hot.state.take() {
-            if let Some((_, bucket)) = self.table.get_bucket_mut(self.hot.index) {
-                *bucket = state;
+        if self.hot_live {
+            self.hot_live = false;
+            if let Some((_, bucket)) = self.table.get_bucket_mut(self.hot_index) {
+                std::mem::swap(bucket, &mut self.hot_state);
             }
         }
     }
@@ -319,11 +330,12 @@ impl<K, S> Shard<K, S> {
 /// where a parking mutex needs two read-modify-writes. A waiter spins
 /// briefly, then yields its core, then sleeps, so a holder that is
 /// preempted, or busy growing its shard, is not starved.
+/// Returns the guard and whether another thread held the lock.
 #[inline]
-pub(super) fn lock<T>(m: &SpinMutex<T>) -> SpinMutexGuard<'_, T> {
+pub(super) fn lock<T>(m: &SpinMutex<T>) -> (SpinMutexGuard<'_, T>, bool) {
     match m.try_lock_weak() {
-        Some(guard) => guard,
-        None => lock_contended(m),
+        Some(guard) => (guard, false),
+        None => (lock_contended(m), true),
     }
 }
 
@@ -360,52 +372,84 @@ mod tests {
     use super::*;
 
     /// Checks `key` (hashed as itself) in `shard`: its state counts checks.
-    fn check(shard: &mut Shard<u64, u64>, key: u64) -> u64 {
-        let state = shard.check_state(key, |(k, _)| *k == key, || 0).unwrap();
+    fn check(shard: &mut Shard<u64, u64>, key: u64, contended: bool) -> u64 {
+        let state = shard
+            .check_state(key, |(k, _)| *k == key, contended)
+            .unwrap();
         *state += 1;
         *state
     }
 
-    #[test]
-    fn the_hot_slot_follows_a_key_checked_twice_in_a_row() {
-        let mut shard = ShardCell::<u64, u64>::new().lock.into_inner();
+    fn shard() -> Shard<u64, u64> {
+        let mut shard = ShardCell::<u64, u64>::new(0).lock.into_inner();
         for key in [1, 2] {
             shard.insert(key, key, 0, |k| *k);
         }
-        assert_eq!(check(&mut shard, 1), 1);
-        assert!(shard.hot.state.is_none());
-        assert_eq!(check(&mut shard, 1), 2);
-        assert_eq!(shard.hot.state, Some(2));
+        shard
+    }
+
+    #[test]
+    fn uncontended_checks_leave_states_in_their_buckets() {
+        let mut shard = shard();
+        for n in 1..5 {
+            assert_eq!(check(&mut shard, 1, false), n);
+        }
+        assert!(!shard.hot_live);
+    }
+
+    #[test]
+    fn the_hot_slot_follows_a_key_contended_twice_in_a_row() {
+        let mut shard = shard();
+        assert_eq!(check(&mut shard, 1, true), 1);
+        assert!(!shard.hot_live);
+        assert_eq!(check(&mut shard, 1, true), 2);
+        assert!(shard.hot_live);
+        assert_eq!(shard.hot_state, 2);
         // Two keys in turn: the hot one stays.
         for round in 1..4 {
-            assert_eq!(check(&mut shard, 2), round);
-            assert_eq!(check(&mut shard, 1), 2 + round);
-            assert_eq!(shard.hot.state, Some(2 + round));
+            assert_eq!(check(&mut shard, 2, true), round);
+            assert_eq!(check(&mut shard, 1, true), 2 + round);
+            assert_eq!(shard.hot_state, 2 + round);
         }
         // Key 2 twice in a row: key 1's state goes back to its bucket.
-        assert_eq!(check(&mut shard, 2), 4);
-        assert_eq!(check(&mut shard, 2), 5);
-        assert_eq!(shard.hot.state, Some(5));
+        assert_eq!(check(&mut shard, 2, true), 4);
+        assert_eq!(check(&mut shard, 2, true), 5);
+        assert_eq!(shard.hot_state, 5);
+        // A refund reaches the hot state where it is.
+        *shard.refund_state(2, |(k, _)| *k == 2).unwrap() -= 1;
+        assert!(shard.hot_live);
         shard.settle();
         let states: Vec<_> = shard.table.iter().map(|&(k, s)| (k, s)).collect();
         assert!(
-            states.contains(&(1, 5)) && states.contains(&(2, 5)),
+            states.contains(&(1, 5)) && states.contains(&(2, 4)),
             "{states:?}"
         );
     }
 
     #[test]
-    fn a_check_of_the_hot_key_writes_one_line_of_its_shard() {
+    fn a_check_or_an_insert_writes_one_line_of_its_shard() {
         type Cell = ShardCell<u64, u64>;
         assert_eq!(std::mem::offset_of!(Cell, latest), 0);
-        // The lock's word and the shard's data share the mutex (the word
-        // first or last); the hot slot, which such a check writes, ends
-        // within the first cache line either way.
+        // The lock's word and the shard's data share the mutex: the word
+        // takes 8 bytes, first (as measured) or last.
         let lock = std::mem::offset_of!(Cell, lock);
-        assert_eq!(std::mem::offset_of!(Shard<u64, u64>, hot), 0);
-        let hot = std::mem::size_of::<Hot<u64>>();
-        assert_eq!(hot, 32);
-        assert!(lock + 8 + hot <= 64);
+        assert_eq!(lock, 8);
+        let word = std::mem::size_of::<SpinMutex<Shard<u64, u64>>>()
+            - std::mem::size_of::<Shard<u64, u64>>();
+        assert_eq!(word, 8);
+        // Written by checks and inserts: the table's header, the cursor and
+        // the hot state end within the first cache line.
+        let data = lock + word;
+        assert!(data + std::mem::offset_of!(Shard<u64, u64>, hot_state) + 8 <= 64);
+        assert!(
+            std::mem::offset_of!(Shard<u64, u64>, cursor)
+                < std::mem::offset_of!(Shard<u64, u64>, hot_state)
+        );
+        // Read by checks, written rarely: on the next line.
+        assert!(data + std::mem::offset_of!(Shard<u64, u64>, last_sweep) >= 64);
+        assert!(data + std::mem::offset_of!(Shard<u64, u64>, hot_live) < 128);
         assert_eq!(std::mem::offset_of!(Cell, denied) % 64, 0);
+        const { assert!(Shard::<u64, u64>::HOT) };
+        const { assert!(!Shard::<u64, u128>::HOT) };
     }
 }

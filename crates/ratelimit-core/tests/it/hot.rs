@@ -1,5 +1,6 @@
-//! The hot slot: a key checked twice in a row has its state kept beside
-//! its shard's lock. Every change to the table (inserts that grow it,
+//! The hot slot: a key whose checks meet its shard's lock held twice in a
+//! row (here: any key checked twice in a row, `promote_always`) has its
+//! state kept beside the lock. Every change to the table (inserts that grow it,
 //! sweeps, shrinks, refunds, evictions, clears) must see that state, and
 //! bucket indexes must not move under it. Random operations are replayed
 //! on a store and on bare per-key states of the algorithm; every decision
@@ -7,7 +8,9 @@
 
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
-use ratelimit_core::{Algorithm, FixedWindow, Gcra, MemoryStore, SlidingLog};
+use ratelimit_core::{
+    Algorithm, FixedWindow, Gcra, LeakyBucket, MemoryStore, SlidingLog, TokenBucket,
+};
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -50,6 +53,7 @@ fn replay<A: Algorithm + Clone>(
 ) -> Result<(), TestCaseError> {
     let store = MemoryStore::<A, u64>::builder(algorithm.clone())
         .shards(shards)
+        .promote_always(true)
         .build();
     let mut bare: HashMap<u64, A::State> = HashMap::new();
     let mut now = 1_000_000_000u64;
@@ -115,7 +119,7 @@ proptest! {
     }
 
     #[test]
-    fn log_hot_keys_survive_table_changes(
+    fn log_keys_survive_table_changes(
         ops in prop::collection::vec(op(), 1..80),
         shards in prop_oneof![Just(1usize), Just(4)],
     ) {
@@ -124,7 +128,26 @@ proptest! {
     }
 
     #[test]
-    fn window_hot_keys_survive_table_changes(
+    fn token_bucket_hot_keys_survive_table_changes(
+        ops in prop::collection::vec(op(), 1..80),
+        shards in prop_oneof![Just(1usize), Just(4)],
+    ) {
+        let bucket = TokenBucket::new(6, 4, Duration::from_millis(800)).unwrap();
+        replay(bucket, shards, &ops)?;
+    }
+
+    #[test]
+    fn leaky_bucket_hot_keys_survive_table_changes(
+        ops in prop::collection::vec(op(), 1..80),
+        shards in prop_oneof![Just(1usize), Just(4)],
+    ) {
+        let bucket = LeakyBucket::new(3, Duration::from_millis(600), 5).unwrap();
+        replay(bucket, shards, &ops)?;
+    }
+
+    /// States over 8 bytes stay in their buckets; the same replay holds.
+    #[test]
+    fn window_keys_survive_table_changes(
         ops in prop::collection::vec(op(), 1..80),
         shards in prop_oneof![Just(1usize), Just(4)],
     ) {
@@ -141,6 +164,7 @@ fn an_evicted_hot_key_comes_back_full() {
     let store = MemoryStore::<_, u64>::builder(gcra)
         .shards(1)
         .max_keys(Some(1))
+        .promote_always(true)
         .build();
     for _ in 0..3 {
         assert!(store.check_sync(&1, 1, 0).unwrap().allowed);
