@@ -18,12 +18,13 @@ const MIN_SHRINK_CAPACITY: usize = 64;
 
 /// A shard and what may be read without its lock.
 ///
-/// A check writes the lock's word, `latest` when its clock moved, and the
-/// key's state; an insert also writes the table's header and the sweep
-/// cursor. Laid out in that order from the start of a 128-byte block,
-/// with the hot state (see [`Shard`]) after them, they share one cache
-/// line, so a check or an insert of a key other threads also use moves
-/// one line between cores, not two. What else a check reads
+/// A check writes the lock's word, `latest` when its clock moved, the
+/// key's state and, when it found the lock held, the hot hash; an insert
+/// also writes the table's header and the sweep cursor. Laid out in that
+/// order from the start of a 128-byte block, with the hot state (see
+/// [`Shard`]) after them, they share one cache line, so a check or an
+/// insert of a key other threads also use moves one line between cores,
+/// not two. What else a check reads
 /// (`last_sweep`, where the hot state belongs) is on the next line,
 /// written only by whole passes and by moves of the hot state. The deny
 /// slots start on a line of their own.
@@ -51,10 +52,10 @@ impl<K, S> ShardCell<K, S> {
             lock: SpinMutex::new(Shard {
                 table: HashTable::new(),
                 cursor: 0,
+                hot_hash: 0,
                 hot_state: spare,
                 last_sweep: 0,
                 pass_start: 0,
-                hot_hash: 0,
                 hot_index: 0,
                 hot_live: false,
             }),
@@ -98,8 +99,13 @@ impl<K, S> ShardCell<K, S> {
 #[repr(C)]
 pub(super) struct Shard<K, S> {
     table: HashTable<(K, S)>,
-    /// Where the next bounded sweep step starts (a bucket index).
-    cursor: usize,
+    /// Where the next bounded sweep step starts (a bucket index; a shard
+    /// of more than 2^32 buckets, 64 GiB of 16-byte entries, would sweep
+    /// only its first 2^32 in steps).
+    cursor: u32,
+    /// The low bits of the hash of the key of the latest contended check
+    /// (two keys that share them can only move a state early).
+    hot_hash: u32,
     /// The state of the key in bucket `hot_index` while `hot_live`;
     /// otherwise a spare state, never read.
     hot_state: S,
@@ -109,8 +115,6 @@ pub(super) struct Shard<K, S> {
     pub(super) last_sweep: u64,
     /// When the current pass of sweep steps started.
     pass_start: u64,
-    /// The hash of the key of the latest contended check.
-    hot_hash: u64,
     hot_index: usize,
     hot_live: bool,
 }
@@ -145,14 +149,14 @@ impl<K, S> Shard<K, S> {
         let index = self.table.find_bucket_index(hash, eq)?;
         if Self::HOT {
             if self.hot_live && self.hot_index == index {
-                if contended && self.hot_hash != hash {
+                if contended && self.hot_hash != hash as u32 {
                     // (Two keys contended in turn then stay where they are.)
-                    self.hot_hash = hash;
+                    self.hot_hash = hash as u32;
                 }
                 return Some(&mut self.hot_state);
             }
             if contended {
-                if self.hot_hash == hash {
+                if self.hot_hash == hash as u32 {
                     self.settle();
                     let (_, bucket) = self.table.get_bucket_mut(index)?;
                     std::mem::swap(bucket, &mut self.hot_state);
@@ -160,7 +164,7 @@ impl<K, S> Shard<K, S> {
                     self.hot_live = true;
                     return Some(&mut self.hot_state);
                 }
-                self.hot_hash = hash;
+                self.hot_hash = hash as u32;
             }
         }
         self.table.get_bucket_mut(index).map(|(_, s)| s)
@@ -242,7 +246,7 @@ impl<K, S> Shard<K, S> {
             return 0;
         }
         let mut dropped = 0;
-        let mut i = self.cursor % n;
+        let mut i = self.cursor as usize % n;
         for _ in 0..buckets.min(n) {
             if let Ok(entry) = self.table.get_bucket_entry(i) {
                 if algorithm.is_full(&entry.get().1, now) {
@@ -258,7 +262,7 @@ impl<K, S> Shard<K, S> {
                 break;
             }
         }
-        self.cursor = i;
+        self.cursor = i as u32;
         dropped
     }
 
@@ -441,10 +445,12 @@ mod tests {
         // the hot state end within the first cache line.
         let data = lock + word;
         assert!(data + std::mem::offset_of!(Shard<u64, u64>, hot_state) + 8 <= 64);
-        assert!(
-            std::mem::offset_of!(Shard<u64, u64>, cursor)
-                < std::mem::offset_of!(Shard<u64, u64>, hot_state)
-        );
+        for written in [
+            std::mem::offset_of!(Shard<u64, u64>, cursor),
+            std::mem::offset_of!(Shard<u64, u64>, hot_hash),
+        ] {
+            assert!(written < std::mem::offset_of!(Shard<u64, u64>, hot_state));
+        }
         // Read by checks, written rarely: on the next line.
         assert!(data + std::mem::offset_of!(Shard<u64, u64>, last_sweep) >= 64);
         assert!(data + std::mem::offset_of!(Shard<u64, u64>, hot_live) < 128);
