@@ -897,7 +897,7 @@ impl Inner {
         cost: u64,
         now: u64,
     ) -> Result<Decision, StoreError> {
-        self.report(failure, key);
+        self.report(failure);
         match &self.fallback {
             Some(memory) => {
                 #[cfg(feature = "metrics")]
@@ -913,7 +913,7 @@ impl Inner {
     fn give_back(self: &Arc<Self>, unspent: Option<Unspent>, now: u64) {
         let Some(u) = unspent else { return };
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            tracing::debug!(target: "ratelimit_redis", key = ?u.key, units = u.units, "no tokio runtime: lease units not given back");
+            tracing::debug!(target: "ratelimit_redis", units = u.units, "no tokio runtime: lease units not given back");
             return;
         };
         let inner = Arc::clone(self);
@@ -955,7 +955,7 @@ impl Inner {
         {
             Ok(_) => Ok(()),
             Err(failure) => {
-                self.report(&failure, &key);
+                self.report(&failure);
                 match &self.fallback {
                     Some(memory) => {
                         memory.refund(&key, cost, admitted_at, now);
@@ -972,7 +972,9 @@ impl Inner {
     /// failures of its kind not logged since the previous line. Calls
     /// skipped by the open breaker are counted, not logged: the breaker
     /// logs its opening.
-    fn report(&self, failure: &Failure, key: &str) {
+    /// Counts and logs a failure. The key is not logged: it may be a
+    /// client's API key or token.
+    fn report(&self, failure: &Failure) {
         #[cfg(feature = "metrics")]
         metrics::counter!("ratelimit_redis_errors_total", "kind" => failure.kind.as_str())
             .increment(1);
@@ -987,7 +989,6 @@ impl Inner {
                 target: "ratelimit_redis",
                 kind = failure.kind.as_str(),
                 error = %failure.source,
-                key = ?key,
                 suppressed,
                 fallback = self.fallback.is_some(),
                 "redis gave no decision; the failure policy applies (in-memory fallback, or an error)"

@@ -36,7 +36,8 @@
 //!
 //! Routes are matched against axum's matched path (the route as written,
 //! `/users/{id}`), or the request's path outside a router; a request on a
-//! route the entry does not list passes that layer untouched.
+//! route the entry does not list passes that layer untouched. A `GET`
+//! route also covers `HEAD` (which axum answers with the `GET` handler).
 //!
 //! Every error names the file, the line, and the entry:
 //! `limits.toml:7: limit "tickets": unknown key "baerer"`.
@@ -206,7 +207,11 @@ impl FromStr for RouteSpec {
 
 impl RouteSpec {
     fn matches(&self, req: &Parts) -> bool {
-        if self.method.as_ref().is_some_and(|m| *m != req.method) {
+        // A GET route covers HEAD too: axum answers HEAD with the GET
+        // handler, so a HEAD must not pass the GET's limit.
+        let covers =
+            |m: &Method| *m == req.method || (*m == Method::GET && req.method == Method::HEAD);
+        if self.method.as_ref().is_some_and(|m| !covers(m)) {
             return false;
         }
         match req.extensions.get::<MatchedPath>() {

@@ -281,18 +281,22 @@ pub fn app_with_policy<S: Stores>(
     })
 }
 
-async fn create_ticket(Extension(info): Extension<RateLimitInfo>) -> impl IntoResponse {
-    let next = info.decisions().first().map(|d| d.decision.reset.as_secs());
+// The limits' details are there when the policy file covers the route; a
+// file that does not leaves the route unlimited, not broken.
+async fn create_ticket(info: Option<Extension<RateLimitInfo>>) -> impl IntoResponse {
+    let next = info
+        .and_then(|Extension(info)| info.decisions().first().map(|d| d.decision.reset.as_secs()));
     (
         StatusCode::CREATED,
         Json(json!({ "ticket": "created", "next_ticket_in_seconds": next })),
     )
 }
 
-async fn create_account(Extension(info): Extension<RateLimitInfo>) -> impl IntoResponse {
+async fn create_account(info: Option<Extension<RateLimitInfo>>) -> impl IntoResponse {
+    let remaining = info.map(|Extension(info)| info.remaining());
     (
         StatusCode::CREATED,
-        Json(json!({ "account": "created", "remaining_today": info.remaining() })),
+        Json(json!({ "account": "created", "remaining_today": remaining })),
     )
 }
 

@@ -730,3 +730,36 @@ mod grpc;
 mod hardening;
 mod on_redis;
 mod policy_on_redis;
+
+/// HEAD is served by the GET handler, so it counts against the GET limit:
+/// a guessing client learns nothing once its anonymous quota is gone.
+#[tokio::test]
+async fn head_is_limited_like_get() {
+    let (config, _clock) = config("");
+    let app = app(&config);
+    for _ in 0..10 {
+        assert_eq!(probe("HEAD", "/api/items").send(&app).await.status, 200);
+    }
+    let guess = probe("HEAD", "/api/items").header("x-api-key", "guess-1");
+    assert_eq!(guess.send(&app).await.status, 429);
+    probe("GET", "/api/items").send(&app).await.assert_429();
+}
+
+/// A policy file that leaves a route out leaves it unlimited, not broken.
+#[tokio::test]
+async fn a_route_the_policy_leaves_out_is_served() {
+    let (config, _clock) = config("");
+    let policy = tower_ratelimit::table::PolicyTable::from_toml("", None).unwrap();
+    let (app, _handle) =
+        axum_example::app_with_policy(&config, &axum_example::MemoryStores::default(), &policy)
+            .unwrap();
+    for _ in 0..3 {
+        let reply = probe("POST", "/accounts").send(&app).await;
+        assert_eq!(reply.status, 201, "{reply:?}");
+        let reply = probe("POST", "/tickets")
+            .header("authorization", "Bearer alice")
+            .send(&app)
+            .await;
+        assert_eq!(reply.status, 201, "{reply:?}");
+    }
+}

@@ -131,6 +131,37 @@ async fn a_table_limits_each_route_as_written() {
     );
 }
 
+/// axum answers HEAD with the GET handler: a GET route's limit covers
+/// HEAD, and HEAD uses up the same quota.
+#[tokio::test]
+async fn a_get_route_covers_head() {
+    let table = PolicyTable::from_toml(
+        "[[limit]]\nname = \"list\"\nalgorithm = \"fixed-window 2/1m\"\nkey = \"peer-ip\"\nroutes = [\"GET /tickets\"]\n",
+        None,
+    )
+    .unwrap();
+    let app = app(&table, &ManualClock::new());
+    assert_eq!(
+        status(&app, Method::HEAD, "/tickets", &[]).await,
+        StatusCode::OK
+    );
+    assert_eq!(
+        status(&app, Method::GET, "/tickets", &[]).await,
+        StatusCode::OK
+    );
+    for method in [Method::HEAD, Method::GET] {
+        assert_eq!(
+            status(&app, method, "/tickets", &[]).await,
+            StatusCode::TOO_MANY_REQUESTS
+        );
+    }
+    // Other methods are not covered.
+    assert_eq!(
+        status(&app, Method::POST, "/tickets", &[]).await,
+        StatusCode::OK
+    );
+}
+
 #[test]
 fn every_validation_error_names_file_line_and_entry() {
     let file = Some(Path::new("limits.toml"));
