@@ -971,9 +971,8 @@ impl Inner {
     /// it, a few lines a minute per kind at most, each with the number of
     /// failures of its kind not logged since the previous line. Calls
     /// skipped by the open breaker are counted, not logged: the breaker
-    /// logs its opening.
-    /// Counts and logs a failure. The key is not logged: it may be a
-    /// client's API key or token.
+    /// logs its opening. The key is not logged: it may be a client's API
+    /// key or token.
     fn report(&self, failure: &Failure) {
         #[cfg(feature = "metrics")]
         metrics::counter!("ratelimit_redis_errors_total", "kind" => failure.kind.as_str())

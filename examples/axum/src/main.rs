@@ -78,23 +78,19 @@ async fn main() {
         "rate limits from the policy file (reloaded on SIGHUP and on change)"
     );
     let proxies = std::env::var("TRUSTED_PROXIES").unwrap_or_default();
-    let header = std::env::var("TRUSTED_PROXY_HEADER").unwrap_or_default();
-    let header = match header.trim() {
-        "" => "x-forwarded-for",
-        named => named,
-    };
+    let header = config.client_ip.proxy_header();
     if proxies.trim().is_empty() {
         tracing::info!("no trusted proxies (TRUSTED_PROXIES): clients keyed by their TCP peer");
         if std::env::var_os("TRUSTED_PROXY_HEADER").is_some() {
             tracing::warn!(
-                header,
+                ?header,
                 "TRUSTED_PROXY_HEADER is set but TRUSTED_PROXIES is not: the header is never read"
             );
         }
     } else {
         tracing::info!(
             trusted_proxies = %proxies.trim(),
-            header,
+            ?header,
             "trusting this header from these proxies only"
         );
     }

@@ -148,15 +148,16 @@ impl<K, S> Shard<K, S> {
     ) -> Option<&mut S> {
         let index = self.table.find_bucket_index(hash, eq)?;
         if Self::HOT {
+            let tag = hash as u32;
             if self.hot_live && self.hot_index == index {
-                if contended && self.hot_hash != hash as u32 {
+                if contended && self.hot_hash != tag {
                     // (Two keys contended in turn then stay where they are.)
-                    self.hot_hash = hash as u32;
+                    self.hot_hash = tag;
                 }
                 return Some(&mut self.hot_state);
             }
             if contended {
-                if self.hot_hash == hash as u32 {
+                if self.hot_hash == tag {
                     self.settle();
                     let (_, bucket) = self.table.get_bucket_mut(index)?;
                     std::mem::swap(bucket, &mut self.hot_state);
@@ -164,7 +165,7 @@ impl<K, S> Shard<K, S> {
                     self.hot_live = true;
                     return Some(&mut self.hot_state);
                 }
-                self.hot_hash = hash as u32;
+                self.hot_hash = tag;
             }
         }
         self.table.get_bucket_mut(index).map(|(_, s)| s)
@@ -334,6 +335,7 @@ impl<K, S> Shard<K, S> {
 /// where a parking mutex needs two read-modify-writes. A waiter spins
 /// briefly, then yields its core, then sleeps, so a holder that is
 /// preempted, or busy growing its shard, is not starved.
+///
 /// Returns the guard and whether another thread held the lock.
 #[inline]
 pub(super) fn lock<T>(m: &SpinMutex<T>) -> (SpinMutexGuard<'_, T>, bool) {

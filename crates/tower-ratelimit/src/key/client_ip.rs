@@ -194,6 +194,11 @@ impl ClientIp {
         &self.trusted
     }
 
+    /// The header read from trusted proxies.
+    pub fn proxy_header(&self) -> &ProxyHeader {
+        &self.header
+    }
+
     /// Whether `ip` is a trusted proxy.
     pub fn is_trusted(&self, ip: IpAddr) -> bool {
         let ip = normalize(ip);
