@@ -1,12 +1,15 @@
 //! One shared multiplexed connection, (re)established in the background.
 
 use crate::failure::{Failure, Kind};
+use crate::key_secret::{KeySecret, SecretSource};
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::{AsyncConnectionConfig, Client, Cmd, Pipeline, RedisFuture, Value};
 use std::pin::pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 use tokio::sync::Notify;
+use tokio::time::Instant;
 
 /// Where the store connects.
 pub(crate) enum Backend {
@@ -62,35 +65,51 @@ struct Slot {
     connecting: bool,
     generation: u64,
     last_error: Option<Failure>,
+    /// Whether a connect has finished yet (succeeded or failed): until
+    /// then, calls wait for the first connection up to the connect timeout.
+    tried: bool,
+}
+
+/// A script of a store on this connection, and the connection generation
+/// it was last loaded on (0: never).
+pub(crate) struct ScriptSlot {
+    source: String,
+    pub(crate) script: redis::Script,
+    loaded: AtomicU64,
 }
 
 /// The connection of a store. Every call clones the multiplexed connection
-/// (a handle to one pipelined socket). When it breaks, the next call starts
-/// a reconnect in a background task, so a caller's timeout never cuts a
-/// connect short.
+/// (a handle to one pipelined socket). Connecting runs in a background
+/// task (from the store's build, or when a call finds no connection), so
+/// a caller's timeout never cuts a connect short; each connect loads every
+/// script of the stores on it, and reads (or writes) the key secret, in
+/// the same task, before any check uses the connection.
 pub(crate) struct Conn {
     backend: Backend,
     config: AsyncConnectionConfig,
-    scripts: Vec<redis::Script>,
+    connect_timeout: Duration,
+    scripts: Mutex<Vec<Arc<ScriptSlot>>>,
+    pub(crate) secret: KeySecret,
     slot: Mutex<Slot>,
     ready: Notify,
+    /// When the key secret was last written back and read (see `sync_secret`).
+    synced: Mutex<Option<Instant>>,
 }
 
 impl Conn {
-    pub(crate) fn new(
-        backend: Backend,
-        connect_timeout: Duration,
-        scripts: Vec<redis::Script>,
-    ) -> Self {
+    pub(crate) fn new(backend: Backend, connect_timeout: Duration, secret: SecretSource) -> Self {
         Self {
             backend,
             config: AsyncConnectionConfig::new()
                 .set_connection_timeout(Some(connect_timeout))
                 // The store applies its own, shorter, per-call timeout.
                 .set_response_timeout(None),
-            scripts,
+            connect_timeout,
+            scripts: Mutex::default(),
+            secret: KeySecret::new(secret),
             slot: Mutex::new(Slot::default()),
             ready: Notify::new(),
+            synced: Mutex::new(None),
         }
     }
 
@@ -98,10 +117,40 @@ impl Conn {
         self.slot.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The connection and its generation, waiting for a connect if needed.
-    pub(crate) async fn get(self: &Arc<Self>) -> Result<(Handle, u64), Failure> {
+    /// Registers a store's script (once per source): every connect loads
+    /// it, and a call loads it first when the current connection has not.
+    pub(crate) fn register(&self, source: &str) -> Arc<ScriptSlot> {
+        let mut scripts = self.scripts.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(s) = scripts.iter().find(|s| s.source == source) {
+            return Arc::clone(s);
+        }
+        let slot = Arc::new(ScriptSlot {
+            source: source.to_owned(),
+            script: redis::Script::new(source),
+            loaded: AtomicU64::new(0),
+        });
+        scripts.push(Arc::clone(&slot));
+        slot
+    }
+
+    /// Starts connecting in the background now, on the current tokio
+    /// runtime (none: the first call connects).
+    pub(crate) fn start(self: &Arc<Self>) {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
+        let mut slot = self.lock();
+        if slot.conn.is_none() && !slot.connecting {
+            slot.connecting = true;
+            tokio::spawn(Arc::clone(self).connect());
+        }
+    }
+
+    /// The connection and its generation. Waits for a connect if needed:
+    /// up to the connect timeout for the first one, else up to `wait`.
+    pub(crate) async fn get(self: &Arc<Self>, wait: Duration) -> Result<(Handle, u64), Failure> {
         let mut notified = pin!(self.ready.notified());
-        {
+        let bound = {
             let mut slot = self.lock();
             if let Some((c, g)) = &slot.conn {
                 return Ok((c.clone(), *g));
@@ -111,8 +160,18 @@ impl Conn {
                 slot.connecting = true;
                 tokio::spawn(Arc::clone(self).connect());
             }
+            if slot.tried {
+                wait
+            } else {
+                self.connect_timeout.max(wait)
+            }
+        };
+        if tokio::time::timeout(bound, notified).await.is_err() {
+            return Err(Failure::new(
+                Kind::Timeout,
+                format!("no connection within {bound:?}"),
+            ));
         }
-        notified.await;
         let slot = self.lock();
         match &slot.conn {
             Some((c, g)) => Ok((c.clone(), *g)),
@@ -123,23 +182,69 @@ impl Conn {
         }
     }
 
+    /// The connection, with `script` loaded on it: loaded by the connect
+    /// for the stores built before it, else here, once per connection, up
+    /// to the connect timeout (never charged to a check's timeout).
+    pub(crate) async fn ready(
+        self: &Arc<Self>,
+        script: &ScriptSlot,
+        wait: Duration,
+    ) -> Result<(Handle, u64), Failure> {
+        let (mut c, g) = self.get(wait).await?;
+        if script.loaded.load(Ordering::Acquire) != g {
+            let invocation = script.script.prepare_invoke();
+            let load = invocation.load_async(&mut c);
+            // A failed load (NOPERM for SCRIPT LOAD, say) is not retried on
+            // this connection: EVALSHA still reloads on NOSCRIPT.
+            let _ = tokio::time::timeout(self.connect_timeout, load).await;
+            script.loaded.store(g, Ordering::Release);
+        }
+        Ok((c, g))
+    }
+
     async fn connect(self: Arc<Self>) {
-        let result = match &self.backend {
-            Backend::Single(client) => client
-                .get_multiplexed_async_connection_with_config(&self.config)
-                .await
-                .map(Handle::Single),
-            #[cfg(feature = "cluster")]
-            Backend::Cluster(client) => client.get_async_connection().await.map(Handle::Cluster),
+        let open = async {
+            match &self.backend {
+                Backend::Single(client) => client
+                    .get_multiplexed_async_connection_with_config(&self.config)
+                    .await
+                    .map(Handle::Single),
+                #[cfg(feature = "cluster")]
+                Backend::Cluster(client) => {
+                    client.get_async_connection().await.map(Handle::Cluster)
+                }
+            }
         };
+        // Bounded whole (a server that accepts but never answers the
+        // handshake), so that `connecting` always ends.
+        let result = match tokio::time::timeout(self.connect_timeout, open).await {
+            Ok(r) => r,
+            Err(_) => Err(redis::RedisError::from((
+                redis::ErrorKind::Io,
+                "connect timed out",
+            ))),
+        };
+        let scripts: Vec<Arc<ScriptSlot>> = self
+            .scripts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         let result = match result {
             Ok(mut c) => {
-                // Load the scripts now, so the first check is one round
-                // trip (EVALSHA still reloads on NOSCRIPT, e.g. after a
-                // SCRIPT FLUSH or a failover).
-                for s in &self.scripts {
-                    let _ = s.prepare_invoke().load_async(&mut c).await;
+                // The scripts in one round trip, so that the first check is
+                // one round trip too (EVALSHA still reloads on NOSCRIPT,
+                // e.g. after a SCRIPT FLUSH or a failover).
+                let mut pipe = redis::pipe();
+                for s in &scripts {
+                    pipe.cmd("SCRIPT").arg("LOAD").arg(&s.source).ignore();
                 }
+                let loaded = tokio::time::timeout(self.connect_timeout, pipe.query_async::<()>(&mut c))
+                    .await
+                    .is_ok_and(|r| r.is_ok());
+                if !loaded {
+                    tracing::debug!(target: "ratelimit_redis", "scripts not loaded at connect; EVALSHA loads them");
+                }
+                let _ = tokio::time::timeout(self.connect_timeout, self.exchange_secret(&mut c)).await;
                 Ok(c)
             }
             Err(e) => Err(e),
@@ -147,9 +252,13 @@ impl Conn {
         {
             let mut slot = self.lock();
             slot.connecting = false;
+            slot.tried = true;
             match result {
                 Ok(c) => {
                     slot.generation += 1;
+                    for s in &scripts {
+                        s.loaded.store(slot.generation, Ordering::Release);
+                    }
                     slot.conn = Some((c, slot.generation));
                     slot.last_error = None;
                     tracing::debug!(target: "ratelimit_redis", "connected to redis");
@@ -163,6 +272,65 @@ impl Conn {
         self.ready.notify_waiters();
     }
 
+    /// Writes this instance's key secret with `SET NX` (a fresh one if it
+    /// has none yet) and adopts what Redis then holds: the secret of the
+    /// first instance, or this one's again after Redis lost it.
+    async fn exchange_secret(&self, c: &mut Handle) -> Result<(), Failure> {
+        let Some(key) = self.secret.redis_key() else {
+            return Ok(());
+        };
+        let (held,): (String,) = redis::pipe()
+            .cmd("SET")
+            .arg(key)
+            .arg(self.secret.candidate())
+            .arg("NX")
+            .ignore()
+            .cmd("GET")
+            .arg(key)
+            .query_async(c)
+            .await
+            .map_err(|e| Failure::redis(&e))?;
+        match self.secret.adopt(&held) {
+            Ok(false) => Ok(()),
+            Ok(true) => {
+                tracing::warn!(
+                    target: "ratelimit_redis",
+                    key,
+                    "the key secret in redis differs from this instance's: secret keys are renamed, their counts restart"
+                );
+                Ok(())
+            }
+            Err(why) => {
+                tracing::error!(target: "ratelimit_redis", key, why, "unreadable key secret in redis");
+                Err(Failure::new(Kind::Reply, format!("key secret at {key}: {why}")))
+            }
+        }
+    }
+
+    /// Restores the key secret if Redis lost it (a `FLUSHALL`, a failover
+    /// to an empty replica): `SET NX` of the cached one, then a read.
+    pub(crate) async fn sync_secret(self: &Arc<Self>, wait: Duration) -> Result<(), Failure> {
+        if self.secret.redis_key().is_none() {
+            return Ok(());
+        }
+        *self.synced.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
+        let (mut c, _) = self.get(wait).await?;
+        match tokio::time::timeout(wait, self.exchange_secret(&mut c)).await {
+            Ok(r) => r,
+            Err(_) => Err(Failure::new(Kind::Timeout, format!("no answer within {wait:?}"))),
+        }
+    }
+
+    /// Whether the key secret was last synced `every` ago or more.
+    pub(crate) fn sync_due(&self, every: Duration) -> bool {
+        self.secret.redis_key().is_some()
+            && self
+                .synced
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .is_none_or(|t| t.elapsed() >= every)
+    }
+
     /// Drops connection `generation` (broken), unless already replaced.
     pub(crate) fn invalidate(&self, generation: u64) {
         let mut slot = self.lock();
@@ -171,9 +339,19 @@ impl Conn {
         }
     }
 
-    /// Drops the current connection, whatever it is.
-    pub(crate) fn reset(&self) {
-        self.lock().conn = None;
+    /// Connects afresh in the background, keeping the current connection
+    /// until the new one is ready (a wedged socket is replaced; a healthy
+    /// one keeps serving the breaker's probes meanwhile).
+    pub(crate) fn refresh(self: &Arc<Self>) {
+        if tokio::runtime::Handle::try_current().is_err() {
+            self.lock().conn = None;
+            return;
+        }
+        let mut slot = self.lock();
+        if !slot.connecting {
+            slot.connecting = true;
+            tokio::spawn(Arc::clone(self).connect());
+        }
     }
 }
 

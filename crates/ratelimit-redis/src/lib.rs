@@ -269,6 +269,7 @@ mod breaker;
 mod conn;
 mod deny_cache;
 mod failure;
+mod key_secret;
 mod lease;
 #[cfg(feature = "live")]
 mod live;
@@ -282,7 +283,7 @@ pub use breaker::{BreakerConfig, BreakerState};
 pub use live::LiveRedis;
 pub use store::{
     CheckFuture, RedisStore, RedisStoreBuilder, StoreFuture, Target, TimeSource,
-    DEFAULT_DENY_CACHE, DEFAULT_LEASES, DEFAULT_PREFIX, DEFAULT_TIMEOUT, MAX_LIMITS,
+    DEFAULT_DENY_CACHE, DEFAULT_LEASES, DEFAULT_PREFIX, DEFAULT_TIMEOUT, KEY_SECRET_SYNC, MAX_LIMITS,
 };
 
 use std::fmt;

@@ -2,14 +2,17 @@
 
 use crate::args::{CallArgs, CommonArgs, OpArg, Params};
 use crate::breaker::{Breaker, BreakerConfig, BreakerState, Outcome};
-use crate::conn::{Backend, Conn};
+use crate::conn::{Backend, Conn, Handle, ScriptSlot};
 use crate::deny_cache::DenyCache;
 use crate::failure::{Failure, Kind};
+use crate::key_secret::{hashed, SecretSource, SECRET_SUFFIX};
 use crate::lease::{Leases, Spend, Unspent};
 use crate::log_throttle::{LogThrottle, LOG_EVERY};
 use crate::plan::{key_phase, multi_source, Plan};
 use crate::BuildError;
-use ratelimit_core::{Algorithm, AnyAlgorithm, Decision, MemoryStore, Store, StoreError};
+use ratelimit_core::{
+    Algorithm, AnyAlgorithm, Decision, MemoryStore, StableKey, Store, StoreError,
+};
 use redis::ToRedisArgs;
 use std::fmt;
 use std::future::Future;
@@ -35,6 +38,9 @@ const NANOS_PER_SEC: u64 = 1_000_000_000;
 pub const DEFAULT_LEASES: usize = 4_096;
 /// The most limits one store checks together.
 pub const MAX_LIMITS: usize = 16;
+/// How often [`Store::maintain`] writes the shared key secret back and
+/// reads it (see [`RedisStoreBuilder::key_secret`]).
+pub const KEY_SECRET_SYNC: Duration = Duration::from_secs(1);
 
 /// Where the time of a check comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -105,6 +111,7 @@ pub struct RedisStoreBuilder {
     time: TimeSource,
     deny_cache: usize,
     lease: Option<(u64, Duration)>,
+    key_secret: Option<[u8; 16]>,
     /// Keys and states of a live store (see `Plan::live`).
     pub(crate) live: bool,
     /// A connection shared with other stores (a live store's versions).
@@ -124,15 +131,21 @@ impl RedisStoreBuilder {
         self
     }
 
-    /// The longest a check or a refund waits for Redis, connecting
-    /// included, before the failure policy applies (default 50 ms).
+    /// The longest a check or a refund waits for Redis's answer before the
+    /// failure policy applies (default 50 ms). A call also waits up to this
+    /// long for a reconnect, and for the store's first connection up to
+    /// the [`connect_timeout`](Self::connect_timeout): the first check
+    /// after start never times out on connecting or loading the script.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
     }
 
-    /// The longest a background (re)connect may take (default 1 s). Calls
-    /// never wait longer than [`timeout`](Self::timeout) for it.
+    /// The longest a background (re)connect may take, loading the scripts
+    /// and reading the key secret included (default 1 s). Calls wait for
+    /// the store's first connection up to this long (building starts it,
+    /// on a tokio runtime), for a later one up to the
+    /// [`timeout`](Self::timeout).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
@@ -234,6 +247,21 @@ impl RedisStoreBuilder {
         self
     }
 
+    /// The secret that keys marked secret ([`StableKey::is_secret`]: API
+    /// keys, bearer tokens, headers marked secret) are hashed with before
+    /// they name a Redis key: `{prefix}{#<32 hex digits>}:...`, the keyed
+    /// SipHash-2-4 (128 bits) of the key's text, never the text. Every
+    /// instance sharing the Redis must use the same secret: give it here
+    /// (from the settings), or leave it unset and the store shares one
+    /// through Redis at `{prefix}key-secret` (the first instance writes a
+    /// random one with `SET NX`, every instance reads it at connect and
+    /// caches it; see the crate docs, "Secret keys", for what happens when
+    /// Redis loses it).
+    pub fn key_secret(mut self, secret: [u8; 16]) -> Self {
+        self.key_secret = Some(secret);
+        self
+    }
+
     /// Whether limits were added with [`and_limit`](Self::and_limit).
     #[cfg(feature = "live")]
     pub(crate) fn has_more_limits(&self) -> bool {
@@ -288,10 +316,20 @@ impl RedisStoreBuilder {
             parts.push(Part { algorithm, plan });
         }
         let min_limit = parts.iter().map(|p| p.algorithm.limit()).min().unwrap_or(0);
-        let script = match parts.as_slice() {
-            [one] => redis::Script::new(&one.plan.source),
-            _ => redis::Script::new(&multi_source(parts.iter().map(|p| &p.plan))),
+        let source = match parts.as_slice() {
+            [one] => one.plan.source.clone(),
+            _ => multi_source(parts.iter().map(|p| &p.plan)),
         };
+        let secret = match self.key_secret {
+            Some(bytes) => SecretSource::Fixed(bytes),
+            None => SecretSource::Shared(format!("{}{SECRET_SUFFIX}", self.prefix)),
+        };
+        let conn = self.conn.unwrap_or_else(|| {
+            Arc::new(Conn::new(backend, self.connect_timeout, secret))
+        });
+        // Registered before connecting: the connect loads it.
+        let script = conn.register(&source);
+        conn.start();
         let fallback = self.fallback.map(|max| Fallback {
             memory: parts
                 .iter()
@@ -305,13 +343,7 @@ impl RedisStoreBuilder {
         });
         Ok(RedisStore {
             inner: Arc::new(Inner {
-                conn: self.conn.unwrap_or_else(|| {
-                    Arc::new(Conn::new(
-                        backend,
-                        self.connect_timeout,
-                        vec![script.clone()],
-                    ))
-                }),
+                conn,
                 script,
                 parts: parts.into(),
                 prefix: self.prefix,
@@ -370,7 +402,7 @@ pub struct RedisStore {
 
 struct Inner {
     conn: Arc<Conn>,
-    script: redis::Script,
+    script: Arc<ScriptSlot>,
     /// The limits, checked in this order (one, usually).
     parts: Box<[Part]>,
     prefix: String,
@@ -503,6 +535,7 @@ impl RedisStore {
             time: TimeSource::Redis,
             deny_cache: DEFAULT_DENY_CACHE,
             lease: None,
+            key_secret: None,
             live: false,
             conn: None,
             lease_slots: DEFAULT_LEASES,
@@ -542,7 +575,7 @@ impl RedisStore {
 
     /// The SHA1 of the store's script (what `EVALSHA` is called with).
     pub fn script_hash(&self) -> &str {
-        self.inner.script.get_hash()
+        self.inner.script.script.get_hash()
     }
 
     /// The script's arguments for a check of `key` at `now` (`None`: the
@@ -561,17 +594,18 @@ impl RedisStore {
         args
     }
 
-    /// Connects now (instead of on first use) and checks that Redis
-    /// answers, within the store's timeout.
+    /// Waits for the connection (building starts it, on a tokio runtime;
+    /// the first one up to the connect timeout) and checks that Redis
+    /// answers a `PING` within the store's timeout.
     pub async fn ping(&self) -> Result<(), StoreError> {
         let inner = &self.inner;
-        let work = async {
-            let (mut c, _) = inner.conn.get().await.map_err(|f| f.to_store_error())?;
-            redis::cmd("PING")
-                .query_async::<()>(&mut c)
-                .await
-                .map_err(|e| Failure::redis(&e).to_store_error())
-        };
+        let (mut c, _) = inner
+            .conn
+            .get(inner.timeout)
+            .await
+            .map_err(|f| f.to_store_error())?;
+        let ping = redis::cmd("PING");
+        let work = ping.query_async::<()>(&mut c);
         tokio::time::timeout(inner.timeout, work)
             .await
             .map_err(|_| {
@@ -581,6 +615,28 @@ impl RedisStore {
                 )
                 .to_store_error()
             })?
+            .map_err(|e| Failure::redis(&e).to_store_error())
+    }
+
+    /// The Redis key a key marked secret ([`StableKey::is_secret`]) gets
+    /// for the first limit: its keyed hash in place of its text; `None`
+    /// until the store knows its key secret (from the builder, or read
+    /// from Redis at connect).
+    pub fn secret_redis_key(&self, key: &str) -> Option<String> {
+        let name = self.inner.name(key.to_owned(), true).ok()?;
+        Some(self.inner.redis_key(&name, &self.inner.parts[0]))
+    }
+
+    /// Writes the cached key secret back to Redis if it is gone (`SET
+    /// NX`) and reads it again, adopting what Redis holds; what
+    /// [`Store::maintain`] does every [`KEY_SECRET_SYNC`]. Nothing to do
+    /// with a secret from the builder.
+    pub async fn sync_key_secret(&self) -> Result<(), StoreError> {
+        self.inner
+            .conn
+            .sync_secret(self.inner.timeout)
+            .await
+            .map_err(|f| f.to_store_error())
     }
 
     /// Gives every lease's unspent units back to Redis and waits for it
@@ -644,6 +700,32 @@ impl Inner {
         format!("{}{{{key}}}:{}", self.prefix, part.plan.tag)
     }
 
+    /// The name a key goes by in this store (its deny cache, leases,
+    /// fallback and Redis key): its text, or for a secret key the keyed
+    /// hash of it; `Err(text)` while the secret is not known yet.
+    fn name(&self, text: String, secret: bool) -> Result<String, String> {
+        if !secret {
+            return Ok(text);
+        }
+        match self.conn.secret.get() {
+            Some(s) => Ok(hashed(&s, &text)),
+            None => Err(text),
+        }
+    }
+
+    /// The name of a secret key, once the first connect has read the
+    /// secret; else the failure policy applies to the call (the fallback
+    /// then counts the key under its text, in memory only).
+    async fn name_later(&self, text: String) -> Result<String, (Failure, String)> {
+        let waited = self.conn.get(self.timeout).await;
+        self.name(text, true).map_err(|text| {
+            let failure = waited.err().unwrap_or_else(|| {
+                Failure::new(Kind::Other, "no key secret read from redis yet")
+            });
+            (failure, text)
+        })
+    }
+
     /// The script's arguments for a call on `key` (see
     /// [`CallArgs`]): written straight into the command, numbers as
     /// numbers.
@@ -687,7 +769,15 @@ impl Inner {
         }
     }
 
-    async fn call(&self, key: &str, cost: u64, now: u64, op: &Op) -> Result<Vec<i64>, Failure> {
+    /// One round trip on `conn`: the script on `key`'s state.
+    async fn call(
+        &self,
+        (mut conn, generation): (Handle, u64),
+        key: &str,
+        cost: u64,
+        now: u64,
+        op: &Op,
+    ) -> Result<Vec<i64>, Failure> {
         let time = match self.time {
             TimeSource::Redis => None,
             TimeSource::Caller => Some(now),
@@ -696,8 +786,7 @@ impl Inner {
             Op::Check => None,
             Op::Refund { admitted_at } => Some((*admitted_at, now)),
         };
-        let (mut conn, generation) = self.conn.get().await?;
-        let mut invocation = self.script.prepare_invoke();
+        let mut invocation = self.script.script.prepare_invoke();
         for part in &*self.parts {
             invocation.key(self.redis_key(key, part));
         }
@@ -721,29 +810,38 @@ impl Inner {
         }
     }
 
-    /// Runs `op` under the breaker and the timeout.
+    /// Runs `op` under the breaker and the timeout. The timeout runs from
+    /// when the connection is in hand (with the script loaded on it), so
+    /// it measures Redis's answer: waiting for the store's first
+    /// connection or a script's first load is not charged to it.
     async fn guarded(&self, key: &str, cost: u64, now: u64, op: Op) -> Result<Vec<i64>, Failure> {
         let Some(permit) = self.breaker.admit() else {
             return Err(Failure::new(Kind::BreakerOpen, "circuit breaker open"));
         };
-        let result = tokio::time::timeout(self.timeout, self.call(key, cost, now, &op)).await;
-        let result = match result {
-            Ok(r) => r,
-            Err(_) => Err(Failure::new(
-                Kind::Timeout,
-                format!("no answer within {:?}", self.timeout),
-            )),
+        let result = match self.conn.ready(&self.script, self.timeout).await {
+            Ok(conn) => {
+                let call = self.call(conn, key, cost, now, &op);
+                match tokio::time::timeout(self.timeout, call).await {
+                    Ok(r) => r,
+                    Err(_) => Err(Failure::new(
+                        Kind::Timeout,
+                        format!("no answer within {:?}", self.timeout),
+                    )),
+                }
+            }
+            Err(failure) => Err(failure),
         };
         // Anything but a decision counts against Redis: an error reply
         // (OOM, NOPERM, READONLY, a foreign value at the key, ...) as much
-        // as a timeout.
+        // as a timeout. A slow answer within the timeout is a decision.
         let outcome = match &result {
             Ok(_) => Outcome::Answered,
             Err(_) => Outcome::Failed,
         };
         if permit.settle(outcome) {
-            // Opened: the next probe starts from a fresh connection.
-            self.conn.reset();
+            // Opened: a fresh connection is made in the background, for
+            // the probe; the current one serves until it is ready.
+            self.conn.refresh();
         }
         result
     }
@@ -954,16 +1052,26 @@ impl Inner {
             .await
         {
             Ok(_) => Ok(()),
-            Err(failure) => {
-                self.report(&failure);
-                match &self.fallback {
-                    Some(memory) => {
-                        memory.refund(&key, cost, admitted_at, now);
-                        Ok(())
-                    }
-                    None => Err(failure.to_store_error()),
-                }
+            Err(failure) => self.refund_failed(&failure, &key, cost, admitted_at, now),
+        }
+    }
+
+    /// The failure policy for a refund Redis did not take.
+    fn refund_failed(
+        &self,
+        failure: &Failure,
+        key: &str,
+        cost: u64,
+        admitted_at: u64,
+        now: u64,
+    ) -> Result<(), StoreError> {
+        self.report(failure);
+        match &self.fallback {
+            Some(memory) => {
+                memory.refund(key, cost, admitted_at, now);
+                Ok(())
             }
+            None => Err(failure.to_store_error()),
         }
     }
 
@@ -1016,11 +1124,11 @@ impl Drop for Inner {
                 .args(&u.key, u.units, time, Some((u.taken_at, now)))
                 .to_redis_args();
             let (conn, script, timeout) =
-                (Arc::clone(&self.conn), self.script.clone(), self.timeout);
+                (Arc::clone(&self.conn), Arc::clone(&self.script), self.timeout);
             runtime.spawn(async move {
                 let work = async {
-                    let (mut c, _) = conn.get().await.ok()?;
-                    let mut invocation = script.prepare_invoke();
+                    let (mut c, _) = conn.get(timeout).await.ok()?;
+                    let mut invocation = script.script.prepare_invoke();
                     for k in keys {
                         invocation.key(k);
                     }
@@ -1077,19 +1185,30 @@ pub type StoreFuture<T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + S
 
 impl<K> Store<K> for RedisStore
 where
-    K: fmt::Display + Send + Sync + ?Sized,
+    K: fmt::Display + StableKey + Send + Sync + ?Sized,
 {
     type CheckFuture = CheckFuture;
     type RefundFuture = StoreFuture<()>;
 
     /// Decides in Redis (see [`TimeSource`] for what `now` is used for),
-    /// or at once from the deny cache.
+    /// or at once from the deny cache. A key marked secret
+    /// ([`StableKey::is_secret`]) goes by its keyed hash.
     fn check(&self, key: &K, cost: u64, now: u64) -> Self::CheckFuture {
-        let key = Self::render(key);
-        if let Some(d) = self.inner.cached(&key, cost, now) {
+        let inner = Arc::clone(&self.inner);
+        let key = match inner.name(Self::render(key), key.is_secret()) {
+            Ok(name) => name,
+            Err(text) => {
+                return CheckFuture(CheckState::Pending(Box::pin(async move {
+                    match inner.name_later(text).await {
+                        Ok(name) => inner.check(name, cost, now).await,
+                        Err((failure, text)) => inner.failed(&failure, &text, cost, now),
+                    }
+                })))
+            }
+        };
+        if let Some(d) = inner.cached(&key, cost, now) {
             return CheckFuture(CheckState::Ready(Some(Ok(d))));
         }
-        let inner = Arc::clone(&self.inner);
         CheckFuture(CheckState::Pending(Box::pin(async move {
             inner.check(key, cost, now).await
         })))
@@ -1099,14 +1218,26 @@ where
     /// like `now`).
     fn refund(&self, key: &K, cost: u64, admitted_at: u64, now: u64) -> Self::RefundFuture {
         let inner = Arc::clone(&self.inner);
-        let key = Self::render(key);
-        Box::pin(async move { inner.refund(key, cost, admitted_at, now).await })
+        let (text, secret) = (Self::render(key), key.is_secret());
+        Box::pin(async move {
+            let name = match inner.name(text, secret) {
+                Ok(name) => name,
+                Err(text) => match inner.name_later(text).await {
+                    Ok(name) => name,
+                    Err((failure, text)) => return inner.refund_failed(&failure, &text, cost, admitted_at, now),
+                },
+            };
+            inner.refund(name, cost, admitted_at, now).await
+        })
     }
 
     /// Bounded upkeep of the in-memory fallback, if any (see
     /// [`MemoryStore::maintain`]): the keys it took during an outage are
     /// dropped once full, and its memory given back. With leases, the
-    /// unspent units of expired leases are given back (in tasks).
+    /// unspent units of expired leases are given back (in tasks). Every
+    /// [`KEY_SECRET_SYNC`], the shared key secret is written back if
+    /// Redis lost it, and read (in a task; see
+    /// [`sync_key_secret`](RedisStore::sync_key_secret)).
     fn maintain(&self, now: u64) {
         if let Some(leases) = &self.inner.leases {
             for u in leases.drain_expired(self.inner.local_now(now)) {
@@ -1115,6 +1246,14 @@ where
         }
         if let Some(fallback) = &self.inner.fallback {
             fallback.maintain(now);
+        }
+        if self.inner.conn.sync_due(KEY_SECRET_SYNC) {
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                let store = self.clone();
+                runtime.spawn(async move {
+                    let _ = store.sync_key_secret().await;
+                });
+            }
         }
     }
 }

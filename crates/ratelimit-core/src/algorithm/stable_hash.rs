@@ -102,6 +102,13 @@ impl fmt::Write for StableHasher {
 pub trait StableKey {
     /// Writes the key's bytes to `h`.
     fn write_stable(&self, h: &mut StableHasher);
+
+    /// Whether the key carries a credential (an API key, a bearer token,
+    /// a header marked secret): a remote store then names it by a keyed
+    /// hash, never by its text (ratelimit-redis does). Default `false`.
+    fn is_secret(&self) -> bool {
+        false
+    }
 }
 
 impl StableKey for str {
@@ -188,11 +195,17 @@ impl<T: StableKey + ?Sized> StableKey for &T {
     fn write_stable(&self, h: &mut StableHasher) {
         (**self).write_stable(h);
     }
+    fn is_secret(&self) -> bool {
+        (**self).is_secret()
+    }
 }
 
 impl<T: StableKey + ?Sized> StableKey for Box<T> {
     fn write_stable(&self, h: &mut StableHasher) {
         (**self).write_stable(h);
+    }
+    fn is_secret(&self) -> bool {
+        (**self).is_secret()
     }
 }
 
@@ -200,17 +213,26 @@ impl<T: StableKey + ?Sized> StableKey for Arc<T> {
     fn write_stable(&self, h: &mut StableHasher) {
         (**self).write_stable(h);
     }
+    fn is_secret(&self) -> bool {
+        (**self).is_secret()
+    }
 }
 
 impl<T: StableKey + ?Sized> StableKey for Rc<T> {
     fn write_stable(&self, h: &mut StableHasher) {
         (**self).write_stable(h);
     }
+    fn is_secret(&self) -> bool {
+        (**self).is_secret()
+    }
 }
 
 impl<T: StableKey + ToOwned + ?Sized> StableKey for Cow<'_, T> {
     fn write_stable(&self, h: &mut StableHasher) {
         (**self).write_stable(h);
+    }
+    fn is_secret(&self) -> bool {
+        (**self).is_secret()
     }
 }
 

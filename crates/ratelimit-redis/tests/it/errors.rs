@@ -108,14 +108,19 @@ async fn run(admin: &mut redis::aio::MultiplexedConnection, args: &[&str]) {
 /// counted as (the first is the class's own; a failure injected on a live
 /// connection may first show as `io`).
 async fn matrix(env: Env, kinds: &[&str], inject: impl AsyncFnOnce(&Env)) {
+    // A store connects when built: unwarmed ones are built after the
+    // injection, so that their first connection meets it.
+    if !env.warm {
+        inject(&env).await;
+    }
     let with = env.store(true);
     let without = env.store(false);
     if env.warm {
         for s in [&with, &without] {
             assert!(Store::<str>::check(s, "warm", 1, 0).await.unwrap().allowed);
         }
+        inject(&env).await;
     }
-    inject(&env).await;
     let named = |msg: &str| kinds.iter().any(|k| msg.contains(&format!("({k})")));
 
     // With the fallback: no error, and exactly the limit admitted.
