@@ -110,12 +110,13 @@ async fn run(admin: &mut redis::aio::MultiplexedConnection, args: &[&str]) {
 async fn matrix(env: Env, kinds: &[&str], inject: impl AsyncFnOnce(&Env)) {
     // A store connects when built: unwarmed ones are built after the
     // injection, so that their first connection meets it.
+    let mut inject = Some(inject);
     if !env.warm {
-        inject(&env).await;
+        (inject.take().expect("once"))(&env).await;
     }
     let with = env.store(true);
     let without = env.store(false);
-    if env.warm {
+    if let Some(inject) = inject {
         for s in [&with, &without] {
             assert!(Store::<str>::check(s, "warm", 1, 0).await.unwrap().allowed);
         }
