@@ -238,13 +238,15 @@ impl Conn {
                 for s in &scripts {
                     pipe.cmd("SCRIPT").arg("LOAD").arg(&s.source).ignore();
                 }
-                let loaded = tokio::time::timeout(self.connect_timeout, pipe.query_async::<()>(&mut c))
-                    .await
-                    .is_ok_and(|r| r.is_ok());
+                let loaded =
+                    tokio::time::timeout(self.connect_timeout, pipe.query_async::<()>(&mut c))
+                        .await
+                        .is_ok_and(|r| r.is_ok());
                 if !loaded {
                     tracing::debug!(target: "ratelimit_redis", "scripts not loaded at connect; EVALSHA loads them");
                 }
-                let _ = tokio::time::timeout(self.connect_timeout, self.exchange_secret(&mut c)).await;
+                let _ =
+                    tokio::time::timeout(self.connect_timeout, self.exchange_secret(&mut c)).await;
                 Ok(c)
             }
             Err(e) => Err(e),
@@ -302,7 +304,10 @@ impl Conn {
             }
             Err(why) => {
                 tracing::error!(target: "ratelimit_redis", key, why, "unreadable key secret in redis");
-                Err(Failure::new(Kind::Reply, format!("key secret at {key}: {why}")))
+                Err(Failure::new(
+                    Kind::Reply,
+                    format!("key secret at {key}: {why}"),
+                ))
             }
         }
     }
@@ -317,7 +322,10 @@ impl Conn {
         let (mut c, _) = self.get(wait).await?;
         match tokio::time::timeout(wait, self.exchange_secret(&mut c)).await {
             Ok(r) => r,
-            Err(_) => Err(Failure::new(Kind::Timeout, format!("no answer within {wait:?}"))),
+            Err(_) => Err(Failure::new(
+                Kind::Timeout,
+                format!("no answer within {wait:?}"),
+            )),
         }
     }
 

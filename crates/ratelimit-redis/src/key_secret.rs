@@ -162,7 +162,9 @@ mod tests {
         assert!(s.adopt(&to_hex(&[7; 16])).unwrap());
         assert_eq!(s.get(), Some([7; 16]));
         assert!(s.adopt("xyz").unwrap_err().contains("3 characters"));
-        assert!(from_hex(&"g".repeat(32)).unwrap_err().contains("position 0"));
+        assert!(from_hex(&"g".repeat(32))
+            .unwrap_err()
+            .contains("position 0"));
         assert_eq!(format!("{:?}", SecretSource::Fixed([1; 16])), "Fixed(..)");
     }
 }

@@ -283,7 +283,8 @@ pub use breaker::{BreakerConfig, BreakerState};
 pub use live::LiveRedis;
 pub use store::{
     CheckFuture, RedisStore, RedisStoreBuilder, StoreFuture, Target, TimeSource,
-    DEFAULT_DENY_CACHE, DEFAULT_LEASES, DEFAULT_PREFIX, DEFAULT_TIMEOUT, KEY_SECRET_SYNC, MAX_LIMITS,
+    DEFAULT_DENY_CACHE, DEFAULT_LEASES, DEFAULT_PREFIX, DEFAULT_TIMEOUT, KEY_SECRET_SYNC,
+    MAX_LIMITS,
 };
 
 use std::fmt;

@@ -324,9 +324,9 @@ impl RedisStoreBuilder {
             Some(bytes) => SecretSource::Fixed(bytes),
             None => SecretSource::Shared(format!("{}{SECRET_SUFFIX}", self.prefix)),
         };
-        let conn = self.conn.unwrap_or_else(|| {
-            Arc::new(Conn::new(backend, self.connect_timeout, secret))
-        });
+        let conn = self
+            .conn
+            .unwrap_or_else(|| Arc::new(Conn::new(backend, self.connect_timeout, secret)));
         // Registered before connecting: the connect loads it.
         let script = conn.register(&source);
         conn.start();
@@ -719,9 +719,9 @@ impl Inner {
     async fn name_later(&self, text: String) -> Result<String, (Failure, String)> {
         let waited = self.conn.get(self.timeout).await;
         self.name(text, true).map_err(|text| {
-            let failure = waited.err().unwrap_or_else(|| {
-                Failure::new(Kind::Other, "no key secret read from redis yet")
-            });
+            let failure = waited
+                .err()
+                .unwrap_or_else(|| Failure::new(Kind::Other, "no key secret read from redis yet"));
             (failure, text)
         })
     }
@@ -1123,8 +1123,11 @@ impl Drop for Inner {
             let args = self
                 .args(&u.key, u.units, time, Some((u.taken_at, now)))
                 .to_redis_args();
-            let (conn, script, timeout) =
-                (Arc::clone(&self.conn), Arc::clone(&self.script), self.timeout);
+            let (conn, script, timeout) = (
+                Arc::clone(&self.conn),
+                Arc::clone(&self.script),
+                self.timeout,
+            );
             runtime.spawn(async move {
                 let work = async {
                     let (mut c, _) = conn.get(timeout).await.ok()?;
@@ -1224,7 +1227,9 @@ where
                 Ok(name) => name,
                 Err(text) => match inner.name_later(text).await {
                     Ok(name) => name,
-                    Err((failure, text)) => return inner.refund_failed(&failure, &text, cost, admitted_at, now),
+                    Err((failure, text)) => {
+                        return inner.refund_failed(&failure, &text, cost, admitted_at, now)
+                    }
                 },
             };
             inner.refund(name, cost, admitted_at, now).await

@@ -11,10 +11,13 @@
 //! - [`model`]: the reference models of the six algorithms, from the
 //!   contract (`docs/ALGORITHMS.md`);
 //! - [`backend`]: [`Backend`], a simulated tower service whose latency
-//!   grows past its capacity (fair queuing and adaptive concurrency).
+//!   grows past its capacity (fair queuing and adaptive concurrency);
+//! - [`delay_proxy`]: [`DelayProxy`], a TCP proxy adding a fixed latency
+//!   without a queue (a slow Redis).
 
 pub mod alloc;
 pub mod backend;
+pub mod delay_proxy;
 pub mod model;
 pub mod redis_server;
 pub mod rng;
@@ -22,6 +25,7 @@ pub mod spawned;
 
 pub use alloc::CountingAlloc;
 pub use backend::Backend;
+pub use delay_proxy::DelayProxy;
 pub use redis_server::RedisServer;
 pub use rng::SplitMix64;
 pub use spawned::Spawned;

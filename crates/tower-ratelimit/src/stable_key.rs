@@ -25,11 +25,27 @@ macro_rules! by_text {
     )*};
 }
 
-by_text!(GlobalKey, HeaderKey, IpKey, RouteKey);
+by_text!(GlobalKey, IpKey, RouteKey);
 
-impl<A: fmt::Display, B: fmt::Display> StableKey for Pair<A, B> {
+impl StableKey for HeaderKey {
     fn write_stable(&self, h: &mut StableHasher) {
         write_text(self, h);
+    }
+
+    /// An API key's, a bearer token's, a secret header's.
+    fn is_secret(&self) -> bool {
+        HeaderKey::is_secret(self)
+    }
+}
+
+impl<A: fmt::Display + StableKey, B: fmt::Display + StableKey> StableKey for Pair<A, B> {
+    fn write_stable(&self, h: &mut StableHasher) {
+        write_text(self, h);
+    }
+
+    /// Either part's secret: the pair then is too.
+    fn is_secret(&self) -> bool {
+        self.0.is_secret() || self.1.is_secret()
     }
 }
 

@@ -29,8 +29,8 @@
 //! ```
 //!
 //! Keys: `peer-ip`, `client-ip` (through the trusted proxies of
-//! [`PolicyOptions::client_ip`]), `header:NAME`, `api-key` (`X-API-Key`),
-//! `bearer`, `global`, `route` (method and matched path), `app:NAME` (a
+//! [`PolicyOptions::client_ip`]), `header:NAME`, `secret-header:NAME` (a
+//! header carrying a credential), `api-key` (`X-API-Key`), `bearer`, `global`, `route` (method and matched path), `app:NAME` (a
 //! key the app defines in [`PolicyOptions::app_keys`]: a user, a checked
 //! API key...), and composites joined by `+` (`client-ip+route`).
 //!
@@ -125,7 +125,8 @@ impl std::error::Error for PolicyError {}
 enum KeyPart {
     PeerIp,
     ClientIp,
-    Header(http::HeaderName),
+    /// A header, and whether its values are secret.
+    Header(http::HeaderName, bool),
     ApiKey,
     Bearer,
     Global,
@@ -151,16 +152,22 @@ impl FromStr for KeySpec {
                     "bearer" => KeyPart::Bearer,
                     "global" => KeyPart::Global,
                     "route" => KeyPart::Route,
-                    other => match (other.strip_prefix("header:"), other.strip_prefix("app:")) {
-                        (Some(name), _) => match http::HeaderName::try_from(name) {
-                            Ok(name) => KeyPart::Header(name),
+                    other => match (
+                        other
+                            .strip_prefix("header:")
+                            .map(|n| (n, false))
+                            .or_else(|| other.strip_prefix("secret-header:").map(|n| (n, true))),
+                        other.strip_prefix("app:"),
+                    ) {
+                        (Some((name, secret)), _) => match http::HeaderName::try_from(name) {
+                            Ok(name) => KeyPart::Header(name, secret),
                             Err(_) => return Err(format!("bad header name {name:?} in key {s:?}")),
                         },
                         (_, Some(name)) if !name.is_empty() => KeyPart::App(name.to_owned()),
                         _ => {
                             return Err(format!(
                                 "unknown key {other:?}: expected peer-ip, client-ip, header:NAME, \
-                                 api-key, bearer, global, route, app:NAME, or several joined by +"
+                                 secret-header:NAME, api-key, bearer, global, route, app:NAME, or several joined by +"
                             ))
                         }
                     },
@@ -814,7 +821,12 @@ impl Part {
             KeyPart::ClientIp => {
                 Self::ClientIp(client_ip.clone().unwrap_or_else(|| ClientIp::trusting([])))
             }
-            KeyPart::Header(name) => Self::Header(Header::new(name.clone())),
+            KeyPart::Header(name, secret) => {
+                let header = Header::new(name.clone());
+                // `secret-header:` marks any header; credential headers
+                // (Authorization, Cookie, X-API-Key...) are secret anyway.
+                Self::Header(if *secret { header.secret(true) } else { header })
+            }
             KeyPart::ApiKey => Self::ApiKey(ApiKey::new()),
             KeyPart::Bearer => Self::Bearer(Bearer::new()),
             KeyPart::Global => Self::Global,
@@ -923,5 +935,15 @@ impl StableKey for PolicyKey {
         use std::fmt::Write;
         // `StableHasher`'s `fmt::Write` never fails.
         let _ = write!(h, "{self}");
+    }
+
+    /// An API key, a bearer token, a secret header, or a composite with
+    /// one of them.
+    fn is_secret(&self) -> bool {
+        match self {
+            Self::Text(k) => k.is_secret(),
+            Self::Composite(parts) => parts.iter().any(StableKey::is_secret),
+            _ => false,
+        }
     }
 }

@@ -15,3 +15,5 @@ mod lease;
 #[cfg(feature = "live")]
 mod live;
 mod multi;
+mod secret;
+mod slow;

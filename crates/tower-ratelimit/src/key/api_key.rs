@@ -16,8 +16,9 @@ const MALFORMED: KeyError = KeyError::malformed("API key");
 /// not checked against anything: authenticate before or after the limit as
 /// you prefer.
 ///
-/// The key is a [`HeaderKey`]: the API key itself up to 64 bytes (hash it
-/// first if your store must not hold secrets), else its keyed hash.
+/// The key is a secret [`HeaderKey`] ([`HeaderKey::secret`]): the API key
+/// itself up to 64 bytes in memory, else its keyed hash; a remote store
+/// (ratelimit-redis) names it by a keyed hash whatever its length.
 #[derive(Debug, Clone)]
 pub struct ApiKey {
     name: HeaderName,
@@ -53,7 +54,7 @@ impl KeyExtractor for ApiKey {
 
     #[inline]
     fn extract(&self, req: &Parts) -> Result<HeaderKey, KeyError> {
-        single_value(req, &self.name, 256, false, MISSING, MALFORMED)
+        single_value(req, &self.name, 256, false, true, MISSING, MALFORMED)
     }
 }
 
@@ -73,6 +74,7 @@ mod tests {
                 .0
         };
         assert_eq!(k.extract(&p(b"k-123")).unwrap().to_string(), "k-123");
+        assert!(k.extract(&p(b"k-123")).unwrap().is_secret());
         assert_eq!(k.extract(&p(b"a b")).unwrap_err().status(), 400);
         assert_eq!(k.extract(&p(&[b'x'; 300])).unwrap_err().status(), 400);
         assert_eq!(k.extract(&p(b"")).unwrap_err().status(), 401);

@@ -24,9 +24,10 @@ const MALFORMED: KeyError = KeyError::malformed("bearer token")
 ///
 /// The scheme is matched case-insensitively.
 ///
-/// The key is a [`HeaderKey`]: a token of up to 64 bytes is kept as is
-/// (hash it first if your store must not hold secrets), a longer one as a
-/// keyed hash.
+/// The key is a secret [`HeaderKey`] ([`HeaderKey::secret`]): in memory,
+/// a token of up to 64 bytes is kept as is, a longer one as a keyed hash;
+/// a remote store (ratelimit-redis) names it by a keyed hash whatever its
+/// length.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Bearer {
     _priv: (),
@@ -75,7 +76,7 @@ impl KeyExtractor for Bearer {
         if end - start > 4096 || !token68(&bytes[start..end]) {
             return Err(MALFORMED);
         }
-        Ok(HeaderKey::new(&bytes[start..end]))
+        Ok(HeaderKey::secret(&bytes[start..end]))
     }
 }
 

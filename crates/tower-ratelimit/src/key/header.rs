@@ -24,8 +24,17 @@ use std::fmt;
 /// the secret (or about 2^64 hashes for a birthday search with it), and
 /// harms only the finder unless one of the two is a victim's token, which
 /// the attacker could then simply send.
+///
+/// A key from [`ApiKey`](super::ApiKey), [`Bearer`](super::Bearer) or a
+/// header marked [`secret`](Header::secret) is a secret key
+/// ([`is_secret`](Self::is_secret), and `StableKey::is_secret`): a remote
+/// store (ratelimit-redis) names it by a keyed hash, never by its text,
+/// whatever its length.
 #[derive(Clone, PartialEq, Eq, Hash)]
-pub struct HeaderKey(Box<str>);
+pub struct HeaderKey {
+    text: Box<str>,
+    secret: bool,
+}
 
 /// Longer keys are hashed.
 pub(crate) const MAX_INLINE: usize = 64;
@@ -41,20 +50,40 @@ impl HeaderKey {
                     && !text.starts_with('#')
                     && text.bytes().all(|b| plain(&b)) =>
             {
-                Self(text.into())
+                Self {
+                    text: text.into(),
+                    secret: false,
+                }
             }
-            _ => Self(hashed(bytes)),
+            _ => Self {
+                text: hashed(bytes),
+                secret: false,
+            },
         }
+    }
+
+    /// The key of `bytes`, as [`new`](Self::new), marked secret: a
+    /// credential that a remote store must not name in plain text.
+    pub fn secret(bytes: &[u8]) -> Self {
+        Self {
+            secret: true,
+            ..Self::new(bytes)
+        }
+    }
+
+    /// Whether this key carries a credential (see [`secret`](Self::secret)).
+    pub fn is_secret(&self) -> bool {
+        self.secret
     }
 
     /// The key text: the key itself, or `#` and 32 hex digits.
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.text
     }
 
     /// Whether this key is a hash of the original bytes.
     pub fn is_hashed(&self) -> bool {
-        self.0.starts_with('#')
+        self.text.starts_with('#')
     }
 }
 
@@ -86,6 +115,7 @@ pub(crate) fn single_value(
     name: &HeaderName,
     max_len: usize,
     spaces: bool,
+    secret: bool,
     missing: KeyError,
     malformed: KeyError,
 ) -> Result<HeaderKey, KeyError> {
@@ -104,7 +134,11 @@ pub(crate) fn single_value(
     if text.len() > max_len || !text.iter().all(ok) {
         return Err(malformed);
     }
-    Ok(HeaderKey::new(text))
+    Ok(if secret {
+        HeaderKey::secret(text)
+    } else {
+        HeaderKey::new(text)
+    })
 }
 
 /// Keys by the value of a request header (a tenant id, a client id...).
@@ -119,12 +153,15 @@ pub(crate) fn single_value(
 pub struct Header {
     name: HeaderName,
     max_len: usize,
+    /// `None`: secret if a credential header (see `is_credential`).
+    secret: Option<bool>,
 }
 
 impl Header {
     /// The header `name`.
     pub const fn new(name: HeaderName) -> Self {
         Self {
+            secret: None,
             name,
             max_len: 1024,
         }
@@ -135,6 +172,15 @@ impl Header {
         HeaderName::try_from(name)
             .map(Self::new)
             .map_err(|_| BuildError::BadHeaderName(name.to_owned()))
+    }
+
+    /// Marks the header's values secret (credentials): their keys are
+    /// [secret keys](HeaderKey::secret), which a remote store names by a
+    /// keyed hash. On by default for `Authorization`,
+    /// `Proxy-Authorization`, `Cookie`, `X-API-Key` and `X-Auth-Token`.
+    pub const fn secret(mut self, secret: bool) -> Self {
+        self.secret = Some(secret);
+        self
     }
 
     /// The longest accepted value (default 1024).
@@ -153,10 +199,24 @@ impl KeyExtractor for Header {
             &self.name,
             self.max_len,
             true,
+            self.secret.unwrap_or_else(|| is_credential(&self.name)),
             KeyError::missing("key header"),
             KeyError::malformed("key header"),
         )
     }
+}
+
+/// Headers that carry credentials: their values are secret keys unless
+/// the app says otherwise ([`Header::secret`]).
+fn is_credential(name: &HeaderName) -> bool {
+    const CREDENTIALS: [&str; 5] = [
+        "authorization",
+        "proxy-authorization",
+        "cookie",
+        "x-api-key",
+        "x-auth-token",
+    ];
+    CREDENTIALS.contains(&name.as_str())
 }
 
 #[cfg(test)]
@@ -186,6 +246,20 @@ mod tests {
             .unwrap_err()
             .is_missing());
         assert!(Header::named("bad name").is_err());
+        assert!(!h.extract(&parts(&[b"acme"])).unwrap().is_secret());
+        let secret = h.clone().secret(true);
+        let k = secret.extract(&parts(&[b"acme"])).unwrap();
+        assert!(k.is_secret());
+        assert_eq!(k.as_str(), "acme");
+        assert_ne!(k, h.extract(&parts(&[b"acme"])).unwrap());
+        let auth = Header::named("x-auth-token").unwrap();
+        let p = http::Request::builder()
+            .header("x-auth-token", "t")
+            .body(())
+            .unwrap()
+            .into_parts()
+            .0;
+        assert!(auth.extract(&p).unwrap().is_secret());
     }
 
     #[test]

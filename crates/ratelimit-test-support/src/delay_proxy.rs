@@ -1,0 +1,87 @@
+//! A TCP proxy adding a fixed one-way delay to every byte, both ways,
+//! without limiting throughput: pipelined requests stay pipelined, so a
+//! slower network never turns into a queue (std threads only).
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// A proxy on 127.0.0.1 to `127.0.0.1:upstream`; stops accepting on drop
+/// (open connections end with their peers).
+pub struct DelayProxy {
+    /// The port it listens on.
+    pub port: u16,
+    stop: Arc<AtomicBool>,
+}
+
+impl DelayProxy {
+    /// Forwards to `upstream`, each chunk delivered `one_way` after it
+    /// arrived (a round trip costs twice that, plus the server's time).
+    pub fn start(upstream: u16, one_way: Duration) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
+        let port = listener.local_addr().expect("proxy address").port();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = Arc::clone(&stop);
+        thread::spawn(move || {
+            for client in listener.incoming() {
+                if stopping.load(Ordering::Relaxed) {
+                    return;
+                }
+                let Ok(client) = client else { continue };
+                let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
+                    continue;
+                };
+                let _ = client.set_nodelay(true);
+                let _ = server.set_nodelay(true);
+                pump(&client, &server, one_way);
+                pump(&server, &client, one_way);
+            }
+        });
+        Self { port, stop }
+    }
+
+    /// `redis://127.0.0.1:{port}/`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+}
+
+impl Drop for DelayProxy {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        // Wakes the accept loop, which then sees `stop`.
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+/// Copies `from` to `to`, each chunk held until `delay` after it was read.
+fn pump(from: &TcpStream, to: &TcpStream, delay: Duration) {
+    let (Ok(mut from), Ok(mut to)) = (from.try_clone(), to.try_clone()) else {
+        return;
+    };
+    let (tx, rx) = mpsc::channel::<(Instant, Vec<u8>)>();
+    thread::spawn(move || {
+        let mut buf = vec![0u8; 64 * 1024];
+        while let Ok(n) = from.read(&mut buf) {
+            if n == 0
+                || tx
+                    .send((Instant::now() + delay, buf[..n].to_vec()))
+                    .is_err()
+            {
+                break;
+            }
+        }
+    });
+    thread::spawn(move || {
+        for (due, bytes) in rx {
+            thread::sleep(due.saturating_duration_since(Instant::now()));
+            if to.write_all(&bytes).is_err() {
+                break;
+            }
+        }
+        let _ = to.shutdown(Shutdown::Write);
+    });
+}
