@@ -4,8 +4,8 @@
 #[cfg(feature = "live")]
 use crate::LiveRedis;
 use crate::{
-    BreakerConfig, BuildError, CheckFuture, RedisStore, RedisStoreBuilder, StoreFuture,
-    DEFAULT_PREFIX, DEFAULT_TIMEOUT,
+    BreakerConfig, BuildError, CheckFuture, RedisStore, RedisStoreBuilder, SettingsSecret,
+    StoreFuture, DEFAULT_PREFIX, DEFAULT_TIMEOUT,
 };
 #[cfg(feature = "live")]
 use ratelimit_core::LiveAlgorithm;
@@ -32,6 +32,7 @@ use std::time::Duration;
 /// timeout = "50ms"           # default 50ms
 /// fallback-max-keys = 50000  # decide in memory while Redis fails
 /// lease = 10                 # local leases for hot keys (off by default)
+/// key-secret = "..."         # 32 hex digits; default: shared through Redis
 /// ```
 ///
 /// ```
@@ -90,6 +91,12 @@ pub enum StoreSettings {
         /// window); off by default.
         #[cfg_attr(feature = "serde", serde(default))]
         lease: Option<u64>,
+        /// The secret that secret keys (API keys, tokens) are hashed with
+        /// in Redis key names, the same on every instance (see
+        /// [`RedisStoreBuilder::key_secret`](crate::RedisStoreBuilder::key_secret));
+        /// `None`: shared through Redis at `{prefix}key-secret`.
+        #[cfg_attr(feature = "serde", serde(default, rename = "key-secret"))]
+        key_secret: Option<SettingsSecret>,
     },
 }
 
@@ -142,6 +149,7 @@ impl StoreSettings {
             timeout,
             fallback_max_keys,
             lease,
+            key_secret,
         } = self
         else {
             return Err(BuildError::Url(
@@ -155,6 +163,9 @@ impl StoreSettings {
             .breaker(BreakerConfig::default());
         if let Some(max) = fallback_max_keys {
             builder = builder.fallback_to_memory(*max);
+        }
+        if let Some(secret) = key_secret {
+            builder = builder.key_secret(secret.0);
         }
         if let Some(size) = lease {
             builder = builder.lease(*size, Duration::from_secs(1));

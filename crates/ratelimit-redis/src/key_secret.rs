@@ -14,6 +14,38 @@ pub(crate) const SECRET_SUFFIX: &str = "key-secret";
 /// The length of a hashed key's text: `#` and 32 hex digits.
 pub(crate) const HASHED_LEN: usize = 33;
 
+/// A key secret given in the settings: 32 hex digits (16 bytes), the same
+/// on every instance sharing the Redis (see
+/// [`RedisStoreBuilder::key_secret`](crate::RedisStoreBuilder::key_secret)).
+/// `Debug` does not show it; a parse error names the length or the
+/// position of the first bad character, never the secret.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct SettingsSecret(pub [u8; 16]);
+
+impl std::str::FromStr for SettingsSecret {
+    type Err = crate::BuildError;
+
+    fn from_str(hex: &str) -> Result<Self, Self::Err> {
+        from_hex(hex)
+            .map(Self)
+            .map_err(|why| crate::BuildError::KeySecret(why))
+    }
+}
+
+impl fmt::Debug for SettingsSecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SettingsSecret(..)")
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for SettingsSecret {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let hex = String::deserialize(d)?;
+        hex.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// Where a store's key secret comes from.
 #[derive(Clone, PartialEq, Eq)]
 pub(crate) enum SecretSource {

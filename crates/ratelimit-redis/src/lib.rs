@@ -39,8 +39,15 @@
 //! # One round trip, one clock
 //!
 //! Every check (and refund) is one `EVALSHA` of a Lua script that reads the
-//! key's state, decides, and writes it back atomically. The script is
-//! loaded when the connection is made and reloaded on `NOSCRIPT`. The time
+//! key's state, decides, and writes it back atomically. Building a store
+//! (on a tokio runtime) starts its connection in the background, and every
+//! connect loads the scripts of the stores on it (in one round trip) and
+//! reads the key secret (see "Secret keys") before any check uses it; a
+//! script added later (a live store's new settings) is loaded once before
+//! its first check; `EVALSHA` reloads it on `NOSCRIPT` (a `SCRIPT FLUSH`,
+//! a failover). A check waits for the store's first connection up to the
+//! connect timeout, not its own: the first check after start is one round
+//! trip under the timeout, like every other. The time
 //! is the server's `TIME`, read inside the script, so the instances'
 //! clocks don't matter ([`TimeSource::Redis`], the default); tests and
 //! fleets with synchronised clocks can pass the time instead
@@ -65,6 +72,45 @@
 //! and each state is written with a stamp of the settings it was written
 //! under, so that new settings (or a key's override) carry the state over
 //! in the script instead of starting afresh (see `LiveRedis`).
+//!
+//! # Secret keys
+//!
+//! A key marked secret (`ratelimit_core::StableKey::is_secret`: the keys
+//! of tower-ratelimit's `ApiKey` and `Bearer` extractors, of a `Header`
+//! marked secret or carrying credentials, and a composite holding one)
+//! never reaches Redis as text, whatever its length: the store names it
+//! `#` and the 32 hex digits of its keyed SipHash-2-4 (128 bits), in its
+//! Redis key, its deny cache, leases and fallback alike
+//! (`{prefix}{#5f0c...}:gcra:...`), so neither `SCAN` nor `MONITOR`
+//! shows it. The hash's secret must be the same on every instance sharing
+//! the Redis, or each would count a key under a name of its own:
+//!
+//! - given by [`RedisStoreBuilder::key_secret`] (`key-secret` in
+//!   [`StoreSettings`]), it is used as is and never stored;
+//! - otherwise it is shared through Redis at `{prefix}key-secret`: each
+//!   connect writes this instance's secret (a random one the first time)
+//!   with `SET NX` and reads back what Redis holds, so the first instance's
+//!   wins, and every instance caches it (checks never read it). Should
+//!   Redis lose it (`FLUSHALL`, a failover to an empty replica), each
+//!   instance writes its cached one back, the same way, at its next
+//!   connect and every [`KEY_SECRET_SYNC`] at
+//!   [`maintain`](ratelimit_core::Store::maintain) (the HTTP layer calls
+//!   it every second): the names do not change. An instance finding
+//!   another secret there (two fleets on one prefix, or a new instance
+//!   that wrote first after a flush) adopts it, logs a warning, and its
+//!   secret keys start afresh once.
+//!
+//! A secret key checked before the first connect has read the secret
+//! waits for it like the check waits for the connection; if the secret
+//! cannot be read (an ACL denying `SET` or `GET` on that key), its checks
+//! take the failure policy (the fallback counts it under its text, in this
+//! process's memory only). A fixed window anchored at a key offset derives
+//! a secret key's phase from its hashed name, in Redis and in the fallback.
+//!
+//! Upgrading from a version that stored secret keys as text: their old
+//! keys are simply never read again and expire with their TTL (about a
+//! second after they were full again); each client's count restarts once,
+//! under the hashed name. Keys not marked secret keep their names.
 //!
 //! Every key carries a TTL (`PX`): it vanishes about a second after its
 //! state is back to full. The sliding log is a hash used as a deque,
@@ -223,7 +269,7 @@
 //!
 //! | failure | `kind` | class | typical cause |
 //! |---|---|---|---|
-//! | no answer within the timeout ([`DEFAULT_TIMEOUT`], 50 ms, connecting included) | `timeout` | unavailable | server hung, paused (`CLIENT PAUSE`), overloaded, network |
+//! | no answer within the timeout ([`DEFAULT_TIMEOUT`], 50 ms; see "A slow Redis") | `timeout` | unavailable | server hung, paused (`CLIENT PAUSE`), overloaded, network |
 //! | connection refused, reset or closed | `io` | unavailable | server down or restarting; reconnects run in the background |
 //! | breaker open: Redis not called | `breaker_open` | unavailable | the failures above; counted, not logged per call |
 //! | `OOM` | `oom` | refused | `maxmemory` reached with `noeviction` |
@@ -247,6 +293,45 @@
 //! the breaker only when `failure_threshold` of its calls come in a row,
 //! with no decision on another key between them, while a broken script or
 //! server opens it at once. The key itself stays limited, in the fallback.
+//!
+//! # A slow Redis
+//!
+//! The timeout measures Redis's answer: it starts when the call has its
+//! connection with the script loaded, and a call waits for a connection
+//! apart from it (for the store's first connection up to the connect
+//! timeout, for a reconnect up to the timeout). An answer within the
+//! timeout, however slow, is a decision, and never counts toward the
+//! breaker. Calls share one multiplexed connection, pipelined: a slower
+//! network delays each answer by its own round trip, and does not queue
+//! them behind each other. When the breaker opens, the store reconnects
+//! in the background, keeping the current connection for the probe until
+//! the new one is ready (a probe never waits on a reconnect). The tests
+//! run 320 checks, 64 at a time, from a store's first moment, through a
+//! proxy adding a 300 ms round trip, with a 700 ms timeout and a breaker
+//! opening at the first failure: every check is decided by Redis
+//! (`tests/it/slow.rs`). Before, a call's timeout also covered connecting,
+//! loading the script and, on `NOSCRIPT`, reloading it: three round trips
+//! on a fresh store, so a Redis 40 ms slower than usual timed out the
+//! first checks at 50 ms, opened the breaker, and (the breaker dropping
+//! the connection on opening) every probe then had to reconnect within
+//! the timeout, and failed.
+//!
+//! What a failure costs in exactness, with `L` the limit (a window's, or
+//! a burst for GCRA and the buckets) and `k` instances:
+//!
+//! - a check that times out may still have reached Redis, and be applied
+//!   there once Redis gets to it: it counts against the key in Redis
+//!   although the caller's decision came from the failure policy (the
+//!   fallback's, or the HTTP layer's). This only ever takes quota from the
+//!   client, never gives it (tested with `CLIENT PAUSE`);
+//! - each fallback counts on its own, from empty: while Redis gives no
+//!   decisions, each instance admits up to `L` per window locally, on top
+//!   of what Redis admitted in that window, so the fleet admits at most
+//!   `(k + 1) * L` in a window that an outage (or a breaker held open)
+//!   overlaps, and only `L` once Redis is back for the window. The tests
+//!   reach that bound exactly, and not beyond. Keep the breaker's
+//!   threshold and the timeout such that a slow but healthy Redis never
+//!   trips them (above), and the bound is paid only in an outage.
 //!
 //! Without a fallback, whether requests pass while Redis fails is the
 //! HTTP layer's policy, which by default lets them through: a limit that
@@ -279,6 +364,7 @@ mod store;
 
 pub use any_store::{AnyStore, AnyStoreFuture, StoreSettings};
 pub use breaker::{BreakerConfig, BreakerState};
+pub use key_secret::SettingsSecret;
 #[cfg(feature = "live")]
 pub use live::LiveRedis;
 pub use store::{
@@ -301,6 +387,9 @@ pub enum BuildError {
     /// The algorithm's numbers exceed the range the scripts compute
     /// exactly in.
     Unsupported(String),
+    /// A key secret that is not 32 hex digits (the text says why, without
+    /// the secret).
+    KeySecret(String),
 }
 
 impl fmt::Display for BuildError {
@@ -309,6 +398,7 @@ impl fmt::Display for BuildError {
             Self::Url(e) => write!(f, "bad redis url {e}"),
             Self::Prefix(p) => write!(f, "key prefix {p:?} must not contain braces"),
             Self::Unsupported(e) => write!(f, "not supported by the redis store: {e}"),
+            Self::KeySecret(why) => write!(f, "bad key secret: {why}"),
         }
     }
 }

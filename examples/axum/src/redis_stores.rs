@@ -103,6 +103,7 @@ impl Stores for RedisStores {
             timeout: Some(self.timeout),
             fallback_max_keys: Some(self.max_keys),
             lease: self.lease,
+            key_secret: None,
         }
         .build_live(name, live)
         .expect("the example's limits and names suit Redis")

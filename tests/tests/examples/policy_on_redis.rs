@@ -26,6 +26,7 @@ fn instance(server: &RedisServer, text: &str) -> (Router, PolicyHandle) {
         timeout: Some(Duration::from_secs(5)),
         fallback_max_keys: None,
         lease: None,
+        key_secret: None,
     };
     let router = Router::new().route("/tickets", post(|| async { "ticket" }));
     PolicyTable::from_toml(text, None)

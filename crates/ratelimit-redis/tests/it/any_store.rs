@@ -46,6 +46,7 @@ pub fn settings(server: &crate::harness::RedisServer, prefix: &str) -> StoreSett
         timeout: Some(Duration::from_secs(5)),
         fallback_max_keys: None,
         lease: None,
+        key_secret: None,
     }
 }
 
@@ -80,6 +81,7 @@ async fn redis_fallback_by_settings() {
         timeout: Some(Duration::from_millis(200)),
         fallback_max_keys: Some(100),
         lease: None,
+        key_secret: None,
     };
     let without = StoreSettings::Redis {
         url: server.url(),
@@ -87,6 +89,7 @@ async fn redis_fallback_by_settings() {
         timeout: Some(Duration::from_millis(200)),
         fallback_max_keys: None,
         lease: None,
+        key_secret: None,
     };
     let with: AnyStore<String> = with.build("l", gcra("gcra 2/1h")).unwrap();
     let without: AnyStore<String> = without.build("l", gcra("gcra 2/1h")).unwrap();
@@ -106,6 +109,7 @@ fn bad_settings_are_errors() {
         timeout: None,
         fallback_max_keys: None,
         lease: None,
+        key_secret: None,
     };
     let err = bad_url.build::<String>("l", gcra("gcra 1/1s")).unwrap_err();
     assert!(err.to_string().contains("http://nope"), "{err}");
@@ -115,6 +119,7 @@ fn bad_settings_are_errors() {
         timeout: None,
         fallback_max_keys: None,
         lease: None,
+        key_secret: None,
     };
     let err = braces
         .build::<String>("{l}", gcra("gcra 1/1s"))
@@ -141,7 +146,25 @@ fn settings_from_toml() {
             timeout: Some(Duration::from_millis(20)),
             fallback_max_keys: Some(5000),
             lease: None,
+            key_secret: None,
         }
+    );
+    // A key secret from the settings: 32 hex digits, never shown.
+    let file: File = toml::from_str(
+        "[store]\nkind = \"redis\"\nurl = \"redis://x/\"\nkey-secret = \"000102030405060708090a0b0c0d0e0f\"\n",
+    )
+    .unwrap();
+    let StoreSettings::Redis { key_secret, .. } = &file.store else {
+        panic!("{:?}", file.store)
+    };
+    let secret = key_secret.expect("read");
+    assert_eq!(secret.0, std::array::from_fn(|i| i as u8));
+    assert!(!format!("{:?}", file.store).contains("0102"));
+    let bad = "[store]\nkind = \"redis\"\nurl = \"redis://x/\"\nkey-secret = \"a0b1\"\n";
+    let err = toml::from_str::<File>(bad).err().unwrap().to_string();
+    assert!(
+        err.contains("4 characters, expected 32 hex digits") && !err.contains("a0b1"),
+        "{err}"
     );
     let file: File = toml::from_str("[store]\nkind = \"memory\"\nmax-keys = 7\n").unwrap();
     assert_eq!(file.store, StoreSettings::Memory { max_keys: Some(7) });
@@ -224,6 +247,7 @@ async fn memory_answers_at_once_redis_through_its_future() {
         timeout: None,
         fallback_max_keys: None,
         lease: None,
+        key_secret: None,
     }
     .build("l", gcra("gcra 1/1h"))
     .unwrap();
