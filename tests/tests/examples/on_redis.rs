@@ -154,6 +154,49 @@ async fn two_apps_on_one_redis_admit_exactly_the_limits() {
     for app in [a, b] {
         assert_eq!(probe("GET", "/health").send(app).await.status, 200);
     }
+
+    // No API key or bearer token names a Redis key: they are keyed hashes
+    // (`axum-example:api-key:{#<32 hex>}:live`).
+    let names = redis_key_names(&server).await;
+    assert!(
+        names
+            .iter()
+            .any(|n| n.starts_with("axum-example:api-key:{#")),
+        "{names:?}"
+    );
+    assert!(
+        names
+            .iter()
+            .any(|n| n.starts_with("axum-example:tickets:{#")),
+        "{names:?}"
+    );
+    for name in &names {
+        for secret in ["key-1", "alice", "bob"] {
+            assert!(!name.contains(secret), "{name} names {secret}");
+        }
+    }
+}
+
+/// Every key name on `server` (`SCAN` to the end).
+async fn redis_key_names(server: &RedisServer) -> Vec<String> {
+    let mut c = redis::Client::open(server.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let (mut cursor, mut names) = (0u64, Vec::new());
+    loop {
+        let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        names.extend(batch);
+        if next == 0 {
+            return names;
+        }
+        cursor = next;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
