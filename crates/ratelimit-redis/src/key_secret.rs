@@ -28,7 +28,7 @@ impl std::str::FromStr for SettingsSecret {
     fn from_str(hex: &str) -> Result<Self, Self::Err> {
         from_hex(hex)
             .map(Self)
-            .map_err(|why| crate::BuildError::KeySecret(why))
+            .map_err(crate::BuildError::KeySecret)
     }
 }
 

@@ -947,3 +947,48 @@ impl StableKey for PolicyKey {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The key `spec` gives `req`.
+    fn key(spec: &str, req: &Parts) -> PolicyKey {
+        let KeySpec(parts) = spec.parse().unwrap();
+        let options = PolicyOptions::default();
+        let parts: Vec<Part> = parts
+            .iter()
+            .map(|p| Part::new(p, &options).unwrap())
+            .collect();
+        match parts.as_slice() {
+            [one] => one.extract(req).unwrap(),
+            many => PolicyKey::Composite(many.iter().map(|p| p.extract(req).unwrap()).collect()),
+        }
+    }
+
+    #[test]
+    fn credentials_make_secret_keys() {
+        let req = http::Request::builder()
+            .header("x-api-key", "k-1")
+            .header("authorization", "Bearer t")
+            .header("x-tenant", "acme")
+            .body(())
+            .unwrap()
+            .into_parts()
+            .0;
+        for (spec, secret) in [
+            ("api-key", true),
+            ("bearer", true),
+            ("header:x-tenant", false),
+            ("secret-header:x-tenant", true),
+            ("header:x-api-key", true),
+            ("route", false),
+            ("route+api-key", true),
+            ("route+header:x-tenant", false),
+        ] {
+            assert_eq!(key(spec, &req).is_secret(), secret, "{spec}");
+        }
+        assert_eq!(key("secret-header:x-tenant", &req).to_string(), "acme");
+        assert!("secret-header:bad name".parse::<KeySpec>().is_err());
+    }
+}

@@ -98,6 +98,13 @@ mod tests {
     fn bearer_tokens() {
         assert_eq!(extract(b"Bearer abc.DEF-1~+/==").unwrap(), "abc.DEF-1~+/==");
         assert_eq!(extract(b"bearer   tok  ").unwrap(), "tok");
+        let p = http::Request::builder()
+            .header("authorization", "Bearer tok")
+            .body(())
+            .unwrap()
+            .into_parts()
+            .0;
+        assert!(Bearer::new().extract(&p).unwrap().is_secret());
         for bad in [
             &b"Basic dXNlcjpw"[..],
             b"Bearer",
