@@ -38,11 +38,14 @@ impl RedisStores {
         })
     }
 
-    /// The secret that keys longer than 64 bytes (long bearer tokens, API
-    /// keys) are hashed with, shared by every copy through Redis: the
-    /// first copy to start stores a random one (`SET NX`), the others read
-    /// it. Without a shared secret, each copy would hash a long token to a
-    /// key of its own and give it its own limit.
+    /// The process's secret that keys longer than 64 bytes are hashed
+    /// with in memory, shared by every copy through Redis: the first copy
+    /// to start stores a random one (`SET NX`), the others read it.
+    /// Without a shared secret, each copy would hash a long header value
+    /// to a key of its own and give it its own limit. (API keys and bearer
+    /// tokens reach Redis as a keyed hash of their own whatever their
+    /// length: each store shares that secret at
+    /// `axum-example:{name}:key-secret`.)
     pub async fn shared_key_secret(&self) -> Result<KeySecret, String> {
         const KEY: &str = "axum-example:key-secret";
         let work = async {

@@ -27,7 +27,7 @@
 //! |---|---|---|
 //! | [`PeerIp`], [`ClientIp`] | [`IpKey`] (`Copy`) | 18 |
 //! | [`Global`] | [`GlobalKey`] (`Copy`) | 0 |
-//! | [`Bearer`], [`ApiKey`], [`Header`] | [`HeaderKey`] | 16 + the key's length (at most 64); 49 for a longer key |
+//! | [`Bearer`], [`ApiKey`], [`Header`] | [`HeaderKey`] | 24 + the key's length (at most 64); 57 for a longer key (the key, and whether it is secret) |
 //! | [`Route`] | [`RouteKey`] | 48 with a matched route (shared with the router); 48 + the path's length (at most 64), or 81 for a longer path; an extension method longer than 15 bytes adds 33 |
 //! | [`Composite`] | [`Pair`] | the two keys' sizes |
 //! | [`FromExtension<T>`] | `T` | `T`'s: make it own small data, not a `HeaderValue` or `Bytes` clone |
