@@ -717,13 +717,27 @@ impl Inner {
     /// secret; else the failure policy applies to the call (the fallback
     /// then counts the key under its text, in memory only).
     async fn name_later(&self, text: String) -> Result<String, (Failure, String)> {
+        // Under the breaker: no connect attempt per call while it is open,
+        // and failing to connect counts like any failure.
+        let Some(permit) = self.breaker.admit() else {
+            let failure = Failure::new(Kind::BreakerOpen, "circuit breaker open");
+            return Err((failure, text));
+        };
         let waited = self.conn.get(self.timeout).await;
-        self.name(text, true).map_err(|text| {
+        let named = self.name(text, true).map_err(|text| {
             let failure = waited
                 .err()
                 .unwrap_or_else(|| Failure::new(Kind::Other, "no key secret read from redis yet"));
             (failure, text)
-        })
+        });
+        let outcome = match &named {
+            Ok(_) => Outcome::Answered,
+            Err(_) => Outcome::Failed,
+        };
+        if permit.settle(outcome) {
+            self.conn.refresh();
+        }
+        named
     }
 
     /// The script's arguments for a call on `key` (see

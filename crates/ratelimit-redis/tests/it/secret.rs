@@ -155,3 +155,29 @@ async fn a_secret_from_the_settings_is_used_and_not_stored() {
         a.secret_redis_key("demo-key-1")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_key_without_redis_takes_the_failure_policy() {
+    // A port nobody listens on: the secret is never read.
+    let port = ratelimit_test_support::redis_server::free_port();
+    let store = RedisStore::builder(
+        format!("redis://127.0.0.1:{port}/"),
+        Gcra::new(2, Duration::from_secs(60)).unwrap(),
+    )
+    .fallback_to_memory(10)
+    .build()
+    .unwrap();
+    let key = ApiKey("demo-key-1".into());
+    let mut admitted = 0;
+    for _ in 0..6 {
+        admitted += u64::from(
+            Store::<ApiKey>::check(&store, &key, 1, 0)
+                .await
+                .unwrap()
+                .allowed,
+        );
+    }
+    assert_eq!(admitted, 2, "the fallback limits it");
+    assert_eq!(store.secret_redis_key("demo-key-1"), None);
+    assert_eq!(store.breaker_state(), ratelimit_redis::BreakerState::Open);
+}
