@@ -309,12 +309,9 @@
 //! run 320 checks, 64 at a time, from a store's first moment, through a
 //! proxy adding a 300 ms round trip, with a 700 ms timeout and a breaker
 //! opening at the first failure: every check is decided by Redis
-//! (`tests/it/slow.rs`). Before, a call's timeout also covered connecting,
-//! loading the script and, on `NOSCRIPT`, reloading it: three round trips
-//! on a fresh store, so a Redis 40 ms slower than usual timed out the
-//! first checks at 50 ms, opened the breaker, and (the breaker dropping
-//! the connection on opening) every probe then had to reconnect within
-//! the timeout, and failed.
+//! (`tests/it/slow.rs`). A timeout that covered connecting and loading
+//! the script (three round trips on a fresh store) would fail the first
+//! checks whenever Redis is slower than a third of the timeout.
 //!
 //! What a failure costs in exactness, with `L` the limit (a window's, or
 //! a burst for GCRA and the buckets) and `k` instances:
