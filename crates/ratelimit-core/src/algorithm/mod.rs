@@ -59,6 +59,22 @@ pub trait Algorithm: Send + Sync + 'static {
     /// admitted with a positive cost.
     fn check(&self, state: &mut Self::State, cost: u64, now: u64) -> Decision;
 
+    /// The state of a key at `now` that has `used` whole requests of its
+    /// quota taken: what a store gives a key that returns after it was
+    /// evicted at the cap, so eviction gives nothing back. It must be at
+    /// least as used as any state of this key that reported `used` as
+    /// `limit - remaining` up to now. The default charges `used` (at most
+    /// the key's capacity) to a fresh state at `now`, which never frees
+    /// anything earlier than the evicted state would have.
+    fn restore<K: StableKey + ?Sized>(&self, key: &K, used: u64, now: u64) -> Self::State {
+        let mut state = self.fresh(key, now);
+        // A peek tells this key's capacity (an override's, for live
+        // settings); a charge up to it is always admitted by a full state.
+        let limit = self.check(&mut state, 0, now).limit;
+        self.check(&mut state, used.min(limit), now);
+        state
+    }
+
     /// Gives back `cost` admitted at `admitted_at`, as far as the state can
     /// still tell (a window that has ended has nothing to give back).
     fn refund(&self, state: &mut Self::State, cost: u64, admitted_at: u64, now: u64);
