@@ -21,7 +21,7 @@
 //! algorithm = "leaky-bucket 10/1s queue 5"
 //! key = "client-ip+route"           # a composite: both parts
 //! mode = "shape"                    # enforce (default), dry-run, shape
-//! cost = 1                          # default 1
+//! cost = 1                          # default 1; 1 to the capacity
 //! headers = "ietf"                  # ietf (default), legacy, both, none
 //! on-key-error = "reject"           # reject (default), allow, allow-missing
 //! tier = "anonymous"                # all (default), anonymous, authenticated
@@ -38,6 +38,11 @@
 //! `/users/{id}`), or the request's path outside a router; a request on a
 //! route the entry does not list passes that layer untouched. A `GET`
 //! route also covers `HEAD` (which axum answers with the `GET` handler).
+//!
+//! A limit that could never limit is refused at load: `cost = 0` (every
+//! request a peek), a cost above the capacity of the algorithm or of an
+//! override (every request refused), and `count = []` (nothing counts).
+//! To watch a limit without enforcing it, use `mode = "dry-run"`.
 //!
 //! Every error names the file, the line, and the entry:
 //! `limits.toml:7: limit "tickets": unknown key "baerer"`.
@@ -366,6 +371,44 @@ impl PolicyEntry {
         }
     }
 
+    /// Why this entry, as written, could never limit anything or never
+    /// admit anything, if it could: a cost of 0 (every request a peek), a
+    /// cost above the capacity of its algorithm or of an override (every
+    /// request refused), or an empty `count` (nothing counts).
+    fn disables_itself(&self) -> Option<String> {
+        if self.cost == 0 {
+            return Some(
+                "cost = 0 makes every request a peek, which turns the limit off; \
+                 use mode = \"dry-run\" to measure without limiting"
+                    .to_owned(),
+            );
+        }
+        let capacity = |a: &AnyAlgorithm| ratelimit_core::Algorithm::limit(a);
+        let too_small = std::iter::once(("the algorithm", &self.algorithm))
+            .chain(self.overrides.iter().map(|(k, a)| (k.as_str(), a)))
+            .find(|(_, a)| capacity(a) < self.cost);
+        if let Some((what, a)) = too_small {
+            let what = if what == "the algorithm" {
+                what.to_owned()
+            } else {
+                format!("an override (key {} chars long)", what.len())
+            };
+            return Some(format!(
+                "cost = {} is above the capacity {} of {what}: every request would be refused",
+                self.cost,
+                capacity(a)
+            ));
+        }
+        if self.count.as_ref().is_some_and(Vec::is_empty) {
+            return Some(
+                "count = [] counts no response, which turns the limit off; \
+                 leave count out to count every response"
+                    .to_owned(),
+            );
+        }
+        None
+    }
+
     /// The overrides as the live algorithm takes them.
     fn override_list(&self) -> Vec<(&str, AnyAlgorithm)> {
         self.overrides
@@ -447,6 +490,9 @@ impl PolicyTable {
                 return Err(fail(
                     "mode \"shape\" needs a leaky-bucket algorithm".to_owned(),
                 ));
+            }
+            if let Some(problem) = entry.disables_itself() {
+                return Err(fail(problem));
             }
             if entry.overrides.len() > MAX_OVERRIDES {
                 return Err(fail(format!(

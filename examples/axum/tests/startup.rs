@@ -185,18 +185,61 @@ fn sighup_reloads(test: &str, redis_url: Option<&str>) {
         "{line}"
     );
     assert_eq!(app.status(ACCOUNT), 429);
-    // A good edit, applied within 1 s of the signal.
+    // A good edit, applied soon after the signal: within 5 s, a margin a
+    // busy 2-core machine meets (the reload itself takes microseconds).
     std::fs::write(&path, text.replace("sliding-log 2/1d", "sliding-log 4/1d")).unwrap();
     let sent = Instant::now();
     hup(&app);
     assert!(app
-        .wait_for("rate limits reloaded", Duration::from_secs(1))
+        .wait_for("rate limits reloaded", Duration::from_secs(5))
         .is_some());
-    assert!(sent.elapsed() < Duration::from_secs(1));
+    assert!(sent.elapsed() < Duration::from_secs(5));
     assert_eq!(app.status(ACCOUNT), 201);
     assert_eq!(app.status(ACCOUNT), 201);
     assert_eq!(app.status(ACCOUNT), 429);
     let status = app.terminate();
     assert!(status.success(), "{status:?}");
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
+/// The churn attack: with `RATELIMIT_MAX_KEYS=1000`, a flood of new client
+/// addresses (3,000, each in its own /24) evicts keys at the cap, while
+/// one address keeps failing logins. Eviction gives nothing back: it
+/// reaches the password check 5 times, not once more.
+#[test]
+fn a_flood_of_new_addresses_does_not_forgive_a_brute_forcer() {
+    let mut cmd = example();
+    cmd.env("RATELIMIT_MAX_KEYS", "1000")
+        .env("TRUSTED_PROXIES", "127.0.0.1/32");
+    let app = Spawned::start(cmd);
+    let login = |ip: &str| {
+        let body = r#"{"username":"alice","password":"guess"}"#;
+        format!(
+            "POST /login HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
+             X-Forwarded-For: {ip}\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    let attacker = login("203.0.113.66");
+    let (mut checked, mut flood_denied) = (0, 0);
+    for i in 0..3_000u32 {
+        let flood = login(&format!("198.{}.{}.1", 18 + (i >> 8), i & 255));
+        // A newcomer may start as used as the evicted keys sharing its
+        // cells of the sketch: limits err toward denying.
+        match app.status(&flood) {
+            401 => {}
+            429 => flood_denied += 1,
+            other => panic!("flood request {i} got {other}"),
+        }
+        if i % 10 == 0 {
+            match app.status(&attacker) {
+                401 => checked += 1,
+                429 => {}
+                other => panic!("attacker got {other}"),
+            }
+        }
+    }
+    eprintln!("flood requests denied: {flood_denied} of 3000");
+    assert_eq!(checked, 5);
 }

@@ -182,7 +182,9 @@ impl<A: Algorithm, K> MemoryStoreBuilder<A, K> {
     }
 
     /// A hard cap on the number of keys with state. `None` (the default)
-    /// means no cap. The cap is split evenly over the shards.
+    /// means no cap. The cap is split evenly over the shards, rounded
+    /// down (a store with a cap has no more shards than the cap), so the
+    /// store never holds more than `max_keys` keys.
     pub fn max_keys(mut self, max_keys: Option<usize>) -> Self {
         self.max_keys = max_keys;
         self
@@ -212,11 +214,15 @@ impl<A: Algorithm, K> MemoryStoreBuilder<A, K> {
 
     /// The store.
     pub fn build(self) -> MemoryStore<A, K> {
-        let shards = self.shards.clamp(1, 1 << 16).next_power_of_two();
+        let mut shards = self.shards.clamp(1, 1 << 16).next_power_of_two();
+        if let Some(m) = self.max_keys {
+            // No more shards than keys, so that the shares add up to at
+            // most the cap.
+            let fit = 1usize << m.max(1).ilog2();
+            shards = shards.min(fit);
+        }
         let bits = shards.trailing_zeros();
-        let shard_cap = self
-            .max_keys
-            .map_or(usize::MAX, |m| m.div_ceil(shards).max(1));
+        let shard_cap = self.max_keys.map_or(usize::MAX, |m| (m / shards).max(1));
         let deny_cache = self.deny_cache && self.algorithm.caches_denials();
         let shards = (0..shards)
             .map(|_| ShardCell::new(self.algorithm.fresh(&(), 0)))

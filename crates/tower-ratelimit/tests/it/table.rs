@@ -234,6 +234,29 @@ fn every_validation_error_names_file_line_and_entry() {
             "limits.toml:7: limit \"o\": the name is used twice",
         ),
         (
+            entry("r", &format!("{base}\ncost = 0")),
+            "limits.toml:2: limit \"r\": cost = 0 makes every request a peek",
+        ),
+        (
+            entry(
+                "s",
+                "algorithm = \"sliding-log 3/1h\"\nkey = \"global\"\ncost = 4",
+            ),
+            "limits.toml:2: limit \"s\": cost = 4 is above the capacity 3 of the algorithm",
+        ),
+        (
+            entry(
+                "t",
+                "algorithm = \"gcra 5/1s\"\nkey = \"api-key\"\ncost = 4\n\
+                 overrides = { \"secret-key\" = \"gcra 2/1s\" }",
+            ),
+            "limits.toml:2: limit \"t\": cost = 4 is above the capacity 2 of an override",
+        ),
+        (
+            entry("u", &format!("{base}\ncount = []")),
+            "limits.toml:2: limit \"u\": count = [] counts no response",
+        ),
+        (
             "[[limits]]\nname = \"p\"\n".to_owned(),
             "limits.toml:1: unknown field `limits`",
         ),
