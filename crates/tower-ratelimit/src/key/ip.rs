@@ -248,7 +248,18 @@ mod tests {
             assert_eq!((p.v4(), p.v6()), (v4, v6), "{text}");
             assert_eq!(p.to_string().parse::<IpPrefixes>(), Ok(p));
         }
-        for bad in ["", "48", "/48", "v6", "v6/", "v6/4x", "v5/8", "v6/48, v6/56", "v6/48,", "v6/-1"] {
+        for bad in [
+            "",
+            "48",
+            "/48",
+            "v6",
+            "v6/",
+            "v6/4x",
+            "v5/8",
+            "v6/48, v6/56",
+            "v6/48,",
+            "v6/-1",
+        ] {
             assert_eq!(
                 bad.parse::<IpPrefixes>(),
                 Err(BuildError::BadPrefixList(bad.to_owned())),

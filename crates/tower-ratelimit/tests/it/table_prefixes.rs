@@ -55,7 +55,11 @@ fn app(table: &str, clock: &ManualClock) -> (Router, Hits) {
 
 /// A failed login forwarded by the proxy for `xff`.
 async fn login(app: &Router, xff: &str) -> StatusCode {
-    let mut req = get_from("10.0.0.1:4000", "/login", &[("x-forwarded-for", xff.as_bytes())]);
+    let mut req = get_from(
+        "10.0.0.1:4000",
+        "/login",
+        &[("x-forwarded-for", xff.as_bytes())],
+    );
     *req.method_mut() = http::Method::POST;
     app.clone().oneshot(req).await.unwrap().status()
 }
@@ -139,18 +143,32 @@ routes = ["POST /login"]
 fn bad_prefix_lengths_are_refused_naming_the_value_and_the_limit() {
     let file = Some(Path::new("limits.toml"));
     for (key, want) in [
-        ("client-ip(v6/129)", "bad IPv6 prefix /129: expected 1 to 128"),
-        ("client-ip(v6/300)", "bad IPv6 prefix /300: expected 1 to 128"),
-        ("client-ip(v4/33, v6/48)", "bad IPv4 prefix /33: expected 1 to 32"),
+        (
+            "client-ip(v6/129)",
+            "bad IPv6 prefix /129: expected 1 to 128",
+        ),
+        (
+            "client-ip(v6/300)",
+            "bad IPv6 prefix /300: expected 1 to 128",
+        ),
+        (
+            "client-ip(v4/33, v6/48)",
+            "bad IPv4 prefix /33: expected 1 to 32",
+        ),
         ("peer-ip(v4/0)", "bad IPv4 prefix /0: expected 1 to 32"),
-        ("client-ip(48)", "bad prefix lengths \"48\": expected v4/N, v6/N"),
-        ("client-ip(v6/48, v6/56)", "bad prefix lengths \"v6/48, v6/56\""),
+        (
+            "client-ip(48)",
+            "bad prefix lengths \"48\": expected v4/N, v6/N",
+        ),
+        (
+            "client-ip(v6/48, v6/56)",
+            "bad prefix lengths \"v6/48, v6/56\"",
+        ),
         ("client-ip()", "bad prefix lengths \"\""),
         ("client-ip/48", "unknown key \"client-ip/48\""),
     ] {
-        let text = format!(
-            "[[limit]]\nname = \"site\"\nalgorithm = \"gcra 1/1s\"\nkey = \"{key}\"\n"
-        );
+        let text =
+            format!("[[limit]]\nname = \"site\"\nalgorithm = \"gcra 1/1s\"\nkey = \"{key}\"\n");
         let err = PolicyTable::from_toml(&text, file).unwrap_err().to_string();
         let head = format!("limits.toml:4: limit \"site\": ");
         assert!(err.starts_with(&head), "{key}: {err}");
