@@ -60,6 +60,22 @@ async fn a_network_gets_100_password_checks_per_hour_however_it_rotates() {
     let app = app(&c);
     assert_eq!(rotate(&app, failed_login, in_the_48, 3000, 401).await, 100);
     assert_eq!(rotate(&app, failed_login, in_the_24, 768, 401).await, 100);
+    // The refusal names the network's limit.
+    let r = failed_login()
+        .from("10.1.2.3:5555")
+        .header("x-forwarded-for", "198.51.100.254")
+        .send(&app)
+        .await;
+    r.assert_429();
+    let fields: Vec<_> = r.headers.get_all("ratelimit").iter().collect();
+    assert_eq!(
+        fields,
+        [
+            "\"login-failures-network\";r=0;t=3600",
+            "\"login-failures\";r=5;t=0"
+        ],
+        "{r:?}"
+    );
     // A single /64 or address still gets only its own 5.
     let (c2, _) = config("10.0.0.0/8");
     let fresh = axum_example::app(&c2);

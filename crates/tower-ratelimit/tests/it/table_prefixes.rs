@@ -91,8 +91,7 @@ async fn rotating_64s_inside_one_48_is_held_to_the_48s_limit() {
         StatusCode::TOO_MANY_REQUESTS
     );
     assert_eq!(login(&app, "2001:db8:8::1").await, StatusCode::UNAUTHORIZED);
-    // Refused attempts were given back to the /64 limit: an hour on, the
-    // /48 admits again, 5 per /64.
+    // An hour on, the /48 admits again, 5 per /64.
     clock.advance(Duration::from_secs(3600));
     for _ in 0..10 {
         login(&app, "2001:db8:7:5000::1").await;
@@ -170,8 +169,8 @@ fn bad_prefix_lengths_are_refused_naming_the_value_and_the_limit() {
         let text =
             format!("[[limit]]\nname = \"site\"\nalgorithm = \"gcra 1/1s\"\nkey = \"{key}\"\n");
         let err = PolicyTable::from_toml(&text, file).unwrap_err().to_string();
-        let head = format!("limits.toml:4: limit \"site\": ");
-        assert!(err.starts_with(&head), "{key}: {err}");
+        let head = "limits.toml:4: limit \"site\": ";
+        assert!(err.starts_with(head), "{key}: {err}");
         assert!(err.contains(want), "{key}: {err}\n(wanted {want})");
         if !key.ends_with("/48") {
             assert!(err.contains(&format!("key {key:?}")), "{key}: {err}");
