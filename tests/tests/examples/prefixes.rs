@@ -154,3 +154,44 @@ async fn concurrent_rotation_inside_a_48_reaches_the_check_100_times() {
     assert_eq!(codes.iter().filter(|&&c| c == 401).count(), 100);
     assert_eq!(codes.iter().filter(|&&c| c == 429).count(), 300);
 }
+
+/// The same limits in Redis, shared by two apps: rotating across both
+/// gains nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn on_redis_a_network_is_held_across_two_apps() {
+    use axum_example::{app_with, RedisStores};
+    let Some(server) = integration_tests::redis_server::RedisServer::start() else {
+        return;
+    };
+    // A timeout no loaded debug build reaches: every check is Redis's.
+    let app = || {
+        let stores = RedisStores::new(&server.url())
+            .unwrap()
+            .timeout(Duration::from_secs(5));
+        let (config, _) = config("10.0.0.0/8");
+        app_with(&config, &stores)
+    };
+    let apps = [app(), app()];
+    let mut tasks = Vec::new();
+    for i in 0..300u32 {
+        let app = apps[i as usize % 2].clone();
+        tasks.push(tokio::spawn(async move {
+            let via = |p: Probe| {
+                p.from("10.1.2.3:5555")
+                    .header("x-forwarded-for", in_the_48(i))
+            };
+            let login = via(failed_login()).send(&app).await.status;
+            let account = via(new_account()).send(&app).await.status;
+            (login, account)
+        }));
+    }
+    let (mut logins, mut accounts) = (0, 0);
+    for t in tasks {
+        let (login, account) = t.await.unwrap();
+        assert!(matches!(login, 401 | 429), "{login}");
+        assert!(matches!(account, 201 | 429), "{account}");
+        logins += u32::from(login == 401);
+        accounts += u32::from(account == 201);
+    }
+    assert_eq!((logins, accounts), (100, 20));
+}
