@@ -180,3 +180,29 @@ fn bad_prefix_lengths_are_refused_naming_the_value_and_the_limit() {
     let text = "[[limit]]\nname = \"s\"\nalgorithm = \"gcra 1/1s\"\nkey = \"client-ip(v4/24,v6/48)+route\"\n";
     assert!(PolicyTable::from_toml(text, file).is_ok());
 }
+
+#[tokio::test]
+async fn overrides_name_a_network_as_its_key_shows_it() {
+    let clock = ManualClock::new();
+    let table = r#"
+[[limit]]
+name = "site"
+algorithm = "fixed-window 2/1h"
+key = "client-ip(v4/24, v6/48)"
+routes = ["POST /login"]
+overrides = { "198.51.100.0/24" = "fixed-window 4/1h", "2001:db8:7::/48" = "fixed-window 3/1h" }
+"#;
+    let (app, hits) = app(table, &clock);
+    for i in 0..10 {
+        login(&app, &format!("198.51.100.{i}")).await;
+    }
+    assert_eq!(hits.get(), 4);
+    for i in 0..10 {
+        login(&app, &format!("2001:db8:7:{i:x}::1")).await;
+    }
+    assert_eq!(hits.get(), 4 + 3);
+    for i in 0..10 {
+        login(&app, &format!("2001:db8:8:{i:x}::1")).await;
+    }
+    assert_eq!(hits.get(), 4 + 3 + 2);
+}
