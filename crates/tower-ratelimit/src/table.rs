@@ -53,7 +53,7 @@
 //! count = [401]
 //!
 //! [[limit]]
-//! name = "login-failures-site"
+//! name = "login-failures-network"
 //! algorithm = "sliding-log 100/1h"
 //! key = "client-ip(v4/24, v6/48)"   # however a client rotates inside them
 //! routes = ["POST /login"]
@@ -61,7 +61,7 @@
 //! ```
 //!
 //! A length out of range (`v4/0`, `v4/33`, `v6/129`) is refused at load,
-//! naming it and the limit: `ratelimit.toml:9: limit "login-failures-site":
+//! naming it and the limit: `ratelimit.toml:9: limit "login-failures-network":
 //! key "client-ip(v6/129)": bad IPv6 prefix /129: expected 1 to 128`.
 //!
 //! Routes are matched against axum's matched path (the route as written,
