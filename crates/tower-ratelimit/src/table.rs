@@ -34,6 +34,36 @@
 //! key the app defines in [`PolicyOptions::app_keys`]: a user, a checked
 //! API key...), and composites joined by `+` (`client-ip+route`).
 //!
+//! An IP key takes prefix lengths per family in parentheses:
+//! `client-ip(v4/24, v6/48)` keys an IPv4 client by its /24 and an IPv6
+//! client by its /48; a family left out takes its default
+//! (`client-ip(v6/48)` keeps IPv4 at /32). Without parentheses
+//! `peer-ip` is v4/32, v6/64, and `client-ip` takes the prefixes of
+//! [`PolicyOptions::client_ip`] (v4/32, v6/64 unless the app set others).
+//! IPv4-mapped IPv6 addresses are IPv4. A bare length (`client-ip/48`)
+//! is refused: it would not say which family it is for. To hold a client
+//! to a limit per address and another per network, write two entries:
+//!
+//! ```toml
+//! [[limit]]
+//! name = "login-failures"
+//! algorithm = "sliding-log 5/1h"
+//! key = "client-ip"                 # one IPv4 address, one IPv6 /64
+//! routes = ["POST /login"]
+//! count = [401]
+//!
+//! [[limit]]
+//! name = "login-failures-network"
+//! algorithm = "sliding-log 100/1h"
+//! key = "client-ip(v4/24, v6/48)"   # however a client rotates inside them
+//! routes = ["POST /login"]
+//! count = [401]
+//! ```
+//!
+//! A length out of range (`v4/0`, `v4/33`, `v6/129`) is refused at load,
+//! naming it and the limit: `ratelimit.toml:9: limit "login-failures-network":
+//! key "client-ip(v6/129)": bad IPv6 prefix /129: expected 1 to 128`.
+//!
 //! Routes are matched against axum's matched path (the route as written,
 //! `/users/{id}`), or the request's path outside a router; a request on a
 //! route the entry does not list passes that layer untouched. A `GET`
@@ -74,8 +104,8 @@
 //! ```
 
 use crate::key::{
-    ApiKey, Bearer, ClientIp, Global, Header, HeaderKey, IpKey, KeyError, KeyExtractor, PeerIp,
-    Route, RouteKey,
+    ApiKey, Bearer, ClientIp, Global, Header, HeaderKey, IpKey, IpPrefixes, KeyError, KeyExtractor,
+    PeerIp, Route, RouteKey,
 };
 use crate::policy::{KeyErrorPolicy, Mode, Selection};
 use crate::response::Headers;
@@ -128,8 +158,12 @@ impl std::error::Error for PolicyError {}
 /// One part of a key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum KeyPart {
-    PeerIp,
-    ClientIp,
+    /// The peer's address, at these prefix lengths (none given: the
+    /// default, v4/32 and v6/64).
+    PeerIp(Option<IpPrefixes>),
+    /// The client's address, at these prefix lengths (none given: those of
+    /// [`PolicyOptions::client_ip`]).
+    ClientIp(Option<IpPrefixes>),
     Header(http::HeaderName),
     ApiKey,
     Bearer,
@@ -142,35 +176,57 @@ enum KeyPart {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeySpec(Vec<KeyPart>);
 
+/// `NAME` or `NAME(v4/N, v6/N)`: the prefix lengths of an IP key, if any.
+fn ip_part(part: &str, name: &str, key: &str) -> Option<Result<Option<IpPrefixes>, String>> {
+    let rest = part.strip_prefix(name)?.trim_start();
+    if rest.is_empty() {
+        return Some(Ok(None));
+    }
+    let list = rest.strip_prefix('(')?.strip_suffix(')')?;
+    Some(
+        list.parse::<IpPrefixes>()
+            .map(Some)
+            .map_err(|e| format!("key {key:?}: {e}")),
+    )
+}
+
+/// One `+`-separated part of the key `key`.
+fn key_part(part: &str, key: &str) -> Result<KeyPart, String> {
+    if let Some(prefixes) = ip_part(part, "client-ip", key) {
+        return prefixes.map(KeyPart::ClientIp);
+    }
+    if let Some(prefixes) = ip_part(part, "peer-ip", key) {
+        return prefixes.map(KeyPart::PeerIp);
+    }
+    Ok(match part {
+        "api-key" => KeyPart::ApiKey,
+        "bearer" => KeyPart::Bearer,
+        "global" => KeyPart::Global,
+        "route" => KeyPart::Route,
+        other => match (other.strip_prefix("header:"), other.strip_prefix("app:")) {
+            (Some(name), _) => match http::HeaderName::try_from(name) {
+                Ok(name) => KeyPart::Header(name),
+                Err(_) => return Err(format!("bad header name {name:?} in key {key:?}")),
+            },
+            (_, Some(name)) if !name.is_empty() => KeyPart::App(name.to_owned()),
+            _ => {
+                return Err(format!(
+                    "unknown key {other:?}: expected peer-ip, client-ip (either with prefix \
+                     lengths, as in client-ip(v4/24, v6/48)), header:NAME, api-key, bearer, \
+                     global, route, app:NAME, or several joined by +"
+                ))
+            }
+        },
+    })
+}
+
 impl FromStr for KeySpec {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, String> {
         let parts = s
             .split('+')
-            .map(|p| {
-                Ok(match p.trim() {
-                    "peer-ip" => KeyPart::PeerIp,
-                    "client-ip" => KeyPart::ClientIp,
-                    "api-key" => KeyPart::ApiKey,
-                    "bearer" => KeyPart::Bearer,
-                    "global" => KeyPart::Global,
-                    "route" => KeyPart::Route,
-                    other => match (other.strip_prefix("header:"), other.strip_prefix("app:")) {
-                        (Some(name), _) => match http::HeaderName::try_from(name) {
-                            Ok(name) => KeyPart::Header(name),
-                            Err(_) => return Err(format!("bad header name {name:?} in key {s:?}")),
-                        },
-                        (_, Some(name)) if !name.is_empty() => KeyPart::App(name.to_owned()),
-                        _ => {
-                            return Err(format!(
-                                "unknown key {other:?}: expected peer-ip, client-ip, header:NAME, \
-                                 api-key, bearer, global, route, app:NAME, or several joined by +"
-                            ))
-                        }
-                    },
-                })
-            })
+            .map(|p| key_part(p.trim(), s))
             .collect::<Result<Vec<_>, String>>()?;
         if parts.len() > 4 {
             return Err(format!("key {s:?} has more than 4 parts"));
@@ -344,7 +400,8 @@ pub struct PolicyEntry {
     #[serde(default)]
     pub tier: Tier,
     /// Per-key algorithms, by the key's text (an API key, a bearer token,
-    /// an IP; for a composite key, its parts joined by `|`): at most
+    /// an IP, a network as `198.51.100.0/24` or `2001:db8::/48`; for a
+    /// composite key, its parts joined by `|`): at most
     /// [`MAX_OVERRIDES`].
     #[serde(default)]
     pub overrides: BTreeMap<String, AnyAlgorithm>,
@@ -856,9 +913,15 @@ impl Part {
     fn new(part: &KeyPart, options: &PolicyOptions) -> Result<Self, String> {
         let client_ip = &options.client_ip;
         Ok(match part {
-            KeyPart::PeerIp => Self::PeerIp(PeerIp::new()),
-            KeyPart::ClientIp => {
-                Self::ClientIp(client_ip.clone().unwrap_or_else(|| ClientIp::trusting([])))
+            KeyPart::PeerIp(prefixes) => {
+                Self::PeerIp(PeerIp::new().prefixes(prefixes.unwrap_or_default()))
+            }
+            KeyPart::ClientIp(prefixes) => {
+                let x = client_ip.clone().unwrap_or_else(|| ClientIp::trusting([]));
+                Self::ClientIp(match prefixes {
+                    Some(p) => x.prefixes(*p),
+                    None => x,
+                })
             }
             KeyPart::Header(name) => Self::Header(Header::new(name.clone())),
             KeyPart::ApiKey => Self::ApiKey(ApiKey::new()),
