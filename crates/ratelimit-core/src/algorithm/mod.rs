@@ -13,6 +13,8 @@
 
 mod any;
 mod any_width;
+#[cfg(feature = "live")]
+mod carry;
 mod fixed_window;
 mod gcra;
 mod interval;
