@@ -52,7 +52,7 @@ pub(crate) fn fresh(a: &AnyAlgorithm, hash: u64, now: u64) -> AnyState {
 
 /// The quota `state` (of `a`) has used at `now`, in whole requests,
 /// rounded up, beyond `a`'s limit for an overshoot.
-fn used(a: &AnyAlgorithm, state: AnyState, now: u64) -> u64 {
+pub(crate) fn used(a: &AnyAlgorithm, state: AnyState, now: u64) -> u64 {
     let whole =
         |(units, step): (u128, u128)| u64::try_from(units.div_ceil(step)).unwrap_or(u64::MAX);
     match (a, state) {
@@ -74,7 +74,7 @@ fn used(a: &AnyAlgorithm, state: AnyState, now: u64) -> u64 {
 
 /// A state of `a` at `now` with `used` whole requests charged, beyond its
 /// limit if so.
-fn charged(a: &AnyAlgorithm, hash: u64, used: u64, now: u64) -> AnyState {
+pub(crate) fn charged(a: &AnyAlgorithm, hash: u64, used: u64, now: u64) -> AnyState {
     let units = |step: u128| u128::from(used).saturating_mul(step);
     match a {
         A::LeakyBucket(AnyLeakyBucket::Wide(l)) => {

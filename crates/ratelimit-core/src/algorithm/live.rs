@@ -1,7 +1,7 @@
 //! An algorithm whose settings change while it runs, keeping each key's
 //! used quota.
 
-use super::carry::{carry, fresh, widen};
+use super::carry::{carry, charged, fresh, used, widen};
 use super::{stable_hash, Algorithm, AnyAlgorithm, AnyState, StableKey};
 use crate::Decision;
 use arc_swap::ArcSwap;
@@ -285,6 +285,26 @@ impl Algorithm for LiveAlgorithm {
         let version = self.current.load_full();
         let hash = stable_hash(key);
         let state = fresh(version.for_key(hash), hash, now);
+        LiveState {
+            version,
+            hash,
+            state,
+        }
+    }
+
+    /// Past the key's limit too, when a change left it over.
+    fn used(&self, state: &mut LiveState, now: u64) -> u64 {
+        let current = self.current.load();
+        let algorithm = up_to_date(&current, state, now);
+        used(algorithm, state.state.clone(), now)
+    }
+
+    /// `used` charged at `now` under the key's settings, past its limit if
+    /// so (as a change carries an overshoot).
+    fn restore<K: StableKey + ?Sized>(&self, key: &K, used: u64, now: u64) -> LiveState {
+        let version = self.current.load_full();
+        let hash = stable_hash(key);
+        let state = charged(version.for_key(hash), hash, used, now);
         LiveState {
             version,
             hash,

@@ -342,3 +342,25 @@ fn algorithm_for_reads_the_version_and_the_key_s_settings_together() {
     let (v2, other) = live.algorithm_for("other");
     assert_eq!((v2, other.to_string()), (v1, "gcra 3/1h".to_owned()));
 }
+
+/// A key over its limit after a change, evicted at the cap, comes back
+/// with its overshoot: eviction does not cap it at the limit either.
+#[test]
+fn an_evicted_overshoot_comes_back_whole() {
+    const DAY: u64 = 86_400 * SEC;
+    let live = LiveAlgorithm::new(spec("gcra 3/1d"));
+    let store = MemoryStore::<LiveAlgorithm, String>::builder(live.clone())
+        .shards(1)
+        .max_keys(Some(1))
+        .build();
+    assert!(check(&store, "k", 3, 0).allowed);
+    // 3 used of a burst of 1, draining one a day.
+    live.set(spec("gcra 1/1d"));
+    assert!(check(&store, "flood", 1, 0).allowed, "k is evicted");
+    // Back at 2.5 d: restored with its 3 used charged then (an eviction
+    // frees nothing earlier), so free at 5.5 d, not at 3.5 d.
+    let back = 5 * DAY / 2;
+    assert!(!check(&store, "k", 1, back).allowed);
+    assert!(!check(&store, "k", 1, back + 3 * DAY - 1).allowed);
+    assert!(check(&store, "k", 1, back + 3 * DAY).allowed);
+}
