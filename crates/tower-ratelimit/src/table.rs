@@ -79,9 +79,11 @@
 //!
 //! [`PolicyTable::apply`] returns a [`PolicyHandle`] too: it reloads the
 //! algorithms and overrides from an edited table or file (on `SIGHUP` and
-//! on file change with [`PolicyHandle::watch`]), keeping every client's
-//! used quota where the kind of algorithm stays (see
-//! [`LiveAlgorithm`]), and adds or removes per-key overrides at run time.
+//! on file change with [`PolicyHandle::watch`]), freeing nothing any
+//! client has used: a limit lowered and raised back keeps what was used
+//! past it, a change of kind charges what was used, and a reload of an
+//! unchanged file changes nothing for any key (see [`LiveAlgorithm`]). It
+//! also adds or removes per-key overrides at run time.
 //! A bad file is rejected whole, with a logged error, and the running
 //! limits stay.
 //!
@@ -689,7 +691,9 @@ impl PolicyTable {
 /// [`limit`](Self::limit)).
 ///
 /// A reload changes each entry's algorithm and overrides (see
-/// [`LiveAlgorithm`] for what each key keeps); anything else (an entry
+/// [`LiveAlgorithm`] for what each key keeps: a change frees nothing; an
+/// entry whose algorithm and overrides are unchanged is not touched);
+/// anything else (an entry
 /// added, removed, renamed or moved, a key, routes, cost, counted
 /// statuses, mode, headers) needs a restart, and a table that changes it
 /// is rejected whole, naming the entry (the one added or removed) and the

@@ -13,6 +13,8 @@
 
 mod any;
 mod any_width;
+#[cfg(feature = "live")]
+mod carry;
 mod fixed_window;
 mod gcra;
 mod interval;
@@ -73,6 +75,16 @@ pub trait Algorithm: Send + Sync + 'static {
         let limit = self.check(&mut state, 0, now).limit;
         self.check(&mut state, used.min(limit), now);
         state
+    }
+
+    /// The quota `state` has used at `now`, in whole requests: what a
+    /// store keeps of a key it evicts. The default is what a peek tells,
+    /// `limit - remaining`; an algorithm whose state can be over its limit
+    /// (`LiveAlgorithm`, after a change to a smaller one) counts the
+    /// overshoot too, so that [`restore`](Self::restore) gives it back.
+    fn used(&self, state: &mut Self::State, now: u64) -> u64 {
+        let peek = self.check(state, 0, now);
+        peek.limit.saturating_sub(peek.remaining)
     }
 
     /// Gives back `cost` admitted at `admitted_at`, as far as the state can

@@ -363,8 +363,7 @@ impl<K, S> Shard<K, S> {
                 // A cost-0 check is a peek: it changes nothing.
                 let peek = algorithm.check(state, 0, now);
                 if best.is_none_or(|(_, reset, _)| peek.reset < reset) {
-                    let used = peek.limit.saturating_sub(peek.remaining);
-                    best = Some((i, peek.reset, used));
+                    best = Some((i, peek.reset, algorithm.used(state, now)));
                 }
             }
             seen += 1;

@@ -15,6 +15,8 @@ mod horizon;
 mod hot;
 #[cfg(feature = "live")]
 mod live;
+#[cfg(feature = "live")]
+mod live_props;
 mod model;
 mod props;
 mod spec;

@@ -14,4 +14,6 @@ mod failure;
 mod lease;
 #[cfg(feature = "live")]
 mod live;
+#[cfg(feature = "live")]
+mod live_reload;
 mod multi;

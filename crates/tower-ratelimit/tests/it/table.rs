@@ -332,6 +332,45 @@ async fn a_reload_keeps_used_quota_and_overrides_follow_the_file() {
     assert_eq!(tickets(&app, "bob", 1).await, 0);
 }
 
+/// The attack of issue 21: reloads that lower a limit and raise it back
+/// (`sliding-log 3/1d` -> `2/1d` -> `3/1d`, the override too) grant
+/// nothing, and 100 reloads of the unchanged file make no new version
+/// and change nothing for any key, checked between them or idle.
+#[tokio::test]
+async fn reloads_that_shrink_and_grow_or_change_nothing_grant_nothing() {
+    let text = LIVE
+        .replace("gcra 3/1h", "sliding-log 3/1d")
+        .replace("gcra 10/1h", "sliding-log 10/1d");
+    let table = PolicyTable::from_toml(&text, None).unwrap();
+    let clock = ManualClock::new();
+    let (app, handle) = app_and_handle(&table, &clock);
+    for (token, used) in [("alice", 3), ("carol", 3), ("vip", 10)] {
+        assert_eq!(tickets(&app, token, used + 1).await, used, "{token}");
+    }
+    let live = handle.limit("tickets").unwrap();
+    let (version, _) = live.algorithm_for("alice");
+    for _ in 0..100 {
+        handle.reload(&table).unwrap();
+        assert_eq!(tickets(&app, "alice", 1).await, 0);
+    }
+    assert_eq!(live.algorithm_for("alice").0, version, "no new version");
+    let smaller = text
+        .replace("sliding-log 3/1d", "sliding-log 2/1d")
+        .replace("sliding-log 10/1d", "sliding-log 5/1d");
+    let smaller = PolicyTable::from_toml(&smaller, None).unwrap();
+    for cycle in 0..20 {
+        for t in [&smaller, &table] {
+            handle.reload(t).unwrap();
+            for token in ["alice", "vip"] {
+                assert_eq!(tickets(&app, token, 1).await, 0, "{token}, cycle {cycle}");
+            }
+        }
+    }
+    // Idle through all of it: still used up.
+    assert_eq!(tickets(&app, "carol", 1).await, 0);
+    assert_eq!(tickets(&app, "dave", 4).await, 3);
+}
+
 #[tokio::test]
 async fn a_reload_that_needs_a_restart_is_rejected_whole() {
     let table = PolicyTable::from_toml(LIVE, None).unwrap();
