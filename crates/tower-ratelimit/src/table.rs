@@ -237,6 +237,49 @@ impl FromStr for KeySpec {
     }
 }
 
+impl fmt::Display for KeyPart {
+    /// The form the policy file writes.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ip = |f: &mut fmt::Formatter<'_>, name: &str, p: &Option<IpPrefixes>| match p {
+            None => f.write_str(name),
+            Some(p) => write!(f, "{name}({p})"),
+        };
+        match self {
+            Self::PeerIp(p) => ip(f, "peer-ip", p),
+            Self::ClientIp(p) => ip(f, "client-ip", p),
+            Self::Header(name) => write!(f, "header:{name}"),
+            Self::ApiKey => f.write_str("api-key"),
+            Self::Bearer => f.write_str("bearer"),
+            Self::Global => f.write_str("global"),
+            Self::Route => f.write_str("route"),
+            Self::App(name) => write!(f, "app:{name}"),
+        }
+    }
+}
+
+impl fmt::Display for KeySpec {
+    /// The form the policy file writes: parts joined by `+`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, part) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("+")?;
+            }
+            write!(f, "{part}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for RouteSpec {
+    /// `METHOD /path`, or `/path` for any method.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.method {
+            Some(m) => write!(f, "{m} {}", self.path),
+            None => f.write_str(&self.path),
+        }
+    }
+}
+
 /// A route an entry applies to: a method (or any) and a path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RouteSpec {
@@ -690,6 +733,50 @@ impl PolicyTable {
 /// reload), or one key at a time (overrides, through
 /// [`limit`](Self::limit)).
 ///
+/// What a reload changed of one limit: its algorithm (`from` and `to`
+/// are equal when only overrides changed) and its overrides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LimitChange {
+    /// The limit's name.
+    pub limit: String,
+    /// Its algorithm before the reload.
+    pub from: AnyAlgorithm,
+    /// Its algorithm after.
+    pub to: AnyAlgorithm,
+    /// How its overrides changed: `"same"`, or `"N -> M"` (counts; the
+    /// keys are not named, as they may be API keys).
+    pub overrides: String,
+}
+
+impl LimitChange {
+    /// The change from what `live` runs to `new`, if any.
+    fn between(new: &PolicyEntry, live: &LiveAlgorithm) -> Option<Self> {
+        // Compared by their spec form: a live algorithm may hold the same
+        // settings in a wider state.
+        let same = |a: &AnyAlgorithm, b: &AnyAlgorithm| a.to_string() == b.to_string();
+        let from = live.get();
+        let same_overrides = live.overrides() == new.overrides.len()
+            && new
+                .overrides
+                .iter()
+                .all(|(k, a)| live.override_of(k.as_str()).is_some_and(|o| same(&o, a)));
+        if same(&from, &new.algorithm) && same_overrides {
+            return None;
+        }
+        let overrides = if same_overrides {
+            "same".to_owned()
+        } else {
+            format!("{} -> {}", live.overrides(), new.overrides.len())
+        };
+        Some(Self {
+            limit: new.name.clone(),
+            from,
+            to: new.algorithm,
+            overrides,
+        })
+    }
+}
+
 /// A reload changes each entry's algorithm and overrides (see
 /// [`LiveAlgorithm`] for what each key keeps: a change frees nothing; an
 /// entry whose algorithm and overrides are unchanged is not touched);
@@ -720,8 +807,9 @@ impl PolicyHandle {
         self.reloads.load(Ordering::Relaxed)
     }
 
-    /// Applies `table`'s algorithms and overrides, all or nothing.
-    pub fn reload(&self, table: &PolicyTable) -> Result<(), PolicyError> {
+    /// Applies `table`'s algorithms and overrides, all or nothing; returns
+    /// what changed (nothing, for a table equal to the running one).
+    pub fn reload(&self, table: &PolicyTable) -> Result<Vec<LimitChange>, PolicyError> {
         let fail = |entry: Option<&str>, message: String| PolicyError {
             file: None,
             line: None,
@@ -773,17 +861,23 @@ impl PolicyHandle {
                 )
             })?;
         }
+        let changes: Vec<LimitChange> = table
+            .entries
+            .iter()
+            .zip(self.limits.iter())
+            .filter_map(|(new, (_, live))| LimitChange::between(new, live))
+            .collect();
         for (new, (_, live)) in table.entries.iter().zip(self.limits.iter()) {
             live.replace(new.algorithm, &new.override_list())
                 .map_err(|e| fail(Some(&new.name), e.to_string()))?;
         }
         self.reloads.fetch_add(1, Ordering::Relaxed);
-        Ok(())
+        Ok(changes)
     }
 
     /// Reads `path` and applies it ([`reload`](Self::reload)); errors
     /// name the file.
-    pub fn reload_file(&self, path: &Path) -> Result<(), PolicyError> {
+    pub fn reload_file(&self, path: &Path) -> Result<Vec<LimitChange>, PolicyError> {
         let table = PolicyTable::load(path)?;
         self.reload(&table).map_err(|mut e| {
             e.file = Some(path.to_path_buf());
@@ -848,7 +942,15 @@ impl PolicyHandle {
                 pending = None;
                 let why = if signalled { "SIGHUP" } else { "file changed" };
                 match handle.reload_file(&path) {
-                    Ok(()) => tracing::info!(file = %path.display(), why, "rate limits reloaded"),
+                    Ok(changes) if changes.is_empty() => {
+                        tracing::info!(file = %path.display(), why, "rate limits reloaded: no change");
+                    }
+                    Ok(changes) => {
+                        for c in &changes {
+                            tracing::info!(limit = %c.limit, from = %c.from, to = %c.to, overrides = %c.overrides, "rate limit changed");
+                        }
+                        tracing::info!(file = %path.display(), why, changed = changes.len(), "rate limits reloaded");
+                    }
                     Err(e) => tracing::error!(
                         error = %e,
                         why,

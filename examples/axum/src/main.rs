@@ -81,6 +81,18 @@ async fn main() {
         file = %policy_path.display(),
         "rate limits from the policy file (reloaded on SIGHUP and on change)"
     );
+    for entry in policy.entries() {
+        let routes: Vec<String> = entry.routes.iter().map(ToString::to_string).collect();
+        tracing::info!(
+            limit = %entry.name,
+            algorithm = %entry.algorithm,
+            key = %entry.key,
+            routes = %routes.join(", "),
+            mode = ?entry.mode,
+            overrides = entry.overrides.len(),
+            "rate limit in force"
+        );
+    }
     let proxies = std::env::var("TRUSTED_PROXIES").unwrap_or_default();
     let header = config.client_ip.proxy_header();
     if proxies.trim().is_empty() {

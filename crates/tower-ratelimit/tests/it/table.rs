@@ -314,10 +314,17 @@ async fn a_reload_keeps_used_quota_and_overrides_follow_the_file() {
     let edited = LIVE
         .replace("gcra 3/1h", "gcra 4/1h")
         .replace("overrides = { \"vip\" = \"gcra 10/1h\" }", "");
-    handle
-        .reload(&PolicyTable::from_toml(&edited, None).unwrap())
-        .unwrap();
+    let edited_table = PolicyTable::from_toml(&edited, None).unwrap();
+    let changes = handle.reload(&edited_table).unwrap();
     assert_eq!(handle.reloads(), 1);
+    // The reload says what it changed, and the same table again changes
+    // nothing.
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    assert_eq!(changes[0].limit, "tickets");
+    assert_eq!(changes[0].from.to_string(), "gcra 3/1h");
+    assert_eq!(changes[0].to.to_string(), "gcra 4/1h");
+    assert_eq!(changes[0].overrides, "1 -> 0");
+    assert_eq!(handle.reload(&edited_table).unwrap(), vec![]);
     assert_eq!(tickets(&app, "alice", 5).await, 2);
     assert_eq!(tickets(&app, "vip", 5).await, 0);
     // An override added at run time, through the handle.
@@ -648,4 +655,28 @@ async fn in_memory_with_a_cap_on_keys() {
     assert_eq!(tickets(&app, "alice", 5).await, 3);
     assert_eq!(tickets(&app, "vip", 12).await, 10);
     assert_eq!(handle.limit("tickets").unwrap().overrides(), 1);
+}
+
+/// Keys and routes print as the policy file writes them, and read back
+/// the same (the startup log and reload lines show them so).
+#[test]
+fn keys_and_routes_print_as_written() {
+    use tower_ratelimit::table::{KeySpec, RouteSpec};
+    for key in [
+        "bearer",
+        "client-ip",
+        "client-ip(v4/24, v6/48)+route",
+        "peer-ip(v4/32, v6/56)",
+        "header:x-tenant+api-key",
+        "global",
+        "app:known-api-key",
+    ] {
+        let spec: KeySpec = key.parse().unwrap();
+        assert_eq!(spec.to_string(), key);
+        assert_eq!(spec.to_string().parse::<KeySpec>().unwrap(), spec);
+    }
+    for route in ["POST /tickets", "/health", "GET /users/{id}"] {
+        let spec: RouteSpec = route.parse().unwrap();
+        assert_eq!(spec.to_string(), route);
+    }
 }
