@@ -1,7 +1,7 @@
 //! Clocks: where the current time comes from.
 //!
 //! Every algorithm works on a monotonic count of nanoseconds since the
-//! clock's origin. The clock is passed in, never read behind the caller's
+//! clock's origin: the Unix epoch for [`SystemClock`]. The clock is passed in, never read behind the caller's
 //! back, so tests and benchmarks can freeze or step time with
 //! [`ManualClock`].
 
@@ -30,7 +30,19 @@ where
     }
 }
 
-/// The monotonic system clock; its origin is the moment it was created.
+/// The system clock: nanoseconds since the Unix epoch, read from the wall
+/// clock once per process and carried on by the monotonic clock.
+///
+/// Every `SystemClock` of a process shares one base: the wall-clock time
+/// (`SystemTime`) read the first time one is made, and the monotonic
+/// clock's reading at that moment. From then on it moves only with the
+/// monotonic clock, so it never goes backwards and ignores steps of the
+/// wall clock (an NTP correction, a changed date) until the process
+/// restarts. Aligned windows therefore end at UTC boundaries (an hourly
+/// window at the full hour, a daily one at midnight UTC), as on the Redis
+/// store, which reads the server's `TIME`: a fallback between the two moves
+/// no reset, except by the difference between the hosts' clocks. A wall
+/// clock before 1970 reads as the epoch.
 ///
 /// With the default `quanta` feature it reads the CPU's time-stamp counter
 /// through [`quanta`], calibrated once per process against the operating
@@ -40,37 +52,61 @@ where
 /// operating system's monotonic clock itself. A read is about half the
 /// cost of [`std::time::Instant::now`] on x86-64 Linux. Without the feature
 /// it reads [`std::time::Instant`].
+///
+/// ```
+/// use ratelimit_core::{Clock, SystemClock};
+/// use std::time::{SystemTime, UNIX_EPOCH};
+///
+/// let wall = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+/// let now = SystemClock::new().now() / 1_000_000_000;
+/// assert!(now.abs_diff(wall.as_secs()) <= 60);
+/// ```
 #[derive(Debug, Clone, Copy)]
 pub struct SystemClock {
+    base: &'static Base,
+}
+
+/// The process's one reading of the wall clock, with the monotonic clock's
+/// reading at that moment.
+#[derive(Debug)]
+struct Base {
+    /// Nanoseconds since the Unix epoch at `origin`.
+    epoch: u64,
     #[cfg(feature = "quanta")]
-    clock: &'static quanta::Clock,
+    clock: quanta::Clock,
     #[cfg(feature = "quanta")]
     origin: u64,
     #[cfg(not(feature = "quanta"))]
     origin: Instant,
 }
 
-#[cfg(feature = "quanta")]
-fn quanta_clock() -> &'static quanta::Clock {
-    static CLOCK: std::sync::OnceLock<quanta::Clock> = std::sync::OnceLock::new();
-    CLOCK.get_or_init(quanta::Clock::new)
+fn base() -> &'static Base {
+    static BASE: std::sync::OnceLock<Base> = std::sync::OnceLock::new();
+    BASE.get_or_init(|| {
+        #[cfg(feature = "quanta")]
+        let (clock, origin) = {
+            let clock = quanta::Clock::new();
+            let origin = clock.raw();
+            (clock, origin)
+        };
+        #[cfg(not(feature = "quanta"))]
+        let origin = Instant::now();
+        let epoch = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, crate::duration::saturating_nanos);
+        Base {
+            epoch,
+            #[cfg(feature = "quanta")]
+            clock,
+            origin,
+        }
+    })
 }
 
 impl SystemClock {
-    /// A system clock whose origin is now.
+    /// The system clock (every one of a process reads the same time).
     pub fn new() -> Self {
-        #[cfg(feature = "quanta")]
-        {
-            let clock = quanta_clock();
-            Self {
-                clock,
-                origin: clock.raw(),
-            }
-        }
-        #[cfg(not(feature = "quanta"))]
-        Self {
-            origin: Instant::now(),
-        }
+        Self { base: base() }
     }
 }
 
@@ -83,17 +119,14 @@ impl Default for SystemClock {
 impl Clock for SystemClock {
     #[inline]
     fn now(&self) -> u64 {
+        let base = self.base;
         #[cfg(feature = "quanta")]
-        {
-            // Scaled from the origin; never below 0, even if a core's
-            // counter lags the one the origin was read on.
-            self.clock.delta_as_nanos(self.origin, self.clock.raw())
-        }
+        // Scaled from the origin; never below 0, even if a core's counter
+        // lags the one the origin was read on.
+        let elapsed = base.clock.delta_as_nanos(base.origin, base.clock.raw());
         #[cfg(not(feature = "quanta"))]
-        {
-            // u64 nanoseconds last 584 years; saturate rather than wrap.
-            u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
-        }
+        let elapsed = crate::duration::saturating_nanos(base.origin.elapsed());
+        base.epoch.saturating_add(elapsed)
     }
 }
 

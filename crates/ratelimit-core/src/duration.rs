@@ -51,6 +51,13 @@ fn parse_with_units(s: &str, units: &[(&str, u128)]) -> Result<Duration, ConfigE
     Ok(Duration::new(secs, (nanos % 1_000_000_000) as u32))
 }
 
+/// `d` in whole nanoseconds, `u64::MAX` for a duration longer than that
+/// (584 years).
+#[inline]
+pub(crate) fn saturating_nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
 /// Writes `d` as an integer in the largest unit of `d h m s ms us ns` that
 /// holds it exactly (`90s` is `90s`, `120s` is `2m`, zero is `0s`).
 ///

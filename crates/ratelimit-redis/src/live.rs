@@ -43,20 +43,24 @@ const OVERRIDE_TABLES: usize = 64;
 /// and refund sends the key's current settings (its override, or the
 /// default) to the script, which, finding a state under another stamp,
 /// carries it over first, exactly as [`LiveAlgorithm`] does in memory (the
-/// integration tests compare the two decision by decision):
+/// integration tests compare the two decision by decision). The rule: a
+/// change frees nothing. What a key has used (past the limit if it was
+/// over it) is still used under the new settings, never capped at a
+/// smaller limit, so a limit lowered and raised back grants nothing:
 ///
 /// | old and new kind | what carries over |
 /// |---|---|
-/// | gcra or token-bucket, to either | the quota used, in requests, rescaled to the new `T` (rounded up) and capped at the new burst: 2 used of a new 4 leaves 2 |
-/// | leaky-bucket | the queue's length, in requests, capped at the new queue |
-/// | fixed-window | the count of the window open now, capped at the new limit, in the new window holding now (a first-request window keeps its start) |
-/// | sliding-log | the entries still within the new period; over the new limit, the oldest cost is dropped down to it |
-/// | sliding-window | the same period: both counts, capped at the new limit; another: the old estimate now, as the new window's count |
-/// | any other change of kind | nothing: the old state is deleted, the key starts full |
+/// | gcra or token-bucket, to either | the quota used, rescaled to the new `T` (rounded up), past the new burst if so: 2 used of a new 4 leaves 2 |
+/// | leaky-bucket | the queue's length, in requests, past the new queue if so |
+/// | fixed-window | the count of the window open now, whole, in the new window holding now (a first-request window keeps its start while the new period has not passed since, else opens now) |
+/// | sliding-log | every entry counting now; those a shorter period would drop at once count as made at `now - P' + 1` |
+/// | sliding-window | the same period: both counts; another: the old estimate now (rounded up), as the new window's count |
+/// | any other change of kind | the quota used, in whole requests, charged now under the new settings (the old state is deleted) |
 ///
-/// Unlike memory, which remembers the past 64 versions of the settings,
-/// a state in Redis carries its own: it carries over after any number of
-/// changes, until its TTL ends it (once full again).
+/// A state in Redis carries its own stamp: it carries over after any
+/// number of changes, until its TTL ends it (once full again). A change
+/// that changes nothing makes no version of the [`LiveAlgorithm`], so
+/// this store starts no new deny cache or lease table for it.
 ///
 /// # Overrides
 ///
@@ -73,10 +77,9 @@ const OVERRIDE_TABLES: usize = 64;
 /// file). Between two instances' reloads, each decides under its own
 /// settings on the same state, carrying a key over to its settings when
 /// it touches it, as one instance would on a change there and back: each
-/// carry rounds the quota used up, and caps it at the smaller limit, so a
-/// client may lose a fraction of a request, or be forgiven what it used
-/// past the smaller limit. Once every instance has reloaded they agree
-/// again. (A version shared through Redis would leave the same window:
+/// carry rounds the quota used up and caps nothing, so a client may lose
+/// a fraction of a request, never gain one. Once every instance has
+/// reloaded they agree again. (A version shared through Redis would leave the same window:
 /// each instance picks it up on its next read.) The tests cover two
 /// instances on one server (`tests/it/live.rs`) and the policy table on
 /// two instances (`tests/tests/examples/policy_on_redis.rs`).

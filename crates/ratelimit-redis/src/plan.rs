@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 const COMMON: &str = include_str!("lua/common.lua");
+const CARRY: &str = include_str!("lua/carry.lua");
 const SCALED: &str = include_str!("lua/scaled.lua");
 const WINDOW: &str = include_str!("lua/window.lua");
 
@@ -161,7 +162,7 @@ impl Plan {
             ratelimit_core::stable_hash(&fingerprint) as u32
         );
         Ok(Self {
-            source: format!("{COMMON}\n{body}"),
+            source: format!("{COMMON}\n{CARRY}\n{body}"),
             params,
             tag,
         })
@@ -174,7 +175,8 @@ impl Plan {
     /// (and every override) shares it, and a last parameter, the stamp of
     /// the settings (`kind:numbers`), is written with each state; a script
     /// finding a state of the same kind under another stamp carries it
-    /// over, one of another kind is deleted (see `lua/common.lua`).
+    /// over, one of another kind is charged for what it used, then deleted
+    /// (see `lua/common.lua` and `lua/carry.lua`).
     pub(crate) fn live(mut self, algorithm: &AnyAlgorithm) -> Self {
         let (kind, numbers) = match algorithm {
             AnyAlgorithm::Gcra(_) | AnyAlgorithm::TokenBucket(_) => ("g", 5),

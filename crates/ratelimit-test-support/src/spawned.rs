@@ -47,8 +47,13 @@ impl Spawned {
         let line = me
             .wait_for("listening on ", Duration::from_secs(30))
             .unwrap_or_else(|| panic!("never listened; stderr: {:#?}", me.log));
-        let addr = line.rsplit(' ').next().unwrap_or_default();
-        me.addr = addr
+        // The address right after "listening on ", in a text or a JSON
+        // log line.
+        let after = line.rsplit("listening on ").next().unwrap_or_default();
+        let end = after
+            .find(|c: char| !(c.is_ascii_hexdigit() || ".:[]".contains(c)))
+            .unwrap_or(after.len());
+        me.addr = after[..end]
             .parse()
             .unwrap_or_else(|_| panic!("no address in {line:?}"));
         me

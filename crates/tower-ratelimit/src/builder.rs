@@ -89,7 +89,11 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
 
     /// The cost of each request (default 1): a [`Cost`] such as
     /// [`FixedCost`](crate::policy::FixedCost). For a closure,
-    /// [`cost_fn`](Self::cost_fn) infers its argument's type.
+    /// [`cost_fn`](Self::cost_fn) infers its argument's type. A cost of 0
+    /// is a peek: the request passes, is counted nowhere and sees the
+    /// quota left (the policy file refuses `cost = 0`). A cost above a
+    /// limit's capacity is refused with a 429 that says it can never be
+    /// admitted.
     pub fn cost(mut self, cost: impl Cost) -> Self {
         self.cost = Some(Box::new(cost));
         self

@@ -24,8 +24,11 @@ pub enum BuildError {
         /// `IPv4` or `IPv6`.
         family: &'static str,
         /// The rejected length.
-        prefix: u8,
+        prefix: u32,
     },
+    /// Prefix lengths that are not `v4/N`, `v6/N` or both, comma-separated
+    /// (the text as given).
+    BadPrefixList(String),
     /// An invalid header name.
     BadHeaderName(String),
     /// A proxy header setting that is neither `x-forwarded-for`,
@@ -56,6 +59,11 @@ impl fmt::Display for BuildError {
                 let max = if *family == "IPv4" { 32 } else { 128 };
                 write!(f, "bad {family} prefix /{prefix}: expected 1 to {max}")
             }
+            Self::BadPrefixList(s) => write!(
+                f,
+                "bad prefix lengths {s:?}: expected v4/N, v6/N or both, comma-separated \
+                 (v4/24, v6/48)"
+            ),
             Self::BadHeaderName(n) => write!(f, "bad header name {n:?}"),
             Self::BadProxyHeader(n) => write!(
                 f,

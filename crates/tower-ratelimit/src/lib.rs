@@ -86,7 +86,9 @@
 //! [`key`] has the peer IP, the client IP behind trusted proxies
 //! (`X-Forwarded-For` or `Forwarded` read from the right, or a single
 //! address header like `X-Real-IP`; headers from untrusted peers ignored;
-//! IPv6 by /64), a header, an API key, a bearer token, a user id from the
+//! IPv4 by address and IPv6 by /64, or by any prefix: see
+//! [`IpPrefixes`](key::IpPrefixes) to limit a client's network too), a
+//! header, an API key, a bearer token, a user id from the
 //! extensions, a global key and composite keys. Keys own at most about a
 //! hundred bytes each, never the request's buffers.
 //! A request without a usable key gets a 4xx, or goes through unlimited,

@@ -21,7 +21,7 @@
 //! algorithm = "leaky-bucket 10/1s queue 5"
 //! key = "client-ip+route"           # a composite: both parts
 //! mode = "shape"                    # enforce (default), dry-run, shape
-//! cost = 1                          # default 1
+//! cost = 1                          # default 1; 1 to the capacity
 //! headers = "ietf"                  # ietf (default), legacy, both, none
 //! on-key-error = "reject"           # reject (default), allow, allow-missing
 //! tier = "anonymous"                # all (default), anonymous, authenticated
@@ -34,19 +34,56 @@
 //! key the app defines in [`PolicyOptions::app_keys`]: a user, a checked
 //! API key...), and composites joined by `+` (`client-ip+route`).
 //!
+//! An IP key takes prefix lengths per family in parentheses:
+//! `client-ip(v4/24, v6/48)` keys an IPv4 client by its /24 and an IPv6
+//! client by its /48; a family left out takes its default
+//! (`client-ip(v6/48)` keeps IPv4 at /32). Without parentheses
+//! `peer-ip` is v4/32, v6/64, and `client-ip` takes the prefixes of
+//! [`PolicyOptions::client_ip`] (v4/32, v6/64 unless the app set others).
+//! IPv4-mapped IPv6 addresses are IPv4. A bare length (`client-ip/48`)
+//! is refused: it would not say which family it is for. To hold a client
+//! to a limit per address and another per network, write two entries:
+//!
+//! ```toml
+//! [[limit]]
+//! name = "login-failures"
+//! algorithm = "sliding-log 5/1h"
+//! key = "client-ip"                 # one IPv4 address, one IPv6 /64
+//! routes = ["POST /login"]
+//! count = [401]
+//!
+//! [[limit]]
+//! name = "login-failures-network"
+//! algorithm = "sliding-log 100/1h"
+//! key = "client-ip(v4/24, v6/48)"   # however a client rotates inside them
+//! routes = ["POST /login"]
+//! count = [401]
+//! ```
+//!
+//! A length out of range (`v4/0`, `v4/33`, `v6/129`) is refused at load,
+//! naming it and the limit: `ratelimit.toml:9: limit "login-failures-network":
+//! key "client-ip(v6/129)": bad IPv6 prefix /129: expected 1 to 128`.
+//!
 //! Routes are matched against axum's matched path (the route as written,
 //! `/users/{id}`), or the request's path outside a router; a request on a
 //! route the entry does not list passes that layer untouched. A `GET`
 //! route also covers `HEAD` (which axum answers with the `GET` handler).
+//!
+//! A limit that could never limit is refused at load: `cost = 0` (every
+//! request a peek), a cost above the capacity of the algorithm or of an
+//! override (every request refused), and `count = []` (nothing counts).
+//! To watch a limit without enforcing it, use `mode = "dry-run"`.
 //!
 //! Every error names the file, the line, and the entry:
 //! `limits.toml:7: limit "tickets": unknown key "baerer"`.
 //!
 //! [`PolicyTable::apply`] returns a [`PolicyHandle`] too: it reloads the
 //! algorithms and overrides from an edited table or file (on `SIGHUP` and
-//! on file change with [`PolicyHandle::watch`]), keeping every client's
-//! used quota where the kind of algorithm stays (see
-//! [`LiveAlgorithm`]), and adds or removes per-key overrides at run time.
+//! on file change with [`PolicyHandle::watch`]), freeing nothing any
+//! client has used: a limit lowered and raised back keeps what was used
+//! past it, a change of kind charges what was used, and a reload of an
+//! unchanged file changes nothing for any key (see [`LiveAlgorithm`]). It
+//! also adds or removes per-key overrides at run time.
 //! A bad file is rejected whole, with a logged error, and the running
 //! limits stay.
 //!
@@ -69,8 +106,8 @@
 //! ```
 
 use crate::key::{
-    ApiKey, Bearer, ClientIp, Global, Header, HeaderKey, IpKey, KeyError, KeyExtractor, PeerIp,
-    Route, RouteKey,
+    ApiKey, Bearer, ClientIp, Global, Header, HeaderKey, IpKey, IpPrefixes, KeyError, KeyExtractor,
+    PeerIp, Route, RouteKey,
 };
 use crate::policy::{KeyErrorPolicy, Mode, Selection};
 use crate::response::Headers;
@@ -123,8 +160,12 @@ impl std::error::Error for PolicyError {}
 /// One part of a key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum KeyPart {
-    PeerIp,
-    ClientIp,
+    /// The peer's address, at these prefix lengths (none given: the
+    /// default, v4/32 and v6/64).
+    PeerIp(Option<IpPrefixes>),
+    /// The client's address, at these prefix lengths (none given: those of
+    /// [`PolicyOptions::client_ip`]).
+    ClientIp(Option<IpPrefixes>),
     /// A header, and whether its values are secret.
     Header(http::HeaderName, bool),
     ApiKey,
@@ -138,46 +179,112 @@ enum KeyPart {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeySpec(Vec<KeyPart>);
 
+/// `NAME` or `NAME(v4/N, v6/N)`: the prefix lengths of an IP key, if any.
+fn ip_part(part: &str, name: &str, key: &str) -> Option<Result<Option<IpPrefixes>, String>> {
+    let rest = part.strip_prefix(name)?.trim_start();
+    if rest.is_empty() {
+        return Some(Ok(None));
+    }
+    let list = rest.strip_prefix('(')?.strip_suffix(')')?;
+    Some(
+        list.parse::<IpPrefixes>()
+            .map(Some)
+            .map_err(|e| format!("key {key:?}: {e}")),
+    )
+}
+
+/// One `+`-separated part of the key `key`.
+fn key_part(part: &str, key: &str) -> Result<KeyPart, String> {
+    if let Some(prefixes) = ip_part(part, "client-ip", key) {
+        return prefixes.map(KeyPart::ClientIp);
+    }
+    if let Some(prefixes) = ip_part(part, "peer-ip", key) {
+        return prefixes.map(KeyPart::PeerIp);
+    }
+    Ok(match part {
+        "api-key" => KeyPart::ApiKey,
+        "bearer" => KeyPart::Bearer,
+        "global" => KeyPart::Global,
+        "route" => KeyPart::Route,
+        other => match (
+            other
+                .strip_prefix("header:")
+                .map(|n| (n, false))
+                .or_else(|| other.strip_prefix("secret-header:").map(|n| (n, true))),
+            other.strip_prefix("app:"),
+        ) {
+            (Some((name, secret)), _) => match http::HeaderName::try_from(name) {
+                Ok(name) => KeyPart::Header(name, secret),
+                Err(_) => return Err(format!("bad header name {name:?} in key {key:?}")),
+            },
+            (_, Some(name)) if !name.is_empty() => KeyPart::App(name.to_owned()),
+            _ => {
+                return Err(format!(
+                    "unknown key {other:?}: expected peer-ip, client-ip (either with prefix \
+                     lengths, as in client-ip(v4/24, v6/48)), header:NAME, secret-header:NAME, \
+                     api-key, bearer, global, route, app:NAME, or several joined by +"
+                ))
+            }
+        },
+    })
+}
+
 impl FromStr for KeySpec {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, String> {
         let parts = s
             .split('+')
-            .map(|p| {
-                Ok(match p.trim() {
-                    "peer-ip" => KeyPart::PeerIp,
-                    "client-ip" => KeyPart::ClientIp,
-                    "api-key" => KeyPart::ApiKey,
-                    "bearer" => KeyPart::Bearer,
-                    "global" => KeyPart::Global,
-                    "route" => KeyPart::Route,
-                    other => match (
-                        other
-                            .strip_prefix("header:")
-                            .map(|n| (n, false))
-                            .or_else(|| other.strip_prefix("secret-header:").map(|n| (n, true))),
-                        other.strip_prefix("app:"),
-                    ) {
-                        (Some((name, secret)), _) => match http::HeaderName::try_from(name) {
-                            Ok(name) => KeyPart::Header(name, secret),
-                            Err(_) => return Err(format!("bad header name {name:?} in key {s:?}")),
-                        },
-                        (_, Some(name)) if !name.is_empty() => KeyPart::App(name.to_owned()),
-                        _ => {
-                            return Err(format!(
-                                "unknown key {other:?}: expected peer-ip, client-ip, header:NAME, \
-                                 secret-header:NAME, api-key, bearer, global, route, app:NAME, or several joined by +"
-                            ))
-                        }
-                    },
-                })
-            })
+            .map(|p| key_part(p.trim(), s))
             .collect::<Result<Vec<_>, String>>()?;
         if parts.len() > 4 {
             return Err(format!("key {s:?} has more than 4 parts"));
         }
         Ok(Self(parts))
+    }
+}
+
+impl fmt::Display for KeyPart {
+    /// The form the policy file writes.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ip = |f: &mut fmt::Formatter<'_>, name: &str, p: &Option<IpPrefixes>| match p {
+            None => f.write_str(name),
+            Some(p) => write!(f, "{name}({p})"),
+        };
+        match self {
+            Self::PeerIp(p) => ip(f, "peer-ip", p),
+            Self::ClientIp(p) => ip(f, "client-ip", p),
+            Self::Header(name, false) => write!(f, "header:{name}"),
+            Self::Header(name, true) => write!(f, "secret-header:{name}"),
+            Self::ApiKey => f.write_str("api-key"),
+            Self::Bearer => f.write_str("bearer"),
+            Self::Global => f.write_str("global"),
+            Self::Route => f.write_str("route"),
+            Self::App(name) => write!(f, "app:{name}"),
+        }
+    }
+}
+
+impl fmt::Display for KeySpec {
+    /// The form the policy file writes: parts joined by `+`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, part) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("+")?;
+            }
+            write!(f, "{part}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for RouteSpec {
+    /// `METHOD /path`, or `/path` for any method.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.method {
+            Some(m) => write!(f, "{m} {}", self.path),
+            None => f.write_str(&self.path),
+        }
     }
 }
 
@@ -346,7 +453,8 @@ pub struct PolicyEntry {
     #[serde(default)]
     pub tier: Tier,
     /// Per-key algorithms, by the key's text (an API key, a bearer token,
-    /// an IP; for a composite key, its parts joined by `|`): at most
+    /// an IP, a network as `198.51.100.0/24` or `2001:db8::/48`; for a
+    /// composite key, its parts joined by `|`): at most
     /// [`MAX_OVERRIDES`].
     #[serde(default)]
     pub overrides: BTreeMap<String, AnyAlgorithm>,
@@ -371,6 +479,44 @@ impl PolicyEntry {
             Some((_, field)) => Err(field),
             None => Ok(()),
         }
+    }
+
+    /// Why this entry, as written, could never limit anything or never
+    /// admit anything, if it could: a cost of 0 (every request a peek), a
+    /// cost above the capacity of its algorithm or of an override (every
+    /// request refused), or an empty `count` (nothing counts).
+    fn disables_itself(&self) -> Option<String> {
+        if self.cost == 0 {
+            return Some(
+                "cost = 0 makes every request a peek, which turns the limit off; \
+                 use mode = \"dry-run\" to measure without limiting"
+                    .to_owned(),
+            );
+        }
+        let capacity = |a: &AnyAlgorithm| ratelimit_core::Algorithm::limit(a);
+        let too_small = std::iter::once(("the algorithm", &self.algorithm))
+            .chain(self.overrides.iter().map(|(k, a)| (k.as_str(), a)))
+            .find(|(_, a)| capacity(a) < self.cost);
+        if let Some((what, a)) = too_small {
+            let what = if what == "the algorithm" {
+                what.to_owned()
+            } else {
+                format!("an override (key {} chars long)", what.len())
+            };
+            return Some(format!(
+                "cost = {} is above the capacity {} of {what}: every request would be refused",
+                self.cost,
+                capacity(a)
+            ));
+        }
+        if self.count.as_ref().is_some_and(Vec::is_empty) {
+            return Some(
+                "count = [] counts no response, which turns the limit off; \
+                 leave count out to count every response"
+                    .to_owned(),
+            );
+        }
+        None
     }
 
     /// The overrides as the live algorithm takes them.
@@ -454,6 +600,9 @@ impl PolicyTable {
                 return Err(fail(
                     "mode \"shape\" needs a leaky-bucket algorithm".to_owned(),
                 ));
+            }
+            if let Some(problem) = entry.disables_itself() {
+                return Err(fail(problem));
             }
             if entry.overrides.len() > MAX_OVERRIDES {
                 return Err(fail(format!(
@@ -592,8 +741,54 @@ impl PolicyTable {
 /// reload), or one key at a time (overrides, through
 /// [`limit`](Self::limit)).
 ///
+/// What a reload changed of one limit: its algorithm (`from` and `to`
+/// are equal when only overrides changed) and its overrides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LimitChange {
+    /// The limit's name.
+    pub limit: String,
+    /// Its algorithm before the reload.
+    pub from: AnyAlgorithm,
+    /// Its algorithm after.
+    pub to: AnyAlgorithm,
+    /// How its overrides changed: `"same"`, or `"N -> M"` (counts; the
+    /// keys are not named, as they may be API keys).
+    pub overrides: String,
+}
+
+impl LimitChange {
+    /// The change from what `live` runs to `new`, if any.
+    fn between(new: &PolicyEntry, live: &LiveAlgorithm) -> Option<Self> {
+        // Compared by their spec form: a live algorithm may hold the same
+        // settings in a wider state.
+        let same = |a: &AnyAlgorithm, b: &AnyAlgorithm| a.to_string() == b.to_string();
+        let from = live.get();
+        let same_overrides = live.overrides() == new.overrides.len()
+            && new
+                .overrides
+                .iter()
+                .all(|(k, a)| live.override_of(k.as_str()).is_some_and(|o| same(&o, a)));
+        if same(&from, &new.algorithm) && same_overrides {
+            return None;
+        }
+        let overrides = if same_overrides {
+            "same".to_owned()
+        } else {
+            format!("{} -> {}", live.overrides(), new.overrides.len())
+        };
+        Some(Self {
+            limit: new.name.clone(),
+            from,
+            to: new.algorithm,
+            overrides,
+        })
+    }
+}
+
 /// A reload changes each entry's algorithm and overrides (see
-/// [`LiveAlgorithm`] for what each key keeps); anything else (an entry
+/// [`LiveAlgorithm`] for what each key keeps: a change frees nothing; an
+/// entry whose algorithm and overrides are unchanged is not touched);
+/// anything else (an entry
 /// added, removed, renamed or moved, a key, routes, cost, counted
 /// statuses, mode, headers) needs a restart, and a table that changes it
 /// is rejected whole, naming the entry (the one added or removed) and the
@@ -620,8 +815,9 @@ impl PolicyHandle {
         self.reloads.load(Ordering::Relaxed)
     }
 
-    /// Applies `table`'s algorithms and overrides, all or nothing.
-    pub fn reload(&self, table: &PolicyTable) -> Result<(), PolicyError> {
+    /// Applies `table`'s algorithms and overrides, all or nothing; returns
+    /// what changed (nothing, for a table equal to the running one).
+    pub fn reload(&self, table: &PolicyTable) -> Result<Vec<LimitChange>, PolicyError> {
         let fail = |entry: Option<&str>, message: String| PolicyError {
             file: None,
             line: None,
@@ -673,17 +869,23 @@ impl PolicyHandle {
                 )
             })?;
         }
+        let changes: Vec<LimitChange> = table
+            .entries
+            .iter()
+            .zip(self.limits.iter())
+            .filter_map(|(new, (_, live))| LimitChange::between(new, live))
+            .collect();
         for (new, (_, live)) in table.entries.iter().zip(self.limits.iter()) {
             live.replace(new.algorithm, &new.override_list())
                 .map_err(|e| fail(Some(&new.name), e.to_string()))?;
         }
         self.reloads.fetch_add(1, Ordering::Relaxed);
-        Ok(())
+        Ok(changes)
     }
 
     /// Reads `path` and applies it ([`reload`](Self::reload)); errors
     /// name the file.
-    pub fn reload_file(&self, path: &Path) -> Result<(), PolicyError> {
+    pub fn reload_file(&self, path: &Path) -> Result<Vec<LimitChange>, PolicyError> {
         let table = PolicyTable::load(path)?;
         self.reload(&table).map_err(|mut e| {
             e.file = Some(path.to_path_buf());
@@ -748,7 +950,15 @@ impl PolicyHandle {
                 pending = None;
                 let why = if signalled { "SIGHUP" } else { "file changed" };
                 match handle.reload_file(&path) {
-                    Ok(()) => tracing::info!(file = %path.display(), why, "rate limits reloaded"),
+                    Ok(changes) if changes.is_empty() => {
+                        tracing::info!(file = %path.display(), why, "rate limits reloaded: no change");
+                    }
+                    Ok(changes) => {
+                        for c in &changes {
+                            tracing::info!(limit = %c.limit, from = %c.from, to = %c.to, overrides = %c.overrides, "rate limit changed");
+                        }
+                        tracing::info!(file = %path.display(), why, changed = changes.len(), "rate limits reloaded");
+                    }
                     Err(e) => tracing::error!(
                         error = %e,
                         why,
@@ -817,9 +1027,15 @@ impl Part {
     fn new(part: &KeyPart, options: &PolicyOptions) -> Result<Self, String> {
         let client_ip = &options.client_ip;
         Ok(match part {
-            KeyPart::PeerIp => Self::PeerIp(PeerIp::new()),
-            KeyPart::ClientIp => {
-                Self::ClientIp(client_ip.clone().unwrap_or_else(|| ClientIp::trusting([])))
+            KeyPart::PeerIp(prefixes) => {
+                Self::PeerIp(PeerIp::new().prefixes(prefixes.unwrap_or_default()))
+            }
+            KeyPart::ClientIp(prefixes) => {
+                let x = client_ip.clone().unwrap_or_else(|| ClientIp::trusting([]));
+                Self::ClientIp(match prefixes {
+                    Some(p) => x.prefixes(*p),
+                    None => x,
+                })
             }
             KeyPart::Header(name, secret) => {
                 let header = Header::new(name.clone());

@@ -6,7 +6,8 @@
 //! leases of `n` units, see `RedisStores::lease`); otherwise they are in memory, at
 //! most `RATELIMIT_MAX_KEYS` keys per limit (default 1,000,000). `API_KEYS`
 //! lists the valid API keys (none by default). Logs go to stderr, filtered
-//! by `RUST_LOG` (default `info`).
+//! by `RUST_LOG` (default `info`), as JSON lines with `LOG_FORMAT=json`;
+//! Prometheus metrics on `METRICS_ADDR` (off unless set).
 
 use axum_example::server::{self, ServeOptions};
 use axum_example::{app_with_policy, ApiKeys, MemoryStores, RedisStores, POLICY_FILE};
@@ -18,6 +19,9 @@ use tower_ratelimit::table::PolicyTable;
 #[tokio::main]
 async fn main() {
     if let Err(e) = server::init_logs() {
+        fail(2, &e.to_string());
+    }
+    if let Err(e) = hyper_example::metrics::serve_metrics_from_env() {
         fail(2, &e.to_string());
     }
     let mut config = match axum_example::Config::from_env() {
@@ -77,6 +81,18 @@ async fn main() {
         file = %policy_path.display(),
         "rate limits from the policy file (reloaded on SIGHUP and on change)"
     );
+    for entry in policy.entries() {
+        let routes: Vec<String> = entry.routes.iter().map(ToString::to_string).collect();
+        tracing::info!(
+            limit = %entry.name,
+            algorithm = %entry.algorithm,
+            key = %entry.key,
+            routes = %routes.join(", "),
+            mode = ?entry.mode,
+            overrides = entry.overrides.len(),
+            "rate limit in force"
+        );
+    }
     let proxies = std::env::var("TRUSTED_PROXIES").unwrap_or_default();
     let header = config.client_ip.proxy_header();
     if proxies.trim().is_empty() {

@@ -17,6 +17,10 @@ fn example() -> Command {
         "RUST_LOG",
         "TRUSTED_PROXIES",
         "TRUSTED_PROXY_HEADER",
+        "LOG_FORMAT",
+        "METRICS_ADDR",
+        "ADMIN_ADDR",
+        "ADMIN_TOKEN",
     ] {
         cmd.env_remove(var);
     }
@@ -115,7 +119,7 @@ fn a_bad_policy_file_at_start_exits_naming_the_file() {
     for (path, wants) in [
         (
             &bad,
-            vec!["ratelimit.toml:20: limit \"accounts\": bad duration \"1dd\""],
+            vec!["ratelimit.toml:31: limit \"accounts\": bad duration \"1dd\""],
         ),
         (&missing, vec!["missing.toml: cannot read"]),
     ] {
@@ -185,18 +189,167 @@ fn sighup_reloads(test: &str, redis_url: Option<&str>) {
         "{line}"
     );
     assert_eq!(app.status(ACCOUNT), 429);
-    // A good edit, applied within 1 s of the signal.
+    // A good edit, applied soon after the signal: within 5 s, a margin a
+    // busy 2-core machine meets (the reload itself takes microseconds).
     std::fs::write(&path, text.replace("sliding-log 2/1d", "sliding-log 4/1d")).unwrap();
     let sent = Instant::now();
     hup(&app);
     assert!(app
-        .wait_for("rate limits reloaded", Duration::from_secs(1))
+        .wait_for("rate limits reloaded", Duration::from_secs(5))
         .is_some());
-    assert!(sent.elapsed() < Duration::from_secs(1));
+    assert!(sent.elapsed() < Duration::from_secs(5));
     assert_eq!(app.status(ACCOUNT), 201);
     assert_eq!(app.status(ACCOUNT), 201);
     assert_eq!(app.status(ACCOUNT), 429);
     let status = app.terminate();
     assert!(status.success(), "{status:?}");
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
+/// The churn attack: with `RATELIMIT_MAX_KEYS=1000`, a flood of new client
+/// addresses (3,000, each in its own /24) evicts keys at the cap, while
+/// one address keeps failing logins. Eviction gives nothing back: it
+/// reaches the password check 5 times, not once more.
+#[test]
+fn a_flood_of_new_addresses_does_not_forgive_a_brute_forcer() {
+    let mut cmd = example();
+    cmd.env("RATELIMIT_MAX_KEYS", "1000")
+        .env("TRUSTED_PROXIES", "127.0.0.1/32");
+    let app = Spawned::start(cmd);
+    let login = |ip: &str| {
+        let body = r#"{"username":"alice","password":"guess"}"#;
+        format!(
+            "POST /login HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
+             X-Forwarded-For: {ip}\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    let attacker = login("203.0.113.66");
+    let (mut checked, mut flood_denied) = (0, 0);
+    for i in 0..3_000u32 {
+        let flood = login(&format!("198.{}.{}.1", 18 + (i >> 8), i & 255));
+        // A newcomer may start as used as the evicted keys sharing its
+        // cells of the sketch: limits err toward denying.
+        match app.status(&flood) {
+            401 => {}
+            429 => flood_denied += 1,
+            other => panic!("flood request {i} got {other}"),
+        }
+        if i % 10 == 0 {
+            match app.status(&attacker) {
+                401 => checked += 1,
+                429 => {}
+                other => panic!("attacker got {other}"),
+            }
+        }
+    }
+    eprintln!("flood requests denied: {flood_denied} of 3000");
+    assert_eq!(checked, 5);
+}
+
+/// `GET path` on `127.0.0.1:port`: the status and the body.
+fn get(port: u16, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let status = out.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = out.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    (status, body.to_owned())
+}
+
+/// The samples of a Prometheus text exposition, by `name{labels}`; every
+/// line that is not a comment must be `name[{labels}] value`.
+fn samples(text: &str) -> std::collections::HashMap<String, f64> {
+    text.lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let (series, value) = l.rsplit_once(' ').unwrap_or_else(|| panic!("{l:?}"));
+            let name_end = series.find('{').unwrap_or(series.len());
+            let name = &series[..name_end];
+            assert!(
+                !name.is_empty()
+                    && name
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b':'),
+                "bad metric name in {l:?}"
+            );
+            assert!(name_end == series.len() || series.ends_with('}'), "{l:?}");
+            let value: f64 = value
+                .parse()
+                .unwrap_or_else(|_| panic!("bad value in {l:?}"));
+            (series.to_owned(), value)
+        })
+        .collect()
+}
+
+/// `METRICS_ADDR` serves Prometheus text at `GET /metrics`: after three
+/// account creations from one client, 2 admitted and 1 limited for
+/// `accounts`.
+#[test]
+fn metrics_count_each_limit() {
+    let port = ratelimit_test_support::redis_server::free_port();
+    let mut cmd = example();
+    cmd.env("METRICS_ADDR", format!("127.0.0.1:{port}"));
+    let app = Spawned::start(cmd);
+    assert!(app.log.join("\n").contains("GET /metrics"));
+    for want in [201, 201, 429] {
+        assert_eq!(app.status(ACCOUNT), want);
+    }
+    let (status, body) = get(port, "/metrics");
+    assert_eq!(status, 200, "{body}");
+    let samples = samples(&body);
+    assert_eq!(
+        samples.get("ratelimit_allowed_total{limit=\"accounts\"}"),
+        Some(&2.0),
+        "{body}"
+    );
+    assert_eq!(
+        samples.get("ratelimit_limited_total{limit=\"accounts\"}"),
+        Some(&1.0),
+        "{body}"
+    );
+}
+
+/// Metrics are off unless `METRICS_ADDR` is set; a bad value is a startup
+/// error naming it, as is `LOG_FORMAT` other than text or json.
+#[test]
+fn metrics_and_log_format_settings_are_checked() {
+    for (var, value) in [("METRICS_ADDR", "localhost"), ("LOG_FORMAT", "xml")] {
+        let mut cmd = example();
+        cmd.env(var, value);
+        let (status, err) = run_to_exit(cmd);
+        assert_eq!(status.code(), Some(2), "{var}={value}: {err}");
+        assert!(err.contains(var), "{var}={value}: {err}");
+    }
+    let app = Spawned::start(example());
+    assert!(!app.log.join("\n").contains("/metrics"));
+}
+
+/// `LOG_FORMAT=json`: every line is one JSON object with a level and a
+/// message.
+#[test]
+fn json_logs_are_one_object_per_line() {
+    let mut cmd = example();
+    cmd.env("LOG_FORMAT", "json");
+    let mut app = Spawned::start(cmd);
+    assert_eq!(app.status(ACCOUNT), 201);
+    app.terminate();
+    assert!(app.log.len() >= 3, "{:#?}", app.log);
+    for line in &app.log {
+        let v: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("{line:?}: {e}"));
+        assert!(
+            v["level"].is_string() && v["fields"]["message"].is_string(),
+            "{line}"
+        );
+    }
 }

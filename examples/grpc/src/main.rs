@@ -4,7 +4,8 @@
 //! calls, keeping at most `RATELIMIT_MAX_KEYS` client IPs per limit
 //! (default 1,000,000). Behind proxies, `TRUSTED_PROXIES` and
 //! `TRUSTED_PROXY_HEADER` as in the other examples. Logs go to stderr,
-//! filtered by `RUST_LOG` (default `info`).
+//! filtered by `RUST_LOG` (default `info`), as JSON lines with
+//! `LOG_FORMAT=json`; Prometheus metrics on `METRICS_ADDR` (off unless set).
 
 use grpc_example::server::{self, EnvError};
 use grpc_example::{Config, ServeOptions};
@@ -12,6 +13,9 @@ use grpc_example::{Config, ServeOptions};
 #[tokio::main]
 async fn main() {
     if let Err(e) = server::init_logs() {
+        fail(2, &e.to_string());
+    }
+    if let Err(e) = hyper_example::metrics::serve_metrics_from_env() {
         fail(2, &e.to_string());
     }
     let bind = std::env::var("BIND_ADDR").unwrap_or_else(|_| "127.0.0.1:50051".to_owned());

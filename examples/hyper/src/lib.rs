@@ -20,6 +20,7 @@ use tower::ServiceBuilder;
 use tower_ratelimit::key::{Global, IpKey, PeerAddr, PeerIp};
 use tower_ratelimit::RateLimitLayer;
 
+pub mod metrics;
 pub mod server;
 
 /// The limits, each a fixed window: `global` per `global_window` for the

@@ -2,7 +2,8 @@
 //! `127.0.0.1:3001`) with a global limit (GitHub's 5,000 per hour) and a
 //! per-IP daily cap (200 per day), keeping at most `RATELIMIT_MAX_KEYS`
 //! client IPs (default 1,000,000). Logs go to stderr, filtered by
-//! `RUST_LOG` (default `info`).
+//! `RUST_LOG` (default `info`), as JSON lines with `LOG_FORMAT=json`;
+//! Prometheus metrics on `METRICS_ADDR` (off unless set).
 
 use hyper_example::server::{self, EnvError, ServeOptions};
 use hyper_example::Limits;
@@ -10,6 +11,9 @@ use hyper_example::Limits;
 #[tokio::main]
 async fn main() {
     if let Err(e) = server::init_logs() {
+        fail(2, &e.to_string());
+    }
+    if let Err(e) = hyper_example::metrics::serve_metrics_from_env() {
         fail(2, &e.to_string());
     }
     let bind = std::env::var("BIND_ADDR").unwrap_or_else(|_| "127.0.0.1:3001".to_owned());

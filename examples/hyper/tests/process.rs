@@ -77,3 +77,38 @@ fn out_of_file_descriptors_backs_off_then_serves_again() {
     drop(idle);
     assert_eq!(app.status(GET), 200);
 }
+
+/// The global limit is GitHub's 5,000 an hour in an aligned window: its
+/// `t` is the seconds to the next full UTC hour (the layer's clock counts
+/// from the Unix epoch), within 2 s.
+#[test]
+fn the_hourly_window_ends_at_the_full_utc_hour() {
+    use std::io::{Read, Write};
+    let app = Spawned::start(example());
+    let mut stream = TcpStream::connect(app.addr).unwrap();
+    stream.write_all(GET.as_bytes()).unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let to_hour = 3600 - wall % 3600;
+    let fields: Vec<&str> = response
+        .lines()
+        .filter(|l| l.to_ascii_lowercase().starts_with("ratelimit:"))
+        .flat_map(|l| l[l.find(':').unwrap() + 1..].split(','))
+        .filter(|item| item.contains(";r=4999;"))
+        .collect();
+    let [global] = fields[..] else {
+        panic!("no single item with r=4999 in {response}");
+    };
+    let t: u64 = global
+        .split(';')
+        .find_map(|p| p.trim().strip_prefix("t="))
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("no t in {global}"));
+    // `t` is rounded up; the hour may turn between the two readings.
+    let off = t.abs_diff(to_hour).min(t.abs_diff(to_hour + 3600));
+    assert!(off <= 2, "t={t}, {to_hour} s to the full hour");
+}

@@ -730,6 +730,7 @@ mod grpc;
 mod hardening;
 mod on_redis;
 mod policy_on_redis;
+mod prefixes;
 
 /// HEAD is served by the GET handler, so it counts against the GET limit:
 /// a guessing client learns nothing once its anonymous quota is gone.

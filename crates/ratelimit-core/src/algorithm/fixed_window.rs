@@ -124,7 +124,9 @@ impl FixedWindow {
         };
         Decision {
             allowed,
-            remaining: self.limit - s.count,
+            // The count passes the limit after a live change to a smaller
+            // one, which keeps the overshoot.
+            remaining: self.limit.saturating_sub(s.count),
             wait: wait.map(Duration::from_nanos),
             limit: self.limit,
             window: Duration::from_nanos(self.period),
@@ -155,7 +157,7 @@ impl Algorithm for FixedWindow {
             return self.decision(false, s, now, None);
         }
         // `count + cost` may pass u64::MAX when the limit is near it.
-        if cost <= self.limit - s.count {
+        if cost <= self.limit.saturating_sub(s.count) {
             if s.count == 0 && self.anchor == Anchor::FirstRequest {
                 // The first admitted request opens the window.
                 s.start = now;
@@ -206,9 +208,10 @@ impl FixedWindow {
     }
 
     /// `s`, a state of `old`, under these settings at `now`: the count of
-    /// the window still open at `now` (capped at the new limit) carries
-    /// over into the new window holding `now`; a first-request window
-    /// keeps its start, and is over if the new period has passed since.
+    /// the window still open at `now` carries over whole (beyond the new
+    /// limit if so) into the new window holding `now`; a first-request
+    /// window keeps its start, or starts at `now` if the new period has
+    /// passed since (so the count is never dropped by the change).
     #[cfg(feature = "live")]
     pub(crate) fn carry_from(
         &self,
@@ -222,13 +225,27 @@ impl FixedWindow {
         if s.count == 0 {
             return new;
         }
-        if self.anchor == Anchor::FirstRequest {
-            if Self::elapsed(&s, now) >= self.period {
-                return new;
-            }
+        if self.anchor == Anchor::FirstRequest && Self::elapsed(&s, now) < self.period {
             new.start = s.start;
         }
-        new.count = s.count.min(self.limit);
+        new.count = s.count;
         new
+    }
+
+    /// The count of the window open at `now` in `s`: the quota used, in
+    /// requests (beyond the limit for an overshoot).
+    #[cfg(feature = "live")]
+    pub(crate) fn used_at(&self, mut s: WindowState, now: u64) -> u64 {
+        self.roll(&mut s, now);
+        s.count
+    }
+
+    /// A state with `used` charged at `now`, in the window holding `now`
+    /// (a first-request window opens at `now`).
+    #[cfg(feature = "live")]
+    pub(crate) fn charged(&self, hash: u64, used: u64, now: u64) -> WindowState {
+        let mut s = self.fresh_hashed(hash, now);
+        s.count = used;
+        s
     }
 }

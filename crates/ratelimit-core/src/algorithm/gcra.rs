@@ -150,6 +150,22 @@ impl<W: StateWord> Gcra<W> {
         self.burst
     }
 
+    /// How far max(TAT, t) is ahead of `t`, in scaled units. A state
+    /// behind `t` (idle for less than the idle horizon, `2 * MAX_SPAN`
+    /// units) reads as more than `MAX_SPAN`, the largest capacity, and
+    /// counts as full. A state up to `MAX_SPAN` ahead is used, even beyond
+    /// the capacity: a live change to a smaller burst keeps the overshoot
+    /// (`LiveAlgorithm`), denied until it drains.
+    #[inline(always)]
+    fn used_units(&self, state: W, t: W) -> W {
+        let ahead = state.wrapping_sub(t);
+        if ahead <= W::MAX_SPAN {
+            ahead
+        } else {
+            W::ZERO
+        }
+    }
+
     /// The decision for a state holding `used` after this check; `wait` is
     /// `Some(ZERO)` for an admission, and for a denial the units until the
     /// same request fits (`None`: never).
@@ -198,15 +214,7 @@ impl<W: StateWord> Algorithm for Gcra<W> {
     #[inline(always)]
     fn check(&self, tat: &mut W::Stored, cost: u64, now: u64) -> Decision {
         let t = self.interval.units(now);
-        // How far max(TAT, t) is ahead of t; a state behind t, or beyond
-        // the capacity (which cannot be valid), counts as full. Both read
-        // as more than the capacity: the capacity is below half the word.
-        let ahead = W::load(*tat).wrapping_sub(t);
-        let used = if ahead <= self.capacity {
-            ahead
-        } else {
-            W::ZERO
-        };
+        let used = self.used_units(W::load(*tat), t);
         if cost > self.burst {
             return self.decision(false, used, None);
         }
@@ -224,12 +232,7 @@ impl<W: StateWord> Algorithm for Gcra<W> {
 
     fn refund(&self, tat: &mut W::Stored, cost: u64, _admitted_at: u64, now: u64) {
         let t = self.interval.units(now);
-        let state = W::load(*tat);
-        let used = if ahead(state, t) < W::signed_zero() {
-            W::ZERO
-        } else {
-            state.wrapping_sub(t).min(self.capacity)
-        };
+        let used = self.used_units(W::load(*tat), t);
         let back = W::from_u64(cost.min(self.burst)) * self.interval.step;
         let left = if used > back { used - back } else { W::ZERO };
         *tat = t.wrapping_add(left).store();
@@ -260,21 +263,21 @@ impl<W: StateWord> Algorithm for Gcra<W> {
 #[cfg(feature = "live")]
 impl Gcra<u128> {
     /// How far `tat` is ahead of `now` in scaled units, as [`check`]
-    /// reads it (at most the capacity), and `T` in the same units: the
+    /// reads it (beyond the capacity for an overshoot), and `T` in the same units: the
     /// quota used, for carrying it over to other settings.
     ///
     /// [`check`]: Algorithm::check
     pub(crate) fn used(&self, tat: &[u64; 2], now: u64) -> (u128, u128) {
-        let ahead = u128::load(*tat).wrapping_sub(self.interval.units(now));
-        let used = if ahead <= self.capacity { ahead } else { 0 };
+        let used = self.used_units(u128::load(*tat), self.interval.units(now));
         (used, self.interval.step)
     }
 
-    /// The state at `now` with `used` scaled units of quota taken (capped
-    /// at the capacity).
+    /// The state at `now` with `used` scaled units of quota taken, beyond
+    /// the capacity if so (the overshoot is kept; only past `MAX_SPAN`,
+    /// 2^125 units, is it capped).
     pub(crate) fn with_used(&self, used: u128, now: u64) -> [u64; 2] {
         let t = self.interval.units(now);
-        t.wrapping_add(used.min(self.capacity)).store()
+        t.wrapping_add(used.min(u128::MAX_SPAN)).store()
     }
 
     /// `T` in scaled units.

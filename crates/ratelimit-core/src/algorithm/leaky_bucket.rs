@@ -122,27 +122,35 @@ impl<W: StateWord> LeakyBucket<W> {
         self.queue
     }
 
-    /// `d* + T - t`, in `[0, (Q + 1) * T]`: when the next free departure
-    /// slot starts, from now. A state more than `Q * T` ahead cannot be
-    /// valid and counts as empty, like one behind `t - T`: both read as
-    /// more than `(Q + 1) * T`, which is below a quarter of the word.
+    /// `d* + T - t`: when the next free departure slot starts, from now,
+    /// in `[0, (Q + 1) * T]`, or beyond for the overshoot a live change to
+    /// a shorter queue keeps (`LiveAlgorithm`), denied until it drains. A
+    /// state behind `t - T` (idle for less than the idle horizon,
+    /// `2 * MAX_SPAN` units) reads as more than `MAX_SPAN` and counts as
+    /// empty.
     #[inline]
     fn next_slot(&self, state: W, t: W) -> W {
         let x = state.wrapping_sub(t).wrapping_add(self.interval.step);
-        if x <= self.full_span {
+        if x <= W::MAX_SPAN {
             x
         } else {
             W::ZERO
         }
     }
 
-    /// `drained` is `d*' + T - t`, in `[0, (Q + 1) * T]`.
+    /// `drained` is `d*' + T - t`, in `[0, (Q + 1) * T]` (or beyond, for
+    /// an overshoot).
     fn decision(&self, allowed: bool, drained: W, wait: Option<W>) -> Decision {
         let i = &self.interval;
+        let free = if drained < self.full_span {
+            self.full_span - drained
+        } else {
+            W::ZERO
+        };
         Decision {
             allowed,
             // At most Q + 1.
-            remaining: ((self.full_span - drained) / i.step).low_u64(),
+            remaining: (free / i.step).low_u64(),
             wait: wait.map(|w| i.duration_ceil(w)),
             limit: self.queue + 1,
             window: self.window(),
@@ -230,10 +238,11 @@ impl LeakyBucket<u128> {
     }
 
     /// The state at `now` whose next free slot starts `used` scaled units
-    /// from now (capped at the queue's span).
+    /// from now, beyond the queue's span if so (the overshoot is kept;
+    /// only past `MAX_SPAN`, 2^125 units, is it capped).
     pub(crate) fn with_used(&self, used: u128, now: u64) -> [u64; 2] {
         let t = self.interval.units(now);
-        t.wrapping_add(used.min(self.full_span))
+        t.wrapping_add(used.min(u128::MAX_SPAN))
             .wrapping_sub(self.interval.step)
             .store()
     }

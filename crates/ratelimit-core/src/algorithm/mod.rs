@@ -13,6 +13,8 @@
 
 mod any;
 mod any_width;
+#[cfg(feature = "live")]
+mod carry;
 mod fixed_window;
 mod gcra;
 mod interval;
@@ -58,6 +60,32 @@ pub trait Algorithm: Send + Sync + 'static {
     /// Decides a request of `cost` at `now`, updating `state` only if it is
     /// admitted with a positive cost.
     fn check(&self, state: &mut Self::State, cost: u64, now: u64) -> Decision;
+
+    /// The state of a key at `now` that has `used` whole requests of its
+    /// quota taken: what a store gives a key that returns after it was
+    /// evicted at the cap, so eviction gives nothing back. It must be at
+    /// least as used as any state of this key that reported `used` as
+    /// `limit - remaining` up to now. The default charges `used` (at most
+    /// the key's capacity) to a fresh state at `now`, which never frees
+    /// anything earlier than the evicted state would have.
+    fn restore<K: StableKey + ?Sized>(&self, key: &K, used: u64, now: u64) -> Self::State {
+        let mut state = self.fresh(key, now);
+        // A peek tells this key's capacity (an override's, for live
+        // settings); a charge up to it is always admitted by a full state.
+        let limit = self.check(&mut state, 0, now).limit;
+        self.check(&mut state, used.min(limit), now);
+        state
+    }
+
+    /// The quota `state` has used at `now`, in whole requests: what a
+    /// store keeps of a key it evicts. The default is what a peek tells,
+    /// `limit - remaining`; an algorithm whose state can be over its limit
+    /// (`LiveAlgorithm`, after a change to a smaller one) counts the
+    /// overshoot too, so that [`restore`](Self::restore) gives it back.
+    fn used(&self, state: &mut Self::State, now: u64) -> u64 {
+        let peek = self.check(state, 0, now);
+        peek.limit.saturating_sub(peek.remaining)
+    }
 
     /// Gives back `cost` admitted at `admitted_at`, as far as the state can
     /// still tell (a window that has ended has nothing to give back).

@@ -101,19 +101,34 @@ impl SlidingLog {
         Duration::new((ns / 1_000_000_000) as u64, (ns % 1_000_000_000) as u32)
     }
 
+    /// How long until the oldest entries that expire first free `need`
+    /// units (at most the log's sum).
+    fn until_freed(&self, s: &LogState, need: u64, now: u64) -> Duration {
+        let mut freed = 0;
+        for &(at, c) in &s.log {
+            freed += c;
+            if freed >= need {
+                return self.until_expiry(at, now);
+            }
+        }
+        Duration::ZERO
+    }
+
     fn decision(&self, allowed: bool, s: &LogState, now: u64, wait: Option<Duration>) -> Decision {
         let reset = s
             .log
             .back()
             .map_or(Duration::ZERO, |&(at, _)| self.until_expiry(at, now));
-        // Full: one unit comes back when the oldest entry expires.
-        let next = match s.log.front() {
-            Some(&(at, _)) if s.used >= self.limit => self.until_expiry(at, now),
-            _ => Duration::ZERO,
+        // Full: one unit comes back when enough of the oldest entries
+        // expire (one, unless a live change left the log over the limit).
+        let next = if s.used >= self.limit {
+            self.until_freed(s, s.used - self.limit + 1, now)
+        } else {
+            Duration::ZERO
         };
         Decision {
             allowed,
-            remaining: self.limit - s.used,
+            remaining: self.limit.saturating_sub(s.used),
             wait,
             limit: self.limit,
             window: Duration::from_nanos(self.period),
@@ -139,7 +154,7 @@ impl Algorithm for SlidingLog {
             return self.decision(false, s, now, None);
         }
         // `used + cost` may pass u64::MAX when the limit is near it.
-        if cost <= self.limit - s.used {
+        if cost <= self.limit.saturating_sub(s.used) {
             match s.log.back_mut() {
                 Some((at, c)) if *at == now => *c += cost,
                 _ => s.log.push_back((now, cost)),
@@ -147,17 +162,9 @@ impl Algorithm for SlidingLog {
             s.used += cost;
             return self.decision(true, s, now, Some(Duration::ZERO));
         }
-        // Drop the oldest entries until the request fits.
-        let mut freed = 0;
-        let need = cost - (self.limit - s.used);
-        let mut wait = Duration::ZERO;
-        for &(at, c) in &s.log {
-            freed += c;
-            if freed >= need {
-                wait = self.until_expiry(at, now);
-                break;
-            }
-        }
+        // Denied: the used cost passes `L - cost`, by `need`.
+        let need = s.used - (self.limit - cost);
+        let wait = self.until_freed(s, need, now);
         self.decision(false, s, now, Some(wait))
     }
 
@@ -192,23 +199,42 @@ impl Algorithm for SlidingLog {
 
 #[cfg(feature = "live")]
 impl SlidingLog {
-    /// `s`, a state of another sliding log, under these settings at
-    /// `now`: the entries that still count under the new period are kept;
-    /// over the new limit, the oldest cost is dropped until the log holds
-    /// exactly the limit (so the log stays bounded by it).
-    pub(crate) fn carry(&self, mut s: LogState, now: u64) -> LogState {
-        self.expire(&mut s, now);
-        while s.used > self.limit {
-            let excess = s.used - self.limit;
-            let Some(front) = s.log.front_mut() else {
+    /// `s`, a state of `old`, under these settings at `now`: every entry
+    /// that counts under `old` at `now` still counts, beyond the new
+    /// limit if so (the overshoot is kept, and the log stays as long as
+    /// the old settings let it grow). Those a shorter new period would
+    /// drop at once are merged into one entry at the earliest instant the
+    /// new period still counts at `now`, `now - P' + 1`: the change frees
+    /// nothing, and a later change back to a longer period finds them.
+    pub(crate) fn carry_from(&self, old: &SlidingLog, mut s: LogState, now: u64) -> LogState {
+        old.expire(&mut s, now);
+        let mut early = 0;
+        while let Some(&(at, cost)) = s.log.front() {
+            if self.counts(at, now) {
                 break;
-            };
-            let dropped = excess.min(front.1);
-            front.1 -= dropped;
-            s.used -= dropped;
-            if front.1 == 0 {
-                s.log.pop_front();
             }
+            early += cost;
+            s.log.pop_front();
+        }
+        if early > 0 {
+            s.log.push_front((now - self.period + 1, early));
+        }
+        s
+    }
+
+    /// The cost of the entries of `s` that count at `now`: the quota used,
+    /// in requests (beyond the limit for an overshoot).
+    pub(crate) fn used_at(&self, mut s: LogState, now: u64) -> u64 {
+        self.expire(&mut s, now);
+        s.used
+    }
+
+    /// A log with `used` charged at `now`, in one entry.
+    pub(crate) fn charged(used: u64, now: u64) -> LogState {
+        let mut s = LogState::default();
+        if used > 0 {
+            s.log.push_back((now, used));
+            s.used = used;
         }
         s
     }

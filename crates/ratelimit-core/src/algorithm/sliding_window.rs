@@ -102,7 +102,8 @@ impl SlidingWindow {
         // floor(L - cur - prev*(P - e)/P), at least 0, computed as
         // floor(((L - cur)*P - prev*(P - e)) / P): both products fit in
         // u128 (cur <= L), where L*P alone may not fit in i128.
-        let free = u128::from(self.limit - s.cur) * p;
+        // cur passes L after a live change to a smaller limit.
+        let free = u128::from(self.limit.saturating_sub(s.cur)) * p;
         let used = u128::from(s.prev) * left;
         let remaining = u64::try_from(free.saturating_sub(used) / p).unwrap_or(u64::MAX);
         let reset = if s.cur > 0 {
@@ -193,7 +194,7 @@ fn nanos(n: u128) -> Duration {
 #[cfg(feature = "live")]
 impl SlidingWindow {
     /// `s`, a state of `old`, under these settings at `now`. With the same
-    /// period the counts are kept (each capped at the new limit); with
+    /// period the counts are kept (beyond the new limit if so); with
     /// another, the old estimate at `now` (rounded up) becomes the count
     /// of the new window holding `now`.
     pub(crate) fn carry_from(
@@ -204,19 +205,28 @@ impl SlidingWindow {
     ) -> SlidingWindowState {
         old.roll(&mut s, now);
         if old.period == self.period {
-            return SlidingWindowState {
-                window: s.window,
-                prev: s.prev.min(self.limit),
-                cur: s.cur.min(self.limit),
-            };
+            return s;
         }
-        let p = u128::from(old.period);
-        let left = p - u128::from(now % old.period);
+        self.charged(old.used_at(s, now), now)
+    }
+
+    /// The estimate of `s` at `now`, rounded up: the quota used, in
+    /// requests (beyond the limit for an overshoot).
+    pub(crate) fn used_at(&self, mut s: SlidingWindowState, now: u64) -> u64 {
+        self.roll(&mut s, now);
+        let p = u128::from(self.period);
+        let left = p - u128::from(now % self.period);
         let estimate = (u128::from(s.prev) * left + u128::from(s.cur) * p).div_ceil(p);
+        u64::try_from(estimate).unwrap_or(u64::MAX)
+    }
+
+    /// A state with `used` charged at `now`, as the count of the window
+    /// holding `now`.
+    pub(crate) fn charged(&self, used: u64, now: u64) -> SlidingWindowState {
         SlidingWindowState {
             window: now / self.period,
             prev: 0,
-            cur: u64::try_from(estimate).map_or(self.limit, |e| e.min(self.limit)),
+            cur: used,
         }
     }
 }

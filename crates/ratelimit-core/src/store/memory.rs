@@ -8,6 +8,9 @@ use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
 
+/// Keys at a shard's cap per cell of a row of its sketch of evicted keys.
+const EVICTED_KEYS_PER_CELL: usize = 1;
+
 /// Buckets each shard sweeps per [`MemoryStore::maintain`] call.
 const MAINTAIN_STEP: usize = 16 * 1024;
 
@@ -85,10 +88,21 @@ const MAINTAIN_STEP: usize = 16 * 1024;
 /// shard full first takes the place of a full key, if one of a few sampled
 /// ones is full (that loses nothing). Otherwise, with
 /// [`AtCapacity::Evict`] (the default), the sampled key nearest to full
-/// (the least time until its state is full) is evicted: if it comes back,
-/// it starts full, so it can get up to the rest of its quota again early
-/// (at most what it had used). Sampling picks the key that gains the
-/// least, and keeps the work per insert bounded: new clients are limited
+/// (the least time until its state is full) is evicted, and what it had
+/// used lives on in a small sketch of evicted keys: if it comes back
+/// before its state would have been full, it starts at least as used as
+/// it left, so eviction gives back nothing, however often it happens and
+/// however many keys flood the store (the bound is 0 requests a period).
+/// The sketch is two rows of cells, one cell a row per key, picked by its
+/// seeded hash; a cell holds the largest use written into it, until every
+/// key written into it would be full again. A new key starts as used as
+/// the lesser of its two cells: when a flood of evicted keys fills the
+/// cells, a newcomer may start partly used, or denied, until those states
+/// would have been full. Limits err toward denying, never toward
+/// admitting. The sketch takes 16 bytes a cell, a cell a row per key of
+/// the cap (32 bytes per capped key), allocated per shard at its first
+/// eviction. Sampling picks the key whose sketch entry ends soonest, and
+/// keeps the work per insert bounded: new clients are limited
 /// as usual while a flood of new keys churns the table. With
 /// [`AtCapacity::Refuse`], the check of the new key fails with
 /// [`StoreError::CapacityExceeded`] instead and the caller's failure
@@ -117,6 +131,8 @@ pub struct MemoryStore<A: Algorithm, K> {
     promote_always: bool,
     constants: Constants,
     half_horizon: u64,
+    /// Cells per row of each shard's sketch of evicted keys.
+    evicted_width: usize,
 }
 
 /// What a [`MemoryStore`] at its cap does with a new key when none of the
@@ -166,7 +182,9 @@ impl<A: Algorithm, K> MemoryStoreBuilder<A, K> {
     }
 
     /// A hard cap on the number of keys with state. `None` (the default)
-    /// means no cap. The cap is split evenly over the shards.
+    /// means no cap. The cap is split evenly over the shards, rounded
+    /// down (a store with a cap has no more shards than the cap), so the
+    /// store never holds more than `max_keys` keys.
     pub fn max_keys(mut self, max_keys: Option<usize>) -> Self {
         self.max_keys = max_keys;
         self
@@ -196,11 +214,15 @@ impl<A: Algorithm, K> MemoryStoreBuilder<A, K> {
 
     /// The store.
     pub fn build(self) -> MemoryStore<A, K> {
-        let shards = self.shards.clamp(1, 1 << 16).next_power_of_two();
+        let mut shards = self.shards.clamp(1, 1 << 16).next_power_of_two();
+        if let Some(m) = self.max_keys {
+            // No more shards than keys, so that the shares add up to at
+            // most the cap.
+            let fit = 1usize << m.max(1).ilog2();
+            shards = shards.min(fit);
+        }
         let bits = shards.trailing_zeros();
-        let shard_cap = self
-            .max_keys
-            .map_or(usize::MAX, |m| m.div_ceil(shards).max(1));
+        let shard_cap = self.max_keys.map_or(usize::MAX, |m| (m / shards).max(1));
         let deny_cache = self.deny_cache && self.algorithm.caches_denials();
         let shards = (0..shards)
             .map(|_| ShardCell::new(self.algorithm.fresh(&(), 0)))
@@ -222,6 +244,7 @@ impl<A: Algorithm, K> MemoryStoreBuilder<A, K> {
             at_capacity: self.at_capacity,
             deny_cache,
             promote_always: self.promote_always,
+            evicted_width: (shard_cap / EVICTED_KEYS_PER_CELL).clamp(16, 1 << 20),
         }
     }
 }
@@ -319,7 +342,10 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         let decision = match found {
             Some(state) => self.algorithm.check(state, cost, now),
             None => {
-                let mut state = self.algorithm.fresh(key, now);
+                let mut state = match shard.evicted_use(hash, now) {
+                    0 => self.algorithm.fresh(key, now),
+                    used => self.algorithm.restore(key, used, now),
+                };
                 let decision = self.algorithm.check(&mut state, cost, now);
                 if !self.algorithm.is_full(&state, now) {
                     self.insert(cell, &mut shard, hash, key.to_owned(), state, now)?;
@@ -404,8 +430,10 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         shard.sweep_step(&self.algorithm, now, INSERT_STEP, |k| hasher.hash_one(k));
         if shard.len() >= self.shard_cap {
             let evict = self.at_capacity == AtCapacity::Evict;
-            match shard.make_room(&self.algorithm, now, hash, evict) {
-                Some(gone) => cell.denied.forget(hasher.hash_one(&gone)),
+            let width = self.evicted_width;
+            let rehash = |k: &K| hasher.hash_one(k);
+            match shard.make_room(&self.algorithm, now, hash, evict, width, rehash) {
+                Some(gone) => cell.denied.forget(gone),
                 None => {
                     return Err(StoreError::CapacityExceeded {
                         max_keys: self.max_keys.unwrap_or(usize::MAX),

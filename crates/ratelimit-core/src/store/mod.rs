@@ -7,6 +7,7 @@
 
 mod boxed;
 mod deny_cache;
+mod evicted;
 mod memory;
 mod shard;
 

@@ -2,16 +2,20 @@
 //! time, and the bounded passes that keep it small.
 
 use super::deny_cache::DenySlots;
+use super::evicted::Evicted;
+use crate::duration::saturating_nanos;
 use crate::Algorithm;
 use hashbrown::HashTable;
 use spin::mutex::{SpinMutex, SpinMutexGuard};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 /// Buckets a new key's insert sweeps for full keys, wherever the table is.
 pub(super) const INSERT_STEP: usize = 4;
 /// Occupied buckets looked at to pick a key to evict at the cap.
 pub(super) const EVICTION_SAMPLE: usize = 8;
-/// Buckets scanned at most to find that sample.
+/// Buckets scanned for that sample (when evicting, further only until
+/// one key is seen).
 const EVICTION_SCAN: usize = 64;
 /// Below this capacity a table is not shrunk.
 const MIN_SHRINK_CAPACITY: usize = 64;
@@ -58,6 +62,7 @@ impl<K, S> ShardCell<K, S> {
                 pass_start: 0,
                 hot_index: 0,
                 hot_live: false,
+                evicted: None,
             }),
             denied: DenySlots::default(),
         }
@@ -117,6 +122,9 @@ pub(super) struct Shard<K, S> {
     pass_start: u64,
     hot_index: usize,
     hot_live: bool,
+    /// What the keys evicted at the cap had used, from the first eviction
+    /// on (see [`Evicted`]).
+    evicted: Option<Box<Evicted>>,
 }
 
 impl<K, S> Shard<K, S> {
@@ -128,11 +136,24 @@ impl<K, S> Shard<K, S> {
         self.table.len()
     }
 
-    /// Drops every key and frees the table.
+    /// Drops every key and frees the table, and forgets what evicted keys
+    /// had used.
     pub(super) fn clear(&mut self) {
         self.settle();
         self.table = HashTable::new();
         self.cursor = 0;
+        self.evicted = None;
+    }
+
+    /// The use a new key hashed `hash` starts with at `now`: what it had
+    /// when it was evicted, at least, if it was and would not be full yet
+    /// (0 while nothing was ever evicted).
+    #[inline]
+    pub(super) fn evicted_use(&self, hash: u64, now: u64) -> u64 {
+        match &self.evicted {
+            None => 0,
+            Some(sketch) => sketch.used(hash, now),
+        }
     }
 
     /// The state of the key hashed `hash` that `eq` matches, for a check,
@@ -283,47 +304,71 @@ impl<K, S> Shard<K, S> {
         }
     }
 
-    /// Makes room for one key at the cap: samples a few keys near a
-    /// random bucket (`seed`), and removes a full one if there is one,
-    /// else, when `evict` is set, the one whose state is nearest to full
-    /// (the least time until it is full). Returns the removed key, or
-    /// `None` when nothing could go.
+    /// Makes room for one key at the cap: removes the key
+    /// [`pick`](Self::pick) chooses, writing what it had used into the
+    /// sketch of evicted keys (of `width` cells a row, made on the first
+    /// eviction). Returns the removed key's hash, or `None` when nothing
+    /// could go.
     pub(super) fn make_room<A: Algorithm<State = S>>(
         &mut self,
         algorithm: &A,
         now: u64,
         seed: u64,
         evict: bool,
-    ) -> Option<K> {
+        width: usize,
+        hash: impl Fn(&K) -> u64,
+    ) -> Option<u64> {
         self.settle();
+        let (index, reset, used) = self.pick(algorithm, now, seed, evict)?;
+        let entry = self.table.get_bucket_entry(index).ok()?;
+        let gone = hash(&entry.remove().0 .0);
+        if used > 0 {
+            let until = now.saturating_add(saturating_nanos(reset));
+            self.evicted
+                .get_or_insert_with(|| Box::new(Evicted::new(width)))
+                .record(gone, used, until, now);
+        }
+        Some(gone)
+    }
+
+    /// The key to remove at the cap, as (bucket, time until full, whole
+    /// requests used): samples a few keys from a random bucket (`seed`)
+    /// on, and picks a full one if there is one, else, when `evict` is
+    /// set, the one whose state is nearest to full (the least time until
+    /// it is full). Without `evict` only a few buckets are looked at; with
+    /// it, the scan goes on past empty buckets until it has seen a key.
+    fn pick<A: Algorithm<State = S>>(
+        &mut self,
+        algorithm: &A,
+        now: u64,
+        seed: u64,
+        evict: bool,
+    ) -> Option<(usize, Duration, u64)> {
         let n = self.table.num_buckets();
-        let mut best: Option<(usize, std::time::Duration)> = None;
+        let mut best: Option<(usize, Duration, u64)> = None;
         let mut seen = 0;
         let start = seed.rotate_left(29) as usize;
-        for step in 0..EVICTION_SCAN.min(n) {
+        for step in 0..n {
+            if seen == EVICTION_SAMPLE || (step >= EVICTION_SCAN && (seen > 0 || !evict)) {
+                break;
+            }
             let i = start.wrapping_add(step) & (n - 1);
             let Some((_, state)) = self.table.get_bucket_mut(i) else {
                 continue;
             };
             if algorithm.is_full(state, now) {
-                best = Some((i, std::time::Duration::ZERO));
-                break;
+                return Some((i, Duration::ZERO, 0));
             }
             if evict {
                 // A cost-0 check is a peek: it changes nothing.
-                let reset = algorithm.check(state, 0, now).reset;
-                if best.is_none_or(|(_, r)| reset < r) {
-                    best = Some((i, reset));
+                let peek = algorithm.check(state, 0, now);
+                if best.is_none_or(|(_, reset, _)| peek.reset < reset) {
+                    best = Some((i, peek.reset, algorithm.used(state, now)));
                 }
             }
             seen += 1;
-            if seen == EVICTION_SAMPLE {
-                break;
-            }
         }
-        let (index, _) = best?;
-        let entry = self.table.get_bucket_entry(index).ok()?;
-        Some(entry.remove().0 .0)
+        best
     }
 }
 

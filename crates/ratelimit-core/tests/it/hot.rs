@@ -156,10 +156,11 @@ proptest! {
     }
 }
 
-/// A hot key is the one evicted at the cap: it comes back full, and the
-/// key that took its place is limited from its own first check.
+/// A hot key is the one evicted at the cap: it comes back as used as it
+/// left, and the key that took its place is limited from its own first
+/// check.
 #[test]
-fn an_evicted_hot_key_comes_back_full() {
+fn an_evicted_hot_key_comes_back_as_used() {
     let gcra = Gcra::new(3, Duration::from_secs(3600)).unwrap();
     let store = MemoryStore::<_, u64>::builder(gcra)
         .shards(1)
@@ -174,10 +175,10 @@ fn an_evicted_hot_key_comes_back_full() {
     assert!(store.check_sync(&2, 1, 0).unwrap().allowed);
     assert!(store.check_sync(&2, 1, 0).unwrap().allowed);
     assert_eq!(store.len(), 1);
-    // Key 1 comes back full (eviction gives it back what it had used).
+    // Key 1 comes back denied: eviction gives back nothing it had used.
     let back = store.check_sync(&1, 1, 0).unwrap();
-    assert!(back.allowed);
-    assert_eq!(back.remaining, 2);
-    // Key 2 was evicted in turn; its second check had made it hot.
-    assert_eq!(store.check_sync(&2, 1, 0).unwrap().remaining, 2);
+    assert!(!back.allowed);
+    assert_eq!(back.remaining, 0);
+    // Key 2 was evicted in turn, with two used.
+    assert_eq!(store.check_sync(&2, 1, 0).unwrap().remaining, 0);
 }

@@ -1,6 +1,6 @@
 //! The integration tests of `ratelimit-core`, in one binary: property tests
 //! of every algorithm against reference models, boundary cases, the worked
-//! example, concurrency, the idle-horizon sweep, the hot slot and
+//! example, concurrency, eviction under a flood, the idle-horizon sweep, the hot slot and
 //! validation. (The memory test, which needs a counting global allocator,
 //! is `tests/memory.rs`.)
 
@@ -8,12 +8,15 @@ mod boundaries;
 mod boxed;
 mod capacity;
 mod concurrency;
+mod eviction;
 mod example;
 mod harness;
 mod horizon;
 mod hot;
 #[cfg(feature = "live")]
 mod live;
+#[cfg(feature = "live")]
+mod live_props;
 mod model;
 mod props;
 mod spec;

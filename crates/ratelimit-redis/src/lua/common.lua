@@ -114,30 +114,40 @@ local function muldiv(a, b, m)
   return a * bq + q, r
 end
 
+-- a * b mod m, exact for a, b < m < 2^52.
+local function mulmod(a, b, m)
+  local p = a * b
+  if p < TWO53 then return fmod(p, m) end
+  local r = 0
+  while b > 0 do
+    local bit = fmod(b, 2)
+    if bit == 1 then r = fmod(r + a, m) end
+    a = fmod(a + a, m)
+    b = (b - bit) / 2
+  end
+  return r
+end
+
+-- (ts, tn) mod p, with pg = p / gcd(p, 1e9).
+local function time_mod_p(ts, tn, p, pg)
+  return fmod(mulmod(fmod(ts, pg), fmod(1e9, p), p) + tn, p)
+end
+
 -- Live settings (a store following a LiveAlgorithm, see plan.rs): the
 -- algorithm's last parameter is the stamp of the settings, 'kind:numbers',
 -- and the key is the same whatever the numbers. A string state is stored
--- as 'state|stamp', with the stamp it was written under; a state of
--- another kind (or type) is deleted, so a change of kind starts fresh, and
--- one of the same kind under other numbers is carried over by the
--- algorithm's script, then written back under the current stamp.
+-- as 'state|stamp', with the stamp it was written under (a log, a hash,
+-- in its field 's'). A change frees nothing, as in ratelimit-core's
+-- LiveAlgorithm: a state of the same kind under other numbers is carried
+-- over by the algorithm's script, then written back under the current
+-- stamp; one of another kind is read for the quota it has used now, in
+-- whole requests (`foreign`, see carry.lua), deleted, and the script
+-- charges that much at now under its own settings.
 -- Without a stamp (an ordinary store) nothing of this runs.
 
--- The text of a string state at the key and its stamp (nil, nil: absent;
--- a live state of another kind is deleted).
-local function read_live(stamp)
-  if not stamp then return redis.call('GET', key), nil end
-  local t = redis.call('TYPE', key)['ok']
-  if t == 'none' then return nil, nil end
-  if t ~= 'string' then redis.call('DEL', key); return nil, nil end
-  local v = redis.call('GET', key)
-  local body, st = string.match(v, '^([^|]*)|(.+)$')
-  if not body or string.sub(st, 1, 2) ~= string.sub(stamp, 1, 2) then
-    redis.call('DEL', key)
-    return nil, nil
-  end
-  return body, st
-end
+-- The quota used by a state of another kind, read by read_live (nil:
+-- none was there).
+local foreign = nil
 
 -- The stored text of `body` under `stamp` (none: an ordinary store).
 local function with_stamp(body, stamp)

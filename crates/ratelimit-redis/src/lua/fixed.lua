@@ -40,14 +40,14 @@ if v then
   es, en, cnt = tonumber(a), tonumber(b), tonumber(c)
   if st and st ~= STAMP then
     -- Carry-over, as ratelimit-core's LiveAlgorithm: the count of the old
-    -- window open now (none once it ended), capped at the new limit, in
-    -- the new window holding now; a first-request window keeps its start
-    -- (over once the new period has passed since).
+    -- window open now (none once it ended), whole (past the new limit if
+    -- so), in the new window holding now; a first-request window keeps
+    -- its start, or opens now once the new period has passed since.
     local oP = stamp_numbers(st)[1]
     if tdiff(s, n, es, en) >= 0 then cnt = 0 end
     if cnt > 0 and first then
       local ss, sn = norm(es, en - oP)
-      if tdiff(s, n, ss, sn) >= P then cnt = 0 else es, en = norm(ss, sn + P) end
+      if tdiff(s, n, ss, sn) >= P then es, en = norm(s, n + P) else es, en = norm(ss, sn + P) end
     elseif cnt > 0 then
       es, en = next_end()
     end
@@ -55,10 +55,17 @@ if v then
       v = nil
       redis.call('DEL', key)
     else
-      cnt = math.min(cnt, L)
       save_at(tdiff(es, en, s, n))
     end
   end
+end
+if not v and foreign then
+  -- A state of another kind: what it used, charged now, in the window
+  -- holding now (a first-request window opens now).
+  cnt = foreign
+  if first then es, en = norm(s, n + P) else es, en = next_end() end
+  save_at(tdiff(es, en, s, n))
+  v = true
 end
 if not v then
   if op == 'r' then return {0, 0, 0, 0} end
@@ -93,7 +100,7 @@ local function decide(allowed, wait)
   -- next: full, nothing comes back before the window ends.
   local nxt = 0
   if cnt >= L then nxt = reset end
-  return {allowed, L - cnt, wait, reset, nxt}
+  return {allowed, math.max(0, L - cnt), wait, reset, nxt}
 end
 
 if cost == 0 then return decide(1, 0) end

@@ -12,23 +12,27 @@
 local cw, cf = tonumber(ARGV[11]), tonumber(ARGV[12])  -- B*T
 local burst = tonumber(ARGV[13])
 
--- Carry-over from other settings (old: sw, sf, cw, cf): the quota used,
--- 0 when behind now or beyond the old capacity, rescaled.
+-- Carry-over from other settings (old: sw, sf, cw, cf): the quota used
+-- (past the old capacity if it was over it), 0 when behind now, rescaled
+-- (past the new capacity if so: the overshoot is kept).
 local function carry(dw, df, o, old)
-  if dw < 0 or not le(dw, df, old[3], old[4]) then return nil end
-  local uw, uf = rescale(dw, df, o, old[1], old[2], burst, cw, cf)
+  if dw < 0 then return nil end
+  local uw, uf = rescale(dw, df, o, old[1], old[2])
   if uw == 0 and uf == 0 then return nil end
   return uw, uf, ceil_ns(uw, uf)
 end
 
 local dw, df = read_ahead(carry)
+if foreign then
+  -- A state of another kind: what it used, charged now.
+  dw, df = mul(foreign, sw, sf)
+  write(dw, df, ceil_ns(dw, df))
+end
 
 if op == 'r' then
   if not dw then return {0, 0, 0, 0} end
   local uw, uf = 0, 0
-  if dw >= 0 then
-    if le(dw, df, cw, cf) then uw, uf = dw, df else uw, uf = cw, cf end
-  end
+  if dw >= 0 then uw, uf = dw, df end
   local bw, bf = mul(math.min(cost, burst), sw, sf)
   local rw, rf = sub(uw, uf, bw, bf)
   if rw < 0 or (rw == 0 and rf == 0) then
@@ -39,9 +43,10 @@ if op == 'r' then
   return {0, 0, 0, 0}
 end
 
--- A state behind now, or beyond the capacity (invalid), counts as full.
+-- A state behind now counts as full; one beyond the capacity (after a
+-- live change to a smaller one) is denied until it drains.
 local uw, uf = 0, 0
-if dw and dw >= 0 and le(dw, df, cw, cf) then uw, uf = dw, df end
+if dw and dw >= 0 then uw, uf = dw, df end
 
 local function decide(allowed, aw, af, wait)
   local rw, rf = sub(cw, cf, aw, af)

@@ -16,22 +16,28 @@ local mw, mf = 0, 0                                     -- -T
 if sf > 0 then mw, mf = -sw - 1, sc - sf else mw, mf = -sw, 0 end
 
 -- Carry-over from other settings (old: sw, sf, qw, qf): the next free
--- slot from now, d + T_o in [0, (Q_o + 1) * T_o] (else 0), rescaled and
--- capped at (Q + 1) * T.
+-- slot from now, d + T_o (past (Q_o + 1) * T_o if it was over; 0 when
+-- behind), rescaled (past (Q + 1) * T if so: the overshoot is kept).
 local function carry(dw, df, o, old)
   local xw, xf = add_o(dw, df, old[1], old[2], o)
-  local fw, ff = add_o(old[3], old[4], old[1], old[2], o)
-  if xw < 0 or not le(xw, xf, fw, ff) then return nil end
-  local capw, capf = add(qw, qf, sw, sf)
-  local uw, uf = rescale(xw, xf, o, old[1], old[2], queue + 1, capw, capf)
+  if xw < 0 then return nil end
+  local uw, uf = rescale(xw, xf, o, old[1], old[2])
   if uw == 0 and uf == 0 then return nil end
   local nw, nf = sub(uw, uf, sw, sf)
   return nw, nf, ceil_ns(uw, uf)
 end
 
 local dw, df = read_ahead(carry)
+if foreign then
+  -- A state of another kind: what it used, charged now (d = used - T).
+  local uw, uf = mul(foreign, sw, sf)
+  dw, df = sub(uw, uf, sw, sf)
+  write(dw, df, ceil_ns(uw, uf))
+end
 local present = dw ~= nil
-if not present or not le(dw, df, qw, qf) or le(dw, df, mw, mf) then
+-- A state behind now - T is empty; one past Q*T (after a live change to
+-- a shorter queue) is denied until it drains.
+if not present or le(dw, df, mw, mf) then
   dw, df = mw, mf
 end
 

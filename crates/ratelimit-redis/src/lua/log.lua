@@ -1,6 +1,8 @@
 -- Sliding log: a hash used as a deque. Fields: u (the logged cost), h (the
 -- oldest entry's index), t (one past the newest), and entry i as
--- 'seconds:nanoseconds:cost'. At most L entries, as in ratelimit-core.
+-- 'seconds:nanoseconds:cost'. At most L entries, as in ratelimit-core
+-- (past a live change to a smaller limit, as many as the larger one let
+-- in).
 --
 -- ARGV[1..7] as in common.lua; then, the fields of `LogArgs` (src/args.rs)
 -- in order (a test compares the two lists):
@@ -11,12 +13,23 @@
 -- ARGV[12]  stamp: live settings 'o:P:L' (live stores only)
 local exact = ARGV[11] == '1'
 -- Live settings: the stamp 'o:P:L', the algorithm's fifth parameter (see
--- common.lua). Only the log is a hash, so a key of another type is
--- another kind's state: deleted.
+-- common.lua). Only the log is a hash, so a string is another kind's
+-- state: what it used is charged now, in one entry (see carry.lua).
 local STAMP = ARGV[12]
 if STAMP then
   local ty = redis.call('TYPE', key)['ok']
-  if ty ~= 'none' and ty ~= 'hash' then redis.call('DEL', key) end
+  if ty == 'string' then
+    local body, st = string.match(redis.call('GET', key), '^([^|]*)|(.+)$')
+    if body then take_foreign(ty, STAMP, body, st) end
+    redis.call('DEL', key)
+    if foreign then
+      redis.call('HSET', key, 0, fmt_time(s, n) .. string.format(':%d', foreign),
+        'u', foreign, 'h', 0, 't', 1, 's', STAMP)
+      redis.call('PEXPIRE', key, ttl_ms(P))
+    end
+  elseif ty ~= 'none' and ty ~= 'hash' then
+    redis.call('DEL', key)
+  end
 end
 local meta = redis.call('HMGET', key, 'u', 'h', 't', 's')
 local u, h, t = tonumber(meta[1]) or 0, tonumber(meta[2]) or 0, tonumber(meta[3]) or 0
@@ -39,6 +52,30 @@ if server_time and h < t then
   if tdiff(s, n, es, en) < 0 then s, n = es, en end
 end
 
+-- Carry-over from other numbers, as ratelimit-core's LiveAlgorithm:
+-- entries that no longer count under the old period go; those a shorter
+-- new period would drop at once are merged into one entry at
+-- now - P + 1, so the change frees nothing.
+if STAMP and h < t and meta[4] and meta[4] ~= STAMP then
+  local oP = stamp_numbers(meta[4])[1]
+  local early, last = 0, nil
+  while h < t do
+    local es, en, c = entry(h)
+    local age = tdiff(s, n, es, en)
+    if age < P and age < oP then break end
+    if age >= oP then u = u - c else early = early + c end
+    redis.call('HDEL', key, h)
+    last = h
+    h = h + 1
+  end
+  if early > 0 then
+    h = last
+    local ts, tn = norm(s, n - P + 1)
+    redis.call('HSET', key, h, fmt_entry(ts, tn, early))
+  end
+  if h >= t then redis.call('DEL', key) else redis.call('HSET', key, 'u', u, 'h', h, 't', t) end
+end
+
 -- Entries at or before now - P no longer count.
 while h < t do
   local es, en, c = entry(h)
@@ -46,22 +83,6 @@ while h < t do
   u = u - c
   redis.call('HDEL', key, h)
   h = h + 1
-  changed = true
-end
-
--- Over the limit (only after the limit was lowered, live): the oldest
--- cost is dropped until the log holds exactly the limit, as
--- ratelimit-core's LiveAlgorithm carries a log over.
-while u > L and h < t do
-  local es, en, c = entry(h)
-  local drop = math.min(u - L, c)
-  u = u - drop
-  if drop == c then
-    redis.call('HDEL', key, h)
-    h = h + 1
-  else
-    redis.call('HSET', key, h, fmt_entry(es, en, c - drop))
-  end
   changed = true
 end
 
@@ -125,13 +146,18 @@ local function decide(allowed, wait)
     local es, en = entry(t - 1)
     reset = tdiff(es, en, s, n) + P
   end
-  -- next: full, one unit comes back when the oldest entry expires.
+  -- next: full, one unit comes back when enough of the oldest entries
+  -- expire (one, unless a live change left the log over the limit).
   local nxt = 0
   if u >= L and h < t then
-    local es, en = entry(h)
-    nxt = tdiff(es, en, s, n) + P
+    local freed = 0
+    for i = h, t - 1 do
+      local es, en, c = entry(i)
+      freed = freed + c
+      if freed >= u - L + 1 then nxt = tdiff(es, en, s, n) + P; break end
+    end
   end
-  return {allowed, L - u, wait, reset, nxt}
+  return {allowed, math.max(0, L - u), wait, reset, nxt}
 end
 
 if cost == 0 then persist(); return decide(1, 0) end
@@ -151,6 +177,8 @@ if u + cost <= L then
   end
   u = u + cost
   redis.call('HSET', key, 'u', u, 'h', h, 't', t)
+  -- A live log records the settings it was written under.
+  if STAMP then redis.call('HSET', key, 's', STAMP) end
   redis.call('PEXPIRE', key, ttl_ms(P))
   return decide(1, 0)
 end

@@ -68,10 +68,10 @@ end
 
 -- Carry-over: `x` = (xw, xf), a quantity of scale `o` whose step is
 -- (ow, of), as a quantity of this scale: ceil(x * T / T_o), in whole
--- steps k plus the rest, capped at (capw, capf) = kmax steps. As
--- ratelimit-core's LiveAlgorithm rescales (rounded up: a client never
--- gains quota by a change).
-local function rescale(xw, xf, o, ow, of, kmax, capw, capf)
+-- steps k plus the rest, past the capacity if so (the overshoot is
+-- kept). As ratelimit-core's LiveAlgorithm rescales (rounded up: a
+-- client never gains quota by a change).
+local function rescale(xw, xf, o, ow, of)
   -- k = floor(x / T_o): a double estimate, then made exact.
   local k = floor((xw + xf / o) / (ow + of / o))
   if k < 0 then k = 0 end
@@ -85,7 +85,6 @@ local function rescale(xw, xf, o, ow, of, kmax, capw, capf)
     if not le(mw, mf, xw, xf) then break end
     k = k + 1
   end
-  if k > kmax then return capw, capf end
   local mw, mf = mul_o(k, ow, of, o)
   local rw, rf = sub_o(xw, xf, mw, mf, o)
   -- The rest, below T_o < 2^51, as one number; then rest * T / T_o.
@@ -94,9 +93,7 @@ local function rescale(xw, xf, o, ow, of, kmax, capw, capf)
   if r > 0 then q = q + 1 end
   local kw, kf = mul(k, sw, sf)
   local qw, qf = divmod(q, sc)
-  local nw, nf = add(kw, kf, qw, qf)
-  if not le(nw, nf, capw, capf) then return capw, capf end
-  return nw, nf
+  return add(kw, kf, qw, qf)
 end
 
 -- Stores now + (ow, of); the key lives ttl_ns (plus slack).

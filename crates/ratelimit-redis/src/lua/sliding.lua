@@ -26,7 +26,7 @@ if v then
   vs, vn = tonumber(vs), tonumber(vn)
   -- The server's clock stepped back before the stored window: stay in it.
   if server_time and tdiff(s, n, vs, vn) < 0 then s, n = vs, vn end
-elseif op == 'r' then
+elseif op == 'r' and not foreign then
   return {0, 0, 0, 0}
 end
 local e = time_mod(s, n)
@@ -36,8 +36,8 @@ local prev, cur = 0, 0
 local carried = false
 if v and st and st ~= STAMP then
   -- Carry-over, as ratelimit-core's LiveAlgorithm: the counts rolled to
-  -- now under the old period; with the same period both are kept (capped
-  -- at the new limit), with another the old estimate now, rounded up,
+  -- now under the old period; with the same period both are kept (past
+  -- the new limit if so), with another the old estimate now, rounded up,
   -- becomes the count of the new window holding now.
   local old = stamp_numbers(st)
   local oP, oPg = old[1], old[3]
@@ -51,12 +51,16 @@ if v and st and st ~= STAMP then
     p0 = tonumber(vc)
   end
   if oP == P then
-    prev, cur = math.min(p0, L), math.min(c0, L)
+    prev, cur = p0, c0
   else
     local q, r = muldivmod(p0, oP - eo, oP)
     if r > 0 then q = q + 1 end
-    cur = math.min(c0 + q, L)
+    cur = c0 + q
   end
+  carried = true
+elseif foreign then
+  -- A state of another kind: what it used, as this window's count.
+  cur = foreign
   carried = true
 elseif v then
   local delta = tdiff(cs, cn, vs, vn)

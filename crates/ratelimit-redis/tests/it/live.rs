@@ -13,13 +13,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// A real epoch time (2023-11-14), on no whole second.
-const T0: u64 = 1_700_000_000_123_456_789;
+pub(crate) const T0: u64 = 1_700_000_000_123_456_789;
 
-fn spec(s: &str) -> AnyAlgorithm {
+pub(crate) fn spec(s: &str) -> AnyAlgorithm {
     s.parse().unwrap()
 }
 
-fn live_store(url: &str, prefix: &str, live: &LiveAlgorithm) -> LiveRedis {
+pub(crate) fn live_store(url: &str, prefix: &str, live: &LiveAlgorithm) -> LiveRedis {
     RedisStore::builder(url, live.get())
         .prefix(prefix)
         .time_source(TimeSource::Caller)
@@ -28,7 +28,7 @@ fn live_store(url: &str, prefix: &str, live: &LiveAlgorithm) -> LiveRedis {
         .unwrap()
 }
 
-async fn check(store: &LiveRedis, key: &str, cost: u64, now: u64) -> Decision {
+pub(crate) async fn check(store: &LiveRedis, key: &str, cost: u64, now: u64) -> Decision {
     store.store_for(key).check(key, cost, now).await.unwrap()
 }
 
@@ -84,6 +84,15 @@ const PAIRS: &[(&str, &str)] = &[
         "leaky-bucket 7/13s queue 2",
     ),
     ("sliding-window 7/13s", "sliding-window 999983/1h"),
+    ("sliding-log 4/2h", "sliding-log 2/30m"),
+    (
+        "fixed-window 3/2h anchor first-request",
+        "fixed-window 1/10m anchor first-request",
+    ),
+    ("gcra 3/1h", "sliding-log 1/1h"),
+    ("fixed-window 4/1h", "leaky-bucket 1/1h queue 0"),
+    ("sliding-log 2/1s", "fixed-window 5/1s anchor first-request"),
+    ("sliding-window 4/1h", "token-bucket 1 refill 1/1h"),
     ("gcra 3/1h", "fixed-window 4/1h"),
     ("fixed-window 3/1h", "sliding-log 4/1h"),
     ("sliding-log 3/1h", "sliding-window 4/1h"),
@@ -112,17 +121,17 @@ async fn two_used_of_a_new_four_leaves_two_in_redis() {
 }
 
 #[tokio::test]
-async fn a_change_of_kind_starts_fresh_in_redis_even_back_and_forth() {
+async fn a_change_of_kind_charges_what_was_used_in_redis_back_and_forth() {
     let server = server!();
     for (i, (old, new)) in PAIRS[PAIRS.len() - 5..].iter().enumerate() {
         let live = LiveAlgorithm::new(spec(old));
         let store = live_store(&server.url(), &format!("kind{i}:"), &live);
         assert!(check(&store, "k", 2, T0).await.allowed);
-        // Over and back: the state of the kind left was deleted.
+        // Over and back: the 2 used are charged under each kind in turn.
         for (from, to) in [(old, new), (new, old)] {
             live.set(spec(to));
             let remaining = check(&store, "k", 0, T0).await.remaining;
-            assert_eq!(remaining, spec(to).limit(), "{from} -> {to}");
+            assert_eq!(remaining, spec(to).limit() - 2, "{from} -> {to}");
         }
     }
 }
@@ -210,13 +219,14 @@ async fn overrides_come_and_go_in_redis() {
     assert!(live.remove_override("vip"));
     let d = check(&store, "vip", 0, T0).await;
     assert_eq!((d.remaining, d.limit), (0, 3));
-    // Given again, larger: what was used is capped at the default's
-    // burst, as in memory: 3 used of 60.
+    // Given again, larger: what was used is kept whole (not capped at the
+    // default's burst), as in memory: 30 used of 60.
     live.set_override("vip", spec("gcra 60/1h")).unwrap();
-    assert_eq!(check(&store, "vip", 0, T0).await.remaining, 57);
-    // Overrides of another kind start fresh, and are bounded in number.
+    assert_eq!(check(&store, "vip", 0, T0).await.remaining, 30);
+    // An override of another kind is charged what was used (30 of 5:
+    // none left); overrides are bounded in number.
     live.set_override("vip", spec("fixed-window 5/1h")).unwrap();
-    assert_eq!(check(&store, "vip", 0, T0).await.remaining, 5);
+    assert_eq!(check(&store, "vip", 0, T0).await.remaining, 0);
     for i in 1..ratelimit_core::MAX_OVERRIDES {
         live.set_override(&format!("c{i}"), spec("gcra 9/1h"))
             .unwrap();
@@ -263,9 +273,9 @@ async fn two_instances_reload_their_own_settings_on_one_redis() {
     assert!(x.check(&"k".to_owned(), 2, 0).await.unwrap().allowed);
     live.set(spec("fixed-window 3/1d"));
     assert_eq!(x.check(&"k".to_owned(), 0, 0).await.unwrap().remaining, 1);
-    // Another kind on another instance's settings: that instance starts
-    // the key fresh (and deletes the other kind's state).
-    assert_eq!(y.check(&"k".to_owned(), 0, 0).await.unwrap().remaining, 4);
+    // Another kind on another instance's settings: that instance charges
+    // what the other kind's state had used (2 of its 4).
+    assert_eq!(y.check(&"k".to_owned(), 0, 0).await.unwrap().remaining, 2);
 }
 
 /// 64 clients check one key while its limit grows: exactly the new limit

@@ -14,6 +14,8 @@ mod failure;
 mod lease;
 #[cfg(feature = "live")]
 mod live;
+#[cfg(feature = "live")]
+mod live_reload;
 mod multi;
 mod secret;
 mod slow;

@@ -124,7 +124,25 @@ const BAD_SINGLE: KeyError = KeyError::malformed("client address header");
 ///   the client's address as the trusted proxy saw it; see its variant.
 ///
 /// Addresses are keyed like [`PeerIp`](super::PeerIp): IPv6 by /64,
-/// IPv4-mapped addresses as IPv4.
+/// IPv4-mapped addresses as IPv4, unless [`prefixes`](Self::prefixes)
+/// says otherwise. To limit a client's /64 and its /48 at once, give each
+/// limit its own extractor:
+///
+/// ```
+/// use tower_ratelimit::key::{ClientIp, IpPrefixes, KeyExtractor, PeerAddr};
+///
+/// let per_host = ClientIp::new(["10.0.0.0/8"]).unwrap(); // v4/32, v6/64
+/// let per_site = per_host.clone().prefixes(IpPrefixes::SITE); // v4/24, v6/48
+/// let mut req = http::Request::builder()
+///     .header("x-forwarded-for", "2001:db8:7:1::9")
+///     .body(())
+///     .unwrap()
+///     .into_parts()
+///     .0;
+/// req.extensions.insert(PeerAddr("10.0.0.1:5000".parse().unwrap()));
+/// assert_eq!(per_host.extract(&req).unwrap().to_string(), "2001:db8:7:1::/64");
+/// assert_eq!(per_site.extract(&req).unwrap().to_string(), "2001:db8:7::/48");
+/// ```
 ///
 /// ```
 /// use tower_ratelimit::key::{ClientIp, KeyExtractor, PeerAddr};
@@ -183,10 +201,29 @@ impl ClientIp {
         self
     }
 
-    /// How much of an address forms the key.
+    /// How much of an address forms the key ([`IpPrefixes::DEFAULT`]
+    /// unless set): give a second limit [`IpPrefixes::SITE`] to hold a
+    /// client's whole network too.
     pub fn prefixes(mut self, prefixes: IpPrefixes) -> Self {
         self.prefixes = prefixes;
         self
+    }
+
+    /// Keys IPv4 addresses by a prefix of `prefix` bits (1..=32).
+    pub fn ipv4_prefix(self, prefix: u8) -> Result<Self, BuildError> {
+        let prefixes = IpPrefixes::new(prefix, self.prefixes.v6())?;
+        Ok(self.prefixes(prefixes))
+    }
+
+    /// Keys IPv6 addresses by a prefix of `prefix` bits (1..=128).
+    pub fn ipv6_prefix(self, prefix: u8) -> Result<Self, BuildError> {
+        let prefixes = IpPrefixes::new(self.prefixes.v4(), prefix)?;
+        Ok(self.prefixes(prefixes))
+    }
+
+    /// How much of an address forms the key.
+    pub fn key_prefixes(&self) -> IpPrefixes {
+        self.prefixes
     }
 
     /// The trusted networks.

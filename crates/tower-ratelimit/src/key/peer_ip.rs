@@ -91,6 +91,11 @@ impl PeerIp {
         }
     }
 
+    /// How much of an address forms the key (see [`IpPrefixes`]).
+    pub const fn prefixes(self, prefixes: IpPrefixes) -> Self {
+        Self { prefixes }
+    }
+
     /// Keys IPv6 addresses by a prefix of `prefix` bits (1..=128).
     pub fn ipv6_prefix(self, prefix: u8) -> Result<Self, BuildError> {
         IpPrefixes::new(self.prefixes.v4(), prefix).map(|prefixes| Self { prefixes })

@@ -118,10 +118,17 @@ impl Headers {
 ///   denied at this instant is given: the two never disagree;
 /// - admitted with `r>0`: the wait until the quota is back to full
 ///   ([`Decision::reset`]), when the quota has reset, so that "do not
-///   spend more than `r` in the next `t` seconds" (Section 6) holds.
+///   spend more than `r` in the next `t` seconds" (Section 6) holds;
+/// - a denial that can never be admitted (its cost is above the capacity):
+///   no `Retry-After`, and `t` the wait until the quota is back to full,
+///   or the window when it is full already, never 0: a client reading it
+///   is not told to retry at once, and the problem body says the request
+///   can never be admitted.
 pub(crate) fn reset_secs(d: &Decision) -> u64 {
     match d.retry_after() {
         Some(wait) => ceil_secs(wait).max(1),
+        None if d.is_never() && d.reset.is_zero() => ceil_secs(d.window).max(1),
+        None if d.is_never() => ceil_secs(d.reset).max(1),
         None if d.remaining == 0 && !d.next.is_zero() => ceil_secs(d.next),
         None => ceil_secs(d.reset),
     }

@@ -109,7 +109,10 @@ async fn field_syntax_on_allowed_and_limited() {
 #[tokio::test]
 async fn a_cost_that_can_never_fit_gets_429_without_retry_after() {
     let layer = RateLimitLayer::builder(Global)
-        .limit("small", MemoryStore::new(Gcra::new(5, SEC).unwrap()))
+        .limit(
+            "small",
+            MemoryStore::new(Gcra::new(5, Duration::from_secs(3600)).unwrap()),
+        )
         .cost(|_: &http::request::Parts| 6)
         .build()
         .unwrap();
@@ -119,6 +122,9 @@ async fn a_cost_that_can_never_fit_gets_429_without_retry_after() {
     let res = send(&app).await;
     assert_eq!(res.status(), 429);
     assert!(res.headers().get("retry-after").is_none());
+    // `t` does not invite a retry: the key is full, so it is the window.
+    let member = members(res.headers().get(RATELIMIT).unwrap()).remove(0);
+    assert_eq!(member.1, vec![("r".to_owned(), 5), ("t".to_owned(), 3600)]);
     let body: serde_json::Value = serde_json::from_str(&body_string(res).await).unwrap();
     assert!(body.get("retry_after").is_none());
     assert!(body["detail"].as_str().unwrap().contains("never"));

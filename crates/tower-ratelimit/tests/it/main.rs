@@ -16,8 +16,11 @@ mod malformed;
 #[cfg(feature = "metrics")]
 mod metrics;
 mod multi;
+mod prefixes;
 mod shaping;
 mod spoofing;
 #[cfg(feature = "serde")]
 mod table;
+#[cfg(feature = "serde")]
+mod table_prefixes;
 mod upkeep;

@@ -234,6 +234,29 @@ fn every_validation_error_names_file_line_and_entry() {
             "limits.toml:7: limit \"o\": the name is used twice",
         ),
         (
+            entry("r", &format!("{base}\ncost = 0")),
+            "limits.toml:2: limit \"r\": cost = 0 makes every request a peek",
+        ),
+        (
+            entry(
+                "s",
+                "algorithm = \"sliding-log 3/1h\"\nkey = \"global\"\ncost = 4",
+            ),
+            "limits.toml:2: limit \"s\": cost = 4 is above the capacity 3 of the algorithm",
+        ),
+        (
+            entry(
+                "t",
+                "algorithm = \"gcra 5/1s\"\nkey = \"api-key\"\ncost = 4\n\
+                 overrides = { \"secret-key\" = \"gcra 2/1s\" }",
+            ),
+            "limits.toml:2: limit \"t\": cost = 4 is above the capacity 2 of an override",
+        ),
+        (
+            entry("u", &format!("{base}\ncount = []")),
+            "limits.toml:2: limit \"u\": count = [] counts no response",
+        ),
+        (
             "[[limits]]\nname = \"p\"\n".to_owned(),
             "limits.toml:1: unknown field `limits`",
         ),
@@ -291,10 +314,17 @@ async fn a_reload_keeps_used_quota_and_overrides_follow_the_file() {
     let edited = LIVE
         .replace("gcra 3/1h", "gcra 4/1h")
         .replace("overrides = { \"vip\" = \"gcra 10/1h\" }", "");
-    handle
-        .reload(&PolicyTable::from_toml(&edited, None).unwrap())
-        .unwrap();
+    let edited_table = PolicyTable::from_toml(&edited, None).unwrap();
+    let changes = handle.reload(&edited_table).unwrap();
     assert_eq!(handle.reloads(), 1);
+    // The reload says what it changed, and the same table again changes
+    // nothing.
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    assert_eq!(changes[0].limit, "tickets");
+    assert_eq!(changes[0].from.to_string(), "gcra 3/1h");
+    assert_eq!(changes[0].to.to_string(), "gcra 4/1h");
+    assert_eq!(changes[0].overrides, "1 -> 0");
+    assert_eq!(handle.reload(&edited_table).unwrap(), vec![]);
     assert_eq!(tickets(&app, "alice", 5).await, 2);
     assert_eq!(tickets(&app, "vip", 5).await, 0);
     // An override added at run time, through the handle.
@@ -307,6 +337,45 @@ async fn a_reload_keeps_used_quota_and_overrides_follow_the_file() {
     assert_eq!(tickets(&app, "bob", 10).await, 6);
     assert!(live.remove_override("bob"));
     assert_eq!(tickets(&app, "bob", 1).await, 0);
+}
+
+/// The attack of issue 21: reloads that lower a limit and raise it back
+/// (`sliding-log 3/1d` -> `2/1d` -> `3/1d`, the override too) grant
+/// nothing, and 100 reloads of the unchanged file make no new version
+/// and change nothing for any key, checked between them or idle.
+#[tokio::test]
+async fn reloads_that_shrink_and_grow_or_change_nothing_grant_nothing() {
+    let text = LIVE
+        .replace("gcra 3/1h", "sliding-log 3/1d")
+        .replace("gcra 10/1h", "sliding-log 10/1d");
+    let table = PolicyTable::from_toml(&text, None).unwrap();
+    let clock = ManualClock::new();
+    let (app, handle) = app_and_handle(&table, &clock);
+    for (token, used) in [("alice", 3), ("carol", 3), ("vip", 10)] {
+        assert_eq!(tickets(&app, token, used + 1).await, used, "{token}");
+    }
+    let live = handle.limit("tickets").unwrap();
+    let (version, _) = live.algorithm_for("alice");
+    for _ in 0..100 {
+        handle.reload(&table).unwrap();
+        assert_eq!(tickets(&app, "alice", 1).await, 0);
+    }
+    assert_eq!(live.algorithm_for("alice").0, version, "no new version");
+    let smaller = text
+        .replace("sliding-log 3/1d", "sliding-log 2/1d")
+        .replace("sliding-log 10/1d", "sliding-log 5/1d");
+    let smaller = PolicyTable::from_toml(&smaller, None).unwrap();
+    for cycle in 0..20 {
+        for t in [&smaller, &table] {
+            handle.reload(t).unwrap();
+            for token in ["alice", "vip"] {
+                assert_eq!(tickets(&app, token, 1).await, 0, "{token}, cycle {cycle}");
+            }
+        }
+    }
+    // Idle through all of it: still used up.
+    assert_eq!(tickets(&app, "carol", 1).await, 0);
+    assert_eq!(tickets(&app, "dave", 4).await, 3);
 }
 
 #[tokio::test]
@@ -586,4 +655,28 @@ async fn in_memory_with_a_cap_on_keys() {
     assert_eq!(tickets(&app, "alice", 5).await, 3);
     assert_eq!(tickets(&app, "vip", 12).await, 10);
     assert_eq!(handle.limit("tickets").unwrap().overrides(), 1);
+}
+
+/// Keys and routes print as the policy file writes them, and read back
+/// the same (the startup log and reload lines show them so).
+#[test]
+fn keys_and_routes_print_as_written() {
+    use tower_ratelimit::table::{KeySpec, RouteSpec};
+    for key in [
+        "bearer",
+        "client-ip",
+        "client-ip(v4/24, v6/48)+route",
+        "peer-ip(v4/32, v6/56)",
+        "header:x-tenant+api-key",
+        "global",
+        "app:known-api-key",
+    ] {
+        let spec: KeySpec = key.parse().unwrap();
+        assert_eq!(spec.to_string(), key);
+        assert_eq!(spec.to_string().parse::<KeySpec>().unwrap(), spec);
+    }
+    for route in ["POST /tickets", "/health", "GET /users/{id}"] {
+        let spec: RouteSpec = route.parse().unwrap();
+        assert_eq!(spec.to_string(), route);
+    }
 }
