@@ -242,6 +242,21 @@ pub enum AnyStore<K> {
 }
 
 impl<K> AnyStore<K> {
+    /// Where its decisions come from now: memory, Redis, the fallback, or
+    /// none (Redis failing, no fallback).
+    pub fn state(&self) -> crate::StoreState {
+        match self {
+            Self::Memory(_) => crate::StoreState::Memory,
+            Self::Redis(store) => store.state(),
+            #[cfg(feature = "live")]
+            Self::LiveMemory(_) => crate::StoreState::Memory,
+            #[cfg(feature = "live")]
+            Self::LiveRedis(store) => store.state(),
+        }
+    }
+}
+
+impl<K> AnyStore<K> {
     /// The algorithm the store decides with (for a live store, its
     /// current default).
     pub fn algorithm(&self) -> AnyAlgorithm {

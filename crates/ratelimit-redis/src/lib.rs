@@ -358,6 +358,7 @@ mod live;
 mod log_throttle;
 mod plan;
 mod store;
+mod store_state;
 
 pub use any_store::{AnyStore, AnyStoreFuture, StoreSettings};
 pub use breaker::{BreakerConfig, BreakerState};
@@ -369,6 +370,7 @@ pub use store::{
     DEFAULT_DENY_CACHE, DEFAULT_LEASES, DEFAULT_PREFIX, DEFAULT_TIMEOUT, KEY_SECRET_SYNC,
     MAX_LIMITS,
 };
+pub use store_state::StoreState;
 
 use std::fmt;
 

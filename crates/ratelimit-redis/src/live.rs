@@ -195,6 +195,11 @@ impl LiveRedis {
         store
     }
 
+    /// Where its decisions come from now (see [`RedisStore::state`]).
+    pub fn state(&self) -> crate::StoreState {
+        self.current.load().store.state()
+    }
+
     /// Gives back every lease's unspent units and runs the fallback's
     /// upkeep (see [`Store::maintain`]).
     pub fn maintain(&self, now: u64) {

@@ -10,6 +10,7 @@ use crate::lease::{Leases, Spend, Unspent};
 use crate::log_throttle::{LogThrottle, LOG_EVERY};
 use crate::plan::{key_phase, multi_source, Plan};
 use crate::BuildError;
+use crate::StoreState;
 use ratelimit_core::{
     Algorithm, AnyAlgorithm, Decision, MemoryStore, StableKey, Store, StoreError,
 };
@@ -556,6 +557,16 @@ impl RedisStore {
     /// The circuit breaker's current state.
     pub fn breaker_state(&self) -> BreakerState {
         self.inner.breaker.state()
+    }
+
+    /// Where its decisions come from now: Redis while the breaker is
+    /// closed, else the in-memory fallback if it has one, else none.
+    pub fn state(&self) -> StoreState {
+        match (self.breaker_state(), self.inner.fallback.is_some()) {
+            (BreakerState::Closed, _) => StoreState::Redis,
+            (_, true) => StoreState::Fallback,
+            (_, false) => StoreState::Down,
+        }
     }
 
     /// The Redis key holding `key`'s state (for the first limit; see

@@ -7,6 +7,7 @@
 //! | `POST /login` | 5 failed attempts per hour per client IP and 100 per network; only failures (401) count |
 //! | `GET /api/items` | with a key listed in [`Config::api_keys`] (`X-API-Key`): token bucket per key, 500 burst, 100/s; without: 10 per minute per client IP; an unknown key: 401, counted as anonymous |
 //! | `GET /health` | none |
+//! | `GET /ready` | none: JSON with each limit's store state (`redis`, `fallback`, `memory`, `down`); 503 when one cannot decide |
 //!
 //! The limits live in one policy file, `examples/axum/ratelimit.toml`
 //! ([`POLICY_FILE`]; the binary reads `$RATELIMIT_CONFIG` instead when set,
@@ -26,6 +27,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use ratelimit_core::{Clock, LiveAlgorithm, MemoryStore, Store, SystemClock};
+use ratelimit_redis::StoreState;
 use serde_json::json;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -135,6 +137,39 @@ pub trait Stores {
     /// The store of the limit `name`, following `live` (the algorithm a
     /// reload of the policy file changes).
     fn store(&self, name: &str, live: &LiveAlgorithm) -> Self::Store;
+
+    /// Reads where each limit's decisions come from now, for `GET /ready`
+    /// (default: no list, every store in this instance's memory).
+    fn states(&self) -> StatesFn {
+        Arc::new(Vec::new)
+    }
+}
+
+/// Each limit's store and where its decisions come from now.
+pub type StatesFn = Arc<dyn Fn() -> Vec<(String, StoreState)> + Send + Sync>;
+
+/// `GET /ready`: 200 while every store decides (in memory, on Redis, or
+/// on the in-memory fallback while Redis fails), 503 when one cannot
+/// (Redis failing and no fallback); JSON naming each limit's store state.
+/// The example's limits fail open, so its stores always decide.
+async fn ready(states: StatesFn) -> Response {
+    let states = states();
+    let all = states.iter().all(|(_, s)| s.decides());
+    let stores: Vec<_> = states
+        .iter()
+        .map(|(limit, s)| json!({ "limit": limit, "state": s.as_str() }))
+        .collect();
+    let body = Json(json!({
+        "status": if all { "ready" } else { "unavailable" },
+        "store": if states.is_empty() { "memory" } else { "redis" },
+        "stores": stores,
+    }));
+    let status = if all {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, body).into_response()
 }
 
 /// In-memory stores, each capped at `max_keys` keys (default
@@ -233,6 +268,7 @@ pub fn app_with_policy<S: Stores>(
 ) -> Result<(Router, PolicyHandle), PolicyError> {
     let keys = config.api_keys.clone();
     let list_items = move |req: Parts| list_items(keys, req);
+    let states = stores.states();
     // GET /reports: expensive (about 100 ms each), at most 4 at once,
     // fair-queued by client IP: 8 waiting per client, 64 in all, none longer
     // than 10 s; a client whose queue is full gets 429, anyone when the
@@ -255,7 +291,8 @@ pub fn app_with_policy<S: Stores>(
         .route("/accounts", post(create_account))
         .route("/login", post(login_handler))
         .route("/api/items", get(list_items))
-        .route("/health", get(|| async { "ok" }));
+        .route("/health", get(|| async { "ok" }))
+        .route("/ready", get(move || ready(states.clone())));
     let mut options = PolicyOptions {
         client_ip: Some(config.client_ip.clone()),
         clock: Some(config.clock.clone()),

@@ -4,10 +4,14 @@
 use crate::server::DEFAULT_MAX_KEYS;
 use crate::Stores;
 use ratelimit_core::LiveAlgorithm;
-use ratelimit_redis::{AnyStore, StoreSettings, DEFAULT_TIMEOUT};
+use ratelimit_redis::{AnyStore, StoreSettings, StoreState, DEFAULT_TIMEOUT};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tower_ratelimit::key::KeySecret;
 use tower_ratelimit::table::PolicyKey;
+
+/// A limit's name and its store.
+type Built = (String, Arc<AnyStore<PolicyKey>>);
 
 /// Stores in Redis: one key prefix per limit (`axum-example:{name}:`), time
 /// from the server's clock, one round trip per check.
@@ -23,6 +27,8 @@ pub struct RedisStores {
     timeout: Duration,
     max_keys: usize,
     lease: Option<u64>,
+    /// Every store built, by limit, for `GET /ready`.
+    built: Arc<Mutex<Vec<Built>>>,
 }
 
 impl RedisStores {
@@ -35,6 +41,7 @@ impl RedisStores {
             timeout: DEFAULT_TIMEOUT,
             max_keys: DEFAULT_MAX_KEYS,
             lease: None,
+            built: Arc::default(),
         })
     }
 
@@ -95,12 +102,12 @@ impl RedisStores {
 }
 
 impl Stores for RedisStores {
-    type Store = AnyStore<PolicyKey>;
+    type Store = Arc<AnyStore<PolicyKey>>;
 
     /// A Redis store following `live`: a change keeps what each client has
     /// used, in Redis too (each copy of the app reloads its own file).
     fn store(&self, name: &str, live: &LiveAlgorithm) -> Self::Store {
-        StoreSettings::Redis {
+        let store = StoreSettings::Redis {
             url: self.url.clone(),
             prefix: Some("axum-example:".to_owned()),
             timeout: Some(self.timeout),
@@ -109,6 +116,24 @@ impl Stores for RedisStores {
             key_secret: None,
         }
         .build_live(name, live)
-        .expect("the example's limits and names suit Redis")
+        .expect("the example's limits and names suit Redis");
+        let store = Arc::new(store);
+        self.built
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((name.to_owned(), store.clone()));
+        store
+    }
+
+    fn states(&self) -> crate::StatesFn {
+        let built = self.built.clone();
+        Arc::new(move || {
+            built
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .iter()
+                .map(|(name, store)| (name.clone(), store.state()))
+                .collect::<Vec<(String, StoreState)>>()
+        })
     }
 }

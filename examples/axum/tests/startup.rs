@@ -353,3 +353,14 @@ fn json_logs_are_one_object_per_line() {
         );
     }
 }
+
+/// `GET /ready` in memory: 200, every store in this instance's memory.
+#[test]
+fn ready_in_memory() {
+    let app = Spawned::start(example());
+    let (status, body) = get(app.addr.port(), "/ready");
+    assert_eq!(status, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["status"], "ready");
+    assert_eq!(v["store"], "memory");
+}

@@ -218,3 +218,57 @@ fn redis_out_of_memory_keeps_the_login_limit() {
         );
     }
 }
+
+/// `GET /ready` names each limit's store state: `redis` while Redis
+/// answers, `fallback` once it is gone (the breaker open), and stays 200
+/// throughout, since the example's stores fall back to memory.
+#[test]
+fn ready_reports_each_store_state() {
+    let Some(mut redis) = RedisServer::start() else {
+        return;
+    };
+    let app = App::start(&redis.url());
+    let ready = |app: &App| {
+        let mut s = TcpStream::connect(app.addr).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.write_all(b"GET /ready HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        let status: u16 = out[9..12].parse().unwrap();
+        let body = out.split_once("\r\n\r\n").unwrap().1.to_owned();
+        let v: serde_json::Value =
+            serde_json::from_str(&body).unwrap_or_else(|e| panic!("{body}: {e}"));
+        (status, v)
+    };
+    let states = |v: &serde_json::Value| -> Vec<String> {
+        v["stores"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["state"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let (status, v) = ready(&app);
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["status"], "ready");
+    assert!(
+        states(&v).len() >= 5 && states(&v).iter().all(|s| s == "redis"),
+        "{v}"
+    );
+    redis.kill();
+    // Failures open each store's breaker (5 in a row); the login limits'
+    // stores see them.
+    let ip = "X-Forwarded-For: 203.0.113.50\r\n";
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        assert!(app.send("POST", "/login", ip, BAD_LOGIN) < 500);
+        let (status, v) = ready(&app);
+        assert_eq!(status, 200, "{v}");
+        if states(&v).iter().any(|s| s == "fallback") {
+            eprintln!("after Redis died: {v}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "no store in fallback: {v}");
+    }
+}

@@ -70,6 +70,42 @@ pub trait Store<K: ?Sized>: Send + Sync + 'static {
     }
 }
 
+/// A shared store is a store: the app keeps an `Arc` of a store it hands
+/// to a layer (or a policy table) and reaches it while the layer runs (to
+/// read its state, reset a key, and so on).
+impl<K: ?Sized, S: Store<K> + ?Sized> Store<K> for std::sync::Arc<S> {
+    type CheckFuture = S::CheckFuture;
+    type RefundFuture = S::RefundFuture;
+
+    #[inline]
+    fn check(&self, key: &K, cost: u64, now: u64) -> Self::CheckFuture {
+        (**self).check(key, cost, now)
+    }
+
+    fn refund(&self, key: &K, cost: u64, admitted_at: u64, now: u64) -> Self::RefundFuture {
+        (**self).refund(key, cost, admitted_at, now)
+    }
+
+    #[inline]
+    fn check_now(&self, key: &K, cost: u64, now: u64) -> Option<Result<Decision, StoreError>> {
+        (**self).check_now(key, cost, now)
+    }
+
+    fn refund_now(
+        &self,
+        key: &K,
+        cost: u64,
+        admitted_at: u64,
+        now: u64,
+    ) -> Option<Result<(), StoreError>> {
+        (**self).refund_now(key, cost, admitted_at, now)
+    }
+
+    fn maintain(&self, now: u64) {
+        (**self).maintain(now);
+    }
+}
+
 impl<A, K> Store<K> for MemoryStore<A, K>
 where
     A: Algorithm,
