@@ -364,3 +364,57 @@ fn ready_in_memory() {
     assert_eq!(v["status"], "ready");
     assert_eq!(v["store"], "memory");
 }
+
+/// Shrink-then-grow reload cycles (`2/1d` -> `1/1d` -> `2/1d`) and 100
+/// SIGHUPs of an unchanged file grant nothing: a client that used its 2
+/// accounts stays refused, in memory and on Redis.
+#[cfg(unix)]
+#[test]
+fn reload_cycles_and_unchanged_sighups_grant_nothing() {
+    reload_cycles("cycles", None);
+    if let Some(server) = redis_server::RedisServer::start() {
+        reload_cycles("cycles-redis", Some(&server.url()));
+    }
+}
+
+#[cfg(unix)]
+fn reload_cycles(test: &str, redis_url: Option<&str>) {
+    use std::time::Duration;
+    let path = policy_file(test, str::to_owned);
+    let mut cmd = example();
+    cmd.env("RATELIMIT_CONFIG", &path);
+    if let Some(url) = redis_url {
+        cmd.env("REDIS_URL", url);
+    }
+    let mut app = Spawned::start(cmd);
+    let hup = |app: &mut Spawned, wants: &str| {
+        let pid = app.id().to_string();
+        assert!(Command::new("kill")
+            .args(["-HUP", &pid])
+            .status()
+            .unwrap()
+            .success());
+        app.wait_for(wants, Duration::from_secs(10))
+            .unwrap_or_else(|| panic!("no {wants:?} after SIGHUP; log: {:#?}", app.log));
+    };
+    assert_eq!(app.status(ACCOUNT), 201);
+    assert_eq!(app.status(ACCOUNT), 201);
+    assert_eq!(app.status(ACCOUNT), 429);
+    let text = axum_example::DEFAULT_POLICY;
+    for cycle in 0..5 {
+        std::fs::write(&path, text.replace("sliding-log 2/1d", "sliding-log 1/1d")).unwrap();
+        hup(&mut app, "rate limits reloaded");
+        assert_eq!(app.status(ACCOUNT), 429, "cycle {cycle}, shrunk");
+        std::fs::write(&path, text).unwrap();
+        hup(&mut app, "rate limits reloaded");
+        assert_eq!(app.status(ACCOUNT), 429, "cycle {cycle}, grown back");
+    }
+    for n in 0..100 {
+        hup(&mut app, "no change");
+        if n % 25 == 0 {
+            assert_eq!(app.status(ACCOUNT), 429, "after {n} unchanged reloads");
+        }
+    }
+    assert_eq!(app.status(ACCOUNT), 429);
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
