@@ -199,6 +199,7 @@ mod reserve;
 mod service;
 mod shared;
 mod stable_key;
+mod summary;
 mod upkeep;
 
 pub mod fair;

@@ -380,6 +380,9 @@ where
             let denied = &info.entries[i];
             observe::limited(denied.name, &denied.decision, dry_run);
             if !dry_run {
+                shared.limits[checked[i].0].summary.refused(now);
+            }
+            if !dry_run {
                 let mut res = shared.response.build(Rejection::Limited(&info));
                 if parts.extensions.get::<RateLimitInfo>().is_some() {
                     // An outer rate-limit layer ran: tell it (only then, as

@@ -3,6 +3,7 @@
 use crate::key::KeyExtractor;
 use crate::policy::{Cost, FailurePolicy, KeyErrorPolicy, LimitSelector, Mode, ResponsePredicate};
 use crate::response::{Fields, LimitedBody};
+use crate::summary::Summary;
 use ratelimit_core::Clock;
 use std::hash::{BuildHasher, Hash, RandomState};
 use std::sync::atomic::AtomicBool;
@@ -16,6 +17,8 @@ pub(crate) struct Limit<St> {
     /// program like the name (so a rejection's info copies a reference,
     /// with no reference count).
     pub(crate) body: &'static LimitedBody,
+    /// Its once-a-minute `info` line of refusals.
+    pub(crate) summary: &'static Summary,
 }
 
 impl<St> Limit<St> {
@@ -24,6 +27,7 @@ impl<St> Limit<St> {
             name,
             store,
             body: Box::leak(Box::new(LimitedBody::new(name))),
+            summary: Summary::leak(name),
         }
     }
 }

@@ -387,3 +387,55 @@ async fn around_the_router_checks_before_routing() {
     // A 404 counts like any request: the check comes before routing.
     assert_eq!(statuses, [200, 404, 200, 429, 429, 200]);
 }
+
+/// Limiting shows at `info` without a line per request: the first refusal
+/// of a limit logs a line, and then at most one a minute, each with the
+/// count of refusals since the one before.
+#[tokio::test(flavor = "current_thread")]
+async fn refusals_are_summed_up_once_a_minute_at_info() {
+    let out = Captured::default();
+    let writer = out.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_max_level(tracing::Level::INFO)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let clock = ManualClock::new();
+    let layer = tower_ratelimit::RateLimitLayer::builder(tower_ratelimit::key::Global)
+        .limit("tiny", MemoryStore::new(Gcra::new(1, 3600 * SEC).unwrap()))
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let app = Router::new()
+        .route("/", get(|| async { "hi" }))
+        .layer(layer);
+    let send = || async {
+        app.clone()
+            .oneshot(Request::get("/").body(Body::empty()).unwrap())
+            .await
+            .unwrap()
+            .status()
+    };
+    assert_eq!(send().await, 200);
+    // 1 refusal: its line at once. Then 200 within the minute: no line.
+    for _ in 0..201 {
+        assert_eq!(send().await, 429);
+        clock.advance(std::time::Duration::from_millis(100));
+    }
+    let lines = |log: &str| -> Vec<u64> {
+        log.lines()
+            .filter(|l| l.contains("since its last summary"))
+            .map(|l| {
+                assert!(l.contains(" INFO ") && l.contains("limit=tiny"), "{l}");
+                let n = l.split("limited=").nth(1).unwrap();
+                n.split_whitespace().next().unwrap().parse().unwrap()
+            })
+            .collect()
+    };
+    assert_eq!(lines(&out.text()), vec![1]);
+    // A minute after the first line, the next refusal logs the other 200
+    // and itself.
+    clock.advance(std::time::Duration::from_secs(60));
+    assert_eq!(send().await, 429);
+    assert_eq!(lines(&out.text()), vec![1, 201]);
+}
