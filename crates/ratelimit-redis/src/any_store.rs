@@ -158,6 +158,7 @@ impl StoreSettings {
         };
         let prefix = format!("{}{name}:", prefix.as_deref().unwrap_or(DEFAULT_PREFIX));
         let mut builder = RedisStore::builder(url.as_str(), algorithm)
+            .name(name)
             .prefix(prefix)
             .timeout(timeout.unwrap_or(DEFAULT_TIMEOUT))
             .breaker(BreakerConfig::default());

@@ -71,6 +71,9 @@ struct Inner {
 #[derive(Debug)]
 pub(crate) struct Breaker {
     config: BreakerConfig,
+    /// The limit's name in metrics labels.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    label: &'static str,
     inner: Mutex<Inner>,
     log: LogThrottle<2>,
 }
@@ -94,8 +97,15 @@ pub(crate) enum Outcome {
 }
 
 impl Breaker {
+    #[cfg(test)]
     pub(crate) fn new(config: BreakerConfig) -> Self {
+        Self::labelled(config, "")
+    }
+
+    /// A breaker whose metrics carry `limit = label`.
+    pub(crate) fn labelled(config: BreakerConfig, label: &'static str) -> Self {
         Self {
+            label,
             config: BreakerConfig {
                 failure_threshold: config.failure_threshold.max(1),
                 ..config
@@ -250,11 +260,12 @@ impl Breaker {
         {
             metrics::counter!(
                 "ratelimit_redis_breaker_transitions_total",
+                "limit" => self.label,
                 "from" => from.as_str(),
                 "to" => to.as_str()
             )
             .increment(1);
-            metrics::gauge!("ratelimit_redis_breaker_state").set(match to {
+            metrics::gauge!("ratelimit_redis_breaker_state", "limit" => self.label).set(match to {
                 BreakerState::Closed => 0.0,
                 BreakerState::HalfOpen => 1.0,
                 BreakerState::Open => 2.0,

@@ -113,6 +113,8 @@ pub struct RedisStoreBuilder {
     deny_cache: usize,
     lease: Option<(u64, Duration)>,
     key_secret: Option<[u8; 16]>,
+    /// The limit's name in metrics labels.
+    name: String,
     /// Keys and states of a live store (see `Plan::live`).
     pub(crate) live: bool,
     /// A connection shared with other stores (a live store's versions).
@@ -129,6 +131,15 @@ impl RedisStoreBuilder {
     /// not contain `{` or `}`.
     pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();
+        self
+    }
+
+    /// The limit's name, as the `limit` label of the store's metrics (its
+    /// errors, fallback decisions, deny-cache hits and breaker). Default:
+    /// empty. [`StoreSettings`](crate::StoreSettings) sets it to the
+    /// limit's name.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
         self
     }
 
@@ -342,6 +353,7 @@ impl RedisStoreBuilder {
                 .collect(),
             lock: Mutex::new(()),
         });
+        let label = interned(self.name);
         Ok(RedisStore {
             inner: Arc::new(Inner {
                 conn,
@@ -349,7 +361,8 @@ impl RedisStoreBuilder {
                 parts: parts.into(),
                 prefix: self.prefix,
                 timeout: self.timeout,
-                breaker: Breaker::new(self.breaker),
+                breaker: Breaker::labelled(self.breaker, label),
+                label,
                 fallback,
                 time: self.time,
                 log: LogThrottle::new(LOG_EVERY),
@@ -409,6 +422,9 @@ struct Inner {
     prefix: String,
     timeout: Duration,
     breaker: Breaker,
+    /// The limit's name in metrics labels.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    label: &'static str,
     fallback: Option<Fallback>,
     time: TimeSource,
     /// Which failures get a warning line.
@@ -537,6 +553,7 @@ impl RedisStore {
             deny_cache: DEFAULT_DENY_CACHE,
             lease: None,
             key_secret: None,
+            name: String::new(),
             live: false,
             conn: None,
             lease_slots: DEFAULT_LEASES,
@@ -1008,7 +1025,8 @@ impl Inner {
         };
         let d = cache.denied(key, self.local_now(now), constants)?;
         #[cfg(feature = "metrics")]
-        metrics::counter!("ratelimit_redis_deny_cache_hits_total").increment(1);
+        metrics::counter!("ratelimit_redis_deny_cache_hits_total", "limit" => self.label)
+            .increment(1);
         Some(d)
     }
 
@@ -1024,7 +1042,8 @@ impl Inner {
         match &self.fallback {
             Some(memory) => {
                 #[cfg(feature = "metrics")]
-                metrics::counter!("ratelimit_redis_fallback_total").increment(1);
+                metrics::counter!("ratelimit_redis_fallback_total", "limit" => self.label)
+                    .increment(1);
                 memory.check(key, cost, now)
             }
             None => Err(failure.to_store_error()),
@@ -1108,7 +1127,7 @@ impl Inner {
     /// key or token.
     fn report(&self, failure: &Failure) {
         #[cfg(feature = "metrics")]
-        metrics::counter!("ratelimit_redis_errors_total", "kind" => failure.kind.as_str())
+        metrics::counter!("ratelimit_redis_errors_total", "limit" => self.label, "kind" => failure.kind.as_str())
             .increment(1);
         if failure.kind == Kind::BreakerOpen {
             return;
@@ -1286,4 +1305,22 @@ where
             }
         }
     }
+}
+
+/// `name` for the life of the program (metrics labels are `'static`),
+/// each distinct name leaked once however many stores carry it.
+fn interned(name: String) -> &'static str {
+    use std::collections::HashSet;
+    use std::sync::{OnceLock, PoisonError};
+    static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+    let mut names = NAMES
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    if let Some(known) = names.get(name.as_str()) {
+        return known;
+    }
+    let leaked: &'static str = Box::leak(name.into_boxed_str());
+    names.insert(leaked);
+    leaked
 }

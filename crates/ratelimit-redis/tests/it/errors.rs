@@ -67,6 +67,7 @@ impl Env {
 
     fn store(&self, fallback: bool) -> RedisStore {
         let b = RedisStore::builder(self.url.clone(), self.algorithm)
+            .name("logins")
             .timeout(self.timeout)
             .breaker(BreakerConfig {
                 failure_threshold: THRESHOLD,
@@ -205,7 +206,9 @@ fn case(
     }
     let count = |k: &str| {
         counts
-            .get(&format!("ratelimit_redis_errors_total{{kind={k}}}"))
+            .get(&format!(
+                "ratelimit_redis_errors_total{{limit=logins,kind={k}}}"
+            ))
             .copied()
             .unwrap_or(0)
     };
@@ -223,7 +226,7 @@ fn case(
         .sum();
     assert_eq!(errors, failed + skipped, "nothing else: {counts:?}");
     assert_eq!(
-        counts.get("ratelimit_redis_fallback_total{}"),
+        counts.get("ratelimit_redis_fallback_total{limit=logins}"),
         Some(&(CHECKS + 1)),
         "{counts:?}"
     );
