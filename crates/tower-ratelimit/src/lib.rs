@@ -195,6 +195,8 @@ mod future;
 mod info;
 mod layer;
 mod observe;
+#[cfg(feature = "serde")]
+mod override_key;
 mod reserve;
 mod service;
 mod shared;

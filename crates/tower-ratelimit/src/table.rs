@@ -69,6 +69,19 @@
 //! route the entry does not list passes that layer untouched. A `GET`
 //! route also covers `HEAD` (which axum answers with the `GET` handler).
 //!
+//! Methods are case-sensitive: `post /login` is refused at load (no client
+//! sends a `post`).
+//!
+//! An override's key is the key's text as the limit's extractor writes
+//! it, its parts joined by `|`. IP parts are read as an address or a
+//! network and written in the key's form (`2001:DB8:0:1::5` on a
+//! `client-ip` limit is `2001:db8:0:1::/64`); a key no request can have is
+//! refused at load: not an address, a network of another length than the
+//! limit keys (a /48 on a per-/64 limit), blanks around a header's value,
+//! a header key over 64 characters (those are keyed by a hash), a wrong
+//! number of parts, or two overrides for one key. A secret key (API key,
+//! bearer token) is never quoted in the error.
+//!
 //! A limit that could never limit is refused at load: `cost = 0` (every
 //! request a peek), a cost above the capacity of the algorithm or of an
 //! override (every request refused), and `count = []` (nothing counts).
@@ -109,6 +122,7 @@ use crate::key::{
     ApiKey, Bearer, ClientIp, Global, Header, HeaderKey, IpKey, IpPrefixes, KeyError, KeyExtractor,
     PeerIp, Route, RouteKey,
 };
+use crate::override_key::{canonical, OverridePart};
 use crate::policy::{KeyErrorPolicy, Mode, Selection};
 use crate::response::Headers;
 use crate::RateLimitLayer;
@@ -244,6 +258,18 @@ impl FromStr for KeySpec {
     }
 }
 
+impl KeyPart {
+    /// What an override's key looks like in this part.
+    fn override_part(&self) -> OverridePart {
+        match self {
+            Self::PeerIp(p) | Self::ClientIp(p) => OverridePart::Ip(p.unwrap_or_default()),
+            Self::Header(_, secret) => OverridePart::Text { secret: *secret },
+            Self::ApiKey | Self::Bearer => OverridePart::Text { secret: true },
+            Self::Global | Self::Route | Self::App(_) => OverridePart::Any,
+        }
+    }
+}
+
 impl fmt::Display for KeyPart {
     /// The form the policy file writes.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -301,6 +327,15 @@ impl FromStr for RouteSpec {
     fn from_str(s: &str) -> Result<Self, String> {
         let (method, path) = match s.trim().split_once(' ') {
             Some((m, p)) => {
+                // Methods are case-sensitive (RFC 9110): `post` is an
+                // extension method no client sends for POST.
+                if m.bytes().any(|b| b.is_ascii_lowercase()) {
+                    return Err(format!(
+                        "bad method {m:?} in route {s:?}: methods are case-sensitive, \
+                         write {:?}",
+                        m.to_ascii_uppercase()
+                    ));
+                }
                 let m =
                     Method::from_str(m).map_err(|_| format!("bad method {m:?} in route {s:?}"))?;
                 (Some(m), p.trim())
@@ -519,6 +554,27 @@ impl PolicyEntry {
         None
     }
 
+    /// The overrides, their keys written as the limit's key extractor
+    /// writes keys (`2001:db8::/64`, not `2001:DB8:0::/64`), or why one
+    /// names a key no request can have. `client-ip` without prefix lengths
+    /// is taken as v4/32, v6/64 here.
+    fn canonical_overrides(&self) -> Result<BTreeMap<String, AnyAlgorithm>, String> {
+        let parts: Vec<OverridePart> = self.key.0.iter().map(KeyPart::override_part).collect();
+        let mut written = BTreeMap::new();
+        for (text, algorithm) in &self.overrides {
+            if written
+                .insert(canonical(&parts, text)?, *algorithm)
+                .is_some()
+            {
+                return Err(format!(
+                    "two overrides name one key ({} characters long)",
+                    text.len()
+                ));
+            }
+        }
+        Ok(written)
+    }
+
     /// The overrides as the live algorithm takes them.
     fn override_list(&self) -> Vec<(&str, AnyAlgorithm)> {
         self.overrides
@@ -579,8 +635,9 @@ impl PolicyTable {
         let mut entries: Vec<PolicyEntry> = Vec::with_capacity(parsed.limit.len());
         for spanned in parsed.limit {
             let at = Some(spanned.span().start);
-            let entry = spanned.into_inner();
-            let fail = |message: String| error(at, Some(entry.name.clone()), message);
+            let mut entry = spanned.into_inner();
+            let name = entry.name.clone();
+            let fail = |message: String| error(at, Some(name.clone()), message);
             if entry.name.is_empty()
                 || entry.name.len() > 64
                 || !entry
@@ -604,6 +661,7 @@ impl PolicyTable {
             if let Some(problem) = entry.disables_itself() {
                 return Err(fail(problem));
             }
+            entry.overrides = entry.canonical_overrides().map_err(fail)?;
             if entry.overrides.len() > MAX_OVERRIDES {
                 return Err(fail(format!(
                     "{} overrides: at most {MAX_OVERRIDES}",

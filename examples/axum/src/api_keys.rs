@@ -90,7 +90,10 @@ impl ApiKeys {
         let key = ApiKey::new().extract(req)?;
         // The header's own text: a key over 64 bytes is named by its hash,
         // which the list does not hold.
-        let sent = req.headers.get(API_KEY_HEADER).and_then(|v| v.to_str().ok());
+        let sent = req
+            .headers
+            .get(API_KEY_HEADER)
+            .and_then(|v| v.to_str().ok());
         if sent.is_some_and(|text| self.contains(text.trim())) {
             Ok(key)
         } else {

@@ -168,7 +168,9 @@ fn every_validation_error_names_file_line_and_entry() {
     let entry =
         |name: &str, body: &str| format!("# a comment\n[[limit]]\nname = \"{name}\"\n{body}\n");
     let base = "algorithm = \"gcra 1/1s\"\nkey = \"global\"";
-    let cases: Vec<(String, &str)> = vec![
+    let ip = "algorithm = \"gcra 1/1s\"\nkey = \"client-ip\"";
+    let cases: Vec<(String, &str)> =
+        vec![
         (
             entry("a", "algorithm = \"gcra 1/1s brust 2\"\nkey = \"global\""),
             "limits.toml:4: limit \"a\": gcra has no option \"brust\"",
@@ -192,6 +194,38 @@ fn every_validation_error_names_file_line_and_entry() {
         (
             entry("f", &format!("{base}\nroutes = [\"P@ST /x\"]")),
             "limits.toml:6: limit \"f\": bad method \"P@ST\"",
+        ),
+        (
+            entry("f2", &format!("{base}\nroutes = [\"post /x\"]")),
+            "limits.toml:6: limit \"f2\": bad method \"post\" in route \"post /x\": methods are \
+             case-sensitive, write \"POST\"",
+        ),
+        (
+            entry("o1", &format!("{ip}\noverrides = {{ \"2001:db8::/48\" = \"gcra 9/1s\" }}")),
+            "limits.toml:2: limit \"o1\": override key \"2001:db8::/48\": this limit keys \
+             addresses by /64 networks",
+        ),
+        (
+            entry("o2", &format!("{ip}\noverrides = {{ \"nonsense\" = \"gcra 9/1s\" }}")),
+            "limits.toml:2: limit \"o2\": override key \"nonsense\": not an IP address",
+        ),
+        (
+            entry(
+                "o3",
+                &format!(
+                    "{ip}\noverrides = {{ \"10.0.0.7\" = \"gcra 9/1s\", \
+                     \"10.0.0.7/32\" = \"gcra 8/1s\" }}"
+                ),
+            ),
+            "limits.toml:2: limit \"o3\": two overrides name one key",
+        ),
+        (
+            entry(
+                "o4",
+                "algorithm = \"gcra 5/1s\"\nkey = \"api-key\"\n\
+                 overrides = { \"sekrit-key \" = \"gcra 2/1s\" }",
+            ),
+            "limits.toml:2: limit \"o4\": an override's key (11 characters long) is not one",
         ),
         (
             entry("g", &format!("{base}\ncount = [42]")),
@@ -385,7 +419,7 @@ async fn a_reload_that_needs_a_restart_is_rejected_whole() {
     let (app, handle) = app_and_handle(&table, &clock);
     for (edited, want) in [
         (
-            LIVE.replace("key = \"bearer\"", "key = \"peer-ip\""),
+            LIVE.replace("key = \"bearer\"", "key = \"header:x-user\""),
             "limit \"tickets\": changing its key needs a restart",
         ),
         (
@@ -679,4 +713,22 @@ fn keys_and_routes_print_as_written() {
         let spec: RouteSpec = route.parse().unwrap();
         assert_eq!(spec.to_string(), route);
     }
+}
+
+#[test]
+fn override_keys_are_written_as_the_key_extractor_writes_keys() {
+    let text = r#"
+[[limit]]
+name = "net"
+algorithm = "gcra 1/1s"
+key = "client-ip(v4/24, v6/48)"
+overrides = { "2001:DB8:AA:0:0:0:0:1" = "gcra 9/1s", "198.51.100.77" = "gcra 8/1s" }
+"#;
+    let table = PolicyTable::from_toml(text, None).unwrap();
+    let keys: Vec<&str> = table.entries()[0]
+        .overrides
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys, ["198.51.100.0/24", "2001:db8:aa::/48"]);
 }
