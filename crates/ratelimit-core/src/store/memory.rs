@@ -1,7 +1,7 @@
 //! The in-memory keyed store: sharded, concurrent and bounded.
 
 use super::deny_cache::Constants;
-use super::shard::{lock, Shard, ShardCell, INSERT_STEP};
+use super::shard::{lock, EvictionCounts, Shard, ShardCell, INSERT_STEP};
 use crate::{Algorithm, Decision, StableKey, StoreError};
 use hashbrown::DefaultHashBuilder;
 use std::borrow::Borrow;
@@ -289,6 +289,18 @@ impl<A: Algorithm, K> MemoryStore<A, K> {
         self.len() == 0
     }
 
+    /// What eviction at the cap has done so far, summed over the shards
+    /// (each shard's lock is taken in turn): keys evicted while they held
+    /// quota, new keys that started from evicted keys' use, and those of
+    /// them refused at once. [`clear`](Self::clear) zeroes them.
+    pub fn eviction_counts(&self) -> EvictionCounts {
+        let mut sum = EvictionCounts::default();
+        for cell in self.shards.iter() {
+            sum += lock(&cell.lock).0.counts;
+        }
+        sum
+    }
+
     /// Drops every key.
     pub fn clear(&self) {
         for cell in self.shards.iter() {
@@ -341,17 +353,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         );
         let decision = match found {
             Some(state) => self.algorithm.check(state, cost, now),
-            None => {
-                let mut state = match shard.evicted_use(hash, now) {
-                    0 => self.algorithm.fresh(key, now),
-                    used => self.algorithm.restore(key, used, now),
-                };
-                let decision = self.algorithm.check(&mut state, cost, now);
-                if !self.algorithm.is_full(&state, now) {
-                    self.insert(cell, &mut shard, hash, key.to_owned(), state, now)?;
-                }
-                decision
-            }
+            None => self.check_new(cell, &mut shard, hash, key, cost, now)?,
         };
         if cost == 1 && !decision.allowed && self.deny_cache {
             cell.denied.remember(hash, now, &decision);
@@ -415,6 +417,40 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
                 shard.sweep_step(&self.algorithm, now, MAINTAIN_STEP, |k| hasher.hash_one(k));
         }
         dropped
+    }
+
+    /// Decides the first check of a key the store does not hold: from a
+    /// fresh state, or from what evicted keys had used if the sketch
+    /// covers it. Only a key that was admitted is inserted: a refused new
+    /// key changed nothing, so it takes no room (and evicts no one); its
+    /// next check reads the sketch again.
+    fn check_new<Q>(
+        &self,
+        cell: &ShardCell<K, A::State>,
+        shard: &mut Shard<K, A::State>,
+        hash: u64,
+        key: &Q,
+        cost: u64,
+        now: u64,
+    ) -> Result<Decision, StoreError>
+    where
+        K: Borrow<Q>,
+        Q: StableKey + ToOwned<Owned = K> + ?Sized,
+    {
+        let used = shard.evicted_use(hash, now);
+        let mut state = match used {
+            0 => self.algorithm.fresh(key, now),
+            used => self.algorithm.restore(key, used, now),
+        };
+        let decision = self.algorithm.check(&mut state, cost, now);
+        if used > 0 {
+            shard.counts.restored += 1;
+            shard.counts.refused += u64::from(!decision.allowed);
+        }
+        if decision.allowed && !self.algorithm.is_full(&state, now) {
+            self.insert(cell, shard, hash, key.to_owned(), state, now)?;
+        }
+        Ok(decision)
     }
 
     fn insert(

@@ -13,6 +13,7 @@ mod shard;
 
 pub use boxed::BoxStore;
 pub use memory::{AtCapacity, MemoryStore, MemoryStoreBuilder};
+pub use shard::EvictionCounts;
 
 use crate::{Algorithm, Decision, StableKey, StoreError};
 use std::future::{ready, Future, Ready};

@@ -63,6 +63,7 @@ impl<K, S> ShardCell<K, S> {
                 hot_index: 0,
                 hot_live: false,
                 evicted: None,
+                counts: EvictionCounts::default(),
             }),
             denied: DenySlots::default(),
         }
@@ -125,6 +126,32 @@ pub(super) struct Shard<K, S> {
     /// What the keys evicted at the cap had used, from the first eviction
     /// on (see [`Evicted`]).
     evicted: Option<Box<Evicted>>,
+    /// Counts of evictions and of the new keys they made start used.
+    pub(super) counts: EvictionCounts,
+}
+
+/// What eviction at the cap did in one shard, or in a store (summed):
+/// see [`MemoryStore::eviction_counts`](super::MemoryStore::eviction_counts).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct EvictionCounts {
+    /// Keys evicted at the cap while they still held quota.
+    pub evicted: u64,
+    /// New keys that started from what evicted keys had used (the
+    /// sketch's estimate covered them).
+    pub restored: u64,
+    /// Of those, the ones refused at their first check: a new key
+    /// refused because the key table is full and evicted keys' use
+    /// covers it. A steady count means a flood of more keys than the cap.
+    pub refused: u64,
+}
+
+impl std::ops::AddAssign for EvictionCounts {
+    fn add_assign(&mut self, other: Self) {
+        self.evicted += other.evicted;
+        self.restored += other.restored;
+        self.refused += other.refused;
+    }
 }
 
 impl<K, S> Shard<K, S> {
@@ -143,6 +170,7 @@ impl<K, S> Shard<K, S> {
         self.table = HashTable::new();
         self.cursor = 0;
         self.evicted = None;
+        self.counts = EvictionCounts::default();
     }
 
     /// The use a new key hashed `hash` starts with at `now`: what it had
@@ -322,6 +350,9 @@ impl<K, S> Shard<K, S> {
         let (index, reset, used) = self.pick(algorithm, now, seed, evict)?;
         let entry = self.table.get_bucket_entry(index).ok()?;
         let gone = hash(&entry.remove().0 .0);
+        if reset > Duration::ZERO {
+            self.counts.evicted += 1;
+        }
         if used > 0 {
             let until = now.saturating_add(saturating_nanos(reset));
             self.evicted

@@ -118,3 +118,49 @@ fn a_flood_of_new_keys_does_not_forgive_a_brute_forcer() {
         assert_eq!(admitted, 5, "cap {cap}");
     }
 }
+
+/// What a flood of `flood` new keys (one request each, over 10 minutes)
+/// through a store capped at 1,000 keys leaves for 1,000 keys never seen
+/// before, at `probe_at`: how many are admitted at their first check.
+fn newcomers_admitted_after(flood: u64, probe_at: u64) -> (usize, ratelimit_core::EvictionCounts) {
+    let store = MemoryStore::<_, u64>::builder(SlidingLog::new(5, HOUR).unwrap())
+        .max_keys(Some(1_000))
+        .build();
+    let step_ns = 600 * SEC / flood;
+    for step in 0..flood {
+        store.check_sync(&(step + 1), 1, step * step_ns).unwrap();
+    }
+    let admitted = (0..1_000u64)
+        .filter(|n| {
+            store
+                .check_sync(&(u64::MAX - n), 1, probe_at)
+                .unwrap()
+                .allowed
+        })
+        .count();
+    assert!(store.len() <= 1_000);
+    (admitted, store.eviction_counts())
+}
+
+/// The cost of never forgiving, as ALGORITHMS.md states it: a flood of up
+/// to 5 times the cap (one request per key, 5 per hour allowed) leaves
+/// every new key admitted; a flood of 50 times the cap makes most new keys
+/// start used up, which the store counts as refused new keys; one period
+/// after the flood every new key starts fresh again.
+#[test]
+fn a_key_flood_past_the_cap_costs_newcomers_for_at_most_a_period_and_is_counted() {
+    let after_flood = 600 * SEC;
+    let (admitted, counts) = newcomers_admitted_after(5_000, after_flood);
+    assert_eq!(admitted, 1_000, "{counts:?}");
+    assert!(counts.evicted >= 4_000, "{counts:?}");
+    assert_eq!(counts.refused, 0, "{counts:?}");
+
+    let (admitted, counts) = newcomers_admitted_after(50_000, after_flood);
+    assert!(admitted < 500, "{admitted} {counts:?}");
+    assert!(counts.refused >= 10_000, "{counts:?}");
+    assert!(counts.restored >= counts.refused, "{counts:?}");
+
+    let a_period_later = after_flood + HOUR.as_nanos() as u64;
+    let (admitted, _) = newcomers_admitted_after(50_000, a_period_later);
+    assert_eq!(admitted, 1_000);
+}
