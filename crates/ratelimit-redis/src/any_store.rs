@@ -9,7 +9,9 @@ use crate::{
 };
 #[cfg(feature = "live")]
 use ratelimit_core::LiveAlgorithm;
-use ratelimit_core::{AnyAlgorithm, Decision, MemoryStore, StableKey, Store, StoreError};
+use ratelimit_core::{
+    AnyAlgorithm, Decision, MemoryStore, StableKey, Store, StoreCounts, StoreError,
+};
 use std::fmt;
 use std::future::Future;
 use std::hash::Hash;
@@ -423,6 +425,17 @@ where
             }
             #[cfg(feature = "live")]
             Self::LiveRedis(r) => r.maintain(now),
+        }
+    }
+
+    fn counts(&self) -> Option<StoreCounts> {
+        match self {
+            Self::Memory(m) => Some(m.counts()),
+            Self::Redis(r) => Store::<K>::counts(r),
+            #[cfg(feature = "live")]
+            Self::LiveMemory(m) => Some(m.counts()),
+            #[cfg(feature = "live")]
+            Self::LiveRedis(r) => r.counts(),
         }
     }
 }

@@ -4,7 +4,7 @@
 use crate::lease::Unspent;
 use crate::{BuildError, RedisStore, RedisStoreBuilder};
 use arc_swap::ArcSwap;
-use ratelimit_core::{AnyAlgorithm, LiveAlgorithm, StableKey, Store, MAX_OVERRIDES};
+use ratelimit_core::{AnyAlgorithm, LiveAlgorithm, StableKey, Store, StoreCounts, MAX_OVERRIDES};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -212,6 +212,23 @@ impl LiveRedis {
         for store in map.values() {
             Store::<str>::maintain(store, now);
         }
+    }
+
+    /// The in-memory fallback's keys and evictions, summed over the
+    /// current version's stores (see [`Store::counts`]).
+    pub fn counts(&self) -> Option<StoreCounts> {
+        let version = self.current.load();
+        let mut sum = Store::<str>::counts(&version.store)?;
+        let map = version
+            .overrides
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        for store in map.values() {
+            if let Some(counts) = Store::<str>::counts(store) {
+                sum += counts;
+            }
+        }
+        Some(sum)
     }
 
     /// Moves to version `id`: new stores (no deny cache or lease crosses a

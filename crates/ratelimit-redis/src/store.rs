@@ -12,7 +12,7 @@ use crate::plan::{key_phase, multi_source, Plan};
 use crate::BuildError;
 use crate::StoreState;
 use ratelimit_core::{
-    Algorithm, AnyAlgorithm, Decision, MemoryStore, StableKey, Store, StoreError,
+    Algorithm, AnyAlgorithm, Decision, MemoryStore, StableKey, Store, StoreCounts, StoreError,
 };
 use redis::ToRedisArgs;
 use std::fmt;
@@ -484,6 +484,15 @@ impl Fallback {
         for memory in &self.memory {
             memory.maintain(now);
         }
+    }
+
+    /// What the fallback's stores hold, summed.
+    fn counts(&self) -> StoreCounts {
+        let mut sum = StoreCounts::default();
+        for memory in &self.memory {
+            sum += memory.counts();
+        }
+        sum
     }
 }
 
@@ -1304,6 +1313,11 @@ where
                 });
             }
         }
+    }
+
+    /// The in-memory fallback's keys and evictions, if it has one.
+    fn counts(&self) -> Option<StoreCounts> {
+        self.inner.fallback.as_ref().map(Fallback::counts)
     }
 }
 

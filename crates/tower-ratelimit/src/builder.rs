@@ -353,7 +353,10 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
         let fields = Fields::new(self.headers, limits.iter().map(|l| l.name))
             .expect("limit names are printable ASCII");
         crate::upkeep::spawn::<X::Key, St>(
-            limits.iter().map(|l| Arc::downgrade(&l.store)).collect(),
+            limits
+                .iter()
+                .map(|l| (l.name, Arc::downgrade(&l.store)))
+                .collect(),
             Arc::clone(&clock),
         );
         RateLimitLayer {

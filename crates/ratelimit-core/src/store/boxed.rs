@@ -1,6 +1,6 @@
 //! [`BoxStore`]: a store with its type erased, so one layer mixes stores.
 
-use super::Store;
+use super::{Store, StoreCounts};
 use crate::{Decision, StoreError};
 use std::fmt;
 use std::future::Future;
@@ -17,6 +17,7 @@ trait DynStore<K: ?Sized>: Send + Sync + 'static {
     fn check_now(&self, key: &K, cost: u64, now: u64) -> Option<Result<Decision, StoreError>>;
     fn refund_now(&self, key: &K, cost: u64, at: u64, now: u64) -> Option<Result<(), StoreError>>;
     fn maintain(&self, now: u64);
+    fn counts(&self) -> Option<StoreCounts>;
 }
 
 impl<K: ?Sized, S: Store<K>> DynStore<K> for S {
@@ -39,6 +40,10 @@ impl<K: ?Sized, S: Store<K>> DynStore<K> for S {
 
     fn maintain(&self, now: u64) {
         Store::maintain(self, now);
+    }
+
+    fn counts(&self) -> Option<StoreCounts> {
+        Store::counts(self)
     }
 }
 
@@ -124,5 +129,9 @@ impl<K: ?Sized + 'static> Store<K> for BoxStore<K> {
 
     fn maintain(&self, now: u64) {
         self.inner.maintain(now);
+    }
+
+    fn counts(&self) -> Option<StoreCounts> {
+        self.inner.counts()
     }
 }

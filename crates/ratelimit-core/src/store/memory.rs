@@ -1,7 +1,7 @@
 //! The in-memory keyed store: sharded, concurrent and bounded.
 
 use super::deny_cache::Constants;
-use super::shard::{lock, EvictionCounts, Shard, ShardCell, INSERT_STEP};
+use super::shard::{lock, Shard, ShardCell, StoreCounts, INSERT_STEP};
 use crate::{Algorithm, Decision, StableKey, StoreError};
 use hashbrown::DefaultHashBuilder;
 use std::borrow::Borrow;
@@ -289,14 +289,19 @@ impl<A: Algorithm, K> MemoryStore<A, K> {
         self.len() == 0
     }
 
-    /// What eviction at the cap has done so far, summed over the shards
-    /// (each shard's lock is taken in turn): keys evicted while they held
-    /// quota, new keys that started from evicted keys' use, and those of
-    /// them refused at once. [`clear`](Self::clear) zeroes them.
-    pub fn eviction_counts(&self) -> EvictionCounts {
-        let mut sum = EvictionCounts::default();
+    /// The keys held, and what eviction at the cap has done so far, summed
+    /// over the shards (each shard's lock is taken in turn): keys evicted
+    /// while they held quota, new keys that started from evicted keys'
+    /// use, and those of them refused at once. [`clear`](Self::clear)
+    /// zeroes them.
+    pub fn counts(&self) -> StoreCounts {
+        let mut sum = StoreCounts::default();
         for cell in self.shards.iter() {
-            sum += lock(&cell.lock).0.counts;
+            let shard = lock(&cell.lock).0;
+            sum += StoreCounts {
+                keys: shard.len() as u64,
+                ..shard.counts
+            };
         }
         sum
     }

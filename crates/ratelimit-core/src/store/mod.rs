@@ -13,7 +13,7 @@ mod shard;
 
 pub use boxed::BoxStore;
 pub use memory::{AtCapacity, MemoryStore, MemoryStoreBuilder};
-pub use shard::EvictionCounts;
+pub use shard::StoreCounts;
 
 use crate::{Algorithm, Decision, StableKey, StoreError};
 use std::future::{ready, Future, Ready};
@@ -69,6 +69,13 @@ pub trait Store<K: ?Sized>: Send + Sync + 'static {
     fn maintain(&self, now: u64) {
         let _ = now;
     }
+
+    /// How many keys the store holds here and what eviction at its cap
+    /// did ([`MemoryStore::counts`]), for upkeep to report; `None` (the
+    /// default) for a store that keeps no keys in this process.
+    fn counts(&self) -> Option<StoreCounts> {
+        None
+    }
 }
 
 /// A shared store is a store: the app keeps an `Arc` of a store it hands
@@ -104,6 +111,10 @@ impl<K: ?Sized, S: Store<K> + ?Sized> Store<K> for std::sync::Arc<S> {
 
     fn maintain(&self, now: u64) {
         (**self).maintain(now);
+    }
+
+    fn counts(&self) -> Option<StoreCounts> {
+        (**self).counts()
     }
 }
 
@@ -143,5 +154,9 @@ where
 
     fn maintain(&self, now: u64) {
         MemoryStore::maintain(self, now);
+    }
+
+    fn counts(&self) -> Option<StoreCounts> {
+        Some(MemoryStore::counts(self))
     }
 }

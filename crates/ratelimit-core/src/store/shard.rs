@@ -63,7 +63,7 @@ impl<K, S> ShardCell<K, S> {
                 hot_index: 0,
                 hot_live: false,
                 evicted: None,
-                counts: EvictionCounts::default(),
+                counts: StoreCounts::default(),
             }),
             denied: DenySlots::default(),
         }
@@ -127,14 +127,17 @@ pub(super) struct Shard<K, S> {
     /// on (see [`Evicted`]).
     evicted: Option<Box<Evicted>>,
     /// Counts of evictions and of the new keys they made start used.
-    pub(super) counts: EvictionCounts,
+    pub(super) counts: StoreCounts,
 }
 
-/// What eviction at the cap did in one shard, or in a store (summed):
-/// see [`MemoryStore::eviction_counts`](super::MemoryStore::eviction_counts).
+/// How many keys a store holds and what eviction at its cap did: see
+/// [`MemoryStore::counts`](super::MemoryStore::counts) and
+/// [`Store::counts`](super::Store::counts).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct EvictionCounts {
+pub struct StoreCounts {
+    /// Keys with state.
+    pub keys: u64,
     /// Keys evicted at the cap while they still held quota.
     pub evicted: u64,
     /// New keys that started from what evicted keys had used (the
@@ -146,8 +149,9 @@ pub struct EvictionCounts {
     pub refused: u64,
 }
 
-impl std::ops::AddAssign for EvictionCounts {
+impl std::ops::AddAssign for StoreCounts {
     fn add_assign(&mut self, other: Self) {
+        self.keys += other.keys;
         self.evicted += other.evicted;
         self.restored += other.restored;
         self.refused += other.refused;
@@ -170,7 +174,7 @@ impl<K, S> Shard<K, S> {
         self.table = HashTable::new();
         self.cursor = 0;
         self.evicted = None;
-        self.counts = EvictionCounts::default();
+        self.counts = StoreCounts::default();
     }
 
     /// The use a new key hashed `hash` starts with at `now`: what it had

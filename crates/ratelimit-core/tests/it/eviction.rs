@@ -122,7 +122,7 @@ fn a_flood_of_new_keys_does_not_forgive_a_brute_forcer() {
 /// What a flood of `flood` new keys (one request each, over 10 minutes)
 /// through a store capped at 1,000 keys leaves for 1,000 keys never seen
 /// before, at `probe_at`: how many are admitted at their first check.
-fn newcomers_admitted_after(flood: u64, probe_at: u64) -> (usize, ratelimit_core::EvictionCounts) {
+fn newcomers_admitted_after(flood: u64, probe_at: u64) -> (usize, ratelimit_core::StoreCounts) {
     let store = MemoryStore::<_, u64>::builder(SlidingLog::new(5, HOUR).unwrap())
         .max_keys(Some(1_000))
         .build();
@@ -139,7 +139,7 @@ fn newcomers_admitted_after(flood: u64, probe_at: u64) -> (usize, ratelimit_core
         })
         .count();
     assert!(store.len() <= 1_000);
-    (admitted, store.eviction_counts())
+    (admitted, store.counts())
 }
 
 /// The cost of never forgiving, as ALGORITHMS.md states it: a flood of up

@@ -439,3 +439,62 @@ async fn refusals_are_summed_up_once_a_minute_at_info() {
     assert_eq!(send().await, 429);
     assert_eq!(lines(&out.text()), vec![1, 201]);
 }
+
+/// A store at its cap says so: the upkeep logs evictions at `info`, and
+/// new keys refused from what evicted keys had used at `warn`, at most
+/// once a minute each.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn evictions_and_refused_new_keys_are_logged() {
+    let out = Captured::default();
+    let writer = out.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_max_level(tracing::Level::INFO)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let clock = ManualClock::new();
+    let store = MemoryStore::builder(Gcra::new(1, 3600 * SEC).unwrap())
+        .shards(1)
+        .max_keys(Some(1))
+        .build();
+    let key = tower_ratelimit::key::Header::new(http::HeaderName::from_static("x-user"));
+    let layer = RateLimitLayer::builder(key)
+        .limit("capped", store)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let app = Router::new()
+        .route("/", get(|| async { "hi" }))
+        .layer(layer);
+    let send = |user: &'static str| {
+        let app = app.clone();
+        async move {
+            let req = Request::get("/").header("x-user", user);
+            let res = app.oneshot(req.body(Body::empty()).unwrap()).await.unwrap();
+            res.status()
+        }
+    };
+    assert_eq!(send("alice").await, 200);
+    // Bob evicts alice; alice comes back used up (refused, counted).
+    assert_eq!(send("bob").await, 200);
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    assert!(
+        out.text().contains("keys evicted at the store's cap"),
+        "{}",
+        out.text()
+    );
+    assert_eq!(send("alice").await, 429);
+    clock.advance(std::time::Duration::from_secs(61));
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let log = out.text();
+    let warning = log
+        .lines()
+        .find(|l| l.contains("new keys refused at their first request"))
+        .unwrap_or_else(|| panic!("{log}"));
+    assert!(
+        warning.contains(" WARN ") && warning.contains("limit=capped"),
+        "{warning}"
+    );
+    assert!(warning.contains("refused=1"), "{warning}");
+    assert!(!log.contains("alice"), "keys are never logged: {log}");
+}
