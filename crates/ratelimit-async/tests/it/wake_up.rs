@@ -1,6 +1,6 @@
-//! The real timer's wake-up error of `Limiter::until_ready`: alone in
-//! its test binary, so that no other test's work (a redis-server starting,
-//! say) runs beside the measurement.
+//! The real timer's wake-up error of `Limiter::until_ready`, bounded
+//! by twice tokio's own p99 lateness measured just before, so that other
+//! tests of the binary running beside it widen the bound, not break it.
 
 use ratelimit_async::Limiter;
 use ratelimit_core::{Gcra, MemoryStore};
