@@ -82,7 +82,7 @@ const OVERRIDE_TABLES: usize = 64;
 /// reloaded they agree again. (A version shared through Redis would leave the same window:
 /// each instance picks it up on its next read.) The tests cover two
 /// instances on one server (`tests/it/live.rs`) and the policy table on
-/// two instances (`tests/tests/examples/policy_on_redis.rs`).
+/// two instances (`tests/tests/it/examples/policy_on_redis.rs`).
 ///
 /// # Deny cache, leases, fallback
 ///
