@@ -28,6 +28,7 @@ async fn main() {
         Ok(config) => config,
         Err(e) => fail(2, &e.to_string()),
     };
+    server::warn_of_public_proxies(&config.client_ip);
     config.api_keys = ApiKeys::from_env().unwrap_or_else(|e| fail(2, &e.to_string()));
     let max_keys = server::max_keys_from_env().unwrap_or_else(|e| fail(2, &e.to_string()));
     // The limits: $RATELIMIT_CONFIG, or the shipped ratelimit.toml.

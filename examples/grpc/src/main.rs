@@ -20,6 +20,7 @@ async fn main() {
     }
     let bind = std::env::var("BIND_ADDR").unwrap_or_else(|_| "127.0.0.1:50051".to_owned());
     let config = Config::from_env().unwrap_or_else(|e: EnvError| fail(2, &e.to_string()));
+    hyper_example::server::warn_of_public_proxies(&config.client_ip);
     if let Err(e) = grpc_example::rate_limit(&config) {
         fail(2, &e.to_string());
     }

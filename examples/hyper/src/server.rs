@@ -276,6 +276,20 @@ impl Throttled {
     }
 }
 
+/// Warns, once at startup, of each trusted proxy range that holds public
+/// addresses (`TRUSTED_PROXIES=0.0.0.0/0`, say): a client there can write
+/// the forwarding header and choose its own key. Right for a CDN's
+/// published ranges, which is why it is a warning.
+pub fn warn_of_public_proxies(client_ip: &tower_ratelimit::key::ClientIp) {
+    for net in client_ip.public_trusted() {
+        tracing::warn!(
+            %net,
+            "TRUSTED_PROXIES holds public addresses: any client in this range can set its \
+             own address in the forwarding header; trust only your proxies' ranges"
+        );
+    }
+}
+
 /// Completes on Ctrl-C (SIGINT) or, on Unix, SIGTERM. The handlers are
 /// installed when this is called (inside the runtime), not when the future
 /// is first polled, so a signal that arrives as soon as the server says it

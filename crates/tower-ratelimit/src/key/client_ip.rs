@@ -3,6 +3,7 @@
 use super::header::trim;
 use super::ip::{normalize, IpKey, IpPrefixes};
 use super::peer_ip::{peer_addr, NO_PEER};
+use super::proxy_watch::{is_private, ProxyWatch, Untrusted};
 use super::{KeyError, KeyExtractor};
 use crate::BuildError;
 use http::header::{HeaderName, HeaderValue, FORWARDED};
@@ -68,6 +69,28 @@ impl ProxyHeader {
     pub const TRUE_CLIENT_IP: Self = Self::Single(HeaderName::from_static("true-client-ip"));
     /// `Fly-Client-IP` (Fly.io).
     pub const FLY_CLIENT_IP: Self = Self::Single(HeaderName::from_static("fly-client-ip"));
+
+    /// The header's name (`x-forwarded-for`; `either` for [`Either`](Self::Either)).
+    pub fn name(&self) -> &str {
+        match self {
+            Self::XForwardedFor => "x-forwarded-for",
+            Self::Forwarded => "forwarded",
+            Self::Either => "either",
+            Self::Single(name) => name.as_str(),
+        }
+    }
+
+    /// Whether `req` carries this header (either, for `Either`).
+    fn is_in(&self, req: &Parts) -> bool {
+        match self {
+            Self::XForwardedFor => req.headers.contains_key(X_FORWARDED_FOR),
+            Self::Forwarded => req.headers.contains_key(FORWARDED),
+            Self::Either => {
+                req.headers.contains_key(X_FORWARDED_FOR) || req.headers.contains_key(FORWARDED)
+            }
+            Self::Single(name) => req.headers.contains_key(name),
+        }
+    }
 }
 
 impl FromStr for ProxyHeader {
@@ -162,6 +185,8 @@ pub struct ClientIp {
     trusted: Arc<[IpNet]>,
     prefixes: IpPrefixes,
     header: ProxyHeader,
+    /// Warnings for settings that look wrong, from the first requests.
+    watch: Arc<ProxyWatch>,
 }
 
 impl ClientIp {
@@ -191,6 +216,7 @@ impl ClientIp {
             trusted: nets.into_iter().map(|n| n.trunc()).collect(),
             prefixes: IpPrefixes::DEFAULT,
             header: ProxyHeader::XForwardedFor,
+            watch: Arc::default(),
         }
     }
 
@@ -242,11 +268,38 @@ impl ClientIp {
         self.trusted.iter().any(|n| n.contains(&ip))
     }
 
+    /// The trusted networks that hold public addresses (not loopback,
+    /// private, link-local or shared ones): a client there can write the
+    /// forwarding header. Right for a CDN's or a load balancer's published
+    /// ranges; anything wider (`0.0.0.0/0`) lets every client choose its
+    /// own key. Apps log these at startup.
+    pub fn public_trusted(&self) -> Vec<IpNet> {
+        self.trusted
+            .iter()
+            .filter(|net| !(is_private(net.network()) && is_private(net.broadcast())))
+            .copied()
+            .collect()
+    }
+
     /// The client's address (not reduced to a prefix), for handlers and
     /// logs.
+    ///
+    /// The first requests from peers that are not trusted proxies are
+    /// watched for settings that look wrong, each warned of once (a
+    /// forwarding header with no proxy trusted, or from a peer missing
+    /// from the list; every request from one private address with no
+    /// proxy trusted).
     pub fn client_addr(&self, req: &Parts) -> Result<IpAddr, KeyError> {
         let peer = normalize(peer_addr(req).ok_or(NO_PEER)?);
         if !self.is_trusted(peer) {
+            if !self.watch.is_done() {
+                self.watch.untrusted(Untrusted {
+                    peer,
+                    header_present: self.header.is_in(req),
+                    header: self.header.name(),
+                    none_trusted: self.trusted.is_empty(),
+                });
+            }
             return Ok(peer);
         }
         match &self.header {

@@ -42,6 +42,7 @@ mod global;
 mod header;
 mod ip;
 pub(crate) mod peer_ip;
+mod proxy_watch;
 mod secret;
 mod user;
 

@@ -173,3 +173,60 @@ async fn ipv4_mapped_addresses_are_ipv4() {
         429
     );
 }
+
+/// Proxy settings that look wrong are warned of once, from the first
+/// requests: a forwarding header with no proxy trusted, every request from
+/// one private address with no proxy trusted, and a header from a peer
+/// missing from the trusted list. Ranges holding public addresses are told
+/// at startup by `public_trusted`.
+#[tokio::test(flavor = "current_thread")]
+async fn proxy_settings_that_look_wrong_are_warned_of_once() {
+    let (out, _guard) = capture_warnings();
+    let lone = app(ClientIp::trusting([]));
+    for _ in 0..150 {
+        code(
+            &lone,
+            "127.0.0.1:5000",
+            &[("x-forwarded-for", b"203.0.113.7")],
+        )
+        .await;
+    }
+    let text = out.text();
+    assert_eq!(text.matches("but no proxy is trusted").count(), 1, "{text}");
+    assert_eq!(
+        text.matches("all came from one private address").count(),
+        1,
+        "{text}"
+    );
+
+    let (out, _guard) = capture_warnings();
+    let listed = app(ClientIp::new(["10.0.0.0/8"]).unwrap());
+    for i in 0..150 {
+        let peer = format!("198.51.100.{}:5000", i % 50);
+        code(&listed, &peer, &[("x-forwarded-for", b"203.0.113.7")]).await;
+    }
+    let text = out.text();
+    assert_eq!(
+        text.matches("from a peer that is not a trusted proxy")
+            .count(),
+        1,
+        "{text}"
+    );
+    assert!(!text.contains("one private address"), "{text}");
+
+    // Many clients, no header: nothing to say.
+    let (out, _guard) = capture_warnings();
+    let direct = app(ClientIp::trusting([]));
+    for i in 0..150 {
+        code(&direct, &format!("198.51.100.{}:5000", i % 50), &[]).await;
+    }
+    assert_eq!(out.text(), "");
+
+    let wide = ClientIp::from_list("10.0.0.0/8, 0.0.0.0/0, 203.0.113.0/24, ::1, fd00::/8").unwrap();
+    let public: Vec<String> = wide
+        .public_trusted()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(public, ["0.0.0.0/0", "203.0.113.0/24"]);
+}
