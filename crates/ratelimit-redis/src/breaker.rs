@@ -104,6 +104,9 @@ impl Breaker {
 
     /// A breaker whose metrics carry `limit = label`.
     pub(crate) fn labelled(config: BreakerConfig, label: &'static str) -> Self {
+        // The gauge exists from the start (closed), not only after a change.
+        #[cfg(feature = "metrics")]
+        metrics::gauge!("ratelimit_redis_breaker_state", "limit" => label).set(0.0);
         Self {
             label,
             config: BreakerConfig {

@@ -872,13 +872,19 @@ impl Inner {
         let result = match self.conn.ready(&self.script, self.timeout).await {
             Ok(conn) => {
                 let call = self.call(conn, key, cost, now, &op);
-                match tokio::time::timeout(self.timeout, call).await {
+                #[cfg(feature = "metrics")]
+                let started = std::time::Instant::now();
+                let result = match tokio::time::timeout(self.timeout, call).await {
                     Ok(r) => r,
                     Err(_) => Err(Failure::new(
                         Kind::Timeout,
                         format!("no answer within {:?}", self.timeout),
                     )),
-                }
+                };
+                #[cfg(feature = "metrics")]
+                metrics::histogram!("ratelimit_store_duration_seconds", "store" => "redis", "limit" => self.label)
+                    .record(started.elapsed().as_secs_f64());
+                result
             }
             Err(failure) => Err(failure),
         };

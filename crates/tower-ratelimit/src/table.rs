@@ -875,7 +875,24 @@ impl PolicyHandle {
 
     /// Applies `table`'s algorithms and overrides, all or nothing; returns
     /// what changed (nothing, for a table equal to the running one).
+    ///
+    /// With feature `metrics`, counts `ratelimit_reloads_total` by
+    /// `outcome`: `applied`, `unchanged` or `rejected`.
     pub fn reload(&self, table: &PolicyTable) -> Result<Vec<LimitChange>, PolicyError> {
+        let result = self.try_reload(table);
+        #[cfg(feature = "metrics")]
+        {
+            let outcome = match &result {
+                Ok(changes) if changes.is_empty() => "unchanged",
+                Ok(_) => "applied",
+                Err(_) => "rejected",
+            };
+            metrics::counter!("ratelimit_reloads_total", "outcome" => outcome).increment(1);
+        }
+        result
+    }
+
+    fn try_reload(&self, table: &PolicyTable) -> Result<Vec<LimitChange>, PolicyError> {
         let fail = |entry: Option<&str>, message: String| PolicyError {
             file: None,
             line: None,
@@ -944,7 +961,14 @@ impl PolicyHandle {
     /// Reads `path` and applies it ([`reload`](Self::reload)); errors
     /// name the file.
     pub fn reload_file(&self, path: &Path) -> Result<Vec<LimitChange>, PolicyError> {
-        let table = PolicyTable::load(path)?;
+        let table = match PolicyTable::load(path) {
+            Ok(table) => table,
+            Err(e) => {
+                #[cfg(feature = "metrics")]
+                metrics::counter!("ratelimit_reloads_total", "outcome" => "rejected").increment(1);
+                return Err(e);
+            }
+        };
         self.reload(&table).map_err(|mut e| {
             e.file = Some(path.to_path_buf());
             e
