@@ -1,6 +1,7 @@
 //! `axum-example` as a process, one test binary: startup, settings,
-//! reloads, logs and metrics (`startup`), and two processes on one Redis
-//! (`two_processes`).
+//! reloads, logs and metrics (`startup`), the Grafana dashboard's metrics
+//! (`dashboard`), and two processes on one Redis (`two_processes`).
 
+mod dashboard;
 mod startup;
 mod two_processes;

@@ -7,7 +7,7 @@ use std::process::Command;
 
 /// The binary on a free port with none of the settings from the
 /// environment of the test.
-fn example() -> Command {
+pub(crate) fn example() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_axum-example"));
     for var in [
         "API_KEYS",
@@ -107,7 +107,7 @@ fn policy_file(test: &str, edit: impl Fn(&str) -> String) -> std::path::PathBuf 
     path
 }
 
-const ACCOUNT: &str =
+pub(crate) const ACCOUNT: &str =
     "POST /accounts HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
 
 #[test]
@@ -249,7 +249,7 @@ fn a_flood_of_new_addresses_does_not_forgive_a_brute_forcer() {
 }
 
 /// `GET path` on `127.0.0.1:port`: the status and the body.
-fn get(port: u16, path: &str) -> (u16, String) {
+pub(crate) fn get(port: u16, path: &str) -> (u16, String) {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
     s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
@@ -268,7 +268,7 @@ fn get(port: u16, path: &str) -> (u16, String) {
 
 /// The samples of a Prometheus text exposition, by `name{labels}`; every
 /// line that is not a comment must be `name[{labels}] value`.
-fn samples(text: &str) -> std::collections::HashMap<String, f64> {
+pub(crate) fn samples(text: &str) -> std::collections::HashMap<String, f64> {
     text.lines()
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .map(|l| {
