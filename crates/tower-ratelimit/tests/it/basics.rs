@@ -393,13 +393,7 @@ async fn around_the_router_checks_before_routing() {
 /// count of refusals since the one before.
 #[tokio::test(flavor = "current_thread")]
 async fn refusals_are_summed_up_once_a_minute_at_info() {
-    let out = Captured::default();
-    let writer = out.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_max_level(tracing::Level::INFO)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (out, _guard) = capture(tracing::Level::INFO);
     let clock = ManualClock::new();
     let layer = tower_ratelimit::RateLimitLayer::builder(tower_ratelimit::key::Global)
         .limit("tiny", MemoryStore::new(Gcra::new(1, 3600 * SEC).unwrap()))
@@ -445,13 +439,7 @@ async fn refusals_are_summed_up_once_a_minute_at_info() {
 /// once a minute each.
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn evictions_and_refused_new_keys_are_logged() {
-    let out = Captured::default();
-    let writer = out.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_max_level(tracing::Level::INFO)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (out, _guard) = capture(tracing::Level::INFO);
     let clock = ManualClock::new();
     let store = MemoryStore::builder(Gcra::new(1, 3600 * SEC).unwrap())
         .shards(1)

@@ -65,11 +65,17 @@ impl std::io::Write for Captured {
 /// Captures this thread's log lines at `warn` and above while the guard
 /// lives.
 pub fn capture_warnings() -> (Captured, tracing::subscriber::DefaultGuard) {
+    capture(tracing::Level::WARN)
+}
+
+/// Captures this thread's log lines at `level` and above while the guard
+/// lives.
+pub fn capture(level: tracing::Level) -> (Captured, tracing::subscriber::DefaultGuard) {
     let out = Captured::default();
     let writer = out.clone();
     let subscriber = tracing_subscriber::fmt()
         .with_writer(move || writer.clone())
-        .with_max_level(tracing::Level::WARN)
+        .with_max_level(level)
         .finish();
     (out, tracing::subscriber::set_default(subscriber))
 }

@@ -3,11 +3,10 @@
 //! `/metrics` output of `axum-example` on a real redis-server, after
 //! traffic, a reload, and the loss of Redis.
 
-use super::startup::{example, get, samples, ACCOUNT};
+use super::startup::{example, get, hup, samples, ACCOUNT};
 use ratelimit_test_support::redis_server::{free_port, RedisServer};
 use ratelimit_test_support::spawned::Spawned;
 use std::collections::BTreeSet;
-use std::process::Command;
 use std::time::Duration;
 
 /// The metric names in `expr` (`ratelimit_...`), histogram series
@@ -53,14 +52,7 @@ fn every_metric_the_dashboard_queries_is_served() {
     for _ in 0..3 {
         app.status(ACCOUNT);
     }
-    let pid = app.id().to_string();
-    assert!(Command::new("kill")
-        .args(["-HUP", &pid])
-        .status()
-        .unwrap()
-        .success());
-    app.wait_for("no change", Duration::from_secs(10))
-        .unwrap_or_else(|| panic!("no reload; log: {:#?}", app.log));
+    hup(&mut app, "no change");
     redis.kill();
     // Limits Redis has not refused yet: each check goes to Redis, fails,
     // and the fallback decides.

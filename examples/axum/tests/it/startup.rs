@@ -379,7 +379,6 @@ fn reload_cycles_and_unchanged_sighups_grant_nothing() {
 
 #[cfg(unix)]
 fn reload_cycles(test: &str, redis_url: Option<&str>) {
-    use std::time::Duration;
     let path = policy_file(test, str::to_owned);
     let mut cmd = example();
     cmd.env("RATELIMIT_CONFIG", &path);
@@ -387,16 +386,6 @@ fn reload_cycles(test: &str, redis_url: Option<&str>) {
         cmd.env("REDIS_URL", url);
     }
     let mut app = Spawned::start(cmd);
-    let hup = |app: &mut Spawned, wants: &str| {
-        let pid = app.id().to_string();
-        assert!(Command::new("kill")
-            .args(["-HUP", &pid])
-            .status()
-            .unwrap()
-            .success());
-        app.wait_for(wants, Duration::from_secs(10))
-            .unwrap_or_else(|| panic!("no {wants:?} after SIGHUP; log: {:#?}", app.log));
-    };
     assert_eq!(app.status(ACCOUNT), 201);
     assert_eq!(app.status(ACCOUNT), 201);
     assert_eq!(app.status(ACCOUNT), 429);
@@ -417,4 +406,16 @@ fn reload_cycles(test: &str, redis_url: Option<&str>) {
     }
     assert_eq!(app.status(ACCOUNT), 429);
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
+/// Sends the app SIGHUP and waits (up to 10 s) for a log line with `wants`.
+pub(crate) fn hup(app: &mut Spawned, wants: &str) {
+    let pid = app.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-HUP", &pid])
+        .status()
+        .unwrap()
+        .success());
+    app.wait_for(wants, std::time::Duration::from_secs(10))
+        .unwrap_or_else(|| panic!("no {wants:?} after SIGHUP; log: {:#?}", app.log));
 }
