@@ -41,4 +41,4 @@ mod stream;
 
 pub use limiter::{Limiter, WaitError};
 pub use stream::{Paced, Rejected};
-pub use tower_ratelimit::TokioClock;
+pub use ratelimit_core::TokioClock;

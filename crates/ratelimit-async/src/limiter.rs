@@ -8,7 +8,7 @@ use std::hash::Hash;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
-use tower_ratelimit::TokioClock;
+use ratelimit_core::TokioClock;
 
 /// Why [`Limiter::until_ready`] gave up.
 #[derive(Debug, Clone, PartialEq, Eq)]

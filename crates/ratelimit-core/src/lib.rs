@@ -41,6 +41,8 @@ mod error;
 mod log_throttle;
 mod spec;
 mod store;
+#[cfg(feature = "tokio")]
+mod tokio_clock;
 
 pub use algorithm::{
     stable_hash, Algorithm, Anchor, AnyAlgorithm, AnyGcra, AnyLeakyBucket, AnyState,
@@ -57,3 +59,5 @@ pub use error::{ConfigError, RemoteError, StoreError};
 pub use log_throttle::LogThrottle;
 pub use spec::SpecError;
 pub use store::{AtCapacity, BoxStore, MemoryStore, MemoryStoreBuilder, Store, StoreCounts};
+#[cfg(feature = "tokio")]
+pub use tokio_clock::TokioClock;

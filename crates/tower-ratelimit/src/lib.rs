@@ -212,7 +212,7 @@ pub mod response;
 pub mod table;
 
 pub use builder::RateLimitBuilder;
-pub use clock::TokioClock;
+pub use ratelimit_core::TokioClock;
 pub use error::BuildError;
 pub use future::ResponseFuture;
 pub use info::{LimitDecision, RateLimitInfo};
