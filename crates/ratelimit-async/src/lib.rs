@@ -40,5 +40,5 @@ mod queue;
 mod stream;
 
 pub use limiter::{Limiter, WaitError};
-pub use stream::{Paced, Rejected};
 pub use ratelimit_core::TokioClock;
+pub use stream::{Paced, Rejected};

@@ -2,13 +2,13 @@
 
 use crate::jitter;
 use crate::queue::Queues;
+use ratelimit_core::TokioClock;
 use ratelimit_core::{Clock, Decision, Store, StoreError};
 use std::fmt;
 use std::hash::Hash;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
-use ratelimit_core::TokioClock;
 
 /// Why [`Limiter::until_ready`] gave up.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -212,11 +212,11 @@ pub mod response;
 pub mod table;
 
 pub use builder::RateLimitBuilder;
-pub use ratelimit_core::TokioClock;
 pub use error::BuildError;
 pub use future::ResponseFuture;
 pub use info::{LimitDecision, RateLimitInfo};
 pub use layer::RateLimitLayer;
+pub use ratelimit_core::TokioClock;
 pub use service::{Limited, RateLimit};
 
 // What an app needs from `ratelimit-core`, so that one dependency is enough.

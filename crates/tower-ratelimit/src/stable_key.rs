@@ -5,7 +5,7 @@
 //!
 //! [`Anchor::KeyOffset`]: ratelimit_core::Anchor::KeyOffset
 
-use crate::key::{GlobalKey, HeaderKey, IpKey, Pair, RouteKey};
+use crate::key::{CompositeKey, GlobalKey, HeaderKey, IpKey, RouteKey};
 use ratelimit_core::{StableHasher, StableKey};
 use std::fmt::{self, Write};
 
@@ -38,7 +38,7 @@ impl StableKey for HeaderKey {
     }
 }
 
-impl<A: fmt::Display + StableKey, B: fmt::Display + StableKey> StableKey for Pair<A, B> {
+impl<A: fmt::Display + StableKey, B: fmt::Display + StableKey> StableKey for CompositeKey<A, B> {
     fn write_stable(&self, h: &mut StableHasher) {
         write_text(self, h);
     }
@@ -58,7 +58,7 @@ mod tests {
     #[test]
     fn keys_hash_their_text() {
         assert_eq!(stable_hash(&GlobalKey), stable_hash("global"));
-        let pair = Pair(GlobalKey, 7u32);
+        let pair = CompositeKey(GlobalKey, 7u32);
         assert_eq!(stable_hash(&pair), stable_hash("global|7"));
         let ip = IpKey::V4 {
             net: Ipv4Addr::new(192, 0, 2, 1),

@@ -29,7 +29,7 @@
 //! | [`Global`] | [`GlobalKey`] (`Copy`) | 0 |
 //! | [`Bearer`], [`ApiKey`], [`Header`] | [`HeaderKey`] | 24 + the key's length (at most 64); 57 for a longer key (the key, and whether it is secret) |
 //! | [`Route`] | [`RouteKey`] | 48 with a matched route (shared with the router); 48 + the path's length (at most 64), or 81 for a longer path; an extension method longer than 15 bytes adds 33 |
-//! | [`Composite`] | [`Pair`] | the two keys' sizes |
+//! | [`Composite`] | [`CompositeKey`] | the two keys' sizes |
 //! | [`FromExtension<T>`] | `T` | `T`'s: make it own small data, not a `HeaderValue` or `Bytes` clone |
 //! | closures | yours | yours: see [`KeyExtractor`] |
 
@@ -38,22 +38,24 @@ mod bearer;
 mod client_ip;
 mod composite;
 mod extractor;
+mod from_extension;
 mod global;
 mod header;
 mod ip;
 pub(crate) mod peer_ip;
 mod proxy_watch;
+mod route;
 mod secret;
-mod user;
 
 pub use api_key::ApiKey;
 pub use bearer::Bearer;
 pub use client_ip::{ClientIp, ProxyHeader};
-pub use composite::{Composite, Pair, Route, RouteKey};
+pub use composite::{Composite, CompositeKey};
 pub use extractor::{key_fn, KeyError, KeyErrorKind, KeyExtractor};
+pub use from_extension::FromExtension;
 pub use global::{Global, GlobalKey};
 pub use header::{Header, HeaderKey};
 pub use ip::{IpKey, IpPrefixes};
 pub use peer_ip::{peer_addr, PeerAddr, PeerIp};
+pub use route::{Route, RouteKey};
 pub use secret::KeySecret;
-pub use user::FromExtension;
