@@ -2,6 +2,7 @@
 //! the in-flight count, and the waiters' slots. Every structure is bounded
 //! by the configured total queue length.
 
+use slab::Slab;
 use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
 use std::task::Waker;
@@ -48,50 +49,6 @@ pub(super) enum Admit {
     Queued(usize),
     /// Not queued.
     Rejected(Full),
-}
-
-/// A slab: slots reused through a free list.
-struct Slab<T> {
-    slots: Vec<Option<T>>,
-    free: Vec<usize>,
-}
-
-impl<T> Slab<T> {
-    fn new() -> Self {
-        Self {
-            slots: Vec::new(),
-            free: Vec::new(),
-        }
-    }
-
-    fn insert(&mut self, v: T) -> usize {
-        match self.free.pop() {
-            Some(i) => {
-                self.slots[i] = Some(v);
-                i
-            }
-            None => {
-                self.slots.push(Some(v));
-                self.slots.len() - 1
-            }
-        }
-    }
-
-    fn remove(&mut self, i: usize) -> Option<T> {
-        let v = self.slots.get_mut(i)?.take();
-        if v.is_some() {
-            self.free.push(i);
-        }
-        v
-    }
-
-    fn get(&self, i: usize) -> Option<&T> {
-        self.slots.get(i)?.as_ref()
-    }
-
-    fn get_mut(&mut self, i: usize) -> Option<&mut T> {
-        self.slots.get_mut(i)?.as_mut()
-    }
 }
 
 /// The fair queue's state, behind the layer's mutex.
@@ -196,7 +153,7 @@ impl<K: Hash + Eq + Clone> State<K> {
     /// The waiter `w` leaves: taken its grant, cancelled or timed out.
     /// Returns whether it held a granted slot, which is now released.
     pub(super) fn leave(&mut self, w: usize) -> bool {
-        let Some(waiter) = self.waiters.remove(w) else {
+        let Some(waiter) = self.waiters.try_remove(w) else {
             return false;
         };
         match waiter.state {
@@ -271,7 +228,7 @@ impl<K: Hash + Eq + Clone> State<K> {
 
     fn drop_key(&mut self, k: usize) {
         self.unlink(k);
-        if let Some(q) = self.keys.remove(k) {
+        if let Some(q) = self.keys.try_remove(k) {
             self.index.remove(&q.key);
         }
     }
