@@ -18,6 +18,31 @@ pub(crate) enum Backend {
     /// A Redis Cluster: each check goes to the node owning its key's slot.
     #[cfg(feature = "cluster")]
     Cluster(Box<redis::cluster::ClusterClient>),
+    /// The master a Sentinel names, asked again at every connect.
+    #[cfg(feature = "sentinel")]
+    Sentinel(tokio::sync::Mutex<redis::sentinel::SentinelClient>),
+}
+
+impl Backend {
+    /// A new connection: to the server, to the Cluster, or to the master
+    /// the Sentinels name now.
+    pub(crate) async fn open(&self, config: &AsyncConnectionConfig) -> redis::RedisResult<Handle> {
+        match self {
+            Self::Single(client) => client
+                .get_multiplexed_async_connection_with_config(config)
+                .await
+                .map(Handle::Single),
+            #[cfg(feature = "cluster")]
+            Self::Cluster(client) => client.get_async_connection().await.map(Handle::Cluster),
+            #[cfg(feature = "sentinel")]
+            Self::Sentinel(client) => client
+                .lock()
+                .await
+                .get_async_connection_with_config(config)
+                .await
+                .map(Handle::Single),
+        }
+    }
 }
 
 /// A connection handle: cheap to clone, pipelined underneath.
@@ -56,6 +81,36 @@ impl ConnectionLike for Handle {
             #[cfg(feature = "cluster")]
             Self::Cluster(c) => c.get_db(),
         }
+    }
+}
+
+/// A connection to a [`Target`](crate::Target), whatever its topology,
+/// for an app's own commands (see [`Target::connect`](crate::Target::connect)).
+#[derive(Clone)]
+pub struct Connection(pub(crate) Handle);
+
+impl ConnectionLike for Connection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        self.0.req_packed_command(cmd)
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        cmd: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        self.0.req_packed_commands(cmd, offset, count)
+    }
+
+    fn get_db(&self) -> i64 {
+        self.0.get_db()
+    }
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection").finish_non_exhaustive()
     }
 }
 
@@ -203,18 +258,7 @@ impl Conn {
     }
 
     async fn connect(self: Arc<Self>) {
-        let open = async {
-            match &self.backend {
-                Backend::Single(client) => client
-                    .get_multiplexed_async_connection_with_config(&self.config)
-                    .await
-                    .map(Handle::Single),
-                #[cfg(feature = "cluster")]
-                Backend::Cluster(client) => {
-                    client.get_async_connection().await.map(Handle::Cluster)
-                }
-            }
-        };
+        let open = self.backend.open(&self.config);
         // Bounded whole (a server that accepts but never answers the
         // handshake), so that `connecting` always ends.
         let result = match tokio::time::timeout(self.connect_timeout, open).await {

@@ -19,3 +19,6 @@ mod live_reload;
 mod multi;
 mod secret;
 mod slow;
+mod target;
+#[cfg(feature = "tls")]
+mod tls;
