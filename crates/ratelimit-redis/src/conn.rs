@@ -20,7 +20,7 @@ pub(crate) enum Backend {
     Cluster(Box<redis::cluster::ClusterClient>),
     /// The master a Sentinel names, asked again at every connect.
     #[cfg(feature = "sentinel")]
-    Sentinel(tokio::sync::Mutex<redis::sentinel::SentinelClient>),
+    Sentinel(Box<crate::sentinel::SentinelBackend>),
 }
 
 impl Backend {
@@ -35,12 +35,7 @@ impl Backend {
             #[cfg(feature = "cluster")]
             Self::Cluster(client) => client.get_async_connection().await.map(Handle::Cluster),
             #[cfg(feature = "sentinel")]
-            Self::Sentinel(client) => client
-                .lock()
-                .await
-                .get_async_connection_with_config(config)
-                .await
-                .map(Handle::Single),
+            Self::Sentinel(sentinel) => sentinel.open(config).await,
         }
     }
 }
@@ -165,6 +160,15 @@ impl Conn {
             slot: Mutex::new(Slot::default()),
             ready: Notify::new(),
             synced: Mutex::new(None),
+        }
+    }
+
+    /// The Sentinels it follows, if that is its backend.
+    #[cfg(feature = "sentinel")]
+    pub(crate) fn sentinel(&self) -> Option<&crate::sentinel::SentinelBackend> {
+        match &self.backend {
+            Backend::Sentinel(s) => Some(s),
+            _ => None,
         }
     }
 
@@ -307,6 +311,10 @@ impl Conn {
                     }
                     slot.conn = Some((c, slot.generation));
                     slot.last_error = None;
+                    #[cfg(feature = "sentinel")]
+                    if let Some(sentinel) = self.sentinel() {
+                        sentinel.watch(&self);
+                    }
                     tracing::debug!(target: "ratelimit_redis", "connected to redis");
                 }
                 Err(e) => {

@@ -357,6 +357,8 @@ mod lease;
 mod live;
 mod log_throttle;
 mod plan;
+#[cfg(feature = "sentinel")]
+mod sentinel;
 mod store;
 mod store_state;
 mod target;

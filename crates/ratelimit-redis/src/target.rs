@@ -17,7 +17,7 @@ use std::path::Path;
 /// |---|---|---|
 /// | `redis://[user:password@]host:port/db` | one server (or a proxy) | |
 /// | `rediss://[user:password@]host:port/db` | one server over TLS | `tls` |
-/// | `redis+sentinel://[user:password@]host:port[,host:port...]/service[/db]` | the master the Sentinels name for `service`, asked again at every reconnect (the user and password are the master's) | `sentinel` |
+/// | `redis+sentinel://[user:password@]host:port[,host:port...]/service[/db]` | the master the Sentinels name for `service`: asked at every connect, and every second (a change reconnects); the user and password are the master's | `sentinel` |
 /// | `redis://host:port/,redis://host:port/,...` (two or more, commas; or `rediss://`) | a Redis Cluster: each check goes to the node owning its key's slot | `cluster` |
 ///
 /// A password in a URL is never shown: `Debug`, `Display` and every
@@ -122,7 +122,13 @@ impl Target {
             #[cfg(feature = "cluster")]
             Self::Cluster(c) => Backend::Cluster(c),
             #[cfg(feature = "sentinel")]
-            Self::Sentinel(s) => Backend::Sentinel(tokio::sync::Mutex::new(s.client()?)),
+            Self::Sentinel(s) => {
+                Backend::Sentinel(Box::new(crate::sentinel::SentinelBackend::new(
+                    s.client()?,
+                    s.sentinels.clone(),
+                    s.service.clone(),
+                )))
+            }
         })
     }
 
