@@ -12,6 +12,8 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 /// Where the store connects.
+// One per connection, built once: its size does not matter.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Backend {
     /// One server (or a proxy).
     Single(Client),
