@@ -160,15 +160,12 @@ fn tls_client(url: &str, ca: Option<Vec<u8>>) -> Result<Target, BuildError> {
     };
     client
         .map(|c| Target::Client(Box::new(c)))
-        .map_err(|e| BuildError::Url(format!("{}: {e}", redact(url))))
+        .map_err(|e| bad(url, e))
 }
 
 #[cfg(not(feature = "tls"))]
 fn tls_client(url: &str, _ca: Option<Vec<u8>>) -> Result<Target, BuildError> {
-    Err(BuildError::Url(format!(
-        "{}: rediss:// needs ratelimit-redis's `tls` feature",
-        redact(url)
-    )))
+    Err(needs(url, "rediss://", "tls"))
 }
 
 #[cfg(feature = "tls")]
@@ -237,23 +234,17 @@ fn cluster(url: &str, ca: Option<Vec<u8>>) -> Result<Target, BuildError> {
     #[cfg(not(feature = "tls"))]
     if tls {
         let _ = ca;
-        return Err(BuildError::Url(format!(
-            "{}: rediss:// needs ratelimit-redis's `tls` feature",
-            redact(url)
-        )));
+        return Err(needs(url, "rediss://", "tls"));
     }
     builder
         .build()
         .map(|c| Target::Cluster(Box::new(c)))
-        .map_err(|e| BuildError::Url(format!("{}: {e}", redact(url))))
+        .map_err(|e| bad(url, e))
 }
 
 #[cfg(not(feature = "cluster"))]
 fn cluster(url: &str, _ca: Option<Vec<u8>>) -> Result<Target, BuildError> {
-    Err(BuildError::Url(format!(
-        "{}: a list of cluster node urls needs ratelimit-redis's `cluster` feature",
-        redact(url)
-    )))
+    Err(needs(url, "a list of cluster node urls", "cluster"))
 }
 
 /// `rest`: `[user:password@]host:port[,host:port...]/service[/db]`.
@@ -344,10 +335,7 @@ fn percent_decoded(text: &str) -> String {
 
 #[cfg(not(feature = "sentinel"))]
 fn sentinel(url: &str, _rest: &str) -> Result<Target, BuildError> {
-    Err(BuildError::Url(format!(
-        "{}: redis+sentinel:// needs ratelimit-redis's `sentinel` feature",
-        redact(url)
-    )))
+    Err(needs(url, "redis+sentinel://", "sentinel"))
 }
 
 #[cfg(feature = "sentinel")]
@@ -444,6 +432,24 @@ fn address(info: &redis::ConnectionInfo) -> String {
         redis::ConnectionAddr::Unix(path) => format!("unix://{}", path.display()),
         _ => "a redis server".to_owned(),
     }
+}
+
+/// A bad `url`: its text (passwords masked), and why.
+fn bad(url: &str, why: impl fmt::Display) -> BuildError {
+    BuildError::Url(format!("{}: {why}", redact(url)))
+}
+
+/// A `url` of a form whose feature is off.
+#[cfg(any(
+    not(feature = "tls"),
+    not(feature = "cluster"),
+    not(feature = "sentinel")
+))]
+fn needs(url: &str, form: &str, feature: &str) -> BuildError {
+    bad(
+        url,
+        format_args!("{form} needs ratelimit-redis's `{feature}` feature"),
+    )
 }
 
 /// `url` with the password of each URL in it (a comma-separated list

@@ -117,6 +117,24 @@ impl RedisCluster {
         victim
     }
 
+    /// Kills (SIGKILL) node `i`.
+    pub fn kill(&mut self, i: usize) {
+        self.nodes[i].kill();
+        self.killed.push(i);
+    }
+
+    /// Whether live node `i` is a master.
+    pub fn is_master(&self, i: usize) -> bool {
+        !self.killed.contains(&i) && is_master(self.nodes[i].port)
+    }
+
+    /// The keys node `i` holds that match `pattern` (`SCAN MATCH`).
+    pub fn keys_on(&self, i: usize, pattern: &str) -> Vec<String> {
+        cli(self.nodes[i].port, &["--scan", "--pattern", pattern])
+            .map(|out| out.lines().map(str::to_owned).collect())
+            .unwrap_or_default()
+    }
+
     /// Waits until `ready` holds, polling every 50 ms; panics naming
     /// `what` after `bound`.
     pub fn wait_until(&self, bound: Duration, what: &str, ready: impl Fn(&Self) -> bool) {

@@ -70,6 +70,9 @@ async fn main() {
                 };
                 app_with_policy(&config, &stores.max_keys(max_keys), &policy)
             }
+            Err(e @ ratelimit_redis::BuildError::TlsCa(_)) => {
+                fail(2, &format!("REDIS_TLS_CA: {e}"))
+            }
             Err(e) => fail(2, &format!("REDIS_URL: {e}")),
         },
         Err(_) => {

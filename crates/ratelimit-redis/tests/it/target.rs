@@ -74,7 +74,7 @@ fn a_ca_file_is_checked() {
 #[cfg(feature = "tls")]
 #[test]
 fn a_ca_needs_a_tls_url() {
-    let pki = crate::tls::Pki::new("parse");
+    let pki = ratelimit_test_support::tls::Pki::new("parse");
     let e = refused("redis://127.0.0.1/", Some(&pki.ca));
     assert!(e.contains("not rediss://"), "{e}");
     let t = Target::parse("rediss://127.0.0.1:6380/", Some(&pki.ca)).unwrap();
