@@ -5,7 +5,7 @@
 use crate::LiveRedis;
 use crate::{
     BreakerConfig, BuildError, CheckFuture, RedisStore, RedisStoreBuilder, SettingsSecret,
-    StoreFuture, DEFAULT_PREFIX, DEFAULT_TIMEOUT,
+    StoreFuture, Target, DEFAULT_PREFIX, DEFAULT_TIMEOUT,
 };
 #[cfg(feature = "live")]
 use ratelimit_core::LiveAlgorithm;
@@ -29,7 +29,8 @@ use std::time::Duration;
 /// ```toml
 /// [store]
 /// kind = "redis"
-/// url = "redis://127.0.0.1:6379/"
+/// url = "redis://127.0.0.1:6379/"  # or rediss://, redis+sentinel://, a cluster's list
+/// tls-ca = "/etc/redis/ca.pem"  # rediss:// only; default: the web roots
 /// prefix = "myapp:"          # default "ratelimit:"
 /// timeout = "50ms"           # default 50ms
 /// fallback-max-keys = 50000  # decide in memory while Redis fails
@@ -66,8 +67,15 @@ pub enum StoreSettings {
     /// A [`RedisStore`] per limit, shared by every instance using the same
     /// server and prefix.
     Redis {
-        /// The server's URL (`redis://host:port/db`).
+        /// Where the state lives, in any form of [`Target`](crate::Target):
+        /// `redis://host:port/db`, `rediss://` (TLS),
+        /// `redis+sentinel://host:port[,host:port...]/service`, or a
+        /// comma-separated list of `redis://` Cluster node URLs.
         url: String,
+        /// A PEM file of the CA certificates a `rediss://` server's
+        /// certificate must chain to (default: the web roots).
+        #[cfg_attr(feature = "serde", serde(default, rename = "tls-ca"))]
+        tls_ca: Option<std::path::PathBuf>,
         /// The prefix of every key (default [`DEFAULT_PREFIX`]); each
         /// limit's name is appended, so limits never share state.
         #[cfg_attr(feature = "serde", serde(default))]
@@ -147,6 +155,7 @@ impl StoreSettings {
     ) -> Result<RedisStoreBuilder, BuildError> {
         let Self::Redis {
             url,
+            tls_ca,
             prefix,
             timeout,
             fallback_max_keys,
@@ -159,7 +168,8 @@ impl StoreSettings {
             ));
         };
         let prefix = format!("{}{name}:", prefix.as_deref().unwrap_or(DEFAULT_PREFIX));
-        let mut builder = RedisStore::builder(url.as_str(), algorithm)
+        let target = Target::parse(url, tls_ca.as_deref())?;
+        let mut builder = RedisStore::builder(target, algorithm)
             .name(name)
             .prefix(prefix)
             .timeout(timeout.unwrap_or(DEFAULT_TIMEOUT))

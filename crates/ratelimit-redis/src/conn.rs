@@ -12,12 +12,34 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 /// Where the store connects.
+// One per connection, built once: its size does not matter.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Backend {
     /// One server (or a proxy).
     Single(Client),
     /// A Redis Cluster: each check goes to the node owning its key's slot.
     #[cfg(feature = "cluster")]
     Cluster(Box<redis::cluster::ClusterClient>),
+    /// The master a Sentinel names, asked again at every connect.
+    #[cfg(feature = "sentinel")]
+    Sentinel(Box<crate::sentinel::SentinelBackend>),
+}
+
+impl Backend {
+    /// A new connection: to the server, to the Cluster, or to the master
+    /// the Sentinels name now.
+    pub(crate) async fn open(&self, config: &AsyncConnectionConfig) -> redis::RedisResult<Handle> {
+        match self {
+            Self::Single(client) => client
+                .get_multiplexed_async_connection_with_config(config)
+                .await
+                .map(Handle::Single),
+            #[cfg(feature = "cluster")]
+            Self::Cluster(client) => client.get_async_connection().await.map(Handle::Cluster),
+            #[cfg(feature = "sentinel")]
+            Self::Sentinel(sentinel) => sentinel.open(config).await,
+        }
+    }
 }
 
 /// A connection handle: cheap to clone, pipelined underneath.
@@ -56,6 +78,36 @@ impl ConnectionLike for Handle {
             #[cfg(feature = "cluster")]
             Self::Cluster(c) => c.get_db(),
         }
+    }
+}
+
+/// A connection to a [`Target`](crate::Target), whatever its topology,
+/// for an app's own commands (see [`Target::connect`](crate::Target::connect)).
+#[derive(Clone)]
+pub struct Connection(pub(crate) Handle);
+
+impl ConnectionLike for Connection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        self.0.req_packed_command(cmd)
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        cmd: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        self.0.req_packed_commands(cmd, offset, count)
+    }
+
+    fn get_db(&self) -> i64 {
+        self.0.get_db()
+    }
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection").finish_non_exhaustive()
     }
 }
 
@@ -110,6 +162,15 @@ impl Conn {
             slot: Mutex::new(Slot::default()),
             ready: Notify::new(),
             synced: Mutex::new(None),
+        }
+    }
+
+    /// The Sentinels it follows, if that is its backend.
+    #[cfg(feature = "sentinel")]
+    pub(crate) fn sentinel(&self) -> Option<&crate::sentinel::SentinelBackend> {
+        match &self.backend {
+            Backend::Sentinel(s) => Some(s),
+            _ => None,
         }
     }
 
@@ -203,18 +264,7 @@ impl Conn {
     }
 
     async fn connect(self: Arc<Self>) {
-        let open = async {
-            match &self.backend {
-                Backend::Single(client) => client
-                    .get_multiplexed_async_connection_with_config(&self.config)
-                    .await
-                    .map(Handle::Single),
-                #[cfg(feature = "cluster")]
-                Backend::Cluster(client) => {
-                    client.get_async_connection().await.map(Handle::Cluster)
-                }
-            }
-        };
+        let open = self.backend.open(&self.config);
         // Bounded whole (a server that accepts but never answers the
         // handshake), so that `connecting` always ends.
         let result = match tokio::time::timeout(self.connect_timeout, open).await {
@@ -263,6 +313,10 @@ impl Conn {
                     }
                     slot.conn = Some((c, slot.generation));
                     slot.last_error = None;
+                    #[cfg(feature = "sentinel")]
+                    if let Some(sentinel) = self.sentinel() {
+                        sentinel.watch(&self);
+                    }
                     tracing::debug!(target: "ratelimit_redis", "connected to redis");
                 }
                 Err(e) => {

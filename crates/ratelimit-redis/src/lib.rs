@@ -357,20 +357,26 @@ mod lease;
 mod live;
 mod log_throttle;
 mod plan;
+#[cfg(feature = "sentinel")]
+mod sentinel;
 mod store;
 mod store_state;
+mod target;
 
 pub use any_store::{AnyStore, AnyStoreFuture, StoreSettings};
 pub use breaker::{BreakerConfig, BreakerState};
+pub use conn::Connection;
 pub use key_secret::SettingsSecret;
 #[cfg(feature = "live")]
 pub use live::LiveRedis;
 pub use store::{
-    CheckFuture, RedisStore, RedisStoreBuilder, StoreFuture, Target, TimeSource,
-    DEFAULT_DENY_CACHE, DEFAULT_LEASES, DEFAULT_PREFIX, DEFAULT_TIMEOUT, KEY_SECRET_SYNC,
-    MAX_LIMITS,
+    CheckFuture, RedisStore, RedisStoreBuilder, StoreFuture, TimeSource, DEFAULT_DENY_CACHE,
+    DEFAULT_LEASES, DEFAULT_PREFIX, DEFAULT_TIMEOUT, KEY_SECRET_SYNC, MAX_LIMITS,
 };
 pub use store_state::StoreState;
+#[cfg(feature = "sentinel")]
+pub use target::SentinelTarget;
+pub use target::Target;
 
 use std::fmt;
 
@@ -389,6 +395,9 @@ pub enum BuildError {
     /// A key secret that is not 32 hex digits (the text says why, without
     /// the secret).
     KeySecret(String),
+    /// The TLS CA file cannot be read or holds no PEM certificate (its
+    /// path, and why).
+    TlsCa(String),
 }
 
 impl fmt::Display for BuildError {
@@ -398,6 +407,7 @@ impl fmt::Display for BuildError {
             Self::Prefix(p) => write!(f, "key prefix {p:?} must not contain braces"),
             Self::Unsupported(e) => write!(f, "not supported by the redis store: {e}"),
             Self::KeySecret(why) => write!(f, "bad key secret: {why}"),
+            Self::TlsCa(e) => write!(f, "bad TLS CA file {e}"),
         }
     }
 }

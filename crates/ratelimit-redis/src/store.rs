@@ -2,13 +2,14 @@
 
 use crate::args::{CallArgs, CommonArgs, OpArg, Params};
 use crate::breaker::{Breaker, BreakerConfig, BreakerState, Outcome};
-use crate::conn::{Backend, Conn, Handle, ScriptSlot};
+use crate::conn::{Conn, Handle, ScriptSlot};
 use crate::deny_cache::DenyCache;
 use crate::failure::{Failure, Kind};
 use crate::key_secret::{hashed, SecretSource, SECRET_SUFFIX};
 use crate::lease::{Leases, Spend, Unspent};
 use crate::log_throttle::{LogThrottle, LOG_EVERY};
 use crate::plan::{key_phase, multi_source, Plan};
+use crate::target::Target;
 use crate::BuildError;
 use crate::StoreState;
 use ratelimit_core::{
@@ -58,44 +59,6 @@ pub enum TimeSource {
     /// identical, field for field, to a [`MemoryStore`] given the same
     /// times; meant for tests and for fleets with synchronised clocks.
     Caller,
-}
-
-/// Where a store connects: a URL (`redis://host:port/db`) or a client.
-#[derive(Debug, Clone)]
-pub enum Target {
-    /// A connection URL, parsed when the store is built.
-    Url(String),
-    /// A configured client.
-    Client(redis::Client),
-    /// A Redis Cluster (feature `cluster`). Every check touches one key,
-    /// whose hash tag is the caller's key, so it goes to one node.
-    #[cfg(feature = "cluster")]
-    Cluster(Box<redis::cluster::ClusterClient>),
-}
-
-#[cfg(feature = "cluster")]
-impl From<redis::cluster::ClusterClient> for Target {
-    fn from(client: redis::cluster::ClusterClient) -> Self {
-        Self::Cluster(Box::new(client))
-    }
-}
-
-impl From<&str> for Target {
-    fn from(url: &str) -> Self {
-        Self::Url(url.to_owned())
-    }
-}
-
-impl From<String> for Target {
-    fn from(url: String) -> Self {
-        Self::Url(url)
-    }
-}
-
-impl From<redis::Client> for Target {
-    fn from(client: redis::Client) -> Self {
-        Self::Client(client)
-    }
 }
 
 /// Builds a [`RedisStore`]; see [`RedisStore::builder`].
@@ -297,15 +260,7 @@ impl RedisStoreBuilder {
         if self.prefix.contains(['{', '}']) {
             return Err(BuildError::Prefix(self.prefix));
         }
-        let backend = match self.target {
-            Target::Url(url) => Backend::Single(
-                redis::Client::open(url.as_str())
-                    .map_err(|e| BuildError::Url(format!("{url}: {e}")))?,
-            ),
-            Target::Client(c) => Backend::Single(c),
-            #[cfg(feature = "cluster")]
-            Target::Cluster(c) => Backend::Cluster(c),
-        };
+        let backend = self.target.into_backend()?;
         let algorithms: Vec<AnyAlgorithm> =
             std::iter::once(self.algorithm).chain(self.more).collect();
         if algorithms.len() > MAX_LIMITS {

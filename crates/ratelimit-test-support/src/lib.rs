@@ -4,6 +4,10 @@
 //!
 //! - [`redis_server`]: a private `redis-server` per test on a free port,
 //!   skipped loudly without one (a failure under `CI=true`);
+//! - `tls` (feature `tls`): a private CA and server certificate for a
+//!   test, and a `redis-server --tls-port` using them;
+//! - [`redis_cluster`]: [`RedisCluster`], a private Redis Cluster of such
+//!   servers (masters and replicas), a master killed on demand;
 //! - [`spawned`]: an example binary run as a process, its logs read;
 //! - [`rng`]: [`SplitMix64`], a seeded generator so failures reproduce;
 //! - [`alloc`]: [`CountingAlloc`], a global allocator counting live bytes
@@ -19,13 +23,17 @@ pub mod alloc;
 pub mod backend;
 pub mod delay_proxy;
 pub mod model;
+pub mod redis_cluster;
 pub mod redis_server;
 pub mod rng;
 pub mod spawned;
+#[cfg(feature = "tls")]
+pub mod tls;
 
 pub use alloc::CountingAlloc;
 pub use backend::Backend;
 pub use delay_proxy::DelayProxy;
+pub use redis_cluster::RedisCluster;
 pub use redis_server::RedisServer;
 pub use rng::SplitMix64;
 pub use spawned::Spawned;

@@ -1,7 +1,10 @@
 //! `axum-example`: serves [`axum_example::app`] on `BIND_ADDR`
 //! (default `127.0.0.1:3000`), trusting the proxies in `TRUSTED_PROXIES`
 //! and reading only the header named by `TRUSTED_PROXY_HEADER`.
-//! With `REDIS_URL` set (`redis://host:port/db`), the limits live in Redis
+//! With `REDIS_URL` set (`redis://host:port/db`, `rediss://` with
+//! `REDIS_TLS_CA` naming a private CA's PEM file,
+//! `redis+sentinel://host:port[,...]/service`, or a comma-separated list of
+//! a Cluster's `redis://` node URLs), the limits live in Redis
 //! and every copy of the app shares them (`RATELIMIT_LEASE=n`: local
 //! leases of `n` units, see `RedisStores::lease`); otherwise they are in memory, at
 //! most `RATELIMIT_MAX_KEYS` keys per limit (default 1,000,000). `API_KEYS`
@@ -38,7 +41,7 @@ async fn main() {
     let policy = PolicyTable::load(&policy_path)
         .unwrap_or_else(|e| fail(2, &format!("RATELIMIT_CONFIG: {e}")));
     let app = match std::env::var("REDIS_URL") {
-        Ok(url) => match RedisStores::new(&url) {
+        Ok(url) => match RedisStores::open(&url, tls_ca_from_env().as_deref()) {
             Ok(stores) => {
                 match stores
                     .shared_key_secret()
@@ -52,6 +55,7 @@ async fn main() {
                     ),
                 }
                 tracing::info!(
+                    redis = %stores.target(),
                     fallback_max_keys = max_keys,
                     "limits in Redis (REDIS_URL), shared by every copy; in memory while Redis is away"
                 );
@@ -66,6 +70,9 @@ async fn main() {
                     Err(_) => stores,
                 };
                 app_with_policy(&config, &stores.max_keys(max_keys), &policy)
+            }
+            Err(e @ ratelimit_redis::BuildError::TlsCa(_)) => {
+                fail(2, &format!("REDIS_TLS_CA: {e}"))
             }
             Err(e) => fail(2, &format!("REDIS_URL: {e}")),
         },
@@ -138,4 +145,12 @@ fn fail(code: i32, message: &str) -> ! {
     // Logs may not be set up yet: straight to stderr.
     eprintln!("axum-example: {message}");
     std::process::exit(code);
+}
+
+/// `REDIS_TLS_CA`: the PEM file of a private CA for `rediss://` (unset or
+/// empty: the web roots).
+fn tls_ca_from_env() -> Option<PathBuf> {
+    std::env::var_os("REDIS_TLS_CA")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
 }

@@ -4,7 +4,8 @@
 use crate::server::DEFAULT_MAX_KEYS;
 use crate::Stores;
 use ratelimit_core::LiveAlgorithm;
-use ratelimit_redis::{AnyStore, StoreSettings, StoreState, DEFAULT_TIMEOUT};
+use ratelimit_redis::{AnyStore, BuildError, StoreSettings, StoreState, Target, DEFAULT_TIMEOUT};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tower_ratelimit::key::KeySecret;
@@ -22,8 +23,9 @@ type Built = (String, Arc<AnyStore<PolicyKey>>);
 /// service stays up.
 #[derive(Debug, Clone)]
 pub struct RedisStores {
-    client: redis::Client,
+    target: Target,
     url: String,
+    tls_ca: Option<PathBuf>,
     timeout: Duration,
     max_keys: usize,
     lease: Option<u64>,
@@ -32,12 +34,21 @@ pub struct RedisStores {
 }
 
 impl RedisStores {
-    /// Stores on the server at `url` (`redis://host:port/db`). Nothing
-    /// connects until the first request.
-    pub fn new(url: &str) -> Result<Self, redis::RedisError> {
+    /// Stores on the server at `url` (`redis://host:port/db`, or any form
+    /// of [`Target`]: `rediss://`, `redis+sentinel://`, a Cluster's node
+    /// list). Nothing connects until the first request.
+    pub fn new(url: &str) -> Result<Self, BuildError> {
+        Self::open(url, None)
+    }
+
+    /// Stores at `url`, a `rediss://` server's certificate checked
+    /// against the CA certificates in the PEM file `tls_ca`
+    /// (`REDIS_TLS_CA`) instead of the web roots.
+    pub fn open(url: &str, tls_ca: Option<&Path>) -> Result<Self, BuildError> {
         Ok(Self {
-            client: redis::Client::open(url)?,
+            target: Target::parse(url, tls_ca)?,
             url: url.to_owned(),
+            tls_ca: tls_ca.map(Path::to_path_buf),
             timeout: DEFAULT_TIMEOUT,
             max_keys: DEFAULT_MAX_KEYS,
             lease: None,
@@ -56,7 +67,7 @@ impl RedisStores {
     pub async fn shared_key_secret(&self) -> Result<KeySecret, String> {
         const KEY: &str = "axum-example:key-secret";
         let work = async {
-            let mut conn = self.client.get_multiplexed_async_connection().await?;
+            let mut conn = self.target.connect().await?;
             let candidate = KeySecret::random().to_hex();
             redis::cmd("SET")
                 .arg(KEY)
@@ -91,6 +102,11 @@ impl RedisStores {
 }
 
 impl RedisStores {
+    /// Where the stores connect, passwords masked (for logs).
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
     /// Local leases of `size` units for 1 s (`RATELIMIT_LEASE`; off by
     /// default): a hot key costs one round trip per `size` requests, and
     /// a limit may be exceeded by `copies * (size - 1)` per window (see
@@ -109,6 +125,7 @@ impl Stores for RedisStores {
     fn store(&self, name: &str, live: &LiveAlgorithm) -> Self::Store {
         let store = StoreSettings::Redis {
             url: self.url.clone(),
+            tls_ca: self.tls_ca.clone(),
             prefix: Some("axum-example:".to_owned()),
             timeout: Some(self.timeout),
             fallback_max_keys: Some(self.max_keys),

@@ -42,6 +42,7 @@ async fn memory_by_settings() {
 pub fn settings(server: &crate::harness::RedisServer, prefix: &str) -> StoreSettings {
     StoreSettings::Redis {
         url: server.url(),
+        tls_ca: None,
         prefix: Some(prefix.to_owned()),
         timeout: Some(Duration::from_secs(5)),
         fallback_max_keys: None,
@@ -77,6 +78,7 @@ async fn redis_fallback_by_settings() {
     let mut server = server!();
     let with = StoreSettings::Redis {
         url: server.url(),
+        tls_ca: None,
         prefix: None,
         timeout: Some(Duration::from_millis(200)),
         fallback_max_keys: Some(100),
@@ -85,6 +87,7 @@ async fn redis_fallback_by_settings() {
     };
     let without = StoreSettings::Redis {
         url: server.url(),
+        tls_ca: None,
         prefix: None,
         timeout: Some(Duration::from_millis(200)),
         fallback_max_keys: None,
@@ -105,6 +108,7 @@ async fn redis_fallback_by_settings() {
 fn bad_settings_are_errors() {
     let bad_url = StoreSettings::Redis {
         url: "http://nope".to_owned(),
+        tls_ca: None,
         prefix: None,
         timeout: None,
         fallback_max_keys: None,
@@ -115,6 +119,7 @@ fn bad_settings_are_errors() {
     assert!(err.to_string().contains("http://nope"), "{err}");
     let braces = StoreSettings::Redis {
         url: "redis://127.0.0.1/".to_owned(),
+        tls_ca: None,
         prefix: None,
         timeout: None,
         fallback_max_keys: None,
@@ -142,6 +147,7 @@ fn settings_from_toml() {
         file.store,
         StoreSettings::Redis {
             url: "redis://127.0.0.1:6379/".to_owned(),
+            tls_ca: None,
             prefix: None,
             timeout: Some(Duration::from_millis(20)),
             fallback_max_keys: Some(5000),
@@ -243,6 +249,7 @@ async fn memory_answers_at_once_redis_through_its_future() {
     assert!(memory.check_now(&k, 1, 0).unwrap().unwrap().allowed);
     let redis: AnyStore<String> = StoreSettings::Redis {
         url: "redis://127.0.0.1:1/".to_owned(),
+        tls_ca: None,
         prefix: None,
         timeout: None,
         fallback_max_keys: None,

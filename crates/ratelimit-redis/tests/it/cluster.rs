@@ -1,58 +1,24 @@
-//! A three-node Redis Cluster (feature `cluster`): checks go to the node
-//! owning each key's slot, and every key's limit holds.
+//! A Redis Cluster (feature `cluster`): on three nodes, checks go to the
+//! node owning each key's slot, and every key's limit holds; on three
+//! masters and three replicas, two stores share exact limits, killing a
+//! master under load fails no check (the fallback decides meanwhile), and
+//! the limits are exact again once a replica has taken over.
 
 use crate::harness::Client as _;
 use crate::harness::RedisServer;
+use crate::topology::{admitted_alternately, load, until};
 use ratelimit_core::{FixedWindow, Gcra, Store};
-use ratelimit_redis::RedisStore;
-use std::process::Command;
+use ratelimit_redis::{RedisStore, Target};
+use ratelimit_test_support::RedisCluster;
 use std::time::{Duration, Instant};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn limits_hold_across_a_cluster() {
-    let mut nodes = Vec::new();
-    for _ in 0..3 {
-        match RedisServer::start_with(&["--cluster-enabled", "yes"]) {
-            Some(s) => nodes.push(s),
-            None => return,
-        }
-    }
-    let addrs: Vec<String> = nodes
-        .iter()
-        .map(|n| format!("127.0.0.1:{}", n.port))
-        .collect();
-    let status = Command::new("redis-cli")
-        .args(["--cluster", "create"])
-        .args(&addrs)
-        .args(["--cluster-replicas", "0", "--cluster-yes"])
-        .output()
-        .expect("redis-cli");
-    assert!(
-        status.status.success(),
-        "{}",
-        String::from_utf8_lossy(&status.stdout)
-    );
-    // Wait until every node sees the cluster as ok.
-    let start = Instant::now();
-    for n in &nodes {
-        let mut c = n.client().await;
-        loop {
-            let info: String = redis::cmd("CLUSTER")
-                .arg("INFO")
-                .query_async(&mut c)
-                .await
-                .unwrap();
-            if info.contains("cluster_state:ok") {
-                break;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(20),
-                "cluster never ok: {info}"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-    let urls: Vec<String> = addrs.iter().map(|a| format!("redis://{a}/")).collect();
+    let Some(cluster) = RedisCluster::start(3, 0) else {
+        return;
+    };
+    let nodes = &cluster.nodes;
+    let urls: Vec<String> = nodes.iter().map(RedisServer::url).collect();
     let client = redis::cluster::ClusterClient::new(urls).unwrap();
     let store = RedisStore::builder(
         client.clone(),
@@ -77,7 +43,7 @@ async fn limits_hold_across_a_cluster() {
     }
     // The keys are spread over the nodes.
     let mut holding = 0;
-    for n in &nodes {
+    for n in nodes {
         let mut c = n.client().await;
         let size: u64 = redis::cmd("DBSIZE").query_async(&mut c).await.unwrap();
         holding += usize::from(size > 0);
@@ -101,5 +67,88 @@ async fn limits_hold_across_a_cluster() {
             admitted += u32::from(d.allowed);
         }
         assert_eq!(admitted, 2, "{key}");
+    }
+}
+
+/// Whether a check of `key` on `store` was decided in the Cluster: its
+/// state is there afterwards.
+async fn decided_in(
+    store: &RedisStore,
+    key: &str,
+    cluster: &mut ratelimit_redis::Connection,
+) -> bool {
+    assert!(Store::<str>::check(store, key, 1, 0).await.is_ok());
+    redis::cmd("EXISTS")
+        .arg(store.redis_key(key))
+        .query_async::<bool>(cluster)
+        .await
+        .unwrap_or(false)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limits_hold_through_a_master_kill() {
+    let Some(mut cluster) = RedisCluster::start(3, 1) else {
+        return;
+    };
+    let target = Target::parse(&cluster.url(), None).unwrap();
+    let store = || {
+        RedisStore::builder(
+            target.clone(),
+            Gcra::new(10, Duration::from_secs(3600)).unwrap(),
+        )
+        .timeout(Duration::from_secs(1))
+        .fallback_to_memory(10_000)
+        .build()
+        .unwrap()
+    };
+    let (a, b) = (store(), store());
+    // Two instances share exact limits, keys on every master.
+    for k in 0..8 {
+        let key = format!("before-{k}");
+        assert_eq!(admitted_alternately(&a, &b, &key, 30).await, 10, "{key}");
+    }
+    let loading = load(vec![a.clone(), b.clone()], "during");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::task::block_in_place(|| cluster.kill_a_master());
+    let killed = Instant::now();
+    let watched = &cluster;
+    until(
+        Duration::from_secs(60),
+        "a replica took over, the cluster ok",
+        || async move { tokio::task::block_in_place(|| watched.ok() && watched.masters() == 3) },
+    )
+    .await;
+    let promoted = killed.elapsed();
+    let conn = target.connect().await.unwrap();
+    let mut round = 0;
+    until(
+        Duration::from_secs(60),
+        "both stores decide in the cluster on every slot",
+        || {
+            round += 1;
+            let (a, b, mut conn) = (&a, &b, conn.clone());
+            async move {
+                for k in 0..16 {
+                    let key = format!("probe-{round}-{k}");
+                    if !decided_in(a, &key, &mut conn).await
+                        || !decided_in(b, &format!("{key}b"), &mut conn).await
+                    {
+                        return false;
+                    }
+                }
+                true
+            }
+        },
+    )
+    .await;
+    let back = killed.elapsed();
+    let (checks, errors) = loading.stop().await;
+    assert_eq!(errors, 0, "checks failed through the master kill");
+    eprintln!(
+        "cluster master kill: replica promoted after {promoted:?}, both stores deciding in the cluster after {back:?} ({checks} checks under load, none failed)"
+    );
+    for k in 0..8 {
+        let key = format!("after-{k}");
+        assert_eq!(admitted_alternately(&a, &b, &key, 30).await, 10, "{key}");
     }
 }

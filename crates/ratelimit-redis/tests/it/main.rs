@@ -18,4 +18,11 @@ mod live;
 mod live_reload;
 mod multi;
 mod secret;
+#[cfg(feature = "sentinel")]
+mod sentinel;
 mod slow;
+mod target;
+#[cfg(feature = "tls")]
+mod tls;
+#[cfg(any(feature = "sentinel", feature = "cluster"))]
+mod topology;

@@ -12,6 +12,7 @@ pub(crate) fn example() -> Command {
     for var in [
         "API_KEYS",
         "REDIS_URL",
+        "REDIS_TLS_CA",
         "RATELIMIT_MAX_KEYS",
         "RATELIMIT_CONFIG",
         "RUST_LOG",
@@ -90,6 +91,24 @@ fn bad_settings_are_startup_errors_naming_the_variable() {
         assert!(err.contains(var), "{var}={value}: {err}");
         assert!(!err.contains("listening"), "{var}={value}: {err}");
     }
+    // A TLS CA that cannot be read, and a password in a bad URL.
+    let mut cmd = example();
+    cmd.env("REDIS_URL", "rediss://127.0.0.1:1/")
+        .env("REDIS_TLS_CA", "/nonexistent/ca.pem");
+    let (status, err) = run_to_exit(cmd);
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("REDIS_TLS_CA") && err.contains("/nonexistent/ca.pem"),
+        "{err}"
+    );
+    let mut cmd = example();
+    cmd.env("REDIS_URL", "redis://app:s3cret@127.0.0.1:bad/");
+    let (status, err) = run_to_exit(cmd);
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("REDIS_URL") && !err.contains("s3cret"),
+        "{err}"
+    );
     let mut cmd = example();
     cmd.env("API_KEYS", "good,has space");
     assert!(

@@ -1,10 +1,14 @@
 //! Two `axum-example` processes sharing one Redis (`REDIS_URL`) admit the
-//! configured limits together, and stay up (no 5xx) when Redis dies.
+//! configured limits together, and stay up (no 5xx) when Redis dies; the
+//! same on a Cluster of 3 masters and 3 replicas through a master kill;
+//! and one process on `rediss://` with a private CA (`REDIS_TLS_CA`).
 //!
 //! Plain HTTP/1.1 over `std::net::TcpStream`; the client IPs vary through
 //! `X-Forwarded-For`, the test being the trusted proxy (127.0.0.1).
 
+use ratelimit_test_support::redis_cluster::{cli, RedisCluster};
 use ratelimit_test_support::redis_server::{free_port, RedisServer};
+use ratelimit_test_support::tls::{tls_server, Pki};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
@@ -18,9 +22,15 @@ struct App {
 
 impl App {
     fn start(redis_url: &str) -> Self {
+        Self::start_with(redis_url, &[])
+    }
+
+    /// With more settings (`REDIS_TLS_CA`, ...).
+    fn start_with(redis_url: &str, envs: &[(&str, &str)]) -> Self {
         for _ in 0..5 {
             let addr: SocketAddr = ([127, 0, 0, 1], free_port()).into();
             let mut child = Command::new(env!("CARGO_BIN_EXE_axum-example"))
+                .envs(envs.iter().copied())
                 .env("BIND_ADDR", addr.to_string())
                 .env("REDIS_URL", redis_url)
                 .env("TRUSTED_PROXIES", "127.0.0.1/32")
@@ -271,4 +281,113 @@ fn ready_reports_each_store_state() {
         }
         assert!(Instant::now() < deadline, "no store in fallback: {v}");
     }
+}
+
+/// Connects every limit of each app (the stores connect on first use).
+fn warm(apps: &[App; 2]) {
+    for (i, app) in apps.iter().enumerate() {
+        let ip = format!("X-Forwarded-For: 198.18.0.{i}\r\n");
+        assert_eq!(app.send("POST", "/accounts", &ip, ""), 201);
+        assert_eq!(app.send("POST", "/login", &ip, GOOD_LOGIN), 200);
+        assert_eq!(app.send("GET", "/api/items", &ip, ""), 200);
+    }
+}
+
+#[test]
+fn two_processes_on_a_cluster_hold_the_limits_through_a_master_kill() {
+    let Some(mut cluster) = RedisCluster::start(3, 1) else {
+        return;
+    };
+    let apps = [App::start(&cluster.url()), App::start(&cluster.url())];
+    warm(&apps);
+    // POST /accounts: 2 per client IP across both processes.
+    let ip = "X-Forwarded-For: 203.0.113.7\r\n";
+    let codes = concurrently(&apps, 16, ("POST", "/accounts", ip, ""));
+    assert_eq!(count(&codes, 201), 2, "{codes:?}");
+    // One account each from 48 addresses (each in a /24 of its own), then
+    // kill the master holding the most of them: those are the keys the
+    // kill touches.
+    let ips: Vec<String> = (1..=48).map(|n| format!("198.51.{n}.7")).collect();
+    for (i, ip) in ips.iter().enumerate() {
+        let header = format!("X-Forwarded-For: {ip}\r\n");
+        assert_eq!(apps[i % 2].send("POST", "/accounts", &header, ""), 201);
+    }
+    let on = |i: usize| cluster.keys_on(i, "axum-example:accounts:*");
+    let victim = (0..cluster.nodes.len())
+        .filter(|&i| cluster.is_master(i))
+        .max_by_key(|&i| on(i).len())
+        .unwrap();
+    let held = on(victim);
+    let hit: Vec<&String> = ips
+        .iter()
+        .filter(|ip| held.iter().any(|k| k.contains(&format!("{{{ip}"))))
+        .collect();
+    assert!(hit.len() >= 4, "{} of the keys on the master", hit.len());
+    // Replication is asynchronous: give it a moment before the kill.
+    std::thread::sleep(Duration::from_secs(1));
+    let (during, after) = hit.split_at(hit.len() / 2);
+    cluster.kill(victim);
+    let killed = Instant::now();
+    // Requests keep being answered, never 5xx, until a replica took over.
+    let mut rounds = 0;
+    while !(cluster.ok() && cluster.masters() == 3) {
+        assert!(killed.elapsed() < Duration::from_secs(60), "no failover");
+        for ip in during {
+            let header = format!("X-Forwarded-For: {ip}\r\n");
+            let codes = concurrently(&apps, 4, ("POST", "/accounts", &header, ""));
+            assert!(codes.iter().all(|&c| c < 500), "{codes:?}");
+        }
+        rounds += 1;
+    }
+    assert!(rounds > 0);
+    // Back in the cluster: each address that made one account makes
+    // exactly one more across both processes. (Until both reconnect, a
+    // round may be decided in memory; the next address then tries.)
+    let exact = after.iter().any(|ip| {
+        let header = format!("X-Forwarded-For: {ip}\r\n");
+        std::thread::sleep(Duration::from_secs(1));
+        let codes = concurrently(&apps, 16, ("POST", "/accounts", &header, ""));
+        assert!(codes.iter().all(|&c| c < 500), "{codes:?}");
+        count(&codes, 201) == 1
+    });
+    assert!(
+        exact,
+        "no exact round within {:?} of the kill",
+        killed.elapsed()
+    );
+    eprintln!(
+        "cluster master kill: exact again within {:?}",
+        killed.elapsed()
+    );
+    let fresh = "X-Forwarded-For: 203.0.113.9\r\n";
+    let codes = concurrently(&apps, 16, ("POST", "/accounts", fresh, ""));
+    assert_eq!(count(&codes, 201), 2, "{codes:?}");
+}
+
+#[test]
+fn one_process_over_tls_with_a_private_ca() {
+    let pki = Pki::new("axum");
+    let Some((redis, tls_port)) = tls_server(&pki) else {
+        return;
+    };
+    let url = format!("rediss://127.0.0.1:{tls_port}/");
+    let ca = pki.ca.display().to_string();
+    let app = App::start_with(&url, &[("REDIS_TLS_CA", &ca)]);
+    let ip = "X-Forwarded-For: 203.0.113.7\r\n";
+    let codes: Vec<u16> = (0..3)
+        .map(|_| app.send("POST", "/accounts", ip, ""))
+        .collect();
+    assert_eq!(codes, [201, 201, 429]);
+    // Decided in this Redis, over TLS (the keys read through its plain port).
+    let keys = cli(
+        redis.port,
+        &["--scan", "--pattern", "axum-example:accounts:*"],
+    )
+    .unwrap();
+    assert!(keys.contains("203.0.113.7"), "{keys}");
+    let err = app.stop();
+    assert!(
+        err.contains(&format!("redis=rediss://127.0.0.1:{tls_port}/0")),
+        "{err}"
+    );
 }

@@ -22,6 +22,7 @@ routes = ["POST /tickets"]
 fn instance(server: &RedisServer, text: &str) -> (Router, PolicyHandle) {
     let settings = StoreSettings::Redis {
         url: server.url(),
+        tls_ca: None,
         prefix: Some("policy:".to_owned()),
         timeout: Some(Duration::from_secs(5)),
         fallback_max_keys: None,
