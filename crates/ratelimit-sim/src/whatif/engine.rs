@@ -15,6 +15,7 @@ use axum::extract::{ConnectInfo, MatchedPath, Request, State};
 use axum::response::Response;
 use axum::routing::any;
 use axum::Router;
+use http::request::Parts;
 use http::{HeaderName, HeaderValue, Method, StatusCode, Uri};
 use ratelimit_core::{stable_hash, LiveAlgorithm, ManualClock, MemoryStore, StableKey};
 use std::collections::BTreeSet;
@@ -65,9 +66,9 @@ struct Logged(StatusCode);
 #[derive(Clone)]
 struct Echoed(Option<&'static str>);
 
-/// The matched path of the request under way, stashed by the outermost
-/// route layer.
-type Stash = Arc<Mutex<Option<MatchedPath>>>;
+/// A copy of the head of the request under way as the layers see it
+/// (with its matched path), stashed by the outermost route layer.
+type Stash = Arc<Mutex<Option<Parts>>>;
 
 /// The path a limit without routes is matched on: every path.
 const EVERY_PATH: &str = "/{*rest}";
@@ -113,8 +114,19 @@ async fn echo(req: Request) -> Response {
 }
 
 async fn stash(State(slot): State<Stash>, req: Request) -> Request {
+    let mut copy = http::Request::new(());
+    *copy.method_mut() = req.method().clone();
+    *copy.uri_mut() = req.uri().clone();
+    *copy.headers_mut() = req.headers().clone();
+    let ext = copy.extensions_mut();
+    if let Some(m) = req.extensions().get::<MatchedPath>() {
+        ext.insert(m.clone());
+    }
+    if let Some(c) = req.extensions().get::<ConnectInfo<SocketAddr>>() {
+        ext.insert(*c);
+    }
     if let Ok(mut slot) = slot.lock() {
-        *slot = req.extensions().get::<MatchedPath>().cloned();
+        *slot = Some(copy.into_parts().0);
     }
     req
 }
@@ -130,11 +142,16 @@ fn routes(table: &PolicyTable) -> Router {
             paths.insert(path);
         }
     }
-    paths.insert("/".to_owned());
-    paths.insert(EVERY_PATH.to_owned());
+    // Off the listed routes, only limits without routes apply: then every
+    // path needs a route (route layers do not wrap the fallback).
+    if table.entries().iter().any(|e| e.routes.is_empty()) {
+        paths.insert("/".to_owned());
+        paths.insert(EVERY_PATH.to_owned());
+    }
     paths
         .into_iter()
         .fold(Router::new(), |r, p| r.route(&p, any(echo)))
+        .fallback(echo)
 }
 
 impl Engine {
@@ -266,7 +283,7 @@ impl Engine {
             Ok(res) => res,
             Err(never) => match never {},
         };
-        let matched = self.stash.lock().ok().and_then(|mut s| s.take());
+        let stashed = self.stash.lock().ok().and_then(|mut s| s.take());
         let (head, body) = res.into_parts();
         let denier = match head.extensions.get::<Echoed>() {
             Some(Echoed(dry)) => dry.map(|name| (name.to_owned(), true)),
@@ -279,12 +296,19 @@ impl Engine {
         let key_error = (head.extensions.get::<Echoed>().is_none()
             && head.status != StatusCode::TOO_MANY_REQUESTS)
             .then_some(head.status.as_u16());
-        // The head again, as the layers saw it, to name what they did.
-        let mut parts = self.request(line)?.into_parts().0;
-        let route = matched.as_ref().map(|m| m.as_str().to_owned());
-        if let Some(m) = matched {
-            parts.extensions.insert(m);
-        }
+        // No route layer saw it: off every route of the table.
+        let Some(parts) = stashed else {
+            return Some(Outcome {
+                seen: 0,
+                limited: None,
+                key_error: None,
+                route: None,
+            });
+        };
+        let route = parts
+            .extensions
+            .get::<MatchedPath>()
+            .map(|m| m.as_str().to_owned());
         let index = denier
             .as_ref()
             .and_then(|(name, _)| self.entries.iter().position(|e| &e.name == name));
@@ -294,6 +318,13 @@ impl Engine {
         let mut limited = None;
         for (i, entry) in self.entries.iter().enumerate() {
             if !entry.applies_to(&parts, &self.options.policy) {
+                continue;
+            }
+            // Without a key error, a limit that refuses keyless requests
+            // had a key: it is keyed again only to name a refused key.
+            let keyless_refused = entry.on_key_error == KeyErrorPolicy::Reject;
+            if key_error.is_none() && keyless_refused && index != Some(i) {
+                seen |= 1 << i;
                 continue;
             }
             match self.keys[i](&parts) {

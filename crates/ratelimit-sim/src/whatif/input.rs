@@ -47,5 +47,8 @@ pub fn next_line(reader: &mut dyn BufRead, buf: &mut Vec<u8>) -> Result<bool, Si
 
 /// `buf` as text, replacing bytes that are not UTF-8.
 pub fn text(buf: &[u8]) -> std::borrow::Cow<'_, str> {
-    String::from_utf8_lossy(buf)
+    match std::str::from_utf8(buf) {
+        Ok(s) => std::borrow::Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(buf),
+    }
 }

@@ -39,13 +39,76 @@ fn decision(engine: &Engine, o: &Outcome) -> String {
     }
 }
 
+/// A replay under way.
+struct Replay<'a> {
+    format: Format,
+    fields: &'a JsonFields,
+    engines: &'a mut [Engine],
+    decisions: Option<&'a mut dyn Write>,
+    tallies: Vec<Tally>,
+    diff: Option<Diff>,
+    outcomes: Vec<Option<Outcome>>,
+    number: u64,
+}
+
+impl Replay<'_> {
+    /// Replays one line of the log.
+    async fn line(&mut self, line: &str) -> Result<(), SimError> {
+        self.number += 1;
+        let parsed = self.format.parse(line, self.fields);
+        self.outcomes.clear();
+        if let Ok(l) = &parsed {
+            for engine in self.engines.iter_mut() {
+                self.outcomes.push(engine.decide(l).await);
+            }
+        }
+        let reason = match (&parsed, self.outcomes.first()) {
+            (Err(e), _) => Some(e.clone()),
+            (Ok(_), Some(None)) => Some("no request http can carry".to_owned()),
+            _ => None,
+        };
+        if let Some(out) = self.decisions.as_deref_mut() {
+            let what = match (&reason, self.outcomes.first()) {
+                (None, Some(Some(o))) => decision(&self.engines[0], o),
+                _ => "skipped".to_owned(),
+            };
+            let status = parsed.as_ref().map_or(0, |l| l.status);
+            writeln!(out, "{} {status} {what}", self.number)
+                .map_err(|e| SimError(format!("cannot write the decisions: {e}")))?;
+        }
+        let l = match (parsed, reason) {
+            (Ok(l), None) => l,
+            (_, why) => {
+                for t in &mut self.tallies {
+                    t.lines += 1;
+                    t.skip(self.number, why.clone().unwrap_or_default());
+                }
+                return Ok(());
+            }
+        };
+        for (t, o) in self.tallies.iter_mut().zip(&self.outcomes) {
+            t.lines += 1;
+            if let Some(o) = o {
+                t.add(&l, o);
+            }
+        }
+        if let (Some(d), [Some(new), Some(old)]) = (&mut self.diff, self.outcomes.as_slice()) {
+            d.add(&l, new, old);
+        }
+        if self.number % 1024 == 0 {
+            held(self.engines, &mut self.tallies);
+        }
+        Ok(())
+    }
+}
+
 /// Replays `reader` through `engines` (the new policy first).
-pub async fn replay(
+pub async fn replay<'a>(
     reader: &mut dyn BufRead,
     format: Option<Format>,
-    fields: &JsonFields,
-    engines: &mut [Engine],
-    mut decisions: Option<&mut dyn Write>,
+    fields: &'a JsonFields,
+    engines: &'a mut [Engine],
+    decisions: Option<&'a mut dyn Write>,
 ) -> Result<Replayed, SimError> {
     let mut buf = Vec::new();
     let mut first: Vec<String> = Vec::new();
@@ -63,73 +126,29 @@ pub async fn replay(
         Some(f) => f,
         None => Format::detect(first.iter().map(String::as_str)).map_err(SimError)?,
     };
-    let mut tallies: Vec<Tally> = engines.iter().map(tally_for).collect();
-    let mut diff = (engines.len() > 1).then(Diff::default);
-    let mut number = 0u64;
-    let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(engines.len());
-    let mut pending = first.into_iter();
-    loop {
-        let line = match pending.next() {
-            Some(l) => l,
-            None if more => {
-                more = next_line(reader, &mut buf)?;
-                if !more {
-                    break;
-                }
-                if buf.iter().all(u8::is_ascii_whitespace) {
-                    continue;
-                }
-                text(&buf).into_owned()
-            }
-            None => break,
-        };
-        number += 1;
-        let parsed = format.parse(&line, fields);
-        outcomes.clear();
-        if let Ok(l) = &parsed {
-            for engine in engines.iter_mut() {
-                outcomes.push(engine.decide(l).await);
-            }
-        }
-        let status = parsed.as_ref().map_or(0, |l| l.status);
-        let reason = match (&parsed, outcomes.first()) {
-            (Err(e), _) => Some(e.clone()),
-            (Ok(_), Some(None)) => Some("no request http can carry".to_owned()),
-            _ => None,
-        };
-        if let Some(out) = decisions.as_deref_mut() {
-            let what = match (&reason, outcomes.first()) {
-                (None, Some(Some(o))) => decision(&engines[0], o),
-                _ => "skipped".to_owned(),
-            };
-            writeln!(out, "{number} {status} {what}")
-                .map_err(|e| SimError(format!("cannot write the decisions: {e}")))?;
-        }
-        let (Ok(l), None) = (&parsed, reason) else {
-            for t in &mut tallies {
-                t.lines += 1;
-                t.skip(number, parsed.as_ref().err().cloned().unwrap_or_default());
-            }
-            continue;
-        };
-        for (t, o) in tallies.iter_mut().zip(&outcomes) {
-            t.lines += 1;
-            if let Some(o) = o {
-                t.add(l, o);
-            }
-        }
-        if let (Some(d), [Some(new), Some(old)]) = (&mut diff, outcomes.as_slice()) {
-            d.add(l, new, old);
-        }
-        if number % 1024 == 0 {
-            held(engines, &mut tallies);
+    let mut run = Replay {
+        format,
+        fields,
+        tallies: engines.iter().map(tally_for).collect(),
+        diff: (engines.len() > 1).then(Diff::default),
+        outcomes: Vec::with_capacity(engines.len()),
+        engines,
+        decisions,
+        number: 0,
+    };
+    for line in &first {
+        run.line(line).await?;
+    }
+    while more && next_line(reader, &mut buf)? {
+        if !buf.iter().all(u8::is_ascii_whitespace) {
+            run.line(&text(&buf)).await?;
         }
     }
-    held(engines, &mut tallies);
+    held(run.engines, &mut run.tallies);
     Ok(Replayed {
         format,
-        tallies,
-        diff,
+        tallies: run.tallies,
+        diff: run.diff,
     })
 }
 

@@ -63,8 +63,28 @@ fn fraction(s: &str) -> Option<i64> {
     Some(n * 10i64.pow(9 - digits.len() as u32))
 }
 
+thread_local! {
+    /// The last `$time_local` parsed and its value: a log has many lines
+    /// a second.
+    static LAST: std::cell::RefCell<(String, Option<u64>)> = const {
+        std::cell::RefCell::new((String::new(), None))
+    };
+}
+
 /// nginx's `$time_local`: `10/Oct/2000:13:55:36 -0700`.
 pub fn parse_nginx(s: &str) -> Option<u64> {
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        if last.0 != s {
+            last.0.clear();
+            last.0.push_str(s);
+            last.1 = parse_nginx_uncached(s);
+        }
+        last.1
+    })
+}
+
+fn parse_nginx_uncached(s: &str) -> Option<u64> {
     const MONTHS: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
