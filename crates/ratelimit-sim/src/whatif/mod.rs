@@ -29,6 +29,7 @@ pub mod engine;
 mod format;
 mod input;
 mod line;
+mod pipeline;
 mod report;
 mod run;
 mod setup;

@@ -5,6 +5,8 @@ use super::diff::Diff;
 use super::engine::{Engine, Outcome};
 use super::format::{Format, JsonFields};
 use super::input::{next_line, text};
+use super::line::LogLine;
+use super::pipeline::{Batch, Parser};
 use super::tally::Tally;
 use crate::SimError;
 use std::io::{BufRead, Write};
@@ -41,8 +43,6 @@ fn decision(engine: &Engine, o: &Outcome) -> String {
 
 /// A replay under way.
 struct Replay<'a> {
-    format: Format,
-    fields: &'a JsonFields,
     engines: &'a mut [Engine],
     decisions: Option<&'a mut dyn Write>,
     tallies: Vec<Tally>,
@@ -52,10 +52,9 @@ struct Replay<'a> {
 }
 
 impl Replay<'_> {
-    /// Replays one line of the log.
-    async fn line(&mut self, line: &str) -> Result<(), SimError> {
+    /// Replays one line of the log, parsed.
+    async fn line(&mut self, parsed: Result<LogLine, String>) -> Result<(), SimError> {
         self.number += 1;
-        let parsed = self.format.parse(line, self.fields);
         self.outcomes.clear();
         if let Ok(l) = &parsed {
             for engine in self.engines.iter_mut() {
@@ -127,8 +126,6 @@ pub async fn replay<'a>(
         None => Format::detect(first.iter().map(String::as_str)).map_err(SimError)?,
     };
     let mut run = Replay {
-        format,
-        fields,
         tallies: engines.iter().map(tally_for).collect(),
         diff: (engines.len() > 1).then(Diff::default),
         outcomes: Vec::with_capacity(engines.len()),
@@ -136,12 +133,27 @@ pub async fn replay<'a>(
         decisions,
         number: 0,
     };
+    let mut parser = Parser::start(format, fields.clone());
+    let mut batch = Batch::default();
     for line in &first {
-        run.line(line).await?;
+        batch.push(line.as_bytes());
     }
-    while more && next_line(reader, &mut buf)? {
-        if !buf.iter().all(u8::is_ascii_whitespace) {
-            run.line(&text(&buf)).await?;
+    parser.send(batch)?;
+    loop {
+        let next = if more {
+            Batch::read(reader, &mut buf)?
+        } else {
+            None
+        };
+        more = next.is_some();
+        if let Some(b) = next {
+            parser.send(b)?;
+        }
+        let Some(parsed) = parser.recv()? else {
+            break;
+        };
+        for line in parsed {
+            run.line(line).await?;
         }
     }
     held(run.engines, &mut run.tallies);
