@@ -263,6 +263,15 @@ fn refuses(policy: KeyErrorPolicy, e: &KeyError) -> bool {
     }
 }
 
+/// The limit named first in a 429's `RateLimit` fields: the denying
+/// limit's, which it writes before the outer layers add theirs. (A `HEAD`
+/// request's 429 has no body to name it: axum strips it.)
+fn limit_in_headers(headers: &http::HeaderMap) -> Option<&str> {
+    let value = headers.get("ratelimit")?.to_str().ok()?;
+    let name = value.strip_prefix('"')?;
+    Some(&name[..name.find('"')?])
+}
+
 /// The limit named in a layer's 429 body (`"limit":"NAME"`).
 fn limit_in_body(body: &[u8]) -> Option<&str> {
     let text = std::str::from_utf8(body).ok()?;
@@ -289,7 +298,9 @@ impl Engine {
             Some(Echoed(dry)) => dry.map(|name| (name.to_owned(), true)),
             None if head.status == StatusCode::TOO_MANY_REQUESTS => {
                 let bytes = axum::body::to_bytes(body, usize::MAX).await.ok()?;
-                limit_in_body(&bytes).map(|n| (n.to_owned(), false))
+                limit_in_body(&bytes)
+                    .or_else(|| limit_in_headers(&head.headers))
+                    .map(|n| (n.to_owned(), false))
             }
             None => None,
         };
