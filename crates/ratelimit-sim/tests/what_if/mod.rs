@@ -117,8 +117,16 @@ fn gzip_is_read_as_it_is() {
 
 #[test]
 fn the_table_counts_per_limit_and_route() {
-    let out = ok(&["--policy", &fixture("policy.toml"), "--log", &fixture("combined.log")]);
-    assert!(out.starts_with("what-if: 11 lines (nginx), 11 replayed, 0 skipped"), "{out}");
+    let out = ok(&[
+        "--policy",
+        &fixture("policy.toml"),
+        "--log",
+        &fixture("combined.log"),
+    ]);
+    assert!(
+        out.starts_with("what-if: 11 lines (nginx), 11 replayed, 0 skipped"),
+        "{out}"
+    );
     let row = |name: &str| {
         out.lines()
             .find(|l| l.starts_with(name))
@@ -127,8 +135,14 @@ fn the_table_counts_per_limit_and_route() {
             .collect::<Vec<_>>()
     };
     // name mode seen admitted limited no-key succeeded keys ...
-    assert_eq!(row("login ")[..8], ["login", "enforce", "6", "3", "3", "0", "1", "1"]);
-    assert_eq!(row("api ")[..8], ["api", "enforce", "4", "2", "2", "0", "2", "1"]);
+    assert_eq!(
+        row("login ")[..8],
+        ["login", "enforce", "6", "3", "3", "0", "1", "1"]
+    );
+    assert_eq!(
+        row("api ")[..8],
+        ["api", "enforce", "4", "2", "2", "0", "2", "1"]
+    );
     assert!(out.contains("HEAD /api/items"), "{out}");
     assert!(out.contains("login: 203.0.113.7 (3)"), "{out}");
 }
@@ -155,7 +169,10 @@ fn json_parses_and_redact_hides_keys() {
     assert_eq!(login["busiest_minute"]["limited"], 3);
     assert_eq!(login["key_cap"]["reached"], false);
     let key = login["top_keys"][0]["key"].as_str().unwrap();
-    assert!(key.starts_with("key:") && !out.contains("203.0.113.7"), "{out}");
+    assert!(
+        key.starts_with("key:") && !out.contains("203.0.113.7"),
+        "{out}"
+    );
     assert_eq!(v["limits"][1]["routes"][1]["route"], "HEAD /api/items");
 }
 
@@ -181,12 +198,22 @@ fn against_shows_a_changed_limit() {
     let against = &v["against"];
     assert_eq!(against["requests_limited_by_new_only"], 2);
     assert_eq!(against["current"]["limits"][1]["limited"], 0);
-    assert_eq!(against["limits"][1]["keys_limited_by_new_only"][0]["key"], "198.51.100.2");
+    assert_eq!(
+        against["limits"][1]["keys_limited_by_new_only"][0]["key"],
+        "198.51.100.2"
+    );
 }
 
 #[test]
 fn the_key_cap_is_reported() {
-    let out = ok(&["--policy", &fixture("policy.toml"), "--log", &fixture("combined.log"), "--max-keys", "1"]);
+    let out = ok(&[
+        "--policy",
+        &fixture("policy.toml"),
+        "--log",
+        &fixture("combined.log"),
+        "--max-keys",
+        "1",
+    ]);
     assert!(out.contains("its store reached its cap of 1 keys"), "{out}");
 }
 
@@ -194,7 +221,14 @@ fn the_key_cap_is_reported() {
 fn svg_draws_a_panel_per_limit() {
     let dir = temp_dir("svg");
     let svg = dir.join("what-if.svg");
-    ok(&["--policy", &fixture("policy.toml"), "--log", &fixture("combined.log"), "--svg", svg.to_str().unwrap()]);
+    ok(&[
+        "--policy",
+        &fixture("policy.toml"),
+        "--log",
+        &fixture("combined.log"),
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
     let svg = std::fs::read_to_string(svg).unwrap();
     assert!(svg.starts_with("<svg"), "{svg}");
     assert!(svg.contains("login (enforce)") && svg.contains("api (enforce)"));
@@ -209,17 +243,59 @@ fn errors_name_what_is_wrong() {
         assert!(err.contains(needle), "{args:?}: {err}");
     };
     let policy = fixture("policy.toml");
-    bad(&["--policy", &policy, "--log", "/nonexistent.log"], "cannot open the log /nonexistent.log");
-    bad(&["--policy", &policy, "--log", &policy], "cannot tell the log's format");
-    bad(&["--policy", &policy, "--log", &fixture("alb.log"), "--field", "colour=x"], "unknown part \"colour\"");
-    bad(&["--policy", &policy, "--log", &fixture("alb.log"), "--trusted-proxies", "10.0.0.0/99"], "bad --trusted-proxies");
-    let axum = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/axum/ratelimit.toml");
-    bad(&["--policy", axum, "--log", &fixture("alb.log")], "--app-key known-api-key=SPEC");
+    bad(
+        &["--policy", &policy, "--log", "/nonexistent.log"],
+        "cannot open the log /nonexistent.log",
+    );
+    bad(
+        &["--policy", &policy, "--log", &policy],
+        "cannot tell the log's format",
+    );
+    bad(
+        &[
+            "--policy",
+            &policy,
+            "--log",
+            &fixture("alb.log"),
+            "--field",
+            "colour=x",
+        ],
+        "unknown part \"colour\"",
+    );
+    bad(
+        &[
+            "--policy",
+            &policy,
+            "--log",
+            &fixture("alb.log"),
+            "--trusted-proxies",
+            "10.0.0.0/99",
+        ],
+        "bad --trusted-proxies",
+    );
+    let axum = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/axum/ratelimit.toml"
+    );
+    bad(
+        &["--policy", axum, "--log", &fixture("alb.log")],
+        "--app-key known-api-key=SPEC",
+    );
 }
 
 #[test]
 fn a_wrong_format_skips_lines_and_says_why() {
-    let out = ok(&["--policy", &fixture("policy.toml"), "--log", &fixture("alb.log"), "--format", "nginx"]);
-    assert!(out.contains("11 replayed, 0 skipped") || out.contains("0 replayed, 11 skipped"), "{out}");
+    let out = ok(&[
+        "--policy",
+        &fixture("policy.toml"),
+        "--log",
+        &fixture("alb.log"),
+        "--format",
+        "nginx",
+    ]);
+    assert!(
+        out.contains("11 replayed, 0 skipped") || out.contains("0 replayed, 11 skipped"),
+        "{out}"
+    );
     assert!(out.contains("first skipped line: 1:"), "{out}");
 }
