@@ -7,7 +7,8 @@
 //! tiers, keys, costs, algorithms, overrides and counted statuses are the
 //! layer's own. Besides the router, the engine asks the table's public
 //! API only to name things: [`PolicyEntry::applies_to`] (which limits saw a
-//! request) and [`KeySpec::extractor`] (the key a limit refused).
+//! request) and [`KeySpec::extractor`](tower_ratelimit::table::KeySpec::extractor)
+//! (the key a limit refused).
 
 use super::line::LogLine;
 use axum::body::Body;

@@ -25,9 +25,9 @@ use std::time::{Duration, Instant};
 
 /// nginx's binary, if installed.
 fn nginx_binary() -> Option<PathBuf> {
-    let on_path = std::env::var_os("PATH")
+    let on_path: Vec<PathBuf> = std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).map(|d| d.join("nginx")).collect())
-        .unwrap_or_else(Vec::new);
+        .unwrap_or_default();
     std::iter::once(PathBuf::from("/usr/sbin/nginx"))
         .chain(on_path)
         .find(|p| p.is_file())
