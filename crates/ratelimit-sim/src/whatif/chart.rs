@@ -49,7 +49,11 @@ fn draw(
     let bin = bin_width(end - start + 1);
     let n = ((end - start) / bin + 1) as usize;
     let data = bins(t, start, bin, n);
-    let panels = t.limits.len().max(1);
+    // Limits that saw no request of the log get no panel.
+    let shown: Vec<usize> = (0..t.limits.len())
+        .filter(|&i| t.limits[i].counts.seen > 0)
+        .collect();
+    let panels = shown.len().max(1);
     let height = 90 + 170 * panels as u32;
     let root = SVGBackend::with_string(svg, (width, height)).into_drawing_area();
     root.fill(&WHITE)?;
@@ -59,16 +63,25 @@ fn draw(
         (20, 10),
         (FONT, 21).into_font().style(FontStyle::Bold),
     ))?;
-    header.draw(&Text::new(
-        format!("limited requests per {bin} s; time in minutes from the log's first line"),
-        (20, 36),
-        (FONT, 15),
-    ))?;
+    let unseen: Vec<&str> = t
+        .limits
+        .iter()
+        .filter(|l| l.counts.seen == 0)
+        .map(|l| l.name.as_str())
+        .collect();
+    let mut subtitle =
+        format!("limited requests per {bin} s; time in minutes from the log's first line");
+    if !unseen.is_empty() {
+        subtitle.push_str(&format!("; no request for {}", unseen.join(", ")));
+    }
+    header.draw(&Text::new(subtitle, (20, 36), (FONT, 15)))?;
     let x_end = (n as u64 * bin) as f64 / 60.0;
-    let top = data.iter().flatten().copied().max().unwrap_or(0).max(1) as f64 * 1.15;
     let areas = body.split_evenly((panels, 1));
-    for (i, (area, l)) in areas.iter().zip(&t.limits).enumerate() {
-        let last = i + 1 == t.limits.len();
+    for (k, (area, &i)) in areas.iter().zip(&shown).enumerate() {
+        let (l, last) = (&t.limits[i], k + 1 == shown.len());
+        let top = (data[i].iter().copied().max().unwrap_or(0) as f64 * 1.15)
+            .ceil()
+            .max(2.0);
         let caption = format!(
             "{} ({})   seen {}, limited {}, of which served in the log {}",
             l.name, l.mode, l.counts.seen, l.counts.limited, l.counts.limited_succeeded
@@ -84,8 +97,12 @@ fn draw(
         mesh.disable_x_mesh()
             .bold_line_style(RGBColor(225, 225, 225))
             .light_line_style(WHITE)
-            .y_label_formatter(&|y| format!("{y:.0}"))
-            .x_label_formatter(&|x| format!("{x:.1}"))
+            .y_label_formatter(&|y| match y.fract() {
+                0.0 => format!("{y:.0}"),
+                _ => String::new(),
+            })
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .y_labels(5)
             .y_desc("limited")
             .label_style((FONT, 14))
             .axis_desc_style((FONT, 15));
