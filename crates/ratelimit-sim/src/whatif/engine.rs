@@ -16,7 +16,6 @@ use axum::extract::{ConnectInfo, MatchedPath, Request, State};
 use axum::response::Response;
 use axum::routing::any;
 use axum::Router;
-use http::request::Parts;
 use http::{HeaderName, HeaderValue, Method, StatusCode, Uri};
 use ratelimit_core::{stable_hash, LiveAlgorithm, ManualClock, MemoryStore, StableKey};
 use std::collections::BTreeSet;
@@ -62,14 +61,15 @@ pub struct Limited {
 #[derive(Clone, Copy)]
 struct Logged(StatusCode);
 
-/// Marks the handler's answers (a layer's own answers lack it); holds
-/// the dry-run limit that would have refused the request, if one did.
+/// Marks the handler's answers (a layer's own answers lack it): the
+/// decisions the request got (which limits checked it; a dry-run limit
+/// may have denied it).
 #[derive(Clone)]
-struct Echoed(Option<&'static str>);
+struct Echoed(Option<RateLimitInfo>);
 
-/// A copy of the head of the request under way as the layers see it
-/// (with its matched path), stashed by the outermost route layer.
-type Stash = Arc<Mutex<Option<Parts>>>;
+/// The matched path of the request under way, stashed by the outermost
+/// route layer (for requests a layer answers itself).
+type Stash = Arc<Mutex<Option<MatchedPath>>>;
 
 /// The path a limit without routes is matched on: every path.
 const EVERY_PATH: &str = "/{*rest}";
@@ -98,36 +98,21 @@ pub struct Engine {
     stash: Stash,
 }
 
-async fn echo(req: Request) -> Response {
+async fn echo(mut req: Request) -> Response {
     let status = req
         .extensions()
         .get::<Logged>()
         .map_or(StatusCode::OK, |l| l.0);
-    let dry_run = req
-        .extensions()
-        .get::<RateLimitInfo>()
-        .filter(|i| i.is_dry_run())
-        .and_then(|i| i.denied().map(|d| d.name));
+    let info = req.extensions_mut().remove::<RateLimitInfo>();
     let mut res = Response::new(Body::empty());
     *res.status_mut() = status;
-    res.extensions_mut().insert(Echoed(dry_run));
+    res.extensions_mut().insert(Echoed(info));
     res
 }
 
 async fn stash(State(slot): State<Stash>, req: Request) -> Request {
-    let mut copy = http::Request::new(());
-    *copy.method_mut() = req.method().clone();
-    *copy.uri_mut() = req.uri().clone();
-    *copy.headers_mut() = req.headers().clone();
-    let ext = copy.extensions_mut();
-    if let Some(m) = req.extensions().get::<MatchedPath>() {
-        ext.insert(m.clone());
-    }
-    if let Some(c) = req.extensions().get::<ConnectInfo<SocketAddr>>() {
-        ext.insert(*c);
-    }
     if let Ok(mut slot) = slot.lock() {
-        *slot = Some(copy.into_parts().0);
+        *slot = req.extensions().get::<MatchedPath>().cloned();
     }
     req
 }
@@ -204,6 +189,14 @@ impl Engine {
     /// The table's entries.
     pub fn entries(&self) -> &[PolicyEntry] {
         &self.entries
+    }
+
+    /// The bits of the limits that decided `info`'s request.
+    fn bits(&self, info: &RateLimitInfo) -> u64 {
+        info.decisions()
+            .iter()
+            .filter_map(|d| self.entries.iter().position(|e| e.name == d.name))
+            .fold(0, |bits, i| bits | 1 << i)
     }
 
     /// The cap on each store's keys.
@@ -293,10 +286,31 @@ impl Engine {
             Ok(res) => res,
             Err(never) => match never {},
         };
-        let stashed = self.stash.lock().ok().and_then(|mut s| s.take());
+        let matched = self.stash.lock().ok().and_then(|mut s| s.take());
+        let route = |m: Option<MatchedPath>, method: &Method| {
+            m.map(|m| m.as_str().to_owned())
+                .filter(|r| r != EVERY_PATH)
+                .map(|r| format!("{method} {r}"))
+        };
         let (head, body) = res.into_parts();
-        let denier = match head.extensions.get::<Echoed>() {
-            Some(Echoed(dry)) => dry.map(|name| (name.to_owned(), true)),
+        let echoed = head.extensions.get::<Echoed>().map(|e| e.0.as_ref());
+        if let Some(info) = echoed {
+            // Admitted: the limits that checked it are in its decisions.
+            if !info.is_some_and(RateLimitInfo::is_dry_run) {
+                let seen = info.map_or(0, |i| self.bits(i));
+                let method = Method::from_bytes(line.method.as_bytes()).ok()?;
+                return Some(Outcome {
+                    seen,
+                    limited: None,
+                    key_error: None,
+                    route: route(matched, &method),
+                });
+            }
+        }
+        let denier = match echoed {
+            Some(info) => info
+                .and_then(RateLimitInfo::denied)
+                .map(|d| (d.name.to_owned(), true)),
             None if head.status == StatusCode::TOO_MANY_REQUESTS => {
                 let bytes = axum::body::to_bytes(body, usize::MAX).await.ok()?;
                 limit_in_body(&bytes)
@@ -305,22 +319,23 @@ impl Engine {
             }
             None => None,
         };
-        let key_error = (head.extensions.get::<Echoed>().is_none()
-            && head.status != StatusCode::TOO_MANY_REQUESTS)
+        let key_error = (echoed.is_none() && head.status != StatusCode::TOO_MANY_REQUESTS)
             .then_some(head.status.as_u16());
-        // No route layer saw it: off every route of the table.
-        let Some(parts) = stashed else {
-            return Some(Outcome {
-                seen: 0,
-                limited: None,
-                key_error: None,
-                route: None,
-            });
+        // The head again, as the layers saw it, to name what they did.
+        let mut parts = self.request(line)?.into_parts().0;
+        let route = route(matched.clone(), &parts.method);
+        match matched {
+            Some(m) => parts.extensions.insert(m),
+            // No route layer saw it: off every route of the table.
+            None => {
+                return Some(Outcome {
+                    seen: 0,
+                    limited: None,
+                    key_error: None,
+                    route: None,
+                })
+            }
         };
-        let route = parts
-            .extensions
-            .get::<MatchedPath>()
-            .map(|m| m.as_str().to_owned());
         let index = denier
             .as_ref()
             .and_then(|(name, _)| self.entries.iter().position(|e| &e.name == name));
@@ -367,9 +382,7 @@ impl Engine {
             seen,
             limited,
             key_error: refused_key.zip(key_error),
-            route: route
-                .filter(|r| r != EVERY_PATH)
-                .map(|r| format!("{} {r}", parts.method)),
+            route,
         })
     }
 }

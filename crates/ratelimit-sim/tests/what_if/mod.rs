@@ -32,9 +32,11 @@ fn ok(args: &[&str]) -> String {
     String::from_utf8(o.stdout).unwrap()
 }
 
-/// A fresh temporary directory for one test.
+/// A fresh temporary directory, its own for each call (tests run at once).
 fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("what-if-{name}-{}", std::process::id()));
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("what-if-{name}-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -67,7 +69,9 @@ fn decisions(log: &str, extra: &[&str]) -> String {
     let mut args = vec!["--policy", &policy, "--log", log, "--decisions", out];
     args.extend_from_slice(extra);
     ok(&args);
-    std::fs::read_to_string(out).unwrap()
+    let decisions = std::fs::read_to_string(out).unwrap();
+    let _ = std::fs::remove_dir_all(dir);
+    decisions
 }
 
 #[test]
@@ -113,6 +117,7 @@ fn gzip_is_read_as_it_is() {
         .unwrap();
     gz.finish().unwrap();
     assert_eq!(decisions(path.to_str().unwrap(), &[]), DECISIONS);
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
@@ -230,6 +235,7 @@ fn svg_draws_a_panel_per_limit() {
         svg.to_str().unwrap(),
     ]);
     let svg = std::fs::read_to_string(svg).unwrap();
+    let _ = std::fs::remove_dir_all(dir);
     assert!(svg.starts_with("<svg"), "{svg}");
     assert!(svg.contains("login (enforce)") && svg.contains("api (enforce)"));
 }
