@@ -26,6 +26,27 @@ pub struct LogLine {
 }
 
 impl LogLine {
+    /// A line of `method` on `target` from `remote` at `time`, answered
+    /// `status`, with the forwarding header's value if logged and no
+    /// other header.
+    pub fn new(
+        time: u64,
+        remote: IpAddr,
+        (method, target): (&str, &str),
+        status: u16,
+        forwarded: Option<String>,
+    ) -> Self {
+        Self {
+            time,
+            remote,
+            method: method.to_owned(),
+            target: target.to_owned(),
+            status,
+            forwarded,
+            headers: Vec::new(),
+        }
+    }
+
     /// Whether the app's answer was a success (2xx) or a redirect (3xx):
     /// a customer served, whom a limit would have refused.
     pub fn succeeded(&self) -> bool {

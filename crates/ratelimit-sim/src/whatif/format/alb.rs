@@ -54,13 +54,11 @@ pub fn parse(line: &str) -> Result<LogLine, String> {
         .or_else(|_| f[8].parse())
         .map_err(|_| format!("bad status {:?}", f[8]))?;
     let (method, url) = request(f[12]).ok_or_else(|| format!("bad request {:?}", f[12]))?;
-    Ok(LogLine {
+    Ok(LogLine::new(
         time,
         remote,
-        method: method.to_owned(),
-        target: target(url).to_owned(),
+        (method, target(url)),
         status,
-        forwarded: None,
-        headers: Vec::new(),
-    })
+        None,
+    ))
 }

@@ -46,13 +46,11 @@ pub fn parse(line: &str) -> Result<LogLine, String> {
     let (method, target) = request(f[1]).ok_or_else(|| format!("bad request {:?}", f[1]))?;
     let status = f[2].parse().map_err(|_| format!("bad status {:?}", f[2]))?;
     let (remote, forwarded) = peer_of(present(f[8]));
-    Ok(LogLine {
+    Ok(LogLine::new(
         time,
         remote,
-        method: method.to_owned(),
-        target: target.to_owned(),
+        (method, target),
         status,
         forwarded,
-        headers: Vec::new(),
-    })
+    ))
 }

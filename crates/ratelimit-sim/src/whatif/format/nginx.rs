@@ -35,13 +35,11 @@ pub fn parse(line: &str) -> Result<LogLine, String> {
         .find(|x| x.parse::<f64>().is_err())
         .and_then(|x| present(x))
         .map(str::to_owned);
-    Ok(LogLine {
+    Ok(LogLine::new(
         time,
         remote,
-        method: method.to_owned(),
-        target: target.to_owned(),
+        (method, target),
         status,
         forwarded,
-        headers: Vec::new(),
-    })
+    ))
 }
