@@ -1228,6 +1228,45 @@ mod tests {
     }
 
     #[test]
+    fn entries_say_what_they_check_and_key() {
+        let table = PolicyTable::from_toml(
+            "[[limit]]\nname = \"items\"\nalgorithm = \"gcra 2/1m\"\nkey = \"header:x-tenant+route\"\n\
+             routes = [\"GET /items\"]\ntier = \"anonymous\"\n",
+            None,
+        )
+        .unwrap();
+        let entry = &table.entries()[0];
+        let req = |method: &str, auth: bool| {
+            let mut b = http::Request::builder()
+                .method(method)
+                .uri("/items")
+                .header("x-tenant", "acme");
+            if auth {
+                b = b.header("authorization", "Bearer t");
+            }
+            b.body(()).unwrap().into_parts().0
+        };
+        let options = PolicyOptions::default();
+        assert!(entry.applies_to(&req("GET", false), &options));
+        assert!(
+            entry.applies_to(&req("HEAD", false), &options),
+            "HEAD under GET"
+        );
+        assert!(!entry.applies_to(&req("POST", false), &options));
+        assert!(!entry.applies_to(&req("GET", true), &options), "tier");
+        let key = entry.key.extractor(&options).unwrap();
+        assert_eq!(
+            key(&req("GET", false)).unwrap().to_string(),
+            "acme|GET /items"
+        );
+        let app: KeySpec = "app:user".parse().unwrap();
+        let Err(e) = app.extractor(&options) else {
+            panic!("app:user is not defined")
+        };
+        assert!(e.contains("app:user"), "{e}");
+    }
+
+    #[test]
     fn credentials_make_secret_keys() {
         let req = http::Request::builder()
             .header("x-api-key", "k-1")
