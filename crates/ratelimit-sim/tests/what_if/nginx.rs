@@ -70,7 +70,7 @@ impl Nginx {
              access_log {d}/combined.log combined;\naccess_log {d}/xff.log xff;\n\
              client_body_temp_path {d}/body;\nproxy_temp_path {d}/proxy;\n\
              fastcgi_temp_path {d}/fastcgi;\nuwsgi_temp_path {d}/uwsgi;\nscgi_temp_path {d}/scgi;\n\
-             server {{\n listen 127.0.0.1:{port};\n location / {{\n  proxy_pass http://127.0.0.1:{upstream};\n\
+             server {{\n listen 127.0.0.1:{port};\n lingering_close off;\n location / {{\n  proxy_pass http://127.0.0.1:{upstream};\n\
              proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;\n }}\n}}\n}}\n"
         );
         let path = dir.join("nginx.conf");
@@ -201,29 +201,31 @@ fn send(port: u16, (method, path, xff, body): Step) -> Answer {
 }
 
 /// Sends `traffic` through a fresh app behind a fresh nginx; returns the
-/// answers and the directory holding nginx's logs, once both logs hold
-/// every request.
+/// answers and the directory holding nginx's logs.
 fn live(binary: &Path, name: &str, traffic: &[Step]) -> (Vec<Answer>, PathBuf) {
     let dir = temp_dir(name);
     let app = App::start();
     let nginx = Nginx::start(binary, &dir, app.port);
-    let answers: Vec<Answer> = traffic.iter().map(|s| send(nginx.port, *s)).collect();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    for log in ["combined.log", "xff.log"] {
-        loop {
-            let lines = std::fs::read_to_string(dir.join(log))
-                .unwrap_or_default()
-                .lines()
-                .count();
-            if lines >= traffic.len() {
-                break;
+    // One request at a time, each logged before the next is sent: the
+    // log's order is the order the app decided in (nginx logs a request
+    // when it frees it, which may come after its client has the answer).
+    let mut answers = Vec::with_capacity(traffic.len());
+    for (i, step) in traffic.iter().enumerate() {
+        answers.push(send(nginx.port, *step));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        for log in ["combined.log", "xff.log"] {
+            loop {
+                let text = std::fs::read_to_string(dir.join(log)).unwrap_or_default();
+                if text.lines().count() > i {
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "{log}: request {} not logged",
+                    i + 1
+                );
+                std::thread::sleep(Duration::from_millis(1));
             }
-            assert!(
-                Instant::now() < deadline,
-                "{log}: {lines} of {} lines",
-                traffic.len()
-            );
-            std::thread::sleep(Duration::from_millis(20));
         }
     }
     drop(nginx);
