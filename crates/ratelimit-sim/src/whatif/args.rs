@@ -51,7 +51,7 @@ pub struct WhatIfArgs {
     /// Also draw the limited requests over time, one panel per limit, to this SVG file
     #[arg(long, value_name = "FILE")]
     pub svg: Option<String>,
-    /// Also write each line's decision to this file: LINE STATUS admitted | limited LIMIT KEY | dry-run LIMIT KEY | key-error STATUS | skipped
+    /// Also write each line's decision to this file: LINE STATUS admitted | limited LIMIT KEY | dry-run LIMIT KEY | key-error LIMIT STATUS | skipped
     #[arg(long, value_name = "FILE")]
     pub decisions: Option<String>,
 }

@@ -98,6 +98,35 @@ fn every_format_gives_the_same_decisions() {
 }
 
 #[test]
+fn shaped_and_dry_run_limits_replay_as_they_run() {
+    let dir = temp_dir("modes");
+    let out = dir.join("decisions.txt");
+    let report = ok(&[
+        "--policy",
+        &fixture("policy-modes.toml"),
+        "--log",
+        &fixture("combined.log"),
+        "--decisions",
+        out.to_str().unwrap(),
+    ]);
+    let decisions = std::fs::read_to_string(&out).unwrap();
+    let _ = std::fs::remove_dir_all(dir);
+    // A dry run refuses nothing and consumes nothing for what it would
+    // refuse; a shaped request is held, then goes on (its hold passes at
+    // once on the replay's clock).
+    let expected = DECISIONS.replace("limited login", "dry-run login");
+    assert_eq!(decisions, expected);
+    assert!(
+        report.contains("\nlogin                    dry-run "),
+        "{report}"
+    );
+    assert!(
+        report.contains("\napi                      shape "),
+        "{report}"
+    );
+}
+
+#[test]
 fn forwarded_addresses_count_only_from_trusted_proxies() {
     // Untrusted, the proxy is every request's client: one key for all.
     let all = decisions(&fixture("combined-xff.log"), &[]);
