@@ -12,7 +12,7 @@
 
 use super::line::LogLine;
 use axum::body::Body;
-use axum::extract::{ConnectInfo, MatchedPath, Request, State};
+use axum::extract::{ConnectInfo, MatchedPath, Request};
 use axum::response::Response;
 use axum::routing::any;
 use axum::Router;
@@ -20,7 +20,7 @@ use http::{HeaderName, HeaderValue, Method, StatusCode, Uri};
 use ratelimit_core::{stable_hash, LiveAlgorithm, ManualClock, MemoryStore, StableKey};
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use tower_ratelimit::key::KeyError;
 use tower_ratelimit::policy::KeyErrorPolicy;
 use tower_ratelimit::table::{AppKey, PolicyEntry, PolicyKey, PolicyOptions, PolicyTable};
@@ -63,13 +63,9 @@ struct Logged(StatusCode);
 
 /// Marks the handler's answers (a layer's own answers lack it): the
 /// decisions the request got (which limits checked it; a dry-run limit
-/// may have denied it).
+/// may have denied it), and the route it matched.
 #[derive(Clone)]
-struct Echoed(Option<RateLimitInfo>);
-
-/// The matched path of the request under way, stashed by the outermost
-/// route layer (for requests a layer answers itself).
-type Stash = Arc<Mutex<Option<MatchedPath>>>;
+struct Echoed(Option<RateLimitInfo>, Option<MatchedPath>);
 
 /// The path a limit without routes is matched on: every path.
 const EVERY_PATH: &str = "/{*rest}";
@@ -95,7 +91,9 @@ pub struct Engine {
     keys: Vec<AppKey>,
     stores: Vec<LimitStore>,
     options: EngineOptions,
-    stash: Stash,
+    /// The same routes without the layers: the matched path of a request
+    /// a layer answered.
+    plain: Router,
 }
 
 async fn echo(mut req: Request) -> Response {
@@ -104,17 +102,11 @@ async fn echo(mut req: Request) -> Response {
         .get::<Logged>()
         .map_or(StatusCode::OK, |l| l.0);
     let info = req.extensions_mut().remove::<RateLimitInfo>();
+    let matched = req.extensions_mut().remove::<MatchedPath>();
     let mut res = Response::new(Body::empty());
     *res.status_mut() = status;
-    res.extensions_mut().insert(Echoed(info));
+    res.extensions_mut().insert(Echoed(info, matched));
     res
-}
-
-async fn stash(State(slot): State<Stash>, req: Request) -> Request {
-    if let Ok(mut slot) = slot.lock() {
-        *slot = req.extensions().get::<MatchedPath>().cloned();
-    }
-    req
 }
 
 /// The router: a route for every path the table lists, and one for every
@@ -161,11 +153,6 @@ impl Engine {
                 Ok::<_, std::convert::Infallible>(store)
             })
             .map_err(|e| e.to_string())?;
-        let slot: Stash = Arc::default();
-        let router = router.route_layer(axum::middleware::map_request_with_state(
-            slot.clone(),
-            stash,
-        ));
         let keys = table
             .entries()
             .iter()
@@ -182,13 +169,23 @@ impl Engine {
             keys,
             stores,
             options,
-            stash: slot,
+            plain: routes(table),
         })
     }
 
     /// The table's entries.
     pub fn entries(&self) -> &[PolicyEntry] {
         &self.entries
+    }
+
+    /// The route `line`'s request matches, from the plain router.
+    async fn matched(&mut self, line: &LogLine) -> Option<MatchedPath> {
+        let req = self.request(line)?;
+        let res = match self.plain.call(req).await {
+            Ok(res) => res,
+            Err(never) => match never {},
+        };
+        res.extensions().get::<Echoed>().and_then(|e| e.1.clone())
     }
 
     /// The bits of the limits that decided `info`'s request.
@@ -286,14 +283,14 @@ impl Engine {
             Ok(res) => res,
             Err(never) => match never {},
         };
-        let matched = self.stash.lock().ok().and_then(|mut s| s.take());
         let route = |m: Option<MatchedPath>, method: &Method| {
             m.map(|m| m.as_str().to_owned())
                 .filter(|r| r != EVERY_PATH)
                 .map(|r| format!("{method} {r}"))
         };
         let (head, body) = res.into_parts();
-        let echoed = head.extensions.get::<Echoed>().map(|e| e.0.as_ref());
+        let echo = head.extensions.get::<Echoed>();
+        let echoed = echo.map(|e| e.0.as_ref());
         if let Some(info) = echoed {
             // Admitted: the limits that checked it are in its decisions.
             if !info.is_some_and(RateLimitInfo::is_dry_run) {
@@ -303,7 +300,7 @@ impl Engine {
                     seen,
                     limited: None,
                     key_error: None,
-                    route: route(matched, &method),
+                    route: route(echo.and_then(|e| e.1.clone()), &method),
                 });
             }
         }
@@ -322,6 +319,10 @@ impl Engine {
         let key_error = (echoed.is_none() && head.status != StatusCode::TOO_MANY_REQUESTS)
             .then_some(head.status.as_u16());
         // The head again, as the layers saw it, to name what they did.
+        let matched = match echo {
+            Some(e) => e.1.clone(),
+            None => self.matched(line).await,
+        };
         let mut parts = self.request(line)?.into_parts().0;
         let route = route(matched.clone(), &parts.method);
         match matched {
