@@ -27,9 +27,16 @@ impl Batch {
         self.ends.push(self.bytes.len());
     }
 
-    /// Reads up to [`BATCH`] non-blank lines of `reader`; `None` at its end.
-    pub fn read(reader: &mut dyn BufRead, buf: &mut Vec<u8>) -> Result<Option<Self>, SimError> {
-        let mut batch = Self::default();
+    /// Reads up to [`BATCH`] non-blank lines of `reader` into `batch`
+    /// (emptied first: a batch handed back is read into again); `None` at
+    /// the end of `reader`.
+    pub fn read(
+        reader: &mut dyn BufRead,
+        buf: &mut Vec<u8>,
+        mut batch: Self,
+    ) -> Result<Option<Self>, SimError> {
+        batch.bytes.clear();
+        batch.ends.clear();
         while batch.ends.len() < BATCH && next_line(reader, buf)? {
             if !buf.iter().all(u8::is_ascii_whitespace) {
                 batch.push(buf);
@@ -39,8 +46,9 @@ impl Batch {
     }
 }
 
-/// Each line of a batch parsed, or why it is not a request.
-pub type Parsed = Vec<Result<LogLine, String>>;
+/// Each line of a batch parsed, or why it is not a request; and the batch,
+/// to be read into again.
+pub type Parsed = (Vec<Result<LogLine, String>>, Batch);
 
 /// The parser thread and its channels.
 pub struct Parser {
@@ -67,7 +75,7 @@ impl Parser {
                         format.parse(&line, &fields)
                     })
                     .collect();
-                if done.send(lines).is_err() {
+                if done.send((lines, batch)).is_err() {
                     return;
                 }
             }

@@ -139,9 +139,10 @@ pub async fn replay<'a>(
         batch.push(line.as_bytes());
     }
     parser.send(batch)?;
+    let mut spare = Vec::new();
     loop {
         let next = if more {
-            Batch::read(reader, &mut buf)?
+            Batch::read(reader, &mut buf, spare.pop().unwrap_or_default())?
         } else {
             None
         };
@@ -149,9 +150,10 @@ pub async fn replay<'a>(
         if let Some(b) = next {
             parser.send(b)?;
         }
-        let Some(parsed) = parser.recv()? else {
+        let Some((parsed, batch)) = parser.recv()? else {
             break;
         };
+        spare.push(batch);
         for line in parsed {
             run.line(line).await?;
         }
