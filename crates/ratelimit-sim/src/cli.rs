@@ -22,7 +22,7 @@ use std::time::Duration;
     version,
     about = "Replays a trace through any ratelimit-core algorithm, and plots or compares algorithms.",
     propagate_version = true,
-    override_usage = "ratelimit-sim <ALGORITHM> [OPTIONS] < TRACE\n       ratelimit-sim <generate|compare|plot> [OPTIONS]",
+    override_usage = "ratelimit-sim <ALGORITHM> [OPTIONS] < TRACE\n       ratelimit-sim <generate|compare|plot|what-if> [OPTIONS]",
     subcommand_value_name = "ALGORITHM|SUBCOMMAND",
     subcommand_help_heading = "Algorithms (replay a trace) and subcommands (each with --help)",
     after_help = REPLAY_HELP
@@ -55,6 +55,8 @@ pub enum Command {
     Compare(CompareArgs),
     /// Draw one trace through several algorithms as an SVG chart, one panel each
     Plot(PlotArgs),
+    /// Replay an access log through a policy file: who would have been limited
+    WhatIf(crate::whatif::WhatIfArgs),
 }
 
 const GENERATE_HELP: &str = "\

@@ -6,7 +6,8 @@
 //! each, deciding through [`ratelimit_core::MemoryStore`] on a manual clock.
 //! The format and every algorithm's rules: [`docs/ALGORITHMS.md`](https://github.com/ratelimit-rs/ratelimit/blob/main/docs/ALGORITHMS.md).
 //!
-//! Three subcommands show how the algorithms differ on the same traffic:
+//! Three subcommands show how the algorithms differ on the same traffic, and a
+//! fourth tries a policy file on a real log:
 //!
 //! - `ratelimit-sim generate NAME [OPTIONS]` prints a seeded trace: `steady`,
 //!   `bursty`, `poisson` or the `window-edge` attack (see [`generate`](mod@generate)).
@@ -18,6 +19,10 @@
 //! - `ratelimit-sim plot [OPTIONS]` draws an SVG chart, one panel per
 //!   algorithm: requests admitted, held and denied over time, and the
 //!   remaining capacity (see [`plot`](mod@plot)).
+//! - `ratelimit-sim what-if --policy ratelimit.toml --log access.log`
+//!   replays a real access log through a `tower-ratelimit` policy file, by
+//!   the layer's own code, and reports who would have been limited (see
+//!   [`whatif`]).
 //!
 //! Both `compare` and `plot` take the algorithms as `--algo "ALGORITHM
 //! [OPTIONS]"` (repeated, or several separated by `;`), or, without
@@ -38,6 +43,7 @@ mod options;
 pub mod plot;
 mod replay;
 mod trace;
+pub mod whatif;
 
 pub use cli::{
     all_algorithms, cli_error, parse_specs, read_trace, AlgorithmSpec, Cli, Command, SetupArgs,
@@ -53,6 +59,7 @@ pub use options::{parse_algorithm, AlgorithmArgs, AnchorArg, SimError};
 pub use plot::{chart_data, render_svg, run_plot, Chart, Panel, PlotArgs};
 pub use replay::{format_decision, replay, Replayer};
 pub use trace::{parse_line, Event};
+pub use whatif::{run_what_if, WhatIfArgs};
 
 use std::io::{BufRead, Write};
 
@@ -64,5 +71,6 @@ pub fn run(command: &Command, input: impl BufRead, output: impl Write) -> Result
         Command::Generate { generator } => run_generate(&generator.build()?, output),
         Command::Compare(args) => run_compare(args, input, output),
         Command::Plot(args) => run_plot(args, input, output),
+        Command::WhatIf(args) => run_what_if(args, input, output),
     }
 }

@@ -335,9 +335,9 @@ fn run_panel(
 
 const ADMITTED: RGBColor = RGBColor(44, 160, 44);
 const HELD: RGBColor = RGBColor(255, 127, 14);
-const DENIED: RGBColor = RGBColor(214, 39, 40);
+pub(crate) const DENIED: RGBColor = RGBColor(214, 39, 40);
 const REMAINING: RGBColor = RGBColor(31, 119, 180);
-const FONT: &str = "sans-serif";
+pub(crate) const FONT: &str = "sans-serif";
 
 /// Draws the chart as an SVG document of `width` x `height` pixels
 /// (`height` 0: 100 + 190 per panel).

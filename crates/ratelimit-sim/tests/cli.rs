@@ -6,6 +6,7 @@
 //! `subcommands` module, so the crate keeps one test binary.
 
 mod subcommands;
+mod what_if;
 
 use ratelimit_test_support::model::{Anchor, Model, Spec};
 use std::io::Write;

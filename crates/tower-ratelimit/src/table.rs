@@ -575,6 +575,16 @@ impl PolicyEntry {
         Ok(written)
     }
 
+    /// Whether this entry's layer checks `req`: one of its routes matches
+    /// (a `GET` route covers `HEAD`; the path is axum's matched path when
+    /// `req` has one), and its tier takes the client, as `options` tells
+    /// clients apart. The layer decides so before it keys the request;
+    /// tools that replay requests (`ratelimit-sim what-if`) ask it which
+    /// limits saw one.
+    pub fn applies_to(&self, req: &Parts, options: &PolicyOptions) -> bool {
+        applies(&self.routes, self.tier, options.authenticated.as_ref(), req)
+    }
+
     /// The overrides as the live algorithm takes them.
     fn override_list(&self) -> Vec<(&str, AnyAlgorithm)> {
         self.overrides
@@ -1059,6 +1069,36 @@ pub type AppKey = Arc<dyn Fn(&Parts) -> Result<PolicyKey, KeyError> + Send + Syn
 /// Whether a request comes from an authenticated client.
 pub type Authenticated = Arc<dyn Fn(&Parts) -> bool + Send + Sync>;
 
+impl KeySpec {
+    /// The key this spec gives a request, computed exactly as a table's
+    /// layer computes it (the same extractors, the same composite), but
+    /// without the entry's routes and tier: for tools that replay requests
+    /// a layer limited and need to name the key (`ratelimit-sim what-if`),
+    /// and for an `app:NAME` key defined as another spec. Fails, naming
+    /// it, on an `app:NAME` part that `options` does not define.
+    pub fn extractor(&self, options: &PolicyOptions) -> Result<AppKey, String> {
+        let parts: Box<[Part]> = self
+            .0
+            .iter()
+            .map(|p| Part::new(p, options))
+            .collect::<Result<_, _>>()?;
+        Ok(Arc::new(move |req: &Parts| extract_parts(&parts, req)))
+    }
+}
+
+/// The key `parts` give `req`: the one part's, or a composite of all.
+fn extract_parts(parts: &[Part], req: &Parts) -> Result<PolicyKey, KeyError> {
+    match parts {
+        [one] => one.extract(req),
+        parts => Ok(PolicyKey::Composite(
+            parts
+                .iter()
+                .map(|p| p.extract(req))
+                .collect::<Result<_, _>>()?,
+        )),
+    }
+}
+
 /// Without [`PolicyOptions::authenticated`]: a request with an
 /// `Authorization` or `X-API-Key` header.
 fn has_credentials(req: &Parts) -> bool {
@@ -1153,6 +1193,28 @@ impl Part {
     }
 }
 
+/// Whether an entry on `routes` (none: every route) for `tier` checks
+/// `req`, as `authenticated` (default: [`has_credentials`]) tells clients
+/// apart.
+fn applies(
+    routes: &[RouteSpec],
+    tier: Tier,
+    authenticated: Option<&Authenticated>,
+    req: &Parts,
+) -> bool {
+    if !routes.is_empty() && !routes.iter().any(|r| r.matches(req)) {
+        return false;
+    }
+    if tier == Tier::All {
+        return true;
+    }
+    let authenticated = match authenticated {
+        Some(f) => f(req),
+        None => has_credentials(req),
+    };
+    authenticated == (tier == Tier::Authenticated)
+}
+
 /// The key extractor of a table's entry.
 struct PolicyExtractor {
     tier: Tier,
@@ -1165,27 +1227,10 @@ impl KeyExtractor for PolicyExtractor {
     type Key = PolicyKey;
 
     fn extract(&self, req: &Parts) -> Result<PolicyKey, KeyError> {
-        if !self.routes.is_empty() && !self.routes.iter().any(|r| r.matches(req)) {
+        if !applies(&self.routes, self.tier, self.authenticated.as_ref(), req) {
             return Ok(PolicyKey::Skip);
         }
-        if self.tier != Tier::All {
-            let authenticated = match &self.authenticated {
-                Some(f) => f(req),
-                None => has_credentials(req),
-            };
-            if authenticated != (self.tier == Tier::Authenticated) {
-                return Ok(PolicyKey::Skip);
-            }
-        }
-        match &*self.parts {
-            [one] => one.extract(req),
-            parts => Ok(PolicyKey::Composite(
-                parts
-                    .iter()
-                    .map(|p| p.extract(req))
-                    .collect::<Result<_, _>>()?,
-            )),
-        }
+        extract_parts(&self.parts, req)
     }
 }
 
@@ -1262,6 +1307,45 @@ mod tests {
             [one] => one.extract(req).unwrap(),
             many => PolicyKey::Composite(many.iter().map(|p| p.extract(req).unwrap()).collect()),
         }
+    }
+
+    #[test]
+    fn entries_say_what_they_check_and_key() {
+        let table = PolicyTable::from_toml(
+            "[[limit]]\nname = \"items\"\nalgorithm = \"gcra 2/1m\"\nkey = \"header:x-tenant+route\"\n\
+             routes = [\"GET /items\"]\ntier = \"anonymous\"\n",
+            None,
+        )
+        .unwrap();
+        let entry = &table.entries()[0];
+        let req = |method: &str, auth: bool| {
+            let mut b = http::Request::builder()
+                .method(method)
+                .uri("/items")
+                .header("x-tenant", "acme");
+            if auth {
+                b = b.header("authorization", "Bearer t");
+            }
+            b.body(()).unwrap().into_parts().0
+        };
+        let options = PolicyOptions::default();
+        assert!(entry.applies_to(&req("GET", false), &options));
+        assert!(
+            entry.applies_to(&req("HEAD", false), &options),
+            "HEAD under GET"
+        );
+        assert!(!entry.applies_to(&req("POST", false), &options));
+        assert!(!entry.applies_to(&req("GET", true), &options), "tier");
+        let key = entry.key.extractor(&options).unwrap();
+        assert_eq!(
+            key(&req("GET", false)).unwrap().to_string(),
+            "acme|GET /items"
+        );
+        let app: KeySpec = "app:user".parse().unwrap();
+        let Err(e) = app.extractor(&options) else {
+            panic!("app:user is not defined")
+        };
+        assert!(e.contains("app:user"), "{e}");
     }
 
     #[test]
