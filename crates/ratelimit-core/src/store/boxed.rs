@@ -1,6 +1,6 @@
 //! [`BoxStore`]: a store with its type erased, so one layer mixes stores.
 
-use super::Store;
+use super::{ResetFuture, Store};
 use crate::{Decision, StoreError};
 use std::fmt;
 use std::future::Future;
@@ -16,6 +16,8 @@ trait DynStore<K: ?Sized>: Send + Sync + 'static {
     fn refund(&self, key: &K, cost: u64, at: u64, now: u64) -> BoxFuture<Result<(), StoreError>>;
     fn check_now(&self, key: &K, cost: u64, now: u64) -> Option<Result<Decision, StoreError>>;
     fn refund_now(&self, key: &K, cost: u64, at: u64, now: u64) -> Option<Result<(), StoreError>>;
+    fn reset(&self, key: &K) -> ResetFuture;
+    fn reset_now(&self, key: &K) -> Option<Result<(), StoreError>>;
     fn maintain(&self, now: u64);
 }
 
@@ -35,6 +37,14 @@ impl<K: ?Sized, S: Store<K>> DynStore<K> for S {
 
     fn refund_now(&self, key: &K, cost: u64, at: u64, now: u64) -> Option<Result<(), StoreError>> {
         Store::refund_now(self, key, cost, at, now)
+    }
+
+    fn reset(&self, key: &K) -> ResetFuture {
+        Store::reset(self, key)
+    }
+
+    fn reset_now(&self, key: &K) -> Option<Result<(), StoreError>> {
+        Store::reset_now(self, key)
     }
 
     fn maintain(&self, now: u64) {
@@ -120,6 +130,14 @@ impl<K: ?Sized + 'static> Store<K> for BoxStore<K> {
         now: u64,
     ) -> Option<Result<(), StoreError>> {
         self.inner.refund_now(key, cost, admitted_at, now)
+    }
+
+    fn reset(&self, key: &K) -> ResetFuture {
+        self.inner.reset(key)
+    }
+
+    fn reset_now(&self, key: &K) -> Option<Result<(), StoreError>> {
+        self.inner.reset_now(key)
     }
 
     fn maintain(&self, now: u64) {

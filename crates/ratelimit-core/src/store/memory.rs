@@ -379,6 +379,29 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         }
     }
 
+    /// Forgets `key`'s state: its next check starts full, as a key never
+    /// seen (see [`Store::reset`](crate::Store::reset)); its remembered
+    /// denial goes too. Returns whether the key had state.
+    ///
+    /// The sketch of evicted keys (see the type's docs, "At the cap") is
+    /// left as it is: its cells are shared with other evicted keys, and
+    /// lowering one would give those keys quota back. So a key evicted at
+    /// the cap, then reset while its sketch cells still stand, starts as
+    /// used as those cells say (erring toward denying, as eviction does);
+    /// a key that had state when reset starts full.
+    pub fn reset_sync<Q>(&self, key: &Q) -> bool
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let hash = self.hasher.hash_one(key);
+        let cell = self.cell(hash);
+        let (mut shard, _, _) = cell.enter(0);
+        let had = shard.remove(hash, |(k, _)| k.borrow() == key);
+        cell.denied.forget(hash);
+        had
+    }
+
     /// Drops every key whose state is full at `now`, and gives unused
     /// memory back. Returns the number of keys left.
     ///

@@ -17,6 +17,16 @@ pub use memory::{AtCapacity, MemoryStore, MemoryStoreBuilder};
 use crate::{Algorithm, Decision, StableKey, StoreError};
 use std::future::{ready, Future, Ready};
 use std::hash::Hash;
+use std::pin::Pin;
+
+/// The future of a [`Store::reset`]: boxed, as resets are rare (an
+/// operator's or the app's decision, not every request's).
+pub type ResetFuture = Pin<Box<dyn Future<Output = Result<(), StoreError>> + Send + 'static>>;
+
+/// The error of a store that cannot reset a key.
+fn reset_unsupported() -> StoreError {
+    StoreError::refused("unsupported", "this store cannot reset a key")
+}
 
 /// A keyed rate-limit store, local or remote, seen through futures so that
 /// one HTTP layer serves both.
@@ -61,6 +71,27 @@ pub trait Store<K: ?Sized>: Send + Sync + 'static {
         None
     }
 
+    /// Forgets `key`'s state, so that its next check starts full, as a
+    /// key never seen: an explicit decision of the app or an operator
+    /// (after a successful login, a password reset) that gives the key's
+    /// used quota back. Other keys are untouched. The default uses
+    /// [`reset_now`](Self::reset_now), and fails with a `Refused` error
+    /// of kind `unsupported` for a store that cannot answer at once.
+    fn reset(&self, key: &K) -> ResetFuture {
+        let answer = self
+            .reset_now(key)
+            .unwrap_or_else(|| Err(reset_unsupported()));
+        Box::pin(ready(answer))
+    }
+
+    /// The reset, done at once, as [`check_now`](Self::check_now) is for
+    /// checks: `Some` when done, `None` (the default) when the caller must
+    /// use [`reset`](Self::reset).
+    fn reset_now(&self, key: &K) -> Option<Result<(), StoreError>> {
+        let _ = key;
+        None
+    }
+
     /// Bounded upkeep at `now`, called every second or so by whoever owns
     /// the store (the HTTP layer does, on tokio): a memory store drops
     /// keys that are back to full and gives memory back. The default does
@@ -101,6 +132,14 @@ impl<K: ?Sized, S: Store<K> + ?Sized> Store<K> for std::sync::Arc<S> {
         (**self).refund_now(key, cost, admitted_at, now)
     }
 
+    fn reset(&self, key: &K) -> ResetFuture {
+        (**self).reset(key)
+    }
+
+    fn reset_now(&self, key: &K) -> Option<Result<(), StoreError>> {
+        (**self).reset_now(key)
+    }
+
     fn maintain(&self, now: u64) {
         (**self).maintain(now);
     }
@@ -137,6 +176,11 @@ where
         now: u64,
     ) -> Option<Result<(), StoreError>> {
         MemoryStore::refund_sync(self, key, cost, admitted_at, now);
+        Some(Ok(()))
+    }
+
+    fn reset_now(&self, key: &K) -> Option<Result<(), StoreError>> {
+        MemoryStore::reset_sync(self, key);
         Some(Ok(()))
     }
 

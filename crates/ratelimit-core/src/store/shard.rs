@@ -218,6 +218,19 @@ impl<K, S> Shard<K, S> {
         }
     }
 
+    /// Removes the key hashed `hash` that `eq` matches, if the table holds
+    /// it (a reset). Returns whether it did.
+    pub(super) fn remove(&mut self, hash: u64, eq: impl FnMut(&(K, S)) -> bool) -> bool {
+        self.settle();
+        match self.table.find_entry(hash, eq) {
+            Ok(entry) => {
+                entry.remove();
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
     /// Inserts a key that the table does not hold.
     pub(super) fn insert(&mut self, hash: u64, key: K, state: S, rehash: impl Fn(&K) -> u64) {
         self.settle();

@@ -19,5 +19,6 @@ mod live;
 mod live_props;
 mod model;
 mod props;
+mod reset;
 mod spec;
 mod validation;
