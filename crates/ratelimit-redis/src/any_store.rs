@@ -9,7 +9,9 @@ use crate::{
 };
 #[cfg(feature = "live")]
 use ratelimit_core::LiveAlgorithm;
-use ratelimit_core::{AnyAlgorithm, Decision, MemoryStore, StableKey, Store, StoreError};
+use ratelimit_core::{
+    AnyAlgorithm, Decision, MemoryStore, ResetFuture, StableKey, Store, StoreError,
+};
 use std::fmt;
 use std::future::Future;
 use std::hash::Hash;
@@ -406,6 +408,33 @@ where
             Self::Memory(m) => m.refund_sync(key, cost, admitted_at, now),
             #[cfg(feature = "live")]
             Self::LiveMemory(m) => m.refund_sync(key, cost, admitted_at, now),
+            _ => return None,
+        }
+        Some(Ok(()))
+    }
+
+    fn reset(&self, key: &K) -> ResetFuture {
+        match self {
+            Self::Redis(r) => Store::<K>::reset(r, key),
+            #[cfg(feature = "live")]
+            Self::LiveRedis(r) => Store::<K>::reset(&r.store_for(key), key),
+            _ => {
+                let done = Store::<K>::reset_now(self, key).unwrap_or(Ok(()));
+                Box::pin(std::future::ready(done))
+            }
+        }
+    }
+
+    /// In memory, the reset at once; in Redis, `None`.
+    fn reset_now(&self, key: &K) -> Option<Result<(), StoreError>> {
+        match self {
+            Self::Memory(m) => {
+                m.reset_sync(key);
+            }
+            #[cfg(feature = "live")]
+            Self::LiveMemory(m) => {
+                m.reset_sync(key);
+            }
             _ => return None,
         }
         Some(Ok(()))

@@ -12,7 +12,7 @@ use crate::plan::{key_phase, multi_source, Plan};
 use crate::BuildError;
 use crate::StoreState;
 use ratelimit_core::{
-    Algorithm, AnyAlgorithm, Decision, MemoryStore, StableKey, Store, StoreError,
+    Algorithm, AnyAlgorithm, Decision, MemoryStore, ResetFuture, StableKey, Store, StoreError,
 };
 use redis::ToRedisArgs;
 use std::fmt;
@@ -483,6 +483,12 @@ impl Fallback {
     fn maintain(&self, now: u64) {
         for memory in &self.memory {
             memory.maintain(now);
+        }
+    }
+
+    fn reset(&self, key: &str) {
+        for memory in &self.memory {
+            memory.reset_sync(key);
         }
     }
 }
@@ -1119,6 +1125,48 @@ impl Inner {
         }
     }
 
+    /// Forgets `name`'s state: its entries in the deny cache, the leases
+    /// and the fallback, then its Redis keys (one per limit, and the ban
+    /// key), deleted in one `DEL` (they share a hash slot).
+    async fn reset(&self, name: String) -> Result<(), StoreError> {
+        if let Some(cache) = &self.deny {
+            cache.forget(&name);
+        }
+        if let Some(leases) = &self.leases {
+            leases.forget(&name);
+        }
+        if let Some(memory) = &self.fallback {
+            memory.reset(&name);
+        }
+        let keys: Vec<String> = self
+            .parts
+            .iter()
+            .map(|p| self.redis_key(&name, p))
+            .collect();
+        let mut del = redis::cmd("DEL");
+        del.arg(keys);
+        self.command(del).await
+    }
+
+    /// One command other than the script, within the store's timeout.
+    async fn command(&self, cmd: redis::Cmd) -> Result<(), StoreError> {
+        let (mut c, _) = self
+            .conn
+            .get(self.timeout)
+            .await
+            .map_err(|f| f.to_store_error())?;
+        let work = cmd.query_async::<()>(&mut c);
+        match tokio::time::timeout(self.timeout, work).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(Failure::redis(&e).to_store_error()),
+            Err(_) => Err(Failure::new(
+                Kind::Timeout,
+                format!("no answer within {:?}", self.timeout),
+            )
+            .to_store_error()),
+        }
+    }
+
     /// Counts a failure (`ratelimit_redis_errors_total{kind}`) and warns of
     /// it, a few lines a minute per kind at most, each with the number of
     /// failures of its kind not logged since the previous line. Calls
@@ -1277,6 +1325,29 @@ where
                 },
             };
             inner.refund(name, cost, admitted_at, now).await
+        })
+    }
+
+    /// Deletes the key's state in Redis (every limit's key; a secret key's
+    /// keyed-hash name), and forgets it in the deny cache, the leases and
+    /// the fallback.
+    fn reset(&self, key: &K) -> ResetFuture {
+        let inner = Arc::clone(&self.inner);
+        let (text, secret) = (Self::render(key), key.is_secret());
+        Box::pin(async move {
+            let name = match inner.name(text, secret) {
+                Ok(name) => name,
+                Err(text) => match inner.name_later(text).await {
+                    Ok(name) => name,
+                    Err((failure, text)) => {
+                        if let Some(memory) = &inner.fallback {
+                            memory.reset(&text);
+                        }
+                        return Err(failure.to_store_error());
+                    }
+                },
+            };
+            inner.reset(name).await
         })
     }
 

@@ -17,5 +17,6 @@ mod live;
 #[cfg(feature = "live")]
 mod live_reload;
 mod multi;
+mod reset;
 mod secret;
 mod slow;
