@@ -84,6 +84,14 @@ pub(crate) fn store_error(limit: &'static str, e: &StoreError, fail_open: bool) 
     count(names::STORE_ERRORS, limit);
 }
 
+pub(crate) fn reset_error(limit: &'static str, e: &StoreError) {
+    if let Some(suppressed) = throttled(1) {
+        tracing::warn!(limit = %limit, error = %e, suppressed, "rate-limit reset failed");
+    }
+    #[cfg(feature = "metrics")]
+    count(names::STORE_ERRORS, limit);
+}
+
 pub(crate) fn refund_error(limit: &'static str, e: &StoreError) {
     if let Some(suppressed) = throttled(1) {
         tracing::warn!(limit = %limit, error = %e, suppressed, "rate-limit refund failed");

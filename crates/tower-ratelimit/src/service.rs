@@ -405,7 +405,9 @@ where
                     .max()
                     .unwrap_or_default();
             }
-            let refundable = shared.count_if.is_some() || shared.refund_on_inner_limit;
+            let refundable = shared.count_if.is_some()
+                || shared.reset_if.is_some()
+                || shared.refund_on_inner_limit;
             if (refundable || !hold.is_zero()) && cost > 0 {
                 reserved = Some(Reserved {
                     limits: checked

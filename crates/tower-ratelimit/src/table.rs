@@ -15,6 +15,7 @@
 //! key = "client-ip"
 //! routes = ["POST /login"]
 //! count = [401]                     # only these statuses count (default: all)
+//! reset-on = [200]                  # these statuses reset the key (a login succeeded)
 //!
 //! [[limit]]
 //! name = "search"
@@ -439,6 +440,10 @@ pub struct PolicyEntry {
     /// The statuses that count; `None`: every response.
     #[serde(default, deserialize_with = "statuses")]
     pub count: Option<Vec<StatusCode>>,
+    /// The statuses that reset the key on this limit (a successful login
+    /// clears the failures); `None`: none.
+    #[serde(default, deserialize_with = "statuses")]
+    pub reset_on: Option<Vec<StatusCode>>,
     /// Enforce, dry-run or shape.
     #[serde(default, deserialize_with = "mode")]
     pub mode: Mode,
@@ -470,6 +475,7 @@ impl PolicyEntry {
             (self.routes == other.routes, "routes"),
             (self.cost == other.cost, "cost"),
             (self.count == other.count, "count"),
+            (self.reset_on == other.reset_on, "reset-on"),
             (self.mode == other.mode, "mode"),
             (self.headers == other.headers, "headers"),
             (self.on_key_error == other.on_key_error, "on-key-error"),
@@ -701,6 +707,10 @@ impl PolicyTable {
             if let Some(count) = entry.count.clone() {
                 builder = builder
                     .count_if(move |res: &http::response::Parts| count.contains(&res.status));
+            }
+            if let Some(reset_on) = entry.reset_on.clone().filter(|r| !r.is_empty()) {
+                builder = builder
+                    .reset_if(move |res: &http::response::Parts| reset_on.contains(&res.status));
             }
             if let Some(clock) = &options.clock {
                 builder = builder.shared_clock(Arc::clone(clock));

@@ -4,7 +4,7 @@
 //! |---|---|
 //! | `POST /tickets` | 1 per 5 minutes per user (the bearer token), GCRA; no token: 401 |
 //! | `POST /accounts` | 2 per day per client IP (an IPv4 address, an IPv6 /64) and 20 per day per network (an IPv4 /24, an IPv6 /48), sliding logs; only created accounts (201) count |
-//! | `POST /login` | 5 failed attempts per hour per client IP and 100 per network; only failures (401) count |
+//! | `POST /login` | 5 failed attempts per hour per client IP and 100 per network; only failures (401) count; a success (200) resets the client's failures |
 //! | `GET /api/items` | with a key listed in [`Config::api_keys`] (`X-API-Key`): token bucket per key, 500 burst, 100/s; without: 10 per minute per client IP; an unknown key: 401, counted as anonymous |
 //! | `GET /health` | none |
 //! | `GET /ready` | none: JSON with each limit's store state (`redis`, `fallback`, `memory`, `down`); 503 when one cannot decide |

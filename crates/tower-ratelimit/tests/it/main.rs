@@ -23,4 +23,6 @@ mod spoofing;
 mod table;
 #[cfg(feature = "serde")]
 mod table_prefixes;
+#[cfg(feature = "serde")]
+mod table_reset;
 mod upkeep;
