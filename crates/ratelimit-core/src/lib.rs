@@ -56,4 +56,6 @@ pub use duration::{format_duration, parse_duration};
 pub use error::{ConfigError, RemoteError, StoreError};
 pub use log_throttle::LogThrottle;
 pub use spec::SpecError;
-pub use store::{AtCapacity, BoxStore, MemoryStore, MemoryStoreBuilder, ResetFuture, Store};
+pub use store::{
+    AdminFuture, AtCapacity, BanPolicy, BoxStore, MemoryStore, MemoryStoreBuilder, Store,
+};

@@ -10,7 +10,7 @@ use crate::{
 #[cfg(feature = "live")]
 use ratelimit_core::LiveAlgorithm;
 use ratelimit_core::{
-    AnyAlgorithm, Decision, MemoryStore, ResetFuture, StableKey, Store, StoreError,
+    AdminFuture, AnyAlgorithm, Decision, MemoryStore, StableKey, Store, StoreError,
 };
 use std::fmt;
 use std::future::Future;
@@ -413,7 +413,7 @@ where
         Some(Ok(()))
     }
 
-    fn reset(&self, key: &K) -> ResetFuture {
+    fn reset(&self, key: &K) -> AdminFuture {
         match self {
             Self::Redis(r) => Store::<K>::reset(r, key),
             #[cfg(feature = "live")]

@@ -12,7 +12,7 @@ use crate::plan::{key_phase, multi_source, Plan};
 use crate::BuildError;
 use crate::StoreState;
 use ratelimit_core::{
-    Algorithm, AnyAlgorithm, Decision, MemoryStore, ResetFuture, StableKey, Store, StoreError,
+    AdminFuture, Algorithm, AnyAlgorithm, Decision, MemoryStore, StableKey, Store, StoreError,
 };
 use redis::ToRedisArgs;
 use std::fmt;
@@ -1331,7 +1331,7 @@ where
     /// Deletes the key's state in Redis (every limit's key; a secret key's
     /// keyed-hash name), and forgets it in the deny cache, the leases and
     /// the fallback.
-    fn reset(&self, key: &K) -> ResetFuture {
+    fn reset(&self, key: &K) -> AdminFuture {
         let inner = Arc::clone(&self.inner);
         let (text, secret) = (Self::render(key), key.is_secret());
         Box::pin(async move {

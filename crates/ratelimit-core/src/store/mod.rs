@@ -5,12 +5,14 @@
 //! once through [`Store::check_now`], and remote stores (Redis) with real
 //! futures. [`BoxStore`] erases the type, so that one layer mixes stores.
 
+mod ban;
 mod boxed;
 mod deny_cache;
 mod evicted;
 mod memory;
 mod shard;
 
+pub use ban::BanPolicy;
 pub use boxed::BoxStore;
 pub use memory::{AtCapacity, MemoryStore, MemoryStoreBuilder};
 
@@ -19,13 +21,14 @@ use std::future::{ready, Future, Ready};
 use std::hash::Hash;
 use std::pin::Pin;
 
-/// The future of a [`Store::reset`]: boxed, as resets are rare (an
-/// operator's or the app's decision, not every request's).
-pub type ResetFuture = Pin<Box<dyn Future<Output = Result<(), StoreError>> + Send + 'static>>;
+/// The future of a [`Store::reset`], [`Store::ban`] or [`Store::unban`]:
+/// boxed, as these are rare (an operator's or the app's decision, not
+/// every request's).
+pub type AdminFuture = Pin<Box<dyn Future<Output = Result<(), StoreError>> + Send + 'static>>;
 
 /// The error of a store that cannot reset a key.
-fn reset_unsupported() -> StoreError {
-    StoreError::refused("unsupported", "this store cannot reset a key")
+fn unsupported(what: &str) -> StoreError {
+    StoreError::refused("unsupported", format!("this store cannot {what} a key"))
 }
 
 /// A keyed rate-limit store, local or remote, seen through futures so that
@@ -77,10 +80,10 @@ pub trait Store<K: ?Sized>: Send + Sync + 'static {
     /// used quota back. Other keys are untouched. The default uses
     /// [`reset_now`](Self::reset_now), and fails with a `Refused` error
     /// of kind `unsupported` for a store that cannot answer at once.
-    fn reset(&self, key: &K) -> ResetFuture {
+    fn reset(&self, key: &K) -> AdminFuture {
         let answer = self
             .reset_now(key)
-            .unwrap_or_else(|| Err(reset_unsupported()));
+            .unwrap_or_else(|| Err(unsupported("reset")));
         Box::pin(ready(answer))
     }
 
@@ -88,6 +91,45 @@ pub trait Store<K: ?Sized>: Send + Sync + 'static {
     /// checks: `Some` when done, `None` (the default) when the caller must
     /// use [`reset`](Self::reset).
     fn reset_now(&self, key: &K) -> Option<Result<(), StoreError>> {
+        let _ = key;
+        None
+    }
+
+    /// Bans `key` for `duration` from `now`: every check of it is denied
+    /// until then, whatever the algorithm says, with
+    /// [`Decision::banned`] set and `wait` the ban's remaining time. A
+    /// ban replaces one already standing. The default uses
+    /// [`ban_now`](Self::ban_now).
+    fn ban(&self, key: &K, duration: std::time::Duration, now: u64) -> AdminFuture {
+        let answer = self
+            .ban_now(key, duration, now)
+            .unwrap_or_else(|| Err(unsupported("ban")));
+        Box::pin(ready(answer))
+    }
+
+    /// The ban, done at once (`None`, the default: use [`ban`](Self::ban)).
+    fn ban_now(
+        &self,
+        key: &K,
+        duration: std::time::Duration,
+        now: u64,
+    ) -> Option<Result<(), StoreError>> {
+        let _ = (key, duration, now);
+        None
+    }
+
+    /// Lifts `key`'s ban, if any (what it has used stays used). The
+    /// default uses [`unban_now`](Self::unban_now).
+    fn unban(&self, key: &K) -> AdminFuture {
+        let answer = self
+            .unban_now(key)
+            .unwrap_or_else(|| Err(unsupported("unban")));
+        Box::pin(ready(answer))
+    }
+
+    /// The unban, done at once (`None`, the default: use
+    /// [`unban`](Self::unban)).
+    fn unban_now(&self, key: &K) -> Option<Result<(), StoreError>> {
         let _ = key;
         None
     }
@@ -132,12 +174,33 @@ impl<K: ?Sized, S: Store<K> + ?Sized> Store<K> for std::sync::Arc<S> {
         (**self).refund_now(key, cost, admitted_at, now)
     }
 
-    fn reset(&self, key: &K) -> ResetFuture {
+    fn reset(&self, key: &K) -> AdminFuture {
         (**self).reset(key)
     }
 
     fn reset_now(&self, key: &K) -> Option<Result<(), StoreError>> {
         (**self).reset_now(key)
+    }
+
+    fn ban(&self, key: &K, duration: std::time::Duration, now: u64) -> AdminFuture {
+        (**self).ban(key, duration, now)
+    }
+
+    fn ban_now(
+        &self,
+        key: &K,
+        duration: std::time::Duration,
+        now: u64,
+    ) -> Option<Result<(), StoreError>> {
+        (**self).ban_now(key, duration, now)
+    }
+
+    fn unban(&self, key: &K) -> AdminFuture {
+        (**self).unban(key)
+    }
+
+    fn unban_now(&self, key: &K) -> Option<Result<(), StoreError>> {
+        (**self).unban_now(key)
     }
 
     fn maintain(&self, now: u64) {
@@ -181,6 +244,21 @@ where
 
     fn reset_now(&self, key: &K) -> Option<Result<(), StoreError>> {
         MemoryStore::reset_sync(self, key);
+        Some(Ok(()))
+    }
+
+    fn ban_now(
+        &self,
+        key: &K,
+        duration: std::time::Duration,
+        now: u64,
+    ) -> Option<Result<(), StoreError>> {
+        MemoryStore::ban_sync(self, key, duration, now);
+        Some(Ok(()))
+    }
+
+    fn unban_now(&self, key: &K) -> Option<Result<(), StoreError>> {
+        MemoryStore::unban_sync(self, key);
         Some(Ok(()))
     }
 

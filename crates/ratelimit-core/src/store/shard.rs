@@ -1,6 +1,7 @@
 //! One shard of the memory store: a hash table behind a spin lock, its
 //! time, and the bounded passes that keep it small.
 
+use super::ban::Bans;
 use super::deny_cache::DenySlots;
 use super::evicted::Evicted;
 use crate::duration::saturating_nanos;
@@ -63,6 +64,7 @@ impl<K, S> ShardCell<K, S> {
                 hot_index: 0,
                 hot_live: false,
                 evicted: None,
+                bans: None,
             }),
             denied: DenySlots::default(),
         }
@@ -125,6 +127,8 @@ pub(super) struct Shard<K, S> {
     /// What the keys evicted at the cap had used, from the first eviction
     /// on (see [`Evicted`]).
     evicted: Option<Box<Evicted>>,
+    /// The banned keys, from the first ban on.
+    pub(super) bans: Option<Box<Bans>>,
 }
 
 impl<K, S> Shard<K, S> {
@@ -143,6 +147,12 @@ impl<K, S> Shard<K, S> {
         self.table = HashTable::new();
         self.cursor = 0;
         self.evicted = None;
+        self.bans = None;
+    }
+
+    /// The shard's bans, made (holding at most `cap`) on first use.
+    pub(super) fn bans_mut(&mut self, cap: usize) -> &mut Bans {
+        self.bans.get_or_insert_with(|| Box::new(Bans::new(cap)))
     }
 
     /// The use a new key hashed `hash` starts with at `now`: what it had

@@ -4,6 +4,7 @@
 //! validation. (The memory test, which needs a counting global allocator,
 //! is `tests/memory.rs`.)
 
+mod ban;
 mod boundaries;
 mod boxed;
 mod capacity;
