@@ -231,6 +231,8 @@ mod serde_duration {
 /// A memory check stays a ready future (no allocation); a Redis check is
 /// the [`RedisStore`]'s future.
 #[non_exhaustive]
+// The memory store is the hot variant: kept inline, not behind a box.
+#[allow(clippy::large_enum_variant)]
 pub enum AnyStore<K> {
     /// In this instance's memory.
     Memory(MemoryStore<AnyAlgorithm, K>),

@@ -16,6 +16,10 @@
 //! routes = ["POST /login"]
 //! count = [401]                     # only these statuses count (default: all)
 //! reset-on = [200]                  # these statuses reset the key (a login succeeded)
+//! ban = "1h"                        # once denied, the key stays denied for 1 hour
+//! ban-escalate = 2.0                # each repeat offence doubles the ban (default 1)...
+//! ban-max = "24h"                   # ...up to 24 hours (default: the ban)...
+//! ban-forgive = "1d"                # ...until 1 day passes without one (default 0)
 //!
 //! [[limit]]
 //! name = "search"
@@ -118,7 +122,8 @@ use axum::Router;
 use http::request::Parts;
 use http::{Method, StatusCode};
 use ratelimit_core::{
-    AnyAlgorithm, Clock, LiveAlgorithm, MemoryStore, StableHasher, StableKey, Store, MAX_OVERRIDES,
+    AnyAlgorithm, BanPolicy, Clock, LiveAlgorithm, MemoryStore, StableHasher, StableKey, Store,
+    MAX_OVERRIDES,
 };
 use serde::{Deserialize, Deserializer};
 use std::collections::BTreeMap;
@@ -402,6 +407,13 @@ fn key_error<'de, D: Deserializer<'de>>(d: D) -> Result<KeyErrorPolicy, D::Error
     }
 }
 
+fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<std::time::Duration>, D::Error> {
+    let s = String::deserialize(d)?;
+    ratelimit_core::parse_duration(&s)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
+}
+
 fn one() -> u64 {
     1
 }
@@ -444,6 +456,20 @@ pub struct PolicyEntry {
     /// clears the failures); `None`: none.
     #[serde(default, deserialize_with = "statuses")]
     pub reset_on: Option<Vec<StatusCode>>,
+    /// Once the limit denies a key, the key stays denied this long,
+    /// whatever the algorithm says (`ban = "1h"`).
+    #[serde(default, deserialize_with = "duration")]
+    pub ban: Option<std::time::Duration>,
+    /// Each repeat offence multiplies the ban by this (default 1: none).
+    #[serde(default)]
+    pub ban_escalate: Option<f64>,
+    /// The longest an escalated ban gets (default: the ban).
+    #[serde(default, deserialize_with = "duration")]
+    pub ban_max: Option<std::time::Duration>,
+    /// A key banned, then left alone this long after its ban ended, starts
+    /// over at the base ban (default 0: every ban is a first).
+    #[serde(default, deserialize_with = "duration")]
+    pub ban_forgive: Option<std::time::Duration>,
     /// Enforce, dry-run or shape.
     #[serde(default, deserialize_with = "mode")]
     pub mode: Mode,
@@ -476,6 +502,7 @@ impl PolicyEntry {
             (self.cost == other.cost, "cost"),
             (self.count == other.count, "count"),
             (self.reset_on == other.reset_on, "reset-on"),
+            (self.ban_policy() == other.ban_policy(), "ban"),
             (self.mode == other.mode, "mode"),
             (self.headers == other.headers, "headers"),
             (self.on_key_error == other.on_key_error, "on-key-error"),
@@ -523,6 +550,34 @@ impl PolicyEntry {
             );
         }
         None
+    }
+
+    /// The entry's ban, if it has one (checked at load).
+    pub fn ban_policy(&self) -> Option<BanPolicy> {
+        self.checked_ban().ok().flatten()
+    }
+
+    /// The ban of `ban`, `ban-escalate`, `ban-max` and `ban-forgive`, or
+    /// why it cannot be.
+    fn checked_ban(&self) -> Result<Option<BanPolicy>, String> {
+        let Some(duration) = self.ban else {
+            if self.ban_escalate.is_some() || self.ban_max.is_some() || self.ban_forgive.is_some() {
+                return Err("ban-escalate, ban-max and ban-forgive need a ban".to_owned());
+            }
+            return Ok(None);
+        };
+        let ban = BanPolicy::new(duration).map_err(|e| e.to_string())?;
+        if self.ban_escalate.is_none() && self.ban_max.is_none() && self.ban_forgive.is_none() {
+            return Ok(Some(ban));
+        }
+        let max = self.ban_max.unwrap_or(duration);
+        ban.escalate(
+            self.ban_escalate.unwrap_or(1.0),
+            max,
+            self.ban_forgive.unwrap_or_default(),
+        )
+        .map(Some)
+        .map_err(|e| e.to_string())
     }
 
     /// The overrides as the live algorithm takes them.
@@ -610,6 +665,7 @@ impl PolicyTable {
             if let Some(problem) = entry.disables_itself() {
                 return Err(fail(problem));
             }
+            entry.checked_ban().map_err(fail)?;
             if entry.overrides.len() > MAX_OVERRIDES {
                 return Err(fail(format!(
                     "{} overrides: at most {MAX_OVERRIDES}",
@@ -645,6 +701,11 @@ impl PolicyTable {
         &self.entries
     }
 
+    /// The entry named `name`.
+    pub fn entry(&self, name: &str) -> Option<&PolicyEntry> {
+        self.entries.iter().find(|e| e.name == name)
+    }
+
     /// Adds a layer for every entry to `router` (as route layers, so they
     /// see the matched path; add every route first), the first entry
     /// outermost, and returns the router with a [`PolicyHandle`] that
@@ -653,7 +714,11 @@ impl PolicyTable {
     /// `store` makes each entry's store from its name and its
     /// [`LiveAlgorithm`]: `MemoryStore::new(live.clone())` keeps the limits
     /// live; a store built from `live.get()` (ratelimit-redis's
-    /// `StoreSettings::build`) keeps the settings it was built with.
+    /// `StoreSettings::build`) keeps the settings it was built with. A
+    /// limit's `ban` is the store's: give the store
+    /// [`entry(name)`](Self::entry)'s [`ban_policy`](PolicyEntry::ban_policy)
+    /// (`MemoryStoreBuilder::ban`, `StoreSettings::build_with_ban`), as
+    /// [`apply_in_memory`](Self::apply_in_memory) does.
     pub fn apply<St, E>(
         &self,
         mut router: Router,
@@ -737,10 +802,11 @@ impl PolicyTable {
         options: &PolicyOptions,
         max_keys: Option<usize>,
     ) -> Result<(Router, PolicyHandle), PolicyError> {
-        self.apply(router, options, |_, live| {
+        self.apply(router, options, |name, live| {
             Ok::<_, std::convert::Infallible>(
                 MemoryStore::<LiveAlgorithm, PolicyKey>::builder(live.clone())
                     .max_keys(max_keys)
+                    .ban(self.entry(name).and_then(PolicyEntry::ban_policy))
                     .build(),
             )
         })

@@ -135,8 +135,8 @@ pub struct MemoryStore<A: Algorithm, K> {
     half_horizon: u64,
     /// Cells per row of each shard's sketch of evicted keys.
     evicted_width: usize,
-    /// What a denial costs a key, if anything.
-    ban: Option<BanPolicy>,
+    /// What a denial costs a key, if anything (boxed: rarely set).
+    ban: Option<Box<BanPolicy>>,
 }
 
 /// What a [`MemoryStore`] at its cap does with a new key when none of the
@@ -259,7 +259,7 @@ impl<A: Algorithm, K> MemoryStoreBuilder<A, K> {
             deny_cache,
             promote_always: self.promote_always,
             evicted_width: (shard_cap / EVICTED_KEYS_PER_CELL).clamp(16, 1 << 20),
-            ban: self.ban,
+            ban: self.ban.map(Box::new),
         }
     }
 }

@@ -22,6 +22,8 @@ mod spoofing;
 #[cfg(feature = "serde")]
 mod table;
 #[cfg(feature = "serde")]
+mod table_ban;
+#[cfg(feature = "serde")]
 mod table_prefixes;
 #[cfg(feature = "serde")]
 mod table_reset;
