@@ -7,11 +7,11 @@ use crate::{
     BreakerConfig, BuildError, CheckFuture, RedisStore, RedisStoreBuilder, SettingsSecret,
     StoreFuture, DEFAULT_PREFIX, DEFAULT_TIMEOUT,
 };
-#[cfg(feature = "live")]
-use ratelimit_core::LiveAlgorithm;
 use ratelimit_core::{
     AdminFuture, AnyAlgorithm, Decision, MemoryStore, StableKey, Store, StoreError,
 };
+#[cfg(feature = "live")]
+use ratelimit_core::{BanPolicy, LiveAlgorithm};
 use std::fmt;
 use std::future::Future;
 use std::hash::Hash;
@@ -198,14 +198,30 @@ impl StoreSettings {
         name: &str,
         live: &LiveAlgorithm,
     ) -> Result<AnyStore<K>, BuildError> {
+        self.build_live_with_ban(name, live, None)
+    }
+
+    /// [`build_live`](Self::build_live), banning a key its limit denies
+    /// for `ban` (a policy file's `ban = "1h"`; see
+    /// [`RedisStoreBuilder::ban`] and `MemoryStoreBuilder::ban`).
+    #[cfg(feature = "live")]
+    pub fn build_live_with_ban<K>(
+        &self,
+        name: &str,
+        live: &LiveAlgorithm,
+        ban: Option<BanPolicy>,
+    ) -> Result<AnyStore<K>, BuildError> {
         Ok(match self {
             Self::Memory { max_keys } => AnyStore::LiveMemory(
                 MemoryStore::<LiveAlgorithm, K>::builder(live.clone())
                     .max_keys(*max_keys)
+                    .ban(ban)
                     .build(),
             ),
             Self::Redis { .. } => AnyStore::LiveRedis(Box::new(
-                self.redis_builder(name, live.get())?.build_live(live)?,
+                self.redis_builder(name, live.get())?
+                    .ban(ban)
+                    .build_live(live)?,
             )),
         })
     }
@@ -425,6 +441,52 @@ where
                 Box::pin(std::future::ready(done))
             }
         }
+    }
+
+    fn ban(&self, key: &K, duration: Duration, now: u64) -> AdminFuture {
+        match self {
+            Self::Redis(r) => Store::<K>::ban(r, key, duration, now),
+            #[cfg(feature = "live")]
+            Self::LiveRedis(r) => Store::<K>::ban(&r.store_for(key), key, duration, now),
+            _ => {
+                let done = Store::<K>::ban_now(self, key, duration, now).unwrap_or(Ok(()));
+                Box::pin(std::future::ready(done))
+            }
+        }
+    }
+
+    /// In memory, the ban at once; in Redis, `None`.
+    fn ban_now(&self, key: &K, duration: Duration, now: u64) -> Option<Result<(), StoreError>> {
+        match self {
+            Self::Memory(m) => m.ban_sync(key, duration, now),
+            #[cfg(feature = "live")]
+            Self::LiveMemory(m) => m.ban_sync(key, duration, now),
+            _ => return None,
+        }
+        Some(Ok(()))
+    }
+
+    fn unban(&self, key: &K) -> AdminFuture {
+        match self {
+            Self::Redis(r) => Store::<K>::unban(r, key),
+            #[cfg(feature = "live")]
+            Self::LiveRedis(r) => Store::<K>::unban(&r.store_for(key), key),
+            _ => {
+                let done = Store::<K>::unban_now(self, key).unwrap_or(Ok(()));
+                Box::pin(std::future::ready(done))
+            }
+        }
+    }
+
+    /// In memory, the unban at once; in Redis, `None`.
+    fn unban_now(&self, key: &K) -> Option<Result<(), StoreError>> {
+        match self {
+            Self::Memory(m) => m.unban_sync(key),
+            #[cfg(feature = "live")]
+            Self::LiveMemory(m) => m.unban_sync(key),
+            _ => return None,
+        }
+        Some(Ok(()))
     }
 
     /// In memory, the reset at once; in Redis, `None`.

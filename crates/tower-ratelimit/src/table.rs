@@ -717,7 +717,7 @@ impl PolicyTable {
     /// `StoreSettings::build`) keeps the settings it was built with. A
     /// limit's `ban` is the store's: give the store
     /// [`entry(name)`](Self::entry)'s [`ban_policy`](PolicyEntry::ban_policy)
-    /// (`MemoryStoreBuilder::ban`, `StoreSettings::build_with_ban`), as
+    /// (`MemoryStoreBuilder::ban`, ratelimit-redis's `StoreSettings::build_live_with_ban`), as
     /// [`apply_in_memory`](Self::apply_in_memory) does.
     pub fn apply<St, E>(
         &self,

@@ -4,6 +4,7 @@
 mod harness;
 
 mod any_store;
+mod ban;
 #[cfg(feature = "cluster")]
 mod cluster;
 mod concurrency;

@@ -6,7 +6,7 @@
 use crate::harness::Client;
 use crate::server;
 use ratelimit_core::{AnyAlgorithm, StableHasher, StableKey, Store};
-use ratelimit_redis::{AnyStore, RedisStore, TimeSource};
+use ratelimit_redis::RedisStore;
 use std::fmt;
 use std::time::Duration;
 
@@ -124,6 +124,7 @@ async fn a_secret_key_is_reset_by_its_hashed_name() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_live_store_resets_its_live_key_under_an_override() {
     use ratelimit_core::LiveAlgorithm;
+    use ratelimit_redis::{AnyStore, TimeSource};
     let server = server!();
     let mut c = server.client().await;
     let live = LiveAlgorithm::new("fixed-window 2/1d".parse::<AnyAlgorithm>().unwrap());
