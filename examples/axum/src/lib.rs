@@ -26,7 +26,7 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use ratelimit_core::{Clock, LiveAlgorithm, MemoryStore, Store, SystemClock};
+use ratelimit_core::{BanPolicy, Clock, LiveAlgorithm, MemoryStore, Store, SystemClock};
 use ratelimit_redis::StoreState;
 use serde_json::json;
 use std::future::Future;
@@ -35,7 +35,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tower_ratelimit::key::{ClientIp, KeyError, KeyExtractor, ProxyHeader};
 use tower_ratelimit::table::{
-    AppKey, PolicyError, PolicyHandle, PolicyKey, PolicyOptions, PolicyTable,
+    AppKey, PolicyEntry, PolicyError, PolicyHandle, PolicyKey, PolicyOptions, PolicyTable,
 };
 use tower_ratelimit::{BuildError, RateLimitInfo};
 
@@ -135,8 +135,9 @@ pub trait Stores {
     type Store: Store<PolicyKey, CheckFuture: Unpin, RefundFuture: Unpin>;
 
     /// The store of the limit `name`, following `live` (the algorithm a
-    /// reload of the policy file changes).
-    fn store(&self, name: &str, live: &LiveAlgorithm) -> Self::Store;
+    /// reload of the policy file changes), banning a key it denies for
+    /// `ban` (the limit's `ban = "1h"`), if set.
+    fn store(&self, name: &str, live: &LiveAlgorithm, ban: Option<BanPolicy>) -> Self::Store;
 
     /// Reads where each limit's decisions come from now, for `GET /ready`
     /// (default: no list, every store in this instance's memory).
@@ -202,9 +203,10 @@ impl MemoryStores {
 impl Stores for MemoryStores {
     type Store = MemoryStore<LiveAlgorithm, PolicyKey>;
 
-    fn store(&self, _name: &str, live: &LiveAlgorithm) -> Self::Store {
+    fn store(&self, _name: &str, live: &LiveAlgorithm, ban: Option<BanPolicy>) -> Self::Store {
         MemoryStore::<LiveAlgorithm, PolicyKey>::builder(live.clone())
             .max_keys(Some(self.max_keys))
+            .ban(ban)
             .build()
     }
 }
@@ -314,7 +316,8 @@ pub fn app_with_policy<S: Stores>(
         .app_keys
         .insert("anonymous-ip".to_owned(), anonymous_ip);
     policy.apply(router, &options, |name, live| {
-        Ok::<_, std::convert::Infallible>(stores.store(name, live))
+        let ban = policy.entry(name).and_then(PolicyEntry::ban_policy);
+        Ok::<_, std::convert::Infallible>(stores.store(name, live, ban))
     })
 }
 
