@@ -187,6 +187,8 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+#[cfg(feature = "serde")]
+mod access_list;
 mod builder;
 mod check;
 mod clock;

@@ -110,6 +110,7 @@
 //! # Ok::<(), tower_ratelimit::table::PolicyError>(())
 //! ```
 
+use crate::access_list::{AccessList, IpSource};
 use crate::key::{
     ApiKey, Bearer, ClientIp, Global, Header, HeaderKey, IpKey, IpPrefixes, KeyError, KeyExtractor,
     PeerIp, Route, RouteKey,
@@ -489,6 +490,14 @@ pub struct PolicyEntry {
     /// [`MAX_OVERRIDES`].
     #[serde(default)]
     pub overrides: BTreeMap<String, AnyAlgorithm>,
+    /// Clients never limited by this limit: CIDRs matched on the client IP
+    /// its key uses (through the trusted proxies), addresses, or exact
+    /// keys as rendered (an API key, `2001:db8::/48`, `a|b`).
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Clients refused (403) on this limit's routes, written as `allow`.
+    #[serde(default)]
+    pub deny: Vec<String>,
 }
 
 impl PolicyEntry {
@@ -503,6 +512,8 @@ impl PolicyEntry {
             (self.count == other.count, "count"),
             (self.reset_on == other.reset_on, "reset-on"),
             (self.ban_policy() == other.ban_policy(), "ban"),
+            (self.allow == other.allow, "allow"),
+            (self.deny == other.deny, "deny"),
             (self.mode == other.mode, "mode"),
             (self.headers == other.headers, "headers"),
             (self.on_key_error == other.on_key_error, "on-key-error"),
@@ -592,6 +603,12 @@ impl PolicyEntry {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct File {
+    /// Clients no limit limits (see [`PolicyEntry::allow`]).
+    #[serde(default)]
+    allow: Vec<String>,
+    /// Clients every limit refuses on its routes.
+    #[serde(default)]
+    deny: Vec<String>,
     #[serde(default)]
     limit: Vec<toml::Spanned<PolicyEntry>>,
 }
@@ -600,6 +617,8 @@ struct File {
 #[derive(Debug, Clone)]
 pub struct PolicyTable {
     entries: Vec<PolicyEntry>,
+    allow: AccessList,
+    deny: AccessList,
 }
 
 /// The line of byte `offset` in `text`.
@@ -666,6 +685,8 @@ impl PolicyTable {
                 return Err(fail(problem));
             }
             entry.checked_ban().map_err(fail)?;
+            AccessList::parse(&entry.allow).map_err(fail)?;
+            AccessList::parse(&entry.deny).map_err(fail)?;
             if entry.overrides.len() > MAX_OVERRIDES {
                 return Err(fail(format!(
                     "{} overrides: at most {MAX_OVERRIDES}",
@@ -681,7 +702,13 @@ impl PolicyTable {
                 format!("{} limits: at most 64", entries.len()),
             ));
         }
-        Ok(Self { entries })
+        let allow = AccessList::parse(&parsed.allow).map_err(|e| error(None, None, e))?;
+        let deny = AccessList::parse(&parsed.deny).map_err(|e| error(None, None, e))?;
+        Ok(Self {
+            entries,
+            allow,
+            deny,
+        })
     }
 
     /// Reads a table from a TOML file.
@@ -744,7 +771,19 @@ impl PolicyTable {
                 .map_err(|e| fail(e.to_string()))?;
             let store = store(&entry.name, &algorithm).map_err(|e| fail(e.to_string()))?;
             live.push((entry.clone(), algorithm));
+            let name: &'static str = Box::leak(entry.name.clone().into_boxed_str());
+            let allow = AccessList::parse(&entry.allow)
+                .map_err(fail)?
+                .and(&self.allow);
+            let deny = AccessList::parse(&entry.deny)
+                .map_err(fail)?
+                .and(&self.deny);
             let extractor = PolicyExtractor {
+                name,
+                lists: !(allow.is_empty() && deny.is_empty()),
+                allow,
+                deny,
+                ip: ip_source(&entry.key, options),
                 tier: entry.tier,
                 authenticated: options.authenticated.clone(),
                 routes: entry.routes.clone().into(),
@@ -1147,8 +1186,36 @@ impl Part {
     }
 }
 
+/// Where the lists of a limit keyed on `key` read the client IP: its
+/// first IP part's source, else the client through the trusted proxies.
+fn ip_source(key: &KeySpec, options: &PolicyOptions) -> IpSource {
+    let client = || {
+        IpSource::Client(
+            options
+                .client_ip
+                .clone()
+                .unwrap_or_else(|| ClientIp::trusting([])),
+        )
+    };
+    for part in &key.0 {
+        match part {
+            KeyPart::PeerIp(_) => return IpSource::Peer,
+            KeyPart::ClientIp(_) => return client(),
+            _ => {}
+        }
+    }
+    client()
+}
+
 /// The key extractor of a table's entry.
 struct PolicyExtractor {
+    /// The limit's name (for metrics).
+    name: &'static str,
+    /// Whether it has an allow or deny entry.
+    lists: bool,
+    allow: AccessList,
+    deny: AccessList,
+    ip: IpSource,
     tier: Tier,
     authenticated: Option<Authenticated>,
     routes: Box<[RouteSpec]>,
@@ -1171,6 +1238,33 @@ impl KeyExtractor for PolicyExtractor {
                 return Ok(PolicyKey::Skip);
             }
         }
+        if !self.lists {
+            return self.key(req);
+        }
+        let ip = self.ip.addr(req);
+        if self.deny.has_ip(ip) {
+            return Err(KeyError::denied("client IP"));
+        }
+        if self.allow.has_ip(ip) {
+            crate::observe::allowed_by_list(self.name);
+            return Ok(PolicyKey::Skip);
+        }
+        let key = self.key(req)?;
+        let text = key.to_string();
+        if self.deny.has_key(&text) {
+            return Err(KeyError::denied("client key"));
+        }
+        if self.allow.has_key(&text) {
+            crate::observe::allowed_by_list(self.name);
+            return Ok(PolicyKey::Skip);
+        }
+        Ok(key)
+    }
+}
+
+impl PolicyExtractor {
+    /// The request's key, lists aside.
+    fn key(&self, req: &Parts) -> Result<PolicyKey, KeyError> {
         match &*self.parts {
             [one] => one.extract(req),
             parts => Ok(PolicyKey::Composite(

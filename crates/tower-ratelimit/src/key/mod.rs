@@ -40,7 +40,7 @@ mod composite;
 mod extractor;
 mod global;
 mod header;
-mod ip;
+pub(crate) mod ip;
 pub(crate) mod peer_ip;
 mod secret;
 mod user;
