@@ -196,6 +196,8 @@ mod error;
 mod future;
 mod info;
 mod layer;
+#[cfg(feature = "serde")]
+mod limit_handle;
 mod observe;
 mod reserve;
 mod service;

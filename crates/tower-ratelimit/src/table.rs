@@ -115,6 +115,8 @@ use crate::key::{
     ApiKey, Bearer, ClientIp, Global, Header, HeaderKey, IpKey, IpPrefixes, KeyError, KeyExtractor,
     PeerIp, Route, RouteKey,
 };
+pub use crate::limit_handle::LimitHandle;
+use crate::limit_handle::TextPart;
 use crate::policy::{KeyErrorPolicy, Mode, Selection};
 use crate::response::Headers;
 use crate::RateLimitLayer;
@@ -123,8 +125,8 @@ use axum::Router;
 use http::request::Parts;
 use http::{Method, StatusCode};
 use ratelimit_core::{
-    AnyAlgorithm, BanPolicy, Clock, LiveAlgorithm, MemoryStore, StableHasher, StableKey, Store,
-    MAX_OVERRIDES,
+    AnyAlgorithm, BanPolicy, BoxStore, Clock, LiveAlgorithm, MemoryStore, StableHasher, StableKey,
+    Store, MAX_OVERRIDES,
 };
 use serde::{Deserialize, Deserializer};
 use std::collections::BTreeMap;
@@ -758,6 +760,11 @@ impl PolicyTable {
     {
         let mut layers = Vec::with_capacity(self.entries.len());
         let mut live = Vec::with_capacity(self.entries.len());
+        let mut handles = Vec::with_capacity(self.entries.len());
+        let clock = options
+            .clock
+            .clone()
+            .unwrap_or_else(crate::clock::default_clock);
         for entry in &self.entries {
             let fail = |message: String| PolicyError {
                 file: None,
@@ -769,7 +776,14 @@ impl PolicyTable {
             algorithm
                 .replace(entry.algorithm, &entry.override_list())
                 .map_err(|e| fail(e.to_string()))?;
-            let store = store(&entry.name, &algorithm).map_err(|e| fail(e.to_string()))?;
+            let store = Arc::new(store(&entry.name, &algorithm).map_err(|e| fail(e.to_string()))?);
+            handles.push(LimitHandle {
+                name: entry.name.clone(),
+                live: algorithm.clone(),
+                store: BoxStore::new(Arc::clone(&store)),
+                clock: Arc::clone(&clock),
+                parts: entry.key.0.iter().map(|p| text_part(p, options)).collect(),
+            });
             live.push((entry.clone(), algorithm));
             let name: &'static str = Box::leak(entry.name.clone().into_boxed_str());
             let allow = AccessList::parse(&entry.allow)
@@ -800,7 +814,7 @@ impl PolicyTable {
                 _ => Selection::ALL,
             };
             let mut builder = RateLimitLayer::builder(extractor)
-                .limit(entry.name.clone(), store)
+                .limit_shared(entry.name.clone(), store)
                 .select(skip)
                 .mode(entry.mode)
                 .headers(entry.headers)
@@ -816,9 +830,7 @@ impl PolicyTable {
                 builder = builder
                     .reset_if(move |res: &http::response::Parts| reset_on.contains(&res.status));
             }
-            if let Some(clock) = &options.clock {
-                builder = builder.shared_clock(Arc::clone(clock));
-            }
+            builder = builder.shared_clock(Arc::clone(&clock));
             layers.push(builder.build().map_err(|e| fail(e.to_string()))?);
         }
         for layer in layers.into_iter().rev() {
@@ -826,6 +838,7 @@ impl PolicyTable {
         }
         let handle = PolicyHandle {
             limits: live.into(),
+            handles: handles.into(),
             reloads: AtomicU64::new(0),
         };
         Ok((router, handle))
@@ -912,10 +925,27 @@ impl LimitChange {
 #[derive(Debug)]
 pub struct PolicyHandle {
     limits: Box<[(PolicyEntry, LiveAlgorithm)]>,
+    handles: Box<[LimitHandle]>,
     reloads: AtomicU64,
 }
 
 impl PolicyHandle {
+    /// The limit named `name`: check, peek, refund, reset, ban and unban
+    /// a key in the store its layer uses.
+    pub fn get(&self, name: &str) -> Option<&LimitHandle> {
+        self.handles.iter().find(|h| h.name == name)
+    }
+
+    /// Every limit, in the file's order.
+    pub fn handles(&self) -> &[LimitHandle] {
+        &self.handles
+    }
+
+    /// The entry of the limit `name` as last loaded.
+    pub fn entry(&self, name: &str) -> Option<&PolicyEntry> {
+        self.limits.iter().map(|(e, _)| e).find(|e| e.name == name)
+    }
+
     /// The live algorithm of the entry `name` (to read it, or to add and
     /// remove per-key overrides).
     pub fn limit(&self, name: &str) -> Option<&LiveAlgorithm> {
@@ -1183,6 +1213,25 @@ impl Part {
             Self::Route => PolicyKey::Route(Route.extract(req)?),
             Self::App(f) => f(req)?,
         })
+    }
+}
+
+/// How a part of a key is written as text, for [`LimitHandle::key`].
+fn text_part(part: &KeyPart, options: &PolicyOptions) -> TextPart {
+    let client = options
+        .client_ip
+        .as_ref()
+        .map_or_else(IpPrefixes::default, ClientIp::key_prefixes);
+    match part {
+        KeyPart::PeerIp(p) => TextPart::Ip(p.unwrap_or_default()),
+        KeyPart::ClientIp(p) => TextPart::Ip(p.unwrap_or(client)),
+        KeyPart::Header(name, secret) => TextPart::Text {
+            secret: *secret || crate::key::header::is_credential(name),
+        },
+        KeyPart::ApiKey | KeyPart::Bearer => TextPart::Text { secret: true },
+        KeyPart::Global => TextPart::Global,
+        KeyPart::Route => TextPart::Route,
+        KeyPart::App(_) => TextPart::App,
     }
 }
 

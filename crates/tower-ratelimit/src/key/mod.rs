@@ -39,7 +39,7 @@ mod client_ip;
 mod composite;
 mod extractor;
 mod global;
-mod header;
+pub(crate) mod header;
 pub(crate) mod ip;
 pub(crate) mod peer_ip;
 mod secret;

@@ -24,6 +24,8 @@ mod table;
 #[cfg(feature = "serde")]
 mod table_ban;
 #[cfg(feature = "serde")]
+mod table_handle;
+#[cfg(feature = "serde")]
 mod table_lists;
 #[cfg(feature = "serde")]
 mod table_prefixes;
