@@ -39,6 +39,7 @@ use tower_ratelimit::table::{
 };
 use tower_ratelimit::{BuildError, RateLimitInfo};
 
+pub mod admin;
 mod api_keys;
 mod redis_stores;
 pub use api_keys::{ApiKeys, API_KEY_CHALLENGE};

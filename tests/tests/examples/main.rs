@@ -759,6 +759,7 @@ mod hyper_app {
     }
 }
 
+mod admin;
 mod grpc;
 mod hardening;
 mod on_redis;
