@@ -1191,6 +1191,18 @@ impl Inner {
         }
     }
 
+    /// The name of the key `text` (see [`name`](Self::name)), waiting for
+    /// the key secret if needed; else the error and the text.
+    async fn named(&self, text: String, secret: bool) -> Result<String, (StoreError, String)> {
+        match self.name(text, secret) {
+            Ok(name) => Ok(name),
+            Err(text) => self
+                .name_later(text)
+                .await
+                .map_err(|(failure, text)| (failure.to_store_error(), text)),
+        }
+    }
+
     /// Forgets `name`'s state: its entries in the deny cache, the leases
     /// and the fallback, then its Redis keys (one per limit, and the ban
     /// key), deleted in one `DEL` (they share a hash slot).
@@ -1438,19 +1450,15 @@ where
         let inner = Arc::clone(&self.inner);
         let (text, secret) = (Self::render(key), key.is_secret());
         Box::pin(async move {
-            let name = match inner.name(text, secret) {
-                Ok(name) => name,
-                Err(text) => match inner.name_later(text).await {
-                    Ok(name) => name,
-                    Err((failure, text)) => {
-                        if let Some(memory) = &inner.fallback {
-                            memory.reset(&text);
-                        }
-                        return Err(failure.to_store_error());
+            match inner.named(text, secret).await {
+                Ok(name) => inner.reset(name).await,
+                Err((e, text)) => {
+                    if let Some(memory) = &inner.fallback {
+                        memory.reset(&text);
                     }
-                },
-            };
-            inner.reset(name).await
+                    Err(e)
+                }
+            }
         })
     }
 
@@ -1463,13 +1471,7 @@ where
             .unwrap_or(u64::MAX)
             .max(1);
         Box::pin(async move {
-            let name = match inner.name(text, secret) {
-                Ok(name) => name,
-                Err(text) => match inner.name_later(text).await {
-                    Ok(name) => name,
-                    Err((failure, _)) => return Err(failure.to_store_error()),
-                },
-            };
+            let name = inner.named(text, secret).await.map_err(|(e, _)| e)?;
             inner.ban(name, ms, now).await
         })
     }
@@ -1479,13 +1481,7 @@ where
         let inner = Arc::clone(&self.inner);
         let (text, secret) = (Self::render(key), key.is_secret());
         Box::pin(async move {
-            let name = match inner.name(text, secret) {
-                Ok(name) => name,
-                Err(text) => match inner.name_later(text).await {
-                    Ok(name) => name,
-                    Err((failure, _)) => return Err(failure.to_store_error()),
-                },
-            };
+            let name = inner.named(text, secret).await.map_err(|(e, _)| e)?;
             inner.unban(name).await
         })
     }

@@ -172,12 +172,14 @@ impl Admin {
     }
 }
 
-/// The limit and key of a path, or the problem.
+/// The limit and key of an authorized request's path, or the problem.
 fn key_of<'a>(
     admin: &'a Admin,
+    headers: &HeaderMap,
     name: &str,
     key: &str,
 ) -> Result<(&'a LimitHandle, PolicyKey), Problem> {
+    admin.authorized(headers)?;
     let limit = admin.limit(name)?;
     let key = limit
         .key(key)
@@ -229,10 +231,7 @@ async fn read_key(
     headers: HeaderMap,
     Path((name, key)): Path<(String, String)>,
 ) -> Response {
-    if let Err(r) = admin.authorized(&headers) {
-        return r.into_response();
-    }
-    let (limit, key) = match key_of(&admin, &name, &key) {
+    let (limit, key) = match key_of(&admin, &headers, &name, &key) {
         Ok(found) => found,
         Err(r) => return r.into_response(),
     };
@@ -254,10 +253,7 @@ async fn reset_key(
     headers: HeaderMap,
     Path((name, key)): Path<(String, String)>,
 ) -> Response {
-    if let Err(r) = admin.authorized(&headers) {
-        return r.into_response();
-    }
-    let (limit, key) = match key_of(&admin, &name, &key) {
+    let (limit, key) = match key_of(&admin, &headers, &name, &key) {
         Ok(found) => found,
         Err(r) => return r.into_response(),
     };
@@ -292,10 +288,7 @@ async fn ban(
     Path((name, key)): Path<(String, String)>,
     body: Bytes,
 ) -> Response {
-    if let Err(r) = admin.authorized(&headers) {
-        return r.into_response();
-    }
-    let (limit, key) = match key_of(&admin, &name, &key) {
+    let (limit, key) = match key_of(&admin, &headers, &name, &key) {
         Ok(found) => found,
         Err(r) => return r.into_response(),
     };
@@ -318,10 +311,7 @@ async fn unban(
     headers: HeaderMap,
     Path((name, key)): Path<(String, String)>,
 ) -> Response {
-    if let Err(r) = admin.authorized(&headers) {
-        return r.into_response();
-    }
-    let (limit, key) = match key_of(&admin, &name, &key) {
+    let (limit, key) = match key_of(&admin, &headers, &name, &key) {
         Ok(found) => found,
         Err(r) => return r.into_response(),
     };

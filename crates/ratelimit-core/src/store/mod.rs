@@ -26,9 +26,16 @@ use std::pin::Pin;
 /// every request's).
 pub type AdminFuture = Pin<Box<dyn Future<Output = Result<(), StoreError>> + Send + 'static>>;
 
-/// The error of a store that cannot reset a key.
-fn unsupported(what: &str) -> StoreError {
-    StoreError::refused("unsupported", format!("this store cannot {what} a key"))
+/// `answer` as a ready future; none (a store that cannot `what` a key at
+/// once) is a `Refused` error of kind `unsupported`.
+fn ready_or_unsupported(answer: Option<Result<(), StoreError>>, what: &str) -> AdminFuture {
+    let answer = answer.unwrap_or_else(|| {
+        Err(StoreError::refused(
+            "unsupported",
+            format!("this store cannot {what} a key"),
+        ))
+    });
+    Box::pin(ready(answer))
 }
 
 /// A keyed rate-limit store, local or remote, seen through futures so that
@@ -81,10 +88,7 @@ pub trait Store<K: ?Sized>: Send + Sync + 'static {
     /// [`reset_now`](Self::reset_now), and fails with a `Refused` error
     /// of kind `unsupported` for a store that cannot answer at once.
     fn reset(&self, key: &K) -> AdminFuture {
-        let answer = self
-            .reset_now(key)
-            .unwrap_or_else(|| Err(unsupported("reset")));
-        Box::pin(ready(answer))
+        ready_or_unsupported(self.reset_now(key), "reset")
     }
 
     /// The reset, done at once, as [`check_now`](Self::check_now) is for
@@ -101,10 +105,7 @@ pub trait Store<K: ?Sized>: Send + Sync + 'static {
     /// ban replaces one already standing. The default uses
     /// [`ban_now`](Self::ban_now).
     fn ban(&self, key: &K, duration: std::time::Duration, now: u64) -> AdminFuture {
-        let answer = self
-            .ban_now(key, duration, now)
-            .unwrap_or_else(|| Err(unsupported("ban")));
-        Box::pin(ready(answer))
+        ready_or_unsupported(self.ban_now(key, duration, now), "ban")
     }
 
     /// The ban, done at once (`None`, the default: use [`ban`](Self::ban)).
@@ -121,10 +122,7 @@ pub trait Store<K: ?Sized>: Send + Sync + 'static {
     /// Lifts `key`'s ban, if any (what it has used stays used). The
     /// default uses [`unban_now`](Self::unban_now).
     fn unban(&self, key: &K) -> AdminFuture {
-        let answer = self
-            .unban_now(key)
-            .unwrap_or_else(|| Err(unsupported("unban")));
-        Box::pin(ready(answer))
+        ready_or_unsupported(self.unban_now(key), "unban")
     }
 
     /// The unban, done at once (`None`, the default: use
