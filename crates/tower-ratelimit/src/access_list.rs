@@ -7,6 +7,11 @@ use http::request::Parts;
 use ipnet::IpNet;
 use std::collections::HashSet;
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{PoisonError, RwLock};
+
+/// The most entries added at run time to each of the allow and deny lists.
+pub const MAX_RUNTIME_ENTRIES: usize = 10_000;
 
 /// Where a limit reads the client IP its lists are matched on: the peer,
 /// or the client through the trusted proxies.
@@ -82,6 +87,110 @@ impl AccessList {
     /// Whether it has the key rendered `key`.
     pub(crate) fn has_key(&self, key: &str) -> bool {
         !self.keys.is_empty() && self.keys.contains(key)
+    }
+}
+
+/// One entry added at run time, until `until` (ns of the layers' clock).
+struct Timed {
+    text: String,
+    list: AccessList,
+    until: u64,
+}
+
+/// The entries added at run time to a table's allow and deny lists (on
+/// every limit), each with a time to live. Read by every request of a
+/// limit with lists only while one is set (a flag, else nothing).
+#[derive(Default)]
+pub(crate) struct RuntimeLists {
+    any: AtomicBool,
+    allow: RwLock<Vec<Timed>>,
+    deny: RwLock<Vec<Timed>>,
+}
+
+/// Which run-time list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListKind {
+    /// Never limited.
+    Allow,
+    /// Refused with 403.
+    Deny,
+}
+
+impl RuntimeLists {
+    /// Whether an entry was ever added.
+    #[inline]
+    pub(crate) fn is_set(&self) -> bool {
+        self.any.load(Ordering::Acquire)
+    }
+
+    fn list(&self, kind: ListKind) -> &RwLock<Vec<Timed>> {
+        match kind {
+            ListKind::Allow => &self.allow,
+            ListKind::Deny => &self.deny,
+        }
+    }
+
+    /// Adds (or renews) `entry` to `kind` until `until`.
+    pub(crate) fn add(
+        &self,
+        kind: ListKind,
+        entry: &str,
+        until: u64,
+        now: u64,
+    ) -> Result<(), String> {
+        let list = AccessList::parse(std::iter::once(&entry.to_owned()))?;
+        let mut entries = self
+            .list(kind)
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        entries.retain(|e| e.until > now && e.text != entry);
+        if entries.len() >= MAX_RUNTIME_ENTRIES {
+            return Err(format!(
+                "at most {MAX_RUNTIME_ENTRIES} entries added at run time"
+            ));
+        }
+        entries.push(Timed {
+            text: entry.to_owned(),
+            list,
+            until,
+        });
+        self.any.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// Removes `entry` from `kind`; whether it was there.
+    pub(crate) fn remove(&self, kind: ListKind, entry: &str) -> bool {
+        let mut entries = self
+            .list(kind)
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let before = entries.len();
+        entries.retain(|e| e.text != entry);
+        before != entries.len()
+    }
+
+    /// Whether `kind` has an entry standing at `now` for `ip` or `key`
+    /// (`key` rendered on demand).
+    pub(crate) fn has(
+        &self,
+        kind: ListKind,
+        ip: Option<IpAddr>,
+        key: &dyn Fn() -> Option<String>,
+        now: u64,
+    ) -> bool {
+        let entries = self
+            .list(kind)
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        if entries.is_empty() {
+            return false;
+        }
+        let live = || entries.iter().filter(|e| e.until > now);
+        if live().any(|e| e.list.has_ip(ip)) {
+            return true;
+        }
+        let Some(key) = key() else { return false };
+        live().any(|e| e.list.has_key(&key))
     }
 }
 

@@ -110,7 +110,8 @@
 //! # Ok::<(), tower_ratelimit::table::PolicyError>(())
 //! ```
 
-use crate::access_list::{AccessList, IpSource};
+use crate::access_list::{AccessList, IpSource, RuntimeLists};
+pub use crate::access_list::{ListKind, MAX_RUNTIME_ENTRIES};
 use crate::key::{
     ApiKey, Bearer, ClientIp, Global, Header, HeaderKey, IpKey, IpPrefixes, KeyError, KeyExtractor,
     PeerIp, Route, RouteKey,
@@ -765,6 +766,7 @@ impl PolicyTable {
             .clock
             .clone()
             .unwrap_or_else(crate::clock::default_clock);
+        let runtime = Arc::new(RuntimeLists::default());
         for entry in &self.entries {
             let fail = |message: String| PolicyError {
                 file: None,
@@ -798,6 +800,8 @@ impl PolicyTable {
                 allow,
                 deny,
                 ip: ip_source(&entry.key, options),
+                runtime: Arc::clone(&runtime),
+                clock: Arc::clone(&clock),
                 tier: entry.tier,
                 authenticated: options.authenticated.clone(),
                 routes: entry.routes.clone().into(),
@@ -839,6 +843,8 @@ impl PolicyTable {
         let handle = PolicyHandle {
             limits: live.into(),
             handles: handles.into(),
+            runtime,
+            clock,
             reloads: AtomicU64::new(0),
         };
         Ok((router, handle))
@@ -922,14 +928,47 @@ impl LimitChange {
 /// is rejected whole, naming the entry (the one added or removed) and the
 /// field: the running limits stay as they were, and
 /// [`watch`](Self::watch) logs why.
-#[derive(Debug)]
 pub struct PolicyHandle {
     limits: Box<[(PolicyEntry, LiveAlgorithm)]>,
     handles: Box<[LimitHandle]>,
+    runtime: Arc<RuntimeLists>,
+    clock: Arc<dyn Clock>,
     reloads: AtomicU64,
 }
 
+impl fmt::Debug for PolicyHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PolicyHandle")
+            .field("limits", &self.limits)
+            .field("handles", &self.handles)
+            .field("reloads", &self.reloads)
+            .finish_non_exhaustive()
+    }
+}
+
 impl PolicyHandle {
+    /// Adds `entry` (a CIDR, an address or a key, as in the file) to the
+    /// allow or deny list of every limit for `ttl`, or renews it; at most
+    /// [`MAX_RUNTIME_ENTRIES`] per list. Kept in this instance's memory
+    /// (not shared through Redis), and across reloads.
+    pub fn add_to_list(
+        &self,
+        kind: ListKind,
+        entry: &str,
+        ttl: std::time::Duration,
+    ) -> Result<(), String> {
+        let now = self.clock.now();
+        let ttl = u64::try_from(ttl.as_nanos()).unwrap_or(u64::MAX);
+        self.runtime
+            .add(kind, entry.trim(), now.saturating_add(ttl), now)
+    }
+
+    /// Removes `entry` added by [`add_to_list`](Self::add_to_list);
+    /// whether it was there.
+    pub fn remove_from_list(&self, kind: ListKind, entry: &str) -> bool {
+        self.runtime.remove(kind, entry.trim())
+    }
+
     /// The limit named `name`: check, peek, refund, reset, ban and unban
     /// a key in the store its layer uses.
     pub fn get(&self, name: &str) -> Option<&LimitHandle> {
@@ -1265,6 +1304,9 @@ struct PolicyExtractor {
     allow: AccessList,
     deny: AccessList,
     ip: IpSource,
+    /// The entries added at run time, on every limit.
+    runtime: Arc<RuntimeLists>,
+    clock: Arc<dyn Clock>,
     tier: Tier,
     authenticated: Option<Authenticated>,
     routes: Box<[RouteSpec]>,
@@ -1287,23 +1329,33 @@ impl KeyExtractor for PolicyExtractor {
                 return Ok(PolicyKey::Skip);
             }
         }
-        if !self.lists {
+        let runtime = self.runtime.is_set();
+        if !self.lists && !runtime {
             return self.key(req);
         }
         let ip = self.ip.addr(req);
-        if self.deny.has_ip(ip) {
+        let now = if runtime { self.clock.now() } else { 0 };
+        let listed = |kind: ListKind, list: &AccessList, key: Option<&str>| {
+            let on_runtime =
+                || runtime && self.runtime.has(kind, ip, &|| key.map(str::to_owned), now);
+            match key {
+                None => list.has_ip(ip) || on_runtime(),
+                Some(k) => list.has_key(k) || on_runtime(),
+            }
+        };
+        if listed(ListKind::Deny, &self.deny, None) {
             return Err(KeyError::denied("client IP"));
         }
-        if self.allow.has_ip(ip) {
+        if listed(ListKind::Allow, &self.allow, None) {
             crate::observe::allowed_by_list(self.name);
             return Ok(PolicyKey::Skip);
         }
         let key = self.key(req)?;
         let text = key.to_string();
-        if self.deny.has_key(&text) {
+        if listed(ListKind::Deny, &self.deny, Some(&text)) {
             return Err(KeyError::denied("client key"));
         }
-        if self.allow.has_key(&text) {
+        if listed(ListKind::Allow, &self.allow, Some(&text)) {
             crate::observe::allowed_by_list(self.name);
             return Ok(PolicyKey::Skip);
         }

@@ -10,6 +10,8 @@
 //! | `DELETE /limits/{name}/keys/{key}` | resets the key (its whole quota back) |
 //! | `PUT /limits/{name}/bans/{key}` | bans the key; body `{"for": "1h"}` |
 //! | `DELETE /limits/{name}/bans/{key}` | lifts the key's ban |
+//! | `PUT /allow/{entry}`, `PUT /deny/{entry}` | adds a CIDR, an address or a key to every limit's allow or deny list; body `{"ttl": "1h"}` |
+//! | `DELETE /allow/{entry}`, `DELETE /deny/{entry}` | removes it |
 //!
 //! `{key}` is the key as the limit renders it, percent-encoded (an IP, a
 //! network as `2001:db8:1:2::/64`, a raw API key, which the store
@@ -32,7 +34,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tower_ratelimit::key::PeerIp;
 use tower_ratelimit::policy::StatusIs;
-use tower_ratelimit::table::{LimitHandle, PolicyHandle, PolicyKey};
+use tower_ratelimit::table::{LimitHandle, ListKind, PolicyHandle, PolicyKey};
 use tower_ratelimit::RateLimitLayer;
 
 /// The shortest token accepted.
@@ -266,18 +268,19 @@ async fn reset_key(
     }
 }
 
-/// The `for` of a ban's body, or the problem.
-fn ban_duration(body: &Bytes) -> Result<Duration, Problem> {
+/// The duration `field` of a body (`{"for": "1h"}`), or the problem.
+fn body_duration(body: &Bytes, field: &str) -> Result<Duration, Problem> {
     let bad = |why: &str| problem(StatusCode::BAD_REQUEST, why);
-    let v: serde_json::Value = serde_json::from_slice(body)
-        .map_err(|_| bad("Expected a JSON body such as {\"for\": \"1h\"}."))?;
-    let text = v
-        .get("for")
-        .and_then(|f| f.as_str())
-        .ok_or_else(|| bad("Expected a JSON body such as {\"for\": \"1h\"}."))?;
+    let expected = || {
+        bad(&format!(
+            "Expected a JSON body such as {{\"{field}\": \"1h\"}}."
+        ))
+    };
+    let v: serde_json::Value = serde_json::from_slice(body).map_err(|_| expected())?;
+    let text = v.get(field).and_then(|f| f.as_str()).ok_or_else(expected)?;
     let d = parse_duration(text).map_err(|e| bad(&format!("Bad duration: {e}.")))?;
     if d < Duration::from_millis(1) || d > Duration::from_secs(366 * 86_400) {
-        return Err(bad("A ban lasts 1ms to 366d."));
+        return Err(bad("A duration of 1ms to 366d is expected."));
     }
     Ok(d)
 }
@@ -292,7 +295,7 @@ async fn ban(
         Ok(found) => found,
         Err(r) => return r.into_response(),
     };
-    let d = match ban_duration(&body) {
+    let d = match body_duration(&body, "for") {
         Ok(d) => d,
         Err(r) => return r.into_response(),
     };
@@ -324,6 +327,73 @@ async fn unban(
     }
 }
 
+/// The name of a list, in paths and logs.
+fn list_name(kind: ListKind) -> &'static str {
+    match kind {
+        ListKind::Allow => "allow",
+        ListKind::Deny => "deny",
+    }
+}
+
+async fn add_entry(
+    kind: ListKind,
+    admin: Admin,
+    headers: HeaderMap,
+    entry: String,
+    body: Bytes,
+) -> Response {
+    if let Err(r) = admin.authorized(&headers) {
+        return r.into_response();
+    }
+    let list = list_name(kind);
+    let ttl = match body_duration(&body, "ttl") {
+        Ok(d) => d,
+        Err(r) => return r.into_response(),
+    };
+    match admin.limits.add_to_list(kind, &entry, ttl) {
+        Ok(()) => {
+            let ttl = ratelimit_core::format_duration(ttl);
+            let shown = if entry.parse::<ipnet::IpNet>().is_ok()
+                || entry.parse::<std::net::IpAddr>().is_ok()
+            {
+                entry.clone()
+            } else {
+                format!("({} characters, not logged)", entry.len())
+            };
+            tracing::info!(target: "axum_example::admin", list = %list, entry = %shown, ttl = %ttl, "admin: list entry added");
+            Json(json!({ "list": list, "added": true, "ttl": ttl })).into_response()
+        }
+        Err(e) => problem(StatusCode::BAD_REQUEST, &format!("Bad entry: {e}.")).into_response(),
+    }
+}
+
+async fn remove_entry(kind: ListKind, admin: Admin, headers: HeaderMap, entry: String) -> Response {
+    if let Err(r) = admin.authorized(&headers) {
+        return r.into_response();
+    }
+    let list = list_name(kind);
+    if !admin.limits.remove_from_list(kind, &entry) {
+        return problem(StatusCode::NOT_FOUND, "No such entry added at run time.").into_response();
+    }
+    tracing::info!(target: "axum_example::admin", list = %list, "admin: list entry removed");
+    Json(json!({ "list": list, "removed": true })).into_response()
+}
+
+/// `PUT` and `DELETE` of an entry of the `kind` list.
+fn list_routes(kind: ListKind) -> axum::routing::MethodRouter<Admin> {
+    axum::routing::put(
+        move |State(admin): State<Admin>,
+              headers: HeaderMap,
+              Path(entry): Path<String>,
+              body: Bytes| { add_entry(kind, admin, headers, entry, body) },
+    )
+    .delete(
+        move |State(admin): State<Admin>, headers: HeaderMap, Path(entry): Path<String>| {
+            remove_entry(kind, admin, headers, entry)
+        },
+    )
+}
+
 /// The admin API on `limits` (the handle the app's policy returned),
 /// taking `settings`' token: 10 refused tokens a minute per client
 /// address at most (then 429).
@@ -351,6 +421,8 @@ pub fn admin_router(limits: Arc<PolicyHandle>, settings: &AdminSettings) -> Rout
             "/limits/{name}/bans/{key}",
             axum::routing::put(ban).delete(unban),
         )
+        .route("/allow/{entry}", list_routes(ListKind::Allow))
+        .route("/deny/{entry}", list_routes(ListKind::Deny))
         .fallback(|| async { problem(StatusCode::NOT_FOUND, "No such admin endpoint.") })
         .with_state(admin)
         .layer(refusals)

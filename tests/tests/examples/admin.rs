@@ -196,3 +196,43 @@ async fn a_ban_while_64_clients_hammer_the_key() {
         login(LOGIN_OK).send(&app).await.assert_429();
     }
 }
+
+#[tokio::test]
+async fn allow_and_deny_entries_with_a_ttl() {
+    let (app, api, clock) = apps();
+    let r = admin("PUT", "/deny/192.0.2.0%2F24")
+        .body("{\"ttl\": \"1m\"}")
+        .send(&api)
+        .await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let r = login(LOGIN_OK).send(&app).await;
+    assert_eq!(r.status, 403, "{r:?}");
+    assert_eq!(r.json()["status"], 403);
+    let r = admin("DELETE", "/deny/192.0.2.0%2F24").send(&api).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(login(LOGIN_OK).send(&app).await.status, 200);
+    // An allow-listed client fails logins without limit, for the TTL.
+    let r = admin("PUT", "/allow/192.0.2.77")
+        .body("{\"ttl\": \"1h\"}")
+        .send(&api)
+        .await;
+    assert_eq!(r.status, 200);
+    for _ in 0..20 {
+        assert_eq!(login(LOGIN_BAD).send(&app).await.status, 401);
+    }
+    clock.advance(Duration::from_secs(3601));
+    for _ in 0..5 {
+        assert_eq!(login(LOGIN_BAD).send(&app).await.status, 401);
+    }
+    login(LOGIN_BAD).send(&app).await.assert_429();
+    for (method, uri, body, status) in [
+        ("PUT", "/allow/192.0.2.0%2F99", "{\"ttl\": \"1h\"}", 400),
+        ("PUT", "/allow/192.0.2.1", "{\"for\": \"1h\"}", 400),
+        ("PUT", "/other/192.0.2.1", "{\"ttl\": \"1h\"}", 404),
+        ("DELETE", "/allow/192.0.2.200", "", 404),
+    ] {
+        let r = admin(method, uri).body(body).send(&api).await;
+        assert_eq!(r.status, status, "{method} {uri}: {r:?}");
+        assert_eq!(r.header("content-type"), Some("application/problem+json"));
+    }
+}

@@ -165,3 +165,63 @@ fn bad_list_entries_are_refused_naming_the_limit() {
         .to_string();
     assert!(e.contains("bad list entry"), "{e}");
 }
+
+#[tokio::test]
+async fn entries_added_at_run_time_hold_for_their_ttl() {
+    use std::time::Duration;
+    use tower_ratelimit::table::ListKind;
+    let table = PolicyTable::from_toml(TABLE, None).unwrap();
+    let clock = ratelimit_core::ManualClock::new();
+    let options = PolicyOptions {
+        client_ip: Some(ClientIp::new(["192.0.2.1/32"]).unwrap()),
+        clock: Some(Arc::new(clock.clone())),
+        ..PolicyOptions::default()
+    };
+    let router = Router::new().route("/items", get(|| async { "items" }));
+    let (app, limits) = table.apply_in_memory(router, &options, Some(1000)).unwrap();
+    limits
+        .add_to_list(ListKind::Allow, "203.0.113.0/24", Duration::from_secs(60))
+        .unwrap();
+    for _ in 0..10 {
+        assert_eq!(
+            via_proxy(&app, "203.0.113.5", "/items").await.0,
+            StatusCode::OK
+        );
+    }
+    limits
+        .add_to_list(ListKind::Deny, "192.0.2.99", Duration::from_secs(60))
+        .unwrap();
+    assert_eq!(
+        via_proxy(&app, "192.0.2.99", "/items").await.0,
+        StatusCode::FORBIDDEN
+    );
+    // The TTL ends: limited again (2 a day), and no longer denied.
+    clock.advance(Duration::from_secs(61));
+    for _ in 0..2 {
+        assert_eq!(
+            via_proxy(&app, "203.0.113.5", "/items").await.0,
+            StatusCode::OK
+        );
+    }
+    assert_eq!(
+        via_proxy(&app, "203.0.113.5", "/items").await.0,
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    assert_eq!(
+        via_proxy(&app, "192.0.2.99", "/items").await.0,
+        StatusCode::OK
+    );
+    // Removed before its TTL ends.
+    limits
+        .add_to_list(ListKind::Deny, "192.0.2.98", Duration::from_secs(60))
+        .unwrap();
+    assert!(limits.remove_from_list(ListKind::Deny, "192.0.2.98"));
+    assert!(!limits.remove_from_list(ListKind::Deny, "192.0.2.98"));
+    assert_eq!(
+        via_proxy(&app, "192.0.2.98", "/items").await.0,
+        StatusCode::OK
+    );
+    assert!(limits
+        .add_to_list(ListKind::Allow, "10.0.0.0/99", Duration::from_secs(1))
+        .is_err());
+}
