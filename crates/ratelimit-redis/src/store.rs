@@ -346,8 +346,9 @@ impl RedisStoreBuilder {
             [one] => one.plan.source.clone(),
             _ => multi_source(parts.iter().map(|p| &p.plan)),
         };
-        let source =
+        let wrapped =
             include_str!("lua/ban.lua").replacen("\n--@inner\n", &format!("\n{source}\n"), 1);
+        let source = without_comments(&wrapped);
         let secret = match self.key_secret {
             Some(bytes) => SecretSource::Fixed(bytes),
             None => SecretSource::Shared(format!("{}{SECRET_SUFFIX}", self.prefix)),
@@ -1511,6 +1512,17 @@ where
             }
         }
     }
+}
+
+/// `src` without its whole-line comments: every byte of a script is sent
+/// at each load, and Redis refuses a bulk of over 16 KiB before `AUTH`
+/// (so a store without the password learns `NOAUTH`, not a protocol
+/// error). The scripts have no block comments and no multi-line strings.
+fn without_comments(src: &str) -> String {
+    src.lines()
+        .filter(|l| !l.trim_start().starts_with("--"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// `name` for the life of the program (metrics labels are `'static`),

@@ -138,7 +138,7 @@ fn a_bad_policy_file_at_start_exits_naming_the_file() {
     for (path, wants) in [
         (
             &bad,
-            vec!["ratelimit.toml:31: limit \"accounts\": bad duration \"1dd\""],
+            vec!["ratelimit.toml:36: limit \"accounts\": bad duration \"1dd\""],
         ),
         (&missing, vec!["missing.toml: cannot read"]),
     ] {

@@ -208,7 +208,9 @@ impl<A: Algorithm, K> MemoryStoreBuilder<A, K> {
         self
     }
 
-    /// Bans a key when its limit denies it (default: no ban): every check
+    /// Bans a key when its limit denies it with nothing left (`remaining`
+    /// 0, and a `wait`: not a request that can never fit; default: no
+    /// ban): every check
     /// of it is then denied until the ban ends, whatever the algorithm
     /// says (see [`BanPolicy`]). Bans live in each shard, at most the
     /// shard's share of [`max_keys`](Self::max_keys) of them.
@@ -379,7 +381,10 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
             }
         };
         let decision = match &self.ban {
-            Some(policy) if !decision.allowed && decision.wait.is_some() => {
+            // Denied with nothing left; not a request that can never fit.
+            Some(policy)
+                if !decision.allowed && decision.remaining == 0 && decision.wait.is_some() =>
+            {
                 let left = shard.bans_mut(self.shard_cap).offend(hash, now, policy);
                 self.ban_decision(left)
             }

@@ -14,8 +14,9 @@
 --
 -- A check of positive cost of a banned key is denied with the reply
 -- {2, 0, left, left, left} (left: ns of the ban to run); a check the
--- store's script denies (with a wait: not a request that can never fit)
--- bans the key when ban_ms > 0 and answers the same way. All in one
+-- store's script denies with nothing left (remaining 0, and a wait: not a
+-- request that can never fit) bans the key when ban_ms > 0 and answers
+-- the same way. All in one
 -- script: atomic with the check.
 local ban_key = KEYS[#KEYS]
 KEYS[#KEYS] = nil
@@ -74,7 +75,9 @@ end
 local r = inner()
 if bop == 'c' and ban_ms > 0 and #r >= 5 then
   local last = #r - 4
-  if r[last] == 0 and r[last + 2] >= 0 then
+  -- Denied with nothing left (a lease's larger take that does not fit
+  -- bans nothing), and not a request that can never fit.
+  if r[last] == 0 and r[last + 1] == 0 and r[last + 2] >= 0 then
     local s, n = ban_now()
     local strikes = 0
     local f = redis.call('HMGET', ban_key, 'fs', 'k')

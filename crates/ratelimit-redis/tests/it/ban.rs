@@ -167,3 +167,27 @@ async fn a_live_store_bans_through_its_settings() {
     assert!(m.check(&k, 2, 0).await.unwrap().allowed);
     assert!(m.check(&k, 1, 0).await.unwrap().banned);
 }
+
+/// A lease's take larger than what is left is denied with quota left:
+/// that bans nothing, and the request is still admitted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_take_that_does_not_fit_bans_nothing() {
+    let server = server!();
+    let ban = BanPolicy::new(Duration::from_secs(60)).unwrap();
+    let a = RedisStore::builder(server.url(), "gcra 3/1h".parse::<AnyAlgorithm>().unwrap())
+        .prefix("t:")
+        .time_source(TimeSource::Caller)
+        .lease(2, Duration::from_secs(60))
+        .ban(Some(ban))
+        .build()
+        .unwrap();
+    let b = store(server.url(), "gcra 3/1h", Some(ban), 0);
+    assert!(check(&a, "k", T0).await.allowed); // cold: 2 left
+    assert!(check(&b, "k", T0).await.allowed); // 1 left
+                                               // a's key is hot: a take of 2 does not fit, then a check of 1 does.
+    let d = check(&a, "k", T0).await;
+    assert!(d.allowed && !d.banned, "{d:?}");
+    // Now nothing is left: the next denial bans.
+    let d = check(&b, "k", T0).await;
+    assert!(d.banned, "{d:?}");
+}
