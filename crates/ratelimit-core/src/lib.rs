@@ -57,5 +57,6 @@ pub use error::{ConfigError, RemoteError, StoreError};
 pub use log_throttle::LogThrottle;
 pub use spec::SpecError;
 pub use store::{
-    AdminFuture, AtCapacity, BanPolicy, BoxStore, MemoryStore, MemoryStoreBuilder, Store,
+    AdminFuture, AtCapacity, BanLeftFuture, BanPolicy, BoxStore, MemoryStore, MemoryStoreBuilder,
+    Store,
 };

@@ -8,7 +8,7 @@ use crate::{
     StoreFuture, DEFAULT_PREFIX, DEFAULT_TIMEOUT,
 };
 use ratelimit_core::{
-    AdminFuture, AnyAlgorithm, Decision, MemoryStore, StableKey, Store, StoreError,
+    AdminFuture, AnyAlgorithm, BanLeftFuture, Decision, MemoryStore, StableKey, Store, StoreError,
 };
 #[cfg(feature = "live")]
 use ratelimit_core::{BanPolicy, LiveAlgorithm};
@@ -475,6 +475,17 @@ where
                 let done = Store::<K>::unban_now(self, key).unwrap_or(Ok(()));
                 Box::pin(std::future::ready(done))
             }
+        }
+    }
+
+    fn ban_left(&self, key: &K, now: u64) -> BanLeftFuture {
+        match self {
+            Self::Memory(m) => Box::pin(std::future::ready(Ok(m.banned_for(key, now)))),
+            Self::Redis(r) => Store::<K>::ban_left(r, key, now),
+            #[cfg(feature = "live")]
+            Self::LiveMemory(m) => Box::pin(std::future::ready(Ok(m.banned_for(key, now)))),
+            #[cfg(feature = "live")]
+            Self::LiveRedis(r) => Store::<K>::ban_left(&r.store_for(key), key, now),
         }
     }
 

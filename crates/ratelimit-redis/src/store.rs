@@ -12,8 +12,8 @@ use crate::plan::{key_phase, multi_source, Plan};
 use crate::BuildError;
 use crate::StoreState;
 use ratelimit_core::{
-    AdminFuture, Algorithm, AnyAlgorithm, BanPolicy, Decision, MemoryStore, StableKey, Store,
-    StoreError,
+    AdminFuture, Algorithm, AnyAlgorithm, BanLeftFuture, BanPolicy, Decision, MemoryStore,
+    StableKey, Store, StoreError,
 };
 use redis::ToRedisArgs;
 use std::fmt;
@@ -1263,6 +1263,46 @@ impl Inner {
         self.command(del).await
     }
 
+    /// What is left of `name`'s ban at `now` (the caller's time with
+    /// [`TimeSource::Caller`], else Redis's), read with its time in one
+    /// round trip.
+    async fn ban_left(&self, name: String, now: u64) -> Result<Option<Duration>, StoreError> {
+        let (mut c, _) = self
+            .conn
+            .get(self.timeout)
+            .await
+            .map_err(|f| f.to_store_error())?;
+        let mut pipe = redis::pipe();
+        pipe.cmd("HMGET")
+            .arg(self.ban_key(&name))
+            .arg("us")
+            .arg("un");
+        pipe.cmd("TIME");
+        let work = pipe.query_async::<(Vec<Option<String>>, (String, String))>(&mut c);
+        let (until, (s, us)) = match tokio::time::timeout(self.timeout, work).await {
+            Ok(Ok(v)) => v,
+            Ok(Err(e)) => return Err(Failure::redis(&e).to_store_error()),
+            Err(_) => {
+                return Err(Failure::new(
+                    Kind::Timeout,
+                    format!("no answer within {:?}", self.timeout),
+                )
+                .to_store_error())
+            }
+        };
+        let num = |t: &str| t.trim().parse::<f64>().map_or(0, |f| f.max(0.0) as u128);
+        let now = match self.time {
+            TimeSource::Caller => u128::from(now),
+            TimeSource::Redis => num(&s) * 1_000_000_000 + num(&us) * 1_000,
+        };
+        let [Some(until_s), Some(until_ns)] = until.as_slice() else {
+            return Ok(None);
+        };
+        let until = num(until_s) * 1_000_000_000 + num(until_ns);
+        Ok((until > now)
+            .then(|| Duration::from_nanos(u64::try_from(until - now).unwrap_or(u64::MAX))))
+    }
+
     /// One command other than the script, within the store's timeout.
     async fn command(&self, cmd: redis::Cmd) -> Result<(), StoreError> {
         let (mut c, _) = self
@@ -1474,6 +1514,16 @@ where
         Box::pin(async move {
             let name = inner.named(text, secret).await.map_err(|(e, _)| e)?;
             inner.ban(name, ms, now).await
+        })
+    }
+
+    /// What is left of the key's ban in Redis, if it is banned.
+    fn ban_left(&self, key: &K, now: u64) -> BanLeftFuture {
+        let inner = Arc::clone(&self.inner);
+        let (text, secret) = (Self::render(key), key.is_secret());
+        Box::pin(async move {
+            let name = inner.named(text, secret).await.map_err(|(e, _)| e)?;
+            inner.ban_left(name, now).await
         })
     }
 

@@ -156,6 +156,11 @@ impl LimitHandle {
         }
     }
 
+    /// What is left of `key`'s ban now, if it is banned.
+    pub async fn ban_left(&self, key: &PolicyKey) -> Result<Option<Duration>, StoreError> {
+        self.store.ban_left(key, self.now()).await
+    }
+
     /// Lifts `key`'s ban.
     pub async fn unban(&self, key: &PolicyKey) -> Result<(), StoreError> {
         match self.store.unban_now(key) {

@@ -6,7 +6,7 @@
 //! | method and path | what |
 //! |---|---|
 //! | `GET /limits` | each limit's name, algorithm, key, routes, ban, and the reloads applied |
-//! | `GET /limits/{name}/keys/{key}` | the key's `remaining`, `limit`, `reset_seconds` (a peek) |
+//! | `GET /limits/{name}/keys/{key}` | the key's `remaining`, `quota`, `reset_seconds` (a peek) and `banned_seconds` (what is left of its ban, or null) |
 //! | `DELETE /limits/{name}/keys/{key}` | resets the key (its whole quota back) |
 //! | `PUT /limits/{name}/bans/{key}` | bans the key; body `{"for": "1h"}` |
 //! | `DELETE /limits/{name}/bans/{key}` | lifts the key's ban |
@@ -237,17 +237,23 @@ async fn read_key(
         Ok(found) => found,
         Err(r) => return r.into_response(),
     };
-    match limit.peek(&key).await {
-        Ok(d) => Json(json!({
-            "limit": limit.name(),
-            "key": key.to_string(),
-            "remaining": d.remaining,
-            "quota": d.limit,
-            "reset_seconds": d.reset.as_secs_f64(),
-        }))
-        .into_response(),
-        Err(e) => store_failed(&e),
-    }
+    let peek = match limit.peek(&key).await {
+        Ok(d) => d,
+        Err(e) => return store_failed(&e),
+    };
+    let banned = match limit.ban_left(&key).await {
+        Ok(left) => left.map(|d| d.as_secs_f64()),
+        Err(e) => return store_failed(&e),
+    };
+    Json(json!({
+        "limit": limit.name(),
+        "key": key.to_string(),
+        "remaining": peek.remaining,
+        "quota": peek.limit,
+        "reset_seconds": peek.reset.as_secs_f64(),
+        "banned_seconds": banned,
+    }))
+    .into_response()
 }
 
 async fn reset_key(

@@ -150,11 +150,19 @@ async fn resets_bans_and_unbans_show_on_the_public_routes_at_once() {
     let r = login(LOGIN_OK).send(&app).await;
     r.assert_429();
     assert_eq!(r.header("retry-after"), Some("600"));
+    let r = admin("GET", "/limits/login-failures/keys/192.0.2.77")
+        .send(&api)
+        .await;
+    assert_eq!(r.json()["banned_seconds"], 600.0, "{r:?}");
     let r = admin("DELETE", "/limits/login-failures/bans/192.0.2.77")
         .send(&api)
         .await;
     assert_eq!(r.status, 200);
     assert_eq!(login(LOGIN_OK).send(&app).await.status, 200);
+    let r = admin("GET", "/limits/login-failures/keys/192.0.2.77")
+        .send(&api)
+        .await;
+    assert!(r.json()["banned_seconds"].is_null(), "{r:?}");
     // An IPv6 /64 key, percent-encoded.
     let r = admin(
         "GET",

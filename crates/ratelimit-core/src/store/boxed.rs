@@ -1,6 +1,6 @@
 //! [`BoxStore`]: a store with its type erased, so one layer mixes stores.
 
-use super::{AdminFuture, Store};
+use super::{AdminFuture, BanLeftFuture, Store};
 use crate::{Decision, StoreError};
 use std::fmt;
 use std::future::Future;
@@ -23,6 +23,7 @@ trait DynStore<K: ?Sized>: Send + Sync + 'static {
     fn ban_now(&self, key: &K, duration: Duration, now: u64) -> Option<Result<(), StoreError>>;
     fn unban(&self, key: &K) -> AdminFuture;
     fn unban_now(&self, key: &K) -> Option<Result<(), StoreError>>;
+    fn ban_left(&self, key: &K, now: u64) -> BanLeftFuture;
     fn maintain(&self, now: u64);
 }
 
@@ -66,6 +67,10 @@ impl<K: ?Sized, S: Store<K>> DynStore<K> for S {
 
     fn unban_now(&self, key: &K) -> Option<Result<(), StoreError>> {
         Store::unban_now(self, key)
+    }
+
+    fn ban_left(&self, key: &K, now: u64) -> BanLeftFuture {
+        Store::ban_left(self, key, now)
     }
 
     fn maintain(&self, now: u64) {
@@ -175,6 +180,10 @@ impl<K: ?Sized + 'static> Store<K> for BoxStore<K> {
 
     fn unban_now(&self, key: &K) -> Option<Result<(), StoreError>> {
         self.inner.unban_now(key)
+    }
+
+    fn ban_left(&self, key: &K, now: u64) -> BanLeftFuture {
+        self.inner.ban_left(key, now)
     }
 
     fn maintain(&self, now: u64) {

@@ -26,6 +26,10 @@ use std::pin::Pin;
 /// every request's).
 pub type AdminFuture = Pin<Box<dyn Future<Output = Result<(), StoreError>> + Send + 'static>>;
 
+/// The future of a [`Store::ban_left`].
+pub type BanLeftFuture =
+    Pin<Box<dyn Future<Output = Result<Option<std::time::Duration>, StoreError>> + Send + 'static>>;
+
 /// `answer` as a ready future; none (a store that cannot `what` a key at
 /// once) is a `Refused` error of kind `unsupported`.
 fn ready_or_unsupported(answer: Option<Result<(), StoreError>>, what: &str) -> AdminFuture {
@@ -132,6 +136,17 @@ pub trait Store<K: ?Sized>: Send + Sync + 'static {
         None
     }
 
+    /// What is left at `now` of `key`'s ban, if it is banned (for
+    /// operators; checks answer bans themselves). The default fails with
+    /// a `Refused` error of kind `unsupported`.
+    fn ban_left(&self, key: &K, now: u64) -> BanLeftFuture {
+        let _ = (key, now);
+        Box::pin(ready(Err(StoreError::refused(
+            "unsupported",
+            "this store cannot read a key's ban",
+        ))))
+    }
+
     /// Bounded upkeep at `now`, called every second or so by whoever owns
     /// the store (the HTTP layer does, on tokio): a memory store drops
     /// keys that are back to full and gives memory back. The default does
@@ -201,6 +216,10 @@ impl<K: ?Sized, S: Store<K> + ?Sized> Store<K> for std::sync::Arc<S> {
         (**self).unban_now(key)
     }
 
+    fn ban_left(&self, key: &K, now: u64) -> BanLeftFuture {
+        (**self).ban_left(key, now)
+    }
+
     fn maintain(&self, now: u64) {
         (**self).maintain(now);
     }
@@ -258,6 +277,10 @@ where
     fn unban_now(&self, key: &K) -> Option<Result<(), StoreError>> {
         MemoryStore::unban_sync(self, key);
         Some(Ok(()))
+    }
+
+    fn ban_left(&self, key: &K, now: u64) -> BanLeftFuture {
+        Box::pin(ready(Ok(MemoryStore::banned_for(self, key, now))))
     }
 
     fn maintain(&self, now: u64) {

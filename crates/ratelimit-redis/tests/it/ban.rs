@@ -126,6 +126,11 @@ async fn bans_and_unbans_by_code_on_any_store() {
     }
     // A peek is never refused.
     assert!(Store::<str>::check(&a, "k", 0, T0).await.unwrap().allowed);
+    let left = Store::<str>::ban_left(&b, "k", T0 + 10 * SEC)
+        .await
+        .unwrap();
+    assert_eq!(left, Some(Duration::from_secs(50)));
+    assert_eq!(Store::<str>::ban_left(&b, "none", T0).await.unwrap(), None);
     Store::<str>::unban(&b, "k").await.unwrap();
     // b forgot its own cached denial; a still has its own cached until it
     // is told (an unban through a forgets it there).
