@@ -32,6 +32,9 @@ pub struct Decision {
     /// (rounded up to a whole nanosecond) a cost-1 request denied at the
     /// same instant would be told.
     pub next: Duration,
+    /// The key is banned (see [`BanPolicy`](crate::BanPolicy)): denied
+    /// whatever the algorithm says until [`wait`](Self::wait) ends.
+    pub banned: bool,
 }
 
 impl Decision {
@@ -53,6 +56,22 @@ impl Decision {
             window,
             reset,
             next,
+            banned: false,
+        }
+    }
+
+    /// The denial of a banned key with `left` of its ban to run, for a
+    /// limit of `limit` per `window`.
+    pub const fn ban(limit: u64, window: Duration, left: Duration) -> Self {
+        Self {
+            allowed: false,
+            remaining: 0,
+            wait: Some(left),
+            limit,
+            window,
+            reset: left,
+            next: left,
+            banned: true,
         }
     }
 

@@ -29,6 +29,9 @@ pub enum ConfigError {
     },
     /// A duration string that could not be parsed.
     BadDuration(String),
+    /// A ban setting out of range (see [`BanPolicy`](crate::BanPolicy)),
+    /// naming it and the value.
+    BadBan(String),
 }
 
 impl fmt::Display for ConfigError {
@@ -44,6 +47,7 @@ impl fmt::Display for ConfigError {
                 "sliding log limit {limit} exceeds the bound of {max} entries per key \
                  (memory is O(limit) per key; use sliding-window or raise the bound)"
             ),
+            Self::BadBan(s) => f.write_str(s),
             Self::BadDuration(s) => write!(
                 f,
                 "bad duration {s:?}: expected a positive integer and a unit (ms, s, m, h, d), like 500ms or 1h"

@@ -58,6 +58,9 @@ pub use duration::{format_duration, parse_duration};
 pub use error::{ConfigError, RemoteError, StoreError};
 pub use log_throttle::LogThrottle;
 pub use spec::SpecError;
-pub use store::{AtCapacity, BoxStore, MemoryStore, MemoryStoreBuilder, Store, StoreCounts};
+pub use store::{
+    AdminFuture, AtCapacity, BanLeftFuture, BanPolicy, BoxStore, MemoryStore, MemoryStoreBuilder,
+    Store, StoreCounts,
+};
 #[cfg(feature = "tokio")]
 pub use tokio_clock::TokioClock;

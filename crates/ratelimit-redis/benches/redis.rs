@@ -87,7 +87,8 @@ fn redis_benchmark(
         .args(["-h", "127.0.0.1", "-p", &port.to_string()])
         .args(["-c", &callers.to_string(), "-n", &n.max(5_000).to_string()])
         .args(["-r", &KEYS.to_string(), "--csv"])
-        .args(["EVALSHA", store.script_hash(), "1"])
+        // The key's state and its ban key.
+        .args(["EVALSHA", store.script_hash(), "2"])
         .args(&args)
         .output()
         .ok()?;

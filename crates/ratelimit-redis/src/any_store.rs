@@ -7,11 +7,12 @@ use crate::{
     BreakerConfig, BuildError, CheckFuture, RedisStore, RedisStoreBuilder, SettingsSecret,
     StoreFuture, Target, DEFAULT_PREFIX, DEFAULT_TIMEOUT,
 };
-#[cfg(feature = "live")]
-use ratelimit_core::LiveAlgorithm;
 use ratelimit_core::{
-    AnyAlgorithm, Decision, MemoryStore, StableKey, Store, StoreCounts, StoreError,
+    AdminFuture, AnyAlgorithm, BanLeftFuture, Decision, MemoryStore, StableKey, Store, StoreCounts,
+    StoreError,
 };
+#[cfg(feature = "live")]
+use ratelimit_core::{BanPolicy, LiveAlgorithm};
 use std::fmt;
 use std::future::Future;
 use std::hash::Hash;
@@ -208,14 +209,30 @@ impl StoreSettings {
         name: &str,
         live: &LiveAlgorithm,
     ) -> Result<AnyStore<K>, BuildError> {
+        self.build_live_with_ban(name, live, None)
+    }
+
+    /// [`build_live`](Self::build_live), banning a key its limit denies
+    /// for `ban` (a policy file's `ban = "1h"`; see
+    /// [`RedisStoreBuilder::ban`] and `MemoryStoreBuilder::ban`).
+    #[cfg(feature = "live")]
+    pub fn build_live_with_ban<K>(
+        &self,
+        name: &str,
+        live: &LiveAlgorithm,
+        ban: Option<BanPolicy>,
+    ) -> Result<AnyStore<K>, BuildError> {
         Ok(match self {
             Self::Memory { max_keys } => AnyStore::LiveMemory(
                 MemoryStore::<LiveAlgorithm, K>::builder(live.clone())
                     .max_keys(*max_keys)
+                    .ban(ban)
                     .build(),
             ),
             Self::Redis { .. } => AnyStore::LiveRedis(Box::new(
-                self.redis_builder(name, live.get())?.build_live(live)?,
+                self.redis_builder(name, live.get())?
+                    .ban(ban)
+                    .build_live(live)?,
             )),
         })
     }
@@ -241,6 +258,8 @@ mod serde_duration {
 /// A memory check stays a ready future (no allocation); a Redis check is
 /// the [`RedisStore`]'s future.
 #[non_exhaustive]
+// The memory store is the hot variant: kept inline, not behind a box.
+#[allow(clippy::large_enum_variant)]
 pub enum AnyStore<K> {
     /// In this instance's memory.
     Memory(MemoryStore<AnyAlgorithm, K>),
@@ -418,6 +437,90 @@ where
             Self::Memory(m) => m.refund_sync(key, cost, admitted_at, now),
             #[cfg(feature = "live")]
             Self::LiveMemory(m) => m.refund_sync(key, cost, admitted_at, now),
+            _ => return None,
+        }
+        Some(Ok(()))
+    }
+
+    fn reset(&self, key: &K) -> AdminFuture {
+        match self {
+            Self::Redis(r) => Store::<K>::reset(r, key),
+            #[cfg(feature = "live")]
+            Self::LiveRedis(r) => Store::<K>::reset(&r.store_for(key), key),
+            _ => {
+                let done = Store::<K>::reset_now(self, key).unwrap_or(Ok(()));
+                Box::pin(std::future::ready(done))
+            }
+        }
+    }
+
+    fn ban(&self, key: &K, duration: Duration, now: u64) -> AdminFuture {
+        match self {
+            Self::Redis(r) => Store::<K>::ban(r, key, duration, now),
+            #[cfg(feature = "live")]
+            Self::LiveRedis(r) => Store::<K>::ban(&r.store_for(key), key, duration, now),
+            _ => {
+                let done = Store::<K>::ban_now(self, key, duration, now).unwrap_or(Ok(()));
+                Box::pin(std::future::ready(done))
+            }
+        }
+    }
+
+    /// In memory, the ban at once; in Redis, `None`.
+    fn ban_now(&self, key: &K, duration: Duration, now: u64) -> Option<Result<(), StoreError>> {
+        match self {
+            Self::Memory(m) => m.ban_sync(key, duration, now),
+            #[cfg(feature = "live")]
+            Self::LiveMemory(m) => m.ban_sync(key, duration, now),
+            _ => return None,
+        }
+        Some(Ok(()))
+    }
+
+    fn unban(&self, key: &K) -> AdminFuture {
+        match self {
+            Self::Redis(r) => Store::<K>::unban(r, key),
+            #[cfg(feature = "live")]
+            Self::LiveRedis(r) => Store::<K>::unban(&r.store_for(key), key),
+            _ => {
+                let done = Store::<K>::unban_now(self, key).unwrap_or(Ok(()));
+                Box::pin(std::future::ready(done))
+            }
+        }
+    }
+
+    fn ban_left(&self, key: &K, now: u64) -> BanLeftFuture {
+        match self {
+            Self::Memory(m) => Box::pin(std::future::ready(Ok(m.banned_for(key, now)))),
+            Self::Redis(r) => Store::<K>::ban_left(r, key, now),
+            #[cfg(feature = "live")]
+            Self::LiveMemory(m) => Box::pin(std::future::ready(Ok(m.banned_for(key, now)))),
+            #[cfg(feature = "live")]
+            Self::LiveRedis(r) => Store::<K>::ban_left(&r.store_for(key), key, now),
+        }
+    }
+
+    /// In memory, the unban at once; in Redis, `None`.
+    fn unban_now(&self, key: &K) -> Option<Result<(), StoreError>> {
+        match self {
+            Self::Memory(m) => m.unban_sync(key),
+            #[cfg(feature = "live")]
+            Self::LiveMemory(m) => m.unban_sync(key),
+            _ => return None,
+        }
+        Some(Ok(()))
+    }
+
+    /// In memory, the reset at once; in Redis, `None`.
+    fn reset_now(&self, key: &K) -> Option<Result<(), StoreError>> {
+        match self {
+            Self::Memory(m) => {
+                m.reset_sync(key);
+            }
+            #[cfg(feature = "live")]
+            Self::LiveMemory(m) => {
+                m.reset_sync(key);
+            }
             _ => return None,
         }
         Some(Ok(()))

@@ -55,11 +55,12 @@ impl Arg for Option<Arc<str>> {
     }
 }
 
-/// What a call does: `c` check or `r` refund.
+/// What a call does: `c` check, `r` refund, or `b` ban (`lua/ban.lua`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum OpArg {
     Check,
     Refund,
+    Ban,
 }
 
 impl Arg for OpArg {
@@ -67,6 +68,7 @@ impl Arg for OpArg {
         out.write_arg(match self {
             OpArg::Check => b"c",
             OpArg::Refund => b"r",
+            OpArg::Ban => b"b",
         });
     }
 }
@@ -242,6 +244,48 @@ impl Params {
     }
 }
 
+/// The ban settings, the last four entries of every call (`lua/ban.lua`,
+/// which takes them off before the store's script runs).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct BanArgs {
+    /// The ban on a denial, ms (0: none).
+    pub(crate) ms: u64,
+    /// The factor of each repeat offence.
+    pub(crate) escalate: f64,
+    /// The longest ban, ms.
+    pub(crate) max_ms: u64,
+    /// How long after a ban its offences are remembered, ms.
+    pub(crate) forgive_ms: u64,
+}
+
+impl BanArgs {
+    /// The arguments of `ban` (none: no ban on denials).
+    pub(crate) fn of(ban: Option<&ratelimit_core::BanPolicy>) -> Self {
+        let ms = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1);
+        match ban {
+            None => Self {
+                ms: 0,
+                escalate: 1.0,
+                max_ms: 0,
+                forgive_ms: 0,
+            },
+            Some(b) => Self {
+                ms: ms(b.duration()),
+                escalate: b.factor(),
+                max_ms: ms(b.max()),
+                forgive_ms: u64::try_from(b.forgive().as_millis()).unwrap_or(u64::MAX),
+            },
+        }
+    }
+
+    fn write<W: ?Sized + RedisWrite>(&self, out: &mut W) {
+        self.ms.write_redis_args(out);
+        out.write_arg(format!("{}", self.escalate).as_bytes());
+        self.max_ms.write_redis_args(out);
+        self.forgive_ms.write_redis_args(out);
+    }
+}
+
 /// Every entry of a call: the common ones, then either the one limit's
 /// parameters, or per limit the number of its parameters and its
 /// parameters (`lua/multi.lua`).
@@ -252,6 +296,8 @@ pub(crate) struct CallArgs<I> {
     pub(crate) limits: I,
     /// Whether the script checks several limits (`lua/multi.lua`).
     pub(crate) multi: bool,
+    /// The ban settings, last.
+    pub(crate) ban: BanArgs,
 }
 
 impl<'a, I> ToRedisArgs for CallArgs<I>
@@ -266,6 +312,7 @@ where
             }
             params.write(phase, out);
         }
+        self.ban.write(out);
     }
 }
 
@@ -393,10 +440,11 @@ mod tests {
             common: common.clone(),
             limits: std::iter::once((&fixed, Some(11))),
             multi: false,
+            ban: BanArgs::of(None),
         };
         assert_eq!(
             texts(&one),
-            ["r", "2", "3", "4", "", "6", "7", "8", "9", "10", "11", "1"]
+            ["r", "2", "3", "4", "", "6", "7", "8", "9", "10", "11", "1", "0", "1", "0", "0"]
         );
         assert_eq!(CommonArgs::FIELDS.len(), common.len());
         let mut log = Params::Log(LogArgs {
@@ -413,11 +461,15 @@ mod tests {
             common,
             limits: [(&fixed, None), (&log, None)].into_iter(),
             multi: true,
+            ban: BanArgs::of(None),
         };
         let t = texts(&multi);
         assert_eq!(
             &t[7..],
-            ["5", "8", "9", "10", "0", "1", "5", "8", "9", "10", "0", "o:8:9"]
+            [
+                "5", "8", "9", "10", "0", "1", "5", "8", "9", "10", "0", "o:8:9", "0", "1", "0",
+                "0"
+            ]
         );
     }
 
@@ -448,14 +500,16 @@ mod tests {
         assert_eq!(store.redis_keys("user-1"), keys);
         let args = store.script_args("user-1", 3, Some(5));
         assert_eq!(&args[..3], keys);
+        assert_eq!(args[3], "ratelimit:{user-1}:ban");
         let expected = [
             &["c", "3", "0", "5", "", "", "1000"][..], // common
             &["6", "7", "185714285", "5", "928571428", "4", "5"], // gcra
             &["5", "1000000000", "5", "1", "655370708", "0"], // fixed, key offset
             &["4", "1000000000", "5", "1", "0"],       // log
+            &["0", "1", "0", "0"],                     // no ban on denials
         ]
         .concat();
-        assert_eq!(args[3..], expected);
+        assert_eq!(args[4..], expected);
     }
 
     /// A fixed window's phase, replaced per key, lands where `phase` is.

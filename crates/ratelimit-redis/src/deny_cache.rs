@@ -32,6 +32,8 @@ struct Entry {
     reset_at: u64,
     /// Which of the store's limits denied.
     part: usize,
+    /// A ban's denial.
+    banned: bool,
 }
 
 /// A bounded table of standing denials, keyed by the rendered key's
@@ -87,6 +89,9 @@ impl DenyCache {
         let (limit, window) = constants(e.part);
         // A cost-1 denial: the wait is also the wait for one more unit.
         let wait = Duration::from_nanos(e.until - now);
+        if e.banned {
+            return Some(Decision::ban(limit, window, wait));
+        }
         Some(Decision::new(
             false,
             0,
@@ -124,6 +129,7 @@ impl DenyCache {
             until,
             reset_at,
             part,
+            banned: decision.banned,
         };
     }
 

@@ -169,6 +169,16 @@ impl Leases {
         place(&mut set, hash, key, now, lease)
     }
 
+    /// Drops `key`'s lease, its unspent units with it (a reset deleted the
+    /// state they were taken from).
+    pub(crate) fn forget(&self, key: &str) {
+        let hash = self.hash(key);
+        let mut set = self.set(hash);
+        for lease in set.iter_mut().filter(|l| l.hash == hash && l.key == key) {
+            *lease = Lease::default();
+        }
+    }
+
     /// Removes the leases expired at local time `now` (every lease with
     /// `now == u64::MAX`), returning their unspent units. Walks the whole
     /// table: upkeep, never on the request path.

@@ -1,6 +1,6 @@
 //! The Redis store: its builder, its calls and its failure policy.
 
-use crate::args::{CallArgs, CommonArgs, OpArg, Params};
+use crate::args::{BanArgs, CallArgs, CommonArgs, OpArg, Params};
 use crate::breaker::{Breaker, BreakerConfig, BreakerState, Outcome};
 use crate::conn::{Conn, Handle, ScriptSlot};
 use crate::deny_cache::DenyCache;
@@ -13,7 +13,8 @@ use crate::target::Target;
 use crate::BuildError;
 use crate::StoreState;
 use ratelimit_core::{
-    Algorithm, AnyAlgorithm, Decision, MemoryStore, StableKey, Store, StoreCounts, StoreError,
+    AdminFuture, Algorithm, AnyAlgorithm, BanLeftFuture, BanPolicy, Decision, MemoryStore,
+    StableKey, Store, StoreCounts, StoreError,
 };
 use redis::ToRedisArgs;
 use std::fmt;
@@ -76,6 +77,7 @@ pub struct RedisStoreBuilder {
     deny_cache: usize,
     lease: Option<(u64, Duration)>,
     key_secret: Option<[u8; 16]>,
+    ban: Option<BanPolicy>,
     /// The limit's name in metrics labels.
     name: String,
     /// Keys and states of a live store (see `Plan::live`).
@@ -237,6 +239,18 @@ impl RedisStoreBuilder {
         self
     }
 
+    /// Bans a key when the store denies it (default: no ban): every check
+    /// of it is then denied until the ban ends, whatever the algorithm
+    /// says (see [`BanPolicy`]), on every instance sharing the Redis. The
+    /// ban lives beside the key's state, at `{prefix}{key}:ban` (the same
+    /// hash slot), with a `PX` expiry past its end, and is read and set
+    /// inside the check's script: atomic with the check. Bans by code
+    /// ([`Store::ban`]) work on every store, with or without this.
+    pub fn ban(mut self, ban: Option<BanPolicy>) -> Self {
+        self.ban = ban;
+        self
+    }
+
     /// Whether limits were added with [`and_limit`](Self::and_limit).
     #[cfg(feature = "live")]
     pub(crate) fn has_more_limits(&self) -> bool {
@@ -287,6 +301,9 @@ impl RedisStoreBuilder {
             [one] => one.plan.source.clone(),
             _ => multi_source(parts.iter().map(|p| &p.plan)),
         };
+        let wrapped =
+            include_str!("lua/ban.lua").replacen("\n--@inner\n", &format!("\n{source}\n"), 1);
+        let source = without_comments(&wrapped);
         let secret = match self.key_secret {
             Some(bytes) => SecretSource::Fixed(bytes),
             None => SecretSource::Shared(format!("{}{SECRET_SUFFIX}", self.prefix)),
@@ -303,6 +320,7 @@ impl RedisStoreBuilder {
                 .map(|p| {
                     MemoryStore::<AnyAlgorithm, String>::builder(p.algorithm)
                         .max_keys(Some(max))
+                        .ban(self.ban)
                         .build()
                 })
                 .collect(),
@@ -322,6 +340,7 @@ impl RedisStoreBuilder {
                 time: self.time,
                 log: LogThrottle::new(LOG_EVERY),
                 deny: (self.deny_cache > 0).then(|| DenyCache::new(self.deny_cache)),
+                ban: BanArgs::of(self.ban.as_ref()),
                 leases: self
                     .lease
                     // A lease above the smallest capacity is never granted.
@@ -390,6 +409,8 @@ struct Inner {
     origin: tokio::time::Instant,
     /// Units taken ahead for keys, spent locally.
     leases: Option<Leases>,
+    /// The ban settings every call sends.
+    ban: BanArgs,
 }
 
 /// One limit of a store: its algorithm and how Redis runs it.
@@ -449,6 +470,24 @@ impl Fallback {
         }
         sum
     }
+
+    fn reset(&self, key: &str) {
+        for memory in &self.memory {
+            memory.reset_sync(key);
+        }
+    }
+
+    fn ban(&self, key: &str, duration: Duration, now: u64) {
+        for memory in &self.memory {
+            memory.ban_sync(key, duration, now);
+        }
+    }
+
+    fn unban(&self, key: &str) {
+        for memory in &self.memory {
+            memory.unban_sync(key);
+        }
+    }
 }
 
 /// The decision of several limits that all admitted: the one with the
@@ -493,7 +532,11 @@ impl fmt::Debug for RedisStore {
 
 enum Op {
     Check,
-    Refund { admitted_at: u64 },
+    Refund {
+        admitted_at: u64,
+    },
+    /// A ban of `cost` ms from now.
+    Ban,
 }
 
 impl RedisStore {
@@ -517,6 +560,7 @@ impl RedisStore {
             deny_cache: DEFAULT_DENY_CACHE,
             lease: None,
             key_secret: None,
+            ban: None,
             name: String::new(),
             live: false,
             conn: None,
@@ -572,11 +616,12 @@ impl RedisStore {
 
     /// The script's arguments for a check of `key` at `now` (`None`: the
     /// server's time), as `EVALSHA hash n KEYS[1..n] ARGV...` takes them,
-    /// with `n` the number of limits (1 unless
+    /// with `n` the number of limits plus one, the ban key (2 unless
     /// [`and_limit`](RedisStoreBuilder::and_limit)); for benchmarks and
     /// debugging with other clients.
     pub fn script_args(&self, key: &str, cost: u64, now: Option<u64>) -> Vec<String> {
         let mut args = self.redis_keys(key);
+        args.push(self.inner.ban_key(key));
         let call = self.inner.args(key, cost, now, None);
         args.extend(
             call.to_redis_args()
@@ -692,6 +737,11 @@ impl Inner {
         format!("{}{{{key}}}:{}", self.prefix, part.plan.tag)
     }
 
+    /// The Redis key of `key`'s ban (in the slot of its states).
+    fn ban_key(&self, key: &str) -> String {
+        format!("{}{{{key}}}:ban", self.prefix)
+    }
+
     /// The name a key goes by in this store (its deny cache, leases,
     /// fallback and Redis key): its text, or for a secret key the keyed
     /// hash of it; `Err(text)` while the secret is not known yet.
@@ -742,6 +792,23 @@ impl Inner {
         now: Option<u64>,
         refund: Option<(u64, u64)>,
     ) -> CallArgs<impl Iterator<Item = (&'a Params, Option<u64>)> + Clone + 'a> {
+        let op = if refund.is_some() {
+            OpArg::Refund
+        } else {
+            OpArg::Check
+        };
+        self.args_op(key, cost, now, refund, op)
+    }
+
+    /// [`args`](Self::args) for `op`.
+    fn args_op<'a>(
+        &'a self,
+        key: &'a str,
+        cost: u64,
+        now: Option<u64>,
+        refund: Option<(u64, u64)>,
+        op: OpArg,
+    ) -> CallArgs<impl Iterator<Item = (&'a Params, Option<u64>)> + Clone + 'a> {
         let (refund_s, refund_ns) = match (refund, now) {
             (Some((admitted_at, _)), Some(_)) => (
                 Some(admitted_at / NANOS_PER_SEC),
@@ -755,11 +822,7 @@ impl Inner {
         };
         CallArgs {
             common: CommonArgs {
-                op: if refund.is_some() {
-                    OpArg::Refund
-                } else {
-                    OpArg::Check
-                },
+                op,
                 cost,
                 now_s: now.map(|t| t / NANOS_PER_SEC),
                 now_ns: now.map(|t| t % NANOS_PER_SEC),
@@ -772,6 +835,7 @@ impl Inner {
                 .iter()
                 .map(move |p| (&p.plan.params, key_phase(&p.algorithm, key))),
             multi: self.parts.len() > 1,
+            ban: self.ban,
         }
     }
 
@@ -788,17 +852,19 @@ impl Inner {
             TimeSource::Redis => None,
             TimeSource::Caller => Some(now),
         };
-        let refund = match op {
-            Op::Check => None,
-            Op::Refund { admitted_at } => Some((*admitted_at, now)),
+        let (refund, op_arg) = match op {
+            Op::Check => (None, OpArg::Check),
+            Op::Refund { admitted_at } => (Some((*admitted_at, now)), OpArg::Refund),
+            Op::Ban => (None, OpArg::Ban),
         };
         let mut invocation = self.script.script.prepare_invoke();
         for part in &*self.parts {
             invocation.key(self.redis_key(key, part));
         }
-        invocation.arg(self.args(key, cost, time, refund));
+        invocation.key(self.ban_key(key));
+        invocation.arg(self.args_op(key, cost, time, refund, op_arg));
         match invocation.invoke_async::<Vec<i64>>(&mut conn).await {
-            Ok(v) if self.well_formed(&v, refund.is_some()) => Ok(v),
+            Ok(v) if self.well_formed(&v, op_arg != OpArg::Check) => Ok(v),
             Ok(v) => Err(Failure::new(
                 Kind::Reply,
                 format!(
@@ -865,6 +931,9 @@ impl Inner {
         if refund {
             return v.len() == 4 && (v[0] == 0 || v[0] == 1);
         }
+        if v.len() == 5 && v[0] == 2 {
+            return true; // banned
+        }
         let runs = v.len() / 5;
         let flag = |i: usize| v[5 * i];
         v.len() % 5 == 0
@@ -878,6 +947,10 @@ impl Inner {
     /// when denied (the last limit run).
     fn decision(&self, v: &[i64]) -> (Decision, usize) {
         let nanos = |x: i64| Duration::from_nanos(u64::try_from(x).unwrap_or(0));
+        if v[0] == 2 {
+            let a = &self.parts[0].algorithm;
+            return (Decision::ban(a.limit(), a.window(), nanos(v[2])), 0);
+        }
         // Five numbers per limit: allowed, remaining, wait, reset, and the
         // wait for one more unit.
         let one = |i: usize| {
@@ -1089,6 +1162,136 @@ impl Inner {
         }
     }
 
+    /// The name of the key `text` (see [`name`](Self::name)), waiting for
+    /// the key secret if needed; else the error and the text.
+    async fn named(&self, text: String, secret: bool) -> Result<String, (StoreError, String)> {
+        match self.name(text, secret) {
+            Ok(name) => Ok(name),
+            Err(text) => self
+                .name_later(text)
+                .await
+                .map_err(|(failure, text)| (failure.to_store_error(), text)),
+        }
+    }
+
+    /// Forgets `name`'s state: its entries in the deny cache, the leases
+    /// and the fallback, then its Redis keys (one per limit, and the ban
+    /// key), deleted in one `DEL` (they share a hash slot).
+    async fn reset(&self, name: String) -> Result<(), StoreError> {
+        if let Some(cache) = &self.deny {
+            cache.forget(&name);
+        }
+        if let Some(leases) = &self.leases {
+            leases.forget(&name);
+        }
+        if let Some(memory) = &self.fallback {
+            memory.reset(&name);
+        }
+        let keys: Vec<String> = self
+            .parts
+            .iter()
+            .map(|p| self.redis_key(&name, p))
+            .collect();
+        let mut del = redis::cmd("DEL");
+        del.arg(keys);
+        self.command(del).await
+    }
+
+    /// Bans `name` for `ms` from now (Redis's time, or the caller's
+    /// `now`), forgetting its deny-cache entry and lease here; in the
+    /// fallback too.
+    async fn ban(&self, name: String, ms: u64, now: u64) -> Result<(), StoreError> {
+        if let Some(cache) = &self.deny {
+            cache.forget(&name);
+        }
+        if let Some(leases) = &self.leases {
+            leases.forget(&name);
+        }
+        if let Some(memory) = &self.fallback {
+            memory.ban(&name, Duration::from_millis(ms), now);
+        }
+        match self.guarded(&name, ms, now, Op::Ban).await {
+            Ok(_) => Ok(()),
+            Err(failure) => {
+                self.report(&failure);
+                Err(failure.to_store_error())
+            }
+        }
+    }
+
+    /// Lifts `name`'s ban: its ban key deleted, its deny-cache entry here
+    /// forgotten; in the fallback too.
+    async fn unban(&self, name: String) -> Result<(), StoreError> {
+        if let Some(cache) = &self.deny {
+            cache.forget(&name);
+        }
+        if let Some(memory) = &self.fallback {
+            memory.unban(&name);
+        }
+        let mut del = redis::cmd("DEL");
+        del.arg(self.ban_key(&name));
+        self.command(del).await
+    }
+
+    /// What is left of `name`'s ban at `now` (the caller's time with
+    /// [`TimeSource::Caller`], else Redis's), read with its time in one
+    /// round trip.
+    async fn ban_left(&self, name: String, now: u64) -> Result<Option<Duration>, StoreError> {
+        let (mut c, _) = self
+            .conn
+            .get(self.timeout)
+            .await
+            .map_err(|f| f.to_store_error())?;
+        let mut pipe = redis::pipe();
+        pipe.cmd("HMGET")
+            .arg(self.ban_key(&name))
+            .arg("us")
+            .arg("un");
+        pipe.cmd("TIME");
+        let work = pipe.query_async::<(Vec<Option<String>>, (String, String))>(&mut c);
+        let (until, (s, us)) = match tokio::time::timeout(self.timeout, work).await {
+            Ok(Ok(v)) => v,
+            Ok(Err(e)) => return Err(Failure::redis(&e).to_store_error()),
+            Err(_) => {
+                return Err(Failure::new(
+                    Kind::Timeout,
+                    format!("no answer within {:?}", self.timeout),
+                )
+                .to_store_error())
+            }
+        };
+        let num = |t: &str| t.trim().parse::<f64>().map_or(0, |f| f.max(0.0) as u128);
+        let now = match self.time {
+            TimeSource::Caller => u128::from(now),
+            TimeSource::Redis => num(&s) * 1_000_000_000 + num(&us) * 1_000,
+        };
+        let [Some(until_s), Some(until_ns)] = until.as_slice() else {
+            return Ok(None);
+        };
+        let until = num(until_s) * 1_000_000_000 + num(until_ns);
+        Ok((until > now)
+            .then(|| Duration::from_nanos(u64::try_from(until - now).unwrap_or(u64::MAX))))
+    }
+
+    /// One command other than the script, within the store's timeout.
+    async fn command(&self, cmd: redis::Cmd) -> Result<(), StoreError> {
+        let (mut c, _) = self
+            .conn
+            .get(self.timeout)
+            .await
+            .map_err(|f| f.to_store_error())?;
+        let work = cmd.query_async::<()>(&mut c);
+        match tokio::time::timeout(self.timeout, work).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(Failure::redis(&e).to_store_error()),
+            Err(_) => Err(Failure::new(
+                Kind::Timeout,
+                format!("no answer within {:?}", self.timeout),
+            )
+            .to_store_error()),
+        }
+    }
+
     /// Counts a failure (`ratelimit_redis_errors_total{kind}`) and warns of
     /// it, a few lines a minute per kind at most, each with the number of
     /// failures of its kind not logged since the previous line. Calls
@@ -1129,11 +1332,12 @@ impl Drop for Inner {
         for u in leases.drain_expired(u64::MAX) {
             let now = self.caller_now(&u);
             let time = (self.time == TimeSource::Caller).then_some(now);
-            let keys: Vec<String> = self
+            let mut keys: Vec<String> = self
                 .parts
                 .iter()
                 .map(|p| self.redis_key(&u.key, p))
                 .collect();
+            keys.push(self.ban_key(&u.key));
             let args = self
                 .args(&u.key, u.units, time, Some((u.taken_at, now)))
                 .to_redis_args();
@@ -1250,6 +1454,59 @@ where
         })
     }
 
+    /// Deletes the key's state in Redis (every limit's key; a secret key's
+    /// keyed-hash name), and forgets it in the deny cache, the leases and
+    /// the fallback.
+    fn reset(&self, key: &K) -> AdminFuture {
+        let inner = Arc::clone(&self.inner);
+        let (text, secret) = (Self::render(key), key.is_secret());
+        Box::pin(async move {
+            match inner.named(text, secret).await {
+                Ok(name) => inner.reset(name).await,
+                Err((e, text)) => {
+                    if let Some(memory) = &inner.fallback {
+                        memory.reset(&text);
+                    }
+                    Err(e)
+                }
+            }
+        })
+    }
+
+    /// Bans the key in Redis for `duration` (at least 1 ms, in whole ms)
+    /// from now: Redis's time, or `now` with [`TimeSource::Caller`].
+    fn ban(&self, key: &K, duration: Duration, now: u64) -> AdminFuture {
+        let inner = Arc::clone(&self.inner);
+        let (text, secret) = (Self::render(key), key.is_secret());
+        let ms = u64::try_from(duration.as_millis())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        Box::pin(async move {
+            let name = inner.named(text, secret).await.map_err(|(e, _)| e)?;
+            inner.ban(name, ms, now).await
+        })
+    }
+
+    /// What is left of the key's ban in Redis, if it is banned.
+    fn ban_left(&self, key: &K, now: u64) -> BanLeftFuture {
+        let inner = Arc::clone(&self.inner);
+        let (text, secret) = (Self::render(key), key.is_secret());
+        Box::pin(async move {
+            let name = inner.named(text, secret).await.map_err(|(e, _)| e)?;
+            inner.ban_left(name, now).await
+        })
+    }
+
+    /// Lifts the key's ban in Redis (what it used stays used).
+    fn unban(&self, key: &K) -> AdminFuture {
+        let inner = Arc::clone(&self.inner);
+        let (text, secret) = (Self::render(key), key.is_secret());
+        Box::pin(async move {
+            let name = inner.named(text, secret).await.map_err(|(e, _)| e)?;
+            inner.unban(name).await
+        })
+    }
+
     /// Bounded upkeep of the in-memory fallback, if any (see
     /// [`MemoryStore::maintain`]): the keys it took during an outage are
     /// dropped once full, and its memory given back. With leases, the
@@ -1280,6 +1537,17 @@ where
     fn counts(&self) -> Option<StoreCounts> {
         self.inner.fallback.as_ref().map(Fallback::counts)
     }
+}
+
+/// `src` without its whole-line comments: every byte of a script is sent
+/// at each load, and Redis refuses a bulk of over 16 KiB before `AUTH`
+/// (so a store without the password learns `NOAUTH`, not a protocol
+/// error). The scripts have no block comments and no multi-line strings.
+fn without_comments(src: &str) -> String {
+    src.lines()
+        .filter(|l| !l.trim_start().starts_with("--"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// `name` for the life of the program (metrics labels are `'static`),

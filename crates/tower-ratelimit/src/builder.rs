@@ -36,6 +36,7 @@ pub struct RateLimitBuilder<X: KeyExtractor, St, R = ProblemJson> {
     cost: Option<Box<dyn Cost>>,
     select: Option<Box<dyn LimitSelector<X::Key>>>,
     count_if: Option<Box<dyn ResponsePredicate>>,
+    reset_if: Option<Box<dyn ResponsePredicate>>,
     refund_on_inner_limit: bool,
     mode: Mode,
     on_key_error: KeyErrorPolicy,
@@ -53,6 +54,7 @@ impl<X: KeyExtractor, St: Store<X::Key>> RateLimitBuilder<X, St> {
             cost: None,
             select: None,
             count_if: None,
+            reset_if: None,
             refund_on_inner_limit: false,
             mode: Mode::Enforce,
             on_key_error: KeyErrorPolicy::Reject,
@@ -209,6 +211,33 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
         self.count_if(predicate)
     }
 
+    /// Resets the key on every limit that admitted the request when its
+    /// response matches `predicate` (see [`Store::reset`]): a successful
+    /// login (`StatusIs::new(StatusCode::OK)`) clears the failures counted
+    /// by [`count_if`](Self::count_if). A reset gives the key's whole
+    /// quota back, by design. Each request then takes the slower path
+    /// that keeps its key until the response.
+    ///
+    /// ```
+    /// use http::StatusCode;
+    /// use ratelimit_core::{MemoryStore, SlidingLog};
+    /// use std::time::Duration;
+    /// use tower_ratelimit::{key::PeerIp, policy::StatusIs, RateLimitLayer};
+    ///
+    /// // 5 failed logins per hour per client IP; a success forgets them.
+    /// let failures = RateLimitLayer::builder(PeerIp::new())
+    ///     .limit("login", MemoryStore::new(SlidingLog::new(5, Duration::from_secs(3600)).unwrap()))
+    ///     .count_if(StatusIs::new(StatusCode::UNAUTHORIZED))
+    ///     .reset_if(StatusIs::new(StatusCode::OK))
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = failures;
+    /// ```
+    pub fn reset_if(mut self, predicate: impl ResponsePredicate) -> Self {
+        self.reset_if = Some(Box::new(predicate));
+        self
+    }
+
     /// Gives the cost back when a rate-limit layer inside this one (nearer
     /// the service) rejects the request, so that stacked layers with
     /// different keys (per client, then global) consume only when all
@@ -272,6 +301,7 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
             cost: self.cost,
             select: self.select,
             count_if: self.count_if,
+            reset_if: self.reset_if,
             refund_on_inner_limit: self.refund_on_inner_limit,
             mode: self.mode,
             on_key_error: self.on_key_error,
@@ -367,11 +397,13 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
                 plain: n == 1
                     && self.mode == Mode::Enforce
                     && self.count_if.is_none()
+                    && self.reset_if.is_none()
                     && !self.refund_on_inner_limit,
                 limits,
                 cost: self.cost,
                 select: self.select,
                 count_if: self.count_if,
+                reset_if: self.reset_if,
                 refund_on_inner_limit: self.refund_on_inner_limit,
                 mode: self.mode,
                 on_key_error: self.on_key_error,

@@ -46,6 +46,32 @@ impl<X: KeyExtractor, St: Store<X::Key>> RateLimitLayer<X, St> {
     }
 }
 
+impl<X: KeyExtractor, St, R> RateLimitLayer<X, St, R> {
+    /// The store of the limit named `name` (`default` for
+    /// [`new`](RateLimitLayer::new)): the very store the layer checks, to
+    /// reset, ban or unban a key ([`Store::reset`], [`Store::ban`]) or
+    /// read its state while the layer runs.
+    ///
+    /// ```
+    /// use ratelimit_core::{Gcra, MemoryStore, Store};
+    /// use std::time::Duration;
+    /// use tower_ratelimit::{key::PeerIp, RateLimitLayer};
+    ///
+    /// let store = MemoryStore::new(Gcra::new(100, Duration::from_secs(60)).unwrap());
+    /// let layer = RateLimitLayer::new(store, PeerIp::new());
+    /// let store = layer.store("default").unwrap();
+    /// # let ip: tower_ratelimit::key::IpKey = tower_ratelimit::key::IpPrefixes::default().key([203, 0, 113, 7].into());
+    /// store.reset_now(&ip).unwrap().unwrap();
+    /// ```
+    pub fn store(&self, name: &str) -> Option<&Arc<St>> {
+        self.shared
+            .limits
+            .iter()
+            .find(|l| l.name == name)
+            .map(|l| &l.store)
+    }
+}
+
 impl<X: KeyExtractor, St, R> Clone for RateLimitLayer<X, St, R> {
     fn clone(&self) -> Self {
         Self {

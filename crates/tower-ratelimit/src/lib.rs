@@ -187,6 +187,8 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+#[cfg(feature = "serde")]
+mod access_list;
 mod builder;
 mod check;
 mod clock;
@@ -194,6 +196,8 @@ mod error;
 mod future;
 mod info;
 mod layer;
+#[cfg(feature = "serde")]
+mod limit_handle;
 mod observe;
 #[cfg(feature = "serde")]
 mod override_key;

@@ -15,11 +15,20 @@ pub(crate) mod names {
     pub(crate) const DRY_RUN: &str = "ratelimit_dry_run_total";
     pub(crate) const KEY_ERRORS: &str = "ratelimit_key_errors_total";
     pub(crate) const STORE_ERRORS: &str = "ratelimit_store_errors_total";
+    #[cfg(feature = "serde")]
+    pub(crate) const ALLOWED_BY_LIST: &str = "ratelimit_allowed_by_list_total";
 }
 
 #[cfg(feature = "metrics")]
 fn count(name: &'static str, limit: &'static str) {
     metrics::counter!(name, "limit" => limit).increment(1);
+}
+
+/// A request an allow list exempted from `limit`.
+#[cfg(feature = "serde")]
+pub(crate) fn allowed_by_list(_limit: &'static str) {
+    #[cfg(feature = "metrics")]
+    count(names::ALLOWED_BY_LIST, _limit);
 }
 
 #[inline]
@@ -79,6 +88,14 @@ pub(crate) fn store_error(limit: &'static str, e: &StoreError, fail_open: bool) 
         } else {
             tracing::warn!(limit = %limit, error = %e, suppressed, "rate-limit store failed: rejecting the request");
         }
+    }
+    #[cfg(feature = "metrics")]
+    count(names::STORE_ERRORS, limit);
+}
+
+pub(crate) fn reset_error(limit: &'static str, e: &StoreError) {
+    if let Some(suppressed) = throttled(1) {
+        tracing::warn!(limit = %limit, error = %e, suppressed, "rate-limit reset failed");
     }
     #[cfg(feature = "metrics")]
     count(names::STORE_ERRORS, limit);

@@ -67,6 +67,39 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> Reservation<X, St, R> {
                 observe::refund_error(shared.limits[i].name, &e);
             }
         }
+        Self::reread(shared, &r, now, plan).await
+    }
+
+    /// Resets the key on every limit that admitted the request (its
+    /// response matched `reset_if`), then reads the fields afresh as
+    /// [`refund`](Self::refund) does.
+    async fn reset(mut self, plan: Option<HeaderPlan>) -> Option<HeaderPlan> {
+        let Some(r) = self.reserved.take() else {
+            return plan;
+        };
+        let shared = &*self.shared;
+        for &i in &r.limits {
+            let store = &shared.limits[i].store;
+            let result = match store.reset_now(&r.key) {
+                Some(result) => result,
+                None => store.reset(&r.key).await,
+            };
+            if let Err(e) = result {
+                observe::reset_error(shared.limits[i].name, &e);
+            }
+        }
+        let now = shared.clock.now();
+        Self::reread(shared, &r, now, plan).await
+    }
+
+    /// The fields of `plan` read again after a refund or a reset (a peek
+    /// of each limit); `plan` as it was if a read fails.
+    async fn reread(
+        shared: &Shared<X, St, R>,
+        r: &Reserved<X::Key>,
+        now: u64,
+        plan: Option<HeaderPlan>,
+    ) -> Option<HeaderPlan> {
         plan.as_ref()?; // No fields to correct.
         let mut entries = SmallVec::<[(usize, _); 2]>::new();
         for &i in &r.limits {
@@ -139,22 +172,25 @@ where
     }
     let mut result = inner.call(req).await;
     if let Some(r) = reservation {
-        let counts = match result {
+        let (counts, resets) = match result {
             Ok(res) => {
                 let (head, body) = res.into_parts();
                 let limited_inside =
                     r.shared.refund_on_inner_limit && head.extensions.get::<Limited>().is_some();
                 let counts =
                     !limited_inside && r.shared.count_if.as_ref().is_none_or(|p| p.counts(&head));
+                let resets = r.shared.reset_if.as_ref().is_some_and(|p| p.counts(&head));
                 result = Ok(Response::from_parts(head, body));
-                counts
+                (counts, resets)
             }
             Err(e) => {
                 result = Err(e);
-                r.shared.count_if.is_none()
+                (r.shared.count_if.is_none(), false)
             }
         };
-        if !counts {
+        if resets {
+            plan = r.reset(plan).await;
+        } else if !counts {
             plan = r.refund(plan).await;
         }
     }

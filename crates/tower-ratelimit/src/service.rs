@@ -177,11 +177,12 @@ where
         let shared = &*self.shared;
         observe::no_peer_once(e, shared.limits[0].name, &shared.no_peer_logged);
         observe::key_error(e);
-        let pass = match self.shared.on_key_error {
-            KeyErrorPolicy::Reject => false,
-            KeyErrorPolicy::Allow => true,
-            KeyErrorPolicy::AllowMissing => e.is_missing(),
-        };
+        let pass = !e.is_denied()
+            && match self.shared.on_key_error {
+                KeyErrorPolicy::Reject => false,
+                KeyErrorPolicy::Allow => true,
+                KeyErrorPolicy::AllowMissing => e.is_missing(),
+            };
         if pass {
             return ResponseFuture::inner(self.inner.call(Request::from_parts(parts, body)), None);
         }
@@ -405,7 +406,9 @@ where
                     .max()
                     .unwrap_or_default();
             }
-            let refundable = shared.count_if.is_some() || shared.refund_on_inner_limit;
+            let refundable = shared.count_if.is_some()
+                || shared.reset_if.is_some()
+                || shared.refund_on_inner_limit;
             if (refundable || !hold.is_zero()) && cost > 0 {
                 reserved = Some(Reserved {
                     limits: checked

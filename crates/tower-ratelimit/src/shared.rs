@@ -61,6 +61,8 @@ pub(crate) struct Shared<X: KeyExtractor, St, R> {
     pub(crate) cost: Option<Box<dyn Cost>>,
     pub(crate) select: Option<Box<dyn LimitSelector<X::Key>>>,
     pub(crate) count_if: Option<Box<dyn ResponsePredicate>>,
+    /// Responses that reset the key on the limits that admitted it.
+    pub(crate) reset_if: Option<Box<dyn ResponsePredicate>>,
     pub(crate) refund_on_inner_limit: bool,
     pub(crate) mode: Mode,
     pub(crate) on_key_error: KeyErrorPolicy,

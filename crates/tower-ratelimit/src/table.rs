@@ -15,6 +15,11 @@
 //! key = "client-ip"
 //! routes = ["POST /login"]
 //! count = [401]                     # only these statuses count (default: all)
+//! reset-on = [200]                  # these statuses reset the key (a login succeeded)
+//! ban = "1h"                        # once denied, the key stays denied for 1 hour
+//! ban-escalate = 2.0                # each repeat offence doubles the ban (default 1)...
+//! ban-max = "24h"                   # ...up to 24 hours (default: the ban)...
+//! ban-forgive = "1d"                # ...until 1 day passes without one (default 0)
 //!
 //! [[limit]]
 //! name = "search"
@@ -118,10 +123,14 @@
 //! # Ok::<(), tower_ratelimit::table::PolicyError>(())
 //! ```
 
+use crate::access_list::{AccessList, IpSource, RuntimeLists};
+pub use crate::access_list::{ListKind, MAX_RUNTIME_ENTRIES};
 use crate::key::{
     ApiKey, Bearer, ClientIp, Global, Header, HeaderKey, IpKey, IpPrefixes, KeyError, KeyExtractor,
     PeerIp, Route, RouteKey,
 };
+pub use crate::limit_handle::LimitHandle;
+use crate::limit_handle::TextPart;
 use crate::override_key::{canonical, OverridePart};
 use crate::policy::{KeyErrorPolicy, Mode, Selection};
 use crate::response::Headers;
@@ -131,7 +140,8 @@ use axum::Router;
 use http::request::Parts;
 use http::{Method, StatusCode};
 use ratelimit_core::{
-    AnyAlgorithm, Clock, LiveAlgorithm, MemoryStore, StableHasher, StableKey, Store, MAX_OVERRIDES,
+    AnyAlgorithm, BanPolicy, BoxStore, Clock, LiveAlgorithm, MemoryStore, StableHasher, StableKey,
+    Store, MAX_OVERRIDES,
 };
 use serde::{Deserialize, Deserializer};
 use std::collections::BTreeMap;
@@ -436,6 +446,13 @@ fn key_error<'de, D: Deserializer<'de>>(d: D) -> Result<KeyErrorPolicy, D::Error
     }
 }
 
+fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<std::time::Duration>, D::Error> {
+    let s = String::deserialize(d)?;
+    ratelimit_core::parse_duration(&s)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
+}
+
 fn one() -> u64 {
     1
 }
@@ -474,6 +491,24 @@ pub struct PolicyEntry {
     /// The statuses that count; `None`: every response.
     #[serde(default, deserialize_with = "statuses")]
     pub count: Option<Vec<StatusCode>>,
+    /// The statuses that reset the key on this limit (a successful login
+    /// clears the failures); `None`: none.
+    #[serde(default, deserialize_with = "statuses")]
+    pub reset_on: Option<Vec<StatusCode>>,
+    /// Once the limit denies a key, the key stays denied this long,
+    /// whatever the algorithm says (`ban = "1h"`).
+    #[serde(default, deserialize_with = "duration")]
+    pub ban: Option<std::time::Duration>,
+    /// Each repeat offence multiplies the ban by this (default 1: none).
+    #[serde(default)]
+    pub ban_escalate: Option<f64>,
+    /// The longest an escalated ban gets (default: the ban).
+    #[serde(default, deserialize_with = "duration")]
+    pub ban_max: Option<std::time::Duration>,
+    /// A key banned, then left alone this long after its ban ended, starts
+    /// over at the base ban (default 0: every ban is a first).
+    #[serde(default, deserialize_with = "duration")]
+    pub ban_forgive: Option<std::time::Duration>,
     /// Enforce, dry-run or shape.
     #[serde(default, deserialize_with = "mode")]
     pub mode: Mode,
@@ -493,6 +528,14 @@ pub struct PolicyEntry {
     /// [`MAX_OVERRIDES`].
     #[serde(default)]
     pub overrides: BTreeMap<String, AnyAlgorithm>,
+    /// Clients never limited by this limit: CIDRs matched on the client IP
+    /// its key uses (through the trusted proxies), addresses, or exact
+    /// keys as rendered (an API key, `2001:db8::/48`, `a|b`).
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Clients refused (403) on this limit's routes, written as `allow`.
+    #[serde(default)]
+    pub deny: Vec<String>,
 }
 
 impl PolicyEntry {
@@ -505,6 +548,10 @@ impl PolicyEntry {
             (self.routes == other.routes, "routes"),
             (self.cost == other.cost, "cost"),
             (self.count == other.count, "count"),
+            (self.reset_on == other.reset_on, "reset-on"),
+            (self.ban_policy() == other.ban_policy(), "ban"),
+            (self.allow == other.allow, "allow"),
+            (self.deny == other.deny, "deny"),
             (self.mode == other.mode, "mode"),
             (self.headers == other.headers, "headers"),
             (self.on_key_error == other.on_key_error, "on-key-error"),
@@ -585,6 +632,34 @@ impl PolicyEntry {
         applies(&self.routes, self.tier, options.authenticated.as_ref(), req)
     }
 
+    /// The entry's ban, if it has one (checked at load).
+    pub fn ban_policy(&self) -> Option<BanPolicy> {
+        self.checked_ban().ok().flatten()
+    }
+
+    /// The ban of `ban`, `ban-escalate`, `ban-max` and `ban-forgive`, or
+    /// why it cannot be.
+    fn checked_ban(&self) -> Result<Option<BanPolicy>, String> {
+        let Some(duration) = self.ban else {
+            if self.ban_escalate.is_some() || self.ban_max.is_some() || self.ban_forgive.is_some() {
+                return Err("ban-escalate, ban-max and ban-forgive need a ban".to_owned());
+            }
+            return Ok(None);
+        };
+        let ban = BanPolicy::new(duration).map_err(|e| e.to_string())?;
+        if self.ban_escalate.is_none() && self.ban_max.is_none() && self.ban_forgive.is_none() {
+            return Ok(Some(ban));
+        }
+        let max = self.ban_max.unwrap_or(duration);
+        ban.escalate(
+            self.ban_escalate.unwrap_or(1.0),
+            max,
+            self.ban_forgive.unwrap_or_default(),
+        )
+        .map(Some)
+        .map_err(|e| e.to_string())
+    }
+
     /// The overrides as the live algorithm takes them.
     fn override_list(&self) -> Vec<(&str, AnyAlgorithm)> {
         self.overrides
@@ -597,6 +672,12 @@ impl PolicyEntry {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct File {
+    /// Clients no limit limits (see [`PolicyEntry::allow`]).
+    #[serde(default)]
+    allow: Vec<String>,
+    /// Clients every limit refuses on its routes.
+    #[serde(default)]
+    deny: Vec<String>,
     #[serde(default)]
     limit: Vec<toml::Spanned<PolicyEntry>>,
 }
@@ -605,6 +686,8 @@ struct File {
 #[derive(Debug, Clone)]
 pub struct PolicyTable {
     entries: Vec<PolicyEntry>,
+    allow: AccessList,
+    deny: AccessList,
 }
 
 /// The line of byte `offset` in `text`.
@@ -672,6 +755,9 @@ impl PolicyTable {
                 return Err(fail(problem));
             }
             entry.overrides = entry.canonical_overrides().map_err(fail)?;
+            entry.checked_ban().map_err(fail)?;
+            AccessList::parse(&entry.allow).map_err(fail)?;
+            AccessList::parse(&entry.deny).map_err(fail)?;
             if entry.overrides.len() > MAX_OVERRIDES {
                 return Err(fail(format!(
                     "{} overrides: at most {MAX_OVERRIDES}",
@@ -687,7 +773,13 @@ impl PolicyTable {
                 format!("{} limits: at most 64", entries.len()),
             ));
         }
-        Ok(Self { entries })
+        let allow = AccessList::parse(&parsed.allow).map_err(|e| error(None, None, e))?;
+        let deny = AccessList::parse(&parsed.deny).map_err(|e| error(None, None, e))?;
+        Ok(Self {
+            entries,
+            allow,
+            deny,
+        })
     }
 
     /// Reads a table from a TOML file.
@@ -707,6 +799,11 @@ impl PolicyTable {
         &self.entries
     }
 
+    /// The entry named `name`.
+    pub fn entry(&self, name: &str) -> Option<&PolicyEntry> {
+        self.entries.iter().find(|e| e.name == name)
+    }
+
     /// Adds a layer for every entry to `router` (as route layers, so they
     /// see the matched path; add every route first), the first entry
     /// outermost, and returns the router with a [`PolicyHandle`] that
@@ -715,7 +812,11 @@ impl PolicyTable {
     /// `store` makes each entry's store from its name and its
     /// [`LiveAlgorithm`]: `MemoryStore::new(live.clone())` keeps the limits
     /// live; a store built from `live.get()` (ratelimit-redis's
-    /// `StoreSettings::build`) keeps the settings it was built with.
+    /// `StoreSettings::build`) keeps the settings it was built with. A
+    /// limit's `ban` is the store's: give the store
+    /// [`entry(name)`](Self::entry)'s [`ban_policy`](PolicyEntry::ban_policy)
+    /// (`MemoryStoreBuilder::ban`, ratelimit-redis's `StoreSettings::build_live_with_ban`), as
+    /// [`apply_in_memory`](Self::apply_in_memory) does.
     pub fn apply<St, E>(
         &self,
         mut router: Router,
@@ -728,6 +829,12 @@ impl PolicyTable {
     {
         let mut layers = Vec::with_capacity(self.entries.len());
         let mut live = Vec::with_capacity(self.entries.len());
+        let mut handles = Vec::with_capacity(self.entries.len());
+        let clock = options
+            .clock
+            .clone()
+            .unwrap_or_else(crate::clock::default_clock);
+        let runtime = Arc::new(RuntimeLists::default());
         for entry in &self.entries {
             let fail = |message: String| PolicyError {
                 file: None,
@@ -739,9 +846,30 @@ impl PolicyTable {
             algorithm
                 .replace(entry.algorithm, &entry.override_list())
                 .map_err(|e| fail(e.to_string()))?;
-            let store = store(&entry.name, &algorithm).map_err(|e| fail(e.to_string()))?;
+            let store = Arc::new(store(&entry.name, &algorithm).map_err(|e| fail(e.to_string()))?);
+            handles.push(LimitHandle {
+                name: entry.name.clone(),
+                live: algorithm.clone(),
+                store: BoxStore::new(Arc::clone(&store)),
+                clock: Arc::clone(&clock),
+                parts: entry.key.0.iter().map(|p| text_part(p, options)).collect(),
+            });
             live.push((entry.clone(), algorithm));
+            let name: &'static str = Box::leak(entry.name.clone().into_boxed_str());
+            let allow = AccessList::parse(&entry.allow)
+                .map_err(fail)?
+                .and(&self.allow);
+            let deny = AccessList::parse(&entry.deny)
+                .map_err(fail)?
+                .and(&self.deny);
             let extractor = PolicyExtractor {
+                name,
+                lists: !(allow.is_empty() && deny.is_empty()),
+                allow,
+                deny,
+                ip: ip_source(&entry.key, options),
+                runtime: Arc::clone(&runtime),
+                clock: Arc::clone(&clock),
                 tier: entry.tier,
                 authenticated: options.authenticated.clone(),
                 routes: entry.routes.clone().into(),
@@ -758,7 +886,7 @@ impl PolicyTable {
                 _ => Selection::ALL,
             };
             let mut builder = RateLimitLayer::builder(extractor)
-                .limit(entry.name.clone(), store)
+                .limit_shared(entry.name.clone(), store)
                 .select(skip)
                 .mode(entry.mode)
                 .headers(entry.headers)
@@ -770,9 +898,11 @@ impl PolicyTable {
                 builder = builder
                     .count_if(move |res: &http::response::Parts| count.contains(&res.status));
             }
-            if let Some(clock) = &options.clock {
-                builder = builder.shared_clock(Arc::clone(clock));
+            if let Some(reset_on) = entry.reset_on.clone().filter(|r| !r.is_empty()) {
+                builder = builder
+                    .reset_if(move |res: &http::response::Parts| reset_on.contains(&res.status));
             }
+            builder = builder.shared_clock(Arc::clone(&clock));
             layers.push(builder.build().map_err(|e| fail(e.to_string()))?);
         }
         for layer in layers.into_iter().rev() {
@@ -780,6 +910,9 @@ impl PolicyTable {
         }
         let handle = PolicyHandle {
             limits: live.into(),
+            handles: handles.into(),
+            runtime,
+            clock,
             reloads: AtomicU64::new(0),
         };
         Ok((router, handle))
@@ -795,10 +928,11 @@ impl PolicyTable {
         options: &PolicyOptions,
         max_keys: Option<usize>,
     ) -> Result<(Router, PolicyHandle), PolicyError> {
-        self.apply(router, options, |_, live| {
+        self.apply(router, options, |name, live| {
             Ok::<_, std::convert::Infallible>(
                 MemoryStore::<LiveAlgorithm, PolicyKey>::builder(live.clone())
                     .max_keys(max_keys)
+                    .ban(self.entry(name).and_then(PolicyEntry::ban_policy))
                     .build(),
             )
         })
@@ -862,13 +996,63 @@ impl LimitChange {
 /// is rejected whole, naming the entry (the one added or removed) and the
 /// field: the running limits stay as they were, and
 /// [`watch`](Self::watch) logs why.
-#[derive(Debug)]
 pub struct PolicyHandle {
     limits: Box<[(PolicyEntry, LiveAlgorithm)]>,
+    handles: Box<[LimitHandle]>,
+    runtime: Arc<RuntimeLists>,
+    clock: Arc<dyn Clock>,
     reloads: AtomicU64,
 }
 
+impl fmt::Debug for PolicyHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PolicyHandle")
+            .field("limits", &self.limits)
+            .field("handles", &self.handles)
+            .field("reloads", &self.reloads)
+            .finish_non_exhaustive()
+    }
+}
+
 impl PolicyHandle {
+    /// Adds `entry` (a CIDR, an address or a key, as in the file) to the
+    /// allow or deny list of every limit for `ttl`, or renews it; at most
+    /// [`MAX_RUNTIME_ENTRIES`] per list. Kept in this instance's memory
+    /// (not shared through Redis), and across reloads.
+    pub fn add_to_list(
+        &self,
+        kind: ListKind,
+        entry: &str,
+        ttl: std::time::Duration,
+    ) -> Result<(), String> {
+        let now = self.clock.now();
+        let ttl = u64::try_from(ttl.as_nanos()).unwrap_or(u64::MAX);
+        self.runtime
+            .add(kind, entry.trim(), now.saturating_add(ttl), now)
+    }
+
+    /// Removes `entry` added by [`add_to_list`](Self::add_to_list);
+    /// whether it was there.
+    pub fn remove_from_list(&self, kind: ListKind, entry: &str) -> bool {
+        self.runtime.remove(kind, entry.trim())
+    }
+
+    /// The limit named `name`: check, peek, refund, reset, ban and unban
+    /// a key in the store its layer uses.
+    pub fn get(&self, name: &str) -> Option<&LimitHandle> {
+        self.handles.iter().find(|h| h.name == name)
+    }
+
+    /// Every limit, in the file's order.
+    pub fn handles(&self) -> &[LimitHandle] {
+        &self.handles
+    }
+
+    /// The entry of the limit `name` as last loaded.
+    pub fn entry(&self, name: &str) -> Option<&PolicyEntry> {
+        self.limits.iter().map(|(e, _)| e).find(|e| e.name == name)
+    }
+
     /// The live algorithm of the entry `name` (to read it, or to add and
     /// remove per-key overrides).
     pub fn limit(&self, name: &str) -> Option<&LiveAlgorithm> {
@@ -1215,8 +1399,58 @@ fn applies(
     authenticated == (tier == Tier::Authenticated)
 }
 
+/// How a part of a key is written as text, for [`LimitHandle::key`].
+fn text_part(part: &KeyPart, options: &PolicyOptions) -> TextPart {
+    let client = options
+        .client_ip
+        .as_ref()
+        .map_or_else(IpPrefixes::default, ClientIp::key_prefixes);
+    match part {
+        KeyPart::PeerIp(p) => TextPart::Ip(p.unwrap_or_default()),
+        KeyPart::ClientIp(p) => TextPart::Ip(p.unwrap_or(client)),
+        KeyPart::Header(name, secret) => TextPart::Text {
+            secret: *secret || crate::key::header::is_credential(name),
+        },
+        KeyPart::ApiKey | KeyPart::Bearer => TextPart::Text { secret: true },
+        KeyPart::Global => TextPart::Global,
+        KeyPart::Route => TextPart::Route,
+        KeyPart::App(_) => TextPart::App,
+    }
+}
+
+/// Where the lists of a limit keyed on `key` read the client IP: its
+/// first IP part's source, else the client through the trusted proxies.
+fn ip_source(key: &KeySpec, options: &PolicyOptions) -> IpSource {
+    let client = || {
+        IpSource::Client(
+            options
+                .client_ip
+                .clone()
+                .unwrap_or_else(|| ClientIp::trusting([])),
+        )
+    };
+    for part in &key.0 {
+        match part {
+            KeyPart::PeerIp(_) => return IpSource::Peer,
+            KeyPart::ClientIp(_) => return client(),
+            _ => {}
+        }
+    }
+    client()
+}
+
 /// The key extractor of a table's entry.
 struct PolicyExtractor {
+    /// The limit's name (for metrics).
+    name: &'static str,
+    /// Whether it has an allow or deny entry.
+    lists: bool,
+    allow: AccessList,
+    deny: AccessList,
+    ip: IpSource,
+    /// The entries added at run time, on every limit.
+    runtime: Arc<RuntimeLists>,
+    clock: Arc<dyn Clock>,
     tier: Tier,
     authenticated: Option<Authenticated>,
     routes: Box<[RouteSpec]>,
@@ -1230,6 +1464,43 @@ impl KeyExtractor for PolicyExtractor {
         if !applies(&self.routes, self.tier, self.authenticated.as_ref(), req) {
             return Ok(PolicyKey::Skip);
         }
+        let runtime = self.runtime.is_set();
+        if !self.lists && !runtime {
+            return self.key(req);
+        }
+        let ip = self.ip.addr(req);
+        let now = if runtime { self.clock.now() } else { 0 };
+        let listed = |kind: ListKind, list: &AccessList, key: Option<&str>| {
+            let on_runtime =
+                || runtime && self.runtime.has(kind, ip, &|| key.map(str::to_owned), now);
+            match key {
+                None => list.has_ip(ip) || on_runtime(),
+                Some(k) => list.has_key(k) || on_runtime(),
+            }
+        };
+        if listed(ListKind::Deny, &self.deny, None) {
+            return Err(KeyError::denied("client IP"));
+        }
+        if listed(ListKind::Allow, &self.allow, None) {
+            crate::observe::allowed_by_list(self.name);
+            return Ok(PolicyKey::Skip);
+        }
+        let key = self.key(req)?;
+        let text = key.to_string();
+        if listed(ListKind::Deny, &self.deny, Some(&text)) {
+            return Err(KeyError::denied("client key"));
+        }
+        if listed(ListKind::Allow, &self.allow, Some(&text)) {
+            crate::observe::allowed_by_list(self.name);
+            return Ok(PolicyKey::Skip);
+        }
+        Ok(key)
+    }
+}
+
+impl PolicyExtractor {
+    /// The request's key, lists aside.
+    fn key(&self, req: &Parts) -> Result<PolicyKey, KeyError> {
         extract_parts(&self.parts, req)
     }
 }

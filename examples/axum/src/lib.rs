@@ -4,7 +4,7 @@
 //! |---|---|
 //! | `POST /tickets` | 1 per 5 minutes per user (the bearer token), GCRA; no token: 401 |
 //! | `POST /accounts` | 2 per day per client IP (an IPv4 address, an IPv6 /64) and 20 per day per network (an IPv4 /24, an IPv6 /48), sliding logs; only created accounts (201) count |
-//! | `POST /login` | 5 failed attempts per hour per client IP and 100 per network; only failures (401) count |
+//! | `POST /login` | 5 failed attempts per hour per client IP and 100 per network; only failures (401) count; a success (200) resets the client's failures |
 //! | `GET /api/items` | with a key listed in [`Config::api_keys`] (`X-API-Key`): token bucket per key, 500 burst, 100/s; without: 10 per minute per client IP; an unknown key: 401, counted as anonymous |
 //! | `GET /health` | none |
 //! | `GET /ready` | none: JSON with each limit's store state (`redis`, `fallback`, `memory`, `down`); 503 when one cannot decide |
@@ -26,7 +26,7 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use ratelimit_core::{Clock, LiveAlgorithm, MemoryStore, Store, SystemClock};
+use ratelimit_core::{BanPolicy, Clock, LiveAlgorithm, MemoryStore, Store, SystemClock};
 use ratelimit_redis::StoreState;
 use serde_json::json;
 use std::future::Future;
@@ -35,10 +35,11 @@ use std::sync::Arc;
 use std::time::Duration;
 use tower_ratelimit::key::{ClientIp, KeyError, KeyExtractor, ProxyHeader};
 use tower_ratelimit::table::{
-    AppKey, PolicyError, PolicyHandle, PolicyKey, PolicyOptions, PolicyTable,
+    AppKey, PolicyEntry, PolicyError, PolicyHandle, PolicyKey, PolicyOptions, PolicyTable,
 };
 use tower_ratelimit::{BuildError, RateLimitInfo};
 
+pub mod admin;
 mod api_keys;
 mod redis_stores;
 pub use api_keys::{ApiKeys, API_KEY_CHALLENGE};
@@ -135,8 +136,9 @@ pub trait Stores {
     type Store: Store<PolicyKey, CheckFuture: Unpin, RefundFuture: Unpin>;
 
     /// The store of the limit `name`, following `live` (the algorithm a
-    /// reload of the policy file changes).
-    fn store(&self, name: &str, live: &LiveAlgorithm) -> Self::Store;
+    /// reload of the policy file changes), banning a key it denies for
+    /// `ban` (the limit's `ban = "1h"`), if set.
+    fn store(&self, name: &str, live: &LiveAlgorithm, ban: Option<BanPolicy>) -> Self::Store;
 
     /// Reads where each limit's decisions come from now, for `GET /ready`
     /// (default: no list, every store in this instance's memory).
@@ -202,9 +204,10 @@ impl MemoryStores {
 impl Stores for MemoryStores {
     type Store = MemoryStore<LiveAlgorithm, PolicyKey>;
 
-    fn store(&self, _name: &str, live: &LiveAlgorithm) -> Self::Store {
+    fn store(&self, _name: &str, live: &LiveAlgorithm, ban: Option<BanPolicy>) -> Self::Store {
         MemoryStore::<LiveAlgorithm, PolicyKey>::builder(live.clone())
             .max_keys(Some(self.max_keys))
+            .ban(ban)
             .build()
     }
 }
@@ -314,7 +317,8 @@ pub fn app_with_policy<S: Stores>(
         .app_keys
         .insert("anonymous-ip".to_owned(), anonymous_ip);
     policy.apply(router, &options, |name, live| {
-        Ok::<_, std::convert::Infallible>(stores.store(name, live))
+        let ban = policy.entry(name).and_then(PolicyEntry::ban_policy);
+        Ok::<_, std::convert::Infallible>(stores.store(name, live, ban))
     })
 }
 

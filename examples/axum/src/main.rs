@@ -10,8 +10,11 @@
 //! most `RATELIMIT_MAX_KEYS` keys per limit (default 1,000,000). `API_KEYS`
 //! lists the valid API keys (none by default). Logs go to stderr, filtered
 //! by `RUST_LOG` (default `info`), as JSON lines with `LOG_FORMAT=json`;
-//! Prometheus metrics on `METRICS_ADDR` (off unless set).
+//! Prometheus metrics on `METRICS_ADDR` (off unless set); the admin API
+//! on `ADMIN_ADDR` with the bearer token `ADMIN_TOKEN` (off unless set;
+//! see [`axum_example::admin`]).
 
+use axum_example::admin::{serve_admin, AdminSettings};
 use axum_example::server::{self, ServeOptions};
 use axum_example::{app_with_policy, ApiKeys, MemoryStores, RedisStores, POLICY_FILE};
 use std::path::PathBuf;
@@ -34,6 +37,7 @@ async fn main() {
     server::warn_of_public_proxies(&config.client_ip);
     config.api_keys = ApiKeys::from_env().unwrap_or_else(|e| fail(2, &e.to_string()));
     let max_keys = server::max_keys_from_env().unwrap_or_else(|e| fail(2, &e.to_string()));
+    let admin = AdminSettings::from_env().unwrap_or_else(|e| fail(2, &e.to_string()));
     // The limits: $RATELIMIT_CONFIG, or the shipped ratelimit.toml.
     let policy_path = std::env::var_os("RATELIMIT_CONFIG")
         .filter(|p| !p.is_empty())
@@ -85,6 +89,11 @@ async fn main() {
     // Reloaded on SIGHUP and when the file changes; kept alive until exit.
     let limits = Arc::new(limits);
     limits.watch(&policy_path, Duration::from_millis(250));
+    if let Some(admin) = &admin {
+        if let Err(e) = serve_admin(Arc::clone(&limits), admin).await {
+            fail(1, &e.to_string());
+        }
+    }
     tracing::info!(
         file = %policy_path.display(),
         "rate limits from the policy file (reloaded on SIGHUP and on change)"

@@ -3,7 +3,7 @@
 
 use crate::server::DEFAULT_MAX_KEYS;
 use crate::Stores;
-use ratelimit_core::LiveAlgorithm;
+use ratelimit_core::{BanPolicy, LiveAlgorithm};
 use ratelimit_redis::{AnyStore, BuildError, StoreSettings, StoreState, Target, DEFAULT_TIMEOUT};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -122,7 +122,7 @@ impl Stores for RedisStores {
 
     /// A Redis store following `live`: a change keeps what each client has
     /// used, in Redis too (each copy of the app reloads its own file).
-    fn store(&self, name: &str, live: &LiveAlgorithm) -> Self::Store {
+    fn store(&self, name: &str, live: &LiveAlgorithm, ban: Option<BanPolicy>) -> Self::Store {
         let store = StoreSettings::Redis {
             url: self.url.clone(),
             tls_ca: self.tls_ca.clone(),
@@ -132,7 +132,7 @@ impl Stores for RedisStores {
             lease: self.lease,
             key_secret: None,
         }
-        .build_live(name, live)
+        .build_live_with_ban(name, live, ban)
         .expect("the example's limits and names suit Redis");
         let store = Arc::new(store);
         self.built

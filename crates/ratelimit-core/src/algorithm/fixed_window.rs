@@ -123,6 +123,7 @@ impl FixedWindow {
             0
         };
         Decision {
+            banned: false,
             allowed,
             // The count passes the limit after a live change to a smaller
             // one, which keeps the overshoot.

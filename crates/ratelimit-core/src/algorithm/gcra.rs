@@ -177,6 +177,7 @@ impl<W: StateWord> Gcra<W> {
         let short = (need > self.capacity).then(|| need - self.capacity);
         let next = short.map_or(Duration::ZERO, |s| i.duration_ceil(s));
         Decision {
+            banned: false,
             allowed,
             // At most B; no division when less than one unit is left
             // (every cost-1 denial).

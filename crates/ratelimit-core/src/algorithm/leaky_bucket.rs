@@ -148,6 +148,7 @@ impl<W: StateWord> LeakyBucket<W> {
             W::ZERO
         };
         Decision {
+            banned: false,
             allowed,
             // At most Q + 1.
             remaining: (free / i.step).low_u64(),

@@ -127,6 +127,7 @@ impl SlidingLog {
             Duration::ZERO
         };
         Decision {
+            banned: false,
             allowed,
             remaining: self.limit.saturating_sub(s.used),
             wait,

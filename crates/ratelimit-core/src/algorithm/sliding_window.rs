@@ -114,6 +114,7 @@ impl SlidingWindow {
             0
         };
         Decision {
+            banned: false,
             allowed,
             remaining,
             wait: wait.map(nanos),

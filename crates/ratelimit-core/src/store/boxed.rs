@@ -1,11 +1,12 @@
 //! [`BoxStore`]: a store with its type erased, so one layer mixes stores.
 
-use super::{Store, StoreCounts};
+use super::{AdminFuture, BanLeftFuture, Store, StoreCounts};
 use crate::{Decision, StoreError};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A boxed future, as [`BoxStore`]'s checks and refunds return.
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -16,6 +17,13 @@ trait DynStore<K: ?Sized>: Send + Sync + 'static {
     fn refund(&self, key: &K, cost: u64, at: u64, now: u64) -> BoxFuture<Result<(), StoreError>>;
     fn check_now(&self, key: &K, cost: u64, now: u64) -> Option<Result<Decision, StoreError>>;
     fn refund_now(&self, key: &K, cost: u64, at: u64, now: u64) -> Option<Result<(), StoreError>>;
+    fn reset(&self, key: &K) -> AdminFuture;
+    fn reset_now(&self, key: &K) -> Option<Result<(), StoreError>>;
+    fn ban(&self, key: &K, duration: Duration, now: u64) -> AdminFuture;
+    fn ban_now(&self, key: &K, duration: Duration, now: u64) -> Option<Result<(), StoreError>>;
+    fn unban(&self, key: &K) -> AdminFuture;
+    fn unban_now(&self, key: &K) -> Option<Result<(), StoreError>>;
+    fn ban_left(&self, key: &K, now: u64) -> BanLeftFuture;
     fn maintain(&self, now: u64);
     fn counts(&self) -> Option<StoreCounts>;
 }
@@ -36,6 +44,34 @@ impl<K: ?Sized, S: Store<K>> DynStore<K> for S {
 
     fn refund_now(&self, key: &K, cost: u64, at: u64, now: u64) -> Option<Result<(), StoreError>> {
         Store::refund_now(self, key, cost, at, now)
+    }
+
+    fn reset(&self, key: &K) -> AdminFuture {
+        Store::reset(self, key)
+    }
+
+    fn reset_now(&self, key: &K) -> Option<Result<(), StoreError>> {
+        Store::reset_now(self, key)
+    }
+
+    fn ban(&self, key: &K, duration: Duration, now: u64) -> AdminFuture {
+        Store::ban(self, key, duration, now)
+    }
+
+    fn ban_now(&self, key: &K, duration: Duration, now: u64) -> Option<Result<(), StoreError>> {
+        Store::ban_now(self, key, duration, now)
+    }
+
+    fn unban(&self, key: &K) -> AdminFuture {
+        Store::unban(self, key)
+    }
+
+    fn unban_now(&self, key: &K) -> Option<Result<(), StoreError>> {
+        Store::unban_now(self, key)
+    }
+
+    fn ban_left(&self, key: &K, now: u64) -> BanLeftFuture {
+        Store::ban_left(self, key, now)
     }
 
     fn maintain(&self, now: u64) {
@@ -125,6 +161,34 @@ impl<K: ?Sized + 'static> Store<K> for BoxStore<K> {
         now: u64,
     ) -> Option<Result<(), StoreError>> {
         self.inner.refund_now(key, cost, admitted_at, now)
+    }
+
+    fn reset(&self, key: &K) -> AdminFuture {
+        self.inner.reset(key)
+    }
+
+    fn reset_now(&self, key: &K) -> Option<Result<(), StoreError>> {
+        self.inner.reset_now(key)
+    }
+
+    fn ban(&self, key: &K, duration: Duration, now: u64) -> AdminFuture {
+        self.inner.ban(key, duration, now)
+    }
+
+    fn ban_now(&self, key: &K, duration: Duration, now: u64) -> Option<Result<(), StoreError>> {
+        self.inner.ban_now(key, duration, now)
+    }
+
+    fn unban(&self, key: &K) -> AdminFuture {
+        self.inner.unban(key)
+    }
+
+    fn unban_now(&self, key: &K) -> Option<Result<(), StoreError>> {
+        self.inner.unban_now(key)
+    }
+
+    fn ban_left(&self, key: &K, now: u64) -> BanLeftFuture {
+        self.inner.ban_left(key, now)
     }
 
     fn maintain(&self, now: u64) {

@@ -30,6 +30,8 @@ struct Slot {
     hash: AtomicU64,
     until: AtomicU64,
     reset_at: AtomicU64,
+    /// 1 for a ban's denial, else 0.
+    banned: AtomicU64,
     /// When the entry was written (the caller's clock).
     written_at: AtomicU64,
 }
@@ -71,6 +73,7 @@ impl DenySlots {
         }
         let until = slot.until.load(Ordering::Relaxed);
         let reset_at = slot.reset_at.load(Ordering::Relaxed);
+        let banned = slot.banned.load(Ordering::Relaxed) == 1;
         fence(Ordering::Acquire);
         if seq & 1 == 1 || slot.seq.load(Ordering::Relaxed) != seq {
             return None;
@@ -82,6 +85,7 @@ impl DenySlots {
         }
         let wait = Duration::from_nanos(until - now);
         Some(Decision {
+            banned,
             allowed: false,
             remaining: 0,
             wait: Some(wait),
@@ -116,7 +120,7 @@ impl DenySlots {
         let (Some(until), Some(reset_at)) = (decision.wait.and_then(at), at(decision.reset)) else {
             return;
         };
-        self.write(slot, hash, until, reset_at);
+        self.write(slot, hash, until, reset_at, decision.banned);
         slot.written_at.store(now, Ordering::Relaxed);
     }
 
@@ -126,24 +130,25 @@ impl DenySlots {
     pub(super) fn forget(&self, hash: u64) {
         let slot = self.slot(hash);
         if slot.hash.load(Ordering::Relaxed) == hash {
-            self.write(slot, 0, 0, 0);
+            self.write(slot, 0, 0, 0, false);
         }
     }
 
     /// Forgets every key. The caller holds the shard's lock.
     pub(super) fn clear(&self) {
         for slot in &self.0 {
-            self.write(slot, 0, 0, 0);
+            self.write(slot, 0, 0, 0, false);
         }
     }
 
-    fn write(&self, slot: &Slot, hash: u64, until: u64, reset_at: u64) {
+    fn write(&self, slot: &Slot, hash: u64, until: u64, reset_at: u64, banned: bool) {
         let seq = slot.seq.load(Ordering::Relaxed);
         slot.seq.store(seq.wrapping_add(1), Ordering::Relaxed);
         fence(Ordering::Release);
         slot.hash.store(hash, Ordering::Relaxed);
         slot.until.store(until, Ordering::Relaxed);
         slot.reset_at.store(reset_at, Ordering::Relaxed);
+        slot.banned.store(u64::from(banned), Ordering::Relaxed);
         slot.seq.store(seq.wrapping_add(2), Ordering::Release);
     }
 }

@@ -1,5 +1,6 @@
 //! The in-memory keyed store: sharded, concurrent and bounded.
 
+use super::ban::BanPolicy;
 use super::deny_cache::Constants;
 use super::shard::{lock, Shard, ShardCell, StoreCounts, INSERT_STEP};
 use crate::{Algorithm, Decision, StableKey, StoreError};
@@ -7,6 +8,7 @@ use hashbrown::DefaultHashBuilder;
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
+use std::time::Duration;
 
 /// Keys at a shard's cap per cell of a row of its sketch of evicted keys.
 const EVICTED_KEYS_PER_CELL: usize = 1;
@@ -133,6 +135,8 @@ pub struct MemoryStore<A: Algorithm, K> {
     half_horizon: u64,
     /// Cells per row of each shard's sketch of evicted keys.
     evicted_width: usize,
+    /// What a denial costs a key, if anything (boxed: rarely set).
+    ban: Option<Box<BanPolicy>>,
 }
 
 /// What a [`MemoryStore`] at its cap does with a new key when none of the
@@ -171,6 +175,7 @@ pub struct MemoryStoreBuilder<A, K> {
     at_capacity: AtCapacity,
     deny_cache: bool,
     promote_always: bool,
+    ban: Option<BanPolicy>,
     key: PhantomData<fn() -> K>,
 }
 
@@ -200,6 +205,17 @@ impl<A: Algorithm, K> MemoryStoreBuilder<A, K> {
     /// on; decisions are the same either way).
     pub fn deny_cache(mut self, on: bool) -> Self {
         self.deny_cache = on;
+        self
+    }
+
+    /// Bans a key when its limit denies it with nothing left (`remaining`
+    /// 0, and a `wait`: not a request that can never fit; default: no
+    /// ban): every check
+    /// of it is then denied until the ban ends, whatever the algorithm
+    /// says (see [`BanPolicy`]). Bans live in each shard, at most the
+    /// shard's share of [`max_keys`](Self::max_keys) of them.
+    pub fn ban(mut self, ban: Option<BanPolicy>) -> Self {
+        self.ban = ban;
         self
     }
 
@@ -245,6 +261,7 @@ impl<A: Algorithm, K> MemoryStoreBuilder<A, K> {
             deny_cache,
             promote_always: self.promote_always,
             evicted_width: (shard_cap / EVICTED_KEYS_PER_CELL).clamp(16, 1 << 20),
+            ban: self.ban.map(Box::new),
         }
     }
 }
@@ -265,6 +282,7 @@ impl<A: Algorithm, K> MemoryStore<A, K> {
             at_capacity: AtCapacity::Evict,
             deny_cache: true,
             promote_always: false,
+            ban: None,
             key: PhantomData,
         }
     }
@@ -351,14 +369,43 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         }
         let (mut shard, now, contended) = cell.enter(now);
         self.keep_unambiguous(&mut shard, now);
+        if let Some(left) = shard.bans.as_deref().and_then(|b| b.active(hash, now)) {
+            if cost > 0 {
+                let d = self.ban_decision(left);
+                if cost == 1 && self.deny_cache {
+                    cell.denied.remember(hash, now, &d);
+                }
+                return Ok(d);
+            }
+        }
         let found = shard.check_state(
             hash,
             |(k, _)| k.borrow() == key,
             contended || self.promote_always,
         );
-        let decision = match found {
-            Some(state) => self.algorithm.check(state, cost, now),
-            None => self.check_new(cell, &mut shard, hash, key, cost, now)?,
+        let (decision, estimated) = match found {
+            Some(state) => (self.algorithm.check(state, cost, now), false),
+            None => {
+                // Started from the sketch of evicted keys: an estimate.
+                let estimated = shard.evicted_use(hash, now) > 0;
+                let decision = self.check_new(cell, &mut shard, hash, key, cost, now)?;
+                (decision, estimated)
+            }
+        };
+        let decision = match &self.ban {
+            // Denied with nothing left; not a request that can never fit,
+            // nor a new key refused on the sketch's estimate (under a key
+            // flood that may be anyone; refused, it is admitted nothing).
+            Some(policy)
+                if !estimated
+                    && !decision.allowed
+                    && decision.remaining == 0
+                    && decision.wait.is_some() =>
+            {
+                let left = shard.bans_mut(self.shard_cap).offend(hash, now, policy);
+                self.ban_decision(left)
+            }
+            _ => decision,
         };
         if cost == 1 && !decision.allowed && self.deny_cache {
             cell.denied.remember(hash, now, &decision);
@@ -384,6 +431,80 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
                 .refund(state, cost, admitted_at.min(now), now);
             cell.denied.forget(hash);
         }
+    }
+
+    /// The denial of a banned key with `left` ns of its ban to run.
+    fn ban_decision(&self, left: u64) -> Decision {
+        let c = self.constants;
+        Decision::ban(c.limit, c.window, Duration::from_nanos(left))
+    }
+
+    /// Bans `key` for `duration` from `now` (see
+    /// [`Store::ban`](crate::Store::ban)), whether or not the store bans
+    /// on denials; replaces a ban already standing.
+    pub fn ban_sync<Q>(&self, key: &Q, duration: Duration, now: u64)
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let hash = self.hasher.hash_one(key);
+        let cell = self.cell(hash);
+        let (mut shard, now, _) = cell.enter(now);
+        let until = now.saturating_add(crate::duration::saturating_nanos(duration));
+        shard.bans_mut(self.shard_cap).set(hash, until);
+        cell.denied.forget(hash);
+    }
+
+    /// Lifts `key`'s ban and forgets its offences (what it used stays
+    /// used).
+    pub fn unban_sync<Q>(&self, key: &Q)
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let hash = self.hasher.hash_one(key);
+        let cell = self.cell(hash);
+        let (mut shard, _, _) = cell.enter(0);
+        if let Some(bans) = shard.bans.as_deref_mut() {
+            bans.lift(hash);
+        }
+        cell.denied.forget(hash);
+    }
+
+    /// The time left of `key`'s ban at `now`, if it is banned.
+    pub fn banned_for<Q>(&self, key: &Q, now: u64) -> Option<Duration>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let hash = self.hasher.hash_one(key);
+        let cell = self.cell(hash);
+        let (shard, now, _) = cell.enter(now);
+        let left = shard.bans.as_deref()?.active(hash, now)?;
+        Some(Duration::from_nanos(left))
+    }
+
+    /// Forgets `key`'s state: its next check starts full, as a key never
+    /// seen (see [`Store::reset`](crate::Store::reset)); its remembered
+    /// denial goes too. Returns whether the key had state.
+    ///
+    /// The sketch of evicted keys (see the type's docs, "At the cap") is
+    /// left as it is: its cells are shared with other evicted keys, and
+    /// lowering one would give those keys quota back. So a key evicted at
+    /// the cap, then reset while its sketch cells still stand, starts as
+    /// used as those cells say (erring toward denying, as eviction does);
+    /// a key that had state when reset starts full.
+    pub fn reset_sync<Q>(&self, key: &Q) -> bool
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let hash = self.hasher.hash_one(key);
+        let cell = self.cell(hash);
+        let (mut shard, _, _) = cell.enter(0);
+        let had = shard.remove(hash, |(k, _)| k.borrow() == key);
+        cell.denied.forget(hash);
+        had
     }
 
     /// Drops every key whose state is full at `now`, and gives unused
@@ -420,6 +541,9 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
             let hasher = &self.hasher;
             dropped +=
                 shard.sweep_step(&self.algorithm, now, MAINTAIN_STEP, |k| hasher.hash_one(k));
+            if let Some(bans) = shard.bans.as_deref_mut() {
+                bans.sweep_step(now, MAINTAIN_STEP);
+            }
         }
         dropped
     }

@@ -5,12 +5,14 @@
 //! once through [`Store::check_now`], and remote stores (Redis) with real
 //! futures. [`BoxStore`] erases the type, so that one layer mixes stores.
 
+mod ban;
 mod boxed;
 mod deny_cache;
 mod evicted;
 mod memory;
 mod shard;
 
+pub use ban::BanPolicy;
 pub use boxed::BoxStore;
 pub use memory::{AtCapacity, MemoryStore, MemoryStoreBuilder};
 pub use shard::StoreCounts;
@@ -18,6 +20,28 @@ pub use shard::StoreCounts;
 use crate::{Algorithm, Decision, StableKey, StoreError};
 use std::future::{ready, Future, Ready};
 use std::hash::Hash;
+use std::pin::Pin;
+
+/// The future of a [`Store::reset`], [`Store::ban`] or [`Store::unban`]:
+/// boxed, as these are rare (an operator's or the app's decision, not
+/// every request's).
+pub type AdminFuture = Pin<Box<dyn Future<Output = Result<(), StoreError>> + Send + 'static>>;
+
+/// The future of a [`Store::ban_left`].
+pub type BanLeftFuture =
+    Pin<Box<dyn Future<Output = Result<Option<std::time::Duration>, StoreError>> + Send + 'static>>;
+
+/// `answer` as a ready future; none (a store that cannot `what` a key at
+/// once) is a `Refused` error of kind `unsupported`.
+fn ready_or_unsupported(answer: Option<Result<(), StoreError>>, what: &str) -> AdminFuture {
+    let answer = answer.unwrap_or_else(|| {
+        Err(StoreError::refused(
+            "unsupported",
+            format!("this store cannot {what} a key"),
+        ))
+    });
+    Box::pin(ready(answer))
+}
 
 /// A keyed rate-limit store, local or remote, seen through futures so that
 /// one HTTP layer serves both.
@@ -60,6 +84,68 @@ pub trait Store<K: ?Sized>: Send + Sync + 'static {
     ) -> Option<Result<(), StoreError>> {
         let _ = (key, cost, admitted_at, now);
         None
+    }
+
+    /// Forgets `key`'s state, so that its next check starts full, as a
+    /// key never seen: an explicit decision of the app or an operator
+    /// (after a successful login, a password reset) that gives the key's
+    /// used quota back. Other keys are untouched. The default uses
+    /// [`reset_now`](Self::reset_now), and fails with a `Refused` error
+    /// of kind `unsupported` for a store that cannot answer at once.
+    fn reset(&self, key: &K) -> AdminFuture {
+        ready_or_unsupported(self.reset_now(key), "reset")
+    }
+
+    /// The reset, done at once, as [`check_now`](Self::check_now) is for
+    /// checks: `Some` when done, `None` (the default) when the caller must
+    /// use [`reset`](Self::reset).
+    fn reset_now(&self, key: &K) -> Option<Result<(), StoreError>> {
+        let _ = key;
+        None
+    }
+
+    /// Bans `key` for `duration` from `now`: every check of it is denied
+    /// until then, whatever the algorithm says, with
+    /// [`Decision::banned`] set and `wait` the ban's remaining time. A
+    /// ban replaces one already standing. The default uses
+    /// [`ban_now`](Self::ban_now).
+    fn ban(&self, key: &K, duration: std::time::Duration, now: u64) -> AdminFuture {
+        ready_or_unsupported(self.ban_now(key, duration, now), "ban")
+    }
+
+    /// The ban, done at once (`None`, the default: use [`ban`](Self::ban)).
+    fn ban_now(
+        &self,
+        key: &K,
+        duration: std::time::Duration,
+        now: u64,
+    ) -> Option<Result<(), StoreError>> {
+        let _ = (key, duration, now);
+        None
+    }
+
+    /// Lifts `key`'s ban, if any (what it has used stays used). The
+    /// default uses [`unban_now`](Self::unban_now).
+    fn unban(&self, key: &K) -> AdminFuture {
+        ready_or_unsupported(self.unban_now(key), "unban")
+    }
+
+    /// The unban, done at once (`None`, the default: use
+    /// [`unban`](Self::unban)).
+    fn unban_now(&self, key: &K) -> Option<Result<(), StoreError>> {
+        let _ = key;
+        None
+    }
+
+    /// What is left at `now` of `key`'s ban, if it is banned (for
+    /// operators; checks answer bans themselves). The default fails with
+    /// a `Refused` error of kind `unsupported`.
+    fn ban_left(&self, key: &K, now: u64) -> BanLeftFuture {
+        let _ = (key, now);
+        Box::pin(ready(Err(StoreError::refused(
+            "unsupported",
+            "this store cannot read a key's ban",
+        ))))
     }
 
     /// Bounded upkeep at `now`, called every second or so by whoever owns
@@ -109,6 +195,39 @@ impl<K: ?Sized, S: Store<K> + ?Sized> Store<K> for std::sync::Arc<S> {
         (**self).refund_now(key, cost, admitted_at, now)
     }
 
+    fn reset(&self, key: &K) -> AdminFuture {
+        (**self).reset(key)
+    }
+
+    fn reset_now(&self, key: &K) -> Option<Result<(), StoreError>> {
+        (**self).reset_now(key)
+    }
+
+    fn ban(&self, key: &K, duration: std::time::Duration, now: u64) -> AdminFuture {
+        (**self).ban(key, duration, now)
+    }
+
+    fn ban_now(
+        &self,
+        key: &K,
+        duration: std::time::Duration,
+        now: u64,
+    ) -> Option<Result<(), StoreError>> {
+        (**self).ban_now(key, duration, now)
+    }
+
+    fn unban(&self, key: &K) -> AdminFuture {
+        (**self).unban(key)
+    }
+
+    fn unban_now(&self, key: &K) -> Option<Result<(), StoreError>> {
+        (**self).unban_now(key)
+    }
+
+    fn ban_left(&self, key: &K, now: u64) -> BanLeftFuture {
+        (**self).ban_left(key, now)
+    }
+
     fn maintain(&self, now: u64) {
         (**self).maintain(now);
     }
@@ -150,6 +269,30 @@ where
     ) -> Option<Result<(), StoreError>> {
         MemoryStore::refund_sync(self, key, cost, admitted_at, now);
         Some(Ok(()))
+    }
+
+    fn reset_now(&self, key: &K) -> Option<Result<(), StoreError>> {
+        MemoryStore::reset_sync(self, key);
+        Some(Ok(()))
+    }
+
+    fn ban_now(
+        &self,
+        key: &K,
+        duration: std::time::Duration,
+        now: u64,
+    ) -> Option<Result<(), StoreError>> {
+        MemoryStore::ban_sync(self, key, duration, now);
+        Some(Ok(()))
+    }
+
+    fn unban_now(&self, key: &K) -> Option<Result<(), StoreError>> {
+        MemoryStore::unban_sync(self, key);
+        Some(Ok(()))
+    }
+
+    fn ban_left(&self, key: &K, now: u64) -> BanLeftFuture {
+        Box::pin(ready(Ok(MemoryStore::banned_for(self, key, now))))
     }
 
     fn maintain(&self, now: u64) {

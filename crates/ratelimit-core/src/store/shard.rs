@@ -1,6 +1,7 @@
 //! One shard of the memory store: a hash table behind a spin lock, its
 //! time, and the bounded passes that keep it small.
 
+use super::ban::Bans;
 use super::deny_cache::DenySlots;
 use super::evicted::Evicted;
 use crate::duration::saturating_nanos;
@@ -64,6 +65,7 @@ impl<K, S> ShardCell<K, S> {
                 hot_live: false,
                 evicted: None,
                 counts: StoreCounts::default(),
+                bans: None,
             }),
             denied: DenySlots::default(),
         }
@@ -128,6 +130,8 @@ pub(super) struct Shard<K, S> {
     evicted: Option<Box<Evicted>>,
     /// Counts of evictions and of the new keys they made start used.
     pub(super) counts: StoreCounts,
+    /// The banned keys, from the first ban on.
+    pub(super) bans: Option<Box<Bans>>,
 }
 
 /// How many keys a store holds and what eviction at its cap did: see
@@ -175,6 +179,12 @@ impl<K, S> Shard<K, S> {
         self.cursor = 0;
         self.evicted = None;
         self.counts = StoreCounts::default();
+        self.bans = None;
+    }
+
+    /// The shard's bans, made (holding at most `cap`) on first use.
+    pub(super) fn bans_mut(&mut self, cap: usize) -> &mut Bans {
+        self.bans.get_or_insert_with(|| Box::new(Bans::new(cap)))
     }
 
     /// The use a new key hashed `hash` starts with at `now`: what it had
@@ -247,6 +257,19 @@ impl<K, S> Shard<K, S> {
             if let Some((_, bucket)) = self.table.get_bucket_mut(self.hot_index) {
                 std::mem::swap(bucket, &mut self.hot_state);
             }
+        }
+    }
+
+    /// Removes the key hashed `hash` that `eq` matches, if the table holds
+    /// it (a reset). Returns whether it did.
+    pub(super) fn remove(&mut self, hash: u64, eq: impl FnMut(&(K, S)) -> bool) -> bool {
+        self.settle();
+        match self.table.find_entry(hash, eq) {
+            Ok(entry) => {
+                entry.remove();
+                true
+            }
+            Err(_) => false,
         }
     }
 

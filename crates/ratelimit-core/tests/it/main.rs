@@ -4,6 +4,7 @@
 //! validation. (The memory test, which needs a counting global allocator,
 //! is `tests/memory.rs`.)
 
+mod ban;
 mod boundaries;
 mod boxed;
 mod capacity;
@@ -19,5 +20,6 @@ mod live;
 mod live_props;
 mod model;
 mod props;
+mod reset;
 mod spec;
 mod validation;

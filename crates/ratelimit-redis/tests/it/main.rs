@@ -4,6 +4,7 @@
 mod harness;
 
 mod any_store;
+mod ban;
 #[cfg(feature = "cluster")]
 mod cluster;
 mod concurrency;
@@ -17,6 +18,7 @@ mod live;
 #[cfg(feature = "live")]
 mod live_reload;
 mod multi;
+mod reset;
 mod secret;
 #[cfg(feature = "sentinel")]
 mod sentinel;

@@ -91,11 +91,11 @@ pub(crate) use shared::Shared;
 #[cfg(all(test, feature = "metrics"))]
 mod metrics_tests {
     use super::*;
+    use crate::key::Global;
     use metrics::{
         Counter, CounterFn, Gauge, GaugeFn, Histogram, Key, KeyName, Metadata, Recorder,
         SharedString, Unit,
     };
-    use crate::key::Global;
     use std::collections::BTreeMap;
     use std::sync::{Arc, Mutex};
     use std::time::Duration;

@@ -88,6 +88,9 @@ pub enum KeyErrorKind {
     /// Something was there but could not be read (bad syntax, non-UTF-8
     /// bytes, repeated header...).
     Malformed,
+    /// The client is on a deny list: answered 403 whatever the
+    /// [`KeyErrorPolicy`](crate::policy::KeyErrorPolicy).
+    Denied,
 }
 
 /// Why no key could be extracted. It carries the status of the response
@@ -121,6 +124,22 @@ impl KeyError {
             status: StatusCode::BAD_REQUEST,
             challenge: None,
         }
+    }
+
+    /// The client (`what`: its IP, its key) is on a deny list: answered
+    /// with 403, whatever the key-error policy.
+    pub const fn denied(what: &'static str) -> Self {
+        Self {
+            kind: KeyErrorKind::Denied,
+            what,
+            status: StatusCode::FORBIDDEN,
+            challenge: None,
+        }
+    }
+
+    /// Whether the client is on a deny list.
+    pub const fn is_denied(&self) -> bool {
+        matches!(self.kind, KeyErrorKind::Denied)
     }
 
     /// The response status. A status outside 400..=499 is replaced by 400,
@@ -174,6 +193,7 @@ impl fmt::Display for KeyError {
         match self.kind {
             KeyErrorKind::Missing => write!(f, "missing {}", self.what),
             KeyErrorKind::Malformed => write!(f, "malformed {}", self.what),
+            KeyErrorKind::Denied => write!(f, "{} on the deny list", self.what),
         }
     }
 }

@@ -208,7 +208,7 @@ impl KeyExtractor for Header {
 
 /// Headers that carry credentials: their values are secret keys unless
 /// the app says otherwise ([`Header::secret`]).
-fn is_credential(name: &HeaderName) -> bool {
+pub(crate) fn is_credential(name: &HeaderName) -> bool {
     const CREDENTIALS: [&str; 5] = [
         "authorization",
         "proxy-authorization",

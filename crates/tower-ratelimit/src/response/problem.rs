@@ -28,6 +28,10 @@ pub const PROBLEM_JSON: HeaderValue = HeaderValue::from_static("application/prob
 ///   header). A request whose cost exceeds the limit's capacity can never be
 ///   admitted: it also gets 429, but without `Retry-After` or
 ///   `retry_after`, and a detail saying so (retrying cannot help).
+/// - Banned (the limit's `ban`, see
+///   [`BanPolicy`](ratelimit_core::BanPolicy)): the same 429, its
+///   `Retry-After` and `retry_after` the ban's remaining time, a detail
+///   saying it is a ban, and `"banned":true`.
 /// - Key error: its 4xx status (400, 401), with `WWW-Authenticate` when
 ///   the error has a challenge, and a detail naming what was missing or
 ///   malformed.
@@ -105,6 +109,8 @@ pub(crate) struct LimitedBody {
     retry_mid: [Box<[u8]>; 2],
     /// A request that can never be admitted: up to the limit, and after it.
     never: [Box<[u8]>; 2],
+    /// A banned key's body: up to the seconds, between them, and after.
+    ban: [Box<[u8]>; 3],
 }
 
 impl LimitedBody {
@@ -148,10 +154,27 @@ impl LimitedBody {
                 ),
             ]
             .map(|s| s.into_bytes().into()),
+            ban: [
+                format!(
+                    "{head}{}",
+                    open(&format!(
+                        "Banned by rate limit \"{name}\" after exceeding it: retry in "
+                    ))
+                ),
+                format!("{},\"limit\":{limit},\"retry_after\":", close(" seconds.")),
+                ",\"banned\":true}".to_owned(),
+            ]
+            .map(|s| s.into_bytes().into()),
         }
     }
 
     fn render(&self, d: &Decision) -> Bytes {
+        if d.banned {
+            let secs = ceil_secs(d.wait.unwrap_or_default()).max(1);
+            let mut n = itoa::Buffer::new();
+            let n = n.format(secs).as_bytes();
+            return body(&[&self.ban[0], n, &self.ban[1], n, &self.ban[2]]);
+        }
         match d.retry_after() {
             Some(wait) => {
                 let secs = ceil_secs(wait).max(1);
@@ -277,6 +300,22 @@ mod tests {
                 "This request costs more than rate limit \"{name}\" allows (5 per window): \
                  it can never be admitted."
             )
+        );
+    }
+
+    #[test]
+    fn a_ban_says_so() {
+        let parts = LimitedBody::new("login");
+        let window = Duration::from_secs(60);
+        let d = Decision::ban(5, window, Duration::from_millis(3_599_500));
+        let body = parsed(&parts.render(&d));
+        assert_eq!(body["status"], 429);
+        assert_eq!(body["banned"], true);
+        assert_eq!(body["retry_after"], 3600);
+        assert_eq!(body["limit"], "login");
+        assert_eq!(
+            body["detail"],
+            "Banned by rate limit \"login\" after exceeding it: retry in 3600 seconds."
         );
     }
 

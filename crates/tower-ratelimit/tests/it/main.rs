@@ -22,5 +22,13 @@ mod spoofing;
 #[cfg(feature = "serde")]
 mod table;
 #[cfg(feature = "serde")]
+mod table_ban;
+#[cfg(feature = "serde")]
+mod table_handle;
+#[cfg(feature = "serde")]
+mod table_lists;
+#[cfg(feature = "serde")]
 mod table_prefixes;
+#[cfg(feature = "serde")]
+mod table_reset;
 mod upkeep;

@@ -115,6 +115,25 @@ fn bad_settings_are_startup_errors_naming_the_variable() {
         !run_to_exit(cmd).1.contains("has space"),
         "keys are secrets"
     );
+    // The admin API needs its token: without one the app does not start.
+    for (addr, token) in [
+        ("127.0.0.1:0", None),
+        ("127.0.0.1:0", Some("short")),
+        ("nowhere", Some("admin-token-0123456789")),
+    ] {
+        let mut cmd = example();
+        cmd.env("ADMIN_ADDR", addr);
+        if let Some(token) = token {
+            cmd.env("ADMIN_TOKEN", token);
+        }
+        let (status, err) = run_to_exit(cmd);
+        assert_eq!(status.code(), Some(2), "{addr} {token:?}: {err}");
+        assert!(err.contains("ADMIN_"), "{err}");
+        assert!(
+            !err.contains("listening") && !err.contains("short\""),
+            "{err}"
+        );
+    }
 }
 
 /// A policy file of its own for a test: the shipped one, edited.
@@ -138,7 +157,7 @@ fn a_bad_policy_file_at_start_exits_naming_the_file() {
     for (path, wants) in [
         (
             &bad,
-            vec!["ratelimit.toml:31: limit \"accounts\": bad duration \"1dd\""],
+            vec!["ratelimit.toml:36: limit \"accounts\": bad duration \"1dd\""],
         ),
         (&missing, vec!["missing.toml: cannot read"]),
     ] {

@@ -428,6 +428,39 @@ async fn login_counts_only_failures() {
     assert_eq!(login(LOGIN_OK).send(&app).await.status, 200);
 }
 
+/// The shipped file: a successful login resets the client's failures, and
+/// the 6th failure in an hour bans the client IP for an hour, past the
+/// point where the sliding log alone would let it in again.
+#[tokio::test]
+async fn login_success_resets_and_the_sixth_failure_bans_for_an_hour() {
+    let (c, clock) = config("");
+    let app = app(&c);
+    let login = |body| probe("POST", "/login").from("192.0.2.35:1").body(body);
+    for _ in 0..4 {
+        assert_eq!(login(LOGIN_BAD).send(&app).await.status, 401);
+    }
+    assert_eq!(login(LOGIN_OK).send(&app).await.status, 200);
+    // The success forgot the 4: 5 more failures reach the check.
+    for _ in 0..5 {
+        assert_eq!(login(LOGIN_BAD).send(&app).await.status, 401);
+    }
+    clock.advance(Duration::from_secs(1800));
+    let r = login(LOGIN_BAD).send(&app).await;
+    r.assert_429();
+    let retry: u64 = r.header("retry-after").unwrap().parse().unwrap();
+    assert!(retry >= 3500, "{retry}");
+    let body: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(body["banned"], true, "{body}");
+    // 61 minutes after the failures the sliding log would admit; the ban,
+    // from the 6th attempt on, still holds for the right password too.
+    clock.advance(Duration::from_secs(1860));
+    let r = login(LOGIN_OK).send(&app).await;
+    r.assert_429();
+    assert_eq!(r.header("retry-after"), Some("1740"));
+    clock.advance(Duration::from_secs(1740));
+    assert_eq!(login(LOGIN_OK).send(&app).await.status, 200);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn login_concurrent_failures_at_most_five_reach_the_check() {
     let (c, _) = config("");
@@ -726,6 +759,7 @@ mod hyper_app {
     }
 }
 
+mod admin;
 mod grpc;
 mod hardening;
 mod on_redis;

@@ -1,0 +1,95 @@
+-- ratelimit-redis: bans, around every store's script (which runs in
+-- place of the marker line in `inner` below, as a function of its own).
+--
+-- KEYS[#KEYS]  the key's ban: a hash in the key's slot (fields us, un:
+--              when the ban ends, seconds and ns; k: earlier offences
+--              remembered; fs: when they are forgotten, whole seconds),
+--              with a PX expiry past its end
+-- The last four ARGV entries, taken off before the store's script runs:
+-- ARGV[#ARGV-3]  ban_ms: the ban on a denial, ms (0: no ban on denials)
+-- ARGV[#ARGV-2]  ban_escalate: the factor of each repeat offence
+-- ARGV[#ARGV-1]  ban_max_ms: the longest ban
+-- ARGV[#ARGV]    ban_forgive_ms: offences forgotten this long after a ban
+-- ARGV[1] is the store's op, and also 'b': ban for ARGV[2] ms from now.
+--
+-- A check of positive cost of a banned key is denied with the reply
+-- {2, 0, left, left, left} (left: ns of the ban to run); a check the
+-- store's script denies with nothing left (remaining 0, and a wait: not a
+-- request that can never fit) bans the key when ban_ms > 0 and answers
+-- the same way. All in one
+-- script: atomic with the check.
+local ban_key = KEYS[#KEYS]
+KEYS[#KEYS] = nil
+local nargv = #ARGV
+local ban_ms = tonumber(ARGV[nargv - 3])
+local ban_escalate = tonumber(ARGV[nargv - 2])
+local ban_max_ms = tonumber(ARGV[nargv - 1])
+local ban_forgive_ms = tonumber(ARGV[nargv])
+for i = nargv, nargv - 3, -1 do ARGV[i] = nil end
+
+local function inner()
+--@inner
+end
+
+local function ban_now()
+  if ARGV[3] == '' then
+    if redis.replicate_commands then redis.replicate_commands() end
+    local tm = redis.call('TIME')
+    return tonumber(tm[1]), tonumber(tm[2]) * 1000
+  end
+  return tonumber(ARGV[3]), tonumber(ARGV[4])
+end
+
+-- The ns left of the ban at (s, n), or nil.
+local function ban_left(s, n)
+  local b = redis.call('HMGET', ban_key, 'us', 'un')
+  if not b[1] then return nil end
+  local left = (tonumber(b[1]) - s) * 1e9 + (tonumber(b[2]) - n)
+  if left > 0 then return left end
+  return nil
+end
+
+-- Bans from (s, n) for len ms, with `strikes` earlier offences
+-- remembered for forgive ms after the end; returns the ban in ns.
+local function ban_set(s, n, len, strikes, forgive)
+  local us = s + math.floor(len / 1000)
+  local un = n + math.fmod(len, 1000) * 1e6
+  if un >= 1e9 then us, un = us + 1, un - 1e9 end
+  redis.call('HMSET', ban_key, 'us', us, 'un', un, 'k', strikes,
+    'fs', us + math.ceil(forgive / 1000))
+  redis.call('PEXPIRE', ban_key, len + forgive + 1000)
+  return len * 1e6
+end
+
+local bop = ARGV[1]
+if bop == 'b' then
+  local s, n = ban_now()
+  local k = redis.call('HGET', ban_key, 'k') or 0
+  ban_set(s, n, tonumber(ARGV[2]), tonumber(k), 0)
+  return {0, 0, 0, 0}
+end
+if bop == 'c' and tonumber(ARGV[2]) > 0 then
+  local left = ban_left(ban_now())
+  if left then return {2, 0, left, left, left} end
+end
+local r = inner()
+if bop == 'c' and ban_ms > 0 and #r >= 5 then
+  local last = #r - 4
+  -- Denied with nothing left (a lease's larger take that does not fit
+  -- bans nothing), and not a request that can never fit.
+  if r[last] == 0 and r[last + 1] == 0 and r[last + 2] >= 0 then
+    local s, n = ban_now()
+    local strikes = 0
+    local f = redis.call('HMGET', ban_key, 'fs', 'k')
+    if f[1] and s < tonumber(f[1]) then strikes = tonumber(f[2]) + 1 end
+    local len = ban_ms
+    for _ = 1, math.min(strikes, 64) do
+      len = len * ban_escalate
+      if len >= ban_max_ms then break end
+    end
+    len = math.floor(math.min(len, ban_max_ms))
+    local ns = ban_set(s, n, len, strikes, ban_forgive_ms)
+    return {2, 0, ns, ns, ns}
+  end
+end
+return r

@@ -1,0 +1,460 @@
+//! The admin API, off by default: `ADMIN_ADDR` binds it on a listener of
+//! its own, `ADMIN_TOKEN` (required with it) is checked as
+//! `Authorization: Bearer`. JSON endpoints to list the limits, read and
+//! reset a key, and ban or unban it, on the stores the public routes use.
+//!
+//! | method and path | what |
+//! |---|---|
+//! | `GET /limits` | each limit's name, algorithm, key, routes, ban, and the reloads applied |
+//! | `GET /limits/{name}/keys/{key}` | the key's `remaining`, `quota`, `reset_seconds` (a peek) and `banned_seconds` (what is left of its ban, or null) |
+//! | `DELETE /limits/{name}/keys/{key}` | resets the key (its whole quota back) |
+//! | `PUT /limits/{name}/bans/{key}` | bans the key; body `{"for": "1h"}` |
+//! | `DELETE /limits/{name}/bans/{key}` | lifts the key's ban |
+//! | `PUT /allow/{entry}`, `PUT /deny/{entry}` | adds a CIDR, an address or a key to every limit's allow or deny list; body `{"ttl": "1h"}` |
+//! | `DELETE /allow/{entry}`, `DELETE /deny/{entry}` | removes it |
+//!
+//! `{key}` is the key as the limit renders it, percent-encoded (an IP, a
+//! network as `2001:db8:1:2::/64`, a raw API key, which the store
+//! hashes). A wrong or missing token gets 401, and 10 of those a minute
+//! per client address at most (then 429). Bad input gets 400 or 404 with
+//! a problem body, never 500. Every action is logged at `info`, naming
+//! the limit and, for an address key, the key (never a secret key).
+
+use crate::server::EnvError;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use ratelimit_core::{parse_duration, MemoryStore, SlidingLog};
+use serde_json::json;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tower_ratelimit::key::PeerIp;
+use tower_ratelimit::policy::StatusIs;
+use tower_ratelimit::table::{LimitHandle, ListKind, PolicyHandle, PolicyKey};
+use tower_ratelimit::RateLimitLayer;
+
+/// The shortest token accepted.
+const MIN_TOKEN: usize = 16;
+
+/// Where the admin API listens and the token it takes.
+#[derive(Clone)]
+pub struct AdminSettings {
+    /// `ADMIN_ADDR`.
+    pub addr: SocketAddr,
+    token: Arc<str>,
+}
+
+impl std::fmt::Debug for AdminSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AdminSettings")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AdminSettings {
+    /// Settings for `addr` and `token` (at least 16 characters).
+    pub fn new(addr: SocketAddr, token: &str) -> Result<Self, EnvError> {
+        let token = token.trim();
+        if token.len() < MIN_TOKEN || !token.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(EnvError::new(
+                "ADMIN_TOKEN",
+                None,
+                format!("expected at least {MIN_TOKEN} visible ASCII characters"),
+            ));
+        }
+        Ok(Self {
+            addr,
+            token: token.into(),
+        })
+    }
+
+    /// `ADMIN_ADDR` and `ADMIN_TOKEN` from `var`: `None` when
+    /// `ADMIN_ADDR` is unset or empty (the default: no admin API); an
+    /// error naming the variable for a bad address, or a missing or short
+    /// token.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Option<Self>, EnvError> {
+        let Some(addr) = var("ADMIN_ADDR").filter(|a| !a.trim().is_empty()) else {
+            return Ok(None);
+        };
+        let parsed: SocketAddr = addr
+            .trim()
+            .parse()
+            .map_err(|e| EnvError::new("ADMIN_ADDR", Some(addr.clone()), e))?;
+        let token = var("ADMIN_TOKEN").unwrap_or_default();
+        if token.trim().is_empty() {
+            return Err(EnvError::new(
+                "ADMIN_TOKEN",
+                None,
+                "required when ADMIN_ADDR is set",
+            ));
+        }
+        Self::new(parsed, &token).map(Some)
+    }
+
+    /// [`from_vars`](Self::from_vars) on the process environment.
+    pub fn from_env() -> Result<Option<Self>, EnvError> {
+        Self::from_vars(|v| std::env::var(v).ok())
+    }
+}
+
+#[derive(Clone)]
+struct Admin {
+    limits: Arc<PolicyHandle>,
+    token: Arc<str>,
+}
+
+/// A refused admin request: a problem+json response.
+struct Problem {
+    status: StatusCode,
+    detail: String,
+}
+
+impl IntoResponse for Problem {
+    fn into_response(self) -> Response {
+        let body = json!({
+            "type": "about:blank",
+            "title": self.status.canonical_reason().unwrap_or("Error"),
+            "status": self.status.as_u16(),
+            "detail": self.detail,
+        });
+        let mut res = (
+            self.status,
+            [("content-type", "application/problem+json")],
+            body.to_string(),
+        )
+            .into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            res.headers_mut().insert(
+                "www-authenticate",
+                axum::http::HeaderValue::from_static("Bearer realm=\"admin\""),
+            );
+        }
+        res
+    }
+}
+
+fn problem(status: StatusCode, detail: &str) -> Problem {
+    Problem {
+        status,
+        detail: detail.to_owned(),
+    }
+}
+
+/// Whether `a` equals `b`, in time independent of where they differ.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+impl Admin {
+    fn authorized(&self, headers: &HeaderMap) -> Result<(), Problem> {
+        let given = headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or("");
+        if same(given.trim().as_bytes(), self.token.as_bytes()) {
+            return Ok(());
+        }
+        tracing::info!(target: "axum_example::admin", "admin request refused: wrong or missing token");
+        Err(problem(
+            StatusCode::UNAUTHORIZED,
+            "A valid admin token is required.",
+        ))
+    }
+
+    fn limit(&self, name: &str) -> Result<&LimitHandle, Problem> {
+        self.limits
+            .get(name)
+            .ok_or_else(|| problem(StatusCode::NOT_FOUND, &format!("No limit named {name:?}.")))
+    }
+}
+
+/// The limit and key of an authorized request's path, or the problem.
+fn key_of<'a>(
+    admin: &'a Admin,
+    headers: &HeaderMap,
+    name: &str,
+    key: &str,
+) -> Result<(&'a LimitHandle, PolicyKey), Problem> {
+    admin.authorized(headers)?;
+    let limit = admin.limit(name)?;
+    let key = limit
+        .key(key)
+        .map_err(|e| problem(StatusCode::BAD_REQUEST, &format!("Bad key: {e}.")))?;
+    Ok((limit, key))
+}
+
+/// How a key is logged: an address or a network as itself, anything
+/// else (an API key, a token) only by its length.
+fn loggable(key: &PolicyKey) -> String {
+    match key {
+        PolicyKey::Ip(ip) => ip.to_string(),
+        other => format!("({} characters, not logged)", other.to_string().len()),
+    }
+}
+
+fn store_failed(e: &ratelimit_core::StoreError) -> Response {
+    problem(
+        StatusCode::SERVICE_UNAVAILABLE,
+        &format!("The limit's store failed: {}.", e.kind()),
+    )
+    .into_response()
+}
+
+async fn list(State(admin): State<Admin>, headers: HeaderMap) -> Response {
+    if let Err(r) = admin.authorized(&headers) {
+        return r.into_response();
+    }
+    let limits: Vec<_> = admin
+        .limits
+        .handles()
+        .iter()
+        .map(|h| {
+            let entry = admin.limits.entry(h.name());
+            json!({
+                "name": h.name(),
+                "algorithm": h.algorithm().get().to_string(),
+                "key": entry.map(|e| e.key.to_string()),
+                "routes": entry.map(|e| e.routes.iter().map(ToString::to_string).collect::<Vec<_>>()),
+                "ban": entry.and_then(|e| e.ban).map(ratelimit_core::format_duration),
+            })
+        })
+        .collect();
+    Json(json!({ "limits": limits, "reloads": admin.limits.reloads() })).into_response()
+}
+
+async fn read_key(
+    State(admin): State<Admin>,
+    headers: HeaderMap,
+    Path((name, key)): Path<(String, String)>,
+) -> Response {
+    let (limit, key) = match key_of(&admin, &headers, &name, &key) {
+        Ok(found) => found,
+        Err(r) => return r.into_response(),
+    };
+    let peek = match limit.peek(&key).await {
+        Ok(d) => d,
+        Err(e) => return store_failed(&e),
+    };
+    let banned = match limit.ban_left(&key).await {
+        Ok(left) => left.map(|d| d.as_secs_f64()),
+        Err(e) => return store_failed(&e),
+    };
+    Json(json!({
+        "limit": limit.name(),
+        "key": key.to_string(),
+        "remaining": peek.remaining,
+        "quota": peek.limit,
+        "reset_seconds": peek.reset.as_secs_f64(),
+        "banned_seconds": banned,
+    }))
+    .into_response()
+}
+
+async fn reset_key(
+    State(admin): State<Admin>,
+    headers: HeaderMap,
+    Path((name, key)): Path<(String, String)>,
+) -> Response {
+    let (limit, key) = match key_of(&admin, &headers, &name, &key) {
+        Ok(found) => found,
+        Err(r) => return r.into_response(),
+    };
+    match limit.reset(&key).await {
+        Ok(()) => {
+            tracing::info!(target: "axum_example::admin", limit = limit.name(), key = %loggable(&key), "admin: key reset");
+            Json(json!({ "limit": limit.name(), "reset": true })).into_response()
+        }
+        Err(e) => store_failed(&e),
+    }
+}
+
+/// The duration `field` of a body (`{"for": "1h"}`), or the problem.
+fn body_duration(body: &Bytes, field: &str) -> Result<Duration, Problem> {
+    let bad = |why: &str| problem(StatusCode::BAD_REQUEST, why);
+    let expected = || {
+        bad(&format!(
+            "Expected a JSON body such as {{\"{field}\": \"1h\"}}."
+        ))
+    };
+    let v: serde_json::Value = serde_json::from_slice(body).map_err(|_| expected())?;
+    let text = v.get(field).and_then(|f| f.as_str()).ok_or_else(expected)?;
+    let d = parse_duration(text).map_err(|e| bad(&format!("Bad duration: {e}.")))?;
+    if d < Duration::from_millis(1) || d > Duration::from_secs(366 * 86_400) {
+        return Err(bad("A duration of 1ms to 366d is expected."));
+    }
+    Ok(d)
+}
+
+async fn ban(
+    State(admin): State<Admin>,
+    headers: HeaderMap,
+    Path((name, key)): Path<(String, String)>,
+    body: Bytes,
+) -> Response {
+    let (limit, key) = match key_of(&admin, &headers, &name, &key) {
+        Ok(found) => found,
+        Err(r) => return r.into_response(),
+    };
+    let d = match body_duration(&body, "for") {
+        Ok(d) => d,
+        Err(r) => return r.into_response(),
+    };
+    match limit.ban(&key, d).await {
+        Ok(()) => {
+            let text = ratelimit_core::format_duration(d);
+            tracing::info!(target: "axum_example::admin", limit = limit.name(), key = %loggable(&key), ban = %text, "admin: key banned");
+            Json(json!({ "limit": limit.name(), "banned_for": text })).into_response()
+        }
+        Err(e) => store_failed(&e),
+    }
+}
+
+async fn unban(
+    State(admin): State<Admin>,
+    headers: HeaderMap,
+    Path((name, key)): Path<(String, String)>,
+) -> Response {
+    let (limit, key) = match key_of(&admin, &headers, &name, &key) {
+        Ok(found) => found,
+        Err(r) => return r.into_response(),
+    };
+    match limit.unban(&key).await {
+        Ok(()) => {
+            tracing::info!(target: "axum_example::admin", limit = limit.name(), key = %loggable(&key), "admin: key unbanned");
+            Json(json!({ "limit": limit.name(), "banned": false })).into_response()
+        }
+        Err(e) => store_failed(&e),
+    }
+}
+
+/// The name of a list, in paths and logs.
+fn list_name(kind: ListKind) -> &'static str {
+    match kind {
+        ListKind::Allow => "allow",
+        ListKind::Deny => "deny",
+    }
+}
+
+async fn add_entry(
+    kind: ListKind,
+    admin: Admin,
+    headers: HeaderMap,
+    entry: String,
+    body: Bytes,
+) -> Response {
+    if let Err(r) = admin.authorized(&headers) {
+        return r.into_response();
+    }
+    let list = list_name(kind);
+    let ttl = match body_duration(&body, "ttl") {
+        Ok(d) => d,
+        Err(r) => return r.into_response(),
+    };
+    match admin.limits.add_to_list(kind, &entry, ttl) {
+        Ok(()) => {
+            let ttl = ratelimit_core::format_duration(ttl);
+            let shown = if entry.parse::<ipnet::IpNet>().is_ok()
+                || entry.parse::<std::net::IpAddr>().is_ok()
+            {
+                entry.clone()
+            } else {
+                format!("({} characters, not logged)", entry.len())
+            };
+            tracing::info!(target: "axum_example::admin", list = %list, entry = %shown, ttl = %ttl, "admin: list entry added");
+            Json(json!({ "list": list, "added": true, "ttl": ttl })).into_response()
+        }
+        Err(e) => problem(StatusCode::BAD_REQUEST, &format!("Bad entry: {e}.")).into_response(),
+    }
+}
+
+async fn remove_entry(kind: ListKind, admin: Admin, headers: HeaderMap, entry: String) -> Response {
+    if let Err(r) = admin.authorized(&headers) {
+        return r.into_response();
+    }
+    let list = list_name(kind);
+    if !admin.limits.remove_from_list(kind, &entry) {
+        return problem(StatusCode::NOT_FOUND, "No such entry added at run time.").into_response();
+    }
+    tracing::info!(target: "axum_example::admin", list = %list, "admin: list entry removed");
+    Json(json!({ "list": list, "removed": true })).into_response()
+}
+
+/// `PUT` and `DELETE` of an entry of the `kind` list.
+fn list_routes(kind: ListKind) -> axum::routing::MethodRouter<Admin> {
+    axum::routing::put(
+        move |State(admin): State<Admin>,
+              headers: HeaderMap,
+              Path(entry): Path<String>,
+              body: Bytes| { add_entry(kind, admin, headers, entry, body) },
+    )
+    .delete(
+        move |State(admin): State<Admin>, headers: HeaderMap, Path(entry): Path<String>| {
+            remove_entry(kind, admin, headers, entry)
+        },
+    )
+}
+
+/// The admin API on `limits` (the handle the app's policy returned),
+/// taking `settings`' token: 10 refused tokens a minute per client
+/// address at most (then 429).
+pub fn admin_router(limits: Arc<PolicyHandle>, settings: &AdminSettings) -> Router {
+    let admin = Admin {
+        limits,
+        token: Arc::clone(&settings.token),
+    };
+    let refusals = RateLimitLayer::builder(PeerIp::new())
+        .limit(
+            "admin-auth",
+            MemoryStore::builder(
+                SlidingLog::new(10, Duration::from_secs(60)).expect("a valid limit"),
+            )
+            .max_keys(Some(100_000))
+            .build(),
+        )
+        .count_if(StatusIs::new(StatusCode::UNAUTHORIZED))
+        .build()
+        .expect("a valid layer");
+    Router::new()
+        .route("/limits", get(list))
+        .route("/limits/{name}/keys/{key}", get(read_key).delete(reset_key))
+        .route(
+            "/limits/{name}/bans/{key}",
+            axum::routing::put(ban).delete(unban),
+        )
+        .route("/allow/{entry}", list_routes(ListKind::Allow))
+        .route("/deny/{entry}", list_routes(ListKind::Deny))
+        .fallback(|| async { problem(StatusCode::NOT_FOUND, "No such admin endpoint.") })
+        .with_state(admin)
+        .layer(refusals)
+}
+
+/// Serves the admin API on `settings.addr` until the process ends;
+/// returns the bound address. Binding fails with an error naming
+/// `ADMIN_ADDR`.
+pub async fn serve_admin(
+    limits: Arc<PolicyHandle>,
+    settings: &AdminSettings,
+) -> Result<SocketAddr, EnvError> {
+    let listener = tokio::net::TcpListener::bind(settings.addr)
+        .await
+        .map_err(|e| EnvError::new("ADMIN_ADDR", Some(settings.addr.to_string()), e))?;
+    let addr = listener.local_addr().unwrap_or(settings.addr);
+    if !addr.ip().is_loopback() {
+        tracing::warn!(%addr, "admin API on a non-loopback address: keep it behind a firewall");
+    }
+    let app = admin_router(limits, settings);
+    tokio::spawn(async move {
+        let app = app.into_make_service_with_connect_info::<SocketAddr>();
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::warn!(error = %e, "admin API stopped");
+        }
+    });
+    tracing::info!(%addr, "admin API (ADMIN_ADDR), bearer token from ADMIN_TOKEN");
+    Ok(addr)
+}
