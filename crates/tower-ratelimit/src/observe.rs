@@ -15,8 +15,12 @@ pub(crate) mod names {
     pub(crate) const DRY_RUN: &str = "ratelimit_dry_run_total";
     pub(crate) const KEY_ERRORS: &str = "ratelimit_key_errors_total";
     pub(crate) const STORE_ERRORS: &str = "ratelimit_store_errors_total";
+    pub(crate) const BANNED: &str = "ratelimit_banned_total";
+    pub(crate) const RESETS: &str = "ratelimit_resets_total";
     #[cfg(feature = "serde")]
     pub(crate) const ALLOWED_BY_LIST: &str = "ratelimit_allowed_by_list_total";
+    #[cfg(feature = "serde")]
+    pub(crate) const DENIED_BY_LIST: &str = "ratelimit_denied_by_list_total";
 }
 
 #[cfg(feature = "metrics")]
@@ -31,6 +35,19 @@ pub(crate) fn allowed_by_list(_limit: &'static str) {
     count(names::ALLOWED_BY_LIST, _limit);
 }
 
+/// A request a deny list refused (403) on `limit`.
+#[cfg(feature = "serde")]
+pub(crate) fn denied_by_list(_limit: &'static str) {
+    #[cfg(feature = "metrics")]
+    count(names::DENIED_BY_LIST, _limit);
+}
+
+/// A key reset on `limit` by a response (`reset_if`, `reset-on`).
+pub(crate) fn reset(_limit: &'static str) {
+    #[cfg(feature = "metrics")]
+    count(names::RESETS, _limit);
+}
+
 #[inline]
 pub(crate) fn allowed(_limit: &'static str) {
     #[cfg(feature = "metrics")]
@@ -43,9 +60,14 @@ pub(crate) fn limited(limit: &'static str, d: &Decision, dry_run: bool) {
         #[cfg(feature = "metrics")]
         count(names::DRY_RUN, limit);
     } else {
-        tracing::debug!(limit = %limit, wait = ?d.wait, "rate limited");
+        tracing::debug!(limit = %limit, wait = ?d.wait, banned = d.banned, "rate limited");
         #[cfg(feature = "metrics")]
-        count(names::LIMITED, limit);
+        {
+            count(names::LIMITED, limit);
+            if d.banned {
+                count(names::BANNED, limit);
+            }
+        }
     }
 }
 

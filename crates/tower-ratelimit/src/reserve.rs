@@ -84,8 +84,9 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> Reservation<X, St, R> {
                 Some(result) => result,
                 None => store.reset(&r.key).await,
             };
-            if let Err(e) = result {
-                observe::reset_error(shared.limits[i].name, &e);
+            match result {
+                Ok(()) => observe::reset(shared.limits[i].name),
+                Err(e) => observe::reset_error(shared.limits[i].name, &e),
             }
         }
         let now = shared.clock.now();

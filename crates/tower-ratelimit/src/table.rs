@@ -1479,6 +1479,7 @@ impl KeyExtractor for PolicyExtractor {
             }
         };
         if listed(ListKind::Deny, &self.deny, None) {
+            crate::observe::denied_by_list(self.name);
             return Err(KeyError::denied("client IP"));
         }
         if listed(ListKind::Allow, &self.allow, None) {
@@ -1488,6 +1489,7 @@ impl KeyExtractor for PolicyExtractor {
         let key = self.key(req)?;
         let text = key.to_string();
         if listed(ListKind::Deny, &self.deny, Some(&text)) {
+            crate::observe::denied_by_list(self.name);
             return Err(KeyError::denied("client key"));
         }
         if listed(ListKind::Allow, &self.allow, Some(&text)) {

@@ -132,3 +132,35 @@ fn counters_are_labelled_and_exact() {
         .sum();
     assert_eq!(key_errors, 1, "{counts:?}");
 }
+
+/// A ban's refusals are counted as limited and as banned.
+#[test]
+fn bans_are_counted() {
+    let recorder = Counting::default();
+    let counts = recorder.0.clone();
+    let ban = ratelimit_core::BanPolicy::new(Duration::from_secs(3600)).unwrap();
+    let store = MemoryStore::builder(Gcra::new(1, Duration::from_secs(60)).unwrap())
+        .ban(Some(ban))
+        .build();
+    let layer = RateLimitLayer::builder(PeerIp::new())
+        .limit("login", store)
+        .build()
+        .unwrap();
+    let mut app = Router::new()
+        .route("/", get(|| async { "hi" }))
+        .layer(layer)
+        .layer(MockConnectInfo(SocketAddr::from(([192, 0, 2, 1], 1))));
+    metrics::with_local_recorder(&recorder, || {
+        let codes: Vec<u16> = (0..3)
+            .map(|_| send(&mut app, Request::get("/").body(Body::empty()).unwrap()))
+            .collect();
+        assert_eq!(codes, [200, 429, 429]);
+    });
+    let counts = counts.lock().unwrap();
+    assert_eq!(counts.get("ratelimit_limited_total{limit=login}"), Some(&2));
+    assert_eq!(
+        counts.get("ratelimit_banned_total{limit=login}"),
+        Some(&2),
+        "{counts:?}"
+    );
+}
