@@ -2,7 +2,7 @@
 //! uses, to check, peek, refund, reset, ban and unban a key.
 
 use crate::key::{HeaderKey, IpPrefixes};
-use crate::table::PolicyKey;
+use crate::table::key::PolicyKey;
 use ratelimit_core::{BoxStore, Clock, Decision, LiveAlgorithm, Store, StoreError};
 use std::fmt;
 use std::net::IpAddr;

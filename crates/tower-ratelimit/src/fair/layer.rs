@@ -14,7 +14,7 @@ use std::time::Duration;
 use tower_layer::Layer;
 
 /// A layer that fair-queues requests per key in front of a concurrency
-/// limit; see [the module](self).
+/// limit; see [the module](super).
 pub struct FairQueueLayer<X: KeyExtractor, R = ProblemJson> {
     shared: Arc<Shared<X, R>>,
 }

@@ -73,6 +73,9 @@
 //! `metrics` feature: the counter `ratelimit_fair_queue_rejected_total`
 //! (labels `queue`, `reason`) and the gauge `ratelimit_adaptive_limit`
 //! (label `limit`).
+//!
+//! [`KeyExtractor`]: crate::key::KeyExtractor
+//! [`Cost`]: crate::policy::Cost
 
 mod adaptive;
 mod error;

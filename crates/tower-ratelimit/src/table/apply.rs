@@ -1,0 +1,155 @@
+//! Applying a table to a router: a layer per limit, and the handle that changes them while they run.
+
+use super::entry::PolicyEntry;
+use super::error::PolicyError;
+use super::extractor::{ip_source, text_part, Part, PolicyExtractor, PolicyOptions};
+use super::key::PolicyKey;
+use super::reload::PolicyHandle;
+use crate::access_list::{AccessList, RuntimeLists};
+use crate::limit_handle::LimitHandle;
+use crate::policy::Selection;
+use crate::RateLimitLayer;
+use axum::Router;
+use http::request::Parts;
+use ratelimit_core::{BoxStore, LiveAlgorithm, MemoryStore, Store};
+use std::fmt;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use super::load::PolicyTable;
+
+impl PolicyTable {
+    /// Adds a layer for every entry to `router` (as route layers, so they
+    /// see the matched path; add every route first), the first entry
+    /// outermost, and returns the router with a [`PolicyHandle`] that
+    /// changes the limits while they run.
+    ///
+    /// `store` makes each entry's store from its name and its
+    /// [`LiveAlgorithm`]: `MemoryStore::new(live.clone())` keeps the limits
+    /// live; a store built from `live.get()` (ratelimit-redis's
+    /// `StoreSettings::build`) keeps the settings it was built with. A
+    /// limit's `ban` is the store's: give the store
+    /// [`entry(name)`](Self::entry)'s [`ban_policy`](PolicyEntry::ban_policy)
+    /// (`MemoryStoreBuilder::ban`, ratelimit-redis's `StoreSettings::build_live_with_ban`), as
+    /// [`apply_in_memory`](Self::apply_in_memory) does.
+    pub fn apply<St, E>(
+        &self,
+        mut router: Router,
+        options: &PolicyOptions,
+        mut store: impl FnMut(&str, &LiveAlgorithm) -> Result<St, E>,
+    ) -> Result<(Router, PolicyHandle), PolicyError>
+    where
+        St: Store<PolicyKey, CheckFuture: Unpin, RefundFuture: Unpin>,
+        E: fmt::Display,
+    {
+        let mut layers = Vec::with_capacity(self.entries.len());
+        let mut live = Vec::with_capacity(self.entries.len());
+        let mut handles = Vec::with_capacity(self.entries.len());
+        let clock = options
+            .clock
+            .clone()
+            .unwrap_or_else(crate::clock::default_clock);
+        let runtime = Arc::new(RuntimeLists::default());
+        for entry in &self.entries {
+            let fail = |message: String| PolicyError {
+                file: None,
+                line: None,
+                entry: Some(entry.name.clone()),
+                message,
+            };
+            let algorithm = LiveAlgorithm::new(entry.algorithm);
+            algorithm
+                .replace(entry.algorithm, &entry.override_list())
+                .map_err(|e| fail(e.to_string()))?;
+            let store = Arc::new(store(&entry.name, &algorithm).map_err(|e| fail(e.to_string()))?);
+            handles.push(LimitHandle {
+                name: entry.name.clone(),
+                live: algorithm.clone(),
+                store: BoxStore::new(Arc::clone(&store)),
+                clock: Arc::clone(&clock),
+                parts: entry.key.0.iter().map(|p| text_part(p, options)).collect(),
+            });
+            live.push((entry.clone(), algorithm));
+            let name: &'static str = Box::leak(entry.name.clone().into_boxed_str());
+            let allow = AccessList::parse(&entry.allow)
+                .map_err(fail)?
+                .and(&self.allow);
+            let deny = AccessList::parse(&entry.deny)
+                .map_err(fail)?
+                .and(&self.deny);
+            let extractor = PolicyExtractor {
+                name,
+                lists: !(allow.is_empty() && deny.is_empty()),
+                allow,
+                deny,
+                ip: ip_source(&entry.key, options),
+                runtime: Arc::clone(&runtime),
+                clock: Arc::clone(&clock),
+                tier: entry.tier,
+                authenticated: options.authenticated.clone(),
+                routes: entry.routes.clone().into(),
+                parts: entry
+                    .key
+                    .0
+                    .iter()
+                    .map(|p| Part::new(p, options))
+                    .collect::<Result<_, _>>()
+                    .map_err(fail)?,
+            };
+            let skip = |_: &Parts, key: &PolicyKey| match key {
+                PolicyKey::Skip => Selection::NONE,
+                _ => Selection::ALL,
+            };
+            let mut builder = RateLimitLayer::builder(extractor)
+                .limit_shared(entry.name.clone(), store)
+                .select(skip)
+                .mode(entry.mode)
+                .headers(entry.headers)
+                .on_key_error(entry.on_key_error);
+            if entry.cost != 1 {
+                builder = builder.cost(crate::policy::FixedCost(entry.cost));
+            }
+            if let Some(count) = entry.count.clone() {
+                builder = builder
+                    .count_if(move |res: &http::response::Parts| count.contains(&res.status));
+            }
+            if let Some(reset_on) = entry.reset_on.clone().filter(|r| !r.is_empty()) {
+                builder = builder
+                    .reset_if(move |res: &http::response::Parts| reset_on.contains(&res.status));
+            }
+            builder = builder.shared_clock(Arc::clone(&clock));
+            layers.push(builder.build().map_err(|e| fail(e.to_string()))?);
+        }
+        for layer in layers.into_iter().rev() {
+            router = router.route_layer(layer);
+        }
+        let handle = PolicyHandle {
+            limits: live.into(),
+            handles: handles.into(),
+            runtime,
+            clock,
+            reloads: AtomicU64::new(0),
+        };
+        Ok((router, handle))
+    }
+
+    /// [`apply`](Self::apply) with every limit in memory, each holding at
+    /// most `max_keys` keys (see
+    /// [`MemoryStoreBuilder::max_keys`](ratelimit_core::MemoryStoreBuilder::max_keys)),
+    /// live.
+    pub fn apply_in_memory(
+        &self,
+        router: Router,
+        options: &PolicyOptions,
+        max_keys: Option<usize>,
+    ) -> Result<(Router, PolicyHandle), PolicyError> {
+        self.apply(router, options, |name, live| {
+            Ok::<_, std::convert::Infallible>(
+                MemoryStore::<LiveAlgorithm, PolicyKey>::builder(live.clone())
+                    .max_keys(max_keys)
+                    .ban(self.entry(name).and_then(PolicyEntry::ban_policy))
+                    .build(),
+            )
+        })
+    }
+}

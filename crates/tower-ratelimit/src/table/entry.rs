@@ -1,0 +1,294 @@
+//! One `[[limit]]` of the file (`PolicyEntry`): its fields, how they are read, and the checks that refuse a limit that could never limit.
+
+use super::extractor::{applies, PolicyOptions};
+use super::key::{KeyPart, KeySpec};
+use super::route::RouteSpec;
+use super::tier::Tier;
+use crate::override_key::{canonical, OverridePart};
+use crate::policy::{KeyErrorPolicy, Mode};
+use crate::response::Headers;
+use http::request::Parts;
+use http::StatusCode;
+use ratelimit_core::{AnyAlgorithm, BanPolicy};
+use serde::{Deserialize, Deserializer};
+use std::collections::BTreeMap;
+use std::str::FromStr;
+
+pub(super) fn parsed<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: FromStr<Err = String>,
+{
+    let s = String::deserialize(d)?;
+    s.parse().map_err(serde::de::Error::custom)
+}
+
+pub(super) fn parsed_list<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: FromStr<Err = String>,
+{
+    Vec::<String>::deserialize(d)?
+        .iter()
+        .map(|s| s.parse().map_err(serde::de::Error::custom))
+        .collect()
+}
+
+pub(super) fn statuses<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Vec<StatusCode>>, D::Error> {
+    Vec::<u16>::deserialize(d)?
+        .into_iter()
+        .map(|n| {
+            StatusCode::from_u16(n).map_err(|_| {
+                serde::de::Error::custom(format!("bad status {n}: expected 100 to 999"))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
+pub(super) fn mode<'de, D: Deserializer<'de>>(d: D) -> Result<Mode, D::Error> {
+    match String::deserialize(d)?.as_str() {
+        "enforce" => Ok(Mode::Enforce),
+        "dry-run" => Ok(Mode::DryRun),
+        "shape" => Ok(Mode::Shape),
+        other => Err(serde::de::Error::custom(format!(
+            "bad mode {other:?}: expected enforce, dry-run or shape"
+        ))),
+    }
+}
+
+pub(super) fn headers<'de, D: Deserializer<'de>>(d: D) -> Result<Headers, D::Error> {
+    match String::deserialize(d)?.as_str() {
+        "ietf" => Ok(Headers::new()),
+        "legacy" => Ok(Headers::new().ietf(false).legacy(true)),
+        "both" => Ok(Headers::new().legacy(true)),
+        "none" => Ok(Headers::none()),
+        other => Err(serde::de::Error::custom(format!(
+            "bad headers {other:?}: expected ietf, legacy, both or none"
+        ))),
+    }
+}
+
+pub(super) fn key_error<'de, D: Deserializer<'de>>(d: D) -> Result<KeyErrorPolicy, D::Error> {
+    match String::deserialize(d)?.as_str() {
+        "reject" => Ok(KeyErrorPolicy::Reject),
+        "allow" => Ok(KeyErrorPolicy::Allow),
+        "allow-missing" => Ok(KeyErrorPolicy::AllowMissing),
+        other => Err(serde::de::Error::custom(format!(
+            "bad on-key-error {other:?}: expected reject, allow or allow-missing"
+        ))),
+    }
+}
+
+pub(super) fn duration<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<std::time::Duration>, D::Error> {
+    let s = String::deserialize(d)?;
+    ratelimit_core::parse_duration(&s)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
+}
+
+pub(super) fn one() -> u64 {
+    1
+}
+
+/// One named limit of a [`PolicyTable`](super::PolicyTable).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct PolicyEntry {
+    /// The limit's name (shown in the `RateLimit` headers).
+    pub name: String,
+    /// The algorithm and its settings.
+    pub algorithm: AnyAlgorithm,
+    /// What the limit keys on.
+    #[serde(deserialize_with = "parsed")]
+    pub key: KeySpec,
+    /// The routes it applies to; empty: every route.
+    #[serde(default, deserialize_with = "parsed_list")]
+    pub routes: Vec<RouteSpec>,
+    /// The cost of each request (default 1).
+    #[serde(default = "one")]
+    pub cost: u64,
+    /// The statuses that count; `None`: every response.
+    #[serde(default, deserialize_with = "statuses")]
+    pub count: Option<Vec<StatusCode>>,
+    /// The statuses that reset the key on this limit (a successful login
+    /// clears the failures); `None`: none.
+    #[serde(default, deserialize_with = "statuses")]
+    pub reset_on: Option<Vec<StatusCode>>,
+    /// Once the limit denies a key, the key stays denied this long,
+    /// whatever the algorithm says (`ban = "1h"`).
+    #[serde(default, deserialize_with = "duration")]
+    pub ban: Option<std::time::Duration>,
+    /// Each repeat offence multiplies the ban by this (default 1: none).
+    #[serde(default)]
+    pub ban_escalate: Option<f64>,
+    /// The longest an escalated ban gets (default: the ban).
+    #[serde(default, deserialize_with = "duration")]
+    pub ban_max: Option<std::time::Duration>,
+    /// A key banned, then left alone this long after its ban ended, starts
+    /// over at the base ban (default 0: every ban is a first).
+    #[serde(default, deserialize_with = "duration")]
+    pub ban_forgive: Option<std::time::Duration>,
+    /// Enforce, dry-run or shape.
+    #[serde(default, deserialize_with = "mode")]
+    pub mode: Mode,
+    /// Which header fields to send.
+    #[serde(default, deserialize_with = "headers")]
+    pub headers: Headers,
+    /// What to do when the request has no usable key.
+    #[serde(default, deserialize_with = "key_error")]
+    pub on_key_error: KeyErrorPolicy,
+    /// Which clients the limit applies to: `all` (default), `anonymous` or
+    /// `authenticated`.
+    #[serde(default)]
+    pub tier: Tier,
+    /// Per-key algorithms, by the key's text (an API key, a bearer token,
+    /// an IP, a network as `198.51.100.0/24` or `2001:db8::/48`; for a
+    /// composite key, its parts joined by `|`): at most
+    /// [`MAX_OVERRIDES`](ratelimit_core::MAX_OVERRIDES).
+    #[serde(default)]
+    pub overrides: BTreeMap<String, AnyAlgorithm>,
+    /// Clients never limited by this limit: CIDRs matched on the client IP
+    /// its key uses (through the trusted proxies), addresses, or exact
+    /// keys as rendered (an API key, `2001:db8::/48`, `a|b`).
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Clients refused (403) on this limit's routes, written as `allow`.
+    #[serde(default)]
+    pub deny: Vec<String>,
+}
+
+impl PolicyEntry {
+    /// Whether `other` differs from this entry only in what a reload can
+    /// change (the algorithm and the overrides); if not, the name of the
+    /// first field that differs.
+    pub(super) fn unchanged_but_limits(&self, other: &PolicyEntry) -> Result<(), &'static str> {
+        let checks = [
+            (self.key == other.key, "key"),
+            (self.routes == other.routes, "routes"),
+            (self.cost == other.cost, "cost"),
+            (self.count == other.count, "count"),
+            (self.reset_on == other.reset_on, "reset-on"),
+            (self.ban_policy() == other.ban_policy(), "ban"),
+            (self.allow == other.allow, "allow"),
+            (self.deny == other.deny, "deny"),
+            (self.mode == other.mode, "mode"),
+            (self.headers == other.headers, "headers"),
+            (self.on_key_error == other.on_key_error, "on-key-error"),
+            (self.tier == other.tier, "tier"),
+        ];
+        match checks.iter().find(|(same, _)| !same) {
+            Some((_, field)) => Err(field),
+            None => Ok(()),
+        }
+    }
+
+    /// Why this entry, as written, could never limit anything or never
+    /// admit anything, if it could: a cost of 0 (every request a peek), a
+    /// cost above the capacity of its algorithm or of an override (every
+    /// request refused), or an empty `count` (nothing counts).
+    pub(super) fn disables_itself(&self) -> Option<String> {
+        if self.cost == 0 {
+            return Some(
+                "cost = 0 makes every request a peek, which turns the limit off; \
+                 use mode = \"dry-run\" to measure without limiting"
+                    .to_owned(),
+            );
+        }
+        let capacity = |a: &AnyAlgorithm| ratelimit_core::Algorithm::limit(a);
+        let too_small = std::iter::once(("the algorithm", &self.algorithm))
+            .chain(self.overrides.iter().map(|(k, a)| (k.as_str(), a)))
+            .find(|(_, a)| capacity(a) < self.cost);
+        if let Some((what, a)) = too_small {
+            let what = if what == "the algorithm" {
+                what.to_owned()
+            } else {
+                format!("an override (key {} chars long)", what.len())
+            };
+            return Some(format!(
+                "cost = {} is above the capacity {} of {what}: every request would be refused",
+                self.cost,
+                capacity(a)
+            ));
+        }
+        if self.count.as_ref().is_some_and(Vec::is_empty) {
+            return Some(
+                "count = [] counts no response, which turns the limit off; \
+                 leave count out to count every response"
+                    .to_owned(),
+            );
+        }
+        None
+    }
+
+    /// The overrides, their keys written as the limit's key extractor
+    /// writes keys (`2001:db8::/64`, not `2001:DB8:0::/64`), or why one
+    /// names a key no request can have. `client-ip` without prefix lengths
+    /// is taken as v4/32, v6/64 here.
+    pub(super) fn canonical_overrides(&self) -> Result<BTreeMap<String, AnyAlgorithm>, String> {
+        let parts: Vec<OverridePart> = self.key.0.iter().map(KeyPart::override_part).collect();
+        let mut written = BTreeMap::new();
+        for (text, algorithm) in &self.overrides {
+            if written
+                .insert(canonical(&parts, text)?, *algorithm)
+                .is_some()
+            {
+                return Err(format!(
+                    "two overrides name one key ({} characters long)",
+                    text.len()
+                ));
+            }
+        }
+        Ok(written)
+    }
+
+    /// Whether this entry's layer checks `req`: one of its routes matches
+    /// (a `GET` route covers `HEAD`; the path is axum's matched path when
+    /// `req` has one), and its tier takes the client, as `options` tells
+    /// clients apart. The layer decides so before it keys the request;
+    /// tools that replay requests (`ratelimit-sim what-if`) ask it which
+    /// limits saw one.
+    pub fn applies_to(&self, req: &Parts, options: &PolicyOptions) -> bool {
+        applies(&self.routes, self.tier, options.authenticated.as_ref(), req)
+    }
+
+    /// The entry's ban, if it has one (checked at load).
+    pub fn ban_policy(&self) -> Option<BanPolicy> {
+        self.checked_ban().ok().flatten()
+    }
+
+    /// The ban of `ban`, `ban-escalate`, `ban-max` and `ban-forgive`, or
+    /// why it cannot be.
+    pub(super) fn checked_ban(&self) -> Result<Option<BanPolicy>, String> {
+        let Some(duration) = self.ban else {
+            if self.ban_escalate.is_some() || self.ban_max.is_some() || self.ban_forgive.is_some() {
+                return Err("ban-escalate, ban-max and ban-forgive need a ban".to_owned());
+            }
+            return Ok(None);
+        };
+        let ban = BanPolicy::new(duration).map_err(|e| e.to_string())?;
+        if self.ban_escalate.is_none() && self.ban_max.is_none() && self.ban_forgive.is_none() {
+            return Ok(Some(ban));
+        }
+        let max = self.ban_max.unwrap_or(duration);
+        ban.escalate(
+            self.ban_escalate.unwrap_or(1.0),
+            max,
+            self.ban_forgive.unwrap_or_default(),
+        )
+        .map(Some)
+        .map_err(|e| e.to_string())
+    }
+
+    /// The overrides as the live algorithm takes them.
+    pub(super) fn override_list(&self) -> Vec<(&str, AnyAlgorithm)> {
+        self.overrides
+            .iter()
+            .map(|(k, a)| (k.as_str(), *a))
+            .collect()
+    }
+}

@@ -1,0 +1,276 @@
+//! How a limit finds a request's key (`PolicyOptions`, the extractor built from a `KeySpec`), its lists and tiers.
+
+use super::key::{KeyPart, KeySpec, PolicyKey};
+use super::route::RouteSpec;
+use super::tier::Tier;
+use crate::access_list::{AccessList, IpSource, ListKind, RuntimeLists};
+use crate::key::{
+    ApiKey, Bearer, ClientIp, Global, Header, IpPrefixes, KeyError, KeyExtractor, PeerIp, Route,
+};
+use crate::limit_handle::TextPart;
+use http::request::Parts;
+use ratelimit_core::Clock;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+/// A key the app defines (`key = "app:NAME"`): the key of a request, or
+/// why there is none (as a [`KeyExtractor`] answers).
+pub type AppKey = Arc<dyn Fn(&Parts) -> Result<PolicyKey, KeyError> + Send + Sync>;
+
+/// Whether a request comes from an authenticated client.
+pub type Authenticated = Arc<dyn Fn(&Parts) -> bool + Send + Sync>;
+
+impl KeySpec {
+    /// The key this spec gives a request, computed exactly as a table's
+    /// layer computes it (the same extractors, the same composite), but
+    /// without the entry's routes and tier: for tools that replay requests
+    /// a layer limited and need to name the key (`ratelimit-sim what-if`),
+    /// and for an `app:NAME` key defined as another spec. Fails, naming
+    /// it, on an `app:NAME` part that `options` does not define.
+    pub fn extractor(&self, options: &PolicyOptions) -> Result<AppKey, String> {
+        let parts: Box<[Part]> = self
+            .0
+            .iter()
+            .map(|p| Part::new(p, options))
+            .collect::<Result<_, _>>()?;
+        Ok(Arc::new(move |req: &Parts| extract_parts(&parts, req)))
+    }
+}
+
+/// The key `parts` give `req`: the one part's, or a composite of all.
+pub(super) fn extract_parts(parts: &[Part], req: &Parts) -> Result<PolicyKey, KeyError> {
+    match parts {
+        [one] => one.extract(req),
+        parts => Ok(PolicyKey::Composite(
+            parts
+                .iter()
+                .map(|p| p.extract(req))
+                .collect::<Result<_, _>>()?,
+        )),
+    }
+}
+
+/// Without [`PolicyOptions::authenticated`]: a request with an
+/// `Authorization` or `X-API-Key` header.
+pub(super) fn has_credentials(req: &Parts) -> bool {
+    req.headers.contains_key(http::header::AUTHORIZATION) || req.headers.contains_key("x-api-key")
+}
+
+/// What the table's layers need from the app.
+#[derive(Clone, Default)]
+pub struct PolicyOptions {
+    /// Tells authenticated clients (tier `authenticated`) from anonymous
+    /// ones (tier `anonymous`): say, an API key the app knows. Default: a
+    /// request with an `Authorization` or `X-API-Key` header.
+    pub authenticated: Option<Authenticated>,
+    /// The keys named `app:NAME` in the table, by `NAME` (the user of a
+    /// session, an API key the app checks...).
+    pub app_keys: BTreeMap<String, AppKey>,
+    /// The proxies whose forwarding headers `client-ip` trusts (default:
+    /// none, so `client-ip` is the peer's address).
+    pub client_ip: Option<ClientIp>,
+    /// The clock (default: the layer's).
+    pub clock: Option<Arc<dyn Clock>>,
+}
+
+impl fmt::Debug for PolicyOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PolicyOptions")
+            .field("client_ip", &self.client_ip)
+            .field("authenticated", &self.authenticated.is_some())
+            .field("app_keys", &self.app_keys.keys().collect::<Vec<_>>())
+            .field("clock", &self.clock.is_some())
+            .finish()
+    }
+}
+
+/// One part of an extractor.
+pub(super) enum Part {
+    PeerIp(PeerIp),
+    ClientIp(ClientIp),
+    Header(Header),
+    ApiKey(ApiKey),
+    Bearer(Bearer),
+    Global,
+    Route,
+    App(AppKey),
+}
+
+impl Part {
+    pub(super) fn new(part: &KeyPart, options: &PolicyOptions) -> Result<Self, String> {
+        let client_ip = &options.client_ip;
+        Ok(match part {
+            KeyPart::PeerIp(prefixes) => {
+                Self::PeerIp(PeerIp::new().prefixes(prefixes.unwrap_or_default()))
+            }
+            KeyPart::ClientIp(prefixes) => {
+                let x = client_ip.clone().unwrap_or_else(|| ClientIp::trusting([]));
+                Self::ClientIp(match prefixes {
+                    Some(p) => x.prefixes(*p),
+                    None => x,
+                })
+            }
+            KeyPart::Header(name, secret) => {
+                let header = Header::new(name.clone());
+                // `secret-header:` marks any header; credential headers
+                // (Authorization, Cookie, X-API-Key...) are secret anyway.
+                Self::Header(if *secret { header.secret(true) } else { header })
+            }
+            KeyPart::ApiKey => Self::ApiKey(ApiKey::new()),
+            KeyPart::Bearer => Self::Bearer(Bearer::new()),
+            KeyPart::Global => Self::Global,
+            KeyPart::Route => Self::Route,
+            KeyPart::App(name) => match options.app_keys.get(name) {
+                Some(key) => Self::App(Arc::clone(key)),
+                None => return Err(format!("unknown key \"app:{name}\": the app defines none")),
+            },
+        })
+    }
+
+    pub(super) fn extract(&self, req: &Parts) -> Result<PolicyKey, KeyError> {
+        Ok(match self {
+            Self::PeerIp(x) => PolicyKey::Ip(x.extract(req)?),
+            Self::ClientIp(x) => PolicyKey::Ip(x.extract(req)?),
+            Self::Header(x) => PolicyKey::Text(x.extract(req)?),
+            Self::ApiKey(x) => PolicyKey::Text(x.extract(req)?),
+            Self::Bearer(x) => PolicyKey::Text(x.extract(req)?),
+            Self::Global => {
+                Global.extract(req)?;
+                PolicyKey::Global
+            }
+            Self::Route => PolicyKey::Route(Route.extract(req)?),
+            Self::App(f) => f(req)?,
+        })
+    }
+}
+
+/// Whether an entry on `routes` (none: every route) for `tier` checks
+/// `req`, as `authenticated` (default: [`has_credentials`]) tells clients
+/// apart.
+pub(super) fn applies(
+    routes: &[RouteSpec],
+    tier: Tier,
+    authenticated: Option<&Authenticated>,
+    req: &Parts,
+) -> bool {
+    if !routes.is_empty() && !routes.iter().any(|r| r.matches(req)) {
+        return false;
+    }
+    if tier == Tier::All {
+        return true;
+    }
+    let authenticated = match authenticated {
+        Some(f) => f(req),
+        None => has_credentials(req),
+    };
+    authenticated == (tier == Tier::Authenticated)
+}
+
+/// How a part of a key is written as text, for [`LimitHandle::key`].
+pub(super) fn text_part(part: &KeyPart, options: &PolicyOptions) -> TextPart {
+    let client = options
+        .client_ip
+        .as_ref()
+        .map_or_else(IpPrefixes::default, ClientIp::key_prefixes);
+    match part {
+        KeyPart::PeerIp(p) => TextPart::Ip(p.unwrap_or_default()),
+        KeyPart::ClientIp(p) => TextPart::Ip(p.unwrap_or(client)),
+        KeyPart::Header(name, secret) => TextPart::Text {
+            secret: *secret || crate::key::header::is_credential(name),
+        },
+        KeyPart::ApiKey | KeyPart::Bearer => TextPart::Text { secret: true },
+        KeyPart::Global => TextPart::Global,
+        KeyPart::Route => TextPart::Route,
+        KeyPart::App(_) => TextPart::App,
+    }
+}
+
+/// Where the lists of a limit keyed on `key` read the client IP: its
+/// first IP part's source, else the client through the trusted proxies.
+pub(super) fn ip_source(key: &KeySpec, options: &PolicyOptions) -> IpSource {
+    let client = || {
+        IpSource::Client(
+            options
+                .client_ip
+                .clone()
+                .unwrap_or_else(|| ClientIp::trusting([])),
+        )
+    };
+    for part in &key.0 {
+        match part {
+            KeyPart::PeerIp(_) => return IpSource::Peer,
+            KeyPart::ClientIp(_) => return client(),
+            _ => {}
+        }
+    }
+    client()
+}
+
+/// The key extractor of a table's entry.
+pub(super) struct PolicyExtractor {
+    /// The limit's name (for metrics).
+    pub(super) name: &'static str,
+    /// Whether it has an allow or deny entry.
+    pub(super) lists: bool,
+    pub(super) allow: AccessList,
+    pub(super) deny: AccessList,
+    pub(super) ip: IpSource,
+    /// The entries added at run time, on every limit.
+    pub(super) runtime: Arc<RuntimeLists>,
+    pub(super) clock: Arc<dyn Clock>,
+    pub(super) tier: Tier,
+    pub(super) authenticated: Option<Authenticated>,
+    pub(super) routes: Box<[RouteSpec]>,
+    pub(super) parts: Box<[Part]>,
+}
+
+impl KeyExtractor for PolicyExtractor {
+    type Key = PolicyKey;
+
+    fn extract(&self, req: &Parts) -> Result<PolicyKey, KeyError> {
+        if !applies(&self.routes, self.tier, self.authenticated.as_ref(), req) {
+            return Ok(PolicyKey::Skip);
+        }
+        let runtime = self.runtime.is_set();
+        if !self.lists && !runtime {
+            return self.key(req);
+        }
+        let ip = self.ip.addr(req);
+        let now = if runtime { self.clock.now() } else { 0 };
+        let listed = |kind: ListKind, list: &AccessList, key: Option<&str>| {
+            let on_runtime =
+                || runtime && self.runtime.has(kind, ip, &|| key.map(str::to_owned), now);
+            match key {
+                None => list.has_ip(ip) || on_runtime(),
+                Some(k) => list.has_key(k) || on_runtime(),
+            }
+        };
+        if listed(ListKind::Deny, &self.deny, None) {
+            crate::observe::denied_by_list(self.name);
+            return Err(KeyError::denied("client IP"));
+        }
+        if listed(ListKind::Allow, &self.allow, None) {
+            crate::observe::allowed_by_list(self.name);
+            return Ok(PolicyKey::Skip);
+        }
+        let key = self.key(req)?;
+        let text = key.to_string();
+        if listed(ListKind::Deny, &self.deny, Some(&text)) {
+            crate::observe::denied_by_list(self.name);
+            return Err(KeyError::denied("client key"));
+        }
+        if listed(ListKind::Allow, &self.allow, Some(&text)) {
+            crate::observe::allowed_by_list(self.name);
+            return Ok(PolicyKey::Skip);
+        }
+        Ok(key)
+    }
+}
+
+impl PolicyExtractor {
+    /// The request's key, lists aside.
+    pub(super) fn key(&self, req: &Parts) -> Result<PolicyKey, KeyError> {
+        extract_parts(&self.parts, req)
+    }
+}

@@ -1,0 +1,150 @@
+//! A policy table: every limit of an app as data, read from a TOML file and
+//! turned into layers of an axum [`Router`] by one call (feature `serde`).
+//!
+//! ```toml
+//! # Each [[limit]] is one layer; they are checked in this order.
+//! [[limit]]
+//! name = "tickets"
+//! algorithm = "gcra 1/5m"           # ratelimit-core's spec form, or a table
+//! key = "bearer"                    # see below
+//! routes = ["POST /tickets"]        # "METHOD /path" or "/path"; none: every route
+//!
+//! [[limit]]
+//! name = "login-failures"
+//! algorithm = "sliding-log 5/1h"
+//! key = "client-ip"
+//! routes = ["POST /login"]
+//! count = [401]                     # only these statuses count (default: all)
+//! reset-on = [200]                  # these statuses reset the key (a login succeeded)
+//! ban = "1h"                        # once denied, the key stays denied for 1 hour
+//! ban-escalate = 2.0                # each repeat offence doubles the ban (default 1)...
+//! ban-max = "24h"                   # ...up to 24 hours (default: the ban)...
+//! ban-forgive = "1d"                # ...until 1 day passes without one (default 0)
+//!
+//! [[limit]]
+//! name = "search"
+//! algorithm = "leaky-bucket 10/1s queue 5"
+//! key = "client-ip+route"           # a composite: both parts
+//! mode = "shape"                    # enforce (default), dry-run, shape
+//! cost = 1                          # default 1; 1 to the capacity
+//! headers = "ietf"                  # ietf (default), legacy, both, none
+//! on-key-error = "reject"           # reject (default), allow, allow-missing
+//! tier = "anonymous"                # all (default), anonymous, authenticated
+//! overrides = { "10.0.0.7|POST /search" = "leaky-bucket 100/1s queue 50" }
+//! ```
+//!
+//! Keys: `peer-ip`, `client-ip` (through the trusted proxies of
+//! [`PolicyOptions::client_ip`]), `header:NAME`, `secret-header:NAME` (a
+//! header carrying a credential), `api-key` (`X-API-Key`), `bearer`, `global`, `route` (method and matched path), `app:NAME` (a
+//! key the app defines in [`PolicyOptions::app_keys`]: a user, a checked
+//! API key...), and composites joined by `+` (`client-ip+route`).
+//!
+//! An IP key takes prefix lengths per family in parentheses:
+//! `client-ip(v4/24, v6/48)` keys an IPv4 client by its /24 and an IPv6
+//! client by its /48; a family left out takes its default
+//! (`client-ip(v6/48)` keeps IPv4 at /32). Without parentheses
+//! `peer-ip` is v4/32, v6/64, and `client-ip` takes the prefixes of
+//! [`PolicyOptions::client_ip`] (v4/32, v6/64 unless the app set others).
+//! IPv4-mapped IPv6 addresses are IPv4. A bare length (`client-ip/48`)
+//! is refused: it would not say which family it is for. To hold a client
+//! to a limit per address and another per network, write two entries:
+//!
+//! ```toml
+//! [[limit]]
+//! name = "login-failures"
+//! algorithm = "sliding-log 5/1h"
+//! key = "client-ip"                 # one IPv4 address, one IPv6 /64
+//! routes = ["POST /login"]
+//! count = [401]
+//!
+//! [[limit]]
+//! name = "login-failures-network"
+//! algorithm = "sliding-log 100/1h"
+//! key = "client-ip(v4/24, v6/48)"   # however a client rotates inside them
+//! routes = ["POST /login"]
+//! count = [401]
+//! ```
+//!
+//! A length out of range (`v4/0`, `v4/33`, `v6/129`) is refused at load,
+//! naming it and the limit: `ratelimit.toml:9: limit "login-failures-network":
+//! key "client-ip(v6/129)": bad IPv6 prefix /129: expected 1 to 128`.
+//!
+//! Routes are matched against axum's matched path (the route as written,
+//! `/users/{id}`), or the request's path outside a router; a request on a
+//! route the entry does not list passes that layer untouched. A `GET`
+//! route also covers `HEAD` (which axum answers with the `GET` handler).
+//!
+//! Methods are case-sensitive: `post /login` is refused at load (no client
+//! sends a `post`).
+//!
+//! An override's key is the key's text as the limit's extractor writes
+//! it, its parts joined by `|`. IP parts are read as an address or a
+//! network and written in the key's form (`2001:DB8:0:1::5` on a
+//! `client-ip` limit is `2001:db8:0:1::/64`); a key no request can have is
+//! refused at load: not an address, a network of another length than the
+//! limit keys (a /48 on a per-/64 limit), blanks around a header's value,
+//! a header key over 64 characters (those are keyed by a hash), a wrong
+//! number of parts, or two overrides for one key. A secret key (API key,
+//! bearer token) is never quoted in the error.
+//!
+//! A limit that could never limit is refused at load: `cost = 0` (every
+//! request a peek), a cost above the capacity of the algorithm or of an
+//! override (every request refused), and `count = []` (nothing counts).
+//! To watch a limit without enforcing it, use `mode = "dry-run"`.
+//!
+//! Every error names the file, the line, and the entry:
+//! `limits.toml:7: limit "tickets": unknown key "baerer"`.
+//!
+//! [`PolicyTable::apply`] returns a [`PolicyHandle`] too: it reloads the
+//! algorithms and overrides from an edited table or file (on `SIGHUP` and
+//! on file change with [`PolicyHandle::watch`]), freeing nothing any
+//! client has used: a limit lowered and raised back keeps what was used
+//! past it, a change of kind charges what was used, and a reload of an
+//! unchanged file changes nothing for any key (see [`LiveAlgorithm`]). It
+//! also adds or removes per-key overrides at run time.
+//! A bad file is rejected whole, with a logged error, and the running
+//! limits stay.
+//!
+//! ```
+//! use axum::{routing::post, Router};
+//! use ratelimit_core::{LiveAlgorithm, MemoryStore};
+//! use std::convert::Infallible;
+//! use tower_ratelimit::table::{PolicyKey, PolicyOptions, PolicyTable};
+//!
+//! let table = PolicyTable::from_toml(
+//!     "[[limit]]\nname = \"login\"\nalgorithm = \"gcra 5/1m\"\nkey = \"client-ip\"\nroutes = [\"POST /login\"]\n",
+//!     None,
+//! )?;
+//! let router = Router::new().route("/login", post(|| async { "ok" }));
+//! let (router, handle) = table.apply(router, &PolicyOptions::default(), |_, live: &LiveAlgorithm| {
+//!     Ok::<_, Infallible>(MemoryStore::<_, PolicyKey>::new(live.clone()))
+//! })?;
+//! # let _ = (router, handle);
+//! # Ok::<(), tower_ratelimit::table::PolicyError>(())
+//! ```
+//!
+//! [`Router`]: axum::Router
+//! [`LiveAlgorithm`]: ratelimit_core::LiveAlgorithm
+
+mod apply;
+mod entry;
+mod error;
+mod extractor;
+pub(crate) mod key;
+mod load;
+mod reload;
+mod route;
+#[cfg(test)]
+mod tests;
+mod tier;
+
+pub use crate::access_list::{ListKind, MAX_RUNTIME_ENTRIES};
+pub use crate::limit_handle::LimitHandle;
+pub use entry::PolicyEntry;
+pub use error::PolicyError;
+pub use extractor::{AppKey, Authenticated, PolicyOptions};
+pub use key::{KeySpec, PolicyKey};
+pub use load::PolicyTable;
+pub use reload::{LimitChange, PolicyHandle};
+pub use route::RouteSpec;
+pub use tier::Tier;

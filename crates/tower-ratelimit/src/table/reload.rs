@@ -1,0 +1,319 @@
+//! Changing the limits while they run (`PolicyHandle`): reloads, what changed (`LimitChange`), the file watcher, the limits' handles and lists.
+
+use super::entry::PolicyEntry;
+use super::error::PolicyError;
+use super::load::PolicyTable;
+use crate::access_list::{ListKind, RuntimeLists};
+use crate::limit_handle::LimitHandle;
+use ratelimit_core::{AnyAlgorithm, Clock, LiveAlgorithm};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Changes a table's limits while they run: from another table (a
+/// reload), or one key at a time (overrides, through
+/// [`limit`](Self::limit)).
+///
+/// What a reload changed of one limit: its algorithm (`from` and `to`
+/// are equal when only overrides changed) and its overrides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LimitChange {
+    /// The limit's name.
+    pub limit: String,
+    /// Its algorithm before the reload.
+    pub from: AnyAlgorithm,
+    /// Its algorithm after.
+    pub to: AnyAlgorithm,
+    /// How its overrides changed: `"same"`, or `"N -> M"` (counts; the
+    /// keys are not named, as they may be API keys).
+    pub overrides: String,
+}
+
+impl LimitChange {
+    /// The change from what `live` runs to `new`, if any.
+    pub(super) fn between(new: &PolicyEntry, live: &LiveAlgorithm) -> Option<Self> {
+        // Compared by their spec form: a live algorithm may hold the same
+        // settings in a wider state.
+        let same = |a: &AnyAlgorithm, b: &AnyAlgorithm| a.to_string() == b.to_string();
+        let from = live.get();
+        let same_overrides = live.overrides() == new.overrides.len()
+            && new
+                .overrides
+                .iter()
+                .all(|(k, a)| live.override_of(k.as_str()).is_some_and(|o| same(&o, a)));
+        if same(&from, &new.algorithm) && same_overrides {
+            return None;
+        }
+        let overrides = if same_overrides {
+            "same".to_owned()
+        } else {
+            format!("{} -> {}", live.overrides(), new.overrides.len())
+        };
+        Some(Self {
+            limit: new.name.clone(),
+            from,
+            to: new.algorithm,
+            overrides,
+        })
+    }
+}
+
+/// A reload changes each entry's algorithm and overrides (see
+/// [`LiveAlgorithm`] for what each key keeps: a change frees nothing; an
+/// entry whose algorithm and overrides are unchanged is not touched);
+/// anything else (an entry
+/// added, removed, renamed or moved, a key, routes, cost, counted
+/// statuses, mode, headers) needs a restart, and a table that changes it
+/// is rejected whole, naming the entry (the one added or removed) and the
+/// field: the running limits stay as they were, and
+/// [`watch`](Self::watch) logs why.
+pub struct PolicyHandle {
+    pub(super) limits: Box<[(PolicyEntry, LiveAlgorithm)]>,
+    pub(super) handles: Box<[LimitHandle]>,
+    pub(super) runtime: Arc<RuntimeLists>,
+    pub(super) clock: Arc<dyn Clock>,
+    pub(super) reloads: AtomicU64,
+}
+
+impl fmt::Debug for PolicyHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PolicyHandle")
+            .field("limits", &self.limits)
+            .field("handles", &self.handles)
+            .field("reloads", &self.reloads)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PolicyHandle {
+    /// Adds `entry` (a CIDR, an address or a key, as in the file) to the
+    /// allow or deny list of every limit for `ttl`, or renews it; at most
+    /// [`MAX_RUNTIME_ENTRIES`](super::MAX_RUNTIME_ENTRIES) per list. Kept in this instance's memory
+    /// (not shared through Redis), and across reloads.
+    pub fn add_to_list(
+        &self,
+        kind: ListKind,
+        entry: &str,
+        ttl: std::time::Duration,
+    ) -> Result<(), String> {
+        let now = self.clock.now();
+        let ttl = u64::try_from(ttl.as_nanos()).unwrap_or(u64::MAX);
+        self.runtime
+            .add(kind, entry.trim(), now.saturating_add(ttl), now)
+    }
+
+    /// Removes `entry` added by [`add_to_list`](Self::add_to_list);
+    /// whether it was there.
+    pub fn remove_from_list(&self, kind: ListKind, entry: &str) -> bool {
+        self.runtime.remove(kind, entry.trim())
+    }
+
+    /// The limit named `name`: check, peek, refund, reset, ban and unban
+    /// a key in the store its layer uses.
+    pub fn get(&self, name: &str) -> Option<&LimitHandle> {
+        self.handles.iter().find(|h| h.name == name)
+    }
+
+    /// Every limit, in the file's order.
+    pub fn handles(&self) -> &[LimitHandle] {
+        &self.handles
+    }
+
+    /// The entry of the limit `name` as last loaded.
+    pub fn entry(&self, name: &str) -> Option<&PolicyEntry> {
+        self.limits.iter().map(|(e, _)| e).find(|e| e.name == name)
+    }
+
+    /// The live algorithm of the entry `name` (to read it, or to add and
+    /// remove per-key overrides).
+    pub fn limit(&self, name: &str) -> Option<&LiveAlgorithm> {
+        self.limits
+            .iter()
+            .find(|(e, _)| e.name == name)
+            .map(|(_, a)| a)
+    }
+
+    /// How many reloads have been applied.
+    pub fn reloads(&self) -> u64 {
+        self.reloads.load(Ordering::Relaxed)
+    }
+
+    /// Applies `table`'s algorithms and overrides, all or nothing; returns
+    /// what changed (nothing, for a table equal to the running one).
+    ///
+    /// With feature `metrics`, counts `ratelimit_reloads_total` by
+    /// `outcome`: `applied`, `unchanged` or `rejected`.
+    pub fn reload(&self, table: &PolicyTable) -> Result<Vec<LimitChange>, PolicyError> {
+        let result = self.try_reload(table);
+        #[cfg(feature = "metrics")]
+        {
+            let outcome = match &result {
+                Ok(changes) if changes.is_empty() => "unchanged",
+                Ok(_) => "applied",
+                Err(_) => "rejected",
+            };
+            metrics::counter!("ratelimit_reloads_total", "outcome" => outcome).increment(1);
+        }
+        result
+    }
+
+    pub(super) fn try_reload(&self, table: &PolicyTable) -> Result<Vec<LimitChange>, PolicyError> {
+        let fail = |entry: Option<&str>, message: String| PolicyError {
+            file: None,
+            line: None,
+            entry: entry.map(str::to_owned),
+            message,
+        };
+        let runs = |name: &str| self.limits.iter().any(|(e, _)| e.name == name);
+        if let Some(added) = table.entries.iter().find(|e| !runs(&e.name)) {
+            if table.entries.len() > self.limits.len() {
+                return Err(fail(
+                    Some(&added.name),
+                    "added: adding a limit needs a restart".to_owned(),
+                ));
+            }
+        }
+        let kept = |name: &str| table.entries.iter().any(|e| e.name == name);
+        if let Some((removed, _)) = self.limits.iter().find(|(e, _)| !kept(&e.name)) {
+            if table.entries.len() < self.limits.len() {
+                return Err(fail(
+                    Some(&removed.name),
+                    "removed: removing a limit needs a restart".to_owned(),
+                ));
+            }
+        }
+        if table.entries.len() != self.limits.len() {
+            return Err(fail(
+                None,
+                format!(
+                    "{} limits where {} run: adding or removing a limit needs a restart",
+                    table.entries.len(),
+                    self.limits.len()
+                ),
+            ));
+        }
+        for (new, (old, _)) in table.entries.iter().zip(self.limits.iter()) {
+            if new.name != old.name {
+                return Err(fail(
+                    Some(&new.name),
+                    format!(
+                        "where {:?} runs: renaming or moving a limit needs a restart",
+                        old.name
+                    ),
+                ));
+            }
+            new.unchanged_but_limits(old).map_err(|field| {
+                fail(
+                    Some(&new.name),
+                    format!("changing its {field} needs a restart"),
+                )
+            })?;
+        }
+        let changes: Vec<LimitChange> = table
+            .entries
+            .iter()
+            .zip(self.limits.iter())
+            .filter_map(|(new, (_, live))| LimitChange::between(new, live))
+            .collect();
+        for (new, (_, live)) in table.entries.iter().zip(self.limits.iter()) {
+            live.replace(new.algorithm, &new.override_list())
+                .map_err(|e| fail(Some(&new.name), e.to_string()))?;
+        }
+        self.reloads.fetch_add(1, Ordering::Relaxed);
+        Ok(changes)
+    }
+
+    /// Reads `path` and applies it ([`reload`](Self::reload)); errors
+    /// name the file.
+    pub fn reload_file(&self, path: &Path) -> Result<Vec<LimitChange>, PolicyError> {
+        let table = match PolicyTable::load(path) {
+            Ok(table) => table,
+            Err(e) => {
+                #[cfg(feature = "metrics")]
+                metrics::counter!("ratelimit_reloads_total", "outcome" => "rejected").increment(1);
+                return Err(e);
+            }
+        };
+        self.reload(&table).map_err(|mut e| {
+            e.file = Some(path.to_path_buf());
+            e
+        })
+    }
+
+    /// Reloads `path` on `SIGHUP` (Unix) and whenever its contents change
+    /// (read every `poll`; a change is applied once the contents have
+    /// held still for one more read, so an editor's partial write is not
+    /// taken). Every reload is logged: `info` when applied, `error` with
+    /// the reason when rejected (the running limits stay). The task ends
+    /// when every other `Arc` of the handle is dropped; it needs a tokio
+    /// runtime.
+    pub fn watch(self: &Arc<Self>, path: impl Into<PathBuf>, poll: std::time::Duration) {
+        let (handle, path) = (Arc::downgrade(self), path.into());
+        #[cfg(unix)]
+        let mut hangup = {
+            use tokio::signal::unix::{signal, SignalKind};
+            signal(SignalKind::hangup())
+                .map_err(|e| {
+                    tracing::error!(error = %e, "no SIGHUP handler: reloading on file change only");
+                })
+                .ok()
+        };
+        tokio::spawn(async move {
+            let mut seen = std::fs::read(&path).ok();
+            let mut pending: Option<Option<Vec<u8>>> = None;
+            loop {
+                #[cfg(unix)]
+                let hup = async {
+                    match hangup.as_mut() {
+                        Some(h) => h.recv().await,
+                        None => std::future::pending().await,
+                    }
+                };
+                #[cfg(not(unix))]
+                let hup = std::future::pending::<Option<()>>();
+                let signalled = tokio::select! {
+                    _ = hup => true,
+                    _ = tokio::time::sleep(poll) => false,
+                };
+                let Some(handle) = handle.upgrade() else {
+                    return;
+                };
+                let now = std::fs::read(&path).ok();
+                let apply = if signalled {
+                    true
+                } else if now == seen {
+                    pending = None;
+                    false
+                } else if pending.as_ref() == Some(&now) {
+                    true
+                } else {
+                    pending = Some(now.clone());
+                    false
+                };
+                if !apply {
+                    continue;
+                }
+                seen = now;
+                pending = None;
+                let why = if signalled { "SIGHUP" } else { "file changed" };
+                match handle.reload_file(&path) {
+                    Ok(changes) if changes.is_empty() => {
+                        tracing::info!(file = %path.display(), why, "rate limits reloaded: no change");
+                    }
+                    Ok(changes) => {
+                        for c in &changes {
+                            tracing::info!(limit = %c.limit, from = %c.from, to = %c.to, overrides = %c.overrides, "rate limit changed");
+                        }
+                        tracing::info!(file = %path.display(), why, changed = changes.len(), "rate limits reloaded");
+                    }
+                    Err(e) => tracing::error!(
+                        error = %e,
+                        why,
+                        "rate-limit reload rejected; the running limits stay"
+                    ),
+                }
+            }
+        });
+    }
+}
