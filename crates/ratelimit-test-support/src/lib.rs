@@ -8,6 +8,7 @@
 //!   test, and a `redis-server --tls-port` using them;
 //! - [`redis_cluster`]: [`RedisCluster`], a private Redis Cluster of such
 //!   servers (masters and replicas), a master killed on demand;
+//! - [`redis_sentinel`]: a private master, replica and Sentinel;
 //! - [`spawned`]: an example binary run as a process, its logs read;
 //! - [`rng`]: [`SplitMix64`], a seeded generator so failures reproduce;
 //! - [`alloc`]: [`CountingAlloc`], a global allocator counting live bytes
@@ -24,6 +25,7 @@ pub mod backend;
 pub mod delay_proxy;
 pub mod model;
 pub mod redis_cluster;
+pub mod redis_sentinel;
 pub mod redis_server;
 pub mod rng;
 pub mod spawned;

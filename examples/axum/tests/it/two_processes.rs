@@ -7,6 +7,7 @@
 //! `X-Forwarded-For`, the test being the trusted proxy (127.0.0.1).
 
 use ratelimit_test_support::redis_cluster::{cli, RedisCluster};
+use ratelimit_test_support::redis_sentinel::RedisSentinel;
 use ratelimit_test_support::redis_server::{free_port, RedisServer};
 use ratelimit_test_support::tls::{tls_server, Pki};
 use std::io::{Read, Write};
@@ -390,4 +391,58 @@ fn one_process_over_tls_with_a_private_ca() {
         err.contains(&format!("redis=rediss://127.0.0.1:{tls_port}/0")),
         "{err}"
     );
+}
+
+/// Two processes through Sentinel (`redis+sentinel://`): exact limits
+/// across both, no 5xx through a failover, and exact again on the new
+/// master.
+#[test]
+fn two_processes_through_sentinel_hold_the_limits_through_a_failover() {
+    let Some(sentinel) = RedisSentinel::start() else {
+        return;
+    };
+    let apps = [App::start(&sentinel.url()), App::start(&sentinel.url())];
+    warm(&apps);
+    let ip = "X-Forwarded-For: 203.0.113.7\r\n";
+    let codes = concurrently(&apps, 16, ("POST", "/accounts", ip, ""));
+    assert_eq!(count(&codes, 201), 2, "{codes:?}");
+    // One account each from 16 addresses, then a failover.
+    let ips: Vec<String> = (1..=16).map(|n| format!("198.51.{n}.9")).collect();
+    for (i, ip) in ips.iter().enumerate() {
+        let header = format!("X-Forwarded-For: {ip}\r\n");
+        assert_eq!(apps[i % 2].send("POST", "/accounts", &header, ""), 201);
+    }
+    // Replication is asynchronous: give it a moment before the failover.
+    std::thread::sleep(Duration::from_secs(1));
+    let started = Instant::now();
+    // Requests go on during the failover, never answered 5xx.
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            sentinel.fail_over();
+            done.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+        let during = "X-Forwarded-For: 203.0.113.99\r\n";
+        while !done.load(std::sync::atomic::Ordering::Relaxed) {
+            let codes = concurrently(&apps, 4, ("POST", "/login", during, BAD_LOGIN));
+            assert!(codes.iter().all(|&c| c < 500), "{codes:?}");
+        }
+    });
+    // Every address that made one account makes exactly one more across
+    // both processes once they decide on the new master; never a 5xx.
+    let exact = ips.iter().any(|ip| {
+        let header = format!("X-Forwarded-For: {ip}\r\n");
+        std::thread::sleep(Duration::from_secs(1));
+        let codes = concurrently(&apps, 16, ("POST", "/accounts", &header, ""));
+        assert!(codes.iter().all(|&c| c < 500), "{codes:?}");
+        count(&codes, 201) == 1
+    });
+    assert!(exact, "no exact round within {:?}", started.elapsed());
+    eprintln!(
+        "sentinel failover: exact again within {:?}",
+        started.elapsed()
+    );
+    let fresh = "X-Forwarded-For: 203.0.113.9\r\n";
+    let codes = concurrently(&apps, 16, ("POST", "/accounts", fresh, ""));
+    assert_eq!(count(&codes, 201), 2, "{codes:?}");
 }
