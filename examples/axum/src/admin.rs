@@ -315,6 +315,62 @@ async fn ban(
     }
 }
 
+/// The algorithm of a body (`{"algorithm": "gcra 100/1m"}`), or the
+/// problem.
+fn body_algorithm(body: &Bytes) -> Result<ratelimit_core::AnyAlgorithm, Problem> {
+    let bad = |why: &str| problem(StatusCode::BAD_REQUEST, why);
+    let v: serde_json::Value = serde_json::from_slice(body)
+        .map_err(|_| bad("Expected a JSON body such as {\"algorithm\": \"gcra 100/1m\"}."))?;
+    let text = v
+        .get("algorithm")
+        .and_then(|a| a.as_str())
+        .ok_or_else(|| bad("Expected a JSON body such as {\"algorithm\": \"gcra 100/1m\"}."))?;
+    text.parse()
+        .map_err(|e| bad(&format!("Bad algorithm: {e}.")))
+}
+
+async fn set_override(
+    State(admin): State<Admin>,
+    headers: HeaderMap,
+    Path((name, key)): Path<(String, String)>,
+    body: Bytes,
+) -> Response {
+    let (limit, policy_key) = match key_of(&admin, &headers, &name, &key) {
+        Ok(found) => found,
+        Err(r) => return r.into_response(),
+    };
+    let algorithm = match body_algorithm(&body) {
+        Ok(a) => a,
+        Err(r) => return r.into_response(),
+    };
+    match admin.limits.set_override(limit.name(), &key, algorithm) {
+        Ok(()) => {
+            tracing::info!(target: "axum_example::admin", limit = limit.name(), key = %loggable(&policy_key), %algorithm, "admin: override set");
+            Json(json!({ "limit": limit.name(), "algorithm": algorithm.to_string() }))
+                .into_response()
+        }
+        Err(e) => problem(StatusCode::BAD_REQUEST, &format!("{e}.")).into_response(),
+    }
+}
+
+async fn remove_override(
+    State(admin): State<Admin>,
+    headers: HeaderMap,
+    Path((name, key)): Path<(String, String)>,
+) -> Response {
+    let (limit, policy_key) = match key_of(&admin, &headers, &name, &key) {
+        Ok(found) => found,
+        Err(r) => return r.into_response(),
+    };
+    match admin.limits.remove_override(limit.name(), &key) {
+        Ok(had) => {
+            tracing::info!(target: "axum_example::admin", limit = limit.name(), key = %loggable(&policy_key), had, "admin: override removed");
+            Json(json!({ "limit": limit.name(), "removed": had })).into_response()
+        }
+        Err(e) => problem(StatusCode::BAD_REQUEST, &format!("{e}.")).into_response(),
+    }
+}
+
 async fn unban(
     State(admin): State<Admin>,
     headers: HeaderMap,
@@ -426,6 +482,10 @@ pub fn admin_router(limits: Arc<PolicyHandle>, settings: &AdminSettings) -> Rout
         .route(
             "/limits/{name}/bans/{key}",
             axum::routing::put(ban).delete(unban),
+        )
+        .route(
+            "/limits/{name}/overrides/{key}",
+            axum::routing::put(set_override).delete(remove_override),
         )
         .route("/allow/{entry}", list_routes(ListKind::Allow))
         .route("/deny/{entry}", list_routes(ListKind::Deny))

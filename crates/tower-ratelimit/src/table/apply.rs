@@ -5,6 +5,7 @@ use super::error::PolicyError;
 use super::extractor::{ip_source, text_part, Part, PolicyExtractor, PolicyOptions};
 use super::key::PolicyKey;
 use super::reload::PolicyHandle;
+use super::runtime_overrides::RuntimeOverrides;
 use crate::access_list::{AccessList, RuntimeLists};
 use crate::limit_handle::LimitHandle;
 use crate::policy::Selection;
@@ -129,6 +130,7 @@ impl PolicyTable {
             runtime,
             clock,
             reloads: AtomicU64::new(0),
+            overrides: RuntimeOverrides::default(),
         };
         Ok((router, handle))
     }

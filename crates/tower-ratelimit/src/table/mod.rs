@@ -134,6 +134,7 @@ pub(crate) mod key;
 mod load;
 mod reload;
 mod route;
+mod runtime_overrides;
 #[cfg(test)]
 mod tests;
 mod tier;

@@ -3,6 +3,7 @@
 use super::entry::PolicyEntry;
 use super::error::PolicyError;
 use super::load::PolicyTable;
+use super::runtime_overrides::RuntimeOverrides;
 use crate::access_list::{ListKind, RuntimeLists};
 use crate::limit_handle::LimitHandle;
 use ratelimit_core::{AnyAlgorithm, Clock, LiveAlgorithm};
@@ -74,6 +75,8 @@ pub struct PolicyHandle {
     pub(super) runtime: Arc<RuntimeLists>,
     pub(super) clock: Arc<dyn Clock>,
     pub(super) reloads: AtomicU64,
+    /// Overrides set at run time ([`set_override`](Self::set_override)).
+    pub(super) overrides: RuntimeOverrides,
 }
 
 impl fmt::Debug for PolicyHandle {
@@ -107,6 +110,76 @@ impl PolicyHandle {
     /// whether it was there.
     pub fn remove_from_list(&self, kind: ListKind, entry: &str) -> bool {
         self.runtime.remove(kind, entry.trim())
+    }
+
+    /// Gives `key` (written as the limit's key extractor writes keys: an
+    /// IP, a network as `2001:db8::/64`, an API key) its own algorithm on
+    /// the limit `limit`, now and across reloads (it wins over the
+    /// file's override of that key). Refused: an unknown limit, a key
+    /// the limit cannot have, an algorithm whose capacity is below the
+    /// limit's cost (every request refused), or more than
+    /// [`MAX_OVERRIDES`](ratelimit_core::MAX_OVERRIDES).
+    pub fn set_override(
+        &self,
+        limit: &str,
+        key: &str,
+        algorithm: AnyAlgorithm,
+    ) -> Result<(), String> {
+        let (entry, live) = self.limit_of(limit)?;
+        let text = self.key_text(limit, key)?;
+        let capacity = ratelimit_core::Algorithm::limit(&algorithm);
+        if capacity < entry.cost {
+            return Err(format!(
+                "the capacity {capacity} of {algorithm} is below the limit's cost {}: every \
+                 request would be refused",
+                entry.cost
+            ));
+        }
+        live.set_override(text.as_str(), algorithm)
+            .map_err(|e| e.to_string())?;
+        self.overrides.set(limit, &text, algorithm);
+        Ok(())
+    }
+
+    /// Takes away the override [`set_override`](Self::set_override) gave
+    /// `key` on `limit`: the key follows the file again (its override
+    /// there, else the limit's algorithm). Whether there was one.
+    pub fn remove_override(&self, limit: &str, key: &str) -> Result<bool, String> {
+        let (entry, live) = self.limit_of(limit)?;
+        let text = self.key_text(limit, key)?;
+        if !self.overrides.remove(limit, &text) {
+            return Ok(false);
+        }
+        match entry.overrides.get(&text) {
+            Some(file) => live
+                .set_override(text.as_str(), *file)
+                .map_err(|e| e.to_string())?,
+            None => {
+                live.remove_override(text.as_str());
+            }
+        }
+        Ok(true)
+    }
+
+    /// How many overrides were set at run time on `limit`.
+    pub fn runtime_overrides(&self, limit: &str) -> usize {
+        self.overrides.count(limit)
+    }
+
+    fn limit_of(&self, name: &str) -> Result<(&PolicyEntry, &LiveAlgorithm), String> {
+        self.limits
+            .iter()
+            .find(|(e, _)| e.name == name)
+            .map(|(e, a)| (e, a))
+            .ok_or_else(|| format!("no limit named {name:?}"))
+    }
+
+    /// `key` as the limit's extractor writes it.
+    fn key_text(&self, limit: &str, key: &str) -> Result<String, String> {
+        let handle = self
+            .get(limit)
+            .ok_or_else(|| format!("no limit named {limit:?}"))?;
+        Ok(handle.key(key)?.to_string())
     }
 
     /// The limit named `name`: check, peek, refund, reset, ban and unban
@@ -217,7 +290,10 @@ impl PolicyHandle {
             .filter_map(|(new, (_, live))| LimitChange::between(new, live))
             .collect();
         for (new, (_, live)) in table.entries.iter().zip(self.limits.iter()) {
-            live.replace(new.algorithm, &new.override_list())
+            let merged = self.overrides.merged(&new.name, &new.override_list());
+            let list: Vec<(&str, AnyAlgorithm)> =
+                merged.iter().map(|(k, a)| (k.as_str(), *a)).collect();
+            live.replace(new.algorithm, &list)
                 .map_err(|e| fail(Some(&new.name), e.to_string()))?;
         }
         self.reloads.fetch_add(1, Ordering::Relaxed);

@@ -244,3 +244,48 @@ async fn allow_and_deny_entries_with_a_ttl() {
         assert_eq!(r.header("content-type"), Some("application/problem+json"));
     }
 }
+
+/// `PUT /limits/{name}/overrides/{key}` gives one key its own algorithm at
+/// once; it survives a reload of the file; `DELETE` gives the key back to
+/// the file's limit; a bad algorithm or one that could never admit is 400.
+#[tokio::test]
+async fn overrides_set_at_run_time_apply_at_once_and_survive_a_reload() {
+    let (c, _clock) = config("");
+    let (app, limits) = app_with_policy(&c, &MemoryStores::new(1000), &default_policy()).unwrap();
+    let limits = Arc::new(limits);
+    let settings = AdminSettings::new("127.0.0.1:0".parse().unwrap(), TOKEN).unwrap();
+    let api = admin_router(Arc::clone(&limits), &settings);
+    let fail = || login(LOGIN_BAD);
+    let r = admin("PUT", "/limits/login-failures/overrides/192.0.2.77")
+        .body("{\"algorithm\": \"sliding-log 8/1h\"}")
+        .send(&api)
+        .await;
+    assert_eq!(r.status, 200, "{r:?}");
+    // A reload of the same file keeps the run-time override.
+    limits.reload(&default_policy()).unwrap();
+    for n in 0..8 {
+        assert_eq!(fail().send(&app).await.status, 401, "failure {n}");
+    }
+    fail().send(&app).await.assert_429();
+    let r = admin("DELETE", "/limits/login-failures/overrides/192.0.2.77")
+        .send(&api)
+        .await;
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.json()["removed"], true);
+    for (body, why) in [
+        ("{\"algorithm\": \"gcra nonsense\"}", "Bad algorithm"),
+        ("{\"for\": \"1h\"}", "Expected a JSON body"),
+    ] {
+        let r = admin("PUT", "/limits/login-failures/overrides/192.0.2.77")
+            .body(body)
+            .send(&api)
+            .await;
+        assert_eq!(r.status, 400, "{r:?}");
+        assert!(r.body.contains(why), "{r:?}");
+    }
+    let r = admin("PUT", "/limits/nope/overrides/192.0.2.77")
+        .body("{\"algorithm\": \"gcra 1/1s\"}")
+        .send(&api)
+        .await;
+    assert_eq!(r.status, 404, "{r:?}");
+}
