@@ -9,6 +9,10 @@
 //! K from it, without a round trip, with the decision Redis would give:
 //! denied, `remaining` 0, `wait = until - now`, `reset = reset_at - now`.
 //!
+//! A denial is answered here for at most [`MAX_AGE`] (1 s), then Redis is
+//! asked again: what another instance did meanwhile (a reset, an unban, a
+//! refund) is seen within that long.
+//!
 //! Bounded memory: a fixed table of `capacity` entries (rounded up to a
 //! power of two), in sets of [`WAYS`], allocated when the store is built.
 //! A new denial takes an empty or expired entry of its set, else the one
@@ -24,6 +28,12 @@ use std::time::Duration;
 /// Entries per set.
 pub(crate) const WAYS: usize = 4;
 
+/// How long a denial is answered here before Redis is asked again (ns):
+/// a reset, an unban or a refund made through another instance is seen
+/// here within this long. A key denied without end costs one round trip
+/// per instance this often.
+pub(crate) const MAX_AGE: u64 = 1_000_000_000;
+
 #[derive(Clone, Copy, Default)]
 struct Entry {
     /// 0: empty.
@@ -34,6 +44,8 @@ struct Entry {
     part: usize,
     /// A ban's denial.
     banned: bool,
+    /// When Redis gave it (the store's local clock).
+    at: u64,
 }
 
 /// A bounded table of standing denials, keyed by the rendered key's
@@ -83,7 +95,7 @@ impl DenyCache {
     ) -> Option<Decision> {
         let hash = self.hash(key);
         let e = *self.set(hash).iter().find(|e| e.hash == hash)?;
-        if now >= e.until {
+        if now >= e.until || now.saturating_sub(e.at) >= MAX_AGE {
             return None;
         }
         let (limit, window) = constants(e.part);
@@ -130,6 +142,7 @@ impl DenyCache {
             reset_at,
             part,
             banned: decision.banned,
+            at: now,
         };
     }
 

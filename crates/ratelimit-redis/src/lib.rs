@@ -163,7 +163,7 @@
 //! Under a flood, most checks are denials, and each would cost the shared
 //! Redis a round trip. So once Redis denies a cost-1 check of key K with
 //! wait `w`, the store answers K's cost-1 checks itself until `w` has
-//! passed ([`RedisStoreBuilder::deny_cache`], on by default): the decision
+//! passed, or 1 s, whichever comes first ([`RedisStoreBuilder::deny_cache`], on by default): the decision
 //! is the one Redis would give (denied, `remaining` 0, `wait` and `reset`
 //! counted down; the HTTP layer's headers and metrics are the same), with
 //! no round trip (with the `metrics` feature, counted in
@@ -185,10 +185,13 @@
 //! so it never admits more than Redis would. It denies a request Redis
 //! would admit only when K's state became emptier, after the cached
 //! denial, by something other than time: another instance's refund (or a
-//! key deleted or flushed). It then denies for the rest of `w` at most,
-//! and a cost-1 wait is bounded by the algorithm:
+//! key deleted or flushed, a reset or an unban through another instance).
+//! It then denies for the rest of `w`, and for at most 1 s: a denial is
+//! answered locally for 1 s at most, then Redis is asked again (a key
+//! denied without end costs one round trip a second per instance). A
+//! cost-1 wait is bounded by the algorithm too:
 //!
-//! | algorithm | longest cost-1 wait, so longest wrong denial |
+//! | algorithm | longest cost-1 wait (a wrong denial also ends within 1 s) |
 //! |---|---|
 //! | GCRA, token bucket | `T = P / L`, one emission interval |
 //! | leaky bucket | `T`: the next departure frees a place in the queue |

@@ -58,7 +58,7 @@ async fn a_ban_made_on_one_instance_holds_on_both() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_banned_key_is_answered_by_the_deny_cache_until_the_ban_ends() {
+async fn a_banned_key_is_answered_by_the_deny_cache_a_second_at_a_time() {
     let server = server!();
     let ban = BanPolicy::new(Duration::from_secs(60)).unwrap();
     let a = store(server.url(), "gcra 1/1s", Some(ban), 1024);
@@ -70,11 +70,10 @@ async fn a_banned_key_is_answered_by_the_deny_cache_until_the_ban_ends() {
         let d = check(&a, "k", T0 + i * SEC / 2).await;
         assert!(d.banned && !d.allowed);
     }
-    assert_eq!(
-        crate::harness::round_trips(&mut c).await,
-        trips,
-        "all from the cache"
-    );
+    // 50 s of checks: from the cache, but for one round trip a second
+    // (a denial is answered locally for at most 1 s).
+    let made = crate::harness::round_trips(&mut c).await - trips;
+    assert!(made <= 51, "{made} round trips for 100 checks in 50 s");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
