@@ -6,7 +6,7 @@
 //! is checked against the part of the limit's key it stands for, and IP
 //! parts are rewritten in the extractor's form.
 
-use crate::key::{IpKey, IpPrefixes};
+use crate::key::{HeaderKey, IpKey, IpPrefixes};
 use ipnet::IpNet;
 use std::net::IpAddr;
 
@@ -24,7 +24,8 @@ pub(crate) enum OverridePart {
     Any,
 }
 
-/// Longest text key an override can name (longer keys are hashed).
+/// Longest text key an override can name (longer keys are hashed), for
+/// the error.
 const MAX_TEXT: usize = 64;
 
 /// `text` written as the key `parts` make it, or why no request's key
@@ -63,12 +64,10 @@ fn canonical_part(part: OverridePart, text: &str) -> Result<String, String> {
 
 /// A header key: as [`HeaderKey::new`](crate::key::HeaderKey::new) keeps it.
 fn self_text(secret: bool, text: &str) -> Result<String, String> {
-    let plain = |b: u8| b.is_ascii_graphic() || b == b' ';
-    let ok = !text.is_empty()
-        && text.len() <= MAX_TEXT
-        && !text.starts_with('#')
-        && text.trim() == text
-        && text.bytes().all(plain);
+    // Header values are trimmed before they become keys, and a key
+    // `HeaderKey` would hash has a text no file can write.
+    let ok =
+        !text.is_empty() && text.trim() == text && !HeaderKey::new(text.as_bytes()).is_hashed();
     if ok {
         return Ok(text.to_owned());
     }

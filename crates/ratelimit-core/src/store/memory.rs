@@ -385,15 +385,11 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         );
         let (decision, estimated) = match found {
             Some(state) => (self.algorithm.check(state, cost, now), false),
-            None => {
-                // Started from the sketch of evicted keys: an estimate.
-                let estimated = shard.evicted_use(hash, now) > 0;
-                let decision = self.check_new(cell, &mut shard, hash, key, cost, now)?;
-                (decision, estimated)
-            }
+            None => self.check_new(cell, &mut shard, hash, key, cost, now)?,
         };
         let decision = match &self.ban {
-            // Denied with nothing left; not a request that can never fit,
+            // `estimated`: a new key started from the sketch of evicted
+            // keys. Denied with nothing left; not a request that can never fit,
             // nor a new key refused on the sketch's estimate (under a key
             // flood that may be anyone; refused, it is admitted nothing).
             Some(policy)
@@ -552,7 +548,8 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     /// fresh state, or from what evicted keys had used if the sketch
     /// covers it. Only a key that was admitted is inserted: a refused new
     /// key changed nothing, so it takes no room (and evicts no one); its
-    /// next check reads the sketch again.
+    /// next check reads the sketch again. Also returns whether the key
+    /// started from the sketch's estimate.
     fn check_new<Q>(
         &self,
         cell: &ShardCell<K, A::State>,
@@ -561,7 +558,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         key: &Q,
         cost: u64,
         now: u64,
-    ) -> Result<Decision, StoreError>
+    ) -> Result<(Decision, bool), StoreError>
     where
         K: Borrow<Q>,
         Q: StableKey + ToOwned<Owned = K> + ?Sized,
@@ -579,7 +576,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         if decision.allowed && !self.algorithm.is_full(&state, now) {
             self.insert(cell, shard, hash, key.to_owned(), state, now)?;
         }
-        Ok(decision)
+        Ok((decision, used > 0))
     }
 
     fn insert(

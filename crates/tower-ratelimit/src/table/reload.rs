@@ -195,16 +195,13 @@ impl PolicyHandle {
 
     /// The entry of the limit `name` as last loaded.
     pub fn entry(&self, name: &str) -> Option<&PolicyEntry> {
-        self.limits.iter().map(|(e, _)| e).find(|e| e.name == name)
+        self.limit_of(name).ok().map(|(e, _)| e)
     }
 
     /// The live algorithm of the entry `name` (to read it, or to add and
     /// remove per-key overrides).
     pub fn limit(&self, name: &str) -> Option<&LiveAlgorithm> {
-        self.limits
-            .iter()
-            .find(|(e, _)| e.name == name)
-            .map(|(_, a)| a)
+        self.limit_of(name).ok().map(|(_, a)| a)
     }
 
     /// How many reloads have been applied.

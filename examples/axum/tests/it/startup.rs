@@ -204,11 +204,6 @@ fn sighup_reloads(test: &str, redis_url: Option<&str>) {
     }
     let mut app = Spawned::start(cmd);
     app.assert_info_log(&["rate limits from the policy file", "ratelimit.toml"]);
-    let hup = |app: &Spawned| {
-        let pid = app.id().to_string();
-        let sent = Command::new("kill").args(["-HUP", &pid]).status().unwrap();
-        assert!(sent.success());
-    };
     assert_eq!(app.status(ACCOUNT), 201);
     assert_eq!(app.status(ACCOUNT), 201);
     assert_eq!(app.status(ACCOUNT), 429);
@@ -219,7 +214,7 @@ fn sighup_reloads(test: &str, redis_url: Option<&str>) {
         text.replace("sliding-log 2/1d", "sliding-log 4/1d brust 2"),
     )
     .unwrap();
-    hup(&app);
+    send_hup(&app);
     let line = app.wait_for("reload rejected", Duration::from_secs(5));
     let line = line.expect("a rejected reload is logged");
     assert!(
@@ -231,7 +226,7 @@ fn sighup_reloads(test: &str, redis_url: Option<&str>) {
     // busy 2-core machine meets (the reload itself takes microseconds).
     std::fs::write(&path, text.replace("sliding-log 2/1d", "sliding-log 4/1d")).unwrap();
     let sent = Instant::now();
-    hup(&app);
+    send_hup(&app);
     assert!(app
         .wait_for("rate limits reloaded", Duration::from_secs(5))
         .is_some());
@@ -446,14 +441,16 @@ fn reload_cycles(test: &str, redis_url: Option<&str>) {
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
 }
 
+/// Sends the app SIGHUP.
+fn send_hup(app: &Spawned) {
+    let pid = app.id().to_string();
+    let sent = Command::new("kill").args(["-HUP", &pid]).status().unwrap();
+    assert!(sent.success());
+}
+
 /// Sends the app SIGHUP and waits (up to 10 s) for a log line with `wants`.
 pub(crate) fn hup(app: &mut Spawned, wants: &str) {
-    let pid = app.id().to_string();
-    assert!(Command::new("kill")
-        .args(["-HUP", &pid])
-        .status()
-        .unwrap()
-        .success());
+    send_hup(app);
     app.wait_for(wants, std::time::Duration::from_secs(10))
         .unwrap_or_else(|| panic!("no {wants:?} after SIGHUP; log: {:#?}", app.log));
 }
