@@ -60,7 +60,7 @@ pub use log_throttle::LogThrottle;
 pub use spec::SpecError;
 pub use store::{
     AdminFuture, AtCapacity, BanLeftFuture, BanPolicy, BoxStore, MemoryStore, MemoryStoreBuilder,
-    Store, StoreCounts,
+    SettleFuture, Store, StoreCounts,
 };
 #[cfg(feature = "tokio")]
 pub use tokio_clock::TokioClock;

@@ -8,8 +8,8 @@ use crate::{
     StoreFuture, Target, DEFAULT_PREFIX, DEFAULT_TIMEOUT,
 };
 use ratelimit_core::{
-    AdminFuture, AnyAlgorithm, BanLeftFuture, Decision, MemoryStore, StableKey, Store, StoreCounts,
-    StoreError,
+    AdminFuture, AnyAlgorithm, BanLeftFuture, Decision, MemoryStore, SettleFuture, StableKey,
+    Store, StoreCounts, StoreError,
 };
 #[cfg(feature = "live")]
 use ratelimit_core::{BanPolicy, LiveAlgorithm};
@@ -440,6 +440,55 @@ where
             _ => return None,
         }
         Some(Ok(()))
+    }
+
+    fn settle(
+        &self,
+        key: &K,
+        reserved: u64,
+        actual: u64,
+        admitted_at: u64,
+        now: u64,
+    ) -> SettleFuture {
+        match self {
+            Self::Redis(r) => Store::<K>::settle(r, key, reserved, actual, admitted_at, now),
+            #[cfg(feature = "live")]
+            Self::LiveRedis(r) => {
+                Store::<K>::settle(&r.store_for(key), key, reserved, actual, admitted_at, now)
+            }
+            Self::Memory(m) => Box::pin(std::future::ready(m.settle_sync(
+                key,
+                reserved,
+                actual,
+                admitted_at,
+                now,
+            ))),
+            #[cfg(feature = "live")]
+            Self::LiveMemory(m) => Box::pin(std::future::ready(m.settle_sync(
+                key,
+                reserved,
+                actual,
+                admitted_at,
+                now,
+            ))),
+        }
+    }
+
+    /// In memory, the settlement at once; in Redis, `None`.
+    fn settle_now(
+        &self,
+        key: &K,
+        reserved: u64,
+        actual: u64,
+        admitted_at: u64,
+        now: u64,
+    ) -> Option<Result<Decision, StoreError>> {
+        match self {
+            Self::Memory(m) => Some(m.settle_sync(key, reserved, actual, admitted_at, now)),
+            #[cfg(feature = "live")]
+            Self::LiveMemory(m) => Some(m.settle_sync(key, reserved, actual, admitted_at, now)),
+            _ => None,
+        }
     }
 
     fn reset(&self, key: &K) -> AdminFuture {

@@ -288,6 +288,10 @@ impl Algorithm for AnyAlgorithm {
         dispatch!(self, state, now, |a, s| a.check(s, cost, now))
     }
 
+    fn charge(&self, state: &mut AnyState, cost: u64, now: u64) -> Decision {
+        dispatch!(self, state, now, |a, s| a.charge(s, cost, now))
+    }
+
     fn refund(&self, state: &mut AnyState, cost: u64, admitted_at: u64, now: u64) {
         dispatch!(self, state, now, |a, s| a.refund(s, cost, admitted_at, now))
     }

@@ -317,6 +317,11 @@ impl Algorithm for LiveAlgorithm {
         up_to_date(&current, state, now).check(&mut state.state, cost, now)
     }
 
+    fn charge(&self, state: &mut LiveState, cost: u64, now: u64) -> Decision {
+        let current = self.current.load();
+        up_to_date(&current, state, now).charge(&mut state.state, cost, now)
+    }
+
     fn refund(&self, state: &mut LiveState, cost: u64, admitted_at: u64, now: u64) {
         let current = self.current.load();
         up_to_date(&current, state, now).refund(&mut state.state, cost, admitted_at, now);

@@ -87,6 +87,28 @@ pub trait Algorithm: Send + Sync + 'static {
         peek.limit.saturating_sub(peek.remaining)
     }
 
+    /// Charges `cost` at `now` whatever is left: the settlement of a cost
+    /// known only after the request (see "Settlement and debt" in
+    /// `docs/ALGORITHMS.md`). An algorithm that can take debt lets the
+    /// state go past its capacity: later checks are denied until the debt
+    /// is repaid at the refill rate, and their `wait` (`retry_after`) and
+    /// `reset` count it. Debt is bounded per algorithm (its docs say how),
+    /// so memory per key stays bounded.
+    ///
+    /// Returns what a peek (a check of cost 0) at `now` tells after the
+    /// charge: `allowed` is false exactly when the key is in debt, and
+    /// `wait` is then the time until the debt is repaid; `next` is the
+    /// time until a cost-1 request fits.
+    ///
+    /// The default, for an algorithm that cannot take debt, charges what
+    /// fits (`cost`, or what is left if less): the key is left empty,
+    /// never in debt.
+    fn charge(&self, state: &mut Self::State, cost: u64, now: u64) -> Decision {
+        let left = self.check(state, 0, now).remaining;
+        self.check(state, cost.min(left), now);
+        self.check(state, 0, now)
+    }
+
     /// Gives back `cost` admitted at `admitted_at`, as far as the state can
     /// still tell (a window that has ended has nothing to give back).
     fn refund(&self, state: &mut Self::State, cost: u64, admitted_at: u64, now: u64);

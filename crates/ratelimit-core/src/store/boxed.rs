@@ -1,6 +1,6 @@
 //! [`BoxStore`]: a store with its type erased, so one layer mixes stores.
 
-use super::{AdminFuture, BanLeftFuture, Store, StoreCounts};
+use super::{AdminFuture, BanLeftFuture, SettleFuture, Store, StoreCounts};
 use crate::{Decision, StoreError};
 use std::fmt;
 use std::future::Future;
@@ -17,6 +17,15 @@ trait DynStore<K: ?Sized>: Send + Sync + 'static {
     fn refund(&self, key: &K, cost: u64, at: u64, now: u64) -> BoxFuture<Result<(), StoreError>>;
     fn check_now(&self, key: &K, cost: u64, now: u64) -> Option<Result<Decision, StoreError>>;
     fn refund_now(&self, key: &K, cost: u64, at: u64, now: u64) -> Option<Result<(), StoreError>>;
+    fn settle(&self, key: &K, reserved: u64, actual: u64, at: u64, now: u64) -> SettleFuture;
+    fn settle_now(
+        &self,
+        key: &K,
+        reserved: u64,
+        actual: u64,
+        at: u64,
+        now: u64,
+    ) -> Option<Result<Decision, StoreError>>;
     fn reset(&self, key: &K) -> AdminFuture;
     fn reset_now(&self, key: &K) -> Option<Result<(), StoreError>>;
     fn ban(&self, key: &K, duration: Duration, now: u64) -> AdminFuture;
@@ -44,6 +53,21 @@ impl<K: ?Sized, S: Store<K>> DynStore<K> for S {
 
     fn refund_now(&self, key: &K, cost: u64, at: u64, now: u64) -> Option<Result<(), StoreError>> {
         Store::refund_now(self, key, cost, at, now)
+    }
+
+    fn settle(&self, key: &K, reserved: u64, actual: u64, at: u64, now: u64) -> SettleFuture {
+        Store::settle(self, key, reserved, actual, at, now)
+    }
+
+    fn settle_now(
+        &self,
+        key: &K,
+        reserved: u64,
+        actual: u64,
+        at: u64,
+        now: u64,
+    ) -> Option<Result<Decision, StoreError>> {
+        Store::settle_now(self, key, reserved, actual, at, now)
     }
 
     fn reset(&self, key: &K) -> AdminFuture {
@@ -161,6 +185,29 @@ impl<K: ?Sized + 'static> Store<K> for BoxStore<K> {
         now: u64,
     ) -> Option<Result<(), StoreError>> {
         self.inner.refund_now(key, cost, admitted_at, now)
+    }
+
+    fn settle(
+        &self,
+        key: &K,
+        reserved: u64,
+        actual: u64,
+        admitted_at: u64,
+        now: u64,
+    ) -> SettleFuture {
+        self.inner.settle(key, reserved, actual, admitted_at, now)
+    }
+
+    fn settle_now(
+        &self,
+        key: &K,
+        reserved: u64,
+        actual: u64,
+        admitted_at: u64,
+        now: u64,
+    ) -> Option<Result<Decision, StoreError>> {
+        self.inner
+            .settle_now(key, reserved, actual, admitted_at, now)
     }
 
     fn reset(&self, key: &K) -> AdminFuture {

@@ -429,6 +429,76 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         }
     }
 
+    /// Settles a request of `key` admitted at `admitted_at` with `reserved`
+    /// cost to its `actual` cost at `now`, atomically (under the key's
+    /// shard lock): up by charging `actual - reserved` unconditionally
+    /// (the key may go into debt, [`Algorithm::charge`]), down by giving
+    /// back `reserved - actual` as [`refund_sync`](Self::refund_sync)
+    /// does. The synchronous form of [`Store::settle`](crate::Store::settle);
+    /// returns what a peek at `now` tells after it (`allowed` false: in
+    /// debt).
+    ///
+    /// The key's remembered denial is forgotten, so its next check is
+    /// decided on the settled state (a key in debt is denied with the
+    /// debt's wait, and remembered again). A ban stands as it was. A key
+    /// the store does not hold settles from the state its next check would
+    /// start from (full, or what the sketch of evicted keys says); a key
+    /// left in debt is inserted, so this fails as a check does when the
+    /// cap is reached with [`AtCapacity::Refuse`].
+    pub fn settle_sync<Q>(
+        &self,
+        key: &Q,
+        reserved: u64,
+        actual: u64,
+        admitted_at: u64,
+        now: u64,
+    ) -> Result<Decision, StoreError>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + StableKey + ToOwned<Owned = K> + ?Sized,
+    {
+        let hash = self.hasher.hash_one(key);
+        let cell = self.cell(hash);
+        let (mut shard, now, _) = cell.enter(now);
+        self.keep_unambiguous(&mut shard, now);
+        let at = admitted_at.min(now);
+        let decision = match shard.refund_state(hash, |(k, _)| k.borrow() == key) {
+            Some(state) => self.settle_state(state, reserved, actual, at, now),
+            None => {
+                let mut state = match shard.evicted_use(hash, now) {
+                    0 => self.algorithm.fresh(key, now),
+                    used => self.algorithm.restore(key, used, now),
+                };
+                let decision = self.settle_state(&mut state, reserved, actual, at, now);
+                if !self.algorithm.is_full(&state, now) {
+                    self.insert(cell, &mut shard, hash, key.to_owned(), state, now)?;
+                }
+                decision
+            }
+        };
+        cell.denied.forget(hash);
+        Ok(decision)
+    }
+
+    /// One state's settlement (see [`settle_sync`](Self::settle_sync)).
+    fn settle_state(
+        &self,
+        state: &mut A::State,
+        reserved: u64,
+        actual: u64,
+        admitted_at: u64,
+        now: u64,
+    ) -> Decision {
+        if actual > reserved {
+            return self.algorithm.charge(state, actual - reserved, now);
+        }
+        if actual < reserved {
+            self.algorithm
+                .refund(state, reserved - actual, admitted_at, now);
+        }
+        self.algorithm.check(state, 0, now)
+    }
+
     /// The denial of a banned key with `left` ns of its ban to run.
     fn ban_decision(&self, left: u64) -> Decision {
         let c = self.constants;

@@ -31,6 +31,11 @@ pub type AdminFuture = Pin<Box<dyn Future<Output = Result<(), StoreError>> + Sen
 pub type BanLeftFuture =
     Pin<Box<dyn Future<Output = Result<Option<std::time::Duration>, StoreError>> + Send + 'static>>;
 
+/// The future of a [`Store::settle`]: the key's [`Decision`] after the
+/// settlement (boxed: one per settled request, after its response).
+pub type SettleFuture =
+    Pin<Box<dyn Future<Output = Result<Decision, StoreError>> + Send + 'static>>;
+
 /// `answer` as a ready future; none (a store that cannot `what` a key at
 /// once) is a `Refused` error of kind `unsupported`.
 fn ready_or_unsupported(answer: Option<Result<(), StoreError>>, what: &str) -> AdminFuture {
@@ -83,6 +88,69 @@ pub trait Store<K: ?Sized>: Send + Sync + 'static {
         now: u64,
     ) -> Option<Result<(), StoreError>> {
         let _ = (key, cost, admitted_at, now);
+        None
+    }
+
+    /// Settles a request admitted for `key` at `admitted_at` with `reserved`
+    /// cost to its `actual` cost, known at `now` (after the response):
+    /// - `actual > reserved`: charges `actual - reserved` unconditionally
+    ///   ([`Algorithm::charge`]): the key may go into debt, and its next
+    ///   checks are denied until the debt is repaid at the refill rate;
+    /// - `actual < reserved`: gives back `reserved - actual` admitted at
+    ///   `admitted_at`, as [`refund`](Self::refund) does;
+    /// - equal: changes nothing.
+    ///
+    /// The future gives what a peek (a check of cost 0) at `now` tells
+    /// after the settlement: `allowed` is false when the key is in debt,
+    /// with `wait` the time until the debt is repaid. A ban is untouched
+    /// (and not reported here: checks report it).
+    ///
+    /// The default uses [`settle_now`](Self::settle_now) if it answers;
+    /// otherwise it settles down with [`refund`](Self::refund) then a peek
+    /// with [`check`](Self::check), and refuses to settle up with a
+    /// `Refused` error of kind `unsupported` (a store that cannot charge
+    /// unconditionally).
+    fn settle(
+        &self,
+        key: &K,
+        reserved: u64,
+        actual: u64,
+        admitted_at: u64,
+        now: u64,
+    ) -> SettleFuture {
+        if let Some(done) = self.settle_now(key, reserved, actual, admitted_at, now) {
+            return Box::pin(ready(done));
+        }
+        if actual > reserved {
+            return Box::pin(ready(Err(StoreError::refused(
+                "unsupported",
+                "this store cannot charge a cost unconditionally",
+            ))));
+        }
+        let refund =
+            (actual < reserved).then(|| self.refund(key, reserved - actual, admitted_at, now));
+        let peek = self.check(key, 0, now);
+        Box::pin(async move {
+            if let Some(refund) = refund {
+                refund.await?;
+            }
+            peek.await
+        })
+    }
+
+    /// The settlement, done at once, as [`check_now`](Self::check_now) is
+    /// for checks: `Some` with what [`settle`](Self::settle)'s future would
+    /// give, `None` (the default) when the caller must use
+    /// [`settle`](Self::settle).
+    fn settle_now(
+        &self,
+        key: &K,
+        reserved: u64,
+        actual: u64,
+        admitted_at: u64,
+        now: u64,
+    ) -> Option<Result<Decision, StoreError>> {
+        let _ = (key, reserved, actual, admitted_at, now);
         None
     }
 
@@ -195,6 +263,28 @@ impl<K: ?Sized, S: Store<K> + ?Sized> Store<K> for std::sync::Arc<S> {
         (**self).refund_now(key, cost, admitted_at, now)
     }
 
+    fn settle(
+        &self,
+        key: &K,
+        reserved: u64,
+        actual: u64,
+        admitted_at: u64,
+        now: u64,
+    ) -> SettleFuture {
+        (**self).settle(key, reserved, actual, admitted_at, now)
+    }
+
+    fn settle_now(
+        &self,
+        key: &K,
+        reserved: u64,
+        actual: u64,
+        admitted_at: u64,
+        now: u64,
+    ) -> Option<Result<Decision, StoreError>> {
+        (**self).settle_now(key, reserved, actual, admitted_at, now)
+    }
+
     fn reset(&self, key: &K) -> AdminFuture {
         (**self).reset(key)
     }
@@ -269,6 +359,24 @@ where
     ) -> Option<Result<(), StoreError>> {
         MemoryStore::refund_sync(self, key, cost, admitted_at, now);
         Some(Ok(()))
+    }
+
+    fn settle_now(
+        &self,
+        key: &K,
+        reserved: u64,
+        actual: u64,
+        admitted_at: u64,
+        now: u64,
+    ) -> Option<Result<Decision, StoreError>> {
+        Some(MemoryStore::settle_sync(
+            self,
+            key,
+            reserved,
+            actual,
+            admitted_at,
+            now,
+        ))
     }
 
     fn reset_now(&self, key: &K) -> Option<Result<(), StoreError>> {
