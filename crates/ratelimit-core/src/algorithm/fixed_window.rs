@@ -172,6 +172,27 @@ impl Algorithm for FixedWindow {
         }
     }
 
+    /// Adds `cost` to the current window's count whatever is left: past
+    /// the limit the key is denied until the window ends. The debt ends
+    /// with the window, as every count does at the boundary: a fixed
+    /// window admits at most `L` plus what settlements overdraw, per window.
+    fn charge(&self, s: &mut WindowState, cost: u64, now: u64) -> Decision {
+        self.roll(s, now);
+        if cost > 0 {
+            if s.count == 0 && self.anchor == Anchor::FirstRequest {
+                s.start = now;
+            }
+            s.count = s.count.saturating_add(cost);
+        }
+        let debt = s.count > self.limit;
+        let wait = if debt {
+            self.period - Self::elapsed(s, now)
+        } else {
+            0
+        };
+        self.decision(!debt, s, now, Some(wait))
+    }
+
     fn refund(&self, s: &mut WindowState, cost: u64, admitted_at: u64, now: u64) {
         self.roll(s, now);
         if admitted_at <= now && admitted_at.wrapping_sub(s.start) < self.period {

@@ -17,6 +17,12 @@ use std::time::Duration;
 ///
 /// With `queue = 0` it is a strict pacer: one request per `T`, none held.
 ///
+/// It takes no debt: [`charge`](Algorithm::charge) (a settlement) fills
+/// free departure slots up to the queue's end and no further (the
+/// default). The queue is a shaper's promise that no admitted request is
+/// held longer than `Q * T`; slots past its end would break it for every
+/// request admitted after them.
+///
 /// State: the scaled departure time of the last admitted slot.
 /// `LeakyBucket` (that is `LeakyBucket<u64>`) keeps it in 8 bytes per key,
 /// modulo 2^64, and refuses settings where `(Q + 2) * T` passes 2^61 scaled

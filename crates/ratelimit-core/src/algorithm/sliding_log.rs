@@ -169,6 +169,35 @@ impl Algorithm for SlidingLog {
         self.decision(false, s, now, Some(wait))
     }
 
+    /// Logs `cost` at `now` whatever is left: while the logged cost passes
+    /// the limit the key is denied, until enough entries age out. The log
+    /// stays bounded: once it holds `limit` entries, a charge merges into
+    /// the newest entry, moved to `now` (its cost then counts until
+    /// `now + P`, later than logged: it errs toward denying), so it never
+    /// holds more than `limit` entries; the sum saturates at `u64::MAX`.
+    fn charge(&self, s: &mut LogState, cost: u64, now: u64) -> Decision {
+        self.expire(s, now);
+        let cost = cost.min(u64::MAX - s.used);
+        if cost > 0 {
+            let full = s.log.len() as u64 >= self.limit;
+            match s.log.back_mut() {
+                Some((at, c)) if *at == now || full => {
+                    *at = now;
+                    *c += cost;
+                }
+                _ => s.log.push_back((now, cost)),
+            }
+            s.used += cost;
+        }
+        let debt = s.used > self.limit;
+        let wait = if debt {
+            self.until_freed(s, s.used - self.limit, now)
+        } else {
+            Duration::ZERO
+        };
+        self.decision(!debt, s, now, Some(wait))
+    }
+
     fn refund(&self, s: &mut LogState, cost: u64, admitted_at: u64, now: u64) {
         self.expire(s, now);
         if let Some(i) = s.log.iter().rposition(|&(at, _)| at == admitted_at) {

@@ -158,6 +158,18 @@ impl Algorithm for SlidingWindow {
         }
     }
 
+    /// Adds `cost` to the current window's count whatever is left: while
+    /// the estimate passes the limit the key is denied; the debt ages out
+    /// as the window slides (the count weighs less as it becomes the
+    /// previous window's, and nothing after two periods).
+    fn charge(&self, s: &mut SlidingWindowState, cost: u64, now: u64) -> Decision {
+        self.roll(s, now);
+        s.cur = s.cur.saturating_add(cost);
+        // A cost-0 request waits only while the estimate passes the limit.
+        let debt = self.wait(s, now, 0);
+        self.decision(debt.is_none(), s, now, Some(debt.unwrap_or(0)))
+    }
+
     fn refund(&self, s: &mut SlidingWindowState, cost: u64, admitted_at: u64, now: u64) {
         self.roll(s, now);
         let k = admitted_at / self.period;

@@ -118,6 +118,13 @@ impl<W: StateWord> Algorithm for TokenBucket<W> {
         self.gcra.check(state, cost, now)
     }
 
+    /// Takes `cost` tokens whatever is left: below zero the key owes
+    /// tokens, and is denied until the refill has paid them back (see
+    /// [`Gcra`]'s `charge`).
+    fn charge(&self, state: &mut Self::State, cost: u64, now: u64) -> Decision {
+        self.gcra.charge(state, cost, now)
+    }
+
     fn refund(&self, state: &mut Self::State, cost: u64, admitted_at: u64, now: u64) {
         self.gcra.refund(state, cost, admitted_at, now)
     }
