@@ -1,8 +1,8 @@
 //! The integration tests of `ratelimit-core`, in one binary: property tests
 //! of every algorithm against reference models, boundary cases, the worked
-//! example, concurrency, eviction under a flood, the idle-horizon sweep, the hot slot and
-//! validation. (The memory test, which needs a counting global allocator,
-//! is `tests/memory.rs`.)
+//! example, concurrency, eviction under a flood, the idle-horizon sweep, the
+//! hot slot, validation, and reserve-then-settle with debt. (The memory
+//! test, which needs a counting global allocator, is `tests/memory.rs`.)
 
 mod ban;
 mod boundaries;
@@ -21,5 +21,6 @@ mod live_props;
 mod model;
 mod props;
 mod reset;
+mod settle;
 mod spec;
 mod validation;
