@@ -176,13 +176,16 @@ impl Algorithm for FixedWindow {
     /// the limit the key is denied until the window ends. The debt ends
     /// with the window, as every count does at the boundary: a fixed
     /// window admits at most `L` plus what settlements overdraw, per window.
+    /// A key owes at most its limit: the count is capped at `2 * L` (or at
+    /// what it already is, if more).
     fn charge(&self, s: &mut WindowState, cost: u64, now: u64) -> Decision {
         self.roll(s, now);
         if cost > 0 {
             if s.count == 0 && self.anchor == Anchor::FirstRequest {
                 s.start = now;
             }
-            s.count = s.count.saturating_add(cost);
+            let cap = self.limit.saturating_mul(2).max(s.count);
+            s.count = s.count.saturating_add(cost).min(cap);
         }
         let debt = s.count > self.limit;
         let wait = if debt {

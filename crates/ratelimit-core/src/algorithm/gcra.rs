@@ -233,16 +233,18 @@ impl<W: StateWord> Algorithm for Gcra<W> {
 
     /// Pushes the `TAT` by `cost * T` whatever is left: past `t + B*T`
     /// the key is in debt, and is denied until the `TAT` is back within
-    /// the tolerance. The used time is capped at `MAX_SPAN` (2^61 scaled
-    /// units, 2^125 for the wide state), the most a state can be ahead and
-    /// still be told from an old one.
+    /// the tolerance. A key owes at most its burst: the used time is
+    /// capped at `2 * B*T` (and at `MAX_SPAN`, 2^61 scaled units, 2^125
+    /// for the wide state, the most a state can be ahead and still be told
+    /// from an old one), or at what it already used, if more.
     fn charge(&self, tat: &mut W::Stored, cost: u64, now: u64) -> Decision {
         let t = self.interval.units(now);
         let used = self.used_units(W::load(*tat), t);
+        let cap = (self.capacity + self.capacity).min(W::MAX_SPAN).max(used);
         let new = W::from_u64(cost)
             .checked_mul(self.interval.step)
             .and_then(|add| used.checked_add(add))
-            .map_or(W::MAX_SPAN, |n| n.min(W::MAX_SPAN));
+            .map_or(cap, |n| n.min(cap));
         if cost > 0 {
             *tat = t.wrapping_add(new).store();
         }

@@ -174,10 +174,12 @@ impl Algorithm for SlidingLog {
     /// stays bounded: once it holds `limit` entries, a charge merges into
     /// the newest entry, moved to `now` (its cost then counts until
     /// `now + P`, later than logged: it errs toward denying), so it never
-    /// holds more than `limit` entries; the sum saturates at `u64::MAX`.
+    /// holds more than `limit` entries. A key owes at most its limit: the
+    /// logged sum is capped at `2 * L` (or at what it already is, if more).
     fn charge(&self, s: &mut LogState, cost: u64, now: u64) -> Decision {
         self.expire(s, now);
-        let cost = cost.min(u64::MAX - s.used);
+        let cap = self.limit.saturating_mul(2).max(s.used);
+        let cost = cost.min(cap - s.used);
         if cost > 0 {
             let full = s.log.len() as u64 >= self.limit;
             match s.log.back_mut() {

@@ -161,10 +161,13 @@ impl Algorithm for SlidingWindow {
     /// Adds `cost` to the current window's count whatever is left: while
     /// the estimate passes the limit the key is denied; the debt ages out
     /// as the window slides (the count weighs less as it becomes the
-    /// previous window's, and nothing after two periods).
+    /// previous window's, and nothing after two periods). A key owes at
+    /// most its limit: the current count is capped at `2 * L` (or at what
+    /// it already is, if more).
     fn charge(&self, s: &mut SlidingWindowState, cost: u64, now: u64) -> Decision {
         self.roll(s, now);
-        s.cur = s.cur.saturating_add(cost);
+        let cap = self.limit.saturating_mul(2).max(s.cur);
+        s.cur = s.cur.saturating_add(cost).min(cap);
         // A cost-0 request waits only while the estimate passes the limit.
         let debt = self.wait(s, now, 0);
         self.decision(debt.is_none(), s, now, Some(debt.unwrap_or(0)))

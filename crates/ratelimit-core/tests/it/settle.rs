@@ -119,12 +119,13 @@ fn a_sliding_log_stays_within_its_limit_of_entries_in_debt() {
     for i in 0..100 {
         settle(&s, 0, 1, i * MS, i * MS);
     }
-    // Merged into the newest entry, moved to the latest settlement: 100
-    // used until 1 s after it.
+    // 1 at 0 ms and at 1 ms, then merged into the newest entry, moved to
+    // the settlement that reached the cap (2 * L = 6) at 5 ms; nothing
+    // more is charged after it.
     let d = check(&s, 0, 99 * MS);
-    assert_eq!(d.reset, Duration::from_secs(1));
-    assert!(!check(&s, 1, 99 * MS + 1000 * MS - 1).allowed);
-    assert!(check(&s, 1, 99 * MS + 1000 * MS).allowed);
+    assert_eq!(d.reset, Duration::from_millis(906));
+    assert!(!check(&s, 1, 1005 * MS - 1).allowed);
+    assert!(check(&s, 1, 1005 * MS).allowed);
 }
 
 #[test]
@@ -135,6 +136,24 @@ fn a_leaky_bucket_takes_no_debt_and_fills_its_queue() {
     // Filled to the top, never past it.
     assert!(d.allowed && d.remaining == 0, "{d:?}");
     assert_eq!(denied_until_repaid(&s, 0), Duration::from_millis(100));
+}
+
+#[test]
+fn a_key_owes_at_most_its_capacity() {
+    for (spec, wait) in [
+        // 10 owed and one more: 1.1 s.
+        ("gcra 10/1s", 1100),
+        ("token-bucket 10 refill 10/1s", 1100),
+        ("fixed-window 10/1s", 1000),
+        ("sliding-window 10/1s", 1550),
+        ("sliding-log 10/1s", 1000),
+    ] {
+        let s = store(spec);
+        assert!(!settle(&s, 0, u64::MAX, 0, 0).allowed, "{spec}");
+        assert!(!settle(&s, 0, 7, 0, 0).allowed, "{spec}");
+        let d = check(&s, 1, 0);
+        assert_eq!(d.retry_after(), Some(Duration::from_millis(wait)), "{spec}");
+    }
 }
 
 #[test]
@@ -247,11 +266,12 @@ proptest! {
 
     /// At a frozen clock every algorithm but the leaky bucket is a counter
     /// of `L = 50`: a reservation of `r` is admitted iff `used + r <= 50`,
-    /// and its settlement makes `used` grow by what it actually used.
+    /// and its settlement makes `used` grow by what it actually used (up
+    /// to `2 * L`: a key owes at most its limit).
     #[test]
     fn the_sum_charged_is_the_sum_used(
         spec in counter_spec(),
-        requests in prop::collection::vec((1u64..20, 0u64..40), 1..40),
+        requests in prop::collection::vec((1u64..20, 0u64..80), 1..40),
     ) {
         let s = store(spec);
         let now = 1_000 * MS;
@@ -263,7 +283,8 @@ proptest! {
                 continue;
             }
             let after = settle(&s, reserved, actual, now, now);
-            used += actual;
+            // A key owes at most its limit.
+            used = (used + actual).min(100);
             prop_assert_eq!(after.allowed, used <= 50, "{} {:?}", spec, after);
             prop_assert_eq!(after.remaining, 50u64.saturating_sub(used));
             let next = check(&s, 1, now);
