@@ -7,7 +7,7 @@ use crate::policy::{
 };
 use crate::response::{Fields, Headers, ProblemJson, Rejection};
 use crate::shared::{Limit, Shared, Stripes};
-use crate::{BuildError, RateLimitLayer};
+use crate::{BuildError, CostFrom, RateLimitLayer};
 use http::request::Parts;
 use http::Response;
 use ratelimit_core::{Clock, Store};
@@ -37,6 +37,7 @@ pub struct RateLimitBuilder<X: KeyExtractor, St, R = ProblemJson> {
     select: Option<Box<dyn LimitSelector<X::Key>>>,
     count_if: Option<Box<dyn ResponsePredicate>>,
     reset_if: Option<Box<dyn ResponsePredicate>>,
+    settle: Option<CostFrom>,
     refund_on_inner_limit: bool,
     mode: Mode,
     on_key_error: KeyErrorPolicy,
@@ -55,6 +56,7 @@ impl<X: KeyExtractor, St: Store<X::Key>> RateLimitBuilder<X, St> {
             select: None,
             count_if: None,
             reset_if: None,
+            settle: None,
             refund_on_inner_limit: false,
             mode: Mode::Enforce,
             on_key_error: KeyErrorPolicy::Reject,
@@ -238,6 +240,22 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
         self
     }
 
+    /// Settles each admitted request after its response: the cost
+    /// ([`cost`](Self::cost), [`cost_fn`](Self::cost_fn)) is then an
+    /// estimate, reserved at admission, and the actual cost read from
+    /// `from` replaces it on every limit that admitted the request. Above
+    /// the estimate, the difference is charged unconditionally (the key may
+    /// go into debt, and its next requests are denied until it is repaid);
+    /// below, it is given back. A response that does not count
+    /// ([`count_if`](Self::count_if)) settles to 0. The `RateLimit` fields
+    /// of the response show the reservation; the settlement shows on the
+    /// next response. See [`CostFrom`] for when each kind settles, and
+    /// what a dropped response costs. Each request takes the boxed path.
+    pub fn settle(mut self, from: CostFrom) -> Self {
+        self.settle = Some(from);
+        self
+    }
+
     /// Gives the cost back when a rate-limit layer inside this one (nearer
     /// the service) rejects the request, so that stacked layers with
     /// different keys (per client, then global) consume only when all
@@ -302,6 +320,7 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
             select: self.select,
             count_if: self.count_if,
             reset_if: self.reset_if,
+            settle: self.settle,
             refund_on_inner_limit: self.refund_on_inner_limit,
             mode: self.mode,
             on_key_error: self.on_key_error,
@@ -398,12 +417,14 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
                     && self.mode == Mode::Enforce
                     && self.count_if.is_none()
                     && self.reset_if.is_none()
+                    && self.settle.is_none()
                     && !self.refund_on_inner_limit,
                 limits,
                 cost: self.cost,
                 select: self.select,
                 count_if: self.count_if,
                 reset_if: self.reset_if,
+                settle: self.settle,
                 refund_on_inner_limit: self.refund_on_inner_limit,
                 mode: self.mode,
                 on_key_error: self.on_key_error,

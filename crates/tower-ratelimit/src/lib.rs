@@ -192,17 +192,22 @@ mod access_list;
 mod builder;
 mod check;
 mod clock;
+mod cost_from;
+mod cost_report;
 mod error;
 mod future;
 mod info;
 mod layer;
 #[cfg(feature = "serde")]
 mod limit_handle;
+mod metered_body;
 mod observe;
 #[cfg(feature = "serde")]
 mod override_key;
 mod reserve;
+mod reserved;
 mod service;
+mod settle;
 mod shared;
 mod stable_key;
 mod summary;
@@ -216,10 +221,13 @@ pub mod response;
 pub mod table;
 
 pub use builder::RateLimitBuilder;
+pub use cost_from::CostFrom;
+pub use cost_report::{ActualCost, CostReport};
 pub use error::BuildError;
 pub use future::ResponseFuture;
 pub use info::{LimitDecision, RateLimitInfo};
 pub use layer::RateLimitLayer;
+pub use metered_body::MeteredBody;
 pub use ratelimit_core::TokioClock;
 pub use service::{Limited, RateLimit};
 

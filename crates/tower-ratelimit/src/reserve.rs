@@ -5,7 +5,9 @@
 use crate::future::HeaderPlan;
 use crate::key::KeyExtractor;
 use crate::observe;
+pub(crate) use crate::reserved::Reserved;
 use crate::service::Limited;
+use crate::settle::Settlement;
 use crate::shared::Shared;
 use http::{Request, Response};
 use ratelimit_core::Store;
@@ -13,15 +15,6 @@ use smallvec::SmallVec;
 use std::sync::Arc;
 use std::time::Duration;
 use tower_service::Service;
-
-/// Cost reserved by an admitted request, for refunds.
-pub(crate) struct Reserved<K> {
-    pub(crate) key: K,
-    pub(crate) cost: u64,
-    pub(crate) at: u64,
-    /// The limits that admitted it.
-    pub(crate) limits: SmallVec<[usize; 2]>,
-}
 
 /// Cost reserved by an admitted request that may be given back: when the
 /// response does not count, or when the request is dropped while held.
@@ -164,6 +157,7 @@ where
     S: Service<Request<ReqBody>, Response = Response<ResBody>>,
     X: KeyExtractor,
     St: Store<X::Key>,
+    R: Send + Sync + 'static,
 {
     if !hold.is_zero() {
         tokio::time::sleep(hold).await;
@@ -171,6 +165,8 @@ where
     if let Some(r) = &mut reservation {
         r.refund_on_drop = false;
     }
+    let mut req = req;
+    let settlement = lend(&mut reservation, &mut req);
     let mut result = inner.call(req).await;
     if let Some(r) = reservation {
         let (counts, resets) = match result {
@@ -181,6 +177,9 @@ where
                 let counts =
                     !limited_inside && r.shared.count_if.as_ref().is_none_or(|p| p.counts(&head));
                 let resets = r.shared.reset_if.as_ref().is_some_and(|p| p.counts(&head));
+                if let Some(s) = &settlement {
+                    s.read(&head, counts);
+                }
                 result = Ok(Response::from_parts(head, body));
                 (counts, resets)
             }
@@ -189,6 +188,9 @@ where
                 (r.shared.count_if.is_none(), false)
             }
         };
+        if let Some(s) = settlement {
+            Settlement::finish(s).await;
+        }
         if resets {
             plan = r.reset(plan).await;
         } else if !counts {
@@ -199,4 +201,25 @@ where
         plan.apply(res);
     }
     result
+}
+
+/// Takes the reservation out to be settled, if the layer settles costs,
+/// and lends the request a [`CostReport`](crate::CostReport) when the cost
+/// comes from the body.
+fn lend<X, St, R, B>(
+    reservation: &mut Option<Reservation<X, St, R>>,
+    req: &mut Request<B>,
+) -> Option<Arc<Settlement<X, St, R>>>
+where
+    X: KeyExtractor,
+    St: Store<X::Key>,
+    R: Send + Sync + 'static,
+{
+    let r = reservation.as_mut()?;
+    r.shared.settle.as_ref()?;
+    let settlement = Settlement::start(&r.shared, r.reserved.take());
+    if let Some(report) = settlement.report() {
+        req.extensions_mut().insert(report);
+    }
+    Some(settlement)
 }

@@ -409,7 +409,8 @@ where
             let refundable = shared.count_if.is_some()
                 || shared.reset_if.is_some()
                 || shared.refund_on_inner_limit;
-            if (refundable || !hold.is_zero()) && cost > 0 {
+            let settles = shared.settle.is_some();
+            if (refundable || settles || !hold.is_zero()) && (cost > 0 || settles) {
                 reserved = Some(Reserved {
                     limits: checked
                         .iter()

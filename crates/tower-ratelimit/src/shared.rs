@@ -63,6 +63,9 @@ pub(crate) struct Shared<X: KeyExtractor, St, R> {
     pub(crate) count_if: Option<Box<dyn ResponsePredicate>>,
     /// Responses that reset the key on the limits that admitted it.
     pub(crate) reset_if: Option<Box<dyn ResponsePredicate>>,
+    /// Where the actual cost is read after the response, to settle the
+    /// estimate (the cost) to it; `None`: the cost is final.
+    pub(crate) settle: Option<crate::CostFrom>,
     pub(crate) refund_on_inner_limit: bool,
     pub(crate) mode: Mode,
     pub(crate) on_key_error: KeyErrorPolicy,

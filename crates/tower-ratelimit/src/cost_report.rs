@@ -1,0 +1,68 @@
+//! [`CostReport`] and [`ActualCost`]: how a handler tells the layer what a request actually cost.
+
+use crate::cost_from::CostFrom;
+use std::fmt;
+use std::sync::Arc;
+
+/// What a request actually cost, set by the handler as a response
+/// extension, read by a limit with [`CostFrom::Extension`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ActualCost(pub u64);
+
+/// What a [`CostReport`] feeds: a request's settlement.
+pub(crate) trait Meter: Send + Sync + 'static {
+    /// Adds `n` to the actual cost.
+    fn add(&self, n: u64);
+    /// Sets the actual cost to `n`.
+    fn set(&self, n: u64);
+    /// Where the limit reads the actual cost.
+    fn cost_from(&self) -> &CostFrom;
+}
+
+/// A handle on an admitted request's actual cost, put into the request's
+/// extensions by a limit whose cost comes from the body
+/// ([`CostFrom::from_body`]): the handler (or its body stream) adds what it
+/// uses as it goes, per chunk or per event. The request settles when the
+/// last clone of the report is dropped (the stream ended, or the client
+/// went away and the body was dropped) to the sum added up to then; a
+/// report to which nothing was ever added keeps the estimate.
+///
+/// ```
+/// use axum::{extract::Extension, response::IntoResponse};
+/// use tower_ratelimit::CostReport;
+///
+/// async fn handler(report: Option<Extension<CostReport>>) -> impl IntoResponse {
+///     if let Some(Extension(report)) = report {
+///         report.add(100); // 100 tokens produced
+///     }
+///     "ok"
+/// }
+/// # let _ = handler;
+/// ```
+#[derive(Clone)]
+pub struct CostReport(pub(crate) Arc<dyn Meter>);
+
+impl CostReport {
+    /// Adds `n` units to the request's actual cost.
+    pub fn add(&self, n: u64) {
+        self.0.add(n);
+    }
+
+    /// Sets the request's actual cost to `n` (a count the app keeps itself).
+    pub fn set(&self, n: u64) {
+        self.0.set(n);
+    }
+
+    /// Where the limit reads the actual cost.
+    pub fn cost_from(&self) -> &CostFrom {
+        self.0.cost_from()
+    }
+}
+
+impl fmt::Debug for CostReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CostReport")
+            .field("cost_from", self.cost_from())
+            .finish_non_exhaustive()
+    }
+}
