@@ -55,3 +55,11 @@ impl Cost for FixedCost {
         self.0
     }
 }
+
+/// A boxed cost is a cost (a cost chosen at run time, as a policy file's).
+impl Cost for Box<dyn Cost> {
+    #[inline]
+    fn cost(&self, req: &Parts) -> u64 {
+        (**self).cost(req)
+    }
+}

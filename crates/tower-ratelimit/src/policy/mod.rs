@@ -6,6 +6,7 @@
 
 mod cost;
 mod failure;
+mod header_cost;
 mod key_error;
 mod mode;
 mod predicate;
@@ -13,6 +14,7 @@ mod select;
 
 pub use cost::{Cost, FixedCost};
 pub use failure::FailurePolicy;
+pub use header_cost::HeaderCost;
 pub use key_error::KeyErrorPolicy;
 pub use mode::Mode;
 pub use predicate::{ClientErrors, ResponsePredicate, ServerErrors, StatusIs, Successes};

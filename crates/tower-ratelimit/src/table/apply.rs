@@ -51,7 +51,8 @@ impl PolicyTable {
             .clone()
             .unwrap_or_else(crate::clock::default_clock);
         let runtime = Arc::new(RuntimeLists::default());
-        for entry in &self.entries {
+        let settles = self.entries.iter().any(|e| e.cost_from.is_some());
+        for (i, entry) in self.entries.iter().enumerate() {
             let fail = |message: String| PolicyError {
                 file: None,
                 line: None,
@@ -107,8 +108,15 @@ impl PolicyTable {
                 .mode(entry.mode)
                 .headers(entry.headers)
                 .on_key_error(entry.on_key_error);
-            if entry.cost != 1 {
-                builder = builder.cost(crate::policy::FixedCost(entry.cost));
+            if let Some(cost) = entry.reserved_cost() {
+                builder = builder.cost(cost);
+            }
+            if let Some(from) = entry.cost_from.clone() {
+                builder = builder.settle(from);
+            }
+            if settles && i + 1 < self.entries.len() {
+                // What an inner limit refuses takes nothing from this one.
+                builder = builder.refund_on_inner_limit();
             }
             if let Some(count) = entry.count.clone() {
                 builder = builder

@@ -112,6 +112,14 @@ pub struct PolicyEntry {
     /// The cost of each request (default 1).
     #[serde(default = "one")]
     pub cost: u64,
+    /// What a settled limit reserves at admission (default 1): a number,
+    /// or `"header:NAME"`; needs `cost-from`.
+    #[serde(default, deserialize_with = "super::settle::estimate")]
+    pub estimate: Option<super::settle::Estimate>,
+    /// Where the actual cost is read after the response, settling the
+    /// estimate to it ([`CostFrom`](crate::CostFrom)): `None`, the cost is final.
+    #[serde(default, deserialize_with = "super::settle::cost_from")]
+    pub cost_from: Option<crate::CostFrom>,
     /// The statuses that count; `None`: every response.
     #[serde(default, deserialize_with = "statuses")]
     pub count: Option<Vec<StatusCode>>,
@@ -171,6 +179,8 @@ impl PolicyEntry {
             (self.key == other.key, "key"),
             (self.routes == other.routes, "routes"),
             (self.cost == other.cost, "cost"),
+            (self.estimate == other.estimate, "estimate"),
+            (self.cost_from == other.cost_from, "cost-from"),
             (self.count == other.count, "count"),
             (self.reset_on == other.reset_on, "reset-on"),
             (self.ban_policy() == other.ban_policy(), "ban"),

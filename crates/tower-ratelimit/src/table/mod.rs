@@ -92,6 +92,29 @@
 //! override (every request refused), and `count = []` (nothing counts).
 //! To watch a limit without enforcing it, use `mode = "dry-run"`.
 //!
+//! A cost known only after the response (tokens an LLM generated) is
+//! reserved at admission and settled afterwards: `cost-from` says where the
+//! actual cost is read ([`CostFrom`](crate::CostFrom):
+//! `"response-header:x-tokens-used"`, `"extension"`, `"reported"`,
+//! `"body-bytes"`, `"trailer:NAME"`), and `estimate` what is reserved
+//! (default 1; a number, or `"header:x-max-tokens"`, the request header's
+//! decimal, 1 without it). Settling up charges the rest unconditionally (the
+//! key may go into debt, and is denied until it is repaid); settling down
+//! refunds. `estimate` without `cost-from`, both `cost` and `estimate`, and
+//! an estimate above the capacity are refused at load. When any limit of a
+//! table settles, every outer limit gives its cost back when an inner one
+//! refuses the request, so a request refused by one limit takes nothing
+//! from the others.
+//!
+//! ```toml
+//! [[limit]]
+//! name = "tokens"
+//! algorithm = "fixed-window 100000/1d"
+//! key = "api-key"
+//! estimate = "header:x-max-tokens"
+//! cost-from = "response-header:x-tokens-used"
+//! ```
+//!
 //! Every error names the file, the line, and the entry:
 //! `limits.toml:7: limit "tickets": unknown key "baerer"`.
 //!
@@ -135,6 +158,7 @@ mod load;
 mod reload;
 mod route;
 mod runtime_overrides;
+mod settle;
 #[cfg(test)]
 mod tests;
 mod tier;
@@ -148,4 +172,5 @@ pub use key::{KeySpec, PolicyKey};
 pub use load::PolicyTable;
 pub use reload::{LimitChange, PolicyHandle};
 pub use route::RouteSpec;
+pub use settle::Estimate;
 pub use tier::Tier;
