@@ -17,6 +17,7 @@ mod malformed;
 mod metrics;
 mod multi;
 mod prefixes;
+mod settle;
 mod shaping;
 mod spoofing;
 #[cfg(feature = "serde")]
