@@ -16,11 +16,16 @@ use std::str::FromStr;
 /// | `body-bytes` | the response body's bytes, counted by [`MeteredBody`](crate::MeteredBody) | when the body ends or is dropped |
 /// | `trailer:NAME` | the decimal in trailer `NAME`, read by [`MeteredBody`](crate::MeteredBody) | when the body ends or is dropped |
 ///
-/// A response head without a usable value (no header, not a decimal, no
-/// extension) keeps the estimate: nothing is refunded or added. For the
-/// body's kinds, a body dropped before its end (a client that
-/// disconnects) settles what it produced up to then; one that produced
-/// nothing countable (no report added, no trailer) keeps the estimate.
+/// Every settled request carries a [`CostReport`](crate::CostReport) in
+/// its extensions. With a response head's kind (header, extension), a
+/// response head without a usable value (no header, not a decimal, no
+/// extension) settles to what was added to the report instead, when the
+/// last clone of it is dropped (a streamed response reports as it goes:
+/// the header cannot say what is not yet produced). Whatever the kind:
+/// a response or body dropped before its end (a client that disconnects)
+/// settles what was counted up to then, and a request for which nothing
+/// was ever counted (no value, nothing added to its report) keeps the
+/// estimate: nothing is refunded or added.
 ///
 /// ```
 /// use tower_ratelimit::CostFrom;
@@ -45,8 +50,9 @@ pub enum CostFrom {
 }
 
 impl CostFrom {
-    /// Whether the cost is known only as the body streams: the layer puts
-    /// a [`CostReport`](crate::CostReport) into the request's extensions.
+    /// Whether the cost is counted as the body streams (through the
+    /// request's [`CostReport`](crate::CostReport)), not read from the
+    /// response head.
     pub fn from_body(&self) -> bool {
         matches!(self, Self::Reported | Self::BodyBytes | Self::Trailer(_))
     }

@@ -20,8 +20,7 @@ pub(crate) trait Meter: Send + Sync + 'static {
 }
 
 /// A handle on an admitted request's actual cost, put into the request's
-/// extensions by a limit whose cost comes from the body
-/// ([`CostFrom::from_body`]): the handler (or its body stream) adds what it
+/// extensions by a layer that settles costs: the handler (or its body stream) adds what it
 /// uses as it goes, per chunk or per event. The request settles when the
 /// last clone of the report is dropped (the stream ended, or the client
 /// went away and the body was dropped) to the sum added up to then; a

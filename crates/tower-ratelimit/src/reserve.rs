@@ -204,8 +204,7 @@ where
 }
 
 /// Takes the reservation out to be settled, if the layer settles costs,
-/// and lends the request a [`CostReport`](crate::CostReport) when the cost
-/// comes from the body.
+/// and lends the request a [`CostReport`](crate::CostReport).
 fn lend<X, St, R, B>(
     reservation: &mut Option<Reservation<X, St, R>>,
     req: &mut Request<B>,
@@ -218,8 +217,6 @@ where
     let r = reservation.as_mut()?;
     r.shared.settle.as_ref()?;
     let settlement = Settlement::start(&r.shared, r.reserved.take());
-    if let Some(report) = settlement.report() {
-        req.extensions_mut().insert(report);
-    }
+    req.extensions_mut().insert(settlement.report());
     Some(settlement)
 }

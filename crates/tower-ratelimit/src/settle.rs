@@ -37,10 +37,9 @@ impl<X: KeyExtractor, St: Store<X::Key>, R: Send + Sync + 'static> Settlement<X,
         })
     }
 
-    /// The report for the request's extensions, if the cost comes from the body.
-    pub(crate) fn report(self: &Arc<Self>) -> Option<CostReport> {
-        let from_body = self.shared.settle.as_ref().is_some_and(CostFrom::from_body);
-        from_body.then(|| CostReport(Arc::clone(self) as Arc<dyn Meter>))
+    /// The report for the request's extensions.
+    pub(crate) fn report(self: &Arc<Self>) -> CostReport {
+        CostReport(Arc::clone(self) as Arc<dyn Meter>)
     }
 
     /// Reads the actual cost from a response head (header, extension),

@@ -35,10 +35,13 @@ fn query(req: &Request, name: &str) -> u64 {
 async fn handler(report: Option<Extension<CostReport>>, req: Request) -> Response {
     let tokens = query(&req, "tokens");
     let Some(Extension(report)) = report else {
+        return StatusCode::OK.into_response(); // no layer settles
+    };
+    if !report.cost_from().from_body() {
         let mut res = [("x-tokens-used", tokens.to_string())].into_response();
         res.extensions_mut().insert(ActualCost(tokens));
         return res;
-    };
+    }
     if matches!(report.cost_from(), CostFrom::Reported) {
         // One event per 100 tokens, each reported as it is produced.
         let events = (0..tokens / 100).map(move |_| {
