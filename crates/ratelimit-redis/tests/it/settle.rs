@@ -178,3 +178,68 @@ async fn sixty_four_tasks_settle_without_a_lost_update() {
     let peek = Store::<str>::check(&a, "k", 0, now).await.unwrap();
     assert_eq!(peek.reset, Duration::from_millis(used));
 }
+
+/// A store of two limits settles both in one script: the one left in debt
+/// answers, and the next check is denied with its wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_of_two_limits_settles_both() {
+    let server = server!();
+    let per_second = "gcra 100/1s".parse::<AnyAlgorithm>().unwrap();
+    let per_minute = "fixed-window 10/1m".parse::<AnyAlgorithm>().unwrap();
+    let s = RedisStore::builder(server.url(), per_second)
+        .and_limit(per_minute)
+        .prefix("m:")
+        .time_source(TimeSource::Caller)
+        .timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let now = 1_700_000_000_000_000_000u64;
+    let minute_left = Duration::from_nanos(60_000_000_000 - now % 60_000_000_000);
+    assert!(Store::<str>::check(&s, "k", 2, now).await.unwrap().allowed);
+    // 12 of 10 a minute: in debt until the window ends; 12 of 100 a second
+    // is not a debt.
+    let d = settle(&s, "k", 2, 12, now, now).await;
+    assert!(!d.allowed, "{d:?}");
+    assert_eq!((d.limit, d.wait), (10, Some(minute_left)));
+    let next = Store::<str>::check(&s, "k", 1, now).await.unwrap();
+    assert_eq!(next.retry_after(), Some(minute_left));
+    // Settled down: both limits give back.
+    let d = settle(&s, "k", 12, 4, now, now).await;
+    assert!(d.allowed, "{d:?}");
+    assert_eq!(d.remaining, 6);
+}
+
+/// A live store settles its live key, as the memory store does under the
+/// same live settings.
+#[cfg(feature = "live")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_store_settles_as_in_memory() {
+    use ratelimit_core::LiveAlgorithm;
+    use ratelimit_redis::AnyStore;
+    let server = server!();
+    let live = LiveAlgorithm::new("gcra 10/1s".parse::<AnyAlgorithm>().unwrap());
+    let redis = RedisStore::builder(server.url(), live.get())
+        .prefix("v:")
+        .time_source(TimeSource::Caller)
+        .build_live(&live)
+        .unwrap();
+    let redis: AnyStore<String> = AnyStore::LiveRedis(Box::new(redis));
+    let memory: MemoryStore<LiveAlgorithm, String> = MemoryStore::new(live.clone());
+    let k = "key".to_owned();
+    let now = 1_700_000_000_000_000_000u64;
+    for (reserved, actual, step) in [(1, 5, 0), (2, 9, 10_000_000), (1, 12, 900_000_000)] {
+        let at = now + step;
+        let m = memory.check_sync(&k, reserved, at).unwrap();
+        assert_eq!(redis.check(&k, reserved, at).await.unwrap(), m);
+        if m.allowed {
+            let m = memory.settle_sync(&k, reserved, actual, at, at).unwrap();
+            assert_eq!(redis.settle(&k, reserved, actual, at, at).await.unwrap(), m);
+        }
+    }
+    // A change to a smaller burst keeps the debt.
+    live.set("gcra 5/1s".parse::<AnyAlgorithm>().unwrap());
+    let at = now + 1_000_000_000;
+    let m = memory.check_sync(&k, 1, at).unwrap();
+    assert_eq!(redis.check(&k, 1, at).await.unwrap(), m);
+    assert!(!m.allowed, "{m:?}");
+}
