@@ -55,11 +55,15 @@ impl Arg for Option<Arc<str>> {
     }
 }
 
-/// What a call does: `c` check, `r` refund, or `b` ban (`lua/ban.lua`).
+/// What a call does: `c` check, `r` refund, `u` settle up (charge
+/// whatever is left), `d` settle down (refund, then answer a peek), or `b`
+/// ban (`lua/ban.lua`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum OpArg {
     Check,
     Refund,
+    SettleUp,
+    SettleDown,
     Ban,
 }
 
@@ -68,6 +72,8 @@ impl Arg for OpArg {
         out.write_arg(match self {
             OpArg::Check => b"c",
             OpArg::Refund => b"r",
+            OpArg::SettleUp => b"u",
+            OpArg::SettleDown => b"d",
             OpArg::Ban => b"b",
         });
     }

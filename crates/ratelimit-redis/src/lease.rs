@@ -169,6 +169,16 @@ impl Leases {
         place(&mut set, hash, key, now, lease)
     }
 
+    /// Takes `key`'s lease out, returning its unspent units to give back
+    /// (a settlement: the key's next checks must see Redis's state, a debt
+    /// included). The key is cold again.
+    pub(crate) fn take_key(&self, key: &str) -> Option<Unspent> {
+        let hash = self.hash(key);
+        let mut set = self.set(hash);
+        let lease = set.iter_mut().find(|l| l.hash == hash && l.key == key)?;
+        take(lease)
+    }
+
     /// Drops `key`'s lease, its unspent units with it (a reset deleted the
     /// state they were taken from).
     pub(crate) fn forget(&self, key: &str) {

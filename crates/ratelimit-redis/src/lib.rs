@@ -38,8 +38,10 @@
 //!
 //! # One round trip, one clock
 //!
-//! Every check (and refund) is one `EVALSHA` of a Lua script that reads the
-//! key's state, decides, and writes it back atomically. Building a store
+//! Every check (and refund, and settlement: `Store::settle`, which may
+//! leave a key in debt, see `docs/ALGORITHMS.md`) is one `EVALSHA` of a
+//! Lua script that reads the key's state, decides, and writes it back
+//! atomically. Building a store
 //! (on a tokio runtime) starts its connection in the background, and every
 //! connect loads the scripts of the stores on it (in one round trip) and
 //! reads the key secret (see "Secret keys") before any check uses it; a

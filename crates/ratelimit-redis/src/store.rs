@@ -14,7 +14,7 @@ use crate::BuildError;
 use crate::StoreState;
 use ratelimit_core::{
     AdminFuture, Algorithm, AnyAlgorithm, BanLeftFuture, BanPolicy, Decision, MemoryStore,
-    StableKey, Store, StoreCounts, StoreError,
+    SettleFuture, StableKey, Store, StoreCounts, StoreError,
 };
 use redis::ToRedisArgs;
 use std::fmt;
@@ -456,6 +456,23 @@ impl Fallback {
         }
     }
 
+    /// Settles every limit (see [`Store::settle`]), all under the lock.
+    fn settle(
+        &self,
+        key: &str,
+        reserved: u64,
+        actual: u64,
+        admitted_at: u64,
+        now: u64,
+    ) -> Result<Decision, StoreError> {
+        let _all = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut decisions = Vec::with_capacity(self.memory.len());
+        for memory in &self.memory {
+            decisions.push(memory.settle_sync(key, reserved, actual, admitted_at, now)?);
+        }
+        Ok(settled(decisions).0)
+    }
+
     fn maintain(&self, now: u64) {
         for memory in &self.memory {
             memory.maintain(now);
@@ -492,6 +509,15 @@ impl Fallback {
 
 /// The decision of several limits that all admitted: the one with the
 /// fewest `remaining` (the first of those), with the longest `wait`.
+/// The decision after a settlement of every limit, and the limit it comes
+/// from: the first left in debt, if any, else all of them combined.
+fn settled(decisions: Vec<Decision>) -> (Decision, usize) {
+    match decisions.iter().position(|d| !d.allowed) {
+        Some(i) => (decisions[i], i),
+        None => (combine(decisions), 0),
+    }
+}
+
 fn combine(decisions: Vec<Decision>) -> Decision {
     let wait = decisions.iter().filter_map(|d| d.wait).max();
     // One more unit is available when every limit has one.
@@ -537,6 +563,12 @@ enum Op {
     },
     /// A ban of `cost` ms from now.
     Ban,
+    /// A settlement: up charges `cost` whatever is left, down refunds it
+    /// as admitted at `admitted_at`; both answer a peek.
+    Settle {
+        admitted_at: u64,
+        up: bool,
+    },
 }
 
 impl RedisStore {
@@ -856,6 +888,8 @@ impl Inner {
             Op::Check => (None, OpArg::Check),
             Op::Refund { admitted_at } => (Some((*admitted_at, now)), OpArg::Refund),
             Op::Ban => (None, OpArg::Ban),
+            Op::Settle { up: true, .. } => (None, OpArg::SettleUp),
+            Op::Settle { admitted_at, .. } => (Some((*admitted_at, now)), OpArg::SettleDown),
         };
         let mut invocation = self.script.script.prepare_invoke();
         for part in &*self.parts {
@@ -864,7 +898,7 @@ impl Inner {
         invocation.key(self.ban_key(key));
         invocation.arg(self.args_op(key, cost, time, refund, op_arg));
         match invocation.invoke_async::<Vec<i64>>(&mut conn).await {
-            Ok(v) if self.well_formed(&v, op_arg != OpArg::Check) => Ok(v),
+            Ok(v) if self.well_formed(&v, op_arg) => Ok(v),
             Ok(v) => Err(Failure::new(
                 Kind::Reply,
                 format!(
@@ -927,9 +961,15 @@ impl Inner {
     /// A script's reply: four numbers per limit run, every limit but the
     /// last admitting, and no more than the store's limits; all of them
     /// unless one denied.
-    fn well_formed(&self, v: &[i64], refund: bool) -> bool {
-        if refund {
-            return v.len() == 4 && (v[0] == 0 || v[0] == 1);
+    fn well_formed(&self, v: &[i64], op: OpArg) -> bool {
+        match op {
+            OpArg::Check => {}
+            OpArg::Refund | OpArg::Ban => return v.len() == 4 && (v[0] == 0 || v[0] == 1),
+            // Five numbers for every limit, each admitting or in debt.
+            OpArg::SettleUp | OpArg::SettleDown => {
+                return v.len() == 5 * self.parts.len()
+                    && v.chunks(5).all(|r| r[0] == 0 || r[0] == 1)
+            }
         }
         if v.len() == 5 && v[0] == 2 {
             return true; // banned
@@ -951,26 +991,29 @@ impl Inner {
             let a = &self.parts[0].algorithm;
             return (Decision::ban(a.limit(), a.window(), nanos(v[2])), 0);
         }
-        // Five numbers per limit: allowed, remaining, wait, reset, and the
-        // wait for one more unit.
-        let one = |i: usize| {
-            let (v, a) = (&v[5 * i..5 * i + 5], &self.parts[i].algorithm);
-            Decision::new(
-                v[0] == 1,
-                u64::try_from(v[1]).unwrap_or(0),
-                (v[2] >= 0).then(|| nanos(v[2])),
-                a.limit(),
-                a.window(),
-                nanos(v[3]),
-                nanos(v[4]),
-            )
-        };
+        let one = |i: usize| self.part_decision(v, i);
         let last = v.len() / 5 - 1;
         let d = one(last);
         if !d.allowed || last == 0 {
             return (d, last);
         }
         (combine((0..=last).map(one).collect()), last)
+    }
+
+    /// Limit `i`'s decision in a reply: five numbers per limit, allowed,
+    /// remaining, wait, reset, and the wait for one more unit.
+    fn part_decision(&self, v: &[i64], i: usize) -> Decision {
+        let nanos = |x: i64| Duration::from_nanos(u64::try_from(x).unwrap_or(0));
+        let (v, a) = (&v[5 * i..5 * i + 5], &self.parts[i].algorithm);
+        Decision::new(
+            v[0] == 1,
+            u64::try_from(v[1]).unwrap_or(0),
+            (v[2] >= 0).then(|| nanos(v[2])),
+            a.limit(),
+            a.window(),
+            nanos(v[3]),
+            nanos(v[4]),
+        )
     }
 
     /// The deny cache's time: the caller's `now` with
@@ -1158,6 +1201,69 @@ impl Inner {
                 memory.refund(key, cost, admitted_at, now);
                 Ok(())
             }
+            None => Err(failure.to_store_error()),
+        }
+    }
+
+    /// Settles `key` (see [`Store::settle`]) in one script: up charges
+    /// `actual - reserved` whatever is left, down refunds `reserved -
+    /// actual`. The key's remembered denial is forgotten and its lease
+    /// given back first, so that its next checks see the settled state; a
+    /// key left in debt is remembered in the deny cache as a cost-1
+    /// check's denial (its wait is the peek's `next`).
+    async fn settle(
+        &self,
+        key: String,
+        reserved: u64,
+        actual: u64,
+        admitted_at: u64,
+        now: u64,
+    ) -> Result<Decision, StoreError> {
+        if let Some(cache) = &self.deny {
+            cache.forget(&key);
+        }
+        if let Some(u) = self.leases.as_ref().and_then(|l| l.take_key(&key)) {
+            let _ = self.refund(u.key, u.units, u.taken_at, now).await;
+        }
+        if self.breaker.state() == BreakerState::Open {
+            if let Some(memory) = &self.fallback {
+                return memory.settle(&key, reserved, actual, admitted_at, now);
+            }
+        }
+        let up = actual >= reserved;
+        let cost = actual.abs_diff(reserved);
+        let local = self.local_now(now);
+        match self
+            .guarded(&key, cost, now, Op::Settle { admitted_at, up })
+            .await
+        {
+            Ok(v) => {
+                let parts = (0..v.len() / 5).map(|i| self.part_decision(&v, i));
+                let (d, part) = settled(parts.collect());
+                if let Some(cache) = self.deny.as_ref().filter(|_| !d.allowed) {
+                    let denial =
+                        Decision::new(false, 0, Some(d.next), d.limit, d.window, d.reset, d.next);
+                    cache.remember(&key, local, &denial, part);
+                }
+                Ok(d)
+            }
+            Err(failure) => self.settle_failed(&failure, &key, reserved, actual, admitted_at, now),
+        }
+    }
+
+    /// The failure policy for a settlement Redis did not take.
+    fn settle_failed(
+        &self,
+        failure: &Failure,
+        key: &str,
+        reserved: u64,
+        actual: u64,
+        admitted_at: u64,
+        now: u64,
+    ) -> Result<Decision, StoreError> {
+        self.report(failure);
+        match &self.fallback {
+            Some(memory) => memory.settle(key, reserved, actual, admitted_at, now),
             None => Err(failure.to_store_error()),
         }
     }
@@ -1451,6 +1557,39 @@ where
                 },
             };
             inner.refund(name, cost, admitted_at, now).await
+        })
+    }
+
+    /// Settles in Redis, in one script over every limit (see
+    /// [`Store::settle`]); the fallback's memory stores while Redis fails.
+    fn settle(
+        &self,
+        key: &K,
+        reserved: u64,
+        actual: u64,
+        admitted_at: u64,
+        now: u64,
+    ) -> SettleFuture {
+        let inner = Arc::clone(&self.inner);
+        let (text, secret) = (Self::render(key), key.is_secret());
+        Box::pin(async move {
+            let name = match inner.name(text, secret) {
+                Ok(name) => name,
+                Err(text) => match inner.name_later(text).await {
+                    Ok(name) => name,
+                    Err((failure, text)) => {
+                        return inner.settle_failed(
+                            &failure,
+                            &text,
+                            reserved,
+                            actual,
+                            admitted_at,
+                            now,
+                        )
+                    }
+                },
+            };
+            inner.settle(name, reserved, actual, admitted_at, now).await
         })
     }
 

@@ -496,7 +496,8 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
             self.algorithm
                 .refund(state, reserved - actual, admitted_at, now);
         }
-        self.algorithm.check(state, 0, now)
+        // A charge of 0: a peek that tells a debt still owed.
+        self.algorithm.charge(state, 0, now)
     }
 
     /// The denial of a banned key with `left` ns of its ban to run.

@@ -173,6 +173,13 @@ fn settling_down_refunds_and_equal_changes_nothing() {
         assert!(d.allowed, "{spec}");
         assert_eq!(d.remaining, 7, "{spec}");
         assert_eq!(check(&s, 0, 0).remaining, 7, "{spec}");
+        if !spec.starts_with("leaky") {
+            // Into debt, then a settlement down that leaves some owed.
+            assert!(check(&s, 7, 0).allowed, "{spec}");
+            assert!(!settle(&s, 7, 12, 0, 0).allowed, "{spec}");
+            let d = settle(&s, 7, 5, 0, 0);
+            assert!(!d.allowed && d.remaining == 0, "{spec}: {d:?}");
+        }
     }
 }
 

@@ -11,7 +11,7 @@
 -- The arguments, one line each as `ARGV[i]  name: meaning`, the names
 -- those of the fields of `CommonArgs` (src/args.rs), in order; a test
 -- compares the two lists.
--- ARGV[1]  op: 'c' check or 'r' refund
+-- ARGV[1]  op: 'c' check, 'r' refund, 'u' settle up, 'd' settle down
 -- ARGV[2]  cost: the request's cost
 -- ARGV[3]  now_s: now, whole seconds, or '' to read the server's TIME
 -- ARGV[4]  now_ns: now, nanoseconds in the second
@@ -19,6 +19,14 @@
 -- ARGV[6]  refund_ns: admitted_at nanoseconds
 -- ARGV[7]  ttl_slack_ms: TTL slack in milliseconds
 -- ARGV[8..] the algorithm's parameters, listed in its own script
+--
+-- A settlement up ('u') charges `cost` whatever is left: where the
+-- algorithm can take it the key goes into debt, up to its capacity (the
+-- state holds at most twice what a full key's does); the leaky bucket
+-- takes none and fills its queue. A settlement down ('d') is a refund,
+-- then a settlement up of 0. Both reply as a check of cost 0 (a peek),
+-- denied when the key is in debt, with the wait until it is repaid: as
+-- ratelimit-core's `Algorithm::charge`.
 local fmod = math.fmod
 local floor = math.floor
 local TWO53 = 9007199254740992
@@ -70,7 +78,7 @@ end
 
 -- The refunded request's time.
 local as, an
-if op == 'r' then
+if op == 'r' or op == 'd' then
   if server_time then
     as, an = norm(s, n - tonumber(ARGV[5]))
   else

@@ -69,6 +69,7 @@ if not v and foreign then
 end
 if not v then
   if op == 'r' then return {0, 0, 0, 0} end
+  if op == 'd' then op, cost = 'u', 0 end
   cnt = 0
   if first then es, en = 0, 0 else es, en = next_end() end
 end
@@ -85,13 +86,14 @@ local function save()
   save_at(tdiff(es, en, s, n))
 end
 
-if op == 'r' then
+if op == 'r' or op == 'd' then
   local d = tdiff(as, an, es, en)           -- admitted_at - end
   if d < 0 and d + P >= 0 and cnt > 0 then
     cnt = cnt - math.min(cost, cnt)
     save()
   end
-  return {0, 0, 0, 0}
+  if op == 'r' then return {0, 0, 0, 0} end
+  op, cost = 'u', 0
 end
 
 local function decide(allowed, wait)
@@ -103,6 +105,18 @@ local function decide(allowed, wait)
   return {allowed, math.max(0, L - cnt), wait, reset, nxt}
 end
 
+if op == 'u' then
+  -- Past L the key is in debt until the window ends; at most 2L.
+  if cost > 0 then
+    if tdiff(s, n, es, en) >= 0 then
+      es, en = norm(s, n + P)                -- first request: opens now
+    end
+    cnt = math.min(cnt + math.min(cost, 2 * L), math.max(2 * L, cnt))
+    save()
+  end
+  if cnt > L then return decide(0, tdiff(es, en, s, n)) end
+  return decide(1, 0)
+end
 if cost == 0 then return decide(1, 0) end
 if cost > L then return decide(0, -1) end
 if cnt + cost <= L then

@@ -29,19 +29,21 @@ if foreign then
   write(dw, df, ceil_ns(dw, df))
 end
 
-if op == 'r' then
-  if not dw then return {0, 0, 0, 0} end
+if (op == 'r' or op == 'd') and dw then
   local uw, uf = 0, 0
   if dw >= 0 then uw, uf = dw, df end
   local bw, bf = mul(math.min(cost, burst), sw, sf)
   local rw, rf = sub(uw, uf, bw, bf)
   if rw < 0 or (rw == 0 and rf == 0) then
     redis.call('DEL', key)
+    dw, df = nil, nil
   else
     write(rw, rf, ceil_ns(rw, rf))
+    dw, df = rw, rf
   end
-  return {0, 0, 0, 0}
 end
+if op == 'r' then return {0, 0, 0, 0} end
+if op == 'd' then op, cost = 'u', 0 end
 
 -- A state behind now counts as full; one beyond the capacity (after a
 -- live change to a smaller one) is denied until it drains.
@@ -55,6 +57,21 @@ local function decide(allowed, aw, af, wait)
   local nxt = 0
   if not le(nw, nf, cw, cf) then nxt = ceil_ns(sub(nw, nf, cw, cf)) end
   return {allowed, per_step(rw, rf), wait, ceil_ns(aw, af), nxt}
+end
+
+if op == 'u' then
+  -- At most 2*B*T used (or what is, if more); the cost in two parts of
+  -- at most B each, so that every product stays exact.
+  local capw, capf = add(cw, cf, cw, cf)
+  if le(capw, capf, uw, uf) then capw, capf = uw, uf end
+  local c1 = math.min(cost, burst)
+  local c2 = math.min(cost - c1, burst)
+  local nw, nf = add(uw, uf, mul(c1, sw, sf))
+  nw, nf = add(nw, nf, mul(c2, sw, sf))
+  if le(capw, capf, nw, nf) then nw, nf = capw, capf end
+  if cost > 0 then write(nw, nf, ceil_ns(nw, nf)) end
+  if le(nw, nf, cw, cf) then return decide(1, nw, nf, 0) end
+  return decide(0, nw, nf, ceil_ns(sub(nw, nf, cw, cf)))
 end
 
 if cost > burst then return decide(0, uw, uf, -1) end

@@ -41,18 +41,20 @@ if not present or le(dw, df, mw, mf) then
   dw, df = mw, mf
 end
 
-if op == 'r' then
-  if not present then return {0, 0, 0, 0} end
+if (op == 'r' or op == 'd') and present then
   local bw, bf = mul(math.min(cost, queue + 1), sw, sf)
   local rw, rf = sub(dw, df, bw, bf)
   if le(rw, rf, mw, mf) then
     redis.call('DEL', key)
+    dw, df = mw, mf
   else
     local ew, ef = add(rw, rf, sw, sf)
     write(rw, rf, ceil_ns(ew, ef))
+    dw, df = rw, rf
   end
-  return {0, 0, 0, 0}
 end
+if op == 'r' then return {0, 0, 0, 0} end
+if op == 'd' then op, cost = 'u', 0 end
 
 -- last: the last departure (or d when denied).
 local function decide(allowed, lw, lf, wait)
@@ -65,6 +67,17 @@ local function decide(allowed, lw, lf, wait)
   return {allowed, per_step(rw, rf), wait, ceil_ns(ew, ef), nxt}
 end
 
+if op == 'u' then
+  -- No debt: the free slots are filled, up to the queue's end.
+  local fill = math.min(cost, decide(1, dw, df, 0)[2])
+  if fill > 0 then
+    local stw, stf = add(dw, df, sw, sf)
+    dw, df = add(stw, stf, mul(fill - 1, sw, sf))
+    local ew, ef = add(dw, df, sw, sf)
+    write(dw, df, ceil_ns(ew, ef))
+  end
+  return decide(1, dw, df, 0)
+end
 if cost == 0 then return decide(1, dw, df, 0) end
 if cost - 1 > queue then return decide(0, dw, df, -1) end
 local stw, stf = add(dw, df, sw, sf)          -- start = d + T >= 0

@@ -103,7 +103,7 @@ local function persist()
   end
 end
 
-if op == 'r' then
+if op == 'r' or op == 'd' then
   local idx
   if exact then
     for i = t - 1, h, -1 do
@@ -137,7 +137,8 @@ if op == 'r' then
     changed = true
   end
   persist()
-  return {0, 0, 0, 0}
+  if op == 'r' then return {0, 0, 0, 0} end
+  op, cost = 'u', 0
 end
 
 local function decide(allowed, wait)
@@ -160,6 +161,40 @@ local function decide(allowed, wait)
   return {allowed, math.max(0, L - u), wait, reset, nxt}
 end
 
+if op == 'u' then
+  -- Logged at now whatever is left, the sum at most 2L (or what it is,
+  -- if more); once the log holds L entries a charge merges into the
+  -- newest, moved to now, so it never holds more.
+  local c = math.min(cost, math.max(2 * L, u) - u)
+  if c > 0 then
+    local merge = false
+    if h < t then
+      local es, en = entry(t - 1)
+      merge = t - h >= L or (es == s and en == n)
+    end
+    if merge then
+      local _, _, lc = entry(t - 1)
+      redis.call('HSET', key, t - 1, fmt_entry(s, n, lc + c))
+    else
+      redis.call('HSET', key, t, fmt_entry(s, n, c))
+      t = t + 1
+    end
+    u = u + c
+    redis.call('HSET', key, 'u', u, 'h', h, 't', t)
+    if STAMP then redis.call('HSET', key, 's', STAMP) end
+    redis.call('PEXPIRE', key, ttl_ms(P))
+  else
+    persist()
+  end
+  if u <= L then return decide(1, 0) end
+  local freed, debt = 0, 0
+  for i = h, t - 1 do
+    local es, en, lc = entry(i)
+    freed = freed + lc
+    if freed >= u - L then debt = tdiff(es, en, s, n) + P; break end
+  end
+  return decide(0, debt)
+end
 if cost == 0 then persist(); return decide(1, 0) end
 if cost > L then persist(); return decide(0, -1) end
 if u + cost <= L then

@@ -13,7 +13,8 @@
 -- one does, the keys of the limits that admitted before it are put back
 -- exactly as they were (DUMP before, RESTORE after, TTL included), so a
 -- denied request consumes nothing. The reply is the replies of the limits
--- run, five numbers each, in order. A refund runs every limit's refund.
+-- run, five numbers each, in order. A refund runs every limit's refund; a
+-- settlement ('u', 'd') settles every limit and replies all their replies.
 local m = #KEYS
 local args, pos = {}, 8
 for i = 1, m do
@@ -28,6 +29,16 @@ end
 if ARGV[1] == 'r' then
   for i = 1, m do lim[i]({KEYS[i]}, args[i]) end
   return {0, 0, 0, 0}
+end
+
+-- A settlement settles every limit: the replies of all, in order.
+if ARGV[1] == 'u' or ARGV[1] == 'd' then
+  local out = {}
+  for i = 1, m do
+    local r = lim[i]({KEYS[i]}, args[i])
+    for j = 1, 5 do out[#out + 1] = r[j] end
+  end
+  return out
 end
 
 local out, saved = {}, {}

@@ -28,6 +28,8 @@ if v then
   if server_time and tdiff(s, n, vs, vn) < 0 then s, n = vs, vn end
 elseif op == 'r' and not foreign then
   return {0, 0, 0, 0}
+elseif op == 'd' and not foreign then
+  op, cost = 'u', 0
 end
 local e = time_mod(s, n)
 local left = P - e
@@ -81,7 +83,7 @@ local function save()
 end
 if carried then save() end
 
-if op == 'r' then
+if op == 'r' or op == 'd' then
   local ea = time_mod(as, an)
   local cas, can = norm(as, an - ea)
   local d = tdiff(cs, cn, cas, can)
@@ -91,7 +93,8 @@ if op == 'r' then
     prev = prev - math.min(cost, prev)
   end
   save()
-  return {0, 0, 0, 0}
+  if op == 'r' then return {0, 0, 0, 0} end
+  op, cost = 'u', 0
 end
 
 -- The wait until a request of n (at most L) fits, or nil if it fits now:
@@ -117,6 +120,17 @@ local function decide(allowed, wait)
   return {allowed, rem, wait, reset, nxt}
 end
 
+if op == 'u' then
+  -- Past the limit the key is in debt until the count ages out; the
+  -- current count at most 2L (or what it is, if more).
+  if cost > 0 then
+    cur = math.min(cur + math.min(cost, 2 * L), math.max(2 * L, cur))
+    save()
+  end
+  local debt = wait_for(0)
+  if debt then return decide(0, debt) end
+  return decide(1, 0)
+end
 if cost == 0 then return decide(1, 0) end
 if cost > L then return decide(0, -1) end
 local wait = wait_for(cost)

@@ -22,6 +22,7 @@ mod reset;
 mod secret;
 #[cfg(feature = "sentinel")]
 mod sentinel;
+mod settle;
 mod slow;
 mod target;
 #[cfg(feature = "tls")]
