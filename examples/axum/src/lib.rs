@@ -6,6 +6,7 @@
 //! | `POST /accounts` | 2 per day per client IP (an IPv4 address, an IPv6 /64) and 20 per day per network (an IPv4 /24, an IPv6 /48), sliding logs; only created accounts (201) count |
 //! | `POST /login` | 5 failed attempts per hour per client IP and 100 per network; only failures (401) count; a success (200) resets the client's failures |
 //! | `GET /api/items` | with a key listed in [`Config::api_keys`] (`X-API-Key`): token bucket per key, 500 burst, 100/s; without: 10 per minute per client IP; an unknown key: 401, counted as anonymous |
+//! | `POST /v1/chat` | with a key listed in [`Config::api_keys`] (`X-API-Key`; else 401): 60 per minute and 100,000 tokens per day per key; the tokens, known after the handler runs, settle from `x-tokens-used` or, streamed, per event (a reservation of 1, or of `x-max-tokens`) |
 //! | `GET /health` | none |
 //! | `GET /ready` | none: JSON with each limit's store state (`redis`, `fallback`, `memory`, `down`); 503 when one cannot decide |
 //!
@@ -41,8 +42,10 @@ use tower_ratelimit::{BuildError, RateLimitInfo};
 
 pub mod admin;
 mod api_keys;
+mod chat;
 mod redis_stores;
 pub use api_keys::{ApiKeys, API_KEY_CHALLENGE};
+pub use chat::{EVENT_GAP, MAX_TOKENS_PER_CALL, TOKENS_PER_EVENT};
 pub use hyper_example::server;
 pub use redis_stores::RedisStores;
 
@@ -271,6 +274,8 @@ pub fn app_with_policy<S: Stores>(
 ) -> Result<(Router, PolicyHandle), PolicyError> {
     let keys = config.api_keys.clone();
     let list_items = move |req: Parts| list_items(keys, req);
+    let chat_keys = config.api_keys.clone();
+    let chat = move |report, req, body| chat::chat(chat_keys, report, req, body);
     let states = stores.states();
     // GET /reports: expensive (about 100 ms each), at most 4 at once,
     // fair-queued by client IP: 8 waiting per client, 64 in all, none longer
@@ -294,6 +299,7 @@ pub fn app_with_policy<S: Stores>(
         .route("/accounts", post(create_account))
         .route("/login", post(login_handler))
         .route("/api/items", get(list_items))
+        .route("/v1/chat", post(chat))
         .route("/health", get(|| async { "ok" }))
         .route("/ready", get(move || ready(states.clone())));
     let mut options = PolicyOptions {

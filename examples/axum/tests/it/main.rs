@@ -2,6 +2,7 @@
 //! reloads, logs and metrics (`startup`), the Grafana dashboard's metrics
 //! (`dashboard`), and two processes on one Redis (`two_processes`).
 
+mod chat;
 mod dashboard;
 mod startup;
 mod two_processes;
