@@ -32,4 +32,6 @@ mod table_lists;
 mod table_prefixes;
 #[cfg(feature = "serde")]
 mod table_reset;
+#[cfg(feature = "serde")]
+mod table_settle;
 mod upkeep;
