@@ -1271,12 +1271,17 @@ impl Inner {
     /// The name of the key `text` (see [`name`](Self::name)), waiting for
     /// the key secret if needed; else the error and the text.
     async fn named(&self, text: String, secret: bool) -> Result<String, (StoreError, String)> {
+        self.resolved(text, secret)
+            .await
+            .map_err(|(failure, text)| (failure.to_store_error(), text))
+    }
+
+    /// As [`named`](Self::named), with the failure itself (for the
+    /// failure policy of a refund or a settlement).
+    async fn resolved(&self, text: String, secret: bool) -> Result<String, (Failure, String)> {
         match self.name(text, secret) {
             Ok(name) => Ok(name),
-            Err(text) => self
-                .name_later(text)
-                .await
-                .map_err(|(failure, text)| (failure.to_store_error(), text)),
+            Err(text) => self.name_later(text).await,
         }
     }
 
@@ -1547,16 +1552,12 @@ where
         let inner = Arc::clone(&self.inner);
         let (text, secret) = (Self::render(key), key.is_secret());
         Box::pin(async move {
-            let name = match inner.name(text, secret) {
-                Ok(name) => name,
-                Err(text) => match inner.name_later(text).await {
-                    Ok(name) => name,
-                    Err((failure, text)) => {
-                        return inner.refund_failed(&failure, &text, cost, admitted_at, now)
-                    }
-                },
-            };
-            inner.refund(name, cost, admitted_at, now).await
+            match inner.resolved(text, secret).await {
+                Ok(name) => inner.refund(name, cost, admitted_at, now).await,
+                Err((failure, text)) => {
+                    inner.refund_failed(&failure, &text, cost, admitted_at, now)
+                }
+            }
         })
     }
 
@@ -1573,23 +1574,12 @@ where
         let inner = Arc::clone(&self.inner);
         let (text, secret) = (Self::render(key), key.is_secret());
         Box::pin(async move {
-            let name = match inner.name(text, secret) {
-                Ok(name) => name,
-                Err(text) => match inner.name_later(text).await {
-                    Ok(name) => name,
-                    Err((failure, text)) => {
-                        return inner.settle_failed(
-                            &failure,
-                            &text,
-                            reserved,
-                            actual,
-                            admitted_at,
-                            now,
-                        )
-                    }
-                },
-            };
-            inner.settle(name, reserved, actual, admitted_at, now).await
+            match inner.resolved(text, secret).await {
+                Ok(name) => inner.settle(name, reserved, actual, admitted_at, now).await,
+                Err((failure, text)) => {
+                    inner.settle_failed(&failure, &text, reserved, actual, admitted_at, now)
+                }
+            }
         })
     }
 

@@ -296,15 +296,29 @@ proptest! {
             prop_assert_eq!(after.remaining, 50u64.saturating_sub(used));
             let next = check(&s, 1, now);
             prop_assert_eq!(next.allowed, used < 50);
-            if used >= 50 && spec.starts_with("gcra") {
-                // 72 s per request: the debt and one more request.
-                let wait = Duration::from_secs(72 * (used - 50 + 1));
-                prop_assert_eq!(next.retry_after(), Some(wait));
+            if used >= 50 {
+                prop_assert_eq!(next.retry_after(), Some(repaid(spec, used)), "{}", spec);
             }
             if next.allowed {
                 s.refund_sync("key", 1, now, now);
             }
         }
+    }
+}
+
+/// When a cost-1 request fits again, at 1 s into the first hour, after
+/// `used` (at least 50) charged then, for the counter specs.
+fn repaid(spec: &str, used: u64) -> Duration {
+    const HOUR: u64 = 3_600_000_000_000;
+    match spec.split(' ').next() {
+        // 72 s per request: the debt and one more request.
+        Some("gcra" | "token-bucket") => Duration::from_secs(72 * (used - 50 + 1)),
+        // The window's end.
+        Some("fixed-window") => Duration::from_secs(3_599),
+        // The one entry ages out.
+        Some("sliding-log") => Duration::from_secs(3_600),
+        // Into the next window, until used * (P - e) <= 49 * P.
+        _ => Duration::from_nanos(HOUR - 1_000_000_000 + HOUR - 49 * HOUR / used),
     }
 }
 
