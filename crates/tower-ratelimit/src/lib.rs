@@ -198,6 +198,7 @@ mod info;
 mod layer;
 #[cfg(feature = "serde")]
 mod limit_handle;
+mod net_set;
 mod observe;
 #[cfg(feature = "serde")]
 mod override_key;
