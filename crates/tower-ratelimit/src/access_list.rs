@@ -3,9 +3,10 @@
 
 use crate::key::ip::normalize;
 use crate::key::{peer_addr, ClientIp};
+use crate::net_set::NetMap;
 use http::request::Parts;
 use ipnet::IpNet;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{PoisonError, RwLock};
@@ -32,10 +33,10 @@ impl IpSource {
     }
 }
 
-/// CIDRs and exact keys.
+/// CIDRs and exact keys, each matched in time independent of their number.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct AccessList {
-    nets: Vec<IpNet>,
+    nets: NetMap<()>,
     keys: HashSet<String>,
 }
 
@@ -52,9 +53,9 @@ impl AccessList {
                 ));
             }
             if let Ok(net) = e.parse::<IpNet>() {
-                list.nets.push(net.trunc());
+                list.nets.insert(net, ());
             } else if let Ok(ip) = e.parse::<IpAddr>() {
-                list.nets.push(IpNet::from(normalize(ip)));
+                list.nets.insert(IpNet::from(normalize(ip)), ());
             } else if e.contains('/')
                 && e.chars()
                     .all(|c| c.is_ascii_hexdigit() || ".:/".contains(c))
@@ -69,7 +70,9 @@ impl AccessList {
 
     /// This list and `other`'s entries.
     pub(crate) fn and(mut self, other: &AccessList) -> Self {
-        self.nets.extend(other.nets.iter().copied());
+        for (net, ()) in other.nets.iter() {
+            self.nets.insert(net, ());
+        }
         self.keys.extend(other.keys.iter().cloned());
         self
     }
@@ -81,7 +84,7 @@ impl AccessList {
 
     /// Whether `ip` is in one of its networks.
     pub(crate) fn has_ip(&self, ip: Option<IpAddr>) -> bool {
-        ip.is_some_and(|ip| self.nets.iter().any(|n| n.contains(&ip)))
+        ip.is_some_and(|ip| self.nets.any_holding(ip, |()| true))
     }
 
     /// Whether it has the key rendered `key`.
@@ -90,21 +93,35 @@ impl AccessList {
     }
 }
 
-/// One entry added at run time, until `until` (ns of the layers' clock).
+/// The entries of one run-time list, each with the time (ns of the
+/// layers' clock) it stands until.
+#[derive(Default)]
 struct Timed {
-    text: String,
-    list: AccessList,
-    until: u64,
+    nets: NetMap<u64>,
+    keys: HashMap<String, u64>,
+}
+
+impl Timed {
+    fn len(&self) -> usize {
+        self.nets.iter().count() + self.keys.len()
+    }
+
+    fn drop_expired(&mut self, now: u64) {
+        self.nets.retain(|until| *until > now);
+        self.keys.retain(|_, until| *until > now);
+    }
 }
 
 /// The entries added at run time to a table's allow and deny lists (on
 /// every limit), each with a time to live. Read by every request of a
-/// limit with lists only while one is set (a flag, else nothing).
+/// limit with lists only while one is set (a flag, else nothing); a
+/// lookup costs one hash lookup per prefix length in use plus one for
+/// the key, whatever the number of entries.
 #[derive(Default)]
 pub(crate) struct RuntimeLists {
     any: AtomicBool,
-    allow: RwLock<Vec<Timed>>,
-    deny: RwLock<Vec<Timed>>,
+    allow: RwLock<Timed>,
+    deny: RwLock<Timed>,
 }
 
 /// Which run-time list.
@@ -123,7 +140,7 @@ impl RuntimeLists {
         self.any.load(Ordering::Acquire)
     }
 
-    fn list(&self, kind: ListKind) -> &RwLock<Vec<Timed>> {
+    fn list(&self, kind: ListKind) -> &RwLock<Timed> {
         match kind {
             ListKind::Allow => &self.allow,
             ListKind::Deny => &self.deny,
@@ -138,35 +155,46 @@ impl RuntimeLists {
         until: u64,
         now: u64,
     ) -> Result<(), String> {
-        let list = AccessList::parse(std::iter::once(&entry.to_owned()))?;
+        let parsed = AccessList::parse(std::iter::once(&entry.to_owned()))?;
         let mut entries = self
             .list(kind)
             .write()
             .unwrap_or_else(PoisonError::into_inner);
-        entries.retain(|e| e.until > now && e.text != entry);
-        if entries.len() >= MAX_RUNTIME_ENTRIES {
+        entries.drop_expired(now);
+        let renewal = parsed.nets.iter().any(|(n, _)| entries.nets.contains(n))
+            || parsed.keys.iter().any(|k| entries.keys.contains_key(k));
+        if !renewal && entries.len() >= MAX_RUNTIME_ENTRIES {
             return Err(format!(
                 "at most {MAX_RUNTIME_ENTRIES} entries added at run time"
             ));
         }
-        entries.push(Timed {
-            text: entry.to_owned(),
-            list,
-            until,
-        });
+        for (net, ()) in parsed.nets.iter() {
+            entries.nets.insert(net, until);
+        }
+        for key in parsed.keys {
+            entries.keys.insert(key, until);
+        }
         self.any.store(true, Ordering::Release);
         Ok(())
     }
 
     /// Removes `entry` from `kind`; whether it was there.
     pub(crate) fn remove(&self, kind: ListKind, entry: &str) -> bool {
+        let Ok(parsed) = AccessList::parse(std::iter::once(&entry.to_owned())) else {
+            return false;
+        };
         let mut entries = self
             .list(kind)
             .write()
             .unwrap_or_else(PoisonError::into_inner);
-        let before = entries.len();
-        entries.retain(|e| e.text != entry);
-        before != entries.len()
+        let mut found = false;
+        for (net, ()) in parsed.nets.iter() {
+            found |= entries.nets.remove(net).is_some();
+        }
+        for key in &parsed.keys {
+            found |= entries.keys.remove(key).is_some();
+        }
+        found
     }
 
     /// Whether `kind` has an entry standing at `now` for `ip` or `key`
@@ -182,15 +210,15 @@ impl RuntimeLists {
             .list(kind)
             .read()
             .unwrap_or_else(PoisonError::into_inner);
-        if entries.is_empty() {
-            return false;
-        }
-        let live = || entries.iter().filter(|e| e.until > now);
-        if live().any(|e| e.list.has_ip(ip)) {
+        let live = |until: &u64| *until > now;
+        if ip.is_some_and(|ip| entries.nets.any_holding(ip, live)) {
             return true;
         }
+        if entries.keys.is_empty() {
+            return false;
+        }
         let Some(key) = key() else { return false };
-        live().any(|e| e.list.has_key(&key))
+        entries.keys.get(&key).is_some_and(live)
     }
 }
 
@@ -216,5 +244,34 @@ mod tests {
         assert!(!list.has_key("10.0.0.1"));
         assert!(AccessList::parse(&["10.0.0.0/33".to_string()]).is_err());
         assert!(AccessList::parse(&[String::new()]).is_err());
+    }
+
+    #[test]
+    fn runtime_lists_with_many_entries() {
+        let lists = RuntimeLists::default();
+        for i in 0..MAX_RUNTIME_ENTRIES {
+            let entry = if i % 2 == 0 {
+                format!("10.{}.{}.0/24", i / 256, i % 256)
+            } else {
+                format!("key-{i}")
+            };
+            lists.add(ListKind::Deny, &entry, 100, 0).unwrap();
+        }
+        assert!(lists.add(ListKind::Deny, "192.0.2.1", 100, 0).is_err());
+        assert!(lists.add(ListKind::Deny, "key-1", 200, 0).is_ok());
+        let ip = |s: &str| Some(s.parse::<IpAddr>().unwrap());
+        let none = || None;
+        assert!(lists.has(ListKind::Deny, ip("10.0.2.9"), &none, 50));
+        assert!(!lists.has(ListKind::Deny, ip("10.0.1.9"), &none, 50));
+        assert!(!lists.has(ListKind::Deny, ip("10.0.2.9"), &none, 100));
+        assert!(!lists.has(ListKind::Allow, ip("10.0.2.9"), &none, 50));
+        let key = || Some("key-1".to_string());
+        assert!(lists.has(ListKind::Deny, None, &key, 150));
+        assert!(lists.remove(ListKind::Deny, "key-1"));
+        assert!(!lists.has(ListKind::Deny, None, &key, 50));
+        assert!(lists.remove(ListKind::Deny, "10.0.2.0/24"));
+        assert!(!lists.has(ListKind::Deny, ip("10.0.2.9"), &none, 50));
+        assert!(lists.add(ListKind::Deny, "192.0.2.1", 300, 150).is_ok());
+        assert!(lists.has(ListKind::Deny, ip("192.0.2.1"), &none, 200));
     }
 }
