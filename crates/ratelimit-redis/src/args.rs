@@ -229,7 +229,7 @@ impl Params {
         }
     }
 
-    /// The live stamp, `None` until [`Plan::live`](crate::plan::Plan::live).
+    /// The live stamp, `None` until the plan goes live (`Plan::live`).
     pub(crate) fn stamp_mut(&mut self) -> &mut Option<Arc<str>> {
         match self {
             Params::Gcra(a) => &mut a.stamp,

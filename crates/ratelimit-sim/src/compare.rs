@@ -24,7 +24,8 @@
 //!   this is the error of the two-window approximation, decision by
 //!   decision; for `sliding-log` it is 0.
 
-use crate::cli::{positive_duration, SetupArgs};
+use crate::setup::SetupArgs;
+use crate::values::positive_duration;
 use crate::{AlgorithmSpec, Event, Replayer, SimError};
 use clap::Parser;
 use ratelimit_core::{AnyAlgorithm, Decision};
@@ -292,8 +293,8 @@ pub fn run_compare(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::spec;
     use crate::parse_generator;
+    use crate::setup::spec;
 
     fn events(generator: &str) -> Vec<Event> {
         let words: Vec<String> = generator.split_whitespace().map(String::from).collect();
@@ -530,7 +531,7 @@ mod tests {
     /// `compare` with `list`, parsed as the command line is.
     fn args(list: &[&str]) -> Result<CompareArgs, SimError> {
         CompareArgs::try_parse_from(std::iter::once(&"compare").chain(list))
-            .map_err(|e| crate::cli::cli_error(&e, "subcommand"))
+            .map_err(|e| crate::values::cli_error(&e, "subcommand"))
     }
 
     #[test]

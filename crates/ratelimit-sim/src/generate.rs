@@ -28,7 +28,7 @@
 //! start of the next, so `2L` requests land within `2W` — and then waits
 //! one window, since the window after the boundary is spent.
 
-use crate::cli::{cli_error, duration};
+use crate::values::{cli_error, duration};
 use crate::{Event, SimError};
 use clap::{Args, Parser, Subcommand};
 

@@ -38,27 +38,30 @@
 
 mod cli;
 pub mod compare;
+mod error;
 pub mod generate;
 mod options;
 pub mod plot;
 mod replay;
+mod setup;
 mod trace;
+mod values;
 pub mod whatif;
 
-pub use cli::{
-    all_algorithms, cli_error, parse_specs, read_trace, AlgorithmSpec, Cli, Command, SetupArgs,
-    Specs,
-};
+pub use cli::{Cli, Command};
 pub use compare::{
     compare, decide_all, format_table, max_in_interval, run_compare, CompareArgs, Row,
 };
+pub use error::SimError;
 pub use generate::{
     format_trace, parse_generator, run_generate, CommonArgs, Generator, GeneratorArgs, Shape,
 };
-pub use options::{parse_algorithm, AlgorithmArgs, AnchorArg, SimError};
+pub use options::{parse_algorithm, AlgorithmArgs, AnchorArg};
 pub use plot::{chart_data, render_svg, run_plot, Chart, Panel, PlotArgs};
 pub use replay::{format_decision, replay, Replayer};
+pub use setup::{all_algorithms, parse_specs, read_trace, AlgorithmSpec, SetupArgs, Specs};
 pub use trace::{parse_line, Event};
+pub use values::cli_error;
 pub use whatif::{run_what_if, WhatIfArgs};
 
 use std::io::{BufRead, Write};

@@ -1,31 +1,13 @@
 //! The algorithms on the command line: which one, with which settings.
 
-use crate::cli::{cli_error, duration};
+use crate::error::SimError;
+use crate::values::{cli_error, duration};
 use clap::{Parser, Subcommand, ValueEnum};
 use ratelimit_core::{
-    Anchor, AnyAlgorithm, AnyGcra, AnyLeakyBucket, AnyTokenBucket, ConfigError, FixedWindow,
-    SlidingLog, SlidingWindow,
+    Anchor, AnyAlgorithm, AnyGcra, AnyLeakyBucket, AnyTokenBucket, FixedWindow, SlidingLog,
+    SlidingWindow,
 };
-use std::fmt;
 use std::time::Duration;
-
-/// Why the sim stopped: bad options or a bad input line.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SimError(pub String);
-
-impl fmt::Display for SimError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for SimError {}
-
-impl From<ConfigError> for SimError {
-    fn from(e: ConfigError) -> Self {
-        SimError(e.to_string())
-    }
-}
 
 /// What `ratelimit-sim ALGORITHM` reads and writes: shown by `--help` of
 /// the command and of every algorithm.

@@ -15,7 +15,8 @@
 //! The requests of other keys are left out (keys are independent, so they
 //! would change nothing).
 
-use crate::cli::{positive_duration, SetupArgs};
+use crate::setup::SetupArgs;
+use crate::values::positive_duration;
 use crate::{AlgorithmSpec, Event, Replayer, SimError};
 use clap::Parser;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
@@ -542,9 +543,9 @@ pub fn run_plot(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::spec;
     use crate::compare::decide_all;
     use crate::parse_generator;
+    use crate::setup::spec;
 
     fn events(generator: &str) -> Vec<Event> {
         let words: Vec<String> = generator.split_whitespace().map(String::from).collect();
@@ -729,7 +730,7 @@ mod tests {
     /// `plot` with `list`, parsed as the command line is.
     fn args(list: &[&str]) -> Result<PlotArgs, SimError> {
         PlotArgs::try_parse_from(std::iter::once(&"plot").chain(list))
-            .map_err(|e| crate::cli::cli_error(&e, "subcommand"))
+            .map_err(|e| crate::values::cli_error(&e, "subcommand"))
     }
 
     #[test]
