@@ -135,3 +135,10 @@ impl RateLimitInfo {
         }
     }
 }
+
+/// Marks a response as a rejection by a rate limit, for
+/// [`refund_on_inner_limit`](crate::RateLimitBuilder::refund_on_inner_limit)
+/// in an outer layer. Set on rejections of requests that an outer
+/// rate-limit layer has already seen.
+#[derive(Debug, Clone, Copy)]
+pub struct Limited;

@@ -226,11 +226,11 @@ pub use cost_from::CostFrom;
 pub use cost_report::{ActualCost, CostReport};
 pub use error::BuildError;
 pub use future::ResponseFuture;
-pub use info::{LimitDecision, RateLimitInfo};
+pub use info::{LimitDecision, Limited, RateLimitInfo};
 pub use layer::RateLimitLayer;
 pub use metered_body::MeteredBody;
 pub use ratelimit_core::TokioClock;
-pub use service::{Limited, RateLimit};
+pub use service::RateLimit;
 
 // What an app needs from `ratelimit-core`, so that one dependency is enough.
 #[doc(no_inline)]

@@ -3,10 +3,10 @@
 //! request is dropped while held.
 
 use crate::future::HeaderPlan;
+use crate::info::Limited;
 use crate::key::KeyExtractor;
 use crate::observe;
 pub(crate) use crate::reserved::Reserved;
-use crate::service::Limited;
 use crate::settle::Settlement;
 use crate::shared::Shared;
 use http::{Request, Response};

@@ -2,7 +2,7 @@
 
 use crate::check::{outcome, Checker, Spent, Verdict};
 use crate::future::{HeaderPlan, ResponseFuture};
-use crate::info::{Body, LimitDecision, RateLimitInfo};
+use crate::info::{Body, LimitDecision, Limited, RateLimitInfo};
 use crate::key::{KeyError, KeyExtractor};
 use crate::observe;
 use crate::policy::{KeyErrorPolicy, Mode};
@@ -63,13 +63,6 @@ impl<S: fmt::Debug, X: KeyExtractor, St, R> fmt::Debug for RateLimit<S, X, St, R
             .finish_non_exhaustive()
     }
 }
-
-/// Marks a response as a rejection by a rate limit, for
-/// [`refund_on_inner_limit`](crate::RateLimitBuilder::refund_on_inner_limit)
-/// in an outer layer. Set on rejections of requests that an outer
-/// rate-limit layer has already seen.
-#[derive(Debug, Clone, Copy)]
-pub struct Limited;
 
 #[allow(clippy::large_enum_variant)] // Transient, moved once.
 enum Next<B, K> {

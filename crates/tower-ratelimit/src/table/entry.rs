@@ -3,9 +3,10 @@
 use super::extractor::{applies, PolicyOptions};
 use super::key::{KeyPart, KeySpec};
 use super::route::RouteSpec;
+use super::settle::Estimate;
 use super::tier::Tier;
 use crate::override_key::{canonical, OverridePart};
-use crate::policy::{KeyErrorPolicy, Mode};
+use crate::policy::{Cost, FixedCost, KeyErrorPolicy, Mode};
 use crate::response::Headers;
 use http::request::Parts;
 use http::StatusCode;
@@ -300,5 +301,38 @@ impl PolicyEntry {
             .iter()
             .map(|(k, a)| (k.as_str(), *a))
             .collect()
+    }
+}
+
+impl PolicyEntry {
+    /// Why the entry's `estimate` and `cost-from` cannot work together
+    /// with its `cost`, if they cannot: an estimate without a `cost-from`
+    /// (nothing would settle it: write `cost`), both `cost` and `estimate`
+    /// (the estimate is the cost reserved), or a fixed estimate above the
+    /// capacity (every request refused).
+    pub(super) fn checked_settle(&self) -> Result<(), String> {
+        if self.estimate.is_some() && self.cost_from.is_none() {
+            return Err("estimate needs cost-from (a final cost is written cost = N)".to_owned());
+        }
+        if self.estimate.is_some() && self.cost != 1 {
+            return Err(
+                "cost and estimate both set: a settled limit's cost is its estimate".to_owned(),
+            );
+        }
+        let capacity = ratelimit_core::Algorithm::limit(&self.algorithm);
+        match &self.estimate {
+            Some(Estimate::Fixed(n)) if *n > capacity => Err(format!(
+                "estimate = {n} is above the capacity {capacity} of the algorithm: every request would be refused"
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// The cost the entry's layer reserves: its estimate, or its cost.
+    pub(super) fn reserved_cost(&self) -> Option<Box<dyn Cost>> {
+        match &self.estimate {
+            Some(estimate) => Some(estimate.cost()),
+            None => (self.cost != 1).then(|| Box::new(FixedCost(self.cost)) as Box<dyn Cost>),
+        }
     }
 }

@@ -1,6 +1,5 @@
 //! A `[[limit]]`'s `estimate` and `cost-from`: a cost reserved at admission and settled after the response, and their checks.
 
-use super::entry::PolicyEntry;
 use crate::policy::{Cost, FixedCost, HeaderCost};
 use crate::CostFrom;
 use http::HeaderName;
@@ -50,38 +49,6 @@ pub(super) fn estimate<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Estimat
 }
 
 pub(super) fn cost_from<'de, D: Deserializer<'de>>(d: D) -> Result<Option<CostFrom>, D::Error> {
-    super::entry::parsed(d).map(Some)
-}
-
-impl PolicyEntry {
-    /// Why the entry's `estimate` and `cost-from` cannot work together
-    /// with its `cost`, if they cannot: an estimate without a `cost-from`
-    /// (nothing would settle it: write `cost`), both `cost` and `estimate`
-    /// (the estimate is the cost reserved), or a fixed estimate above the
-    /// capacity (every request refused).
-    pub(super) fn checked_settle(&self) -> Result<(), String> {
-        if self.estimate.is_some() && self.cost_from.is_none() {
-            return Err("estimate needs cost-from (a final cost is written cost = N)".to_owned());
-        }
-        if self.estimate.is_some() && self.cost != 1 {
-            return Err(
-                "cost and estimate both set: a settled limit's cost is its estimate".to_owned(),
-            );
-        }
-        let capacity = ratelimit_core::Algorithm::limit(&self.algorithm);
-        match &self.estimate {
-            Some(Estimate::Fixed(n)) if *n > capacity => Err(format!(
-                "estimate = {n} is above the capacity {capacity} of the algorithm: every request would be refused"
-            )),
-            _ => Ok(()),
-        }
-    }
-
-    /// The cost the entry's layer reserves: its estimate, or its cost.
-    pub(super) fn reserved_cost(&self) -> Option<Box<dyn Cost>> {
-        match &self.estimate {
-            Some(estimate) => Some(estimate.cost()),
-            None => (self.cost != 1).then(|| Box::new(FixedCost(self.cost)) as Box<dyn Cost>),
-        }
-    }
+    let text = String::deserialize(d)?;
+    text.parse().map(Some).map_err(serde::de::Error::custom)
 }
