@@ -201,6 +201,7 @@ mod layer;
 #[cfg(feature = "serde")]
 mod limit_handle;
 mod metered_body;
+#[cfg(feature = "serde")]
 mod net_set;
 mod observe;
 #[cfg(feature = "serde")]
