@@ -217,6 +217,7 @@ mod upkeep;
 
 pub mod fair;
 pub mod key;
+pub mod pace;
 pub mod policy;
 pub mod response;
 #[cfg(feature = "serde")]

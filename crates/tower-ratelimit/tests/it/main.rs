@@ -16,6 +16,7 @@ mod malformed;
 #[cfg(feature = "metrics")]
 mod metrics;
 mod multi;
+mod pace;
 mod prefixes;
 mod settle;
 mod shaping;

@@ -1,0 +1,133 @@
+//! [`PaceBuilder`]: a pace layer's settings, checked once in `build`.
+
+use super::error::{PaceError, MAX_PIECE};
+use super::layer::PaceLayer;
+use super::paced::Paced;
+use super::shared::PaceShared;
+use crate::key::KeyExtractor;
+use crate::policy::KeyErrorPolicy;
+use crate::response::ProblemJson;
+use ratelimit_core::{Clock, Store};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// Builds a [`PaceLayer`]: see [`PaceLayer::builder`].
+pub struct PaceBuilder<X: KeyExtractor, St, R = ProblemJson> {
+    name: String,
+    key: X,
+    store: Arc<St>,
+    piece: u64,
+    after: u64,
+    paced: Paced,
+    clock: Option<Arc<dyn Clock>>,
+    on_key_error: KeyErrorPolicy,
+    response: R,
+    skip: Option<fn(&X::Key) -> bool>,
+}
+
+impl<X: KeyExtractor, St: Store<X::Key>> PaceBuilder<X, St> {
+    pub(crate) fn new(name: String, key: X, store: Arc<St>, piece: u64) -> Self {
+        Self {
+            name,
+            key,
+            store,
+            piece,
+            after: 0,
+            paced: Paced::default(),
+            clock: None,
+            on_key_error: KeyErrorPolicy::default(),
+            response: ProblemJson::new(),
+            skip: None,
+        }
+    }
+}
+
+impl<X: KeyExtractor, St, R> PaceBuilder<X, St, R> {
+    /// Which bodies are paced (default: responses).
+    pub fn paced(mut self, paced: Paced) -> Self {
+        self.paced = paced;
+        self
+    }
+
+    /// The first `bytes` of each body go unpaced, as nginx's
+    /// `limit_rate_after` (default 0). They are not charged.
+    pub fn after(mut self, bytes: u64) -> Self {
+        self.after = bytes;
+        self
+    }
+
+    /// The clock of the checks (default: the system clock every layer
+    /// shares; tests give a [`TokioClock`](crate::TokioClock), which
+    /// follows `tokio::time::pause`). Sleeps are tokio's.
+    pub fn clock(self, clock: impl Clock) -> Self {
+        self.shared_clock(Arc::new(clock))
+    }
+
+    /// [`clock`](Self::clock), shared with other layers.
+    pub fn shared_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// What to do with a request without a usable key (default: reject it
+    /// with the key error's 4xx; let through, its bodies are not paced).
+    pub fn on_key_error(mut self, policy: KeyErrorPolicy) -> Self {
+        self.on_key_error = policy;
+        self
+    }
+
+    /// What a rejected request gets (key errors only: a paced request is
+    /// never refused).
+    pub fn response<R2>(self, response: R2) -> PaceBuilder<X, St, R2> {
+        PaceBuilder {
+            name: self.name,
+            key: self.key,
+            store: self.store,
+            piece: self.piece,
+            after: self.after,
+            paced: self.paced,
+            clock: self.clock,
+            on_key_error: self.on_key_error,
+            response,
+            skip: self.skip,
+        }
+    }
+
+    /// Keys whose bodies go unpaced (a table's routes the limit does not
+    /// cover).
+    #[cfg(feature = "serde")]
+    pub(crate) fn skip(mut self, skip: fn(&X::Key) -> bool) -> Self {
+        self.skip = Some(skip);
+        self
+    }
+
+    /// The layer, or the first setting that cannot work.
+    pub fn build(self) -> Result<PaceLayer<X, St, R>, PaceError> {
+        if self.piece == 0 {
+            return Err(PaceError::ZeroPiece);
+        }
+        if self.piece > MAX_PIECE {
+            return Err(PaceError::PieceTooLarge(self.piece));
+        }
+        let printable = |b: u8| (0x21..=0x7e).contains(&b);
+        if self.name.is_empty() || self.name.len() > 64 || !self.name.bytes().all(printable) {
+            return Err(PaceError::BadName(self.name));
+        }
+        let shared = PaceShared {
+            name: Box::leak(self.name.into_boxed_str()),
+            key: self.key,
+            store: self.store,
+            piece: self.piece,
+            after: self.after,
+            paced: self.paced,
+            clock: self.clock.unwrap_or_else(crate::clock::default_clock),
+            on_key_error: self.on_key_error,
+            response: self.response,
+            skip: self.skip,
+            no_peer_logged: AtomicBool::new(false),
+        };
+        Ok(PaceLayer {
+            shared: Arc::new(shared),
+        })
+    }
+}
