@@ -18,6 +18,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use super::load::PolicyTable;
+use super::pace::AddLayer;
 
 impl PolicyTable {
     /// Adds a layer for every entry to `router` (as route layers, so they
@@ -43,7 +44,7 @@ impl PolicyTable {
         St: Store<PolicyKey, CheckFuture: Unpin, RefundFuture: Unpin>,
         E: fmt::Display,
     {
-        let mut layers = Vec::with_capacity(self.entries.len());
+        let mut layers: Vec<AddLayer> = Vec::with_capacity(self.entries.len());
         let mut live = Vec::with_capacity(self.entries.len());
         let mut handles = Vec::with_capacity(self.entries.len());
         let clock = options
@@ -98,6 +99,10 @@ impl PolicyTable {
                     .collect::<Result<_, _>>()
                     .map_err(fail)?,
             };
+            if entry.pace.is_some() {
+                layers.push(entry.pace_layer(extractor, store, &clock).map_err(fail)?);
+                continue;
+            }
             let skip = |_: &Parts, key: &PolicyKey| match key {
                 PolicyKey::Skip => Selection::NONE,
                 _ => Selection::ALL,
@@ -127,10 +132,11 @@ impl PolicyTable {
                     .reset_if(move |res: &http::response::Parts| reset_on.contains(&res.status));
             }
             builder = builder.shared_clock(Arc::clone(&clock));
-            layers.push(builder.build().map_err(|e| fail(e.to_string()))?);
+            let layer = builder.build().map_err(|e| fail(e.to_string()))?;
+            layers.push(Box::new(move |router: Router| router.route_layer(layer)));
         }
-        for layer in layers.into_iter().rev() {
-            router = router.route_layer(layer);
+        for add in layers.into_iter().rev() {
+            router = add(router);
         }
         let handle = PolicyHandle {
             limits: live.into(),

@@ -121,6 +121,17 @@ pub struct PolicyEntry {
     /// estimate to it ([`CostFrom`](crate::CostFrom)): `None`, the cost is final.
     #[serde(default, deserialize_with = "super::settle::cost_from")]
     pub cost_from: Option<crate::CostFrom>,
+    /// Pace bodies instead of refusing requests: `"response"`,
+    /// `"request"` or `"both"` (see [`pace`](crate::pace)).
+    #[serde(default, deserialize_with = "super::pace::pace")]
+    pub pace: Option<crate::pace::Paced>,
+    /// Bytes of each paced body let through unpaced first (`"64KiB"`, or
+    /// a number of bytes; default 0).
+    #[serde(default, deserialize_with = "super::pace::bytes")]
+    pub pace_after: Option<u64>,
+    /// The largest piece a paced body charges at once (default 16 KiB).
+    #[serde(default, deserialize_with = "super::pace::bytes")]
+    pub pace_piece: Option<u64>,
     /// The statuses that count; `None`: every response.
     #[serde(default, deserialize_with = "statuses")]
     pub count: Option<Vec<StatusCode>>,
@@ -182,6 +193,9 @@ impl PolicyEntry {
             (self.cost == other.cost, "cost"),
             (self.estimate == other.estimate, "estimate"),
             (self.cost_from == other.cost_from, "cost-from"),
+            (self.pace == other.pace, "pace"),
+            (self.pace_after == other.pace_after, "pace-after"),
+            (self.pace_piece == other.pace_piece, "pace-piece"),
             (self.count == other.count, "count"),
             (self.reset_on == other.reset_on, "reset-on"),
             (self.ban_policy() == other.ban_policy(), "ban"),

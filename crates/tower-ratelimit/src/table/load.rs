@@ -74,6 +74,7 @@ impl PolicyTable {
             entry.overrides = entry.canonical_overrides().map_err(fail)?;
             entry.checked_ban().map_err(fail)?;
             entry.checked_settle().map_err(fail)?;
+            entry.checked_pace().map_err(fail)?;
             AccessList::parse(&entry.allow).map_err(fail)?;
             AccessList::parse(&entry.deny).map_err(fail)?;
             if entry.overrides.len() > MAX_OVERRIDES {

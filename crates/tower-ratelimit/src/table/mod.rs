@@ -115,6 +115,30 @@
 //! cost-from = "response-header:x-tokens-used"
 //! ```
 //!
+//! A limit can pace bodies instead of refusing requests, as nginx's
+//! `limit_rate` does: `pace = "response"` (downloads), `"request"`
+//! (uploads) or `"both"` makes the entry a [`PaceLayer`](crate::pace::PaceLayer),
+//! whose bodies are yielded no faster than the algorithm's rate per key,
+//! with its burst, each piece's cost its bytes. `pace-after` lets each
+//! body's first bytes through unpaced (`"64KiB"`, `"1MiB"`, or bytes),
+//! `pace-piece` is the largest piece charged at once (default 16 KiB). The
+//! algorithm must have a steady rate (`gcra` or `token-bucket`, overrides
+//! too); a `pace-piece` of 0, pace settings without `pace`, and the fields
+//! of limits that refuse (`mode`, `cost`, `estimate`, `cost-from`,
+//! `count`, `reset-on`, `ban`) are refused at load. A paced limit sends no
+//! `RateLimit` fields; its keys, routes, tiers, lists and `on-key-error`
+//! are as other limits'.
+//!
+//! ```toml
+//! [[limit]]
+//! name = "download"
+//! algorithm = "token-bucket 65536 refill 262144/1s"  # 256 KiB/s, 64 KiB burst
+//! key = "client-ip"
+//! routes = ["GET /download"]
+//! pace = "response"
+//! pace-after = "0B"
+//! ```
+//!
 //! Every error names the file, the line, and the entry:
 //! `limits.toml:7: limit "tickets": unknown key "baerer"`.
 //!
@@ -155,6 +179,7 @@ mod error;
 mod extractor;
 pub(crate) mod key;
 mod load;
+mod pace;
 mod reload;
 mod route;
 mod runtime_overrides;
@@ -170,6 +195,7 @@ pub use error::PolicyError;
 pub use extractor::{AppKey, Authenticated, PolicyOptions};
 pub use key::{KeySpec, PolicyKey};
 pub use load::PolicyTable;
+pub use pace::DEFAULT_PACE_PIECE;
 pub use reload::{LimitChange, PolicyHandle};
 pub use route::RouteSpec;
 pub use settle::Estimate;

@@ -30,6 +30,8 @@ mod table_handle;
 #[cfg(feature = "serde")]
 mod table_lists;
 #[cfg(feature = "serde")]
+mod table_pace;
+#[cfg(feature = "serde")]
 mod table_prefixes;
 #[cfg(feature = "serde")]
 mod table_reset;

@@ -1,0 +1,171 @@
+//! A `[[limit]]`'s `pace`, `pace-after` and `pace-piece`: a limit that paces bodies instead of refusing requests, its checks, and its layer.
+
+use super::entry::PolicyEntry;
+use super::extractor::PolicyExtractor;
+use super::key::PolicyKey;
+use crate::pace::{PaceLayer, Paced, MAX_PIECE};
+use axum::Router;
+use ratelimit_core::{AnyAlgorithm, Clock, Store};
+use serde::{Deserialize, Deserializer};
+use std::sync::Arc;
+
+/// The piece size of a paced limit without `pace-piece`: 16 KiB.
+pub const DEFAULT_PACE_PIECE: u64 = 16 << 10;
+
+/// Adds one entry's layer to a router.
+pub(super) type AddLayer = Box<dyn FnOnce(Router) -> Router>;
+
+pub(super) fn pace<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Paced>, D::Error> {
+    match String::deserialize(d)?.as_str() {
+        "response" => Ok(Some(Paced::Responses)),
+        "request" => Ok(Some(Paced::Requests)),
+        "both" => Ok(Some(Paced::Both)),
+        other => Err(serde::de::Error::custom(format!(
+            "bad pace {other:?}: expected response, request or both"
+        ))),
+    }
+}
+
+/// A byte count: a number, or text with a unit (`"64KiB"`, `"1 MiB"`,
+/// `"500kB"`, `"4096"`).
+pub(super) fn bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Number(u64),
+        Text(String),
+    }
+    match Raw::deserialize(d)? {
+        Raw::Number(n) => Ok(Some(n)),
+        Raw::Text(text) => byte_size(&text).map(Some).map_err(serde::de::Error::custom),
+    }
+}
+
+/// `text` as bytes, or why it is not a size.
+fn byte_size(text: &str) -> Result<u64, String> {
+    let bad = || {
+        format!(
+            "bad size {text:?}: expected bytes, or a number with B, kB, KiB, MB, MiB, GB or GiB"
+        )
+    };
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let n: u64 = digits.parse().map_err(|_| bad())?;
+    let unit: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "kB" | "KB" => 1000,
+        "KiB" => 1 << 10,
+        "MB" => 1_000_000,
+        "MiB" => 1 << 20,
+        "GB" => 1_000_000_000,
+        "GiB" => 1 << 30,
+        _ => return Err(bad()),
+    };
+    n.checked_mul(unit).ok_or_else(bad)
+}
+
+/// Whether `algorithm` gives a steady rate to pace bytes by: GCRA and the
+/// token bucket do.
+fn paces(algorithm: &AnyAlgorithm) -> bool {
+    matches!(
+        algorithm,
+        AnyAlgorithm::Gcra(_) | AnyAlgorithm::TokenBucket(_)
+    )
+}
+
+impl PolicyEntry {
+    /// Why the entry's `pace`, `pace-after` and `pace-piece` cannot work,
+    /// if they cannot: pace settings without `pace`, an algorithm with no
+    /// steady rate (here or in an override), a piece of 0 or above
+    /// [`MAX_PIECE`], or a field of refused requests on a limit that
+    /// refuses none.
+    pub(super) fn checked_pace(&self) -> Result<(), String> {
+        if self.pace.is_none() {
+            if self.pace_after.is_some() || self.pace_piece.is_some() {
+                return Err("pace-after and pace-piece need pace".to_owned());
+            }
+            return Ok(());
+        }
+        let algorithm = std::iter::once(&self.algorithm).chain(self.overrides.values());
+        if let Some(a) = algorithm.into_iter().find(|a| !paces(a)) {
+            return Err(format!(
+                "pace needs a steady rate, from gcra or token-bucket: {:?} has none \
+                 (a window lets its whole limit through at once; a leaky bucket queues requests)",
+                ratelimit_core::Algorithm::name(a)
+            ));
+        }
+        match self.pace_piece {
+            Some(0) => return Err("pace-piece = 0 sends nothing: give 1 byte or more".to_owned()),
+            Some(n) if n > MAX_PIECE => {
+                return Err(format!(
+                    "pace-piece = {n} is above the most, {MAX_PIECE} bytes"
+                ))
+            }
+            _ => {}
+        }
+        let refusing = [
+            (self.mode != crate::policy::Mode::Enforce, "mode"),
+            (self.cost != 1, "cost"),
+            (self.estimate.is_some(), "estimate"),
+            (self.cost_from.is_some(), "cost-from"),
+            (self.count.is_some(), "count"),
+            (self.reset_on.is_some(), "reset-on"),
+            (self.ban.is_some(), "ban"),
+        ];
+        match refusing.iter().find(|(set, _)| *set) {
+            Some((_, field)) => Err(format!(
+                "{field} does not go with pace: a paced limit charges each body's bytes and refuses no request"
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// The entry's pace layer (with its `pace`, default responses), keyed
+    /// by `extractor` in `store`.
+    pub(super) fn pace_layer<St>(
+        &self,
+        extractor: PolicyExtractor,
+        store: Arc<St>,
+        clock: &Arc<dyn Clock>,
+    ) -> Result<AddLayer, String>
+    where
+        St: Store<PolicyKey>,
+    {
+        let paced = self.pace.unwrap_or_default();
+        let piece = self.pace_piece.unwrap_or(DEFAULT_PACE_PIECE);
+        let layer = PaceLayer::builder(self.name.clone(), extractor, store, piece)
+            .paced(paced)
+            .after(self.pace_after.unwrap_or(0))
+            .on_key_error(self.on_key_error)
+            .shared_clock(Arc::clone(clock))
+            .skip(|key| matches!(key, PolicyKey::Skip))
+            .build();
+        let layer = layer.map_err(|e| e.to_string())?;
+        Ok(Box::new(move |router: Router| router.route_layer(layer)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::byte_size;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(byte_size("4096"), Ok(4096));
+        assert_eq!(byte_size("64KiB"), Ok(65536));
+        assert_eq!(byte_size("1 MiB"), Ok(1 << 20));
+        assert_eq!(byte_size("500kB"), Ok(500_000));
+        for bad in [
+            "",
+            "KiB",
+            "1.5MiB",
+            "64 kib",
+            "-1",
+            "99999999999999999999GiB",
+        ] {
+            assert!(byte_size(bad).is_err(), "{bad:?}");
+        }
+    }
+}
