@@ -7,6 +7,7 @@
 //! | `POST /login` | 5 failed attempts per hour per client IP and 100 per network; only failures (401) count; a success (200) resets the client's failures |
 //! | `GET /api/items` | with a key listed in [`Config::api_keys`] (`X-API-Key`): token bucket per key, 500 burst, 100/s; without: 10 per minute per client IP; an unknown key: 401, counted as anonymous |
 //! | `POST /v1/chat` | with a key listed in [`Config::api_keys`] (`X-API-Key`; else 401): 60 per minute and 100,000 tokens per day per key; the tokens, known after the handler runs, settle from `x-tokens-used` or, streamed, per event (a reservation of 1, or of `x-max-tokens`) |
+//! | `GET /download` | 1 MiB, paced (never refused) at 256 KiB/s per client IP after a 64 KiB burst: about 3.75 s per download, each client with its own budget |
 //! | `GET /health` | none |
 //! | `GET /ready` | none: JSON with each limit's store state (`redis`, `fallback`, `memory`, `down`); 503 when one cannot decide |
 //!
@@ -43,9 +44,11 @@ use tower_ratelimit::{BuildError, RateLimitInfo};
 pub mod admin;
 mod api_keys;
 mod chat;
+mod download;
 mod redis_stores;
 pub use api_keys::{ApiKeys, API_KEY_CHALLENGE};
 pub use chat::{EVENT_GAP, MAX_TOKENS_PER_CALL, TOKENS_PER_EVENT};
+pub use download::DOWNLOAD_BYTES;
 pub use hyper_example::server;
 pub use redis_stores::RedisStores;
 
@@ -300,6 +303,7 @@ pub fn app_with_policy<S: Stores>(
         .route("/login", post(login_handler))
         .route("/api/items", get(list_items))
         .route("/v1/chat", post(chat))
+        .route("/download", get(download::download))
         .route("/health", get(|| async { "ok" }))
         .route("/ready", get(move || ready(states.clone())));
     let mut options = PolicyOptions {

@@ -1,8 +1,10 @@
 //! `axum-example` as a process, one test binary: startup, settings,
 //! reloads, logs and metrics (`startup`), the Grafana dashboard's metrics
-//! (`dashboard`), and two processes on one Redis (`two_processes`).
+//! (`dashboard`), two processes on one Redis (`two_processes`), the AI
+//! gateway (`chat`) and paced downloads (`download`).
 
 mod chat;
 mod dashboard;
+mod download;
 mod startup;
 mod two_processes;
