@@ -43,6 +43,16 @@ impl<B> PacedBody<B> {
     pub fn is_paced(&self) -> bool {
         self.meter.is_some()
     }
+
+    /// The inner body, if the body is not paced (so that an app can hand
+    /// it on as it came: an axum `Body` keeps its own errors, such as a
+    /// length limit's); a paced body back as it is.
+    pub fn into_unpaced(self) -> Result<B, Self> {
+        match self.meter {
+            None => Ok(self.inner),
+            Some(_) => Err(self),
+        }
+    }
 }
 
 impl<B: Body> Body for PacedBody<B> {

@@ -3,7 +3,8 @@
 use super::entry::PolicyEntry;
 use super::extractor::PolicyExtractor;
 use super::key::PolicyKey;
-use crate::pace::{PaceLayer, Paced, MAX_PIECE};
+use crate::pace::{PaceLayer, Paced, PacedBody, MAX_PIECE};
+use axum::body::{Body, Bytes};
 use axum::Router;
 use ratelimit_core::{AnyAlgorithm, Clock, Store};
 use serde::{Deserialize, Deserializer};
@@ -143,7 +144,10 @@ impl PolicyEntry {
             .skip(|key| matches!(key, PolicyKey::Skip))
             .build();
         let layer = layer.map_err(|e| e.to_string())?;
-        Ok(Box::new(move |router: Router| router.route_layer(layer)))
+        Ok(Box::new(move |router: Router| {
+            let body = tower_layer::layer_fn(|inner| AxumBody { inner });
+            router.route_layer(tower_layer::Stack::new(body, layer))
+        }))
     }
 }
 
@@ -167,5 +171,38 @@ mod tests {
         ] {
             assert!(byte_size(bad).is_err(), "{bad:?}");
         }
+    }
+}
+
+/// Hands the route an axum `Body`: an unpaced request body as it came (a
+/// length limit's error stays the one axum answers with 413), a paced one
+/// boxed.
+#[derive(Clone)]
+struct AxumBody<S> {
+    inner: S,
+}
+
+impl<S, B> tower_service::Service<http::Request<PacedBody<B>>> for AxumBody<S>
+where
+    S: tower_service::Service<http::Request<Body>>,
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<axum::BoxError>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: http::Request<PacedBody<B>>) -> Self::Future {
+        self.inner.call(req.map(|body| match body.into_unpaced() {
+            Ok(body) => Body::new(body),
+            Err(paced) => Body::new(paced),
+        }))
     }
 }
