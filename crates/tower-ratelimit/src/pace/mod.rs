@@ -16,9 +16,9 @@
 //! second's bytes. A piece larger than the algorithm's capacity could
 //! never be admitted: the body charges pieces of the capacity instead.
 //!
-//! - The key's budget is the store's, so a
-//!   [`RedisStore`](https://docs.rs/ratelimit-redis) shared by every
-//!   instance of an app gives a fleet one budget per key, and several
+//! - The key's budget is the store's, so a `ratelimit-redis`
+//!   `RedisStore` shared by every instance of an app gives a fleet one
+//!   budget per key, and several
 //!   bodies of one key (two downloads at once) share it.
 //! - [`after`](PaceBuilder::after) lets each body's first bytes through
 //!   unpaced and uncharged.
