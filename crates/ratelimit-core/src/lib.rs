@@ -54,7 +54,7 @@ pub use algorithm::{
 pub use algorithm::{LiveAlgorithm, LiveError, LiveState, MAX_OVERRIDES};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::Decision;
-pub use duration::{format_duration, parse_duration};
+pub use duration::{ceil_secs, format_duration, parse_duration, saturating_nanos};
 pub use error::{ConfigError, RemoteError, StoreError};
 pub use log_throttle::LogThrottle;
 pub use spec::SpecError;

@@ -7,7 +7,9 @@
 
 use crate::args::{FixedArgs, GcraArgs, LeakyArgs, LogArgs, Params, SlidingArgs};
 use crate::BuildError;
-use ratelimit_core::{Algorithm, Anchor, AnyAlgorithm, FixedWindow, SlidingLog, SlidingWindow};
+use ratelimit_core::{
+    saturating_nanos, Algorithm, Anchor, AnyAlgorithm, FixedWindow, SlidingLog, SlidingWindow,
+};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -272,7 +274,7 @@ fn log_params(algorithm: &AnyAlgorithm, l: &SlidingLog, exact: bool) -> Result<P
 pub(crate) fn key_phase(algorithm: &AnyAlgorithm, key: &str) -> Option<u64> {
     match algorithm {
         AnyAlgorithm::FixedWindow(w) if w.anchor() == Anchor::KeyOffset => {
-            let p = u64::try_from(w.period().as_nanos()).unwrap_or(u64::MAX);
+            let p = saturating_nanos(w.period());
             Some(ratelimit_core::stable_hash(key) % p)
         }
         _ => None,

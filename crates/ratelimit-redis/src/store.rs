@@ -12,6 +12,7 @@ use crate::plan::{key_phase, multi_source, Plan};
 use crate::target::Target;
 use crate::BuildError;
 use crate::StoreState;
+use ratelimit_core::saturating_nanos;
 use ratelimit_core::{
     AdminFuture, Algorithm, AnyAlgorithm, BanLeftFuture, BanPolicy, Decision, MemoryStore,
     SettleFuture, StableKey, Store, StoreCounts, StoreError,
@@ -1022,9 +1023,7 @@ impl Inner {
     fn local_now(&self, now: u64) -> u64 {
         match self.time {
             TimeSource::Caller => now,
-            TimeSource::Redis => {
-                u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
-            }
+            TimeSource::Redis => saturating_nanos(self.origin.elapsed()),
         }
     }
 

@@ -2,7 +2,7 @@
 
 use crate::key::peer_ip::is_no_peer;
 use crate::key::KeyError;
-use ratelimit_core::{Decision, LogThrottle, StoreError};
+use ratelimit_core::{saturating_nanos, Decision, LogThrottle, StoreError};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -99,7 +99,7 @@ fn throttled(kind: usize) -> Option<u64> {
     static THROTTLE: OnceLock<(Instant, LogThrottle<2>)> = OnceLock::new();
     let (base, throttle) =
         THROTTLE.get_or_init(|| (Instant::now(), LogThrottle::new(Duration::from_secs(20))));
-    let nanos = u64::try_from(base.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    let nanos = saturating_nanos(base.elapsed());
     throttle.admit(kind, nanos)
 }
 

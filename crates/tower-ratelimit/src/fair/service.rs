@@ -229,7 +229,7 @@ fn reject<X: KeyExtractor, R: ResponseBuilder<B>, B>(
         }
     };
     if !res.headers().contains_key(RETRY_AFTER) {
-        let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+        let secs = ratelimit_core::ceil_secs(wait);
         res.headers_mut()
             .insert(RETRY_AFTER, HeaderValue::from(secs));
     }

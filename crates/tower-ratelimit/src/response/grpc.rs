@@ -1,9 +1,10 @@
 //! gRPC rejections for tonic servers: `RESOURCE_EXHAUSTED` with `google.rpc.RetryInfo` (feature `grpc`).
 
-use super::problem::{ceil_secs, key_error_detail};
+use super::problem::key_error_detail;
 use super::{Rejection, ResponseBuilder};
 use http::header::{HeaderValue, WWW_AUTHENTICATE};
 use http::{Response, StatusCode};
+use ratelimit_core::ceil_secs;
 use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt};
 

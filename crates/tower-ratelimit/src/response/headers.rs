@@ -1,10 +1,9 @@
 //! The rate-limit header fields: IETF `RateLimit-Policy` and `RateLimit`, `Retry-After`, and legacy `X-RateLimit-*`.
 
 use super::memo::{next_id, Memo};
-use super::problem::ceil_secs;
 use bytes::Bytes;
 use http::header::{Entry, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
-use ratelimit_core::Decision;
+use ratelimit_core::{ceil_secs, Decision};
 use std::cell::RefCell;
 use std::sync::OnceLock;
 

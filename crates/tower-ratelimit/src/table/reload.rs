@@ -6,7 +6,7 @@ use super::load::PolicyTable;
 use super::runtime_overrides::RuntimeOverrides;
 use crate::access_list::{ListKind, RuntimeLists};
 use crate::limit_handle::LimitHandle;
-use ratelimit_core::{AnyAlgorithm, Clock, LiveAlgorithm};
+use ratelimit_core::{saturating_nanos, AnyAlgorithm, Clock, LiveAlgorithm};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -101,7 +101,7 @@ impl PolicyHandle {
         ttl: std::time::Duration,
     ) -> Result<(), String> {
         let now = self.clock.now();
-        let ttl = u64::try_from(ttl.as_nanos()).unwrap_or(u64::MAX);
+        let ttl = saturating_nanos(ttl);
         self.runtime
             .add(kind, entry.trim(), now.saturating_add(ttl), now)
     }
