@@ -38,6 +38,7 @@ mod clock;
 mod decision;
 mod duration;
 mod error;
+mod limit_name;
 mod log_throttle;
 mod spec;
 mod store;
@@ -56,6 +57,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::Decision;
 pub use duration::{ceil_secs, format_duration, parse_duration, saturating_nanos};
 pub use error::{ConfigError, RemoteError, StoreError};
+pub use limit_name::{is_valid_limit_name, LIMIT_NAME_RULE};
 pub use log_throttle::LogThrottle;
 pub use spec::SpecError;
 pub use store::{

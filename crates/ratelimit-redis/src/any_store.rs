@@ -124,7 +124,8 @@ impl StoreSettings {
     /// In Redis, the keys of the limit are
     /// `{prefix}{name}:{{key}}:{algorithm}:{fingerprint}`: two limits never
     /// share state, even with the same algorithm. Fails on a bad URL, a
-    /// prefix or name with braces, or an algorithm the Redis scripts
+    /// prefix with braces, a name that breaks the rule
+    /// ([`is_valid_limit_name`](ratelimit_core::is_valid_limit_name)), or an algorithm the Redis scripts
     /// cannot decide exactly (see [`RedisStoreBuilder::build`](crate::RedisStoreBuilder::build)).
     /// Nothing connects here: a Redis store connects on first use.
     pub fn build<K>(
@@ -133,6 +134,7 @@ impl StoreSettings {
         algorithm: impl Into<AnyAlgorithm>,
     ) -> Result<AnyStore<K>, BuildError> {
         let algorithm = algorithm.into();
+        check_name(name)?;
         Ok(match self {
             Self::Memory { max_keys } => AnyStore::Memory(
                 MemoryStore::<AnyAlgorithm, K>::builder(algorithm)
@@ -222,6 +224,7 @@ impl StoreSettings {
         live: &LiveAlgorithm,
         ban: Option<BanPolicy>,
     ) -> Result<AnyStore<K>, BuildError> {
+        check_name(name)?;
         Ok(match self {
             Self::Memory { max_keys } => AnyStore::LiveMemory(
                 MemoryStore::<LiveAlgorithm, K>::builder(live.clone())
@@ -235,6 +238,15 @@ impl StoreSettings {
                     .build_live(live)?,
             )),
         })
+    }
+}
+
+/// `Ok` for a name that keeps the limit-name rule.
+fn check_name(name: &str) -> Result<(), BuildError> {
+    if ratelimit_core::is_valid_limit_name(name) {
+        Ok(())
+    } else {
+        Err(BuildError::LimitName(name.to_owned()))
     }
 }
 

@@ -403,6 +403,9 @@ pub enum BuildError {
     /// The TLS CA file cannot be read or holds no PEM certificate (its
     /// path, and why).
     TlsCa(String),
+    /// A limit name that breaks the rule
+    /// ([`is_valid_limit_name`](ratelimit_core::is_valid_limit_name)).
+    LimitName(String),
 }
 
 impl fmt::Display for BuildError {
@@ -413,6 +416,11 @@ impl fmt::Display for BuildError {
             Self::Unsupported(e) => write!(f, "not supported by the redis store: {e}"),
             Self::KeySecret(why) => write!(f, "bad key secret: {why}"),
             Self::TlsCa(e) => write!(f, "bad TLS CA file {e}"),
+            Self::LimitName(n) => write!(
+                f,
+                "bad limit name {n:?}: a name is {}",
+                ratelimit_core::LIMIT_NAME_RULE
+            ),
         }
     }
 }

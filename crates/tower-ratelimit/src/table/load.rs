@@ -48,16 +48,11 @@ impl PolicyTable {
             let mut entry = spanned.into_inner();
             let name = entry.name.clone();
             let fail = |message: String| error(at, Some(name.clone()), message);
-            if entry.name.is_empty()
-                || entry.name.len() > 64
-                || !entry
-                    .name
-                    .bytes()
-                    .all(|b| (0x21..=0x7e).contains(&b) && b != b'"')
-            {
-                return Err(fail(
-                    "a name is 1 to 64 visible ASCII characters, without quotes".to_owned(),
-                ));
+            if !ratelimit_core::is_valid_limit_name(&entry.name) {
+                return Err(fail(format!(
+                    "a name is {}",
+                    ratelimit_core::LIMIT_NAME_RULE
+                )));
             }
             if entries.iter().any(|e| e.name == entry.name) {
                 return Err(fail("the name is used twice".to_owned()));
