@@ -104,15 +104,8 @@ impl DenyCache {
         if e.banned {
             return Some(Decision::ban(limit, window, wait));
         }
-        Some(Decision::new(
-            false,
-            0,
-            Some(wait),
-            limit,
-            window,
-            Duration::from_nanos(e.reset_at.saturating_sub(now)),
-            wait,
-        ))
+        let reset = Duration::from_nanos(e.reset_at.saturating_sub(now));
+        Some(Decision::denied(limit, window, reset, wait))
     }
 
     /// Remembers `decision`, Redis's denial of a cost-1 check of `key` by

@@ -1240,8 +1240,7 @@ impl Inner {
                 let parts = (0..v.len() / 5).map(|i| self.part_decision(&v, i));
                 let (d, part) = settled(parts.collect());
                 if let Some(cache) = self.deny.as_ref().filter(|_| !d.allowed) {
-                    let denial =
-                        Decision::new(false, 0, Some(d.next), d.limit, d.window, d.reset, d.next);
+                    let denial = Decision::denied(d.limit, d.window, d.reset, d.next);
                     cache.remember(&key, local, &denial, part);
                 }
                 Ok(d)

@@ -195,15 +195,7 @@ fn reject<X: KeyExtractor, R: ResponseBuilder<B>, B>(
         .increment(1);
     let mut res = match why {
         Refusal::KeyFull => {
-            let decision = Decision::new(
-                false,
-                0,
-                Some(wait),
-                shared.max_per_key as u64,
-                wait,
-                wait,
-                wait,
-            );
+            let decision = Decision::denied(shared.max_per_key as u64, wait, wait, wait);
             let info = RateLimitInfo {
                 entries: smallvec::smallvec![LimitDecision {
                     name: shared.name,
