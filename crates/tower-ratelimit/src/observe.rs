@@ -7,7 +7,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-/// Counter names, all with a `limit` label (key errors: a `reason` label).
+/// Metric names. The counters have a `limit` label (key errors: a
+/// `reason` label); the fair queue's refusals a `queue` and a `reason`
+/// label, the adaptive limit's gauge a `limit` label.
 #[cfg(feature = "metrics")]
 pub(crate) mod names {
     pub(crate) const ALLOWED: &str = "ratelimit_allowed_total";
@@ -21,6 +23,8 @@ pub(crate) mod names {
     pub(crate) const ALLOWED_BY_LIST: &str = "ratelimit_allowed_by_list_total";
     #[cfg(feature = "serde")]
     pub(crate) const DENIED_BY_LIST: &str = "ratelimit_denied_by_list_total";
+    pub(crate) const FAIR_QUEUE_REJECTED: &str = "ratelimit_fair_queue_rejected_total";
+    pub(crate) const ADAPTIVE_LIMIT: &str = "ratelimit_adaptive_limit";
 }
 
 #[cfg(feature = "metrics")]

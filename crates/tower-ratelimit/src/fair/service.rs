@@ -191,7 +191,7 @@ fn reject<X: KeyExtractor, R: ResponseBuilder<B>, B>(
     };
     tracing::debug!(queue = shared.name, reason, retry_after = ?wait, "fair queue refused a request");
     #[cfg(feature = "metrics")]
-    metrics::counter!("ratelimit_fair_queue_rejected_total", "queue" => shared.name, "reason" => reason)
+    metrics::counter!(crate::observe::names::FAIR_QUEUE_REJECTED, "queue" => shared.name, "reason" => reason)
         .increment(1);
     let mut res = match why {
         Refusal::KeyFull => {
