@@ -21,9 +21,9 @@
 //! let clock = ManualClock::new();
 //! let store = MemoryStore::new(Gcra::new(5, Duration::from_secs(60)).unwrap());
 //! for _ in 0..5 {
-//!     assert!(store.check_sync("10.0.0.1", 1, clock.now()).unwrap().allowed);
+//!     assert!(store.check_now("10.0.0.1", 1, clock.now()).unwrap().allowed);
 //! }
-//! let denied = store.check_sync("10.0.0.1", 1, clock.now()).unwrap();
+//! let denied = store.check_now("10.0.0.1", 1, clock.now()).unwrap();
 //! assert_eq!(denied.retry_after(), Some(Duration::from_secs(12)));
 //! # let _: &MemoryStore<Gcra, String> = &store;
 //! ```

@@ -389,10 +389,10 @@ where
     #[inline]
     fn check(&self, key: &K, cost: u64, now: u64) -> Self::CheckFuture {
         match self {
-            Self::Memory(m) => AnyStoreFuture::Ready(Some(m.check_sync(key, cost, now))),
+            Self::Memory(m) => AnyStoreFuture::Ready(Some(m.check_now(key, cost, now))),
             Self::Redis(r) => AnyStoreFuture::Redis(Store::<K>::check(r, key, cost, now)),
             #[cfg(feature = "live")]
-            Self::LiveMemory(m) => AnyStoreFuture::Ready(Some(m.check_sync(key, cost, now))),
+            Self::LiveMemory(m) => AnyStoreFuture::Ready(Some(m.check_now(key, cost, now))),
             #[cfg(feature = "live")]
             Self::LiveRedis(r) => {
                 AnyStoreFuture::Redis(Store::<K>::check(&r.store_for(key), key, cost, now))
@@ -403,7 +403,7 @@ where
     fn refund(&self, key: &K, cost: u64, admitted_at: u64, now: u64) -> Self::RefundFuture {
         match self {
             Self::Memory(m) => {
-                m.refund_sync(key, cost, admitted_at, now);
+                m.refund_now(key, cost, admitted_at, now);
                 AnyStoreFuture::Ready(Some(Ok(())))
             }
             Self::Redis(r) => {
@@ -411,7 +411,7 @@ where
             }
             #[cfg(feature = "live")]
             Self::LiveMemory(m) => {
-                m.refund_sync(key, cost, admitted_at, now);
+                m.refund_now(key, cost, admitted_at, now);
                 AnyStoreFuture::Ready(Some(Ok(())))
             }
             #[cfg(feature = "live")]
@@ -430,9 +430,9 @@ where
     #[inline]
     fn check_now(&self, key: &K, cost: u64, now: u64) -> Option<Result<Decision, StoreError>> {
         match self {
-            Self::Memory(m) => Some(m.check_sync(key, cost, now)),
+            Self::Memory(m) => Some(m.check_now(key, cost, now)),
             #[cfg(feature = "live")]
-            Self::LiveMemory(m) => Some(m.check_sync(key, cost, now)),
+            Self::LiveMemory(m) => Some(m.check_now(key, cost, now)),
             _ => None,
         }
     }
@@ -446,9 +446,9 @@ where
         now: u64,
     ) -> Option<Result<(), StoreError>> {
         match self {
-            Self::Memory(m) => m.refund_sync(key, cost, admitted_at, now),
+            Self::Memory(m) => m.refund_now(key, cost, admitted_at, now),
             #[cfg(feature = "live")]
-            Self::LiveMemory(m) => m.refund_sync(key, cost, admitted_at, now),
+            Self::LiveMemory(m) => m.refund_now(key, cost, admitted_at, now),
             _ => return None,
         }
         Some(Ok(()))
@@ -468,7 +468,7 @@ where
             Self::LiveRedis(r) => {
                 Store::<K>::settle(&r.store_for(key), key, reserved, actual, admitted_at, now)
             }
-            Self::Memory(m) => Box::pin(std::future::ready(m.settle_sync(
+            Self::Memory(m) => Box::pin(std::future::ready(m.settle_now(
                 key,
                 reserved,
                 actual,
@@ -476,7 +476,7 @@ where
                 now,
             ))),
             #[cfg(feature = "live")]
-            Self::LiveMemory(m) => Box::pin(std::future::ready(m.settle_sync(
+            Self::LiveMemory(m) => Box::pin(std::future::ready(m.settle_now(
                 key,
                 reserved,
                 actual,
@@ -496,9 +496,9 @@ where
         now: u64,
     ) -> Option<Result<Decision, StoreError>> {
         match self {
-            Self::Memory(m) => Some(m.settle_sync(key, reserved, actual, admitted_at, now)),
+            Self::Memory(m) => Some(m.settle_now(key, reserved, actual, admitted_at, now)),
             #[cfg(feature = "live")]
-            Self::LiveMemory(m) => Some(m.settle_sync(key, reserved, actual, admitted_at, now)),
+            Self::LiveMemory(m) => Some(m.settle_now(key, reserved, actual, admitted_at, now)),
             _ => None,
         }
     }
@@ -530,9 +530,9 @@ where
     /// In memory, the ban at once; in Redis, `None`.
     fn ban_now(&self, key: &K, duration: Duration, now: u64) -> Option<Result<(), StoreError>> {
         match self {
-            Self::Memory(m) => m.ban_sync(key, duration, now),
+            Self::Memory(m) => m.ban_now(key, duration, now),
             #[cfg(feature = "live")]
-            Self::LiveMemory(m) => m.ban_sync(key, duration, now),
+            Self::LiveMemory(m) => m.ban_now(key, duration, now),
             _ => return None,
         }
         Some(Ok(()))
@@ -564,9 +564,9 @@ where
     /// In memory, the unban at once; in Redis, `None`.
     fn unban_now(&self, key: &K) -> Option<Result<(), StoreError>> {
         match self {
-            Self::Memory(m) => m.unban_sync(key),
+            Self::Memory(m) => m.unban_now(key),
             #[cfg(feature = "live")]
-            Self::LiveMemory(m) => m.unban_sync(key),
+            Self::LiveMemory(m) => m.unban_now(key),
             _ => return None,
         }
         Some(Ok(()))
@@ -576,11 +576,11 @@ where
     fn reset_now(&self, key: &K) -> Option<Result<(), StoreError>> {
         match self {
             Self::Memory(m) => {
-                m.reset_sync(key);
+                m.reset_now(key);
             }
             #[cfg(feature = "live")]
             Self::LiveMemory(m) => {
-                m.reset_sync(key);
+                m.reset_now(key);
             }
             _ => return None,
         }

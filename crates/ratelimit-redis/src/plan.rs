@@ -303,9 +303,9 @@ mod tests {
         // In memory, the key's window ends at its phase: a request just
         // before is in the first window, one at the phase in the second.
         let memory = MemoryStore::<AnyAlgorithm, String>::new(window);
-        assert!(memory.check_sync("user-1", 1, phase - 1).unwrap().allowed);
-        assert!(!memory.check_sync("user-1", 1, phase - 1).unwrap().allowed);
-        assert!(memory.check_sync("user-1", 1, phase).unwrap().allowed);
+        assert!(memory.check_now("user-1", 1, phase - 1).unwrap().allowed);
+        assert!(!memory.check_now("user-1", 1, phase - 1).unwrap().allowed);
+        assert!(memory.check_now("user-1", 1, phase).unwrap().allowed);
         // Other algorithms have no phase.
         let gcra: AnyAlgorithm = Gcra::new(1, period).unwrap().into();
         assert_eq!(key_phase(&gcra, "user-1"), None);

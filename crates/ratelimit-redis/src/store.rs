@@ -433,16 +433,16 @@ struct Fallback {
 impl Fallback {
     fn check(&self, key: &str, cost: u64, now: u64) -> Result<Decision, StoreError> {
         if let [one] = self.memory.as_slice() {
-            return one.check_sync(key, cost, now);
+            return one.check_now(key, cost, now);
         }
         let _all = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
         let mut decisions = Vec::with_capacity(self.memory.len());
         for (i, memory) in self.memory.iter().enumerate() {
-            let d = memory.check_sync(key, cost, now)?;
+            let d = memory.check_now(key, cost, now)?;
             if !d.allowed {
                 // Give back what the limits before it took, at once.
                 for earlier in &self.memory[..i] {
-                    earlier.refund_sync(key, cost, now, now);
+                    earlier.refund_now(key, cost, now, now);
                 }
                 return Ok(d);
             }
@@ -453,7 +453,7 @@ impl Fallback {
 
     fn refund(&self, key: &str, cost: u64, admitted_at: u64, now: u64) {
         for memory in &self.memory {
-            memory.refund_sync(key, cost, admitted_at, now);
+            memory.refund_now(key, cost, admitted_at, now);
         }
     }
 
@@ -469,7 +469,7 @@ impl Fallback {
         let _all = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
         let mut decisions = Vec::with_capacity(self.memory.len());
         for memory in &self.memory {
-            decisions.push(memory.settle_sync(key, reserved, actual, admitted_at, now)?);
+            decisions.push(memory.settle_now(key, reserved, actual, admitted_at, now)?);
         }
         Ok(settled(decisions).0)
     }
@@ -491,19 +491,19 @@ impl Fallback {
 
     fn reset(&self, key: &str) {
         for memory in &self.memory {
-            memory.reset_sync(key);
+            memory.reset_now(key);
         }
     }
 
     fn ban(&self, key: &str, duration: Duration, now: u64) {
         for memory in &self.memory {
-            memory.ban_sync(key, duration, now);
+            memory.ban_now(key, duration, now);
         }
     }
 
     fn unban(&self, key: &str) {
         for memory in &self.memory {
-            memory.unban_sync(key);
+            memory.unban_now(key);
         }
     }
 }

@@ -79,7 +79,7 @@ fn fixed(limit: u64) -> Arc<Fixed> {
 }
 
 fn peek(store: &Fixed, clock: &ManualClock) -> Decision {
-    store.check_sync(&GlobalKey, 0, clock.now()).unwrap()
+    store.check_now(&GlobalKey, 0, clock.now()).unwrap()
 }
 
 async fn call(app: &Router, tokens: u64) -> Response {
