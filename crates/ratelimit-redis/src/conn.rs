@@ -2,6 +2,8 @@
 
 use crate::failure::{Failure, Kind};
 use crate::key_secret::{KeySecret, SecretSource};
+#[cfg(feature = "sentinel")]
+use crate::sentinel::{Follower, SentinelBackend};
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::{AsyncConnectionConfig, Client, Cmd, Pipeline, RedisFuture, Value};
 use std::pin::pin;
@@ -22,7 +24,7 @@ pub(crate) enum Backend {
     Cluster(Box<redis::cluster::ClusterClient>),
     /// The master a Sentinel names, asked again at every connect.
     #[cfg(feature = "sentinel")]
-    Sentinel(Box<crate::sentinel::SentinelBackend>),
+    Sentinel(Box<SentinelBackend>),
 }
 
 impl Backend {
@@ -37,7 +39,7 @@ impl Backend {
             #[cfg(feature = "cluster")]
             Self::Cluster(client) => client.get_async_connection().await.map(Handle::Cluster),
             #[cfg(feature = "sentinel")]
-            Self::Sentinel(sentinel) => sentinel.open(config).await,
+            Self::Sentinel(sentinel) => sentinel.open(config).await.map(Handle::Single),
         }
     }
 }
@@ -162,15 +164,6 @@ impl Conn {
             slot: Mutex::new(Slot::default()),
             ready: Notify::new(),
             synced: Mutex::new(None),
-        }
-    }
-
-    /// The Sentinels it follows, if that is its backend.
-    #[cfg(feature = "sentinel")]
-    pub(crate) fn sentinel(&self) -> Option<&crate::sentinel::SentinelBackend> {
-        match &self.backend {
-            Backend::Sentinel(s) => Some(s),
-            _ => None,
         }
     }
 
@@ -414,6 +407,20 @@ impl Conn {
             slot.connecting = true;
             tokio::spawn(Arc::clone(self).connect());
         }
+    }
+}
+
+#[cfg(feature = "sentinel")]
+impl Follower for Conn {
+    fn sentinel(&self) -> Option<&SentinelBackend> {
+        match &self.backend {
+            Backend::Sentinel(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    fn refresh(self: &Arc<Self>) {
+        Conn::refresh(self);
     }
 }
 
