@@ -350,38 +350,49 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+mod admin;
 mod any_store;
 mod args;
 mod breaker;
+mod builder;
+mod check_future;
+mod combine;
 mod conn;
 mod deny_cache;
 mod failure;
+mod fallback;
+mod introspect;
 mod key_secret;
 mod lease;
 #[cfg(feature = "live")]
 mod live;
 mod log_throttle;
 mod plan;
+mod script;
 #[cfg(feature = "sentinel")]
 mod sentinel;
 mod store;
 mod store_state;
 mod target;
+mod time_source;
 
 pub use any_store::{AnyStore, AnyStoreFuture, StoreSettings};
 pub use breaker::{BreakerConfig, BreakerState};
+pub use builder::{
+    RedisStoreBuilder, DEFAULT_DENY_CACHE, DEFAULT_LEASES, DEFAULT_PREFIX, DEFAULT_TIMEOUT,
+    MAX_LIMITS,
+};
+pub use check_future::{CheckFuture, StoreFuture};
 pub use conn::Connection;
 pub use key_secret::SettingsSecret;
 #[cfg(feature = "live")]
 pub use live::LiveRedis;
-pub use store::{
-    CheckFuture, RedisStore, RedisStoreBuilder, StoreFuture, TimeSource, DEFAULT_DENY_CACHE,
-    DEFAULT_LEASES, DEFAULT_PREFIX, DEFAULT_TIMEOUT, KEY_SECRET_SYNC, MAX_LIMITS,
-};
+pub use store::{RedisStore, KEY_SECRET_SYNC};
 pub use store_state::StoreState;
 #[cfg(feature = "sentinel")]
 pub use target::SentinelTarget;
 pub use target::Target;
+pub use time_source::TimeSource;
 
 use std::fmt;
 
