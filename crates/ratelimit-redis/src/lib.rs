@@ -362,8 +362,10 @@ mod deny_cache;
 mod failure;
 mod fallback;
 mod introspect;
+mod key_name;
 mod key_secret;
 mod lease;
+mod leasing;
 #[cfg(feature = "live")]
 mod live;
 mod log_throttle;

@@ -1,6 +1,6 @@
-//! The Redis store: the path of a check (deny cache, leases, breaker and
-//! timeout, the script, the failure policy), refunds and settlements,
-//! leases given back, and the [`Store`] impl.
+//! The Redis store: what its clones share, the path of a check (deny
+//! cache, leases, breaker and timeout, the script, the failure policy),
+//! refunds and settlements, and the [`Store`] impl.
 
 use crate::breaker::{Breaker, BreakerState, Outcome};
 use crate::check_future::{CheckFuture, StoreFuture};
@@ -9,8 +9,7 @@ use crate::conn::Conn;
 use crate::deny_cache::DenyCache;
 use crate::failure::{Failure, Kind};
 use crate::fallback::{FailurePolicy, Fallback};
-use crate::key_secret::hashed;
-use crate::lease::{Leases, Spend, Unspent};
+use crate::lease::{Leases, Spend};
 use crate::script::{Op, Script};
 use crate::time_source::TimeSource;
 #[cfg(doc)]
@@ -83,6 +82,7 @@ pub(crate) struct Inner {
 }
 
 impl RedisStore {
+    /// The store sharing `inner`.
     pub(crate) fn new(inner: Inner) -> Self {
         Self {
             inner: Arc::new(inner),
@@ -101,15 +101,6 @@ impl RedisStore {
             .map_err(|f| f.to_store_error())
     }
 
-    /// Gives every lease's unspent units back to Redis and waits for it
-    /// (see [`RedisStoreBuilder::lease`](crate::RedisStoreBuilder::lease));
-    /// for a graceful shutdown.
-    pub async fn release_leases(&self) {
-        for (u, now) in self.inner.drain_leases() {
-            let _ = self.inner.refund(u.key, u.units, u.taken_at, now).await;
-        }
-    }
-
     /// Whether `other` is this store (a clone of it).
     #[cfg(feature = "live")]
     pub(crate) fn is(&self, other: &RedisStore) -> bool {
@@ -122,86 +113,12 @@ impl RedisStore {
         Arc::clone(&self.inner.conn)
     }
 
-    /// Takes every lease's unspent units out of this store (a live
-    /// store's old version), with the caller's time now, for another
-    /// store to give back.
-    #[cfg(feature = "live")]
-    pub(crate) fn take_leases(&self) -> Vec<(Unspent, u64)> {
-        self.inner.drain_leases()
-    }
-
-    /// Gives `unspent` back to Redis through this store, in tasks (see
-    /// [`take_leases`](Self::take_leases)).
-    #[cfg(feature = "live")]
-    pub(crate) fn give_back(&self, unspent: Vec<(Unspent, u64)>) {
-        for (u, now) in unspent {
-            self.inner.give_back(Some(u), now);
-        }
-    }
-
     fn render<K: fmt::Display + ?Sized>(key: &K) -> String {
         key.to_string()
     }
 }
 
 impl Inner {
-    /// The name a key goes by in this store (its deny cache, leases,
-    /// fallback and Redis key): its text, or for a secret key the keyed
-    /// hash of it; `Err(text)` while the secret is not known yet.
-    pub(crate) fn name(&self, text: String, secret: bool) -> Result<String, String> {
-        if !secret {
-            return Ok(text);
-        }
-        match self.conn.secret.get() {
-            Some(s) => Ok(hashed(&s, &text)),
-            None => Err(text),
-        }
-    }
-
-    /// The name of a secret key, once the first connect has read the
-    /// secret; else the failure policy applies to the call (the fallback
-    /// then counts the key under its text, in memory only).
-    async fn name_later(&self, text: String) -> Result<String, (Failure, String)> {
-        // Under the breaker: no connect attempt per call while it is open,
-        // and failing to connect counts like any failure.
-        let Some(permit) = self.breaker.admit() else {
-            let failure = Failure::new(Kind::BreakerOpen, "circuit breaker open");
-            return Err((failure, text));
-        };
-        let waited = self.conn.get(self.timeout).await;
-        let named = self.name(text, true).map_err(|text| {
-            let failure = waited
-                .err()
-                .unwrap_or_else(|| Failure::new(Kind::Other, "no key secret read from redis yet"));
-            (failure, text)
-        });
-        let outcome = match &named {
-            Ok(_) => Outcome::Answered,
-            Err(_) => Outcome::Failed,
-        };
-        if permit.settle(outcome) {
-            self.conn.refresh();
-        }
-        named
-    }
-
-    /// The name of the key `text` (see [`name`](Self::name)), waiting for
-    /// the key secret if needed; else the error and the text.
-    async fn named(&self, text: String, secret: bool) -> Result<String, (StoreError, String)> {
-        self.resolved(text, secret)
-            .await
-            .map_err(|(failure, text)| (failure.to_store_error(), text))
-    }
-
-    /// As [`named`](Self::named), with the failure itself (for the
-    /// failure policy of a refund or a settlement).
-    async fn resolved(&self, text: String, secret: bool) -> Result<String, (Failure, String)> {
-        match self.name(text, secret) {
-            Ok(name) => Ok(name),
-            Err(text) => self.name_later(text).await,
-        }
-    }
-
     /// Runs `op` under the breaker and the timeout. The timeout runs from
     /// when the connection is in hand (with the script loaded on it), so
     /// it measures Redis's answer: waiting for the store's first
@@ -253,7 +170,7 @@ impl Inner {
     /// The deny cache's time: the caller's `now` with
     /// [`TimeSource::Caller`], else the local monotonic clock (its rate,
     /// not its origin, matters: a denial's wait is counted from it).
-    fn local_now(&self, now: u64) -> u64 {
+    pub(crate) fn local_now(&self, now: u64) -> u64 {
         match self.script.time {
             TimeSource::Caller => now,
             TimeSource::Redis => {
@@ -296,39 +213,6 @@ impl Inner {
         self.decide(key, cost, now, local, deny).await
     }
 
-    /// A cost-1 check of a hot key taking a lease: of `size`; when fewer
-    /// are left, a lease of what is left (`remaining`, if 2 or more); else
-    /// `None`, and an ordinary check follows.
-    async fn take_lease(
-        self: &Arc<Self>,
-        leases: &Leases,
-        key: &str,
-        now: u64,
-        local: u64,
-    ) -> Option<Result<Decision, StoreError>> {
-        let mut size = leases.size;
-        while size >= 2 {
-            match self.guarded(key, size, now, Op::Check).await {
-                Ok(v) => {
-                    let (mut d, _) = self.script.decision(&v);
-                    if d.allowed {
-                        let left = size - 1;
-                        let replaced = leases.insert(key, left, now, local, &d);
-                        self.give_back(replaced, now);
-                        d.remaining = d.remaining.saturating_add(left);
-                        if d.remaining > 0 {
-                            d.next = Duration::ZERO;
-                        }
-                        return Some(Ok(d));
-                    }
-                    size = if d.remaining < size { d.remaining } else { 0 };
-                }
-                Err(failure) => return Some(self.policy.check(&failure, key, 1, now)),
-            }
-        }
-        None
-    }
-
     /// An ordinary check in Redis, its denial remembered in `deny`.
     async fn decide(
         &self,
@@ -364,48 +248,7 @@ impl Inner {
         Some(d)
     }
 
-    /// Gives a lease's unspent units back, in a task of its own (outside
-    /// a tokio runtime, they stay taken until the key's state refills).
-    fn give_back(self: &Arc<Self>, unspent: Option<Unspent>, now: u64) {
-        let Some(u) = unspent else { return };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            tracing::debug!(target: "ratelimit_redis", units = u.units, "no tokio runtime: lease units not given back");
-            return;
-        };
-        let inner = Arc::clone(self);
-        runtime.spawn(async move {
-            let _ = inner.refund(u.key, u.units, u.taken_at, now).await;
-        });
-    }
-
-    /// Takes every lease's unspent units out, each with the caller's time
-    /// now, estimated (see [`caller_now`](Self::caller_now)).
-    fn drain_leases(&self) -> Vec<(Unspent, u64)> {
-        let Some(leases) = &self.leases else {
-            return Vec::new();
-        };
-        leases
-            .drain_expired(u64::MAX)
-            .into_iter()
-            .map(|u| {
-                let now = self.caller_now(&u);
-                (u, now)
-            })
-            .collect()
-    }
-
-    /// The caller's time now, estimated for a lease's refund when no
-    /// caller is at hand: its take's time plus the local time since.
-    fn caller_now(&self, u: &Unspent) -> u64 {
-        match self.script.time {
-            TimeSource::Caller => u.taken_at,
-            TimeSource::Redis => u
-                .taken_at
-                .saturating_add(self.local_now(0).saturating_sub(u.taken_local)),
-        }
-    }
-
-    async fn refund(
+    pub(crate) async fn refund(
         &self,
         key: String,
         cost: u64,
@@ -475,33 +318,6 @@ impl Inner {
             Err(failure) => self
                 .policy
                 .settle(&failure, &key, reserved, actual, admitted_at, now),
-        }
-    }
-}
-
-impl Drop for Inner {
-    /// Gives the leases' unspent units back, in a task on the current
-    /// tokio runtime (none: they stay taken until the keys' states refill),
-    /// each by the script's one invocation, within the store's timeout.
-    fn drop(&mut self) {
-        if self.leases.is_none() {
-            return;
-        }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        for (u, now) in self.drain_leases() {
-            let (script, timeout) = (Arc::clone(&self.script), self.timeout);
-            runtime.spawn(async move {
-                let work = async {
-                    let conn = script.conn.get(timeout).await?;
-                    let op = Op::Refund {
-                        admitted_at: u.taken_at,
-                    };
-                    script.call(conn, &u.key, u.units, now, &op).await
-                };
-                let _ = tokio::time::timeout(timeout, work).await;
-            });
         }
     }
 }
