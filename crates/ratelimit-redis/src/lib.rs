@@ -356,6 +356,7 @@ mod breaker;
 mod conn;
 mod deny_cache;
 mod failure;
+mod invalidation;
 mod key_secret;
 mod lease;
 #[cfg(feature = "live")]

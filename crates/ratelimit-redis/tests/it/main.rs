@@ -12,6 +12,7 @@ mod deny_cache;
 mod errors;
 mod exact;
 mod failure;
+mod invalidation;
 mod lease;
 #[cfg(feature = "live")]
 mod live;
