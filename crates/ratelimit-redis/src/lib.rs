@@ -365,6 +365,7 @@ mod log_throttle;
 mod plan;
 #[cfg(feature = "sentinel")]
 mod sentinel;
+mod shared_entries;
 mod store;
 mod store_state;
 mod target;
@@ -375,6 +376,7 @@ pub use conn::Connection;
 pub use key_secret::SettingsSecret;
 #[cfg(feature = "live")]
 pub use live::LiveRedis;
+pub use shared_entries::{RedisEntries, DEFAULT_REFRESH};
 pub use store::{
     CheckFuture, RedisStore, RedisStoreBuilder, StoreFuture, TimeSource, DEFAULT_DENY_CACHE,
     DEFAULT_LEASES, DEFAULT_PREFIX, DEFAULT_TIMEOUT, KEY_SECRET_SYNC, MAX_LIMITS,

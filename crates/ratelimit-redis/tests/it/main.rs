@@ -9,6 +9,7 @@ mod ban;
 mod cluster;
 mod concurrency;
 mod deny_cache;
+mod entries;
 mod errors;
 mod exact;
 mod failure;

@@ -159,6 +159,7 @@ mod reload;
 mod route;
 mod runtime_overrides;
 mod settle;
+mod shared;
 #[cfg(test)]
 mod tests;
 mod tier;
