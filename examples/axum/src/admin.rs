@@ -19,6 +19,12 @@
 //! per client address at most (then 429). Bad input gets 400 or 404 with
 //! a problem body, never 500. Every action is logged at `info`, naming
 //! the limit and, for an address key, the key (never a secret key).
+//!
+//! With `REDIS_URL`, every change shows at once on every copy sharing the
+//! Redis: resets, bans and unbans through the stores' pub/sub
+//! invalidation, list entries and overrides through the copy of them kept
+//! in Redis (`ratelimit_redis::RedisEntries`, `PolicyHandle::share`); a
+//! Redis failure there is 503.
 
 use crate::server::EnvError;
 use axum::body::Bytes;
