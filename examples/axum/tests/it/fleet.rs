@@ -116,8 +116,35 @@ fn http(addr: SocketAddr, method: &str, path: &str, headers: &str, body: &str) -
 fn fleet() -> Option<(RedisServer, [App; 2])> {
     let server = RedisServer::start()?;
     let apps = [App::start(&server.url()), App::start(&server.url())];
-    // Both subscribed (the stores' channels and the entries' channel).
-    std::thread::sleep(Duration::from_millis(500));
+    // Both subscribed: the channels of the limits the tests use, and the
+    // entries'.
+    let mut c = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let channels = [
+        "axum-example:accounts:invalidate",
+        "axum-example:login-failures:invalidate",
+        "axum-example:entries",
+    ];
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for channel in channels {
+        loop {
+            let counts: Vec<(String, i64)> = redis::cmd("PUBSUB")
+                .arg("NUMSUB")
+                .arg(channel)
+                .query(&mut c)
+                .unwrap();
+            if counts.first().is_some_and(|(_, n)| *n >= 2) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{channel}: not subscribed by both"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
     Some((server, apps))
 }
 
