@@ -1,8 +1,8 @@
 //! Run-time entries (allow and deny list entries, overrides) shared
 //! through Redis: [`RedisEntries`], the Redis [`SharedEntries`].
 //!
-//! Each table is a hash: `{prefix}allow`, `{prefix}deny` and
-//! `{prefix}overrides`, one field per entry (a list's entry, or an
+//! Each table is a hash: `{prefix}{entries}:allow`, `{prefix}{entries}:deny`
+//! and `{prefix}{entries}:overrides` (one hash slot), one field per entry (a list's entry, or an
 //! override's `limit` and key joined by a newline), its value
 //! `UNTIL VALUE` with `UNTIL` the entry's end in ms of Redis's clock (0:
 //! none). An entry is written by a script that refuses it past the cap
@@ -134,12 +134,15 @@ impl RedisEntries {
 }
 
 impl Shared {
+    /// A table's hash; the three share a hash tag, so that one pipeline
+    /// reads them on a Cluster too.
     fn key(&self, table: EntryTable) -> String {
-        match table {
-            EntryTable::Allow => format!("{}allow", self.prefix),
-            EntryTable::Deny => format!("{}deny", self.prefix),
-            EntryTable::Override => format!("{}overrides", self.prefix),
-        }
+        let name = match table {
+            EntryTable::Allow => "allow",
+            EntryTable::Deny => "deny",
+            EntryTable::Override => "overrides",
+        };
+        format!("{}{{entries}}:{name}", self.prefix)
     }
 
     fn channel(&self) -> String {
