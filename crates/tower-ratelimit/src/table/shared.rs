@@ -22,8 +22,10 @@ impl PolicyHandle {
     /// overrides) with every instance through `shared` (a Redis one:
     /// `ratelimit_redis::RedisEntries`): the `*_shared` methods write
     /// there first, and every instance's copy is applied here whenever
-    /// `shared` hands it over. Requests read only the local copy. Once;
-    /// a second call is refused. Needs a tokio runtime.
+    /// `shared` hands it over (replacing this instance's run-time list
+    /// entries and overrides: once shared, entries added with the local
+    /// methods last until the next copy). Requests read only the local
+    /// copy. Once; a second call is refused. Needs a tokio runtime.
     pub fn share(self: &Arc<Self>, shared: Arc<dyn SharedEntries>) -> Result<(), String> {
         self.shared
             .set(Arc::clone(&shared))

@@ -178,7 +178,7 @@ async fn entries_added_through_one_handle_apply_on_the_other() {
         .await
         .is_err());
     assert!(shared.0.entries.lock().unwrap().is_empty());
-    // A local entry stays local.
+    // A local entry stays local (until the next copy is handed over).
     a.add_to_list(ListKind::Deny, "192.0.2.77", hour).unwrap();
     assert_eq!(status(&b_app, "192.0.2.77").await, StatusCode::OK);
     // Sharing twice is refused.
