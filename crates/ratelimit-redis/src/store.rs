@@ -5,6 +5,7 @@ use crate::breaker::{Breaker, BreakerConfig, BreakerState, Outcome};
 use crate::conn::{Conn, Handle, ScriptSlot};
 use crate::deny_cache::DenyCache;
 use crate::failure::{Failure, Kind};
+use crate::invalidation::{self, Change, Listener};
 use crate::key_secret::{hashed, SecretSource, SECRET_SUFFIX};
 use crate::lease::{Leases, Spend, Unspent};
 use crate::log_throttle::{LogThrottle, LOG_EVERY};
@@ -327,7 +328,7 @@ impl RedisStoreBuilder {
             lock: Mutex::new(()),
         });
         let label = interned(self.name);
-        Ok(RedisStore {
+        let store = RedisStore {
             inner: Arc::new(Inner {
                 conn,
                 script,
@@ -349,7 +350,10 @@ impl RedisStoreBuilder {
                     .map(|(size, ttl)| Leases::new(self.lease_slots, size, ttl)),
                 origin: tokio::time::Instant::now(),
             }),
-        })
+        };
+        let listener = Arc::downgrade(&store.inner) as std::sync::Weak<dyn Listener>;
+        invalidation::join(&store.inner.conn, &store.inner.prefix, listener);
+        Ok(store)
     }
 }
 
@@ -1305,7 +1309,9 @@ impl Inner {
             .collect();
         let mut del = redis::cmd("DEL");
         del.arg(keys);
-        self.command(del).await
+        self.command(del).await?;
+        self.publish(Change::Reset, &name).await;
+        Ok(())
     }
 
     /// Bans `name` for `ms` from now (Redis's time, or the caller's
@@ -1322,7 +1328,10 @@ impl Inner {
             memory.ban(&name, Duration::from_millis(ms), now);
         }
         match self.guarded(&name, ms, now, Op::Ban).await {
-            Ok(_) => Ok(()),
+            Ok(_) => {
+                self.publish(Change::Ban { ms }, &name).await;
+                Ok(())
+            }
             Err(failure) => {
                 self.report(&failure);
                 Err(failure.to_store_error())
@@ -1341,7 +1350,9 @@ impl Inner {
         }
         let mut del = redis::cmd("DEL");
         del.arg(self.ban_key(&name));
-        self.command(del).await
+        self.command(del).await?;
+        self.publish(Change::Unban, &name).await;
+        Ok(())
     }
 
     /// What is left of `name`'s ban at `now` (the caller's time with
@@ -1428,6 +1439,55 @@ impl Inner {
                 fallback = self.fallback.is_some(),
                 "redis gave no decision; the failure policy applies (in-memory fallback, or an error)"
             );
+        }
+    }
+}
+
+impl Inner {
+    /// Tells every store sharing the Redis and prefix of `change` to
+    /// `name` (see `invalidation`).
+    async fn publish(&self, change: Change, name: &str) {
+        invalidation::publish(&self.conn, &self.prefix, change, name, self.timeout).await;
+    }
+}
+
+impl Listener for Inner {
+    /// Another store's change of `name`: its cached denial and lease
+    /// forgotten here, a ban remembered as a standing denial (on the
+    /// local clock; with [`TimeSource::Caller`] the caller's clock is not
+    /// at hand, and the next check asks Redis).
+    fn apply(&self, change: Change, name: &str) {
+        if let Some(cache) = &self.deny {
+            cache.forget(name);
+        }
+        match change {
+            Change::Reset => {
+                if let Some(leases) = &self.leases {
+                    leases.forget(name);
+                }
+                if let Some(memory) = &self.fallback {
+                    memory.reset(name);
+                }
+            }
+            Change::Unban => {
+                if let Some(memory) = &self.fallback {
+                    memory.unban(name);
+                }
+            }
+            Change::Ban { ms } => {
+                if let Some(leases) = &self.leases {
+                    leases.forget(name);
+                }
+                let cache = self
+                    .deny
+                    .as_ref()
+                    .filter(|_| self.time == TimeSource::Redis);
+                if let Some(cache) = cache {
+                    let a = &self.parts[0].algorithm;
+                    let ban = Decision::ban(a.limit(), a.window(), Duration::from_millis(ms));
+                    cache.remember(name, self.local_now(0), &ban, 0);
+                }
+            }
         }
     }
 }
