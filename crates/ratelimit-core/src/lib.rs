@@ -39,6 +39,7 @@ mod decision;
 mod duration;
 mod error;
 mod log_throttle;
+mod shared_entries;
 mod spec;
 mod store;
 #[cfg(feature = "tokio")]
@@ -57,6 +58,7 @@ pub use decision::Decision;
 pub use duration::{format_duration, parse_duration};
 pub use error::{ConfigError, RemoteError, StoreError};
 pub use log_throttle::LogThrottle;
+pub use shared_entries::{EntriesFuture, EntriesSink, EntryTable, SharedEntries, SharedEntry};
 pub use spec::SpecError;
 pub use store::{
     AdminFuture, AtCapacity, BanLeftFuture, BanPolicy, BoxStore, MemoryStore, MemoryStoreBuilder,

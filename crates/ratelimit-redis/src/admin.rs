@@ -1,8 +1,10 @@
 //! A store's admin calls on one key: reset, ban, unban, and what is left
 //! of a ban; each forgets the key here (deny cache, lease, fallback) and
-//! then acts in Redis.
+//! then acts in Redis, and tells the other stores sharing it
+//! (`invalidation`; their side is `listen.rs`).
 
 use crate::failure::{Failure, Kind};
+use crate::invalidation::Change;
 use crate::script::Op;
 use crate::store::Inner;
 use crate::time_source::TimeSource;
@@ -36,7 +38,9 @@ impl Inner {
             .collect();
         let mut del = redis::cmd("DEL");
         del.arg(keys);
-        self.command(del).await
+        self.command(del).await?;
+        self.publish(Change::Reset, &name).await;
+        Ok(())
     }
 
     /// Bans `name` for `ms` from now (Redis's time, or the caller's
@@ -48,7 +52,10 @@ impl Inner {
             memory.ban(&name, Duration::from_millis(ms), now);
         }
         match self.guarded(&name, ms, now, Op::Ban).await {
-            Ok(_) => Ok(()),
+            Ok(_) => {
+                self.publish(Change::Ban { ms }, &name).await;
+                Ok(())
+            }
             Err(failure) => {
                 self.policy.report(&failure);
                 Err(failure.to_store_error())
@@ -65,7 +72,9 @@ impl Inner {
         }
         let mut del = redis::cmd("DEL");
         del.arg(self.script.ban_key(&name));
-        self.command(del).await
+        self.command(del).await?;
+        self.publish(Change::Unban, &name).await;
+        Ok(())
     }
 
     /// What is left of `name`'s ban at `now` (the caller's time with

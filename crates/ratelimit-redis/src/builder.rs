@@ -268,7 +268,7 @@ impl RedisStoreBuilder {
             time: self.time,
             ban: BanArgs::of(self.ban.as_ref()),
         };
-        Ok(RedisStore::new(Inner {
+        let store = RedisStore::new(Inner {
             conn,
             script: Arc::new(script),
             timeout: self.timeout,
@@ -278,7 +278,9 @@ impl RedisStoreBuilder {
             deny: (self.deny_cache > 0).then(|| DenyCache::new(self.deny_cache)),
             leases,
             origin: tokio::time::Instant::now(),
-        }))
+        });
+        store.join_invalidation();
+        Ok(store)
     }
 }
 

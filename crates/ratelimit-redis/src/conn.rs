@@ -386,6 +386,28 @@ impl Conn {
                 .is_none_or(|t| t.elapsed() >= every)
     }
 
+    /// A pub/sub connection to where the store connects (a Sentinel's
+    /// master as they name it now), within the connect timeout; `None` on
+    /// a Cluster, whose client has no pub/sub connection to one node.
+    pub(crate) async fn pubsub(&self) -> Option<redis::RedisResult<redis::aio::PubSub>> {
+        let open = async {
+            match &self.backend {
+                Backend::Single(client) => Some(client.get_async_pubsub().await),
+                #[cfg(feature = "cluster")]
+                Backend::Cluster(_) => None,
+                #[cfg(feature = "sentinel")]
+                Backend::Sentinel(sentinel) => Some(sentinel.pubsub().await),
+            }
+        };
+        match tokio::time::timeout(self.connect_timeout, open).await {
+            Ok(r) => r,
+            Err(_) => Some(Err(redis::RedisError::from((
+                redis::ErrorKind::Io,
+                "pub/sub connect timed out",
+            )))),
+        }
+    }
+
     /// Drops connection `generation` (broken), unless already replaced.
     pub(crate) fn invalidate(&self, generation: u64) {
         let mut slot = self.lock();

@@ -65,6 +65,12 @@ impl SentinelBackend {
         Ok(c)
     }
 
+    /// A pub/sub connection to the master the Sentinels name now.
+    pub(crate) async fn pubsub(&self) -> RedisResult<redis::aio::PubSub> {
+        let master = self.client.lock().await.async_get_client().await?;
+        master.get_async_pubsub().await
+    }
+
     /// Starts watching for `conn` (once): every [`WATCH_EVERY`], the
     /// master the Sentinels name is compared with the one connected to,
     /// and a change reconnects (in the background, the current connection

@@ -2,6 +2,7 @@
 //! cost back (a reservation) when the response does not count or the
 //! request is dropped while held.
 
+use crate::cost_report::CostReport;
 use crate::future::HeaderPlan;
 use crate::info::Limited;
 use crate::key::KeyExtractor;
@@ -204,7 +205,7 @@ where
 }
 
 /// Takes the reservation out to be settled, if the layer settles costs,
-/// and lends the request a [`CostReport`](crate::CostReport).
+/// and lends the request a [`CostReport`] (feeding also an outer layer's).
 fn lend<X, St, R, B>(
     reservation: &mut Option<Reservation<X, St, R>>,
     req: &mut Request<B>,
@@ -217,6 +218,7 @@ where
     let r = reservation.as_mut()?;
     r.shared.settle.as_ref()?;
     let settlement = Settlement::start(&r.shared, r.reserved.take());
-    req.extensions_mut().insert(settlement.report());
+    let outer = req.extensions_mut().remove::<CostReport>();
+    req.extensions_mut().insert(settlement.report(outer));
     Some(settlement)
 }

@@ -139,6 +139,7 @@ impl PolicyTable {
             clock,
             reloads: AtomicU64::new(0),
             overrides: RuntimeOverrides::default(),
+            shared: std::sync::OnceLock::new(),
         };
         Ok((router, handle))
     }

@@ -159,6 +159,7 @@ mod reload;
 mod route;
 mod runtime_overrides;
 mod settle;
+mod shared;
 #[cfg(test)]
 mod tests;
 mod tier;
@@ -170,6 +171,7 @@ pub use error::PolicyError;
 pub use extractor::{AppKey, Authenticated, PolicyOptions};
 pub use key::{KeySpec, PolicyKey};
 pub use load::PolicyTable;
+pub use ratelimit_core::{EntriesFuture, EntriesSink, EntryTable, SharedEntries, SharedEntry};
 pub use reload::{LimitChange, PolicyHandle};
 pub use route::RouteSpec;
 pub use settle::Estimate;

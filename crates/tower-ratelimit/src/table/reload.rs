@@ -77,6 +77,8 @@ pub struct PolicyHandle {
     pub(super) reloads: AtomicU64,
     /// Overrides set at run time ([`set_override`](Self::set_override)).
     pub(super) overrides: RuntimeOverrides,
+    /// Where the run-time entries are shared, if they are (see `share`).
+    pub(super) shared: std::sync::OnceLock<Arc<dyn ratelimit_core::SharedEntries>>,
 }
 
 impl fmt::Debug for PolicyHandle {
@@ -92,8 +94,9 @@ impl fmt::Debug for PolicyHandle {
 impl PolicyHandle {
     /// Adds `entry` (a CIDR, an address or a key, as in the file) to the
     /// allow or deny list of every limit for `ttl`, or renews it; at most
-    /// [`MAX_RUNTIME_ENTRIES`](super::MAX_RUNTIME_ENTRIES) per list. Kept in this instance's memory
-    /// (not shared through Redis), and across reloads.
+    /// [`MAX_RUNTIME_ENTRIES`](super::MAX_RUNTIME_ENTRIES) per list. Kept in this instance's memory,
+    /// and across reloads; [`add_to_list_shared`](Self::add_to_list_shared)
+    /// adds it on every instance.
     pub fn add_to_list(
         &self,
         kind: ListKind,
@@ -175,7 +178,7 @@ impl PolicyHandle {
     }
 
     /// `key` as the limit's extractor writes it.
-    fn key_text(&self, limit: &str, key: &str) -> Result<String, String> {
+    pub(super) fn key_text(&self, limit: &str, key: &str) -> Result<String, String> {
         let handle = self
             .get(limit)
             .ok_or_else(|| format!("no limit named {limit:?}"))?;
