@@ -159,7 +159,7 @@ where
 {
     /// Calls the inner service with the request, unchecked or admitted;
     /// the response gets the fields of `plan`.
-    #[inline]
+    #[inline(always)]
     fn pass<ReqBody>(
         &mut self,
         parts: Parts,
@@ -174,7 +174,7 @@ where
 
     /// One limit admitted a request with nothing to hold or give back: its
     /// decision for the handler, and the call.
-    #[inline]
+    #[inline(always)]
     fn straight_on<ReqBody>(
         &mut self,
         mut parts: Parts,
