@@ -162,6 +162,7 @@ mod settle;
 #[cfg(test)]
 mod tests;
 mod tier;
+mod watch;
 
 pub use crate::access_list::{ListKind, MAX_RUNTIME_ENTRIES};
 pub use crate::limit_handle::LimitHandle;
