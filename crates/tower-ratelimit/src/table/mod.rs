@@ -163,6 +163,7 @@ mod shared;
 #[cfg(test)]
 mod tests;
 mod tier;
+mod watch;
 
 pub use crate::access_list::{ListKind, MAX_RUNTIME_ENTRIES};
 pub use crate::limit_handle::LimitHandle;
