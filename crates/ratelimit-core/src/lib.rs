@@ -40,6 +40,7 @@ mod duration;
 mod error;
 mod limit_name;
 mod log_throttle;
+mod shared_entries;
 mod spec;
 mod store;
 #[cfg(feature = "tokio")]
@@ -59,6 +60,7 @@ pub use duration::{ceil_secs, format_duration, parse_duration, saturating_nanos}
 pub use error::{ConfigError, RemoteError, StoreError};
 pub use limit_name::{is_valid_limit_name, LIMIT_NAME_RULE};
 pub use log_throttle::LogThrottle;
+pub use shared_entries::{EntriesFuture, EntriesSink, EntryTable, SharedEntries, SharedEntry};
 pub use spec::SpecError;
 pub use store::{
     AdminFuture, AtCapacity, BanLeftFuture, BanPolicy, BoxStore, MemoryStore, MemoryStoreBuilder,

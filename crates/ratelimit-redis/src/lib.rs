@@ -187,7 +187,11 @@
 //! so it never admits more than Redis would. It denies a request Redis
 //! would admit only when K's state became emptier, after the cached
 //! denial, by something other than time: another instance's refund (or a
-//! key deleted or flushed, a reset or an unban through another instance).
+//! key deleted or flushed). A reset, a ban or an unban made through another
+//! store reaches this one at once by Redis pub/sub (on `{prefix}invalidate`,
+//! the key by the name its Redis keys have), which forgets the key's
+//! cached denial and lease; a missed message (the subscriber reconnecting;
+//! a Cluster, whose stores do not subscribe) falls back on the bound below.
 //! It then denies for the rest of `w`, and for at most 1 s: a denial is
 //! answered locally for 1 s at most, then Redis is asked again (a key
 //! denied without end costs one round trip a second per instance). A
@@ -350,38 +354,55 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+mod admin;
 mod any_store;
 mod args;
 mod breaker;
+mod builder;
+mod check_future;
+mod combine;
 mod conn;
 mod deny_cache;
 mod failure;
+mod fallback;
+mod introspect;
+mod invalidation;
+mod key_name;
 mod key_secret;
 mod lease;
+mod leasing;
+mod listen;
 #[cfg(feature = "live")]
 mod live;
 mod log_throttle;
 mod plan;
+mod script;
 #[cfg(feature = "sentinel")]
 mod sentinel;
+mod shared_entries;
 mod store;
 mod store_state;
 mod target;
+mod time_source;
 
 pub use any_store::{AnyStore, AnyStoreFuture, StoreSettings};
 pub use breaker::{BreakerConfig, BreakerState};
+pub use builder::{
+    RedisStoreBuilder, DEFAULT_DENY_CACHE, DEFAULT_LEASES, DEFAULT_PREFIX, DEFAULT_TIMEOUT,
+    MAX_LIMITS,
+};
+pub use check_future::{CheckFuture, StoreFuture};
 pub use conn::Connection;
 pub use key_secret::SettingsSecret;
 #[cfg(feature = "live")]
 pub use live::LiveRedis;
-pub use store::{
-    CheckFuture, RedisStore, RedisStoreBuilder, StoreFuture, TimeSource, DEFAULT_DENY_CACHE,
-    DEFAULT_LEASES, DEFAULT_PREFIX, DEFAULT_TIMEOUT, KEY_SECRET_SYNC, MAX_LIMITS,
-};
+pub use shared_entries::{RedisEntries, DEFAULT_REFRESH};
+pub use store::{RedisStore, KEY_SECRET_SYNC};
 pub use store_state::StoreState;
 #[cfg(feature = "sentinel")]
 pub use target::SentinelTarget;
 pub use target::Target;
+pub use time_source::TimeSource;
 
 use std::fmt;
 

@@ -280,3 +280,30 @@ async fn one_layer_s_limits_consume_only_when_all_admit() {
     }
     assert_eq!(peek(&first, &clock).remaining, 9);
 }
+
+#[tokio::test]
+async fn stacked_settling_layers_each_settle_what_the_handler_reports() {
+    // A per-route budget inside an app-wide one: the one report the
+    // handler sees feeds both.
+    let clock = ManualClock::new();
+    let (outer, inner) = (fixed(100_000), fixed(100_000));
+    let layer = |store: &Arc<Fixed>, name: &'static str| {
+        RateLimitLayer::builder(Global)
+            .limit_shared(name, Arc::clone(store))
+            .cost(FixedCost(1))
+            .settle(CostFrom::Reported)
+            .clock(clock.clone())
+            .build()
+            .unwrap()
+    };
+    let app = Router::new()
+        .route("/chat", get(handler).layer(layer(&inner, "route")))
+        .layer(layer(&outer, "app"));
+    let mut body = call(&app, 1000).await.into_body();
+    for _ in 0..3 {
+        body.frame().await.unwrap().unwrap();
+    }
+    drop(body);
+    assert_eq!(peek(&inner, &clock).remaining, 100_000 - 300, "inner");
+    assert_eq!(peek(&outer, &clock).remaining, 100_000 - 300, "outer");
+}

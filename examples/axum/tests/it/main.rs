@@ -4,5 +4,6 @@
 
 mod chat;
 mod dashboard;
+mod fleet;
 mod startup;
 mod two_processes;
