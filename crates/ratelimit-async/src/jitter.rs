@@ -1,11 +1,12 @@
 //! Random delays for jitter and backoff.
 
+use ratelimit_core::saturating_nanos;
 use std::time::Duration;
 
 /// A random duration, uniform in `[0, max]` (to the nanosecond); zero for
 /// a zero `max`, or if the system's random source fails.
 pub(crate) fn up_to(max: Duration) -> Duration {
-    let max = u64::try_from(max.as_nanos()).unwrap_or(u64::MAX);
+    let max = saturating_nanos(max);
     if max == 0 {
         return Duration::ZERO;
     }

@@ -126,7 +126,7 @@ fn ours<C: Clock>(path: Path, nkeys: usize, clock: &C) -> MemoryStore<Gcra, u64>
     let store = MemoryStore::new(path.ours());
     for i in 0..nkeys {
         let d = store
-            .check_sync(&key(i), path.prefill().into(), clock.now())
+            .check_now(&key(i), path.prefill().into(), clock.now())
             .unwrap();
         assert!(d.allowed);
     }
@@ -166,7 +166,7 @@ fn assert_path<C: Clock, G: governor::clock::Clock>(
 ) {
     let allowed = path == Path::Allowed;
     assert_eq!(
-        store.check_sync(&key(0), 1, clock.now()).unwrap().allowed,
+        store.check_now(&key(0), 1, clock.now()).unwrap().allowed,
         allowed
     );
     assert_eq!(limiter.check_key(&key(0)).is_ok(), allowed);
@@ -187,7 +187,7 @@ fn bench_clock<C: Clock, G: governor::clock::Clock + Sync>(
             group.bench_function(BenchmarkId::new("ours", nkeys), |b| {
                 b.iter_custom(|iters| {
                     run(iters, threads, nkeys, &|k| {
-                        let _ = black_box(store.check_sync(&k, 1, our_clock.now()));
+                        let _ = black_box(store.check_now(&k, 1, our_clock.now()));
                     })
                 })
             });
@@ -298,7 +298,7 @@ fn interleaved_table<C: Clock, G: governor::clock::Clock + Sync>(
                 threads,
                 nkeys,
                 &|k| {
-                    let _ = black_box(store.check_sync(&k, 1, our_clock.now()));
+                    let _ = black_box(store.check_now(&k, 1, our_clock.now()));
                 },
                 &|k| {
                     let _ = black_box(limiter.check_key(&k));

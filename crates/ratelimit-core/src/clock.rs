@@ -153,7 +153,7 @@ impl ManualClock {
 
     /// Moves the clock forward by `by` (saturating).
     pub fn advance(&self, by: Duration) {
-        let by = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
+        let by = crate::duration::saturating_nanos(by);
         let _ = self
             .nanos
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {

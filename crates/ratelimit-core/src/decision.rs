@@ -60,6 +60,25 @@ impl Decision {
         }
     }
 
+    /// The denial of a cost-1 check that may be admitted in `wait`, for a
+    /// limit of `limit` per `window` that is full again in `reset`: nothing
+    /// remains, and the wait for one more unit is `wait` too. The deny
+    /// caches answer with it, and the fair queue refuses with it.
+    ///
+    /// ```
+    /// use ratelimit_core::Decision;
+    /// use std::time::Duration;
+    ///
+    /// let s = Duration::from_secs;
+    /// let d = Decision::denied(5, s(60), s(30), s(12));
+    /// assert!(!d.allowed && !d.banned);
+    /// assert_eq!((d.remaining, d.wait, d.next), (0, Some(s(12)), s(12)));
+    /// assert_eq!(d, Decision::new(false, 0, Some(s(12)), 5, s(60), s(30), s(12)));
+    /// ```
+    pub const fn denied(limit: u64, window: Duration, reset: Duration, wait: Duration) -> Self {
+        Self::new(false, 0, Some(wait), limit, window, reset, wait)
+    }
+
     /// The denial of a banned key with `left` of its ban to run, for a
     /// limit of `limit` per `window`.
     pub const fn ban(limit: u64, window: Duration, left: Duration) -> Self {

@@ -1,4 +1,5 @@
-//! Parsing durations written as an integer and a unit (`500ms`, `5m`, `1d`).
+//! Durations as text (`500ms`, `5m`, `1d`), and the two roundings every
+//! crate uses: saturating nanoseconds and whole seconds rounded up.
 
 use crate::ConfigError;
 use std::time::Duration;
@@ -53,9 +54,33 @@ fn parse_with_units(s: &str, units: &[(&str, u128)]) -> Result<Duration, ConfigE
 
 /// `d` in whole nanoseconds, `u64::MAX` for a duration longer than that
 /// (584 years).
+///
+/// ```
+/// use ratelimit_core::saturating_nanos;
+/// use std::time::Duration;
+///
+/// assert_eq!(saturating_nanos(Duration::from_millis(2)), 2_000_000);
+/// assert_eq!(saturating_nanos(Duration::MAX), u64::MAX);
+/// ```
 #[inline]
-pub(crate) fn saturating_nanos(d: Duration) -> u64 {
+pub fn saturating_nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// `d` in whole seconds, rounded up: a positive wait is never 0 seconds
+/// (`Retry-After`, the `RateLimit` fields).
+///
+/// ```
+/// use ratelimit_core::ceil_secs;
+/// use std::time::Duration;
+///
+/// assert_eq!(ceil_secs(Duration::from_millis(1001)), 2);
+/// assert_eq!(ceil_secs(Duration::from_nanos(1)), 1);
+/// assert_eq!(ceil_secs(Duration::ZERO), 0);
+/// ```
+#[inline]
+pub fn ceil_secs(d: Duration) -> u64 {
+    d.as_secs() + u64::from(d.subsec_nanos() > 0)
 }
 
 /// Writes `d` as an integer in the largest unit of `d h m s ms us ns` that

@@ -21,9 +21,9 @@
 //! let clock = ManualClock::new();
 //! let store = MemoryStore::new(Gcra::new(5, Duration::from_secs(60)).unwrap());
 //! for _ in 0..5 {
-//!     assert!(store.check_sync("10.0.0.1", 1, clock.now()).unwrap().allowed);
+//!     assert!(store.check_now("10.0.0.1", 1, clock.now()).unwrap().allowed);
 //! }
-//! let denied = store.check_sync("10.0.0.1", 1, clock.now()).unwrap();
+//! let denied = store.check_now("10.0.0.1", 1, clock.now()).unwrap();
 //! assert_eq!(denied.retry_after(), Some(Duration::from_secs(12)));
 //! # let _: &MemoryStore<Gcra, String> = &store;
 //! ```
@@ -38,7 +38,9 @@ mod clock;
 mod decision;
 mod duration;
 mod error;
+mod limit_name;
 mod log_throttle;
+mod shared_entries;
 mod spec;
 mod store;
 #[cfg(feature = "tokio")]
@@ -54,9 +56,11 @@ pub use algorithm::{
 pub use algorithm::{LiveAlgorithm, LiveError, LiveState, MAX_OVERRIDES};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::Decision;
-pub use duration::{format_duration, parse_duration};
+pub use duration::{ceil_secs, format_duration, parse_duration, saturating_nanos};
 pub use error::{ConfigError, RemoteError, StoreError};
+pub use limit_name::{is_valid_limit_name, LIMIT_NAME_RULE};
 pub use log_throttle::LogThrottle;
+pub use shared_entries::{EntriesFuture, EntriesSink, EntryTable, SharedEntries, SharedEntry};
 pub use spec::SpecError;
 pub use store::{
     AdminFuture, AtCapacity, BanLeftFuture, BanPolicy, BoxStore, MemoryStore, MemoryStoreBuilder,

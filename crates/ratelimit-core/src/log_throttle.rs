@@ -4,6 +4,7 @@
 //! interval, and each one it lets through says how many of its kind were
 //! held back since the previous one.
 
+use crate::duration::saturating_nanos;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -38,7 +39,7 @@ impl<const N: usize> LogThrottle<N> {
     /// At most one event per kind every `every`.
     pub fn new(every: Duration) -> Self {
         Self {
-            every: u64::try_from(every.as_nanos()).unwrap_or(u64::MAX),
+            every: saturating_nanos(every),
             slots: std::array::from_fn(|_| Mutex::new(Slot::default())),
         }
     }

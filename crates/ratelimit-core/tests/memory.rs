@@ -28,7 +28,7 @@ fn a_million_keys_come_and_go() {
     let baseline = allocated();
 
     for key in 0..KEYS {
-        assert!(store.check_sync(&key, 1, 0).unwrap().allowed);
+        assert!(store.check_now(&key, 1, 0).unwrap().allowed);
     }
     assert_eq!(store.len(), KEYS as usize);
     let full = allocated() - baseline;
@@ -39,7 +39,7 @@ fn a_million_keys_come_and_go() {
     // Past the period every state is full again. New keys make the shards
     // drop the old ones instead of growing.
     for key in KEYS..2 * KEYS {
-        assert!(store.check_sync(&key, 1, 2 * SEC).unwrap().allowed);
+        assert!(store.check_now(&key, 1, 2 * SEC).unwrap().allowed);
     }
     assert!(store.len() <= KEYS as usize, "{} keys", store.len());
     let lazily = allocated() - baseline;
@@ -48,7 +48,7 @@ fn a_million_keys_come_and_go() {
         "the table grew from {full} to {lazily} bytes"
     );
     // Old keys are back to full: the same decision as a fresh key.
-    let d = store.check_sync(&7, 0, 2 * SEC).unwrap();
+    let d = store.check_now(&7, 0, 2 * SEC).unwrap();
     assert_eq!(d.remaining, 10);
 
     // Past the period again, bounded upkeep steps (what the HTTP layer
@@ -69,7 +69,7 @@ fn a_million_keys_come_and_go() {
 
     // A flood again, then a whole sweep does the same at once.
     for key in 0..KEYS {
-        assert!(store.check_sync(&key, 1, 6 * SEC).unwrap().allowed);
+        assert!(store.check_now(&key, 1, 6 * SEC).unwrap().allowed);
     }
     assert_eq!(store.sweep(8 * SEC), 0);
     assert_eq!(store.len(), 0);

@@ -124,7 +124,8 @@ impl StoreSettings {
     /// In Redis, the keys of the limit are
     /// `{prefix}{name}:{{key}}:{algorithm}:{fingerprint}`: two limits never
     /// share state, even with the same algorithm. Fails on a bad URL, a
-    /// prefix or name with braces, or an algorithm the Redis scripts
+    /// prefix with braces, a name that breaks the rule
+    /// ([`is_valid_limit_name`](ratelimit_core::is_valid_limit_name)), or an algorithm the Redis scripts
     /// cannot decide exactly (see [`RedisStoreBuilder::build`](crate::RedisStoreBuilder::build)).
     /// Nothing connects here: a Redis store connects on first use.
     pub fn build<K>(
@@ -133,6 +134,7 @@ impl StoreSettings {
         algorithm: impl Into<AnyAlgorithm>,
     ) -> Result<AnyStore<K>, BuildError> {
         let algorithm = algorithm.into();
+        check_name(name)?;
         Ok(match self {
             Self::Memory { max_keys } => AnyStore::Memory(
                 MemoryStore::<AnyAlgorithm, K>::builder(algorithm)
@@ -222,6 +224,7 @@ impl StoreSettings {
         live: &LiveAlgorithm,
         ban: Option<BanPolicy>,
     ) -> Result<AnyStore<K>, BuildError> {
+        check_name(name)?;
         Ok(match self {
             Self::Memory { max_keys } => AnyStore::LiveMemory(
                 MemoryStore::<LiveAlgorithm, K>::builder(live.clone())
@@ -235,6 +238,15 @@ impl StoreSettings {
                     .build_live(live)?,
             )),
         })
+    }
+}
+
+/// `Ok` for a name that keeps the limit-name rule.
+fn check_name(name: &str) -> Result<(), BuildError> {
+    if ratelimit_core::is_valid_limit_name(name) {
+        Ok(())
+    } else {
+        Err(BuildError::LimitName(name.to_owned()))
     }
 }
 
@@ -377,10 +389,10 @@ where
     #[inline]
     fn check(&self, key: &K, cost: u64, now: u64) -> Self::CheckFuture {
         match self {
-            Self::Memory(m) => AnyStoreFuture::Ready(Some(m.check_sync(key, cost, now))),
+            Self::Memory(m) => AnyStoreFuture::Ready(Some(m.check_now(key, cost, now))),
             Self::Redis(r) => AnyStoreFuture::Redis(Store::<K>::check(r, key, cost, now)),
             #[cfg(feature = "live")]
-            Self::LiveMemory(m) => AnyStoreFuture::Ready(Some(m.check_sync(key, cost, now))),
+            Self::LiveMemory(m) => AnyStoreFuture::Ready(Some(m.check_now(key, cost, now))),
             #[cfg(feature = "live")]
             Self::LiveRedis(r) => {
                 AnyStoreFuture::Redis(Store::<K>::check(&r.store_for(key), key, cost, now))
@@ -391,7 +403,7 @@ where
     fn refund(&self, key: &K, cost: u64, admitted_at: u64, now: u64) -> Self::RefundFuture {
         match self {
             Self::Memory(m) => {
-                m.refund_sync(key, cost, admitted_at, now);
+                m.refund_now(key, cost, admitted_at, now);
                 AnyStoreFuture::Ready(Some(Ok(())))
             }
             Self::Redis(r) => {
@@ -399,7 +411,7 @@ where
             }
             #[cfg(feature = "live")]
             Self::LiveMemory(m) => {
-                m.refund_sync(key, cost, admitted_at, now);
+                m.refund_now(key, cost, admitted_at, now);
                 AnyStoreFuture::Ready(Some(Ok(())))
             }
             #[cfg(feature = "live")]
@@ -418,9 +430,9 @@ where
     #[inline]
     fn check_now(&self, key: &K, cost: u64, now: u64) -> Option<Result<Decision, StoreError>> {
         match self {
-            Self::Memory(m) => Some(m.check_sync(key, cost, now)),
+            Self::Memory(m) => Some(m.check_now(key, cost, now)),
             #[cfg(feature = "live")]
-            Self::LiveMemory(m) => Some(m.check_sync(key, cost, now)),
+            Self::LiveMemory(m) => Some(m.check_now(key, cost, now)),
             _ => None,
         }
     }
@@ -434,9 +446,9 @@ where
         now: u64,
     ) -> Option<Result<(), StoreError>> {
         match self {
-            Self::Memory(m) => m.refund_sync(key, cost, admitted_at, now),
+            Self::Memory(m) => m.refund_now(key, cost, admitted_at, now),
             #[cfg(feature = "live")]
-            Self::LiveMemory(m) => m.refund_sync(key, cost, admitted_at, now),
+            Self::LiveMemory(m) => m.refund_now(key, cost, admitted_at, now),
             _ => return None,
         }
         Some(Ok(()))
@@ -456,7 +468,7 @@ where
             Self::LiveRedis(r) => {
                 Store::<K>::settle(&r.store_for(key), key, reserved, actual, admitted_at, now)
             }
-            Self::Memory(m) => Box::pin(std::future::ready(m.settle_sync(
+            Self::Memory(m) => Box::pin(std::future::ready(m.settle_now(
                 key,
                 reserved,
                 actual,
@@ -464,7 +476,7 @@ where
                 now,
             ))),
             #[cfg(feature = "live")]
-            Self::LiveMemory(m) => Box::pin(std::future::ready(m.settle_sync(
+            Self::LiveMemory(m) => Box::pin(std::future::ready(m.settle_now(
                 key,
                 reserved,
                 actual,
@@ -484,9 +496,9 @@ where
         now: u64,
     ) -> Option<Result<Decision, StoreError>> {
         match self {
-            Self::Memory(m) => Some(m.settle_sync(key, reserved, actual, admitted_at, now)),
+            Self::Memory(m) => Some(m.settle_now(key, reserved, actual, admitted_at, now)),
             #[cfg(feature = "live")]
-            Self::LiveMemory(m) => Some(m.settle_sync(key, reserved, actual, admitted_at, now)),
+            Self::LiveMemory(m) => Some(m.settle_now(key, reserved, actual, admitted_at, now)),
             _ => None,
         }
     }
@@ -518,9 +530,9 @@ where
     /// In memory, the ban at once; in Redis, `None`.
     fn ban_now(&self, key: &K, duration: Duration, now: u64) -> Option<Result<(), StoreError>> {
         match self {
-            Self::Memory(m) => m.ban_sync(key, duration, now),
+            Self::Memory(m) => m.ban_now(key, duration, now),
             #[cfg(feature = "live")]
-            Self::LiveMemory(m) => m.ban_sync(key, duration, now),
+            Self::LiveMemory(m) => m.ban_now(key, duration, now),
             _ => return None,
         }
         Some(Ok(()))
@@ -552,9 +564,9 @@ where
     /// In memory, the unban at once; in Redis, `None`.
     fn unban_now(&self, key: &K) -> Option<Result<(), StoreError>> {
         match self {
-            Self::Memory(m) => m.unban_sync(key),
+            Self::Memory(m) => m.unban_now(key),
             #[cfg(feature = "live")]
-            Self::LiveMemory(m) => m.unban_sync(key),
+            Self::LiveMemory(m) => m.unban_now(key),
             _ => return None,
         }
         Some(Ok(()))
@@ -564,11 +576,11 @@ where
     fn reset_now(&self, key: &K) -> Option<Result<(), StoreError>> {
         match self {
             Self::Memory(m) => {
-                m.reset_sync(key);
+                m.reset_now(key);
             }
             #[cfg(feature = "live")]
             Self::LiveMemory(m) => {
-                m.reset_sync(key);
+                m.reset_now(key);
             }
             _ => return None,
         }

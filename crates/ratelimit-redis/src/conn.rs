@@ -2,6 +2,8 @@
 
 use crate::failure::{Failure, Kind};
 use crate::key_secret::{KeySecret, SecretSource};
+#[cfg(feature = "sentinel")]
+use crate::sentinel::{Follower, SentinelBackend};
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::{AsyncConnectionConfig, Client, Cmd, Pipeline, RedisFuture, Value};
 use std::pin::pin;
@@ -22,7 +24,7 @@ pub(crate) enum Backend {
     Cluster(Box<redis::cluster::ClusterClient>),
     /// The master a Sentinel names, asked again at every connect.
     #[cfg(feature = "sentinel")]
-    Sentinel(Box<crate::sentinel::SentinelBackend>),
+    Sentinel(Box<SentinelBackend>),
 }
 
 impl Backend {
@@ -37,7 +39,7 @@ impl Backend {
             #[cfg(feature = "cluster")]
             Self::Cluster(client) => client.get_async_connection().await.map(Handle::Cluster),
             #[cfg(feature = "sentinel")]
-            Self::Sentinel(sentinel) => sentinel.open(config).await,
+            Self::Sentinel(sentinel) => sentinel.open(config).await.map(Handle::Single),
         }
     }
 }
@@ -162,15 +164,6 @@ impl Conn {
             slot: Mutex::new(Slot::default()),
             ready: Notify::new(),
             synced: Mutex::new(None),
-        }
-    }
-
-    /// The Sentinels it follows, if that is its backend.
-    #[cfg(feature = "sentinel")]
-    pub(crate) fn sentinel(&self) -> Option<&crate::sentinel::SentinelBackend> {
-        match &self.backend {
-            Backend::Sentinel(s) => Some(s),
-            _ => None,
         }
     }
 
@@ -393,6 +386,28 @@ impl Conn {
                 .is_none_or(|t| t.elapsed() >= every)
     }
 
+    /// A pub/sub connection to where the store connects (a Sentinel's
+    /// master as they name it now), within the connect timeout; `None` on
+    /// a Cluster, whose client has no pub/sub connection to one node.
+    pub(crate) async fn pubsub(&self) -> Option<redis::RedisResult<redis::aio::PubSub>> {
+        let open = async {
+            match &self.backend {
+                Backend::Single(client) => Some(client.get_async_pubsub().await),
+                #[cfg(feature = "cluster")]
+                Backend::Cluster(_) => None,
+                #[cfg(feature = "sentinel")]
+                Backend::Sentinel(sentinel) => Some(sentinel.pubsub().await),
+            }
+        };
+        match tokio::time::timeout(self.connect_timeout, open).await {
+            Ok(r) => r,
+            Err(_) => Some(Err(redis::RedisError::from((
+                redis::ErrorKind::Io,
+                "pub/sub connect timed out",
+            )))),
+        }
+    }
+
     /// Drops connection `generation` (broken), unless already replaced.
     pub(crate) fn invalidate(&self, generation: u64) {
         let mut slot = self.lock();
@@ -414,6 +429,20 @@ impl Conn {
             slot.connecting = true;
             tokio::spawn(Arc::clone(self).connect());
         }
+    }
+}
+
+#[cfg(feature = "sentinel")]
+impl Follower for Conn {
+    fn sentinel(&self) -> Option<&SentinelBackend> {
+        match &self.backend {
+            Backend::Sentinel(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    fn refresh(self: &Arc<Self>) {
+        Conn::refresh(self);
     }
 }
 

@@ -10,8 +10,9 @@
 //! denied, `remaining` 0, `wait = until - now`, `reset = reset_at - now`.
 //!
 //! A denial is answered here for at most [`MAX_AGE`] (1 s), then Redis is
-//! asked again: what another instance did meanwhile (a reset, an unban, a
-//! refund) is seen within that long.
+//! asked again: what another instance did meanwhile (a refund; a reset or
+//! an unban whose pub/sub message was missed, see `invalidation`) is seen
+//! within that long.
 //!
 //! Bounded memory: a fixed table of `capacity` entries (rounded up to a
 //! power of two), in sets of [`WAYS`], allocated when the store is built.
@@ -104,15 +105,8 @@ impl DenyCache {
         if e.banned {
             return Some(Decision::ban(limit, window, wait));
         }
-        Some(Decision::new(
-            false,
-            0,
-            Some(wait),
-            limit,
-            window,
-            Duration::from_nanos(e.reset_at.saturating_sub(now)),
-            wait,
-        ))
+        let reset = Duration::from_nanos(e.reset_at.saturating_sub(now));
+        Some(Decision::denied(limit, window, reset, wait))
     }
 
     /// Remembers `decision`, Redis's denial of a cost-1 check of `key` by

@@ -11,7 +11,7 @@
 //! one, else a marker, else the lease expiring first, whose unspent units
 //! the store gives back.
 
-use ratelimit_core::Decision;
+use ratelimit_core::{saturating_nanos, Decision};
 use std::hash::{BuildHasher, RandomState};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -90,7 +90,7 @@ impl Leases {
             sets: (0..sets).map(|_| Mutex::new(Default::default())).collect(),
             hasher: RandomState::new(),
             size,
-            ttl: u64::try_from(ttl.as_nanos()).unwrap_or(u64::MAX),
+            ttl: saturating_nanos(ttl),
         }
     }
 
@@ -157,12 +157,8 @@ impl Leases {
             taken_local: now,
             expires: now.saturating_add(self.ttl),
             remaining: d.remaining,
-            reset_at: u64::try_from(d.reset.as_nanos())
-                .unwrap_or(u64::MAX)
-                .saturating_add(now),
-            next_at: u64::try_from(d.next.as_nanos())
-                .unwrap_or(u64::MAX)
-                .saturating_add(now),
+            reset_at: saturating_nanos(d.reset).saturating_add(now),
+            next_at: saturating_nanos(d.next).saturating_add(now),
             limit: d.limit,
             window: d.window,
         };

@@ -187,7 +187,11 @@
 //! so it never admits more than Redis would. It denies a request Redis
 //! would admit only when K's state became emptier, after the cached
 //! denial, by something other than time: another instance's refund (or a
-//! key deleted or flushed, a reset or an unban through another instance).
+//! key deleted or flushed). A reset, a ban or an unban made through another
+//! store reaches this one at once by Redis pub/sub (on `{prefix}invalidate`,
+//! the key by the name its Redis keys have), which forgets the key's
+//! cached denial and lease; a missed message (the subscriber reconnecting;
+//! a Cluster, whose stores do not subscribe) falls back on the bound below.
 //! It then denies for the rest of `w`, and for at most 1 s: a denial is
 //! answered locally for 1 s at most, then Redis is asked again (a key
 //! denied without end costs one round trip a second per instance). A
@@ -350,38 +354,55 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+mod admin;
 mod any_store;
 mod args;
 mod breaker;
+mod builder;
+mod check_future;
+mod combine;
 mod conn;
 mod deny_cache;
 mod failure;
+mod fallback;
+mod introspect;
+mod invalidation;
+mod key_name;
 mod key_secret;
 mod lease;
+mod leasing;
+mod listen;
 #[cfg(feature = "live")]
 mod live;
 mod log_throttle;
 mod plan;
+mod script;
 #[cfg(feature = "sentinel")]
 mod sentinel;
+mod shared_entries;
 mod store;
 mod store_state;
 mod target;
+mod time_source;
 
 pub use any_store::{AnyStore, AnyStoreFuture, StoreSettings};
 pub use breaker::{BreakerConfig, BreakerState};
+pub use builder::{
+    RedisStoreBuilder, DEFAULT_DENY_CACHE, DEFAULT_LEASES, DEFAULT_PREFIX, DEFAULT_TIMEOUT,
+    MAX_LIMITS,
+};
+pub use check_future::{CheckFuture, StoreFuture};
 pub use conn::Connection;
 pub use key_secret::SettingsSecret;
 #[cfg(feature = "live")]
 pub use live::LiveRedis;
-pub use store::{
-    CheckFuture, RedisStore, RedisStoreBuilder, StoreFuture, TimeSource, DEFAULT_DENY_CACHE,
-    DEFAULT_LEASES, DEFAULT_PREFIX, DEFAULT_TIMEOUT, KEY_SECRET_SYNC, MAX_LIMITS,
-};
+pub use shared_entries::{RedisEntries, DEFAULT_REFRESH};
+pub use store::{RedisStore, KEY_SECRET_SYNC};
 pub use store_state::StoreState;
 #[cfg(feature = "sentinel")]
 pub use target::SentinelTarget;
 pub use target::Target;
+pub use time_source::TimeSource;
 
 use std::fmt;
 
@@ -403,6 +424,9 @@ pub enum BuildError {
     /// The TLS CA file cannot be read or holds no PEM certificate (its
     /// path, and why).
     TlsCa(String),
+    /// A limit name that breaks the rule
+    /// ([`is_valid_limit_name`](ratelimit_core::is_valid_limit_name)).
+    LimitName(String),
 }
 
 impl fmt::Display for BuildError {
@@ -413,6 +437,11 @@ impl fmt::Display for BuildError {
             Self::Unsupported(e) => write!(f, "not supported by the redis store: {e}"),
             Self::KeySecret(why) => write!(f, "bad key secret: {why}"),
             Self::TlsCa(e) => write!(f, "bad TLS CA file {e}"),
+            Self::LimitName(n) => write!(
+                f,
+                "bad limit name {n:?}: a name is {}",
+                ratelimit_core::LIMIT_NAME_RULE
+            ),
         }
     }
 }

@@ -7,7 +7,10 @@
 
 use crate::args::{FixedArgs, GcraArgs, LeakyArgs, LogArgs, Params, SlidingArgs};
 use crate::BuildError;
-use ratelimit_core::{Algorithm, Anchor, AnyAlgorithm, FixedWindow, SlidingLog, SlidingWindow};
+use ratelimit_core::{
+    saturating_nanos, Algorithm, Anchor, AnyAlgorithm, AnyGcra, AnyLeakyBucket, FixedWindow,
+    SlidingLog, SlidingWindow,
+};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -101,47 +104,9 @@ impl Plan {
     /// The plan for `algorithm`, or why it cannot run exactly in Redis.
     pub(crate) fn new(algorithm: &AnyAlgorithm, exact_log: bool) -> Result<Self, BuildError> {
         let (body, params) = match algorithm {
-            AnyAlgorithm::Gcra(_) | AnyAlgorithm::TokenBucket(_) => {
-                let g = match algorithm {
-                    AnyAlgorithm::TokenBucket(t) => *t.as_gcra(),
-                    AnyAlgorithm::Gcra(g) => *g,
-                    _ => unreachable!(),
-                };
-                let burst = g.burst();
-                let max = burst
-                    .checked_add(2)
-                    .ok_or_else(|| unsupported(algorithm, "burst"))?;
-                let [scale, step_w, step_f, burst_w, burst_f] =
-                    scaled(algorithm, g.rate_limit(), g.period(), burst, max)?;
-                let params = Params::Gcra(GcraArgs {
-                    scale,
-                    step_w,
-                    step_f,
-                    burst_w,
-                    burst_f,
-                    burst,
-                    stamp: None,
-                });
-                (concat_src(&[SCALED, include_str!("lua/gcra.lua")]), params)
-            }
-            AnyAlgorithm::LeakyBucket(b) => {
-                let q = b.queue();
-                let max = q
-                    .checked_add(3)
-                    .ok_or_else(|| unsupported(algorithm, "queue"))?;
-                let [scale, step_w, step_f, queue_w, queue_f] =
-                    scaled(algorithm, b.rate_limit(), b.period(), q, max)?;
-                let params = Params::Leaky(LeakyArgs {
-                    scale,
-                    step_w,
-                    step_f,
-                    queue_w,
-                    queue_f,
-                    queue: q,
-                    stamp: None,
-                });
-                (concat_src(&[SCALED, include_str!("lua/leaky.lua")]), params)
-            }
+            AnyAlgorithm::Gcra(g) => gcra_plan(algorithm, g)?,
+            AnyAlgorithm::TokenBucket(t) => gcra_plan(algorithm, t.as_gcra())?,
+            AnyAlgorithm::LeakyBucket(b) => leaky_plan(algorithm, b)?,
             AnyAlgorithm::FixedWindow(w) => (
                 concat_src(&[WINDOW, include_str!("lua/fixed.lua")]),
                 fixed_params(algorithm, w)?,
@@ -155,18 +120,66 @@ impl Plan {
                 log_params(algorithm, l, exact_log)?,
             ),
         };
-        let fingerprint = format!("{}:{}", algorithm.name(), params.texts().join(":"));
-        let tag = format!(
-            "{}:{:08x}",
-            short_name(algorithm),
-            ratelimit_core::stable_hash(&fingerprint) as u32
-        );
         Ok(Self {
             source: format!("{COMMON}\n{CARRY}\n{body}"),
+            tag: tag(algorithm, &params),
             params,
-            tag,
         })
     }
+}
+
+/// The script body and parameters of a GCRA (a token bucket's too).
+fn gcra_plan(algorithm: &AnyAlgorithm, g: &AnyGcra) -> Result<(String, Params), BuildError> {
+    let burst = g.burst();
+    let max = burst
+        .checked_add(2)
+        .ok_or_else(|| unsupported(algorithm, "burst"))?;
+    let [scale, step_w, step_f, burst_w, burst_f] =
+        scaled(algorithm, g.rate_limit(), g.period(), burst, max)?;
+    let params = Params::Gcra(GcraArgs {
+        scale,
+        step_w,
+        step_f,
+        burst_w,
+        burst_f,
+        burst,
+        stamp: None,
+    });
+    Ok((concat_src(&[SCALED, include_str!("lua/gcra.lua")]), params))
+}
+
+/// The script body and parameters of a leaky bucket.
+fn leaky_plan(
+    algorithm: &AnyAlgorithm,
+    b: &AnyLeakyBucket,
+) -> Result<(String, Params), BuildError> {
+    let q = b.queue();
+    let max = q
+        .checked_add(3)
+        .ok_or_else(|| unsupported(algorithm, "queue"))?;
+    let [scale, step_w, step_f, queue_w, queue_f] =
+        scaled(algorithm, b.rate_limit(), b.period(), q, max)?;
+    let params = Params::Leaky(LeakyArgs {
+        scale,
+        step_w,
+        step_f,
+        queue_w,
+        queue_f,
+        queue: q,
+        stamp: None,
+    });
+    Ok((concat_src(&[SCALED, include_str!("lua/leaky.lua")]), params))
+}
+
+/// The fingerprint of `algorithm` and its parameters in its keys: its
+/// short name and a hash of its name and numbers.
+fn tag(algorithm: &AnyAlgorithm, params: &Params) -> String {
+    let fingerprint = format!("{}:{}", algorithm.name(), params.texts().join(":"));
+    format!(
+        "{}:{:08x}",
+        short_name(algorithm),
+        ratelimit_core::stable_hash(&fingerprint) as u32
+    )
 }
 
 impl Plan {
@@ -272,7 +285,7 @@ fn log_params(algorithm: &AnyAlgorithm, l: &SlidingLog, exact: bool) -> Result<P
 pub(crate) fn key_phase(algorithm: &AnyAlgorithm, key: &str) -> Option<u64> {
     match algorithm {
         AnyAlgorithm::FixedWindow(w) if w.anchor() == Anchor::KeyOffset => {
-            let p = u64::try_from(w.period().as_nanos()).unwrap_or(u64::MAX);
+            let p = saturating_nanos(w.period());
             Some(ratelimit_core::stable_hash(key) % p)
         }
         _ => None,
@@ -301,9 +314,9 @@ mod tests {
         // In memory, the key's window ends at its phase: a request just
         // before is in the first window, one at the phase in the second.
         let memory = MemoryStore::<AnyAlgorithm, String>::new(window);
-        assert!(memory.check_sync("user-1", 1, phase - 1).unwrap().allowed);
-        assert!(!memory.check_sync("user-1", 1, phase - 1).unwrap().allowed);
-        assert!(memory.check_sync("user-1", 1, phase).unwrap().allowed);
+        assert!(memory.check_now("user-1", 1, phase - 1).unwrap().allowed);
+        assert!(!memory.check_now("user-1", 1, phase - 1).unwrap().allowed);
+        assert!(memory.check_now("user-1", 1, phase).unwrap().allowed);
         // Other algorithms have no phase.
         let gcra: AnyAlgorithm = Gcra::new(1, period).unwrap().into();
         assert_eq!(key_phase(&gcra, "user-1"), None);

@@ -1,8 +1,10 @@
 //! A Sentinel-monitored master: connected to where the Sentinels name it,
 //! and watched, so that a failover whose old master is still up (a
 //! `SENTINEL FAILOVER`, a partition) moves the store within a second.
+//!
+//! A leaf: the connection that follows the Sentinels is a [`Follower`],
+//! so this file does not name it.
 
-use crate::conn::{Conn, Handle};
 use redis::aio::MultiplexedConnection;
 use redis::sentinel::SentinelClient;
 use redis::{AsyncConnectionConfig, RedisResult};
@@ -15,6 +17,15 @@ pub(crate) const WATCH_EVERY: Duration = Duration::from_secs(1);
 
 /// A host and port.
 type Addr = (String, u16);
+
+/// A connection following a [`SentinelBackend`]: what the watch needs of it.
+pub(crate) trait Follower: Send + Sync + 'static {
+    /// The Sentinels it follows, if that is its backend.
+    fn sentinel(&self) -> Option<&SentinelBackend>;
+    /// Connects afresh in the background (the current connection serving
+    /// until then).
+    fn refresh(self: &Arc<Self>);
+}
 
 /// The Sentinels of one service, and the master last connected to.
 pub(crate) struct SentinelBackend {
@@ -38,7 +49,10 @@ impl SentinelBackend {
     }
 
     /// A connection to the master the Sentinels name now.
-    pub(crate) async fn open(&self, config: &AsyncConnectionConfig) -> RedisResult<Handle> {
+    pub(crate) async fn open(
+        &self,
+        config: &AsyncConnectionConfig,
+    ) -> RedisResult<MultiplexedConnection> {
         let master = self.client.lock().await.async_get_client().await?;
         let addr = match master.get_connection_info().addr() {
             redis::ConnectionAddr::Tcp(h, p) => Some((h.clone(), *p)),
@@ -48,14 +62,20 @@ impl SentinelBackend {
             .get_multiplexed_async_connection_with_config(config)
             .await?;
         *self.current.lock().unwrap_or_else(PoisonError::into_inner) = addr;
-        Ok(Handle::Single(c))
+        Ok(c)
+    }
+
+    /// A pub/sub connection to the master the Sentinels name now.
+    pub(crate) async fn pubsub(&self) -> RedisResult<redis::aio::PubSub> {
+        let master = self.client.lock().await.async_get_client().await?;
+        master.get_async_pubsub().await
     }
 
     /// Starts watching for `conn` (once): every [`WATCH_EVERY`], the
     /// master the Sentinels name is compared with the one connected to,
     /// and a change reconnects (in the background, the current connection
     /// serving until then). Ends when the store is dropped.
-    pub(crate) fn watch(&self, conn: &Arc<Conn>) {
+    pub(crate) fn watch<F: Follower>(&self, conn: &Arc<F>) {
         if self.watching.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -71,7 +91,7 @@ impl SentinelBackend {
     }
 }
 
-async fn watch(conn: Weak<Conn>, sentinels: Vec<Addr>, service: String) {
+async fn watch<F: Follower>(conn: Weak<F>, sentinels: Vec<Addr>, service: String) {
     let mut link: Option<MultiplexedConnection> = None;
     loop {
         tokio::time::sleep(WATCH_EVERY).await;

@@ -203,7 +203,32 @@ impl GeneratorArgs {
     /// plus `--duration` overflows, or it would make more than
     /// [`MAX_REQUESTS`] requests.
     pub fn build(&self) -> Result<Generator, SimError> {
-        let (shape, common) = match self {
+        let (shape, common) = self.shape()?;
+        if common.start.checked_add(common.duration).is_none() {
+            return Err(SimError(
+                "options --start and --duration are too large".to_owned(),
+            ));
+        }
+        let generator = Generator {
+            shape,
+            duration_ms: common.duration,
+            start_ms: common.start,
+            seed: common.seed,
+            key: common.key.clone(),
+            cost: common.cost,
+        };
+        let expected = generator.expected_requests();
+        if expected > MAX_REQUESTS {
+            return Err(SimError(format!(
+                "this generator would make about {expected} requests, more than {MAX_REQUESTS}"
+            )));
+        }
+        Ok(generator)
+    }
+
+    /// The shape of the traffic, and the common options.
+    fn shape(&self) -> Result<(Shape, &CommonArgs), SimError> {
+        Ok(match self {
             Self::Steady {
                 rate,
                 period,
@@ -246,44 +271,28 @@ impl GeneratorArgs {
                 period,
                 spread,
                 common,
-            } => {
-                let spread_ms = spread.unwrap_or((period / 10).max(1));
-                if spread_ms > *period {
-                    return Err(SimError(
-                        "option --spread must not exceed --period".to_owned(),
-                    ));
-                }
-                (
-                    Shape::WindowEdge {
-                        limit: *limit,
-                        period_ms: *period,
-                        spread_ms,
-                    },
-                    common,
-                )
-            }
-        };
-        if common.start.checked_add(common.duration).is_none() {
-            return Err(SimError(
-                "options --start and --duration are too large".to_owned(),
-            ));
-        }
-        let generator = Generator {
-            shape,
-            duration_ms: common.duration,
-            start_ms: common.start,
-            seed: common.seed,
-            key: common.key.clone(),
-            cost: common.cost,
-        };
-        let expected = generator.expected_requests();
-        if expected > MAX_REQUESTS {
-            return Err(SimError(format!(
-                "this generator would make about {expected} requests, more than {MAX_REQUESTS}"
-            )));
-        }
-        Ok(generator)
+            } => (
+                Shape::WindowEdge {
+                    limit: *limit,
+                    period_ms: *period,
+                    spread_ms: edge_spread(*period, *spread)?,
+                },
+                common,
+            ),
+        })
     }
+}
+
+/// The window-edge attack's spread: `--spread`, by default a tenth of
+/// `--period` (at least 1ms); never more than `--period`.
+fn edge_spread(period: u64, spread: Option<u64>) -> Result<u64, SimError> {
+    let spread_ms = spread.unwrap_or((period / 10).max(1));
+    if spread_ms > period {
+        return Err(SimError(
+            "option --spread must not exceed --period".to_owned(),
+        ));
+    }
+    Ok(spread_ms)
 }
 
 /// `NAME [OPTIONS]` on its own, as in `--generator`.
@@ -337,77 +346,7 @@ impl Generator {
     /// The generated requests, in time order.
     pub fn events(&self) -> Vec<Event> {
         let mut rng = SplitMix64(self.seed);
-        let end = self.duration_ms;
-        let mut times: Vec<u64> = Vec::new();
-        match self.shape {
-            Shape::Steady {
-                rate,
-                period_ms,
-                jitter_ms,
-            } => {
-                for i in 0u64.. {
-                    // floor(i * P / N), exact.
-                    let base = u128::from(i) * u128::from(period_ms) / u128::from(rate);
-                    let Ok(base) = u64::try_from(base) else { break };
-                    if base >= end {
-                        break;
-                    }
-                    let t = base + rng.below(jitter_ms);
-                    if t < end {
-                        times.push(t);
-                    }
-                }
-            }
-            Shape::Bursty {
-                size,
-                every_ms,
-                spread_ms,
-            } => {
-                let mut slot = 0u64;
-                while slot < end {
-                    let start = slot + rng.below(every_ms.div_ceil(2));
-                    times.extend(
-                        (0..size)
-                            .map(|_| start + rng.below(spread_ms))
-                            .filter(|&t| t < end),
-                    );
-                    slot = slot.saturating_add(every_ms);
-                }
-            }
-            Shape::Poisson { rate, period_ms } => {
-                let mean = period_ms as f64 / rate as f64;
-                let mut t = 0.0f64;
-                loop {
-                    // Exponential gap by inversion; 1 - u is in (0, 1].
-                    t += -(1.0 - rng.unit()).ln() * mean;
-                    if t >= end as f64 {
-                        break;
-                    }
-                    times.push(t as u64);
-                }
-            }
-            Shape::WindowEdge {
-                limit,
-                period_ms,
-                spread_ms,
-            } => {
-                let mut boundary = period_ms;
-                while boundary.saturating_sub(spread_ms) < end {
-                    for i in 0..limit {
-                        // The i-th of L evenly spaced points of [-W, 0) and [0, W).
-                        let offset = u128::from(i) * u128::from(spread_ms) / u128::from(limit);
-                        let offset = offset as u64; // < spread_ms
-                        times.push(boundary - spread_ms + offset);
-                    }
-                    for i in 0..limit {
-                        let offset = u128::from(i) * u128::from(spread_ms) / u128::from(limit);
-                        times.push(boundary + offset as u64);
-                    }
-                    boundary = boundary.saturating_add(period_ms.saturating_mul(2));
-                }
-                times.retain(|&t| t < end);
-            }
-        }
+        let mut times = self.shape.times(&mut rng, self.duration_ms);
         times.sort_unstable();
         times
             .into_iter()
@@ -418,6 +357,105 @@ impl Generator {
             })
             .collect()
     }
+}
+
+impl Shape {
+    /// The times of the requests below `end` ms, unsorted.
+    fn times(&self, rng: &mut SplitMix64, end: u64) -> Vec<u64> {
+        match *self {
+            Shape::Steady {
+                rate,
+                period_ms,
+                jitter_ms,
+            } => steady(rng, end, rate, period_ms, jitter_ms),
+            Shape::Bursty {
+                size,
+                every_ms,
+                spread_ms,
+            } => bursty(rng, end, size, every_ms, spread_ms),
+            Shape::Poisson { rate, period_ms } => poisson(rng, end, rate, period_ms),
+            Shape::WindowEdge {
+                limit,
+                period_ms,
+                spread_ms,
+            } => window_edge(end, limit, period_ms, spread_ms),
+        }
+    }
+}
+
+/// `rate` per `period_ms` evenly spaced, each delayed by a random
+/// `[0, jitter_ms)`.
+fn steady(rng: &mut SplitMix64, end: u64, rate: u64, period_ms: u64, jitter_ms: u64) -> Vec<u64> {
+    let mut times = Vec::new();
+    for i in 0u64.. {
+        // floor(i * P / N), exact.
+        let base = u128::from(i) * u128::from(period_ms) / u128::from(rate);
+        let Ok(base) = u64::try_from(base) else { break };
+        if base >= end {
+            break;
+        }
+        let t = base + rng.below(jitter_ms);
+        if t < end {
+            times.push(t);
+        }
+    }
+    times
+}
+
+/// A burst of `size` in each slot of `every_ms`, starting in its first
+/// half, spread over `spread_ms`.
+fn bursty(rng: &mut SplitMix64, end: u64, size: u64, every_ms: u64, spread_ms: u64) -> Vec<u64> {
+    let mut times = Vec::new();
+    let mut slot = 0u64;
+    while slot < end {
+        let start = slot + rng.below(every_ms.div_ceil(2));
+        times.extend(
+            (0..size)
+                .map(|_| start + rng.below(spread_ms))
+                .filter(|&t| t < end),
+        );
+        slot = slot.saturating_add(every_ms);
+    }
+    times
+}
+
+/// Poisson arrivals at a mean of `rate` per `period_ms`, floored to the
+/// millisecond.
+fn poisson(rng: &mut SplitMix64, end: u64, rate: u64, period_ms: u64) -> Vec<u64> {
+    let mut times = Vec::new();
+    let mean = period_ms as f64 / rate as f64;
+    let mut t = 0.0f64;
+    loop {
+        // Exponential gap by inversion; 1 - u is in (0, 1].
+        t += -(1.0 - rng.unit()).ln() * mean;
+        if t >= end as f64 {
+            break;
+        }
+        times.push(t as u64);
+    }
+    times
+}
+
+/// `limit` requests evenly in the `spread_ms` before, and `limit` in the
+/// `spread_ms` after, every other boundary of `period_ms`.
+fn window_edge(end: u64, limit: u64, period_ms: u64, spread_ms: u64) -> Vec<u64> {
+    let mut times = Vec::new();
+    let mut boundary = period_ms;
+    while boundary.saturating_sub(spread_ms) < end {
+        for i in 0..limit {
+            // The i-th of L evenly spaced points of [-W, 0) and [0, W).
+            let offset = u128::from(i) * u128::from(spread_ms) / u128::from(limit);
+            let offset = offset as u64; // < spread_ms
+            times.push(boundary - spread_ms + offset);
+        }
+        for i in 0..limit {
+            let offset = u128::from(i) * u128::from(spread_ms) / u128::from(limit);
+            times.push(boundary + offset as u64);
+        }
+        boundary = boundary.saturating_add(period_ms.saturating_mul(2));
+    }
+    times.retain(|&t| t < end);
+    times
 }
 
 /// Formats events as trace lines `T_MS KEY COST`, one per line.

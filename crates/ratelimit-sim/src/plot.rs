@@ -19,9 +19,12 @@ use crate::setup::SetupArgs;
 use crate::values::positive_duration;
 use crate::{AlgorithmSpec, Event, Replayer, SimError};
 use clap::Parser;
+use plotters::chart::DualCoordChartContext;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
 use plotters::coord::types::RangedCoordf64;
+use plotters::coord::Shift;
 use plotters::prelude::*;
+use ratelimit_core::Decision;
 use std::io::{BufRead, Write};
 use std::time::Duration;
 
@@ -289,49 +292,70 @@ fn run_panel(
     };
     let step = (bin_ms / 5).max(1);
     let key = events.first().map_or("", |e| e.key.as_str());
-    let peek = |replayer: &mut Replayer, t_ms: u64| {
-        replayer.decide(&Event {
-            t_ms,
-            key: key.to_owned(),
-            cost: 0,
-        })
-    };
-    let mut next_peek = 0u64;
+    let mut peeks = Peeks { key, step, next: 0 };
     for event in events {
-        while next_peek <= event.t_ms {
-            let d = peek(&mut replayer, next_peek)?;
-            panel.remaining.push((next_peek, d.remaining));
-            next_peek += step;
-        }
+        peeks.sample(&mut replayer, &mut panel, event.t_ms)?;
         let d = replayer.decide(event)?;
-        panel.remaining.push((event.t_ms, d.remaining));
-        let slot = usize::try_from(event.t_ms / bin_ms).unwrap_or(usize::MAX);
+        panel.count(event.t_ms, &d, bin_ms);
+    }
+    // Keep sampling after the last request, to the end of the axis.
+    peeks.sample(&mut replayer, &mut panel, end_ms)?;
+    Ok(panel)
+}
+
+/// The cost-0 peeks between requests: one every `step` ms, from 0.
+struct Peeks<'a> {
+    key: &'a str,
+    step: u64,
+    next: u64,
+}
+
+impl Peeks<'_> {
+    /// Peeks at every step up to `t_ms` (included) and records what
+    /// remains.
+    fn sample(
+        &mut self,
+        replayer: &mut Replayer,
+        panel: &mut Panel,
+        t_ms: u64,
+    ) -> Result<(), SimError> {
+        while self.next <= t_ms {
+            let d = replayer.decide(&Event {
+                t_ms: self.next,
+                key: self.key.to_owned(),
+                cost: 0,
+            })?;
+            panel.remaining.push((self.next, d.remaining));
+            self.next += self.step;
+        }
+        Ok(())
+    }
+}
+
+impl Panel {
+    /// Counts the decision `d` of a request at `t_ms`: its bar, what
+    /// remains, and when a held request goes on.
+    fn count(&mut self, t_ms: u64, d: &Decision, bin_ms: u64) {
+        self.remaining.push((t_ms, d.remaining));
+        let slot = usize::try_from(t_ms / bin_ms).unwrap_or(usize::MAX);
         let category = match (d.allowed, d.hold().is_zero()) {
             (true, true) => 0,
             (true, false) => 1,
             (false, _) => 2,
         };
-        if let Some(bin) = panel.bins.get_mut(slot) {
+        if let Some(bin) = self.bins.get_mut(slot) {
             bin[category] += 1;
         }
         if d.allowed {
-            panel.admitted += 1;
+            self.admitted += 1;
             if !d.hold().is_zero() {
-                panel
-                    .departures
-                    .push(event.t_ms as f64 + d.hold().as_nanos() as f64 / 1e6);
+                self.departures
+                    .push(t_ms as f64 + d.hold().as_nanos() as f64 / 1e6);
             }
         } else {
-            panel.denied += 1;
+            self.denied += 1;
         }
     }
-    // Keep sampling after the last request, to the end of the axis.
-    while next_peek <= end_ms {
-        let d = peek(&mut replayer, next_peek)?;
-        panel.remaining.push((next_peek, d.remaining));
-        next_peek += step;
-    }
-    Ok(panel)
 }
 
 const ADMITTED: RGBColor = RGBColor(44, 160, 44);
@@ -354,12 +378,48 @@ pub fn render_svg(chart: &Chart, title: &str, width: u32, height: u32) -> Result
     Ok(svg)
 }
 
-fn draw(
-    chart: &Chart,
-    title: &str,
-    size: (u32, u32),
-    svg: &mut String,
-) -> Result<(), Box<dyn std::error::Error>> {
+/// A drawing error.
+type DrawResult = Result<(), Box<dyn std::error::Error>>;
+
+/// A panel's chart: time and bars on the left axis, time and remaining
+/// capacity on the right one.
+type PanelChart<'a, 'b> = DualCoordChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<RoundAxis, RoundAxis>,
+    Cartesian2d<RangedCoordf64, RoundAxis>,
+>;
+
+/// What every panel shares: the time axis and the bars' scale.
+struct Scales {
+    end_s: f64,
+    bin_s: f64,
+    bar_max: f64,
+    x_ticks: Ticks,
+    y_desc: String,
+}
+
+impl Scales {
+    fn new(chart: &Chart) -> Self {
+        let end_s = chart.end_ms as f64 / 1000.0;
+        let bar_max = chart
+            .panels
+            .iter()
+            .flat_map(|p| p.bins.iter().map(|b| b.iter().sum::<u64>()))
+            .max()
+            .unwrap_or(0)
+            .max(1) as f64;
+        Self {
+            end_s,
+            bin_s: chart.bin_ms as f64 / 1000.0,
+            bar_max,
+            x_ticks: Ticks::new(end_s, 10),
+            y_desc: format!("requests per {} ms", chart.bin_ms),
+        }
+    }
+}
+
+fn draw(chart: &Chart, title: &str, size: (u32, u32), svg: &mut String) -> DrawResult {
     let root = SVGBackend::with_string(svg, size).into_drawing_area();
     root.fill(&WHITE)?;
     let (header, body) = root.split_vertically(70);
@@ -369,116 +429,14 @@ fn draw(
         (FONT, 21).into_font().style(FontStyle::Bold),
     ))?;
     draw_legend(&header)?;
-
-    let end_s = chart.end_ms as f64 / 1000.0;
-    let bar_max = chart
-        .panels
-        .iter()
-        .flat_map(|p| p.bins.iter().map(|b| b.iter().sum::<u64>()))
-        .max()
-        .unwrap_or(0)
-        .max(1) as f64;
+    let scales = Scales::new(chart);
     let areas = body.split_evenly((chart.panels.len().max(1), 1));
-    let bin_s = chart.bin_ms as f64 / 1000.0;
-    let x_ticks = Ticks::new(end_s, 10);
-    let y_desc = format!("requests per {} ms", chart.bin_ms);
     for (i, (area, panel)) in areas.iter().zip(&chart.panels).enumerate() {
         let last = i + 1 == chart.panels.len();
-        let held = panel.bins.iter().map(|b| b[1]).sum::<u64>();
-        let caption = if held > 0 {
-            format!(
-                "{}   (admitted {}, of which held {}; denied {})",
-                panel.label, panel.admitted, held, panel.denied
-            )
-        } else {
-            format!(
-                "{}   (admitted {}, denied {})",
-                panel.label, panel.admitted, panel.denied
-            )
-        };
-        let remaining_max = panel
-            .remaining
-            .iter()
-            .map(|&(_, r)| r)
-            .max()
-            .unwrap_or(0)
-            .max(1) as f64;
-        let mut c = ChartBuilder::on(area)
-            .caption(caption, (FONT, 17))
-            .margin_left(10)
-            .margin_right(10)
-            .margin_bottom(4)
-            .x_label_area_size(if last { 40 } else { 22 })
-            .y_label_area_size(60)
-            .right_y_label_area_size(70)
-            .build_cartesian_2d(
-                x_ticks.axis(end_s),
-                Ticks::integers(bar_max * 1.15, 5).axis(bar_max * 1.15),
-            )?
-            .set_secondary_coord(
-                0f64..end_s,
-                Ticks::integers(remaining_max * 1.15, 5).axis(remaining_max * 1.15),
-            );
-        let x_label = |x: &f64| x_ticks.label(*x);
-        let mut mesh = c.configure_mesh();
-        mesh.disable_x_mesh()
-            .bold_line_style(RGBColor(225, 225, 225))
-            .light_line_style(WHITE)
-            .y_label_formatter(&|y| format!("{y:.0}"))
-            .x_label_formatter(&x_label)
-            .y_desc(&y_desc)
-            .label_style((FONT, 14))
-            .axis_desc_style((FONT, 15));
-        if last {
-            mesh.x_desc("time (s)");
-        }
-        mesh.draw()?;
-        c.configure_secondary_axes()
-            .y_label_formatter(&|y| format!("{y:.0}"))
-            .y_desc("remaining capacity")
-            .label_style((FONT, 14).into_font().color(&REMAINING))
-            .axis_desc_style((FONT, 15).into_font().color(&REMAINING))
-            .draw()?;
-
-        let gap = bin_s * 0.12;
-        c.draw_series(panel.bins.iter().enumerate().flat_map(|(k, b)| {
-            let x0 = k as f64 * bin_s + gap;
-            let x1 = (k + 1) as f64 * bin_s - gap;
-            let mut y = 0.0;
-            [ADMITTED, HELD, DENIED]
-                .into_iter()
-                .zip(b.iter())
-                .filter(|&(_, &n)| n > 0)
-                .map(move |(color, &n)| {
-                    let rect = Rectangle::new([(x0, y), (x1, y + n as f64)], color.filled());
-                    y += n as f64;
-                    rect
-                })
-                .collect::<Vec<_>>()
-        }))?;
-        // Above the tallest bar, in the headroom of the axis.
-        let dot_y = bar_max * 1.07;
-        c.draw_series(
-            panel
-                .departures
-                .iter()
-                .map(|&d| Circle::new((d / 1000.0, dot_y), 2, HELD.filled())),
-        )?;
-        // A step line: a corner at each change, and the last sample.
-        let mut steps: Vec<(f64, f64)> = Vec::new();
-        for (i, &(t, r)) in panel.remaining.iter().enumerate() {
-            let (x, y) = (t as f64 / 1000.0, r as f64);
-            match steps.last() {
-                Some(&(_, prev)) if prev == y && i + 1 < panel.remaining.len() => {}
-                Some(&(_, prev)) => {
-                    steps.push((x, prev));
-                    steps.push((x, y));
-                }
-                None => steps.push((x, y)),
-            }
-        }
+        let mut c = panel_chart(area, panel, &scales, last)?;
+        draw_bars(&mut c, panel, &scales)?;
         c.draw_secondary_series(std::iter::once(PathElement::new(
-            steps,
+            steps(&panel.remaining),
             REMAINING.stroke_width(2),
         )))?;
     }
@@ -486,9 +444,127 @@ fn draw(
     Ok(())
 }
 
-fn draw_legend(
-    area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
-) -> Result<(), Box<dyn std::error::Error>> {
+/// The panel's caption: the algorithm and its counts.
+fn caption(panel: &Panel) -> String {
+    let held = panel.bins.iter().map(|b| b[1]).sum::<u64>();
+    if held > 0 {
+        format!(
+            "{}   (admitted {}, of which held {}; denied {})",
+            panel.label, panel.admitted, held, panel.denied
+        )
+    } else {
+        format!(
+            "{}   (admitted {}, denied {})",
+            panel.label, panel.admitted, panel.denied
+        )
+    }
+}
+
+/// A panel's chart with its caption, mesh and both axes drawn (the time
+/// axis named under the `last` panel only).
+fn panel_chart<'a, 'b>(
+    area: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    panel: &Panel,
+    scales: &Scales,
+    last: bool,
+) -> Result<PanelChart<'a, 'b>, Box<dyn std::error::Error>> {
+    let (end_s, bar_max) = (scales.end_s, scales.bar_max);
+    let remaining_max = panel
+        .remaining
+        .iter()
+        .map(|&(_, r)| r)
+        .max()
+        .unwrap_or(0)
+        .max(1) as f64;
+    let mut c = ChartBuilder::on(area)
+        .caption(caption(panel), (FONT, 17))
+        .margin_left(10)
+        .margin_right(10)
+        .margin_bottom(4)
+        .x_label_area_size(if last { 40 } else { 22 })
+        .y_label_area_size(60)
+        .right_y_label_area_size(70)
+        .build_cartesian_2d(
+            scales.x_ticks.axis(end_s),
+            Ticks::integers(bar_max * 1.15, 5).axis(bar_max * 1.15),
+        )?
+        .set_secondary_coord(
+            0f64..end_s,
+            Ticks::integers(remaining_max * 1.15, 5).axis(remaining_max * 1.15),
+        );
+    let x_label = |x: &f64| scales.x_ticks.label(*x);
+    let mut mesh = c.configure_mesh();
+    mesh.disable_x_mesh()
+        .bold_line_style(RGBColor(225, 225, 225))
+        .light_line_style(WHITE)
+        .y_label_formatter(&|y| format!("{y:.0}"))
+        .x_label_formatter(&x_label)
+        .y_desc(&scales.y_desc)
+        .label_style((FONT, 14))
+        .axis_desc_style((FONT, 15));
+    if last {
+        mesh.x_desc("time (s)");
+    }
+    mesh.draw()?;
+    c.configure_secondary_axes()
+        .y_label_formatter(&|y| format!("{y:.0}"))
+        .y_desc("remaining capacity")
+        .label_style((FONT, 14).into_font().color(&REMAINING))
+        .axis_desc_style((FONT, 15).into_font().color(&REMAINING))
+        .draw()?;
+    Ok(c)
+}
+
+/// The stacked bars of each bin, and a dot where each held request goes
+/// on.
+fn draw_bars(c: &mut PanelChart<'_, '_>, panel: &Panel, scales: &Scales) -> DrawResult {
+    let bin_s = scales.bin_s;
+    let gap = bin_s * 0.12;
+    c.draw_series(panel.bins.iter().enumerate().flat_map(|(k, b)| {
+        let x0 = k as f64 * bin_s + gap;
+        let x1 = (k + 1) as f64 * bin_s - gap;
+        let mut y = 0.0;
+        [ADMITTED, HELD, DENIED]
+            .into_iter()
+            .zip(b.iter())
+            .filter(|&(_, &n)| n > 0)
+            .map(move |(color, &n)| {
+                let rect = Rectangle::new([(x0, y), (x1, y + n as f64)], color.filled());
+                y += n as f64;
+                rect
+            })
+            .collect::<Vec<_>>()
+    }))?;
+    // Above the tallest bar, in the headroom of the axis.
+    let dot_y = scales.bar_max * 1.07;
+    c.draw_series(
+        panel
+            .departures
+            .iter()
+            .map(|&d| Circle::new((d / 1000.0, dot_y), 2, HELD.filled())),
+    )?;
+    Ok(())
+}
+
+/// The remaining capacity as a step line: a corner at each change, and
+/// the last sample.
+fn steps(remaining: &[(u64, u64)]) -> Vec<(f64, f64)> {
+    let mut steps: Vec<(f64, f64)> = Vec::new();
+    for (i, &(t, r)) in remaining.iter().enumerate() {
+        let (x, y) = (t as f64 / 1000.0, r as f64);
+        match steps.last() {
+            Some(&(_, prev)) if prev == y && i + 1 < remaining.len() => {}
+            Some(&(_, prev)) => {
+                steps.push((x, prev));
+                steps.push((x, y));
+            }
+            None => steps.push((x, y)),
+        }
+    }
+    steps
+}
+
+fn draw_legend(area: &DrawingArea<SVGBackend<'_>, Shift>) -> DrawResult {
     let font = (FONT, 16).into_font();
     let y = 44;
     let mut x = 20;

@@ -38,7 +38,7 @@ impl Replayer {
         self.last_ms = event.t_ms;
         self.clock.set_nanos(nanos);
         self.store
-            .check_sync(event.key.as_str(), event.cost, self.clock.now())
+            .check_now(event.key.as_str(), event.cost, self.clock.now())
             .map_err(|e| SimError(e.to_string()))
     }
 }

@@ -158,36 +158,11 @@ impl<K: Hash + Eq + Clone> Model<K> {
     /// stores' argument order: key, cost, time).
     pub fn check(&mut self, key: &K, n: u64, t: u64) -> Out {
         let spec = self.spec;
-        let offset = match spec {
-            Spec::Fixed {
-                period,
-                anchor: Anchor::KeyOffset,
-                ..
-            } => {
-                let hash = self
-                    .key_hash
-                    .expect("Anchor::KeyOffset needs Model::with_key_hash");
-                hash(key) % period
-            }
-            _ => 0,
-        };
-        let st = self.keys.entry(key.clone()).or_insert_with(|| match spec {
-            Spec::Gcra { .. } => St::Tat(None),
-            Spec::Leaky { .. } => St::Dep(None),
-            Spec::Fixed {
-                anchor: Anchor::FirstRequest,
-                ..
-            } => St::First {
-                start: None,
-                count: 0,
-            },
-            Spec::Fixed { .. } => St::Aligned {
-                index: None,
-                count: 0,
-            },
-            Spec::Log { .. } => St::Log(Vec::new()),
-            Spec::Window { .. } => St::Window(BTreeMap::new()),
-        });
+        let offset = self.offset(key);
+        let st = self
+            .keys
+            .entry(key.clone())
+            .or_insert_with(|| St::new(spec));
         let (t, n) = (u128::from(t), u128::from(n));
         match (spec, st) {
             (
@@ -207,30 +182,11 @@ impl<K: Hash + Eq + Clone> Model<K> {
                 St::Dep(stored),
             ) => leaky(limit, period, queue, stored, t, n),
             (Spec::Fixed { limit, period, .. }, St::Aligned { index, count }) => {
-                let (l, p, o) = (u128::from(limit), u128::from(period), i128::from(offset));
-                let (p_i, t_i) = (p as i128, t as i128);
-                // Windows [k*P + o, (k+1)*P + o).
-                let k = floor_div_i(t_i - o, p_i);
-                if *index != Some(k) {
-                    *index = Some(k);
-                    *count = 0;
-                }
-                let end = (k + 1) * p_i + o;
-                fixed(l, count, n, (end - t_i) as u128)
+                let window = (u128::from(limit), u128::from(period), i128::from(offset));
+                fixed_aligned(window, index, count, t, n)
             }
             (Spec::Fixed { limit, period, .. }, St::First { start, count }) => {
-                let (l, p) = (u128::from(limit), u128::from(period));
-                if let Some(s) = *start {
-                    if t >= s + p {
-                        *start = None;
-                        *count = 0;
-                    }
-                }
-                let out = fixed(l, count, n, start.map_or(0, |s| s + p - t));
-                if out.allowed && n > 0 && start.is_none() {
-                    *start = Some(t);
-                }
-                out
+                fixed_first(u128::from(limit), u128::from(period), start, count, t, n)
             }
             (Spec::Log { limit, period }, St::Log(log)) => {
                 sliding_log(u128::from(limit), u128::from(period), log, t, n)
@@ -241,6 +197,89 @@ impl<K: Hash + Eq + Clone> Model<K> {
             _ => unreachable!("state matches its spec"),
         }
     }
+
+    /// `key`'s window offset: its hash mod `P` under
+    /// [`Anchor::KeyOffset`], else 0.
+    fn offset(&self, key: &K) -> u64 {
+        match self.spec {
+            Spec::Fixed {
+                period,
+                anchor: Anchor::KeyOffset,
+                ..
+            } => {
+                let hash = self
+                    .key_hash
+                    .expect("Anchor::KeyOffset needs Model::with_key_hash");
+                hash(key) % period
+            }
+            _ => 0,
+        }
+    }
+}
+
+impl St {
+    /// A new key's state under `spec`.
+    fn new(spec: Spec) -> Self {
+        match spec {
+            Spec::Gcra { .. } => St::Tat(None),
+            Spec::Leaky { .. } => St::Dep(None),
+            Spec::Fixed {
+                anchor: Anchor::FirstRequest,
+                ..
+            } => St::First {
+                start: None,
+                count: 0,
+            },
+            Spec::Fixed { .. } => St::Aligned {
+                index: None,
+                count: 0,
+            },
+            Spec::Log { .. } => St::Log(Vec::new()),
+            Spec::Window { .. } => St::Window(BTreeMap::new()),
+        }
+    }
+}
+
+/// Fixed window, aligned or key-offset: `(L, P, o)` give the windows
+/// `[k*P + o, (k+1)*P + o)`; `index` and `count` are the current one's.
+fn fixed_aligned(
+    (l, p, o): (u128, u128, i128),
+    index: &mut Option<i128>,
+    count: &mut u128,
+    t: u128,
+    n: u128,
+) -> Out {
+    let (p_i, t_i) = (p as i128, t as i128);
+    let k = floor_div_i(t_i - o, p_i);
+    if *index != Some(k) {
+        *index = Some(k);
+        *count = 0;
+    }
+    let end = (k + 1) * p_i + o;
+    fixed(l, count, n, (end - t_i) as u128)
+}
+
+/// Fixed window, first-request: the open window started at `start` (none
+/// open at first, or once `P` has passed) and holds `count`.
+fn fixed_first(
+    l: u128,
+    p: u128,
+    start: &mut Option<u128>,
+    count: &mut u128,
+    t: u128,
+    n: u128,
+) -> Out {
+    if let Some(s) = *start {
+        if t >= s + p {
+            *start = None;
+            *count = 0;
+        }
+    }
+    let out = fixed(l, count, n, start.map_or(0, |s| s + p - t));
+    if out.allowed && n > 0 && start.is_none() {
+        *start = Some(t);
+    }
+    out
 }
 
 /// GCRA in units of `1 / L` ns: `T = P`, `t = t_ns * L`.

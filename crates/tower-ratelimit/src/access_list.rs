@@ -68,6 +68,14 @@ impl AccessList {
         Ok(list)
     }
 
+    /// `entry` as one form writes it (a network as `10.0.0.0/8`, an
+    /// address as its /32 or /128, a key as itself), or why it is no entry.
+    pub(crate) fn canonical(entry: &str) -> Result<String, String> {
+        let list = Self::parse(std::iter::once(&entry.trim().to_owned()))?;
+        let net = list.nets.iter().next().map(|(net, ())| net.to_string());
+        Ok(net.unwrap_or_else(|| entry.trim().to_owned()))
+    }
+
     /// This list and `other`'s entries.
     pub(crate) fn and(mut self, other: &AccessList) -> Self {
         for (net, ()) in other.nets.iter() {
@@ -176,6 +184,37 @@ impl RuntimeLists {
         }
         self.any.store(true, Ordering::Release);
         Ok(())
+    }
+
+    /// Replaces `kind`'s entries with `entries` (each with the time it
+    /// stands until), the first [`MAX_RUNTIME_ENTRIES`] of them; entries
+    /// that do not parse are skipped. What a shared copy of the lists
+    /// hands over.
+    pub(crate) fn replace<'a>(
+        &self,
+        kind: ListKind,
+        entries: impl IntoIterator<Item = (&'a str, u64)>,
+    ) {
+        let mut fresh = Timed::default();
+        for (entry, until) in entries.into_iter().take(MAX_RUNTIME_ENTRIES) {
+            let Ok(parsed) = AccessList::parse(std::iter::once(&entry.trim().to_owned())) else {
+                continue;
+            };
+            for (net, ()) in parsed.nets.iter() {
+                fresh.nets.insert(net, until);
+            }
+            for key in parsed.keys {
+                fresh.keys.insert(key, until);
+            }
+        }
+        let any = !fresh.keys.is_empty() || !fresh.nets.is_empty();
+        *self
+            .list(kind)
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = fresh;
+        if any {
+            self.any.store(true, Ordering::Release);
+        }
     }
 
     /// Removes `entry` from `kind`; whether it was there.

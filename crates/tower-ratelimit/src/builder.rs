@@ -69,8 +69,9 @@ impl<X: KeyExtractor, St: Store<X::Key>> RateLimitBuilder<X, St> {
 }
 
 impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
-    /// Adds a limit named `name` (1 to 64 printable ASCII characters, shown
-    /// in the `RateLimit` headers) kept in `store`. A request is admitted
+    /// Adds a limit named `name` (1 to 64 visible ASCII characters, without
+    /// quotes or braces: [`is_valid_limit_name`](ratelimit_core::is_valid_limit_name);
+    /// shown in the `RateLimit` headers) kept in `store`. A request is admitted
     /// only if every selected limit admits it; limits are checked in the
     /// order they are added.
     ///
@@ -376,10 +377,7 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
         }
         let mut limits = Vec::with_capacity(n);
         for (name, store) in std::mem::take(&mut self.limits) {
-            if name.is_empty()
-                || name.len() > 64
-                || !name.bytes().all(|b| (0x20..=0x7e).contains(&b))
-            {
+            if !ratelimit_core::is_valid_limit_name(&name) {
                 return Err(BuildError::BadLimitName(name));
             }
             if limits.iter().any(|l: &Limit<St>| l.name == name) {

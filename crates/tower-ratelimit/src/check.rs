@@ -1,11 +1,13 @@
 //! Checking a request against its limits: all of them admit, or none consumes.
 
+use crate::key::KeyExtractor;
 use crate::observe;
 use crate::policy::FailurePolicy;
-use crate::shared::Limit;
+use crate::shared::{Limit, Shared};
 use ratelimit_core::{Decision, Store, StoreError};
 use smallvec::SmallVec;
 use std::future::Future;
+use std::hash::Hash;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -56,9 +58,8 @@ enum Step<C, F> {
 /// completes at once, without a future, when the stores answer at once
 /// ([`Store::check_now`], [`Store::refund_now`]).
 pub(crate) struct Checker<K, St: Store<K>> {
-    key: K,
-    cost: u64,
-    now: u64,
+    spent: Spent<K>,
+    /// The selected limits not yet checked, a bit each.
     pending: u64,
     step: Step<St::CheckFuture, St::RefundFuture>,
     /// `(limit index, decision)`, in check order.
@@ -73,11 +74,10 @@ where
     St::CheckFuture: Unpin,
     St::RefundFuture: Unpin,
 {
-    pub(crate) fn new(key: K, cost: u64, now: u64, selection: u64) -> Self {
+    /// A checker of the limits in `selection` (a bit each).
+    pub(crate) fn new(spent: Spent<K>, selection: u64) -> Self {
         Self {
-            key,
-            cost,
-            now,
+            spent,
             pending: selection,
             step: Step::Next,
             entries: SmallVec::new(),
@@ -86,14 +86,9 @@ where
         }
     }
 
-    /// The key being checked.
-    pub(crate) fn key(&self) -> &K {
-        &self.key
-    }
-
     /// A one-limit checker whose check is under way (`fut`).
     pub(crate) fn resume(spent: Spent<K>, fut: St::CheckFuture) -> Self {
-        let mut checker = Self::new(spent.key, spent.cost, spent.now, 0);
+        let mut checker = Self::new(spent, 0);
         checker.step = Step::Check(0, fut);
         checker
     }
@@ -101,12 +96,21 @@ where
     /// What the request spent, and `(limit index, decision)` in check
     /// order.
     pub(crate) fn into_parts(self) -> (Spent<K>, SmallVec<[(usize, Decision); 2]>) {
-        let spent = Spent {
-            key: self.key,
-            cost: self.cost,
-            now: self.now,
-        };
-        (spent, self.entries)
+        (self.spent, self.entries)
+    }
+
+    /// Advances as far as the stores answer at once ([`poll`](Self::poll)
+    /// without a context), under `shared`'s per-key lock if it has one: a
+    /// check-then-refund is never seen half-done by another request of the
+    /// layer (exact when the stores answer at once).
+    #[inline]
+    pub(crate) fn poll_locked<X, R>(&mut self, shared: &Shared<X, St, R>) -> Poll<Verdict>
+    where
+        X: KeyExtractor<Key = K>,
+        K: Hash,
+    {
+        let _guard = shared.stripes.as_ref().map(|s| s.lock(&self.spent.key));
+        self.poll(None, &shared.limits, shared.on_store_error)
     }
 
     /// Advances as far as it can. Without a context (`None`) it goes only
@@ -140,40 +144,53 @@ where
                     self.refunded(j, result, limits);
                 }
                 Step::Next => {
-                    if self.verdict.is_some() {
-                        let next = (self.refund_from..self.entries.len())
-                            .find(|&j| self.entries[j].1.allowed && self.cost > 0);
-                        if let Some(j) = next {
-                            let store = &limits[self.entries[j].0].store;
-                            let (key, cost, now) = (&self.key, self.cost, self.now);
-                            match store.refund_now(key, cost, now, now) {
-                                Some(result) => self.refunded(j, result, limits),
-                                None => {
-                                    let fut = store.refund(key, cost, now, now);
-                                    self.step = Step::Refund(j, fut);
-                                }
-                            }
-                            continue;
-                        }
-                        self.refund_from = self.entries.len();
-                        return Poll::Ready(self.verdict.take().unwrap_or(Verdict::Admitted));
-                    }
-                    if self.pending == 0 {
-                        return Poll::Ready(Verdict::Admitted);
-                    }
-                    let i = self.pending.trailing_zeros() as usize;
-                    self.pending &= self.pending - 1;
-                    let store = &limits[i].store;
-                    match store.check_now(&self.key, self.cost, self.now) {
-                        Some(result) => self.checked(i, result, limits, policy),
-                        None => {
-                            let fut = store.check(&self.key, self.cost, self.now);
-                            self.step = Step::Check(i, fut);
-                        }
+                    if let Some(verdict) = self.advance(limits, policy) {
+                        return Poll::Ready(verdict);
                     }
                 }
             }
         }
+    }
+
+    /// One step from `Step::Next`: a refund once a limit has settled the
+    /// verdict, else the next selected limit's check; the verdict when
+    /// nothing is left to do.
+    #[inline]
+    fn advance(&mut self, limits: &[Limit<St>], policy: FailurePolicy) -> Option<Verdict> {
+        if self.verdict.is_some() {
+            return self.refund_next(limits);
+        }
+        if self.pending == 0 {
+            return Some(Verdict::Admitted);
+        }
+        let i = self.pending.trailing_zeros() as usize;
+        self.pending &= self.pending - 1;
+        let store = &limits[i].store;
+        let Spent { key, cost, now } = &self.spent;
+        match store.check_now(key, *cost, *now) {
+            Some(result) => self.checked(i, result, limits, policy),
+            None => self.step = Step::Check(i, store.check(key, *cost, *now)),
+        }
+        None
+    }
+
+    /// Refunds the next entry that admitted the request (at once, or as
+    /// `Step::Refund`); the verdict once every one is refunded.
+    fn refund_next(&mut self, limits: &[Limit<St>]) -> Option<Verdict> {
+        let Spent { key, cost, now } = &self.spent;
+        let (cost, now) = (*cost, *now);
+        let next =
+            (self.refund_from..self.entries.len()).find(|&j| self.entries[j].1.allowed && cost > 0);
+        let Some(j) = next else {
+            self.refund_from = self.entries.len();
+            return Some(self.verdict.take().unwrap_or(Verdict::Admitted));
+        };
+        let store = &limits[self.entries[j].0].store;
+        match store.refund_now(key, cost, now, now) {
+            Some(result) => self.refunded(j, result, limits),
+            None => self.step = Step::Refund(j, store.refund(key, cost, now, now)),
+        }
+        None
     }
 
     /// Records limit `i`'s answer.

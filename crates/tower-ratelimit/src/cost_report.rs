@@ -26,6 +26,11 @@ pub(crate) trait Meter: Send + Sync + 'static {
 /// went away and the body was dropped) to the sum added up to then; a
 /// report to which nothing was ever added keeps the estimate.
 ///
+/// Under stacked layers that settle, the request carries one report that
+/// feeds every one of them: what the handler adds or sets reaches each
+/// layer's settlement, and [`cost_from`](Self::cost_from) is the innermost
+/// layer's (the one nearest the handler).
+///
 /// ```
 /// use axum::{extract::Extension, response::IntoResponse};
 /// use tower_ratelimit::CostReport;
@@ -55,6 +60,42 @@ impl CostReport {
     /// Where the limit reads the actual cost.
     pub fn cost_from(&self) -> &CostFrom {
         self.0.cost_from()
+    }
+}
+
+impl CostReport {
+    /// This layer's report, feeding also `outer`, the report an outer
+    /// layer lent the request before this one.
+    pub(crate) fn stacked(meter: Arc<dyn Meter>, outer: Option<CostReport>) -> Self {
+        match outer {
+            None => Self(meter),
+            Some(outer) => Self(Arc::new(Stacked {
+                inner: meter,
+                outer,
+            })),
+        }
+    }
+}
+
+/// Two layers' settlements fed by one report.
+struct Stacked {
+    inner: Arc<dyn Meter>,
+    outer: CostReport,
+}
+
+impl Meter for Stacked {
+    fn add(&self, n: u64) {
+        self.inner.add(n);
+        self.outer.add(n);
+    }
+
+    fn set(&self, n: u64) {
+        self.inner.set(n);
+        self.outer.set(n);
+    }
+
+    fn cost_from(&self) -> &CostFrom {
+        self.inner.cost_from()
     }
 }
 

@@ -12,8 +12,9 @@ pub enum BuildError {
     NoLimits,
     /// More than 64 limits on one layer.
     TooManyLimits(usize),
-    /// A limit name that cannot go in a header: it must be 1 to 64
-    /// printable ASCII characters.
+    /// A limit name that breaks the rule
+    /// ([`is_valid_limit_name`](ratelimit_core::is_valid_limit_name)): 1 to
+    /// 64 visible ASCII characters, without quotes or braces.
     BadLimitName(String),
     /// Two limits with the same name.
     DuplicateLimitName(String),
@@ -48,7 +49,8 @@ impl fmt::Display for BuildError {
             Self::TooManyLimits(n) => write!(f, "{n} limits on one layer (at most 64)"),
             Self::BadLimitName(n) => write!(
                 f,
-                "bad limit name {n:?}: use 1 to 64 printable ASCII characters"
+                "bad limit name {n:?}: a name is {}",
+                ratelimit_core::LIMIT_NAME_RULE
             ),
             Self::DuplicateLimitName(n) => write!(f, "two limits are named {n:?}"),
             Self::BadCidr(c) => write!(

@@ -194,6 +194,7 @@ mod check;
 mod clock;
 mod cost_from;
 mod cost_report;
+mod decide;
 mod error;
 mod future;
 mod info;

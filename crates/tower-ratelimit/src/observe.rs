@@ -2,12 +2,14 @@
 
 use crate::key::peer_ip::is_no_peer;
 use crate::key::KeyError;
-use ratelimit_core::{Decision, LogThrottle, StoreError};
+use ratelimit_core::{saturating_nanos, Decision, LogThrottle, StoreError};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-/// Counter names, all with a `limit` label (key errors: a `reason` label).
+/// Metric names. The counters have a `limit` label (key errors: a
+/// `reason` label); the fair queue's refusals a `queue` and a `reason`
+/// label, the adaptive limit's gauge a `limit` label.
 #[cfg(feature = "metrics")]
 pub(crate) mod names {
     pub(crate) const ALLOWED: &str = "ratelimit_allowed_total";
@@ -21,6 +23,8 @@ pub(crate) mod names {
     pub(crate) const ALLOWED_BY_LIST: &str = "ratelimit_allowed_by_list_total";
     #[cfg(feature = "serde")]
     pub(crate) const DENIED_BY_LIST: &str = "ratelimit_denied_by_list_total";
+    pub(crate) const FAIR_QUEUE_REJECTED: &str = "ratelimit_fair_queue_rejected_total";
+    pub(crate) const ADAPTIVE_LIMIT: &str = "ratelimit_adaptive_limit";
 }
 
 #[cfg(feature = "metrics")]
@@ -99,7 +103,7 @@ fn throttled(kind: usize) -> Option<u64> {
     static THROTTLE: OnceLock<(Instant, LogThrottle<2>)> = OnceLock::new();
     let (base, throttle) =
         THROTTLE.get_or_init(|| (Instant::now(), LogThrottle::new(Duration::from_secs(20))));
-    let nanos = u64::try_from(base.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    let nanos = saturating_nanos(base.elapsed());
     throttle.admit(kind, nanos)
 }
 

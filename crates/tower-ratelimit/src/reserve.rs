@@ -2,6 +2,7 @@
 //! cost back (a reservation) when the response does not count or the
 //! request is dropped while held.
 
+use crate::cost_report::CostReport;
 use crate::future::HeaderPlan;
 use crate::info::Limited;
 use crate::key::KeyExtractor;
@@ -12,6 +13,7 @@ use crate::shared::Shared;
 use http::{Request, Response};
 use ratelimit_core::Store;
 use smallvec::SmallVec;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 use tower_service::Service;
@@ -143,10 +145,49 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> Drop for Reservation<X, St, R> {
     }
 }
 
+/// What forwarding an admitted request takes: the fields for its response,
+/// how long to hold it (shape mode), and what it reserved.
+pub(crate) struct Forward<K> {
+    pub(crate) plan: Option<HeaderPlan>,
+    pub(crate) hold: Duration,
+    pub(crate) reserved: Option<Reserved<K>>,
+}
+
+impl<K> Forward<K> {
+    /// Nothing to hold or give back: the inner service's future is the
+    /// response future, with the fields of [`plan`](Self::plan).
+    #[inline]
+    pub(crate) fn is_direct(&self) -> bool {
+        self.reserved.is_none() && self.hold.is_zero()
+    }
+
+    /// Forwards `req` to `inner` (see [`forward`]). The reservation is made
+    /// at once, so dropping the future even before its first poll gives a
+    /// held request's cost back.
+    pub(crate) fn call<S, X, St, R, ReqBody, ResBody>(
+        self,
+        inner: S,
+        shared: &Arc<Shared<X, St, R>>,
+        req: Request<ReqBody>,
+    ) -> impl Future<Output = Result<Response<ResBody>, S::Error>>
+    where
+        S: Service<Request<ReqBody>, Response = Response<ResBody>>,
+        X: KeyExtractor<Key = K>,
+        St: Store<K>,
+        R: Send + Sync + 'static,
+    {
+        let held = !self.hold.is_zero();
+        let reservation = self
+            .reserved
+            .map(|r| Reservation::new(shared.clone(), r, held));
+        forward(inner, req, self.plan, self.hold, reservation)
+    }
+}
+
 /// Holds a shaped request for `hold`, calls the inner service, and gives
 /// the reserved cost back if the response does not count; then adds the
 /// fields of `plan`.
-pub(crate) async fn forward<S, X, St, R, ReqBody, ResBody>(
+async fn forward<S, X, St, R, ReqBody, ResBody>(
     mut inner: S,
     req: Request<ReqBody>,
     mut plan: Option<HeaderPlan>,
@@ -204,7 +245,7 @@ where
 }
 
 /// Takes the reservation out to be settled, if the layer settles costs,
-/// and lends the request a [`CostReport`](crate::CostReport).
+/// and lends the request a [`CostReport`] (feeding also an outer layer's).
 fn lend<X, St, R, B>(
     reservation: &mut Option<Reservation<X, St, R>>,
     req: &mut Request<B>,
@@ -217,6 +258,7 @@ where
     let r = reservation.as_mut()?;
     r.shared.settle.as_ref()?;
     let settlement = Settlement::start(&r.shared, r.reserved.take());
-    req.extensions_mut().insert(settlement.report());
+    let outer = req.extensions_mut().remove::<CostReport>();
+    req.extensions_mut().insert(settlement.report(outer));
     Some(settlement)
 }

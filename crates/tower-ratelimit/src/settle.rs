@@ -37,9 +37,10 @@ impl<X: KeyExtractor, St: Store<X::Key>, R: Send + Sync + 'static> Settlement<X,
         })
     }
 
-    /// The report for the request's extensions.
-    pub(crate) fn report(self: &Arc<Self>) -> CostReport {
-        CostReport(Arc::clone(self) as Arc<dyn Meter>)
+    /// The report for the request's extensions, feeding also the report
+    /// an outer layer lent the request.
+    pub(crate) fn report(self: &Arc<Self>, outer: Option<CostReport>) -> CostReport {
+        CostReport::stacked(Arc::clone(self) as Arc<dyn Meter>, outer)
     }
 
     /// Reads the actual cost from a response head (header, extension),

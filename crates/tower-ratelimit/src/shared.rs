@@ -81,3 +81,21 @@ pub(crate) struct Shared<X: KeyExtractor, St, R> {
     /// Whether a request without a peer address has been logged.
     pub(crate) no_peer_logged: AtomicBool,
 }
+
+impl<X: KeyExtractor, St, R> Shared<X, St, R> {
+    /// The limits that check the request, a bit each: every limit, less
+    /// those the selector leaves out.
+    #[inline]
+    pub(crate) fn selection(&self, parts: &http::request::Parts, key: &X::Key) -> u64 {
+        match &self.select {
+            Some(select) => self.all & select.select(parts, key).bits(),
+            None => self.all,
+        }
+    }
+
+    /// What the request costs (1 without a cost function).
+    #[inline]
+    pub(crate) fn cost_of(&self, parts: &http::request::Parts) -> u64 {
+        self.cost.as_ref().map_or(1, |c| c.cost(parts))
+    }
+}

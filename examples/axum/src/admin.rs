@@ -19,6 +19,12 @@
 //! per client address at most (then 429). Bad input gets 400 or 404 with
 //! a problem body, never 500. Every action is logged at `info`, naming
 //! the limit and, for an address key, the key (never a secret key).
+//!
+//! With `REDIS_URL`, every change shows at once on every copy sharing the
+//! Redis: resets, bans and unbans through the stores' pub/sub
+//! invalidation, list entries and overrides through the copy of them kept
+//! in Redis (`ratelimit_redis::RedisEntries`, `PolicyHandle::share`); a
+//! Redis failure there is 503.
 
 use crate::server::EnvError;
 use axum::body::Bytes;
@@ -343,13 +349,17 @@ async fn set_override(
         Ok(a) => a,
         Err(r) => return r.into_response(),
     };
-    match admin.limits.set_override(limit.name(), &key, algorithm) {
+    match admin
+        .limits
+        .set_override_shared(limit.name(), &key, algorithm)
+        .await
+    {
         Ok(()) => {
             tracing::info!(target: "axum_example::admin", limit = limit.name(), key = %loggable(&policy_key), %algorithm, "admin: override set");
             Json(json!({ "limit": limit.name(), "algorithm": algorithm.to_string() }))
                 .into_response()
         }
-        Err(e) => problem(StatusCode::BAD_REQUEST, &format!("{e}.")).into_response(),
+        Err(e) => refused(&e),
     }
 }
 
@@ -362,13 +372,28 @@ async fn remove_override(
         Ok(found) => found,
         Err(r) => return r.into_response(),
     };
-    match admin.limits.remove_override(limit.name(), &key) {
+    match admin
+        .limits
+        .remove_override_shared(limit.name(), &key)
+        .await
+    {
         Ok(had) => {
             tracing::info!(target: "axum_example::admin", limit = limit.name(), key = %loggable(&policy_key), had, "admin: override removed");
             Json(json!({ "limit": limit.name(), "removed": had })).into_response()
         }
-        Err(e) => problem(StatusCode::BAD_REQUEST, &format!("{e}.")).into_response(),
+        Err(e) => refused(&e),
     }
+}
+
+/// A refused change of the run-time entries: 503 when the shared copy in
+/// Redis failed, else 400 (bad input, the cap).
+fn refused(why: &str) -> Response {
+    let status = if why.starts_with("redis failed") {
+        StatusCode::SERVICE_UNAVAILABLE
+    } else {
+        StatusCode::BAD_REQUEST
+    };
+    problem(status, &format!("{why}.")).into_response()
 }
 
 async fn unban(
@@ -412,7 +437,7 @@ async fn add_entry(
         Ok(d) => d,
         Err(r) => return r.into_response(),
     };
-    match admin.limits.add_to_list(kind, &entry, ttl) {
+    match admin.limits.add_to_list_shared(kind, &entry, ttl).await {
         Ok(()) => {
             let ttl = ratelimit_core::format_duration(ttl);
             let shown = if entry.parse::<ipnet::IpNet>().is_ok()
@@ -425,6 +450,7 @@ async fn add_entry(
             tracing::info!(target: "axum_example::admin", list = %list, entry = %shown, ttl = %ttl, "admin: list entry added");
             Json(json!({ "list": list, "added": true, "ttl": ttl })).into_response()
         }
+        Err(e) if e.starts_with("redis failed") => refused(&e),
         Err(e) => problem(StatusCode::BAD_REQUEST, &format!("Bad entry: {e}.")).into_response(),
     }
 }
@@ -434,8 +460,13 @@ async fn remove_entry(kind: ListKind, admin: Admin, headers: HeaderMap, entry: S
         return r.into_response();
     }
     let list = list_name(kind);
-    if !admin.limits.remove_from_list(kind, &entry) {
-        return problem(StatusCode::NOT_FOUND, "No such entry added at run time.").into_response();
+    match admin.limits.remove_from_list_shared(kind, &entry).await {
+        Ok(true) => {}
+        Ok(false) => {
+            return problem(StatusCode::NOT_FOUND, "No such entry added at run time.")
+                .into_response()
+        }
+        Err(e) => return refused(&e),
     }
     tracing::info!(target: "axum_example::admin", list = %list, "admin: list entry removed");
     Json(json!({ "list": list, "removed": true })).into_response()

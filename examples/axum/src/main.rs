@@ -73,7 +73,9 @@ async fn main() {
                     },
                     Err(_) => stores,
                 };
-                app_with_policy(&config, &stores.max_keys(max_keys), &policy)
+                let entries = stores.entries();
+                let app = app_with_policy(&config, &stores.max_keys(max_keys), &policy);
+                (app, Some(entries))
             }
             Err(e @ ratelimit_redis::BuildError::TlsCa(_)) => {
                 fail(2, &format!("REDIS_TLS_CA: {e}"))
@@ -82,12 +84,21 @@ async fn main() {
         },
         Err(_) => {
             tracing::info!(max_keys, "limits in memory (set REDIS_URL to share them)");
-            app_with_policy(&config, &MemoryStores::new(max_keys), &policy)
+            let app = app_with_policy(&config, &MemoryStores::new(max_keys), &policy);
+            (app, None)
         }
     };
+    let (app, entries) = app;
     let (app, limits) = app.unwrap_or_else(|e| fail(2, &format!("RATELIMIT_CONFIG: {e}")));
     // Reloaded on SIGHUP and when the file changes; kept alive until exit.
     let limits = Arc::new(limits);
+    // The admin API's run-time entries, shared through Redis by every copy.
+    if let Some(entries) = entries {
+        let entries = entries.unwrap_or_else(|e| fail(2, &format!("REDIS_URL: {e}")));
+        if let Err(e) = limits.share(Arc::new(entries)) {
+            fail(2, &e);
+        }
+    }
     limits.watch(&policy_path, Duration::from_millis(250));
     if let Some(admin) = &admin {
         if let Err(e) = serve_admin(Arc::clone(&limits), admin).await {

@@ -4,7 +4,9 @@
 use crate::server::DEFAULT_MAX_KEYS;
 use crate::Stores;
 use ratelimit_core::{BanPolicy, LiveAlgorithm};
-use ratelimit_redis::{AnyStore, BuildError, StoreSettings, StoreState, Target, DEFAULT_TIMEOUT};
+use ratelimit_redis::{
+    AnyStore, BuildError, RedisEntries, StoreSettings, StoreState, Target, DEFAULT_TIMEOUT,
+};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -105,6 +107,12 @@ impl RedisStores {
     /// Where the stores connect, passwords masked (for logs).
     pub fn target(&self) -> &Target {
         &self.target
+    }
+
+    /// The run-time entries of the admin API (allow and deny list
+    /// entries, overrides), shared by every copy under `axum-example:`.
+    pub fn entries(&self) -> Result<RedisEntries, BuildError> {
+        RedisEntries::new(self.target.clone(), "axum-example:")
     }
 
     /// Local leases of `size` units for 1 s (`RATELIMIT_LEASE`; off by

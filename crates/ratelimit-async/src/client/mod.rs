@@ -73,6 +73,7 @@ use http::{Method, Request, Response, StatusCode};
 use ratelimit_core::{Decision, Store};
 use std::collections::HashMap;
 use std::fmt;
+use std::ops::ControlFlow;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime};
@@ -386,11 +387,8 @@ where
                 if let Some(until) = host.as_deref().and_then(|h| layer.holds.get(h)) {
                     tokio::time::sleep_until(until).await;
                 }
-                if let Some(pacer) = &layer.pacer {
-                    let key = layer.key.key(&req);
-                    if let Some(key) = key {
-                        pacer.until_ready(key).await?;
-                    }
+                if let Some(paced) = layer.paced(&req) {
+                    paced.await?;
                 }
                 if !first {
                     inner.ready().await.map_err(boxed)?;
@@ -398,30 +396,9 @@ where
                 first = false;
                 let can_retry = retryable && retries < s.max_retries;
                 let result = inner.call(req.clone()).await.map_err(boxed);
-                let wait = match result {
-                    Ok(res) => {
-                        let asked = server_wait(&res);
-                        if let (Some(host), Some(wait)) = (&host, asked) {
-                            layer
-                                .holds
-                                .hold(host, Instant::now() + wait.min(s.max_hold));
-                        }
-                        let limited = matches!(
-                            res.status(),
-                            StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE
-                        );
-                        let too_long = asked.is_some_and(|w| w > s.max_hold);
-                        if !(limited && can_retry && !too_long && layer.budget.withdraw()) {
-                            return Ok(res);
-                        }
-                        asked.unwrap_or_default()
-                    }
-                    Err(e) => {
-                        if !(can_retry && layer.budget.withdraw()) {
-                            return Err(e);
-                        }
-                        Duration::ZERO
-                    }
+                let wait = match layer.verdict(host.as_deref(), result, can_retry) {
+                    ControlFlow::Break(done) => return done,
+                    ControlFlow::Continue(wait) => wait,
                 };
                 retries += 1;
                 let pause = backoff(s, retries).max(wait);
@@ -433,6 +410,53 @@ where
                 tokio::time::sleep(pause).await;
             }
         })
+    }
+}
+
+impl<KX: RequestKey> ClientLayer<KX> {
+    /// The wait for the pacing limiter, if one is set and `req` has a key.
+    fn paced<B>(
+        &self,
+        req: &Request<B>,
+    ) -> Option<BoxFuture<'static, Result<Decision, WaitError>>> {
+        let pacer = self.pacer.as_ref()?;
+        let key = self.key.key(req)?;
+        Some(pacer.until_ready(key))
+    }
+
+    /// What becomes of an attempt's `result`: returned (`Break`), or
+    /// retried after at least the server's wait (`Continue`), which spends
+    /// from the budget. A wait the server asks for holds `host` too.
+    fn verdict<RB>(
+        &self,
+        host: Option<&str>,
+        result: Result<Response<RB>, BoxError>,
+        can_retry: bool,
+    ) -> ControlFlow<Result<Response<RB>, BoxError>, Duration> {
+        let s = &*self.settings;
+        match result {
+            Ok(res) => {
+                let asked = server_wait(&res);
+                if let (Some(host), Some(wait)) = (host, asked) {
+                    self.holds.hold(host, Instant::now() + wait.min(s.max_hold));
+                }
+                let limited = matches!(
+                    res.status(),
+                    StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE
+                );
+                let too_long = asked.is_some_and(|w| w > s.max_hold);
+                if !(limited && can_retry && !too_long && self.budget.withdraw()) {
+                    return ControlFlow::Break(Ok(res));
+                }
+                ControlFlow::Continue(asked.unwrap_or_default())
+            }
+            Err(e) => {
+                if !(can_retry && self.budget.withdraw()) {
+                    return ControlFlow::Break(Err(e));
+                }
+                ControlFlow::Continue(Duration::ZERO)
+            }
+        }
     }
 }
 

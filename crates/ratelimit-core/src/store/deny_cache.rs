@@ -84,16 +84,10 @@ impl DenySlots {
             return None;
         }
         let wait = Duration::from_nanos(until - now);
+        let reset = Duration::from_nanos(reset_at.saturating_sub(now));
         Some(Decision {
             banned,
-            allowed: false,
-            remaining: 0,
-            wait: Some(wait),
-            limit: c.limit,
-            window: c.window,
-            reset: Duration::from_nanos(reset_at.saturating_sub(now)),
-            // A cost-1 denial: its wait is the wait for one unit.
-            next: wait,
+            ..Decision::denied(c.limit, c.window, reset, wait)
         })
     }
 

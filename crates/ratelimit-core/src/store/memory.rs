@@ -115,10 +115,10 @@ const MAINTAIN_STEP: usize = 16 * 1024;
 /// use std::time::Duration;
 ///
 /// let store = MemoryStore::new(Gcra::new(2, Duration::from_secs(1)).unwrap());
-/// assert!(store.check_sync("alice", 1, 0).unwrap().allowed);
-/// assert!(store.check_sync("alice", 1, 0).unwrap().allowed);
-/// assert!(!store.check_sync("alice", 1, 0).unwrap().allowed);
-/// assert!(store.check_sync("bob", 1, 0).unwrap().allowed);
+/// assert!(store.check_now("alice", 1, 0).unwrap().allowed);
+/// assert!(store.check_now("alice", 1, 0).unwrap().allowed);
+/// assert!(!store.check_now("alice", 1, 0).unwrap().allowed);
+/// assert!(store.check_now("bob", 1, 0).unwrap().allowed);
 /// # let _: &MemoryStore<Gcra, String> = &store;
 /// ```
 pub struct MemoryStore<A: Algorithm, K> {
@@ -164,7 +164,7 @@ pub enum AtCapacity {
 ///     .max_keys(Some(100_000))
 ///     .at_capacity(AtCapacity::Evict)
 ///     .build();
-/// assert!(store.check_sync("alice", 1, 0).unwrap().allowed);
+/// assert!(store.check_now("alice", 1, 0).unwrap().allowed);
 /// # let _: &MemoryStore<Gcra, String> = &store;
 /// ```
 #[derive(Debug, Clone)]
@@ -351,11 +351,13 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     /// Fails only when a cap on keys is set with [`AtCapacity::Refuse`]
     /// and reached (see the type's docs).
     ///
-    /// This is the synchronous form of [`Store::check`](crate::Store::check)
-    /// (whose future is ready at once), named apart so that neither hides
-    /// the other; it also takes a borrowed key (`&str` for `String` keys).
+    /// This is [`Store::check_now`](crate::Store::check_now) for a store
+    /// that always answers at once: the decision itself, not an `Option`
+    /// of it; it also takes a borrowed key (`&str` for `String` keys). On
+    /// a `MemoryStore` it hides the trait's method; through an `Arc` or a
+    /// generic `S: Store` the trait's method is called.
     #[inline]
-    pub fn check_sync<Q>(&self, key: &Q, cost: u64, now: u64) -> Result<Decision, StoreError>
+    pub fn check_now<Q>(&self, key: &Q, cost: u64, now: u64) -> Result<Decision, StoreError>
     where
         K: Borrow<Q>,
         Q: Hash + Eq + StableKey + ToOwned<Owned = K> + ?Sized,
@@ -413,7 +415,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     /// policies that count only some outcomes (see
     /// [`Algorithm::refund`]). The synchronous form of
     /// [`Store::refund`](crate::Store::refund).
-    pub fn refund_sync<Q>(&self, key: &Q, cost: u64, admitted_at: u64, now: u64)
+    pub fn refund_now<Q>(&self, key: &Q, cost: u64, admitted_at: u64, now: u64)
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
@@ -433,7 +435,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     /// cost to its `actual` cost at `now`, atomically (under the key's
     /// shard lock): up by charging `actual - reserved` unconditionally
     /// (the key may go into debt, [`Algorithm::charge`]), down by giving
-    /// back `reserved - actual` as [`refund_sync`](Self::refund_sync)
+    /// back `reserved - actual` as [`refund_now`](Self::refund_now)
     /// does. The synchronous form of [`Store::settle`](crate::Store::settle);
     /// returns what a peek at `now` tells after it (`allowed` false: in
     /// debt).
@@ -445,7 +447,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     /// start from (full, or what the sketch of evicted keys says); a key
     /// left in debt is inserted, so this fails as a check does when the
     /// cap is reached with [`AtCapacity::Refuse`].
-    pub fn settle_sync<Q>(
+    pub fn settle_now<Q>(
         &self,
         key: &Q,
         reserved: u64,
@@ -480,7 +482,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         Ok(decision)
     }
 
-    /// One state's settlement (see [`settle_sync`](Self::settle_sync)).
+    /// One state's settlement (see [`settle_now`](Self::settle_now)).
     fn settle_state(
         &self,
         state: &mut A::State,
@@ -509,7 +511,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     /// Bans `key` for `duration` from `now` (see
     /// [`Store::ban`](crate::Store::ban)), whether or not the store bans
     /// on denials; replaces a ban already standing.
-    pub fn ban_sync<Q>(&self, key: &Q, duration: Duration, now: u64)
+    pub fn ban_now<Q>(&self, key: &Q, duration: Duration, now: u64)
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
@@ -524,7 +526,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
 
     /// Lifts `key`'s ban and forgets its offences (what it used stays
     /// used).
-    pub fn unban_sync<Q>(&self, key: &Q)
+    pub fn unban_now<Q>(&self, key: &Q)
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
@@ -561,7 +563,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     /// the cap, then reset while its sketch cells still stand, starts as
     /// used as those cells say (erring toward denying, as eviction does);
     /// a key that had state when reset starts full.
-    pub fn reset_sync<Q>(&self, key: &Q) -> bool
+    pub fn reset_now<Q>(&self, key: &Q) -> bool
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,

@@ -11,6 +11,7 @@ mod deny_cache;
 mod evicted;
 mod memory;
 mod shard;
+mod sync_names;
 
 pub use ban::BanPolicy;
 pub use boxed::BoxStore;
@@ -337,17 +338,17 @@ where
 
     #[inline]
     fn check(&self, key: &K, cost: u64, now: u64) -> Self::CheckFuture {
-        ready(MemoryStore::check_sync(self, key, cost, now))
+        ready(MemoryStore::check_now(self, key, cost, now))
     }
 
     fn refund(&self, key: &K, cost: u64, admitted_at: u64, now: u64) -> Self::RefundFuture {
-        MemoryStore::refund_sync(self, key, cost, admitted_at, now);
+        MemoryStore::refund_now(self, key, cost, admitted_at, now);
         ready(Ok(()))
     }
 
     #[inline]
     fn check_now(&self, key: &K, cost: u64, now: u64) -> Option<Result<Decision, StoreError>> {
-        Some(MemoryStore::check_sync(self, key, cost, now))
+        Some(MemoryStore::check_now(self, key, cost, now))
     }
 
     fn refund_now(
@@ -357,7 +358,7 @@ where
         admitted_at: u64,
         now: u64,
     ) -> Option<Result<(), StoreError>> {
-        MemoryStore::refund_sync(self, key, cost, admitted_at, now);
+        MemoryStore::refund_now(self, key, cost, admitted_at, now);
         Some(Ok(()))
     }
 
@@ -369,7 +370,7 @@ where
         admitted_at: u64,
         now: u64,
     ) -> Option<Result<Decision, StoreError>> {
-        Some(MemoryStore::settle_sync(
+        Some(MemoryStore::settle_now(
             self,
             key,
             reserved,
@@ -380,7 +381,7 @@ where
     }
 
     fn reset_now(&self, key: &K) -> Option<Result<(), StoreError>> {
-        MemoryStore::reset_sync(self, key);
+        MemoryStore::reset_now(self, key);
         Some(Ok(()))
     }
 
@@ -390,12 +391,12 @@ where
         duration: std::time::Duration,
         now: u64,
     ) -> Option<Result<(), StoreError>> {
-        MemoryStore::ban_sync(self, key, duration, now);
+        MemoryStore::ban_now(self, key, duration, now);
         Some(Ok(()))
     }
 
     fn unban_now(&self, key: &K) -> Option<Result<(), StoreError>> {
-        MemoryStore::unban_sync(self, key);
+        MemoryStore::unban_now(self, key);
         Some(Ok(()))
     }
 

@@ -15,7 +15,7 @@ fn store(spec: &str, ban: BanPolicy, deny_cache: bool) -> MemoryStore<AnyAlgorit
 }
 
 fn check(s: &MemoryStore<AnyAlgorithm, String>, key: &str, now: u64) -> Decision {
-    s.check_sync(key, 1, now).unwrap()
+    s.check_now(key, 1, now).unwrap()
 }
 
 #[test]
@@ -35,7 +35,7 @@ fn a_denied_key_stays_denied_for_the_ban_with_or_without_the_deny_cache() {
         assert_eq!(d.retry_after(), Some(Duration::from_secs(3)));
         // Another key is untouched; a peek is never refused.
         assert!(check(&s, "other", 3 * SEC).allowed);
-        assert!(s.check_sync("ip", 0, 3 * SEC).unwrap().allowed);
+        assert!(s.check_now("ip", 0, 3 * SEC).unwrap().allowed);
         assert_eq!(
             s.banned_for("ip", 4 * SEC),
             Some(Duration::from_millis(2500))

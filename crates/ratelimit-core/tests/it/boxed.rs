@@ -38,11 +38,11 @@ impl Store<u64> for Remote {
     type RefundFuture = Later<Result<(), StoreError>>;
 
     fn check(&self, key: &u64, cost: u64, now: u64) -> Self::CheckFuture {
-        Later(Some(self.memory.check_sync(key, cost, now)), false)
+        Later(Some(self.memory.check_now(key, cost, now)), false)
     }
 
     fn refund(&self, key: &u64, cost: u64, admitted_at: u64, now: u64) -> Self::RefundFuture {
-        self.memory.refund_sync(key, cost, admitted_at, now);
+        self.memory.refund_now(key, cost, admitted_at, now);
         Later(Some(Ok(())), false)
     }
 

@@ -24,12 +24,12 @@ fn hammer<A: Algorithm>(algorithm: A, now: u64) -> u64 {
             s.spawn(move || {
                 start.wait();
                 for i in 0..TRIES {
-                    if store.check_sync(&42, 1, now).unwrap().allowed {
+                    if store.check_now(&42, 1, now).unwrap().allowed {
                         admitted.fetch_add(1, Ordering::Relaxed);
                     }
                     // Other keys in the same store.
                     let other = 1_000 + (thread * TRIES + i) as u64;
-                    store.check_sync(&other, 1, now).unwrap();
+                    store.check_now(&other, 1, now).unwrap();
                 }
             });
         }
@@ -92,10 +92,10 @@ fn late_callers_with_older_times_are_decided_at_the_latest_time() {
     for (name, check) in [
         (
             "fixed-window",
-            &(|t| fixed.check_sync(&1, 1, t).unwrap()) as &dyn Fn(u64) -> _,
+            &(|t| fixed.check_now(&1, 1, t).unwrap()) as &dyn Fn(u64) -> _,
         ),
-        ("sliding-log", &|t| log.check_sync(&1, 1, t).unwrap()),
-        ("sliding-window", &|t| window.check_sync(&1, 1, t).unwrap()),
+        ("sliding-log", &|t| log.check_now(&1, 1, t).unwrap()),
+        ("sliding-window", &|t| window.check_now(&1, 1, t).unwrap()),
     ] {
         assert!(check(new).allowed, "{name}");
         assert!(check(new).allowed, "{name}");
@@ -115,13 +115,13 @@ fn late_callers_with_older_times_are_decided_at_the_latest_time() {
 fn late_callers_of_a_one_word_state_are_decided_at_the_latest_time() {
     let store = MemoryStore::<_, u64>::new(Gcra::new(2, Duration::from_secs(1)).unwrap());
     let new = 2_000_000_000;
-    assert!(store.check_sync(&1, 1, new).unwrap().allowed);
-    assert!(store.check_sync(&1, 1, new).unwrap().allowed);
+    assert!(store.check_now(&1, 1, new).unwrap().allowed);
+    assert!(store.check_now(&1, 1, new).unwrap().allowed);
     // Costs other than 1 skip the denied slots, so the table decides.
-    let late = store.check_sync(&1, 2, new - 1).unwrap();
+    let late = store.check_now(&1, 2, new - 1).unwrap();
     assert!(!late.allowed, "a stale time must not read the key as full");
     assert_eq!(late.remaining, 0);
-    let late = store.check_sync(&1, 1, new - 1).unwrap();
+    let late = store.check_now(&1, 1, new - 1).unwrap();
     assert!(!late.allowed);
     assert_eq!(late.wait, Some(Duration::from_millis(500)));
 }
@@ -147,7 +147,7 @@ fn a_hot_key_on_a_moving_clock_admits_exactly_its_quota() {
                 for i in 0..TRIES as u64 {
                     // Up to 50 ms; each thread lags the others a little.
                     let now = NOW + (i * 50 * ms / TRIES as u64).saturating_sub(thread as u64);
-                    if store.check_sync(&7, 1, now).unwrap().allowed {
+                    if store.check_now(&7, 1, now).unwrap().allowed {
                         admitted.fetch_add(1, Ordering::Relaxed);
                     }
                 }
@@ -174,7 +174,7 @@ fn a_hot_key_admits_exactly_its_burst_while_its_shard_grows() {
             s.spawn(move || {
                 start.wait();
                 for _ in 0..TRIES {
-                    if store.check_sync(&42, 1, NOW).unwrap().allowed {
+                    if store.check_now(&42, 1, NOW).unwrap().allowed {
                         admitted.fetch_add(1, Ordering::Relaxed);
                     }
                 }
@@ -184,7 +184,7 @@ fn a_hot_key_admits_exactly_its_burst_while_its_shard_grows() {
         s.spawn(move || {
             start.wait();
             for key in 1_000..21_000u64 {
-                assert!(store.check_sync(&key, 1, NOW).unwrap().allowed);
+                assert!(store.check_now(&key, 1, NOW).unwrap().allowed);
                 if key % 100 == 0 {
                     store.maintain(NOW);
                 }

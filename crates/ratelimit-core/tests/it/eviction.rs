@@ -33,16 +33,16 @@ fn admitted_through_evictions_conform<A: Algorithm>(
     for &(dt, flood, cost) in steps {
         now += dt;
         for _ in 0..flood {
-            capped.check_sync(&next_key, 1, now).unwrap();
+            capped.check_now(&next_key, 1, now).unwrap();
             next_key += 1;
         }
-        if capped.check_sync(&0, cost, now).unwrap().allowed {
+        if capped.check_now(&0, cost, now).unwrap().allowed {
             admitted.push((now, cost));
         }
     }
     let exact = MemoryStore::<A, u64>::builder(make()).shards(1).build();
     for (at, cost) in admitted {
-        let decision = exact.check_sync(&0, cost, at).unwrap();
+        let decision = exact.check_now(&0, cost, at).unwrap();
         prop_assert!(decision.allowed, "cost {cost} at {at}: {decision:?}");
     }
     Ok(())
@@ -109,8 +109,8 @@ fn a_flood_of_new_keys_does_not_forgive_a_brute_forcer() {
         let step_ns = 3_000 * SEC / flood;
         for step in 0..flood {
             let now = step * step_ns;
-            store.check_sync(&(step + 1), 1, now).unwrap();
-            if step % 10 == 0 && store.check_sync(&0, 1, now).unwrap().allowed {
+            store.check_now(&(step + 1), 1, now).unwrap();
+            if step % 10 == 0 && store.check_now(&0, 1, now).unwrap().allowed {
                 admitted += 1;
             }
         }
@@ -128,12 +128,12 @@ fn newcomers_admitted_after(flood: u64, probe_at: u64) -> (usize, ratelimit_core
         .build();
     let step_ns = 600 * SEC / flood;
     for step in 0..flood {
-        store.check_sync(&(step + 1), 1, step * step_ns).unwrap();
+        store.check_now(&(step + 1), 1, step * step_ns).unwrap();
     }
     let admitted = (0..1_000u64)
         .filter(|n| {
             store
-                .check_sync(&(u64::MAX - n), 1, probe_at)
+                .check_now(&(u64::MAX - n), 1, probe_at)
                 .unwrap()
                 .allowed
         })

@@ -25,7 +25,7 @@ fn capacity_10_refill_2_per_second() {
     let clock = ManualClock::new();
     let admitted = |n: usize| {
         (0..n)
-            .map(|_| store.check_sync("k", 1, clock.now()).unwrap())
+            .map(|_| store.check_now("k", 1, clock.now()).unwrap())
             .collect::<Vec<_>>()
     };
 

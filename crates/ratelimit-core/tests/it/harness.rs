@@ -175,9 +175,9 @@ where
             locked.sweep(t);
         }
         let want = model.check(&key, cost, t);
-        let got = store.check_sync(&key, cost, t).expect("no cap");
+        let got = store.check_now(&key, cost, t).expect("no cap");
         log.push(format!("#{i} t={t} key={key} cost={cost}: model {want:?}"));
-        let without_cache = locked.check_sync(&key, cost, t).expect("no cap");
+        let without_cache = locked.check_now(&key, cost, t).expect("no cap");
         prop_assert_eq!(
             got,
             without_cache,

@@ -87,7 +87,7 @@ fn replay_with<A: Algorithm>(
             }
         }
         let want = model.check(&key, cost, t);
-        let got = store.check_sync(&key, cost, t).unwrap();
+        let got = store.check_now(&key, cost, t).unwrap();
         prop_assert!(
             agree(&got, &want),
             "step {i} t={t} key={key} cost={cost}: got {got:?}, want {want:?} ({spec:?})"
@@ -240,7 +240,7 @@ fn a_key_idle_for_whole_wraps_is_fresh() {
                 (k * wrap + delta, limit),
                 (k * wrap + delta, 1),
             ] {
-                let got = store.check_sync(&1, cost, t).unwrap();
+                let got = store.check_now(&1, cost, t).unwrap();
                 let want = model.check(&1, cost, t);
                 assert!(
                     agree(&got, &want),
@@ -249,11 +249,11 @@ fn a_key_idle_for_whole_wraps_is_fresh() {
             }
             // And the same with a sweep first.
             let store = MemoryStore::<Gcra, u64>::builder(gcra).shards(1).build();
-            assert!(store.check_sync(&1, limit, 0).unwrap().allowed);
+            assert!(store.check_now(&1, limit, 0).unwrap().allowed);
             store.sweep(k * wrap + delta);
             assert!(
                 store
-                    .check_sync(&1, limit, k * wrap + delta)
+                    .check_now(&1, limit, k * wrap + delta)
                     .unwrap()
                     .allowed
             );

@@ -24,7 +24,7 @@ fn store(s: &str) -> (LiveAlgorithm, MemoryStore<LiveAlgorithm, String>) {
 }
 
 fn check(store: &MemoryStore<LiveAlgorithm, String>, key: &str, cost: u64, now: u64) -> Decision {
-    store.check_sync(key, cost, now).unwrap()
+    store.check_now(key, cost, now).unwrap()
 }
 
 #[test]
@@ -299,7 +299,7 @@ fn a_live_swap_under_64_threads_is_exact_and_never_torn() {
                     barrier.wait();
                     loop {
                         let after = swapped.load(Ordering::Acquire);
-                        let d = store.check_sync("shared", 1, 0).unwrap();
+                        let d = store.check_now("shared", 1, 0).unwrap();
                         let seen = (d.limit, d.window);
                         assert!(seen == old || seen == new, "torn: {d:?}");
                         assert!(d.remaining < d.limit, "{d:?}");

@@ -71,9 +71,9 @@ fn a_reset_of_a_live_store_forgets_the_key_under_any_settings() {
 #[test]
 fn the_reset_future_is_ready_and_a_key_without_state_resets_fine() {
     let store = MemoryStore::<_, String>::new("gcra 1/1h".parse::<AnyAlgorithm>().unwrap());
-    assert!(!store.reset_sync("nobody"));
-    assert!(store.check_sync("k", 1, 0).unwrap().allowed);
-    assert!(store.reset_sync("k"));
+    assert!(!store.reset_now("nobody"));
+    assert!(store.check_now("k", 1, 0).unwrap().allowed);
+    assert!(store.reset_now("k"));
     let fut = Store::reset(&store, &"k".to_owned());
     let waker = std::task::Waker::noop();
     let mut cx = std::task::Context::from_waker(waker);
@@ -82,7 +82,7 @@ fn the_reset_future_is_ready_and_a_key_without_state_resets_fine() {
         fut.as_mut().poll(&mut cx),
         std::task::Poll::Ready(Ok(()))
     ));
-    assert!(store.check_sync("k", 1, 0).unwrap().allowed);
+    assert!(store.check_now("k", 1, 0).unwrap().allowed);
 }
 
 /// A store that cannot answer at once and does not implement `reset`.

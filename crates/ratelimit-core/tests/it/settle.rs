@@ -19,7 +19,7 @@ fn store(spec: &str) -> MemoryStore<AnyAlgorithm, String> {
 }
 
 fn check(s: &MemoryStore<AnyAlgorithm, String>, cost: u64, now: u64) -> Decision {
-    s.check_sync("key", cost, now).unwrap()
+    s.check_now("key", cost, now).unwrap()
 }
 
 /// The settlement of a request of `reserved` at `at` to `actual` at `now`,
@@ -229,22 +229,22 @@ fn the_default_settle_refunds_down_and_refuses_up() {
         type CheckFuture = std::future::Ready<Result<Decision, ratelimit_core::StoreError>>;
         type RefundFuture = std::future::Ready<Result<(), ratelimit_core::StoreError>>;
         fn check(&self, key: &u64, cost: u64, now: u64) -> Self::CheckFuture {
-            std::future::ready(self.0.check_sync(key, cost, now))
+            std::future::ready(self.0.check_now(key, cost, now))
         }
         fn refund(&self, key: &u64, cost: u64, at: u64, now: u64) -> Self::RefundFuture {
-            self.0.refund_sync(key, cost, at, now);
+            self.0.refund_now(key, cost, at, now);
             std::future::ready(Ok(()))
         }
     }
     let s = Plain(MemoryStore::new(
         Gcra::new(10, Duration::from_secs(1)).unwrap(),
     ));
-    assert!(s.0.check_sync(&1, 6, 0).unwrap().allowed);
+    assert!(s.0.check_now(&1, 6, 0).unwrap().allowed);
     let d = block_on(s.settle(&1, 6, 2, 0, 0)).unwrap();
     assert_eq!(d.remaining, 8);
     let err = block_on(s.settle(&1, 2, 5, 0, 0)).unwrap_err();
     assert_eq!(err.kind(), "unsupported", "{err}");
-    assert_eq!(s.0.check_sync(&1, 0, 0).unwrap().remaining, 8);
+    assert_eq!(s.0.check_now(&1, 0, 0).unwrap().remaining, 8);
 }
 
 /// Polls a future that is ready at once.
@@ -300,7 +300,7 @@ proptest! {
                 prop_assert_eq!(next.retry_after(), Some(repaid(spec, used)), "{}", spec);
             }
             if next.allowed {
-                s.refund_sync("key", 1, now, now);
+                s.refund_now("key", 1, now, now);
             }
         }
     }
@@ -337,15 +337,15 @@ fn sixty_four_threads_settle_into_one_key_without_a_lost_update() {
                 start.wait();
                 for i in 0..50u64 {
                     let reserved = 1 + (thread + i) % 3;
-                    if s.check_sync(&7, reserved, now).unwrap().allowed {
+                    if s.check_now(&7, reserved, now).unwrap().allowed {
                         let actual = (thread * 7 + i * 3) % 5;
-                        s.settle_sync(&7, reserved, actual, now, now).unwrap();
+                        s.settle_now(&7, reserved, actual, now, now).unwrap();
                         used.fetch_add(actual, Ordering::Relaxed);
                     }
                 }
             });
         }
     });
-    let peek = s.check_sync(&7, 0, now).unwrap();
+    let peek = s.check_now(&7, 0, now).unwrap();
     assert_eq!(peek.reset, Duration::from_millis(used.into_inner()));
 }

@@ -152,3 +152,70 @@ async fn limits_hold_through_a_master_kill() {
         assert_eq!(admitted_alternately(&a, &b, &key, 30).await, 10, "{key}");
     }
 }
+
+/// On a Cluster, admin changes are published without error (a reset, a
+/// ban), and shared run-time entries are written and read back (one hash
+/// slot), by the refresh: its stores and entries do not subscribe.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_changes_and_shared_entries_on_a_cluster() {
+    use ratelimit_core::{EntryTable, SharedEntries, SharedEntry};
+    use std::sync::{Arc, Mutex};
+    let Some(cluster) = RedisCluster::start(3, 0) else {
+        return;
+    };
+    let urls: Vec<String> = cluster.nodes.iter().map(RedisServer::url).collect();
+    let client = redis::cluster::ClusterClient::new(urls).unwrap();
+    let store = RedisStore::builder(
+        client.clone(),
+        FixedWindow::new(1, Duration::from_secs(3600)).unwrap(),
+    )
+    .timeout(Duration::from_secs(5))
+    .build()
+    .unwrap();
+    assert!(
+        Store::<str>::check(&store, "k", 1, 0)
+            .await
+            .unwrap()
+            .allowed
+    );
+    assert!(
+        !Store::<str>::check(&store, "k", 1, 0)
+            .await
+            .unwrap()
+            .allowed
+    );
+    Store::<str>::reset(&store, "k").await.unwrap();
+    assert!(
+        Store::<str>::check(&store, "k", 1, 0)
+            .await
+            .unwrap()
+            .allowed
+    );
+    Store::<str>::ban(&store, "k", Duration::from_secs(60), 0)
+        .await
+        .unwrap();
+    assert!(Store::<str>::check(&store, "k", 1, 0).await.unwrap().banned);
+    let entries =
+        ratelimit_redis::RedisEntries::with(client, "cl:", Duration::from_millis(100)).unwrap();
+    let copy: Arc<Mutex<Vec<SharedEntry>>> = Arc::default();
+    let c = Arc::clone(&copy);
+    entries.follow(Arc::new(move |all| *c.lock().unwrap() = all));
+    let entry = SharedEntry {
+        table: EntryTable::Deny,
+        scope: String::new(),
+        name: "192.0.2.0/24".to_owned(),
+        value: String::new(),
+        left: Some(Duration::from_secs(60)),
+    };
+    entries.put(entry, 10).await.unwrap();
+    until(Duration::from_secs(10), "the entry read back", || {
+        let copy = Arc::clone(&copy);
+        async move {
+            copy.lock()
+                .unwrap()
+                .iter()
+                .any(|e| e.name == "192.0.2.0/24")
+        }
+    })
+    .await;
+}

@@ -94,13 +94,13 @@ async fn compare(algorithms: Vec<AnyAlgorithm>, seeds: u64, ops: usize) {
                         admitted.swap_remove(rng.below(admitted.len() as u64) as usize);
                     let back = if rng.chance(70) { c } else { 1 };
                     refunds += 1;
-                    memory.refund_sync(k, back, at, now);
+                    memory.refund_now(k, back, at, now);
                     Store::<str>::refund(&redis, k, back, at, now)
                         .await
                         .unwrap();
                     continue;
                 }
-                let m = memory.check_sync(key, cost, now).unwrap();
+                let m = memory.check_now(key, cost, now).unwrap();
                 let r = Store::<str>::check(&redis, key, cost, now).await.unwrap();
                 assert_eq!(
                     r, m,

@@ -44,12 +44,12 @@ async fn shrink_and_grow_cycles_grant_nothing_in_redis() {
         let mut now = T0;
         let first = check(&redis, "k", 3, now).await;
         assert!(first.allowed, "{big}");
-        memory.check_sync("k", 3, now).unwrap();
+        memory.check_now("k", 3, now).unwrap();
         for cycle in 0..25 {
             for setting in [small, big] {
                 now += MIN;
                 live.set(spec(setting));
-                let m = memory.check_sync("k", 1, now).unwrap();
+                let m = memory.check_now("k", 1, now).unwrap();
                 let r = check(&redis, "k", 1, now).await;
                 assert_eq!(r, m, "{setting} (cycle {cycle} of {big} / {small})");
                 assert!(

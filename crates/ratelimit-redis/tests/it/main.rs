@@ -9,9 +9,11 @@ mod ban;
 mod cluster;
 mod concurrency;
 mod deny_cache;
+mod entries;
 mod errors;
 mod exact;
 mod failure;
+mod invalidation;
 mod lease;
 #[cfg(feature = "live")]
 mod live;

@@ -68,10 +68,10 @@ fn reference(
 ) -> Decision {
     let mut admitted = Vec::new();
     for (i, m) in memory.iter().enumerate() {
-        let d = m.check_sync(key, cost, now).unwrap();
+        let d = m.check_now(key, cost, now).unwrap();
         if !d.allowed {
             for earlier in &memory[..i] {
-                earlier.refund_sync(key, cost, now, now);
+                earlier.refund_now(key, cost, now, now);
             }
             return d;
         }

@@ -1,9 +1,10 @@
 //! The SVG chart of a what-if run: limited requests over time, one panel
 //! per limit, in `plot`'s style (its colors and font).
 
-use super::tally::Tally;
+use super::tally::{LimitTally, Tally};
 use crate::plot::{DENIED, FONT};
 use crate::SimError;
+use plotters::coord::Shift;
 use plotters::prelude::*;
 
 /// Round bin widths, in seconds.
@@ -37,12 +38,10 @@ pub fn render(t: &Tally, title: &str, width: u32) -> Result<String, SimError> {
     Ok(svg)
 }
 
-fn draw(
-    t: &Tally,
-    title: &str,
-    width: u32,
-    svg: &mut String,
-) -> Result<(), Box<dyn std::error::Error>> {
+/// A drawing error.
+type DrawResult = Result<(), Box<dyn std::error::Error>>;
+
+fn draw(t: &Tally, title: &str, width: u32, svg: &mut String) -> DrawResult {
     let (start, end) = t
         .span
         .map_or((0, 1), |(a, b)| (a / 1_000_000_000, b / 1_000_000_000));
@@ -58,6 +57,25 @@ fn draw(
     let root = SVGBackend::with_string(svg, (width, height)).into_drawing_area();
     root.fill(&WHITE)?;
     let (header, body) = root.split_vertically(60);
+    draw_header(&header, t, title, bin)?;
+    let x_end = (n as u64 * bin) as f64 / 60.0;
+    let areas = body.split_evenly((panels, 1));
+    for (k, (area, &i)) in areas.iter().zip(&shown).enumerate() {
+        let last = k + 1 == shown.len();
+        draw_panel(area, &t.limits[i], &data[i], (bin, x_end), last)?;
+    }
+    root.present()?;
+    Ok(())
+}
+
+/// The title, and a subtitle naming the bins and the limits without a
+/// panel.
+fn draw_header(
+    header: &DrawingArea<SVGBackend<'_>, Shift>,
+    t: &Tally,
+    title: &str,
+    bin: u64,
+) -> DrawResult {
     header.draw(&Text::new(
         title.to_owned(),
         (20, 10),
@@ -75,53 +93,58 @@ fn draw(
         subtitle.push_str(&format!("; no request for {}", unseen.join(", ")));
     }
     header.draw(&Text::new(subtitle, (20, 36), (FONT, 15)))?;
-    let x_end = (n as u64 * bin) as f64 / 60.0;
-    let areas = body.split_evenly((panels, 1));
-    for (k, (area, &i)) in areas.iter().zip(&shown).enumerate() {
-        let (l, last) = (&t.limits[i], k + 1 == shown.len());
-        let top = (data[i].iter().copied().max().unwrap_or(0) as f64 * 1.15)
-            .ceil()
-            .max(2.0);
-        let caption = format!(
-            "{} ({})   seen {}, limited {}, of which served in the log {}",
-            l.name, l.mode, l.counts.seen, l.counts.limited, l.counts.limited_succeeded
-        );
-        let mut c = ChartBuilder::on(area)
-            .caption(caption, (FONT, 16))
-            .margin_left(10)
-            .margin_right(20)
-            .x_label_area_size(if last { 40 } else { 22 })
-            .y_label_area_size(60)
-            .build_cartesian_2d(0f64..x_end, 0f64..top)?;
-        let mut mesh = c.configure_mesh();
-        mesh.disable_x_mesh()
-            .bold_line_style(RGBColor(225, 225, 225))
-            .light_line_style(WHITE)
-            .y_label_formatter(&|y| match y.fract() {
-                0.0 => format!("{y:.0}"),
-                _ => String::new(),
-            })
-            .x_label_formatter(&|x| format!("{x:.0}"))
-            .y_labels(5)
-            .y_desc("limited")
-            .label_style((FONT, 14))
-            .axis_desc_style((FONT, 15));
-        if last {
-            mesh.x_desc("minutes");
-        }
-        mesh.draw()?;
-        let w = bin as f64 / 60.0;
-        c.draw_series(
-            data[i]
-                .iter()
-                .enumerate()
-                .filter(|(_, n)| **n > 0)
-                .map(|(k, &n)| {
-                    let x0 = k as f64 * w + w * 0.1;
-                    Rectangle::new([(x0, 0.0), (x0 + w * 0.8, n as f64)], DENIED.filled())
-                }),
-        )?;
+    Ok(())
+}
+
+/// One limit's panel: its limited requests per bin of `bin` seconds, on
+/// a time axis ending at `x_end` minutes (named under the `last` panel).
+fn draw_panel(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    l: &LimitTally,
+    data: &[u64],
+    (bin, x_end): (u64, f64),
+    last: bool,
+) -> DrawResult {
+    let top = (data.iter().copied().max().unwrap_or(0) as f64 * 1.15)
+        .ceil()
+        .max(2.0);
+    let caption = format!(
+        "{} ({})   seen {}, limited {}, of which served in the log {}",
+        l.name, l.mode, l.counts.seen, l.counts.limited, l.counts.limited_succeeded
+    );
+    let mut c = ChartBuilder::on(area)
+        .caption(caption, (FONT, 16))
+        .margin_left(10)
+        .margin_right(20)
+        .x_label_area_size(if last { 40 } else { 22 })
+        .y_label_area_size(60)
+        .build_cartesian_2d(0f64..x_end, 0f64..top)?;
+    let mut mesh = c.configure_mesh();
+    mesh.disable_x_mesh()
+        .bold_line_style(RGBColor(225, 225, 225))
+        .light_line_style(WHITE)
+        .y_label_formatter(&|y| match y.fract() {
+            0.0 => format!("{y:.0}"),
+            _ => String::new(),
+        })
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .y_labels(5)
+        .y_desc("limited")
+        .label_style((FONT, 14))
+        .axis_desc_style((FONT, 15));
+    if last {
+        mesh.x_desc("minutes");
     }
-    root.present()?;
+    mesh.draw()?;
+    let w = bin as f64 / 60.0;
+    c.draw_series(
+        data.iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(k, &n)| {
+                let x0 = k as f64 * w + w * 0.1;
+                Rectangle::new([(x0, 0.0), (x0 + w * 0.8, n as f64)], DENIED.filled())
+            }),
+    )?;
     Ok(())
 }

@@ -271,24 +271,42 @@ fn limit_in_body(body: &[u8]) -> Option<&str> {
     Some(&text[start..end])
 }
 
+/// The route `METHOD /path` of a matched path (`None` for the catch-all
+/// path of limits without routes).
+fn route_of(m: Option<MatchedPath>, method: &Method) -> Option<String> {
+    m.map(|m| m.as_str().to_owned())
+        .filter(|r| r != EVERY_PATH)
+        .map(|r| format!("{method} {r}"))
+}
+
+/// The limit that refused a request, and whether it is a dry run: a dry
+/// run's is in the handler's echoed info; an enforced one's is named by
+/// its 429 (body, else `RateLimit` field). `None` when that 429's body
+/// can't be read.
+async fn denier(
+    echoed: Option<Option<&RateLimitInfo>>,
+    head: &http::response::Parts,
+    body: Body,
+) -> Option<Option<(String, bool)>> {
+    Some(match echoed {
+        Some(info) => info
+            .and_then(RateLimitInfo::denied)
+            .map(|d| (d.name.to_owned(), true)),
+        None if head.status == StatusCode::TOO_MANY_REQUESTS => {
+            let bytes = axum::body::to_bytes(body, usize::MAX).await.ok()?;
+            limit_in_body(&bytes)
+                .or_else(|| limit_in_headers(&head.headers))
+                .map(|n| (n.to_owned(), false))
+        }
+        None => None,
+    })
+}
+
 impl Engine {
     /// Replays `line`: `None` when it holds no request http can carry (a
     /// bad method, target or header value).
     pub async fn decide(&mut self, line: &LogLine) -> Option<Outcome> {
-        let mut req = self.request(line)?;
-        let status = StatusCode::from_u16(line.status).unwrap_or(StatusCode::BAD_GATEWAY);
-        req.extensions_mut().insert(Logged(status));
-        self.clock.set_nanos(line.time);
-        let res = match self.router.call(req).await {
-            Ok(res) => res,
-            Err(never) => match never {},
-        };
-        let route = |m: Option<MatchedPath>, method: &Method| {
-            m.map(|m| m.as_str().to_owned())
-                .filter(|r| r != EVERY_PATH)
-                .map(|r| format!("{method} {r}"))
-        };
-        let (head, body) = res.into_parts();
+        let (head, body) = self.answer(line).await?.into_parts();
         let echo = head.extensions.get::<Echoed>();
         let echoed = echo.map(|e| e.0.as_ref());
         if let Some(info) = echoed {
@@ -300,22 +318,11 @@ impl Engine {
                     seen,
                     limited: None,
                     key_error: None,
-                    route: route(echo.and_then(|e| e.1.clone()), &method),
+                    route: route_of(echo.and_then(|e| e.1.clone()), &method),
                 });
             }
         }
-        let denier = match echoed {
-            Some(info) => info
-                .and_then(RateLimitInfo::denied)
-                .map(|d| (d.name.to_owned(), true)),
-            None if head.status == StatusCode::TOO_MANY_REQUESTS => {
-                let bytes = axum::body::to_bytes(body, usize::MAX).await.ok()?;
-                limit_in_body(&bytes)
-                    .or_else(|| limit_in_headers(&head.headers))
-                    .map(|n| (n.to_owned(), false))
-            }
-            None => None,
-        };
+        let denier = denier(echoed, &head, body).await?;
         let key_error = (echoed.is_none() && head.status != StatusCode::TOO_MANY_REQUESTS)
             .then_some(head.status.as_u16());
         // The head again, as the layers saw it, to name what they did.
@@ -324,7 +331,7 @@ impl Engine {
             None => self.matched(line).await,
         };
         let mut parts = self.request(line)?.into_parts().0;
-        let route = route(matched.clone(), &parts.method);
+        let route = route_of(matched.clone(), &parts.method);
         match matched {
             Some(m) => parts.extensions.insert(m),
             // No route layer saw it: off every route of the table.
@@ -337,15 +344,45 @@ impl Engine {
                 })
             }
         };
-        let index = denier
-            .as_ref()
-            .and_then(|(name, _)| self.entries.iter().position(|e| &e.name == name));
-        let enforced = denier.as_ref().is_some_and(|(_, dry)| !dry);
+        let (seen, limited, refused_key) = self.name(&parts, denier.as_ref(), key_error);
+        Some(Outcome {
+            seen,
+            limited,
+            key_error: refused_key.zip(key_error),
+            route,
+        })
+    }
+
+    /// The router's answer to `line`'s request, with the logged status,
+    /// at the line's time.
+    async fn answer(&mut self, line: &LogLine) -> Option<Response> {
+        let mut req = self.request(line)?;
+        let status = StatusCode::from_u16(line.status).unwrap_or(StatusCode::BAD_GATEWAY);
+        req.extensions_mut().insert(Logged(status));
+        self.clock.set_nanos(line.time);
+        match self.router.call(req).await {
+            Ok(res) => Some(res),
+            Err(never) => match never {},
+        }
+    }
+
+    /// What the layers did to a refused or dry-run-denied request whose
+    /// head is `parts`: the bits of the limits that checked it, the limit
+    /// `denier` names with its key, and the limit that refused it for
+    /// want of a key (when the layers answered `key_error`).
+    fn name(
+        &self,
+        parts: &http::request::Parts,
+        denier: Option<&(String, bool)>,
+        key_error: Option<u16>,
+    ) -> (u64, Option<Limited>, Option<usize>) {
+        let index = denier.and_then(|(name, _)| self.entries.iter().position(|e| &e.name == name));
+        let enforced = denier.is_some_and(|(_, dry)| !dry);
         let mut seen = 0u64;
         let mut refused_key = None;
         let mut limited = None;
         for (i, entry) in self.entries.iter().enumerate() {
-            if !entry.applies_to(&parts, &self.options.policy) {
+            if !entry.applies_to(parts, &self.options.policy) {
                 continue;
             }
             // Without a key error, a limit that refuses keyless requests
@@ -355,7 +392,7 @@ impl Engine {
                 seen |= 1 << i;
                 continue;
             }
-            match self.keys[i](&parts) {
+            match self.keys[i](parts) {
                 Ok(key) => {
                     seen |= 1 << i;
                     if index == Some(i) {
@@ -379,11 +416,6 @@ impl Engine {
                 Err(_) => {}
             }
         }
-        Some(Outcome {
-            seen,
-            limited,
-            key_error: refused_key.zip(key_error),
-            route,
-        })
+        (seen, limited, refused_key)
     }
 }

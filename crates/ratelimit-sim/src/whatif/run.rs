@@ -99,6 +99,37 @@ impl Replay<'_> {
         }
         Ok(())
     }
+
+    /// Reads the rest of `reader` (when there is `more`) in batches for
+    /// `parser`, and replays every line it parses, the sniffed ones first.
+    async fn lines(
+        &mut self,
+        reader: &mut dyn BufRead,
+        buf: &mut Vec<u8>,
+        parser: &mut Parser,
+        mut more: bool,
+    ) -> Result<(), SimError> {
+        let mut spare = Vec::new();
+        loop {
+            let next = if more {
+                Batch::read(reader, buf, spare.pop().unwrap_or_default())?
+            } else {
+                None
+            };
+            more = next.is_some();
+            if let Some(b) = next {
+                parser.send(b)?;
+            }
+            let Some((parsed, batch)) = parser.recv()? else {
+                break;
+            };
+            spare.push(batch);
+            for line in parsed {
+                self.line(line).await?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Replays `reader` through `engines` (the new policy first).
@@ -110,17 +141,7 @@ pub async fn replay<'a>(
     decisions: Option<&'a mut dyn Write>,
 ) -> Result<Replayed, SimError> {
     let mut buf = Vec::new();
-    let mut first: Vec<String> = Vec::new();
-    let mut more = true;
-    while first.len() < SNIFF {
-        more = next_line(reader, &mut buf)?;
-        if !more {
-            break;
-        }
-        if !buf.iter().all(u8::is_ascii_whitespace) {
-            first.push(text(&buf).into_owned());
-        }
-    }
+    let (first, more) = sniff(reader, &mut buf)?;
     let format = match format {
         Some(f) => f,
         None => Format::detect(first.iter().map(String::as_str)).map_err(SimError)?,
@@ -139,31 +160,30 @@ pub async fn replay<'a>(
         batch.push(line.as_bytes());
     }
     parser.send(batch)?;
-    let mut spare = Vec::new();
-    loop {
-        let next = if more {
-            Batch::read(reader, &mut buf, spare.pop().unwrap_or_default())?
-        } else {
-            None
-        };
-        more = next.is_some();
-        if let Some(b) = next {
-            parser.send(b)?;
-        }
-        let Some((parsed, batch)) = parser.recv()? else {
-            break;
-        };
-        spare.push(batch);
-        for line in parsed {
-            run.line(line).await?;
-        }
-    }
+    run.lines(reader, &mut buf, &mut parser, more).await?;
     held(run.engines, &mut run.tallies);
     Ok(Replayed {
         format,
         tallies: run.tallies,
         diff: run.diff,
     })
+}
+
+/// The first [`SNIFF`] lines that are not blank, read to detect the
+/// format, and whether more may follow.
+fn sniff(reader: &mut dyn BufRead, buf: &mut Vec<u8>) -> Result<(Vec<String>, bool), SimError> {
+    let mut first: Vec<String> = Vec::new();
+    let mut more = true;
+    while first.len() < SNIFF {
+        more = next_line(reader, buf)?;
+        if !more {
+            break;
+        }
+        if !buf.iter().all(u8::is_ascii_whitespace) {
+            first.push(text(buf).into_owned());
+        }
+    }
+    Ok((first, more))
 }
 
 fn held(engines: &[Engine], tallies: &mut [Tally]) {

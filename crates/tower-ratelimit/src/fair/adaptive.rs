@@ -295,7 +295,8 @@ impl AdaptiveLimit {
                     "adaptive concurrency limit changed"
                 );
                 #[cfg(feature = "metrics")]
-                metrics::gauge!("ratelimit_adaptive_limit", "limit" => i.name).set(new as f64);
+                metrics::gauge!(crate::observe::names::ADAPTIVE_LIMIT, "limit" => i.name)
+                    .set(new as f64);
             }
         }
     }
@@ -352,7 +353,8 @@ impl AdaptiveLimitBuilder {
         }
         let initial = self.initial.unwrap_or(10).clamp(self.min, self.max);
         #[cfg(feature = "metrics")]
-        metrics::gauge!("ratelimit_adaptive_limit", "limit" => self.name).set(initial as f64);
+        metrics::gauge!(crate::observe::names::ADAPTIVE_LIMIT, "limit" => self.name)
+            .set(initial as f64);
         Ok(AdaptiveLimit {
             inner: Arc::new(Inner {
                 name: self.name,

@@ -191,19 +191,11 @@ fn reject<X: KeyExtractor, R: ResponseBuilder<B>, B>(
     };
     tracing::debug!(queue = shared.name, reason, retry_after = ?wait, "fair queue refused a request");
     #[cfg(feature = "metrics")]
-    metrics::counter!("ratelimit_fair_queue_rejected_total", "queue" => shared.name, "reason" => reason)
+    metrics::counter!(crate::observe::names::FAIR_QUEUE_REJECTED, "queue" => shared.name, "reason" => reason)
         .increment(1);
     let mut res = match why {
         Refusal::KeyFull => {
-            let decision = Decision::new(
-                false,
-                0,
-                Some(wait),
-                shared.max_per_key as u64,
-                wait,
-                wait,
-                wait,
-            );
+            let decision = Decision::denied(shared.max_per_key as u64, wait, wait, wait);
             let info = RateLimitInfo {
                 entries: smallvec::smallvec![LimitDecision {
                     name: shared.name,
@@ -229,7 +221,7 @@ fn reject<X: KeyExtractor, R: ResponseBuilder<B>, B>(
         }
     };
     if !res.headers().contains_key(RETRY_AFTER) {
-        let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+        let secs = ratelimit_core::ceil_secs(wait);
         res.headers_mut()
             .insert(RETRY_AFTER, HeaderValue::from(secs));
     }

@@ -4,6 +4,7 @@ use super::queue::State;
 use super::Capacity;
 use crate::key::KeyExtractor;
 use crate::policy::Cost;
+use ratelimit_core::saturating_nanos;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -33,7 +34,7 @@ impl<X: KeyExtractor, R> Shared<X, R> {
 
     /// Folds a latency into the moving average (weight 1/8).
     pub(super) fn record(&self, latency: Duration) {
-        let sample = u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX);
+        let sample = saturating_nanos(latency);
         let old = self.service.load(Ordering::Relaxed);
         let new = if old == 0 {
             sample

@@ -1,7 +1,13 @@
 //! What the layer does with a decision: enforce it, only record it, or shape traffic.
 
-/// What the layer does with a decision.
+/// What the layer does with a decision. With feature `serde` it is read
+/// from its name in kebab-case: `enforce`, `dry-run`, `shape`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Deserialize),
+    serde(rename_all = "kebab-case")
+)]
 pub enum Mode {
     /// Denied requests get the rejection response (429); admitted ones go
     /// on at once.

@@ -1,9 +1,10 @@
 //! gRPC rejections for tonic servers: `RESOURCE_EXHAUSTED` with `google.rpc.RetryInfo` (feature `grpc`).
 
-use super::problem::{ceil_secs, key_error_detail};
+use super::problem::key_error_detail;
 use super::{Rejection, ResponseBuilder};
 use http::header::{HeaderValue, WWW_AUTHENTICATE};
 use http::{Response, StatusCode};
+use ratelimit_core::ceil_secs;
 use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt};
 
@@ -21,6 +22,10 @@ use tonic_types::{ErrorDetails, StatusExt};
 ///   `ratelimit` fields beside them, which gRPC clients read as trailing
 ///   metadata. A request whose cost exceeds the limit's capacity gets
 ///   `RESOURCE_EXHAUSTED` without `RetryInfo` (retrying cannot help).
+/// - Banned (the limit's ban): `RESOURCE_EXHAUSTED`, the message
+///   `Banned by rate limit "name": retry in N seconds.`, `RetryInfo` with
+///   the ban's remaining time, and a `google.rpc.ErrorInfo` detail with
+///   reason `BANNED`, domain `tower-ratelimit` and the limit's name.
 /// - Key error: `UNAUTHENTICATED` for a 401 (with `www-authenticate` when
 ///   the error has a challenge), `PERMISSION_DENIED` for a 403,
 ///   `INVALID_ARGUMENT` otherwise, with a message naming what was missing
@@ -56,18 +61,7 @@ impl Grpc {
         match rejection {
             Rejection::Limited(info) => match info.denied() {
                 Some(denied) => match denied.decision.retry_after() {
-                    Some(wait) => {
-                        let secs = ceil_secs(wait).max(1);
-                        let unit = if secs == 1 { "second" } else { "seconds" };
-                        Status::with_error_details(
-                            Code::ResourceExhausted,
-                            format!(
-                                "Rate limit \"{}\" exceeded: retry in {secs} {unit}.",
-                                denied.name
-                            ),
-                            ErrorDetails::with_retry_info(Some(wait)),
-                        )
-                    }
+                    Some(wait) => limited(denied.name, wait, denied.decision.banned),
                     None => Status::resource_exhausted(format!(
                         "This request costs more than rate limit \"{}\" allows ({} per window): \
                          it can never be admitted.",
@@ -89,6 +83,26 @@ impl Grpc {
             }
         }
     }
+}
+
+/// `RESOURCE_EXHAUSTED` with the exact wait; a ban says so in its message
+/// and in a `google.rpc.ErrorInfo` detail (reason `BANNED`).
+fn limited(name: &str, wait: std::time::Duration, banned: bool) -> Status {
+    let secs = ceil_secs(wait).max(1);
+    let unit = if secs == 1 { "second" } else { "seconds" };
+    let mut details = ErrorDetails::with_retry_info(Some(wait));
+    let message = if banned {
+        let metadata = [("limit".to_owned(), name.to_owned())];
+        details.set_error_info(
+            "BANNED",
+            "tower-ratelimit",
+            std::collections::HashMap::from(metadata),
+        );
+        format!("Banned by rate limit \"{name}\": retry in {secs} {unit}.")
+    } else {
+        format!("Rate limit \"{name}\" exceeded: retry in {secs} {unit}.")
+    };
+    Status::with_error_details(Code::ResourceExhausted, message, details)
 }
 
 impl<B: Default> ResponseBuilder<B> for Grpc {

@@ -1,10 +1,9 @@
 //! The rate-limit header fields: IETF `RateLimit-Policy` and `RateLimit`, `Retry-After`, and legacy `X-RateLimit-*`.
 
 use super::memo::{next_id, Memo};
-use super::problem::ceil_secs;
 use bytes::Bytes;
 use http::header::{Entry, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
-use ratelimit_core::Decision;
+use ratelimit_core::{ceil_secs, Decision};
 use std::cell::RefCell;
 use std::sync::OnceLock;
 
@@ -50,7 +49,11 @@ pub const X_RATELIMIT_RESET: HeaderName = HeaderName::from_static("x-ratelimit-r
 /// limit that denied it, and carries `Retry-After` (whole seconds, rounded
 /// up, never 0 for a positive wait; absent when the request can never be
 /// admitted). Stacked layers append their own members.
+///
+/// With feature `serde` it is read from a name: `ietf` (the default),
+/// `legacy`, `both` or `none`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Deserialize), serde(from = "Named"))]
 pub struct Headers {
     ietf: bool,
     on_allowed: bool,
@@ -103,6 +106,29 @@ impl Headers {
 
     pub(crate) fn wants_allowed(&self) -> bool {
         self.on_allowed && (self.ietf || self.legacy)
+    }
+}
+
+/// The sets of fields [`Headers`] is read from, by name.
+#[cfg(feature = "serde")]
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum Named {
+    Ietf,
+    Legacy,
+    Both,
+    None,
+}
+
+#[cfg(feature = "serde")]
+impl From<Named> for Headers {
+    fn from(named: Named) -> Self {
+        match named {
+            Named::Ietf => Headers::new(),
+            Named::Legacy => Headers::new().ietf(false).legacy(true),
+            Named::Both => Headers::new().legacy(true),
+            Named::None => Headers::none(),
+        }
     }
 }
 

@@ -6,7 +6,7 @@ use crate::key::KeyError;
 use bytes::Bytes;
 use http::header::{HeaderValue, CONTENT_TYPE, WWW_AUTHENTICATE};
 use http::{Response, StatusCode};
-use ratelimit_core::Decision;
+use ratelimit_core::{ceil_secs, Decision};
 use std::cell::RefCell;
 
 thread_local! {
@@ -47,12 +47,6 @@ impl ProblemJson {
     pub const fn new() -> Self {
         Self { _priv: () }
     }
-}
-
-/// Rounds up to whole seconds: a positive wait is never 0.
-#[inline]
-pub(crate) fn ceil_secs(d: std::time::Duration) -> u64 {
-    d.as_secs() + u64::from(d.subsec_nanos() > 0)
 }
 
 /// `s` as a JSON string.

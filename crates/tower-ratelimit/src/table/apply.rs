@@ -9,10 +9,10 @@ use super::runtime_overrides::RuntimeOverrides;
 use crate::access_list::{AccessList, RuntimeLists};
 use crate::limit_handle::LimitHandle;
 use crate::policy::Selection;
-use crate::RateLimitLayer;
+use crate::{BuildError, RateLimitLayer};
 use axum::Router;
 use http::request::Parts;
-use ratelimit_core::{BoxStore, LiveAlgorithm, MemoryStore, Store};
+use ratelimit_core::{BoxStore, Clock, LiveAlgorithm, MemoryStore, Store};
 use std::fmt;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -36,7 +36,7 @@ impl PolicyTable {
     /// [`apply_in_memory`](Self::apply_in_memory) does.
     pub fn apply<St, E>(
         &self,
-        mut router: Router,
+        router: Router,
         options: &PolicyOptions,
         mut store: impl FnMut(&str, &LiveAlgorithm) -> Result<St, E>,
     ) -> Result<(Router, PolicyHandle), PolicyError>
@@ -44,15 +44,15 @@ impl PolicyTable {
         St: Store<PolicyKey, CheckFuture: Unpin, RefundFuture: Unpin>,
         E: fmt::Display,
     {
-        let mut layers: Vec<AddLayer> = Vec::with_capacity(self.entries.len());
-        let mut live = Vec::with_capacity(self.entries.len());
-        let mut handles = Vec::with_capacity(self.entries.len());
         let clock = options
             .clock
             .clone()
             .unwrap_or_else(crate::clock::default_clock);
         let runtime = Arc::new(RuntimeLists::default());
         let settles = self.entries.iter().any(|e| e.cost_from.is_some());
+        let mut layers: Vec<AddLayer> = Vec::with_capacity(self.entries.len());
+        let mut live = Vec::with_capacity(self.entries.len());
+        let mut handles = Vec::with_capacity(self.entries.len());
         for (i, entry) in self.entries.iter().enumerate() {
             let fail = |message: String| PolicyError {
                 file: None,
@@ -73,68 +73,20 @@ impl PolicyTable {
                 parts: entry.key.0.iter().map(|p| text_part(p, options)).collect(),
             });
             live.push((entry.clone(), algorithm));
-            let name: &'static str = Box::leak(entry.name.clone().into_boxed_str());
-            let allow = AccessList::parse(&entry.allow)
-                .map_err(fail)?
-                .and(&self.allow);
-            let deny = AccessList::parse(&entry.deny)
-                .map_err(fail)?
-                .and(&self.deny);
-            let extractor = PolicyExtractor {
-                name,
-                lists: !(allow.is_empty() && deny.is_empty()),
-                allow,
-                deny,
-                ip: ip_source(&entry.key, options),
-                runtime: Arc::clone(&runtime),
-                clock: Arc::clone(&clock),
-                tier: entry.tier,
-                authenticated: options.authenticated.clone(),
-                routes: entry.routes.clone().into(),
-                parts: entry
-                    .key
-                    .0
-                    .iter()
-                    .map(|p| Part::new(p, options))
-                    .collect::<Result<_, _>>()
-                    .map_err(fail)?,
-            };
+            let extractor = self
+                .extractor(entry, options, &runtime, &clock)
+                .map_err(fail)?;
             if entry.pace.is_some() {
                 layers.push(entry.pace_layer(extractor, store, &clock).map_err(fail)?);
                 continue;
             }
-            let skip = |_: &Parts, key: &PolicyKey| match key {
-                PolicyKey::Skip => Selection::NONE,
-                _ => Selection::ALL,
-            };
-            let mut builder = RateLimitLayer::builder(extractor)
-                .limit_shared(entry.name.clone(), store)
-                .select(skip)
-                .mode(entry.mode)
-                .headers(entry.headers)
-                .on_key_error(entry.on_key_error);
-            if let Some(cost) = entry.reserved_cost() {
-                builder = builder.cost(cost);
-            }
-            if let Some(from) = entry.cost_from.clone() {
-                builder = builder.settle(from);
-            }
-            if settles && i + 1 < self.entries.len() {
-                // What an inner limit refuses takes nothing from this one.
-                builder = builder.refund_on_inner_limit();
-            }
-            if let Some(count) = entry.count.clone() {
-                builder = builder
-                    .count_if(move |res: &http::response::Parts| count.contains(&res.status));
-            }
-            if let Some(reset_on) = entry.reset_on.clone().filter(|r| !r.is_empty()) {
-                builder = builder
-                    .reset_if(move |res: &http::response::Parts| reset_on.contains(&res.status));
-            }
-            builder = builder.shared_clock(Arc::clone(&clock));
-            let layer = builder.build().map_err(|e| fail(e.to_string()))?;
+            // What an inner limit refuses takes nothing from an outer one.
+            let refund_on_inner = settles && i + 1 < self.entries.len();
+            let layer = layer(entry, extractor, store, &clock, refund_on_inner);
+            let layer = layer.map_err(|e| fail(e.to_string()))?;
             layers.push(Box::new(move |router: Router| router.route_layer(layer)));
         }
+        let mut router = router;
         for add in layers.into_iter().rev() {
             router = add(router);
         }
@@ -145,8 +97,40 @@ impl PolicyTable {
             clock,
             reloads: AtomicU64::new(0),
             overrides: RuntimeOverrides::default(),
+            shared: std::sync::OnceLock::new(),
         };
         Ok((router, handle))
+    }
+
+    /// The key extractor of `entry`: its key parts, routes, tier, and its
+    /// lists with the table's.
+    fn extractor(
+        &self,
+        entry: &PolicyEntry,
+        options: &PolicyOptions,
+        runtime: &Arc<RuntimeLists>,
+        clock: &Arc<dyn Clock>,
+    ) -> Result<PolicyExtractor, String> {
+        let allow = AccessList::parse(&entry.allow)?.and(&self.allow);
+        let deny = AccessList::parse(&entry.deny)?.and(&self.deny);
+        Ok(PolicyExtractor {
+            name: Box::leak(entry.name.clone().into_boxed_str()),
+            lists: !(allow.is_empty() && deny.is_empty()),
+            allow,
+            deny,
+            ip: ip_source(&entry.key, options),
+            runtime: Arc::clone(runtime),
+            clock: Arc::clone(clock),
+            tier: entry.tier,
+            authenticated: options.authenticated.clone(),
+            routes: entry.routes.clone().into(),
+            parts: entry
+                .key
+                .0
+                .iter()
+                .map(|p| Part::new(p, options))
+                .collect::<Result<_, _>>()?,
+        })
     }
 
     /// [`apply`](Self::apply) with every limit in memory, each holding at
@@ -168,4 +152,45 @@ impl PolicyTable {
             )
         })
     }
+}
+
+/// The layer of `entry`, keyed by `extractor`, on `store`; with
+/// `refund_on_inner`, it gives its cost back when an inner limit refuses.
+fn layer<St>(
+    entry: &PolicyEntry,
+    extractor: PolicyExtractor,
+    store: Arc<St>,
+    clock: &Arc<dyn Clock>,
+    refund_on_inner: bool,
+) -> Result<RateLimitLayer<PolicyExtractor, St>, BuildError>
+where
+    St: Store<PolicyKey, CheckFuture: Unpin, RefundFuture: Unpin>,
+{
+    let skip = |_: &Parts, key: &PolicyKey| match key {
+        PolicyKey::Skip => Selection::NONE,
+        _ => Selection::ALL,
+    };
+    let mut builder = RateLimitLayer::builder(extractor)
+        .limit_shared(entry.name.clone(), store)
+        .select(skip)
+        .mode(entry.mode)
+        .headers(entry.headers)
+        .on_key_error(entry.on_key_error);
+    if let Some(cost) = entry.reserved_cost() {
+        builder = builder.cost(cost);
+    }
+    if let Some(from) = entry.cost_from.clone() {
+        builder = builder.settle(from);
+    }
+    if refund_on_inner {
+        builder = builder.refund_on_inner_limit();
+    }
+    if let Some(count) = entry.count.clone() {
+        builder = builder.count_if(move |res: &http::response::Parts| count.contains(&res.status));
+    }
+    if let Some(reset_on) = entry.reset_on.clone().filter(|r| !r.is_empty()) {
+        builder =
+            builder.reset_if(move |res: &http::response::Parts| reset_on.contains(&res.status));
+    }
+    builder.shared_clock(Arc::clone(clock)).build()
 }

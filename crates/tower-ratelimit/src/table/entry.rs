@@ -11,6 +11,7 @@ use crate::response::Headers;
 use http::request::Parts;
 use http::StatusCode;
 use ratelimit_core::{AnyAlgorithm, BanPolicy};
+use serde::de::{DeserializeOwned, IntoDeserializer};
 use serde::{Deserialize, Deserializer};
 use std::collections::BTreeMap;
 use std::str::FromStr;
@@ -50,38 +51,55 @@ pub(super) fn statuses<'de, D: Deserializer<'de>>(
 }
 
 pub(super) fn mode<'de, D: Deserializer<'de>>(d: D) -> Result<Mode, D::Error> {
-    match String::deserialize(d)?.as_str() {
-        "enforce" => Ok(Mode::Enforce),
-        "dry-run" => Ok(Mode::DryRun),
-        "shape" => Ok(Mode::Shape),
-        other => Err(serde::de::Error::custom(format!(
-            "bad mode {other:?}: expected enforce, dry-run or shape"
-        ))),
-    }
+    named(d, "mode")
 }
 
 pub(super) fn headers<'de, D: Deserializer<'de>>(d: D) -> Result<Headers, D::Error> {
-    match String::deserialize(d)?.as_str() {
-        "ietf" => Ok(Headers::new()),
-        "legacy" => Ok(Headers::new().ietf(false).legacy(true)),
-        "both" => Ok(Headers::new().legacy(true)),
-        "none" => Ok(Headers::none()),
-        other => Err(serde::de::Error::custom(format!(
-            "bad headers {other:?}: expected ietf, legacy, both or none"
-        ))),
-    }
+    named(d, "headers")
 }
 
 pub(super) fn key_error<'de, D: Deserializer<'de>>(d: D) -> Result<KeyErrorPolicy, D::Error> {
-    match String::deserialize(d)?.as_str() {
-        "reject" => Ok(KeyErrorPolicy::Reject),
-        "allow" => Ok(KeyErrorPolicy::Allow),
-        "allow-missing" => Ok(KeyErrorPolicy::AllowMissing),
-        other => Err(serde::de::Error::custom(format!(
-            "bad on-key-error {other:?}: expected reject, allow or allow-missing"
-        ))),
+    named(d, "on-key-error")
+}
+
+/// A `T` read from its name (its serde derive), refused as `bad {what}
+/// "NAME": expected A, B or C`.
+fn named<'de, D, T>(d: D, what: &str) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: DeserializeOwned,
+{
+    let name = String::deserialize(d)?;
+    T::deserialize(name.as_str().into_deserializer())
+        .map_err(|e: Unnamed| serde::de::Error::custom(format!("bad {what} {name:?}: {}", e.0)))
+}
+
+/// Why a name is not one of a `T`'s: the names it has.
+#[derive(Debug)]
+struct Unnamed(String);
+
+impl serde::de::Error for Unnamed {
+    fn custom<M: std::fmt::Display>(message: M) -> Self {
+        Self(message.to_string())
+    }
+
+    fn unknown_variant(_: &str, expected: &'static [&'static str]) -> Self {
+        let list = match expected {
+            [] => String::new(),
+            [one] => (*one).to_owned(),
+            [init @ .., last] => format!("{} or {last}", init.join(", ")),
+        };
+        Self(format!("expected {list}"))
     }
 }
+
+impl std::fmt::Display for Unnamed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Unnamed {}
 
 pub(super) fn duration<'de, D: Deserializer<'de>>(
     d: D,

@@ -1,7 +1,8 @@
 //! Why a policy table was rejected, and where in the file.
 
+use serde::Deserialize;
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Why a policy table was rejected: where, which entry, and what.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,24 +34,72 @@ impl fmt::Display for PolicyError {
 
 impl std::error::Error for PolicyError {}
 
-/// The line of byte `offset` in `text`.
-pub(super) fn line_of(text: &str, offset: usize) -> usize {
-    text[..offset.min(text.len())].matches('\n').count() + 1
+/// A table's text and its file: where in them an error is.
+pub(super) struct Source<'a> {
+    pub(super) text: &'a str,
+    pub(super) file: Option<&'a Path>,
 }
 
-/// The `name` of the `[[limit]]` block holding byte `offset`, if any.
-pub(super) fn entry_at(text: &str, offset: usize) -> Option<String> {
-    let offset = offset.min(text.len());
-    let start = if text[offset..].starts_with("[[limit]]") {
-        offset
-    } else {
-        text[..offset].rfind("[[limit]]")?
-    };
-    let end = text[start + 9..]
-        .find("[[limit]]")
-        .map_or(text.len(), |e| start + 9 + e);
-    text[start..end].lines().find_map(|l| {
-        let (k, v) = l.split_once('=')?;
-        (k.trim() == "name").then(|| v.trim().trim_matches('"').to_owned())
-    })
+impl Source<'_> {
+    /// An error at byte `at` (its line), in the entry `entry`.
+    pub(super) fn error(
+        &self,
+        at: Option<usize>,
+        entry: Option<String>,
+        message: String,
+    ) -> PolicyError {
+        PolicyError {
+            file: self.file.map(Path::to_path_buf),
+            line: at.map(|at| self.line_of(at)),
+            entry,
+            message,
+        }
+    }
+
+    /// TOML's error: at its span, in the entry holding it.
+    pub(super) fn toml_error(&self, e: &toml::de::Error) -> PolicyError {
+        let at = e.span().map(|s| s.start);
+        let entry = at.and_then(|at| self.entry_at(at));
+        self.error(at, entry, e.message().trim().to_owned())
+    }
+
+    /// The line (1-based) of byte `at`.
+    fn line_of(&self, at: usize) -> usize {
+        let text = self.text.as_bytes();
+        text[..at.min(text.len())]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1
+    }
+
+    /// The name of the `[[limit]]` holding byte `at`: the last one that
+    /// starts before it, by the spans of the entries read without their
+    /// checks. Where the text is not TOML, the entries of the lines before
+    /// `at`'s.
+    fn entry_at(&self, at: usize) -> Option<String> {
+        let at = at.min(self.text.len());
+        let before = self.text[..at].rfind('\n').map_or(0, |n| n + 1);
+        let names = toml::from_str::<Names>(self.text)
+            .or_else(|_| toml::from_str::<Names>(&self.text[..before]))
+            .ok()?;
+        let entry = names.limit.into_iter().rfind(|e| e.span().start <= at)?;
+        match entry.into_inner().name? {
+            toml::Value::String(name) => Some(name),
+            other => Some(other.to_string()),
+        }
+    }
+}
+
+/// The entries' names, where they are, and nothing else of a table.
+#[derive(Deserialize)]
+struct Names {
+    #[serde(default)]
+    limit: Vec<toml::Spanned<Name>>,
+}
+
+/// An entry's name, whatever else it holds.
+#[derive(Deserialize)]
+struct Name {
+    name: Option<toml::Value>,
 }

@@ -1,7 +1,7 @@
 //! The table (`PolicyTable`): read from TOML and checked.
 
 use super::entry::PolicyEntry;
-use super::error::{entry_at, line_of, PolicyError};
+use super::error::{PolicyError, Source};
 use crate::access_list::AccessList;
 use crate::policy::Mode;
 use ratelimit_core::{AnyAlgorithm, MAX_OVERRIDES};
@@ -32,68 +32,22 @@ pub struct PolicyTable {
 impl PolicyTable {
     /// Reads a table from TOML text; `file` only names it in errors.
     pub fn from_toml(text: &str, file: Option<&Path>) -> Result<Self, PolicyError> {
-        let error = |offset: Option<usize>, entry: Option<String>, message: String| PolicyError {
-            file: file.map(Path::to_path_buf),
-            line: offset.map(|o| line_of(text, o)),
-            entry: entry.or_else(|| offset.and_then(|o| entry_at(text, o))),
-            message,
-        };
-        let parsed: File = toml::from_str(text).map_err(|e| {
-            let start = e.span().map(|s| s.start);
-            error(start, None, e.message().trim().to_owned())
-        })?;
+        let source = Source { text, file };
+        let parsed: File = toml::from_str(text).map_err(|e| source.toml_error(&e))?;
         let mut entries: Vec<PolicyEntry> = Vec::with_capacity(parsed.limit.len());
         for spanned in parsed.limit {
             let at = Some(spanned.span().start);
-            let mut entry = spanned.into_inner();
+            let entry = spanned.into_inner();
             let name = entry.name.clone();
-            let fail = |message: String| error(at, Some(name.clone()), message);
-            if entry.name.is_empty()
-                || entry.name.len() > 64
-                || !entry
-                    .name
-                    .bytes()
-                    .all(|b| (0x21..=0x7e).contains(&b) && b != b'"')
-            {
-                return Err(fail(
-                    "a name is 1 to 64 visible ASCII characters, without quotes".to_owned(),
-                ));
-            }
-            if entries.iter().any(|e| e.name == entry.name) {
-                return Err(fail("the name is used twice".to_owned()));
-            }
-            if entry.mode == Mode::Shape && !matches!(entry.algorithm, AnyAlgorithm::LeakyBucket(_))
-            {
-                return Err(fail(
-                    "mode \"shape\" needs a leaky-bucket algorithm".to_owned(),
-                ));
-            }
-            if let Some(problem) = entry.disables_itself() {
-                return Err(fail(problem));
-            }
-            entry.overrides = entry.canonical_overrides().map_err(fail)?;
-            entry.checked_ban().map_err(fail)?;
-            entry.checked_settle().map_err(fail)?;
-            entry.checked_pace().map_err(fail)?;
-            AccessList::parse(&entry.allow).map_err(fail)?;
-            AccessList::parse(&entry.deny).map_err(fail)?;
-            if entry.overrides.len() > MAX_OVERRIDES {
-                return Err(fail(format!(
-                    "{} overrides: at most {MAX_OVERRIDES}",
-                    entry.overrides.len()
-                )));
-            }
+            let entry = checked(entry, &entries).map_err(|m| source.error(at, Some(name), m))?;
             entries.push(entry);
         }
         if entries.len() > 64 {
-            return Err(error(
-                None,
-                None,
-                format!("{} limits: at most 64", entries.len()),
-            ));
+            let message = format!("{} limits: at most 64", entries.len());
+            return Err(source.error(None, None, message));
         }
-        let allow = AccessList::parse(&parsed.allow).map_err(|e| error(None, None, e))?;
-        let deny = AccessList::parse(&parsed.deny).map_err(|e| error(None, None, e))?;
+        let allow = AccessList::parse(&parsed.allow).map_err(|e| source.error(None, None, e))?;
+        let deny = AccessList::parse(&parsed.deny).map_err(|e| source.error(None, None, e))?;
         Ok(Self {
             entries,
             allow,
@@ -122,4 +76,34 @@ impl PolicyTable {
     pub fn entry(&self, name: &str) -> Option<&PolicyEntry> {
         self.entries.iter().find(|e| e.name == name)
     }
+}
+
+/// `entry` checked, on its own and against the `earlier` entries, with its
+/// overrides written as its extractor writes keys; else what is wrong.
+fn checked(mut entry: PolicyEntry, earlier: &[PolicyEntry]) -> Result<PolicyEntry, String> {
+    if !ratelimit_core::is_valid_limit_name(&entry.name) {
+        return Err(format!("a name is {}", ratelimit_core::LIMIT_NAME_RULE));
+    }
+    if earlier.iter().any(|e| e.name == entry.name) {
+        return Err("the name is used twice".to_owned());
+    }
+    if entry.mode == Mode::Shape && !matches!(entry.algorithm, AnyAlgorithm::LeakyBucket(_)) {
+        return Err("mode \"shape\" needs a leaky-bucket algorithm".to_owned());
+    }
+    if let Some(problem) = entry.disables_itself() {
+        return Err(problem);
+    }
+    entry.overrides = entry.canonical_overrides()?;
+    entry.checked_ban()?;
+    entry.checked_settle()?;
+    entry.checked_pace()?;
+    AccessList::parse(&entry.allow)?;
+    AccessList::parse(&entry.deny)?;
+    if entry.overrides.len() > MAX_OVERRIDES {
+        return Err(format!(
+            "{} overrides: at most {MAX_OVERRIDES}",
+            entry.overrides.len()
+        ));
+    }
+    Ok(entry)
 }

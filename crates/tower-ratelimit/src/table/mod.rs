@@ -184,9 +184,11 @@ mod reload;
 mod route;
 mod runtime_overrides;
 mod settle;
+mod shared;
 #[cfg(test)]
 mod tests;
 mod tier;
+mod watch;
 
 pub use crate::access_list::{ListKind, MAX_RUNTIME_ENTRIES};
 pub use crate::limit_handle::LimitHandle;
@@ -196,6 +198,7 @@ pub use extractor::{AppKey, Authenticated, PolicyOptions};
 pub use key::{KeySpec, PolicyKey};
 pub use load::PolicyTable;
 pub use pace::DEFAULT_PACE_PIECE;
+pub use ratelimit_core::{EntriesFuture, EntriesSink, EntryTable, SharedEntries, SharedEntry};
 pub use reload::{LimitChange, PolicyHandle};
 pub use route::RouteSpec;
 pub use settle::Estimate;

@@ -1,4 +1,4 @@
-//! Changing the limits while they run (`PolicyHandle`): reloads, what changed (`LimitChange`), the file watcher, the limits' handles and lists.
+//! Changing the limits while they run (`PolicyHandle`): reloads, what changed (`LimitChange`), the limits' handles and lists (the file watcher: `watch.rs`).
 
 use super::entry::PolicyEntry;
 use super::error::PolicyError;
@@ -6,9 +6,9 @@ use super::load::PolicyTable;
 use super::runtime_overrides::RuntimeOverrides;
 use crate::access_list::{ListKind, RuntimeLists};
 use crate::limit_handle::LimitHandle;
-use ratelimit_core::{AnyAlgorithm, Clock, LiveAlgorithm};
+use ratelimit_core::{saturating_nanos, AnyAlgorithm, Clock, LiveAlgorithm};
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -77,6 +77,8 @@ pub struct PolicyHandle {
     pub(super) reloads: AtomicU64,
     /// Overrides set at run time ([`set_override`](Self::set_override)).
     pub(super) overrides: RuntimeOverrides,
+    /// Where the run-time entries are shared, if they are (see `share`).
+    pub(super) shared: std::sync::OnceLock<Arc<dyn ratelimit_core::SharedEntries>>,
 }
 
 impl fmt::Debug for PolicyHandle {
@@ -92,8 +94,9 @@ impl fmt::Debug for PolicyHandle {
 impl PolicyHandle {
     /// Adds `entry` (a CIDR, an address or a key, as in the file) to the
     /// allow or deny list of every limit for `ttl`, or renews it; at most
-    /// [`MAX_RUNTIME_ENTRIES`](super::MAX_RUNTIME_ENTRIES) per list. Kept in this instance's memory
-    /// (not shared through Redis), and across reloads.
+    /// [`MAX_RUNTIME_ENTRIES`](super::MAX_RUNTIME_ENTRIES) per list. Kept in this instance's memory,
+    /// and across reloads; [`add_to_list_shared`](Self::add_to_list_shared)
+    /// adds it on every instance.
     pub fn add_to_list(
         &self,
         kind: ListKind,
@@ -101,7 +104,7 @@ impl PolicyHandle {
         ttl: std::time::Duration,
     ) -> Result<(), String> {
         let now = self.clock.now();
-        let ttl = u64::try_from(ttl.as_nanos()).unwrap_or(u64::MAX);
+        let ttl = saturating_nanos(ttl);
         self.runtime
             .add(kind, entry.trim(), now.saturating_add(ttl), now)
     }
@@ -175,7 +178,7 @@ impl PolicyHandle {
     }
 
     /// `key` as the limit's extractor writes it.
-    fn key_text(&self, limit: &str, key: &str) -> Result<String, String> {
+    pub(super) fn key_text(&self, limit: &str, key: &str) -> Result<String, String> {
         let handle = self
             .get(limit)
             .ok_or_else(|| format!("no limit named {limit:?}"))?;
@@ -229,57 +232,7 @@ impl PolicyHandle {
     }
 
     pub(super) fn try_reload(&self, table: &PolicyTable) -> Result<Vec<LimitChange>, PolicyError> {
-        let fail = |entry: Option<&str>, message: String| PolicyError {
-            file: None,
-            line: None,
-            entry: entry.map(str::to_owned),
-            message,
-        };
-        let runs = |name: &str| self.limits.iter().any(|(e, _)| e.name == name);
-        if let Some(added) = table.entries.iter().find(|e| !runs(&e.name)) {
-            if table.entries.len() > self.limits.len() {
-                return Err(fail(
-                    Some(&added.name),
-                    "added: adding a limit needs a restart".to_owned(),
-                ));
-            }
-        }
-        let kept = |name: &str| table.entries.iter().any(|e| e.name == name);
-        if let Some((removed, _)) = self.limits.iter().find(|(e, _)| !kept(&e.name)) {
-            if table.entries.len() < self.limits.len() {
-                return Err(fail(
-                    Some(&removed.name),
-                    "removed: removing a limit needs a restart".to_owned(),
-                ));
-            }
-        }
-        if table.entries.len() != self.limits.len() {
-            return Err(fail(
-                None,
-                format!(
-                    "{} limits where {} run: adding or removing a limit needs a restart",
-                    table.entries.len(),
-                    self.limits.len()
-                ),
-            ));
-        }
-        for (new, (old, _)) in table.entries.iter().zip(self.limits.iter()) {
-            if new.name != old.name {
-                return Err(fail(
-                    Some(&new.name),
-                    format!(
-                        "where {:?} runs: renaming or moving a limit needs a restart",
-                        old.name
-                    ),
-                ));
-            }
-            new.unchanged_but_limits(old).map_err(|field| {
-                fail(
-                    Some(&new.name),
-                    format!("changing its {field} needs a restart"),
-                )
-            })?;
-        }
+        self.same_limits(table)?;
         let changes: Vec<LimitChange> = table
             .entries
             .iter()
@@ -291,10 +244,58 @@ impl PolicyHandle {
             let list: Vec<(&str, AnyAlgorithm)> =
                 merged.iter().map(|(k, a)| (k.as_str(), *a)).collect();
             live.replace(new.algorithm, &list)
-                .map_err(|e| fail(Some(&new.name), e.to_string()))?;
+                .map_err(|e| reload_error(Some(&new.name), e.to_string()))?;
         }
         self.reloads.fetch_add(1, Ordering::Relaxed);
         Ok(changes)
+    }
+
+    /// Whether `table` has the running limits, in their order, each
+    /// changed in nothing but its algorithm and overrides (what a reload
+    /// can change); else which one differs and how.
+    fn same_limits(&self, table: &PolicyTable) -> Result<(), PolicyError> {
+        let runs = |name: &str| self.limits.iter().any(|(e, _)| e.name == name);
+        if let Some(added) = table.entries.iter().find(|e| !runs(&e.name)) {
+            if table.entries.len() > self.limits.len() {
+                let message = "added: adding a limit needs a restart".to_owned();
+                return Err(reload_error(Some(&added.name), message));
+            }
+        }
+        let kept = |name: &str| table.entries.iter().any(|e| e.name == name);
+        if let Some((removed, _)) = self.limits.iter().find(|(e, _)| !kept(&e.name)) {
+            if table.entries.len() < self.limits.len() {
+                let message = "removed: removing a limit needs a restart".to_owned();
+                return Err(reload_error(Some(&removed.name), message));
+            }
+        }
+        if table.entries.len() != self.limits.len() {
+            return Err(reload_error(
+                None,
+                format!(
+                    "{} limits where {} run: adding or removing a limit needs a restart",
+                    table.entries.len(),
+                    self.limits.len()
+                ),
+            ));
+        }
+        for (new, (old, _)) in table.entries.iter().zip(self.limits.iter()) {
+            if new.name != old.name {
+                return Err(reload_error(
+                    Some(&new.name),
+                    format!(
+                        "where {:?} runs: renaming or moving a limit needs a restart",
+                        old.name
+                    ),
+                ));
+            }
+            new.unchanged_but_limits(old).map_err(|field| {
+                reload_error(
+                    Some(&new.name),
+                    format!("changing its {field} needs a restart"),
+                )
+            })?;
+        }
+        Ok(())
     }
 
     /// Reads `path` and applies it ([`reload`](Self::reload)); errors
@@ -313,80 +314,14 @@ impl PolicyHandle {
             e
         })
     }
+}
 
-    /// Reloads `path` on `SIGHUP` (Unix) and whenever its contents change
-    /// (read every `poll`; a change is applied once the contents have
-    /// held still for one more read, so an editor's partial write is not
-    /// taken). Every reload is logged: `info` when applied, `error` with
-    /// the reason when rejected (the running limits stay). The task ends
-    /// when every other `Arc` of the handle is dropped; it needs a tokio
-    /// runtime.
-    pub fn watch(self: &Arc<Self>, path: impl Into<PathBuf>, poll: std::time::Duration) {
-        let (handle, path) = (Arc::downgrade(self), path.into());
-        #[cfg(unix)]
-        let mut hangup = {
-            use tokio::signal::unix::{signal, SignalKind};
-            signal(SignalKind::hangup())
-                .map_err(|e| {
-                    tracing::error!(error = %e, "no SIGHUP handler: reloading on file change only");
-                })
-                .ok()
-        };
-        tokio::spawn(async move {
-            let mut seen = std::fs::read(&path).ok();
-            let mut pending: Option<Option<Vec<u8>>> = None;
-            loop {
-                #[cfg(unix)]
-                let hup = async {
-                    match hangup.as_mut() {
-                        Some(h) => h.recv().await,
-                        None => std::future::pending().await,
-                    }
-                };
-                #[cfg(not(unix))]
-                let hup = std::future::pending::<Option<()>>();
-                let signalled = tokio::select! {
-                    _ = hup => true,
-                    _ = tokio::time::sleep(poll) => false,
-                };
-                let Some(handle) = handle.upgrade() else {
-                    return;
-                };
-                let now = std::fs::read(&path).ok();
-                let apply = if signalled {
-                    true
-                } else if now == seen {
-                    pending = None;
-                    false
-                } else if pending.as_ref() == Some(&now) {
-                    true
-                } else {
-                    pending = Some(now.clone());
-                    false
-                };
-                if !apply {
-                    continue;
-                }
-                seen = now;
-                pending = None;
-                let why = if signalled { "SIGHUP" } else { "file changed" };
-                match handle.reload_file(&path) {
-                    Ok(changes) if changes.is_empty() => {
-                        tracing::info!(file = %path.display(), why, "rate limits reloaded: no change");
-                    }
-                    Ok(changes) => {
-                        for c in &changes {
-                            tracing::info!(limit = %c.limit, from = %c.from, to = %c.to, overrides = %c.overrides, "rate limit changed");
-                        }
-                        tracing::info!(file = %path.display(), why, changed = changes.len(), "rate limits reloaded");
-                    }
-                    Err(e) => tracing::error!(
-                        error = %e,
-                        why,
-                        "rate-limit reload rejected; the running limits stay"
-                    ),
-                }
-            }
-        });
+/// A reload's error, about the entry `entry` if one.
+fn reload_error(entry: Option<&str>, message: String) -> PolicyError {
+    PolicyError {
+        file: None,
+        line: None,
+        entry: entry.map(str::to_owned),
+        message,
     }
 }

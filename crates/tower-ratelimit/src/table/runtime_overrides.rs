@@ -41,6 +41,18 @@ impl RuntimeOverrides {
         self.with(|m| m.get(limit).map_or(0, BTreeMap::len))
     }
 
+    /// Every override set at run time, as `(limit, key, algorithm)`.
+    pub(super) fn all(&self) -> Vec<(String, String, AnyAlgorithm)> {
+        self.with(|m| {
+            m.iter()
+                .flat_map(|(limit, keys)| {
+                    keys.iter()
+                        .map(move |(k, a)| (limit.clone(), k.clone(), *a))
+                })
+                .collect()
+        })
+    }
+
     /// `file`'s overrides of `limit` with these over them.
     pub(super) fn merged(
         &self,

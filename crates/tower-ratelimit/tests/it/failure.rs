@@ -37,7 +37,7 @@ impl Store<GlobalKey> for Remote {
                     std::io::Error::from(std::io::ErrorKind::ConnectionRefused),
                 ));
             }
-            inner.check_sync(&key, cost, now)
+            MemoryStore::check_now(&inner, &key, cost, now)
         })
     }
 
@@ -45,7 +45,7 @@ impl Store<GlobalKey> for Remote {
         let (inner, key) = (self.inner.clone(), *key);
         Box::pin(async move {
             tokio::task::yield_now().await;
-            inner.refund_sync(&key, cost, at, now);
+            inner.refund_now(&key, cost, at, now);
             Ok(())
         })
     }
@@ -181,7 +181,12 @@ async fn remote_store_with_several_limits_refunds() {
     assert_eq!(code(&app).await.0, 200);
     assert_eq!(code(&app).await.0, 429);
     assert_eq!(code(&app).await.0, 429);
-    assert_eq!(first.check_sync(&GlobalKey, 0, 0).unwrap().remaining, 9);
+    assert_eq!(
+        MemoryStore::check_now(&first, &GlobalKey, 0, 0)
+            .unwrap()
+            .remaining,
+        9
+    );
 }
 
 /// A store that fails on every request is logged a few lines a minute,

@@ -246,3 +246,38 @@ async fn a_call_that_can_never_fit_has_no_retry_info() {
     );
     assert!(!res.headers().contains_key("retry-after"));
 }
+
+#[tokio::test]
+async fn a_banned_call_says_it_is_a_ban() {
+    let clock = ManualClock::new();
+    let hour = Duration::from_secs(3600);
+    let store = MemoryStore::builder(Gcra::new(1, MINUTE).unwrap())
+        .ban(Some(ratelimit_core::BanPolicy::new(hour).unwrap()))
+        .build();
+    let layer = RateLimitLayer::builder(PeerIp::new())
+        .limit("logins", store)
+        .clock(clock.clone())
+        .response(Grpc::new())
+        .build()
+        .unwrap();
+    let svc = BoxCloneService::new(tower::Layer::layer(&layer, ok()));
+    assert_eq!(code(&send(&svc, from("203.0.113.7:1")).await), Code::Ok);
+    // The second call is denied, and the denial bans the key for an hour.
+    send(&svc, from("203.0.113.7:2")).await;
+    clock.advance(MINUTE * 2);
+    let res = send(&svc, from("203.0.113.7:3")).await;
+    let status = Status::from_header_map(res.headers()).unwrap();
+    assert_eq!(status.code(), Code::ResourceExhausted);
+    assert!(
+        status
+            .message()
+            .starts_with("Banned by rate limit \"logins\": retry in"),
+        "{}",
+        status.message()
+    );
+    let info = status.get_details_error_info().expect("ErrorInfo");
+    assert_eq!(info.reason, "BANNED");
+    assert_eq!(info.metadata["limit"], "logins");
+    let retry = status.get_details_retry_info().expect("RetryInfo");
+    assert!(retry.retry_delay.unwrap() > MINUTE * 50, "{retry:?}");
+}

@@ -37,4 +37,6 @@ mod table_prefixes;
 mod table_reset;
 #[cfg(feature = "serde")]
 mod table_settle;
+#[cfg(feature = "serde")]
+mod table_shared;
 mod upkeep;

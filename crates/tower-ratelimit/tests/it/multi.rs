@@ -60,7 +60,7 @@ async fn all_must_admit_and_denials_consume_nothing() {
     };
     assert_eq!(
         per_minute
-            .check_sync(&key, 0, clock.now_nanos())
+            .check_now(&key, 0, clock.now_nanos())
             .unwrap()
             .remaining,
         2
@@ -75,7 +75,7 @@ async fn all_must_admit_and_denials_consume_nothing() {
     assert_eq!(res.headers()["retry-after"], "59");
     assert_eq!(
         per_second
-            .check_sync(&key, 0, clock.now_nanos())
+            .check_now(&key, 0, clock.now_nanos())
             .unwrap()
             .remaining,
         1
@@ -213,7 +213,7 @@ async fn outer_layer_refunds_when_an_inner_layer_limits() {
     };
     assert_eq!(
         per_ip_store
-            .check_sync(&key, 0, clock.now_nanos())
+            .check_now(&key, 0, clock.now_nanos())
             .unwrap()
             .remaining,
         3
@@ -248,11 +248,11 @@ impl ratelimit_core::Store<GlobalKey> for Slow {
     type RefundFuture = Later<Result<(), ratelimit_core::StoreError>>;
 
     fn check(&self, key: &GlobalKey, cost: u64, now: u64) -> Self::CheckFuture {
-        Later(Some(self.0.check_sync(key, cost, now)), false)
+        Later(Some(self.0.check_now(key, cost, now)), false)
     }
 
     fn refund(&self, key: &GlobalKey, cost: u64, at: u64, now: u64) -> Self::RefundFuture {
-        self.0.refund_sync(key, cost, at, now);
+        self.0.refund_now(key, cost, at, now);
         Later(Some(Ok(())), false)
     }
 }

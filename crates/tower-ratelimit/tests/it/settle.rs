@@ -79,7 +79,7 @@ fn fixed(limit: u64) -> Arc<Fixed> {
 }
 
 fn peek(store: &Fixed, clock: &ManualClock) -> Decision {
-    store.check_sync(&GlobalKey, 0, clock.now()).unwrap()
+    store.check_now(&GlobalKey, 0, clock.now()).unwrap()
 }
 
 async fn call(app: &Router, tokens: u64) -> Response {
@@ -279,4 +279,31 @@ async fn one_layer_s_limits_consume_only_when_all_admit() {
         assert_eq!(call(&app, 0).await.status(), StatusCode::TOO_MANY_REQUESTS);
     }
     assert_eq!(peek(&first, &clock).remaining, 9);
+}
+
+#[tokio::test]
+async fn stacked_settling_layers_each_settle_what_the_handler_reports() {
+    // A per-route budget inside an app-wide one: the one report the
+    // handler sees feeds both.
+    let clock = ManualClock::new();
+    let (outer, inner) = (fixed(100_000), fixed(100_000));
+    let layer = |store: &Arc<Fixed>, name: &'static str| {
+        RateLimitLayer::builder(Global)
+            .limit_shared(name, Arc::clone(store))
+            .cost(FixedCost(1))
+            .settle(CostFrom::Reported)
+            .clock(clock.clone())
+            .build()
+            .unwrap()
+    };
+    let app = Router::new()
+        .route("/chat", get(handler).layer(layer(&inner, "route")))
+        .layer(layer(&outer, "app"));
+    let mut body = call(&app, 1000).await.into_body();
+    for _ in 0..3 {
+        body.frame().await.unwrap().unwrap();
+    }
+    drop(body);
+    assert_eq!(peek(&inner, &clock).remaining, 100_000 - 300, "inner");
+    assert_eq!(peek(&outer, &clock).remaining, 100_000 - 300, "outer");
 }

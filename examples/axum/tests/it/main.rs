@@ -6,5 +6,6 @@
 mod chat;
 mod dashboard;
 mod download;
+mod fleet;
 mod startup;
 mod two_processes;

@@ -1,0 +1,141 @@
+//! A store's admin calls on one key: reset, ban, unban, and what is left
+//! of a ban; each forgets the key here (deny cache, lease, fallback) and
+//! then acts in Redis, and tells the other stores sharing it
+//! (`invalidation`; their side is `listen.rs`).
+
+use crate::failure::{Failure, Kind};
+use crate::invalidation::Change;
+use crate::script::Op;
+use crate::store::Inner;
+use crate::time_source::TimeSource;
+use ratelimit_core::StoreError;
+use std::time::Duration;
+
+impl Inner {
+    /// Forgets `name` in the deny cache and, with `lease`, its lease.
+    fn forget_here(&self, name: &str, lease: bool) {
+        if let Some(cache) = &self.deny {
+            cache.forget(name);
+        }
+        if let Some(leases) = self.leases.as_ref().filter(|_| lease) {
+            leases.forget(name);
+        }
+    }
+
+    /// Forgets `name`'s state: its entries in the deny cache, the leases
+    /// and the fallback, then its Redis keys (one per limit, and the ban
+    /// key), deleted in one `DEL` (they share a hash slot).
+    pub(crate) async fn reset(&self, name: String) -> Result<(), StoreError> {
+        self.forget_here(&name, true);
+        if let Some(memory) = &self.policy.fallback {
+            memory.reset(&name);
+        }
+        let script = &self.script;
+        let keys: Vec<String> = script
+            .parts
+            .iter()
+            .map(|p| script.redis_key(&name, p))
+            .collect();
+        let mut del = redis::cmd("DEL");
+        del.arg(keys);
+        self.command(del).await?;
+        self.publish(Change::Reset, &name).await;
+        Ok(())
+    }
+
+    /// Bans `name` for `ms` from now (Redis's time, or the caller's
+    /// `now`), forgetting its deny-cache entry and lease here; in the
+    /// fallback too.
+    pub(crate) async fn ban(&self, name: String, ms: u64, now: u64) -> Result<(), StoreError> {
+        self.forget_here(&name, true);
+        if let Some(memory) = &self.policy.fallback {
+            memory.ban(&name, Duration::from_millis(ms), now);
+        }
+        match self.guarded(&name, ms, now, Op::Ban).await {
+            Ok(_) => {
+                self.publish(Change::Ban { ms }, &name).await;
+                Ok(())
+            }
+            Err(failure) => {
+                self.policy.report(&failure);
+                Err(failure.to_store_error())
+            }
+        }
+    }
+
+    /// Lifts `name`'s ban: its ban key deleted, its deny-cache entry here
+    /// forgotten; in the fallback too.
+    pub(crate) async fn unban(&self, name: String) -> Result<(), StoreError> {
+        self.forget_here(&name, false);
+        if let Some(memory) = &self.policy.fallback {
+            memory.unban(&name);
+        }
+        let mut del = redis::cmd("DEL");
+        del.arg(self.script.ban_key(&name));
+        self.command(del).await?;
+        self.publish(Change::Unban, &name).await;
+        Ok(())
+    }
+
+    /// What is left of `name`'s ban at `now` (the caller's time with
+    /// [`TimeSource::Caller`], else Redis's), read with its time in one
+    /// round trip.
+    pub(crate) async fn ban_left(
+        &self,
+        name: String,
+        now: u64,
+    ) -> Result<Option<Duration>, StoreError> {
+        let (mut c, _) = self
+            .conn
+            .get(self.timeout)
+            .await
+            .map_err(|f| f.to_store_error())?;
+        let mut pipe = redis::pipe();
+        pipe.cmd("HMGET")
+            .arg(self.script.ban_key(&name))
+            .arg("us")
+            .arg("un");
+        pipe.cmd("TIME");
+        let work = pipe.query_async::<(Vec<Option<String>>, (String, String))>(&mut c);
+        let (until, (s, us)) = match tokio::time::timeout(self.timeout, work).await {
+            Ok(Ok(v)) => v,
+            Ok(Err(e)) => return Err(Failure::redis(&e).to_store_error()),
+            Err(_) => return Err(self.timed_out()),
+        };
+        let num = |t: &str| t.trim().parse::<f64>().map_or(0, |f| f.max(0.0) as u128);
+        let now = match self.script.time {
+            TimeSource::Caller => u128::from(now),
+            TimeSource::Redis => num(&s) * 1_000_000_000 + num(&us) * 1_000,
+        };
+        let [Some(until_s), Some(until_ns)] = until.as_slice() else {
+            return Ok(None);
+        };
+        let until = num(until_s) * 1_000_000_000 + num(until_ns);
+        Ok((until > now)
+            .then(|| Duration::from_nanos(u64::try_from(until - now).unwrap_or(u64::MAX))))
+    }
+
+    /// One command other than the script, within the store's timeout.
+    async fn command(&self, cmd: redis::Cmd) -> Result<(), StoreError> {
+        let (mut c, _) = self
+            .conn
+            .get(self.timeout)
+            .await
+            .map_err(|f| f.to_store_error())?;
+        let work = cmd.query_async::<()>(&mut c);
+        match tokio::time::timeout(self.timeout, work).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(Failure::redis(&e).to_store_error()),
+            Err(_) => Err(self.timed_out()),
+        }
+    }
+
+    /// The error of a command Redis did not answer within the timeout.
+    fn timed_out(&self) -> StoreError {
+        Failure::new(
+            Kind::Timeout,
+            format!("no answer within {:?}", self.timeout),
+        )
+        .to_store_error()
+    }
+}

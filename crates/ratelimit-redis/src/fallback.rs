@@ -1,0 +1,226 @@
+//! The failure policy: what a call Redis did not decide gets (the
+//! in-memory fallback's answer, or an error), and the throttled report of
+//! the failure.
+
+use crate::combine::{combine, settled};
+use crate::failure::{Failure, Kind};
+use crate::log_throttle::{LogThrottle, LOG_EVERY};
+use ratelimit_core::{AnyAlgorithm, BanPolicy, Decision, MemoryStore, StoreCounts, StoreError};
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+/// The in-memory fallback, one memory store per limit. Calls reach it out
+/// of order (one after a timeout, the next at once); the memory store
+/// decides a call whose time is older than its latest at that latest
+/// time, so a key's time never goes back.
+pub(crate) struct Fallback {
+    memory: Vec<MemoryStore<AnyAlgorithm, String>>,
+    /// Makes a check of several limits all or nothing.
+    lock: Mutex<()>,
+}
+
+impl Fallback {
+    /// One memory store per algorithm, each of at most `max_keys` keys,
+    /// banning as `ban` says.
+    pub(crate) fn new<'a>(
+        algorithms: impl Iterator<Item = &'a AnyAlgorithm>,
+        max_keys: usize,
+        ban: Option<BanPolicy>,
+    ) -> Self {
+        Self {
+            memory: algorithms
+                .map(|&algorithm| {
+                    MemoryStore::<AnyAlgorithm, String>::builder(algorithm)
+                        .max_keys(Some(max_keys))
+                        .ban(ban)
+                        .build()
+                })
+                .collect(),
+            lock: Mutex::new(()),
+        }
+    }
+
+    pub(crate) fn check(&self, key: &str, cost: u64, now: u64) -> Result<Decision, StoreError> {
+        if let [one] = self.memory.as_slice() {
+            return one.check_now(key, cost, now);
+        }
+        let _all = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut decisions = Vec::with_capacity(self.memory.len());
+        for (i, memory) in self.memory.iter().enumerate() {
+            let d = memory.check_now(key, cost, now)?;
+            if !d.allowed {
+                // Give back what the limits before it took, at once.
+                for earlier in &self.memory[..i] {
+                    earlier.refund_now(key, cost, now, now);
+                }
+                return Ok(d);
+            }
+            decisions.push(d);
+        }
+        Ok(combine(decisions))
+    }
+
+    pub(crate) fn refund(&self, key: &str, cost: u64, admitted_at: u64, now: u64) {
+        for memory in &self.memory {
+            memory.refund_now(key, cost, admitted_at, now);
+        }
+    }
+
+    /// Settles every limit (see [`Store::settle`](ratelimit_core::Store::settle)),
+    /// all under the lock.
+    pub(crate) fn settle(
+        &self,
+        key: &str,
+        reserved: u64,
+        actual: u64,
+        admitted_at: u64,
+        now: u64,
+    ) -> Result<Decision, StoreError> {
+        let _all = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut decisions = Vec::with_capacity(self.memory.len());
+        for memory in &self.memory {
+            decisions.push(memory.settle_now(key, reserved, actual, admitted_at, now)?);
+        }
+        Ok(settled(decisions).0)
+    }
+
+    pub(crate) fn maintain(&self, now: u64) {
+        for memory in &self.memory {
+            memory.maintain(now);
+        }
+    }
+
+    /// What the fallback's stores hold, summed.
+    pub(crate) fn counts(&self) -> StoreCounts {
+        let mut sum = StoreCounts::default();
+        for memory in &self.memory {
+            sum += memory.counts();
+        }
+        sum
+    }
+
+    pub(crate) fn reset(&self, key: &str) {
+        for memory in &self.memory {
+            memory.reset_now(key);
+        }
+    }
+
+    pub(crate) fn ban(&self, key: &str, duration: Duration, now: u64) {
+        for memory in &self.memory {
+            memory.ban_now(key, duration, now);
+        }
+    }
+
+    pub(crate) fn unban(&self, key: &str) {
+        for memory in &self.memory {
+            memory.unban_now(key);
+        }
+    }
+}
+
+/// What a store does when Redis gives no decision: asks its fallback, if
+/// it has one, else returns the failure as an error; either way the
+/// failure is counted and, a few lines a minute, logged.
+pub(crate) struct FailurePolicy {
+    /// The in-memory fallback, if the store has one.
+    pub(crate) fallback: Option<Fallback>,
+    /// The limit's name in metrics labels.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    label: &'static str,
+    /// Which failures get a warning line.
+    log: LogThrottle<{ Kind::COUNT }>,
+}
+
+impl FailurePolicy {
+    pub(crate) fn new(fallback: Option<Fallback>, label: &'static str) -> Self {
+        Self {
+            fallback,
+            label,
+            log: LogThrottle::new(LOG_EVERY),
+        }
+    }
+
+    /// The failure policy for a check Redis did not decide.
+    pub(crate) fn check(
+        &self,
+        failure: &Failure,
+        key: &str,
+        cost: u64,
+        now: u64,
+    ) -> Result<Decision, StoreError> {
+        self.report(failure);
+        match &self.fallback {
+            Some(memory) => {
+                #[cfg(feature = "metrics")]
+                metrics::counter!("ratelimit_redis_fallback_total", "limit" => self.label)
+                    .increment(1);
+                memory.check(key, cost, now)
+            }
+            None => Err(failure.to_store_error()),
+        }
+    }
+
+    /// The failure policy for a refund Redis did not take.
+    pub(crate) fn refund(
+        &self,
+        failure: &Failure,
+        key: &str,
+        cost: u64,
+        admitted_at: u64,
+        now: u64,
+    ) -> Result<(), StoreError> {
+        self.report(failure);
+        match &self.fallback {
+            Some(memory) => {
+                memory.refund(key, cost, admitted_at, now);
+                Ok(())
+            }
+            None => Err(failure.to_store_error()),
+        }
+    }
+
+    /// The failure policy for a settlement Redis did not take.
+    pub(crate) fn settle(
+        &self,
+        failure: &Failure,
+        key: &str,
+        reserved: u64,
+        actual: u64,
+        admitted_at: u64,
+        now: u64,
+    ) -> Result<Decision, StoreError> {
+        self.report(failure);
+        match &self.fallback {
+            Some(memory) => memory.settle(key, reserved, actual, admitted_at, now),
+            None => Err(failure.to_store_error()),
+        }
+    }
+
+    /// Counts a failure (`ratelimit_redis_errors_total{kind}`) and warns of
+    /// it, a few lines a minute per kind at most, each with the number of
+    /// failures of its kind not logged since the previous line. Calls
+    /// skipped by the open breaker are counted, not logged: the breaker
+    /// logs its opening. The key is not logged: it may be a client's API
+    /// key or token.
+    pub(crate) fn report(&self, failure: &Failure) {
+        #[cfg(feature = "metrics")]
+        metrics::counter!("ratelimit_redis_errors_total", "limit" => self.label, "kind" => failure.kind.as_str())
+            .increment(1);
+        if failure.kind == Kind::BreakerOpen {
+            return;
+        }
+        if let Some(suppressed) = self
+            .log
+            .admit(failure.kind.index(), tokio::time::Instant::now())
+        {
+            tracing::warn!(
+                target: "ratelimit_redis",
+                kind = failure.kind.as_str(),
+                error = %failure.source,
+                suppressed,
+                fallback = self.fallback.is_some(),
+                "redis gave no decision; the failure policy applies (in-memory fallback, or an error)"
+            );
+        }
+    }
+}

@@ -1,0 +1,68 @@
+//! A store's side of `invalidation`: it joins its connection's subscriber,
+//! publishes its own admin changes, and applies other stores' changes to
+//! what it holds locally (deny cache, leases, fallback).
+
+use crate::invalidation::{self, Change, Listener};
+use crate::store::{Inner, RedisStore};
+use crate::time_source::TimeSource;
+use ratelimit_core::{Algorithm, Decision};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+impl RedisStore {
+    /// Subscribes the store to its Redis's and prefix's changes.
+    pub(crate) fn join_invalidation(&self) {
+        let listener = Arc::downgrade(&self.inner) as Weak<dyn Listener>;
+        invalidation::join(&self.inner.conn, &self.inner.script.prefix, listener);
+    }
+}
+
+impl Inner {
+    /// Tells every store sharing the Redis and prefix of `change` to
+    /// `name` (see `invalidation`).
+    pub(crate) async fn publish(&self, change: Change, name: &str) {
+        let prefix = &self.script.prefix;
+        invalidation::publish(&self.conn, prefix, change, name, self.timeout).await;
+    }
+}
+
+impl Listener for Inner {
+    /// Another store's change of `name`: its cached denial and lease
+    /// forgotten here, a ban remembered as a standing denial (on the
+    /// local clock; with [`TimeSource::Caller`] the caller's clock is not
+    /// at hand, and the next check asks Redis).
+    fn apply(&self, change: Change, name: &str) {
+        if let Some(cache) = &self.deny {
+            cache.forget(name);
+        }
+        match change {
+            Change::Reset => {
+                if let Some(leases) = &self.leases {
+                    leases.forget(name);
+                }
+                if let Some(memory) = &self.policy.fallback {
+                    memory.reset(name);
+                }
+            }
+            Change::Unban => {
+                if let Some(memory) = &self.policy.fallback {
+                    memory.unban(name);
+                }
+            }
+            Change::Ban { ms } => {
+                if let Some(leases) = &self.leases {
+                    leases.forget(name);
+                }
+                let cache = self
+                    .deny
+                    .as_ref()
+                    .filter(|_| self.script.time == TimeSource::Redis);
+                if let Some(cache) = cache {
+                    let a = &self.script.parts[0].algorithm;
+                    let ban = Decision::ban(a.limit(), a.window(), Duration::from_millis(ms));
+                    cache.remember(name, self.local_now(0), &ban, 0);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,142 @@
+//! Run-time entries shared through Redis (`RedisEntries`): what one
+//! instance puts, every instance's copy holds at once, until its ttl
+//! runs out or it is removed; the cap is refused by name.
+
+use crate::server;
+use ratelimit_core::{EntryTable, SharedEntries, SharedEntry};
+use ratelimit_redis::RedisEntries;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+type Copy = Arc<Mutex<Option<Vec<SharedEntry>>>>;
+
+fn follow(entries: &RedisEntries) -> Copy {
+    let copy: Copy = Arc::default();
+    let c = Arc::clone(&copy);
+    entries.follow(Arc::new(move |all| *c.lock().unwrap() = Some(all)));
+    copy
+}
+
+/// How long until `copy` satisfies `want` (polled for up to 5 s).
+async fn until(copy: &Copy, want: impl Fn(&[SharedEntry]) -> bool) -> Option<Duration> {
+    let since = Instant::now();
+    while since.elapsed() < Duration::from_secs(5) {
+        if copy.lock().unwrap().as_deref().is_some_and(&want) {
+            return Some(since.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    None
+}
+
+fn list_entry(table: EntryTable, name: &str, ttl: Duration) -> SharedEntry {
+    SharedEntry {
+        table,
+        scope: String::new(),
+        name: name.to_owned(),
+        value: String::new(),
+        left: Some(ttl),
+    }
+}
+
+fn has(name: &'static str) -> impl Fn(&[SharedEntry]) -> bool {
+    move |all| all.iter().any(|e| e.name == name)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn entries_reach_the_other_instance_at_once_and_expire() {
+    let server = server!();
+    let a = RedisEntries::with(server.url(), "ent:", Duration::from_millis(200)).unwrap();
+    let b = RedisEntries::with(server.url(), "ent:", Duration::from_secs(60)).unwrap();
+    let seen = follow(&b);
+    // B's first copy (empty), then B is subscribed.
+    assert!(until(&seen, |_| true).await.is_some());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    a.put(
+        list_entry(EntryTable::Deny, "192.0.2.0/24", Duration::from_secs(60)),
+        10,
+    )
+    .await
+    .unwrap();
+    let took = until(&seen, has("192.0.2.0/24")).await;
+    eprintln!("entry seen on the other instance after {took:?}");
+    assert!(
+        took.is_some_and(|t| t <= Duration::from_millis(300)),
+        "{took:?}"
+    );
+    let held = seen.lock().unwrap().clone().unwrap();
+    let e = held.iter().find(|e| e.name == "192.0.2.0/24").unwrap();
+    assert_eq!(e.table, EntryTable::Deny);
+    assert!(e.left.unwrap() > Duration::from_secs(50));
+    // An override, with its limit.
+    let o = SharedEntry {
+        table: EntryTable::Override,
+        scope: "login".to_owned(),
+        name: "10.0.0.7".to_owned(),
+        value: "gcra 50/1m".to_owned(),
+        left: None,
+    };
+    a.put(o.clone(), 10).await.unwrap();
+    assert!(until(&seen, |all| all.contains(&o)).await.is_some());
+    // Removed.
+    assert!(a
+        .remove(EntryTable::Deny, "", "192.0.2.0/24")
+        .await
+        .unwrap());
+    assert!(!a
+        .remove(EntryTable::Deny, "", "192.0.2.0/24")
+        .await
+        .unwrap());
+    assert!(until(&seen, |all| !has("192.0.2.0/24")(all))
+        .await
+        .is_some());
+    assert!(a
+        .remove(EntryTable::Override, "login", "10.0.0.7")
+        .await
+        .unwrap());
+    // A ttl of 300 ms: gone from the copy of A (refreshed every 200 ms).
+    let mine = follow(&a);
+    a.put(
+        list_entry(EntryTable::Allow, "vip", Duration::from_millis(300)),
+        10,
+    )
+    .await
+    .unwrap();
+    assert!(until(&mine, has("vip")).await.is_some());
+    assert!(until(&mine, |all| !has("vip")(all)).await.is_some());
+}
+
+#[tokio::test]
+async fn the_cap_is_refused_by_name() {
+    let server = server!();
+    let a = RedisEntries::new(server.url(), "cap:").unwrap();
+    let hour = Duration::from_secs(3600);
+    for i in 0..3 {
+        a.put(list_entry(EntryTable::Allow, &format!("k{i}"), hour), 3)
+            .await
+            .unwrap();
+    }
+    // A renewal is no new entry.
+    a.put(list_entry(EntryTable::Allow, "k0", hour), 3)
+        .await
+        .unwrap();
+    let e = a
+        .put(list_entry(EntryTable::Allow, "k3", hour), 3)
+        .await
+        .unwrap_err();
+    assert!(e.contains("at most 3"), "{e}");
+    // Expired entries make room.
+    let b = RedisEntries::new(server.url(), "cap2:").unwrap();
+    for i in 0..3 {
+        b.put(
+            list_entry(EntryTable::Deny, &format!("k{i}"), Duration::from_millis(1)),
+            3,
+        )
+        .await
+        .unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    b.put(list_entry(EntryTable::Deny, "k3", hour), 3)
+        .await
+        .unwrap();
+}

@@ -1,0 +1,206 @@
+//! Pub/sub invalidation across instances: a reset, an unban or a ban made
+//! through store A reaches store B's deny cache and leases at once (well
+//! within the deny cache's one second), the message names a secret key by
+//! its hash only, and the subscriber comes back after its connection is
+//! killed.
+
+use crate::harness::Client as _;
+use crate::server;
+use ratelimit_core::{FixedWindow, StableHasher, StableKey, Store};
+use ratelimit_redis::RedisStore;
+use std::fmt;
+use std::time::{Duration, Instant};
+
+/// The longest B may take to see A's change, from A's call returning.
+const AT_ONCE: Duration = Duration::from_millis(300);
+
+fn store(url: String, lease: bool) -> RedisStore {
+    let b = RedisStore::builder(url, FixedWindow::new(3, Duration::from_secs(3600)).unwrap())
+        .prefix("inv:")
+        .timeout(Duration::from_secs(5));
+    let b = if lease {
+        b.lease(3, Duration::from_secs(60))
+    } else {
+        b
+    };
+    b.build().unwrap()
+}
+
+async fn admits<K: fmt::Display + StableKey + Send + Sync + ?Sized>(
+    s: &RedisStore,
+    key: &K,
+) -> bool {
+    Store::<K>::check(s, key, 1, 0).await.unwrap().allowed
+}
+
+/// Waits (bounded) until `n` clients are subscribed to the stores'
+/// channel.
+async fn subscribed(server: &crate::harness::RedisServer, n: i64) {
+    let mut c = server.client().await;
+    for _ in 0..500 {
+        let (_, count): (String, i64) = redis::cmd("PUBSUB")
+            .arg("NUMSUB")
+            .arg("inv:invalidate")
+            .query_async::<Vec<(String, i64)>>(&mut c)
+            .await
+            .unwrap()
+            .remove(0);
+        if count >= n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("fewer than {n} subscribers after 5 s");
+}
+
+/// How long after `since` `b` first answers `want` for `key`, polled every
+/// 2 ms for up to 5 s (`None`: never).
+async fn first<K: fmt::Display + StableKey + Send + Sync + ?Sized>(
+    b: &RedisStore,
+    key: &K,
+    want: bool,
+    since: Instant,
+) -> Option<Duration> {
+    while since.elapsed() < Duration::from_secs(5) {
+        if admits(b, key).await == want {
+            return Some(since.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    None
+}
+
+/// B's denial of `key`, cached: its further checks make no round trip.
+async fn denied_and_cached<K: fmt::Display + StableKey + Send + Sync + ?Sized>(
+    b: &RedisStore,
+    key: &K,
+) {
+    for _ in 0..3 {
+        admits(b, key).await;
+    }
+    assert!(!admits(b, key).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reset_on_a_admits_at_once_on_b() {
+    let server = server!();
+    let (a, b) = (store(server.url(), false), store(server.url(), false));
+    subscribed(&server, 2).await;
+    denied_and_cached(&b, "10.0.0.1").await;
+    Store::<str>::reset(&a, "10.0.0.1").await.unwrap();
+    let took = first(&b, "10.0.0.1", true, Instant::now()).await;
+    eprintln!("reset seen on the other instance after {took:?}");
+    assert!(took.is_some_and(|t| t <= AT_ONCE), "{took:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unban_on_a_admits_at_once_on_b() {
+    let server = server!();
+    let (a, b) = (store(server.url(), false), store(server.url(), false));
+    subscribed(&server, 2).await;
+    Store::<str>::ban(&a, "10.0.0.2", Duration::from_secs(3600), 0)
+        .await
+        .unwrap();
+    // Denied by the ban, and cached.
+    assert!(!admits(&b, "10.0.0.2").await);
+    assert!(!admits(&b, "10.0.0.2").await);
+    Store::<str>::unban(&a, "10.0.0.2").await.unwrap();
+    let took = first(&b, "10.0.0.2", true, Instant::now()).await;
+    eprintln!("unban seen on the other instance after {took:?}");
+    assert!(took.is_some_and(|t| t <= AT_ONCE), "{took:?}");
+}
+
+/// B holds a lease of the key (units it would spend without asking
+/// Redis): A's ban takes it away.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ban_on_a_denies_at_once_on_b_despite_its_lease() {
+    let server = server!();
+    let (a, b) = (store(server.url(), false), store(server.url(), true));
+    subscribed(&server, 2).await;
+    // The first check marks the key hot, the second takes a lease of 2.
+    assert!(admits(&b, "10.0.0.3").await);
+    assert!(admits(&b, "10.0.0.3").await);
+    Store::<str>::ban(&a, "10.0.0.3", Duration::from_secs(3600), 0)
+        .await
+        .unwrap();
+    let took = first(&b, "10.0.0.3", false, Instant::now()).await;
+    eprintln!("ban seen on the other instance after {took:?}");
+    assert!(took.is_some_and(|t| t <= AT_ONCE), "{took:?}");
+    let d = Store::<str>::check(&b, "10.0.0.3", 1, 0).await.unwrap();
+    assert!(
+        d.banned && d.wait > Some(Duration::from_secs(3500)),
+        "{d:?}"
+    );
+}
+
+struct Secret(&'static str);
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl StableKey for Secret {
+    fn write_stable(&self, h: &mut StableHasher) {
+        h.write(self.0.as_bytes());
+    }
+
+    fn is_secret(&self) -> bool {
+        true
+    }
+}
+
+/// A secret key is reset on B too, and the message names it by the hash
+/// its Redis keys have, never its text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_key_travels_as_its_hash() {
+    let server = server!();
+    let (a, b) = (store(server.url(), false), store(server.url(), false));
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut listen = client.get_async_pubsub().await.unwrap();
+    listen.subscribe("inv:invalidate").await.unwrap();
+    subscribed(&server, 3).await;
+    let key = Secret("sk-live-0123456789");
+    denied_and_cached(&b, &key).await;
+    Store::<Secret>::reset(&a, &key).await.unwrap();
+    let took = first(&b, &key, true, Instant::now()).await;
+    assert!(took.is_some_and(|t| t <= AT_ONCE), "{took:?}");
+    let mut messages = listen.on_message();
+    let msg = tokio::time::timeout(Duration::from_secs(5), async {
+        std::future::poll_fn(|cx| {
+            futures_core::Stream::poll_next(std::pin::Pin::new(&mut messages), cx)
+        })
+        .await
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    let payload: String = msg.get_payload().unwrap();
+    assert!(!payload.contains(key.0), "{payload}");
+    let hashed = a.secret_redis_key(key.0).unwrap();
+    let name = payload.strip_prefix("r ").unwrap();
+    assert!(hashed.contains(name), "{payload} vs {hashed}");
+}
+
+/// The subscriber's connection killed: it subscribes again, and changes
+/// reach B again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_subscriber_comes_back_after_its_connection_is_killed() {
+    let server = server!();
+    let (a, b) = (store(server.url(), false), store(server.url(), false));
+    subscribed(&server, 2).await;
+    let mut c = server.client().await;
+    redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("pubsub")
+        .query_async::<i64>(&mut c)
+        .await
+        .unwrap();
+    subscribed(&server, 2).await;
+    denied_and_cached(&b, "10.0.0.4").await;
+    Store::<str>::reset(&a, "10.0.0.4").await.unwrap();
+    let took = first(&b, "10.0.0.4", true, Instant::now()).await;
+    assert!(took.is_some_and(|t| t <= AT_ONCE), "{took:?}");
+}

@@ -1,0 +1,392 @@
+//! Admin changes across a fleet: two `axum-example` processes on one Redis,
+//! each with its admin API. A reset, an unban, a ban, a list entry (with
+//! its ttl) and an override made through A show on B's public routes
+//! within 300 ms of A's reply (B's deny cache and leases are told through
+//! Redis pub/sub, the run-time entries through the shared copy); a ban
+//! while 64 clients hammer the key admits nothing sent after the ban's
+//! reply; and a SIGHUP reload keeps every admin change.
+//!
+//! Plain HTTP/1.1 over `std::net::TcpStream`; client IPs through
+//! `X-Forwarded-For`, the test being the trusted proxy.
+
+use ratelimit_test_support::redis_server::{free_port, RedisServer};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "fleet-admin-token-0123456789";
+/// The longest B may take to show A's change, from A's reply.
+const AT_ONCE: Duration = Duration::from_millis(300);
+const GOOD_LOGIN: &str = r#"{"username":"alice","password":"open sesame"}"#;
+
+/// A running `axum-example` with its admin API, killed on drop.
+struct App {
+    child: Child,
+    addr: SocketAddr,
+    admin: SocketAddr,
+}
+
+impl App {
+    fn start(redis_url: &str, envs: &[(&str, &str)]) -> Self {
+        for _ in 0..5 {
+            let addr: SocketAddr = ([127, 0, 0, 1], free_port()).into();
+            let admin: SocketAddr = ([127, 0, 0, 1], free_port()).into();
+            let mut child = Command::new(env!("CARGO_BIN_EXE_axum-example"))
+                .envs(envs.iter().copied())
+                .env("BIND_ADDR", addr.to_string())
+                .env("ADMIN_ADDR", admin.to_string())
+                .env("ADMIN_TOKEN", TOKEN)
+                .env("REDIS_URL", redis_url)
+                .env("TRUSTED_PROXIES", "127.0.0.1/32")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn axum-example");
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    break; // a port was taken: try others
+                }
+                if TcpStream::connect(addr).is_ok() && TcpStream::connect(admin).is_ok() {
+                    return Self { child, addr, admin };
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!("axum-example did not start");
+    }
+
+    /// A public request from `ip`: its status.
+    fn public(&self, method: &str, path: &str, ip: &str, body: &str) -> u16 {
+        let headers = format!("X-Forwarded-For: {ip}\r\nContent-Type: application/json\r\n");
+        http(self.addr, method, path, &headers, body).0
+    }
+
+    /// `POST /accounts` from `ip`.
+    fn account(&self, ip: &str) -> u16 {
+        self.public("POST", "/accounts", ip, "")
+    }
+
+    /// An admin request: its status and body, and when the reply was read.
+    fn admin(&self, method: &str, path: &str, body: &str) -> (u16, String, Instant) {
+        let headers =
+            format!("Authorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\n");
+        let (status, text) = http(self.admin, method, path, &headers, body);
+        (status, text, Instant::now())
+    }
+
+    /// An admin request that must succeed: when its reply was read.
+    fn must(&self, method: &str, path: &str, body: &str) -> Instant {
+        let (status, text, at) = self.admin(method, path, body);
+        assert_eq!(status, 200, "{method} {path}: {text}");
+        at
+    }
+}
+
+impl Drop for App {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn http(addr: SocketAddr, method: &str, path: &str, headers: &str, body: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
+         Content-Length: {}\r\n{headers}\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).expect("a response");
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let status = text
+        .get(9..12)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("not an HTTP response: {text:?}"));
+    (status, text)
+}
+
+/// Two apps on one fresh redis-server (`None`: no redis-server, skipped
+/// loudly unless CI=true).
+fn fleet() -> Option<(RedisServer, [App; 2])> {
+    fleet_with(&[])
+}
+
+/// [`fleet`] with more settings.
+fn fleet_with(envs: &[(&str, &str)]) -> Option<(RedisServer, [App; 2])> {
+    let server = RedisServer::start()?;
+    let apps = [
+        App::start(&server.url(), envs),
+        App::start(&server.url(), envs),
+    ];
+    // Both subscribed: the channels of the limits the tests use, and the
+    // entries'.
+    let mut c = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let channels = [
+        "axum-example:accounts:invalidate",
+        "axum-example:login-failures:invalidate",
+        "axum-example:entries",
+    ];
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for channel in channels {
+        loop {
+            let counts: Vec<(String, i64)> = redis::cmd("PUBSUB")
+                .arg("NUMSUB")
+                .arg(channel)
+                .query(&mut c)
+                .unwrap();
+            if counts.first().is_some_and(|(_, n)| *n >= 2) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{channel}: not subscribed by both"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    Some((server, apps))
+}
+
+/// How long after `since` `probe` first gives `want`, polled for up to 5 s.
+fn first(since: Instant, want: u16, probe: impl FnMut() -> u16) -> Option<Duration> {
+    first_within(Duration::from_secs(5), since, want, probe)
+}
+
+/// [`first`], polled for up to `bound`.
+fn first_within(
+    bound: Duration,
+    since: Instant,
+    want: u16,
+    mut probe: impl FnMut() -> u16,
+) -> Option<Duration> {
+    let mut last = 0;
+    while since.elapsed() < bound {
+        last = probe();
+        if last == want {
+            return Some(since.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    eprintln!("never {want} within {bound:?}: the last answer was {last}");
+    None
+}
+
+/// Asserts that `took` is within [`AT_ONCE`], reporting the figure.
+fn at_once(what: &str, took: Option<Duration>) {
+    eprintln!("{what}: shown on the other instance after {took:?}");
+    assert!(took.is_some_and(|t| t <= AT_ONCE), "{what}: {took:?}");
+}
+
+/// Uses up `ip`'s 2 accounts a day on `app`: its next one is 429, twice
+/// (the second from B's deny cache).
+fn exhaust(app: &App, ip: &str) {
+    assert_eq!(app.account(ip), 201);
+    assert_eq!(app.account(ip), 201);
+    assert_eq!(app.account(ip), 429);
+    assert_eq!(app.account(ip), 429);
+}
+
+#[test]
+fn a_reset_and_unban_on_a_show_at_once_on_b() {
+    let Some((_server, [a, b])) = fleet() else {
+        return;
+    };
+    // Reset.
+    exhaust(&b, "198.51.100.1");
+    let at = a.must("DELETE", "/limits/accounts/keys/198.51.100.1", "");
+    at_once("reset", first(at, 201, || b.account("198.51.100.1")));
+    // Unban.
+    a.must(
+        "PUT",
+        "/limits/accounts/bans/198.51.100.2",
+        r#"{"for": "1h"}"#,
+    );
+    assert_eq!(b.account("198.51.100.2"), 429);
+    assert_eq!(b.account("198.51.100.2"), 429);
+    let at = a.must("DELETE", "/limits/accounts/bans/198.51.100.2", "");
+    at_once("unban", first(at, 201, || b.account("198.51.100.2")));
+}
+
+/// A ban on A denies at once on B, leases on (`RATELIMIT_LEASE`), while B
+/// admits the IP's successful logins (never counted). (That a ban takes
+/// away a lease B holds is tested on the stores: ratelimit-redis,
+/// `tests/it/invalidation.rs`.)
+#[test]
+fn a_ban_on_a_denies_at_once_on_b_despite_its_lease() {
+    let Some((_server, [a, b])) = fleet_with(&[("RATELIMIT_LEASE", "4")]) else {
+        return;
+    };
+    let login = || b.public("POST", "/login", "198.51.100.3", GOOD_LOGIN);
+    for _ in 0..3 {
+        assert_eq!(login(), 200);
+    }
+    let at = a.must(
+        "PUT",
+        "/limits/login-failures/bans/198.51.100.3",
+        r#"{"for": "1h"}"#,
+    );
+    at_once("ban", first(at, 429, login));
+}
+
+#[test]
+fn list_entries_and_overrides_on_a_show_at_once_on_b() {
+    let Some((_server, [a, b])) = fleet() else {
+        return;
+    };
+    // A deny entry for 2 s: 403 on B at once, then gone on both. (A
+    // request B admitted before the entry reached it consumes quota: the
+    // entry's end is probed with an address B has not seen. Its 2 s run
+    // from Redis's write, after `sent`.)
+    assert_eq!(b.account("192.0.2.10"), 201);
+    let sent = Instant::now();
+    let at = a.must("PUT", "/deny/192.0.2.0%2F24", r#"{"ttl": "2s"}"#);
+    at_once("deny entry", first(at, 403, || b.account("192.0.2.10")));
+    assert_eq!(a.account("192.0.2.10"), 403);
+    let gone = first_within(Duration::from_secs(20), sent, 201, || {
+        b.account("192.0.2.12")
+    });
+    assert!(
+        gone.is_some_and(|t| t >= Duration::from_secs(2)),
+        "{gone:?}"
+    );
+    assert_eq!(a.account("192.0.2.11"), 201);
+    // An allow entry for 2 s: a key at its limit passes on B, then not.
+    exhaust(&b, "192.0.2.20");
+    let sent = Instant::now();
+    let at = a.must("PUT", "/allow/192.0.2.20", r#"{"ttl": "2s"}"#);
+    at_once("allow entry", first(at, 201, || b.account("192.0.2.20")));
+    let back = first_within(Duration::from_secs(20), sent, 429, || {
+        b.account("192.0.2.20")
+    });
+    assert!(
+        back.is_some_and(|t| t >= Duration::from_secs(2)),
+        "{back:?}"
+    );
+    assert_eq!(a.account("192.0.2.20"), 429);
+    // A deny entry removed on A: gone on B at once.
+    a.must("PUT", "/deny/192.0.2.30", r#"{"ttl": "1h"}"#);
+    assert!(first(Instant::now(), 403, || b.account("192.0.2.30")).is_some());
+    let at = a.must("DELETE", "/deny/192.0.2.30", "");
+    at_once(
+        "deny entry removed",
+        first(at, 201, || b.account("192.0.2.30")),
+    );
+    // An override: a key at its limit gets 10 a day on B, then 2 again.
+    exhaust(&b, "192.0.2.40");
+    let at = a.must(
+        "PUT",
+        "/limits/accounts/overrides/192.0.2.40",
+        r#"{"algorithm": "sliding-log 10/1d"}"#,
+    );
+    at_once("override", first(at, 201, || b.account("192.0.2.40")));
+    let at = a.must("DELETE", "/limits/accounts/overrides/192.0.2.40", "");
+    at_once(
+        "override removed",
+        first(at, 429, || b.account("192.0.2.40")),
+    );
+}
+
+/// 64 clients log in (successfully: never counted) from one IP on both
+/// instances while A bans it: no request sent after the ban's reply is
+/// admitted, on either instance.
+#[test]
+fn a_ban_while_64_clients_hammer_the_key() {
+    let Some((_server, apps)) = fleet() else {
+        return;
+    };
+    let stop_at = std::sync::OnceLock::<Instant>::new();
+    let banned_at = std::sync::OnceLock::<Instant>::new();
+    let results: Vec<Vec<(Instant, u16)>> = std::thread::scope(|s| {
+        let clients: Vec<_> = (0..64)
+            .map(|i| {
+                let (app, stop_at) = (&apps[i % 2], &stop_at);
+                s.spawn(move || {
+                    let mut seen = Vec::new();
+                    while stop_at.get().is_none_or(|t| Instant::now() < *t) {
+                        let sent = Instant::now();
+                        seen.push((
+                            sent,
+                            app.public("POST", "/login", "203.0.113.5", GOOD_LOGIN),
+                        ));
+                    }
+                    seen
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(300));
+        let at = apps[0].must(
+            "PUT",
+            "/limits/login-failures/bans/203.0.113.5",
+            r#"{"for": "1h"}"#,
+        );
+        banned_at.set(at).unwrap();
+        stop_at.set(at + Duration::from_millis(500)).unwrap();
+        clients.into_iter().map(|c| c.join().unwrap()).collect()
+    });
+    let banned_at = *banned_at.get().unwrap();
+    let all: Vec<(Instant, u16)> = results.into_iter().flatten().collect();
+    let before = all
+        .iter()
+        .filter(|(t, c)| *t < banned_at && *c == 200)
+        .count();
+    let after: Vec<u16> = all
+        .iter()
+        .filter(|(t, _)| *t > banned_at)
+        .map(|(_, c)| *c)
+        .collect();
+    assert!(before > 0, "nothing admitted before the ban");
+    assert!(!after.is_empty());
+    assert!(after.iter().all(|&c| c == 429), "{after:?}");
+}
+
+/// Admin changes survive a SIGHUP reload: the ban, the list entry and
+/// the override hold after the reload was applied.
+#[test]
+fn a_sighup_reload_keeps_every_admin_change() {
+    let Some((_server, [a, _b])) = fleet() else {
+        return;
+    };
+    exhaust(&a, "198.51.100.50");
+    a.must(
+        "PUT",
+        "/limits/accounts/overrides/198.51.100.50",
+        r#"{"algorithm": "sliding-log 10/1d"}"#,
+    );
+    a.must("PUT", "/deny/198.51.100.60", r#"{"ttl": "1h"}"#);
+    a.must(
+        "PUT",
+        "/limits/accounts/bans/198.51.100.70",
+        r#"{"for": "1h"}"#,
+    );
+    let reloads = |app: &App| -> u64 {
+        let (_, body, _) = app.admin("GET", "/limits", "");
+        let json = &body[body.find("\r\n\r\n").unwrap() + 4..];
+        let v: serde_json::Value = serde_json::from_str(json).unwrap();
+        v["reloads"].as_u64().unwrap()
+    };
+    let before = reloads(&a);
+    let killed = Command::new("kill")
+        .arg("-HUP")
+        .arg(a.child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while reloads(&a) == before {
+        assert!(Instant::now() < deadline, "no reload after SIGHUP");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(a.account("198.51.100.50"), 201, "the override");
+    assert_eq!(a.account("198.51.100.60"), 403, "the deny entry");
+    assert_eq!(a.account("198.51.100.70"), 429, "the ban");
+}
