@@ -127,11 +127,11 @@ where
     /// A limiter on `store` whose `now` comes from `clock` (nanoseconds
     /// since its origin). Waits are still slept on tokio's timer.
     pub fn with_clock(store: S, clock: impl Clock) -> Self {
-        Self::with_shared_clock(Arc::new(store), Arc::new(clock))
+        Self::with_clock_shared(Arc::new(store), Arc::new(clock))
     }
 
     /// A limiter on a shared store and clock.
-    pub fn with_shared_clock(store: Arc<S>, clock: Arc<dyn Clock>) -> Self {
+    pub fn with_clock_shared(store: Arc<S>, clock: Arc<dyn Clock>) -> Self {
         Self {
             store,
             clock,

@@ -304,7 +304,7 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
     }
 
     /// The clock, shared with other layers.
-    pub fn shared_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+    pub fn clock_shared(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = Some(clock);
         self
     }

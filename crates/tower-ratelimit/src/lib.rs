@@ -173,9 +173,8 @@
 //! for a whole service, enforced as backpressure in `poll_ready`. It is not
 //! `Clone`, so axum needs it behind a `Buffer` (and a `HandleErrorLayer`);
 //! every clone of the buffered service then feeds the same queue rather
-//! than sharing a limit, and requests wait instead of being refused. Behind
-//! a `Buffer` in axum it let 1,500 requests through a 5/s cap. It has no
-//! notion of clients, keys, headers or 429s.
+//! than sharing a limit, and requests wait instead of being refused. It has
+//! no notion of clients, keys, headers or 429s.
 //!
 //! This layer is `Clone + Send + Sync` (clones share the stores), decides
 //! per key in `call`, answers a limited request at once with a 429 (never

@@ -210,8 +210,7 @@ impl<W: StateWord> Algorithm for Gcra<W> {
     }
 
     // Always inlined, so that a store builds the decision where its
-    // caller wants it (`benches/http/instructions.sh`: 38 fewer
-    // instructions per admitted request).
+    // caller wants it (BENCHMARKS.md, "Instructions per request").
     #[inline(always)]
     fn check(&self, tat: &mut W::Stored, cost: u64, now: u64) -> Decision {
         let t = self.interval.units(now);

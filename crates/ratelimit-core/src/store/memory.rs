@@ -59,9 +59,10 @@ const MAINTAIN_STEP: usize = 16 * 1024;
 /// | sliding-log | 40 + 16 per logged instant, up to `limit` entries |
 /// | [`AnyAlgorithm`](crate::AnyAlgorithm) | 40 (+ the log) |
 ///
-/// With `u64` keys and GCRA that is 16 bytes a slot: 35.7 bytes a key
-/// measured at one million keys, the same as `governor`'s keyed limiter
-/// (see [BENCHMARKS.md](https://github.com/ratelimit-rs/ratelimit/blob/main/BENCHMARKS.md)).
+/// With `u64` keys and GCRA that is 16 bytes a slot; the bytes a key
+/// takes at one million keys, beside `governor`'s keyed limiter, are in
+/// [BENCHMARKS.md](https://github.com/ratelimit-rs/ratelimit/blob/main/BENCHMARKS.md)
+/// ("Memory per key at 1,000,000 keys").
 ///
 /// # Bounded memory
 ///

@@ -11,6 +11,32 @@ use ratelimit_core::{Clock, Store};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+impl<X: KeyExtractor, St: Store<X::Key>> PaceLayer<X, St> {
+    /// Paces response bodies of each key (found by `key`) to the rate of
+    /// `store`'s algorithm, charging pieces of at most `piece` bytes, with
+    /// the defaults of [`builder`](Self::builder).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tower_ratelimit::pace::PaceLayer;
+    /// use tower_ratelimit::{key::PeerIp, MemoryStore, TokenBucket};
+    ///
+    /// // 256 KiB/s per client IP, 64 KiB of burst, in pieces of 16 KiB.
+    /// let bytes = TokenBucket::new(64 << 10, 256 << 10, Duration::from_secs(1)).unwrap();
+    /// let layer = PaceLayer::new("download", PeerIp::new(), MemoryStore::new(bytes), 16 << 10).unwrap();
+    /// # let _ = layer;
+    /// ```
+    pub fn new(name: impl Into<String>, key: X, store: St, piece: u64) -> Result<Self, PaceError> {
+        Self::builder(name, key, store, piece).build()
+    }
+
+    /// A builder: which bodies ([`Paced`](super::Paced)), bytes let
+    /// through unpaced first, the clock, key errors.
+    pub fn builder(name: impl Into<String>, key: X, store: St, piece: u64) -> PaceBuilder<X, St> {
+        PaceBuilder::new(name.into(), key, Arc::new(store), piece)
+    }
+}
+
 /// Builds a [`PaceLayer`]: see [`PaceLayer::builder`].
 pub struct PaceBuilder<X: KeyExtractor, St, R = ProblemJson> {
     name: String,
@@ -60,11 +86,11 @@ impl<X: KeyExtractor, St, R> PaceBuilder<X, St, R> {
     /// shares; tests give a [`TokioClock`](crate::TokioClock), which
     /// follows `tokio::time::pause`). Sleeps are tokio's.
     pub fn clock(self, clock: impl Clock) -> Self {
-        self.shared_clock(Arc::new(clock))
+        self.clock_shared(Arc::new(clock))
     }
 
     /// [`clock`](Self::clock), shared with other layers.
-    pub fn shared_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+    pub fn clock_shared(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = Some(clock);
         self
     }

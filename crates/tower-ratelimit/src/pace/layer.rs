@@ -1,12 +1,9 @@
 //! [`PaceLayer`]: the tower layer that paces bodies per key, cheap to clone.
 
-use super::builder::PaceBuilder;
-use super::error::PaceError;
 use super::service::PaceService;
 use super::shared::PaceShared;
 use crate::key::KeyExtractor;
 use crate::response::ProblemJson;
-use ratelimit_core::Store;
 use std::fmt;
 use std::sync::Arc;
 use tower_layer::Layer;
@@ -18,32 +15,6 @@ use tower_layer::Layer;
 /// clones, routes and, with a shared store (Redis), instances.
 pub struct PaceLayer<X: KeyExtractor, St, R = ProblemJson> {
     pub(crate) shared: Arc<PaceShared<X, St, R>>,
-}
-
-impl<X: KeyExtractor, St: Store<X::Key>> PaceLayer<X, St> {
-    /// Paces response bodies of each key (found by `key`) to the rate of
-    /// `store`'s algorithm, charging pieces of at most `piece` bytes, with
-    /// the defaults of [`builder`](Self::builder).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use tower_ratelimit::pace::PaceLayer;
-    /// use tower_ratelimit::{key::PeerIp, MemoryStore, TokenBucket};
-    ///
-    /// // 256 KiB/s per client IP, 64 KiB of burst, in pieces of 16 KiB.
-    /// let bytes = TokenBucket::new(64 << 10, 256 << 10, Duration::from_secs(1)).unwrap();
-    /// let layer = PaceLayer::new("download", PeerIp::new(), MemoryStore::new(bytes), 16 << 10).unwrap();
-    /// # let _ = layer;
-    /// ```
-    pub fn new(name: impl Into<String>, key: X, store: St, piece: u64) -> Result<Self, PaceError> {
-        Self::builder(name, key, store, piece).build()
-    }
-
-    /// A builder: which bodies ([`Paced`](super::Paced)), bytes let
-    /// through unpaced first, the clock, key errors.
-    pub fn builder(name: impl Into<String>, key: X, store: St, piece: u64) -> PaceBuilder<X, St> {
-        PaceBuilder::new(name.into(), key, Arc::new(store), piece)
-    }
 }
 
 impl<X: KeyExtractor, St, R> PaceLayer<X, St, R> {

@@ -3,13 +3,10 @@
 //! its limit gets the same `RateLimit` value on every response, a limited
 //! one the same 429 for a whole second).
 //!
-//! They pay for themselves: measured with `benches/http/instructions.sh`
-//! (callgrind, instructions per request, one machine, one session),
-//! without memos `ours` 15,585, `ours-draining` 15,646 and `ours-limited`
-//! 15,975; with them 15,126, 15,744 and 14,815 (a response whose values
-//! repeat costs no formatting and no allocation; one whose values never
-//! repeat, as in `ours-draining`, pays about 100 instructions for the
-//! lookup). Keys are values, never addresses: a limit is told by an id
+//! A response whose values repeat costs no formatting and no allocation;
+//! one whose values never repeat (`ours-draining` in
+//! `benches/http/instructions.sh`) pays for the lookup (BENCHMARKS.md,
+//! "Response memos"). Keys are values, never addresses: a limit is told by an id
 //! drawn once per limit when its layer is built, and never reused.
 
 use std::cell::RefCell;

@@ -192,5 +192,5 @@ where
         builder =
             builder.reset_if(move |res: &http::response::Parts| reset_on.contains(&res.status));
     }
-    builder.shared_clock(Arc::clone(clock)).build()
+    builder.clock_shared(Arc::clone(clock)).build()
 }

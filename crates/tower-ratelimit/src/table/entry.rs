@@ -141,14 +141,14 @@ pub struct PolicyEntry {
     pub cost_from: Option<crate::CostFrom>,
     /// Pace bodies instead of refusing requests: `"response"`,
     /// `"request"` or `"both"` (see [`pace`](crate::pace)).
-    #[serde(default, deserialize_with = "super::pace::pace")]
+    #[serde(default, deserialize_with = "super::pace_fields::pace")]
     pub pace: Option<crate::pace::Paced>,
     /// Bytes of each paced body let through unpaced first (`"64KiB"`, or
     /// a number of bytes; default 0).
-    #[serde(default, deserialize_with = "super::pace::bytes")]
+    #[serde(default, deserialize_with = "super::pace_fields::bytes")]
     pub pace_after: Option<u64>,
     /// The largest piece a paced body charges at once (default 16 KiB).
-    #[serde(default, deserialize_with = "super::pace::bytes")]
+    #[serde(default, deserialize_with = "super::pace_fields::bytes")]
     pub pace_piece: Option<u64>,
     /// The statuses that count; `None`: every response.
     #[serde(default, deserialize_with = "statuses")]

@@ -180,6 +180,7 @@ mod extractor;
 pub(crate) mod key;
 mod load;
 mod pace;
+mod pace_fields;
 mod reload;
 mod route;
 mod runtime_overrides;
