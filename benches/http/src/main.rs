@@ -9,6 +9,10 @@
 //!   responses; `governor`: tower_governor.
 //! - `ours-draining`: admits everything, with `r` changing on every
 //!   response (each request takes a token that comes back after 1 ms).
+//! - `ours-costed`: `ours` with a handler that sends `x-tokens-used: 3`
+//!   (and nothing settles it); `ours-settled`: the same, with the layer
+//!   settling each request's reservation of 1 to those 3 (`settle`, a
+//!   response header): what settling costs.
 //! - `-limited`: one per minute with a burst of 10, so all but the first
 //!   few requests get 429; without it everything is admitted (1 per ns,
 //!   burst 10^9).
@@ -41,6 +45,11 @@ use tower_service::Service;
 /// `Router::into_make_service_with_connect_info` does) rather than on every
 /// request.
 fn app() -> Router {
+    if std::env::args().nth(1).is_some_and(|m| m.contains("-costed") || m.contains("-settled")) {
+        return Router::new()
+            .route("/", get(|| async { ([("x-tokens-used", "3")], "hello") }))
+            .with_state(());
+    }
     Router::new()
         .route("/", get(|| async { "hello" }))
         .with_state(())
@@ -82,6 +91,21 @@ fn ours(
     RateLimitLayer::builder(PeerIp::new())
         .limit("default", MemoryStore::new(gcra))
         .headers(headers)
+        .build()
+        .expect("valid layer")
+}
+
+/// [`ours`] settling each request to the cost read `from` the response.
+fn settled(
+    interval: Duration,
+    burst: u32,
+    from: tower_ratelimit::CostFrom,
+) -> RateLimitLayer<PeerIp, MemoryStore<Gcra, tower_ratelimit::key::IpKey>> {
+    let gcra = Gcra::with_burst(1_000_000_000 / interval.as_nanos() as u64, Duration::from_secs(1), u64::from(burst))
+        .expect("valid quota");
+    RateLimitLayer::builder(PeerIp::new())
+        .limit("default", MemoryStore::new(gcra))
+        .settle(from)
         .build()
         .expect("valid layer")
 }
@@ -186,6 +210,11 @@ async fn main() {
                 port,
             )
             .await
+        }
+        "ours-costed" => run(ours(interval, burst, Headers::new()), port).await,
+        "ours-settled" => {
+            let from = "response-header:x-tokens-used".parse().expect("cost-from");
+            run(settled(interval, burst, from), port).await
         }
         "governor" => run(governor(interval, burst), port).await,
         other => {
