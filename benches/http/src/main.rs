@@ -45,7 +45,10 @@ use tower_service::Service;
 /// `Router::into_make_service_with_connect_info` does) rather than on every
 /// request.
 fn app() -> Router {
-    if std::env::args().nth(1).is_some_and(|m| m.contains("-costed") || m.contains("-settled")) {
+    if std::env::args()
+        .nth(1)
+        .is_some_and(|m| m.contains("-costed") || m.contains("-settled"))
+    {
         return Router::new()
             .route("/", get(|| async { ([("x-tokens-used", "3")], "hello") }))
             .with_state(());
@@ -101,8 +104,12 @@ fn settled(
     burst: u32,
     from: tower_ratelimit::CostFrom,
 ) -> RateLimitLayer<PeerIp, MemoryStore<Gcra, tower_ratelimit::key::IpKey>> {
-    let gcra = Gcra::with_burst(1_000_000_000 / interval.as_nanos() as u64, Duration::from_secs(1), u64::from(burst))
-        .expect("valid quota");
+    let gcra = Gcra::with_burst(
+        1_000_000_000 / interval.as_nanos() as u64,
+        Duration::from_secs(1),
+        u64::from(burst),
+    )
+    .expect("valid quota");
     RateLimitLayer::builder(PeerIp::new())
         .limit("default", MemoryStore::new(gcra))
         .settle(from)
