@@ -1,9 +1,9 @@
 //! A driver for cache simulation of the keyed check: runs the paths of
 //! `benches/keyed.rs` (allowed or denied, any number of keys, threads and
-//! either clock) with `MemoryStore<Gcra, u64>`, so that a profiler can count
-//! what one check reads and writes.
+//! either clock) with `MemoryStore<Gcra, u64>`, or with governor's keyed
+//! limiter, so that a profiler can count what one check reads and writes.
 //!
-//! `check_paths PATH KEYS THREADS CLOCK CHECKS`, e.g.
+//! `check_paths PATH KEYS THREADS CLOCK CHECKS [governor]`, e.g.
 //! `check_paths denied 10000 2 system 200000`: PATH is `allowed` or
 //! `denied`, CLOCK `system` or `frozen`, CHECKS the checks per thread. The
 //! checks run in `checks`, which is never inlined, so that
@@ -11,8 +11,11 @@
 //! --toggle-collect='*check_paths*checks*'` counts them alone (see
 //! BENCHMARKS.md, "Cache lines a check writes").
 
+use governor::clock::FakeRelativeClock;
+use governor::{Quota, RateLimiter};
 use ratelimit_core::{Clock, Gcra, ManualClock, MemoryStore, SystemClock};
 use std::hint::black_box;
+use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -26,24 +29,31 @@ fn key(i: usize) -> u64 {
     (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
-/// The bench's quota for a path, and the cost each key is used with first.
-fn quota(path: &str) -> (Gcra, u64) {
+/// The bench's quotas for a path (ours, governor's), and the cost each key
+/// is used with first.
+fn quota(path: &str) -> (Gcra, Quota, u32) {
     match path {
         "allowed" => (
             Gcra::with_burst(10, Duration::from_secs(1), u64::from(u32::MAX)).unwrap(),
+            Quota::per_second(NonZeroU32::new(10).unwrap()).allow_burst(NonZeroU32::MAX),
             10_000,
         ),
-        "denied" => (Gcra::new(1, Duration::from_secs(3600)).unwrap(), 1),
+        "denied" => (
+            Gcra::new(1, Duration::from_secs(3600)).unwrap(),
+            Quota::per_hour(NonZeroU32::new(1).unwrap()),
+            1,
+        ),
         other => panic!("path {other}: expected allowed or denied"),
     }
 }
 
-/// `n` checks over `nkeys` keys from key `start` on, cycled.
+/// `n` checks over `nkeys` keys from key `start` on, cycled; `check`
+/// tells whether a key is admitted.
 #[inline(never)]
-fn checks<C: Clock>(store: &MemoryStore<Gcra, u64>, clock: &C, start: usize, nkeys: usize, n: u64) {
+fn checks<F: Fn(u64) -> bool>(check: &F, start: usize, nkeys: usize, n: u64) {
     let mut i = start;
     for _ in 0..n {
-        let _ = black_box(store.check_sync(&key(i), 1, clock.now()));
+        black_box(check(key(i)));
         i += 1;
         if i == nkeys {
             i = 0;
@@ -51,47 +61,98 @@ fn checks<C: Clock>(store: &MemoryStore<Gcra, u64>, clock: &C, start: usize, nke
     }
 }
 
-fn drive<C: Clock + Sync>(path: &str, nkeys: usize, threads: usize, clock: &C, n: u64) {
-    let (gcra, prefill) = quota(path);
-    let store = MemoryStore::new(gcra);
-    for i in 0..nkeys {
-        assert!(
-            store
-                .check_sync(&key(i), prefill, clock.now())
-                .unwrap()
-                .allowed
-        );
-    }
+/// Runs `n` checks on each of `threads` threads, between the marks, and
+/// asserts that the path is the one named.
+fn run<F: Fn(u64) -> bool + Sync>(path: &str, nkeys: usize, threads: usize, n: u64, check: F) {
     eprintln!("mark {:p}", &MARK);
     MARK.store(1, Ordering::SeqCst);
     std::thread::scope(|s| {
         for t in 0..threads {
-            let store = &store;
+            let check = &check;
             s.spawn(move || {
                 // Where this thread's stack is, for the trace's reader.
                 let here = 0u8;
                 eprintln!("stack {:p}", black_box(&here));
-                checks(store, clock, t * nkeys / threads, nkeys, n)
+                checks(check, t * nkeys / threads, nkeys, n)
             });
         }
     });
     MARK.store(2, Ordering::SeqCst);
-    let allowed = store.check_sync(&key(0), 1, clock.now()).unwrap().allowed;
-    assert_eq!(allowed, path == "allowed", "the path is the one named");
+    assert_eq!(
+        check(key(0)),
+        path == "allowed",
+        "the path is the one named"
+    );
+}
+
+fn ours<C: Clock + Sync>(path: &str, nkeys: usize, threads: usize, clock: &C, n: u64) {
+    let (gcra, _, prefill) = quota(path);
+    let store = MemoryStore::new(gcra);
+    for i in 0..nkeys {
+        let d = store.check_sync(&key(i), prefill.into(), clock.now());
+        assert!(d.unwrap().allowed);
+    }
+    run(path, nkeys, threads, n, |k| {
+        black_box(store.check_sync(&k, 1, clock.now()))
+            .map(|d| d.allowed)
+            .unwrap_or(false)
+    });
+}
+
+/// Governor's keyed limiter with its default store (DashMap) on clock `C`.
+type Governor<C> = RateLimiter<
+    u64,
+    governor::state::keyed::DefaultKeyedStateStore<u64>,
+    C,
+    governor::middleware::NoOpMiddleware<<C as governor::clock::Clock>::Instant>,
+>;
+
+fn governor<C: governor::clock::Clock + Sync>(
+    path: &str,
+    nkeys: usize,
+    threads: usize,
+    n: u64,
+    limiter: Governor<C>,
+) {
+    let prefill = NonZeroU32::new(quota(path).2).unwrap();
+    for i in 0..nkeys {
+        assert!(matches!(limiter.check_key_n(&key(i), prefill), Ok(Ok(()))));
+    }
+    run(path, nkeys, threads, n, |k| {
+        black_box(limiter.check_key(&k)).is_ok()
+    });
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [path, nkeys, threads, clock, n] = &args[..] else {
-        eprintln!("usage: check_paths allowed|denied KEYS THREADS system|frozen CHECKS");
-        std::process::exit(2);
+    let (path, nkeys, threads, clock, n, theirs) = match &args[..] {
+        [p, k, t, c, n] => (p, k, t, c, n, false),
+        [p, k, t, c, n, g] if g == "governor" => (p, k, t, c, n, true),
+        _ => {
+            eprintln!(
+                "usage: check_paths allowed|denied KEYS THREADS system|frozen CHECKS [governor]"
+            );
+            std::process::exit(2);
+        }
     };
     let nkeys: usize = nkeys.parse().expect("KEYS");
     let threads: usize = threads.parse().expect("THREADS");
     let n: u64 = n.parse().expect("CHECKS");
-    match clock.as_str() {
-        "system" => drive(path, nkeys, threads, &SystemClock::new(), n),
-        "frozen" => drive(path, nkeys, threads, &ManualClock::new(), n),
-        other => panic!("clock {other}: expected system or frozen"),
+    let quota = quota(path).1;
+    match (clock.as_str(), theirs) {
+        ("system", false) => ours(path, nkeys, threads, &SystemClock::new(), n),
+        ("frozen", false) => ours(path, nkeys, threads, &ManualClock::new(), n),
+        ("system", true) => governor(path, nkeys, threads, n, RateLimiter::keyed(quota)),
+        ("frozen", true) => {
+            let clock = FakeRelativeClock::default();
+            governor(
+                path,
+                nkeys,
+                threads,
+                n,
+                RateLimiter::dashmap_with_clock(quota, clock),
+            )
+        }
+        (other, _) => panic!("clock {other}: expected system or frozen"),
     }
 }
