@@ -3,7 +3,8 @@
 //! When a check of cost 1 is denied, nothing in the key's state changes
 //! until the instant `until = now + wait` at which a cost-1 request is
 //! admitted again: only admitted cost moves a state, and no cost can be
-//! admitted before that instant. The store writes `(hash, until,
+//! admitted before that instant. When the key is denied again (a hot key:
+//! see `Shard::denied_again`), the store writes `(hash, until,
 //! reset_at)` into a small per-shard slot array; later cost-1 checks of the
 //! same key read it and answer the same denial without taking the shard's
 //! lock, so a flood from one client on every core reads shared cache lines

@@ -28,7 +28,8 @@ const MAINTAIN_STEP: usize = 16 * 1024;
 /// one hash, one uncontended lock and a few integer operations; nothing on
 /// it is proportional to the number of keys.
 ///
-/// A cost-1 check that is denied is remembered in a small per-shard slot
+/// A cost-1 check that is denied again (the shard's previous denial was of
+/// the same key: a hot key) is remembered in a small per-shard slot
 /// array (16 slots, by hash; a denial keeps its slot against other keys'
 /// for a millisecond) until the instant it would be admitted: no
 /// state can change before then except by a refund or an eviction, which
@@ -37,7 +38,9 @@ const MAINTAIN_STEP: usize = 16 * 1024;
 /// reads shared memory. The answer is the one the locked path would give,
 /// field for field. (Two keys are told apart in a slot by their 64-bit
 /// seeded hash; a denied key could answer for another only if the two
-/// collide in all 64 bits.)
+/// collide in all 64 bits.) A denial of a key among many is not
+/// remembered: it would write a slot that other threads read, for an
+/// answer its key is unlikely to ask for before the slot is taken.
 ///
 /// A key that several cores check at once (its checks find the shard's
 /// lock held by another thread twice in a row) keeps its state beside the
@@ -375,7 +378,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         if let Some(left) = shard.bans.as_deref().and_then(|b| b.active(hash, now)) {
             if cost > 0 {
                 let d = self.ban_decision(left);
-                if cost == 1 && self.deny_cache {
+                if cost == 1 && self.deny_cache && shard.denied_again(hash) {
                     cell.denied.remember(hash, now, &d);
                 }
                 return Ok(d);
@@ -406,7 +409,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
             }
             _ => decision,
         };
-        if cost == 1 && !decision.allowed && self.deny_cache {
+        if cost == 1 && !decision.allowed && self.deny_cache && shard.denied_again(hash) {
             cell.denied.remember(hash, now, &decision);
         }
         Ok(decision)

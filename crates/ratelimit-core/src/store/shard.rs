@@ -24,8 +24,9 @@ const MIN_SHRINK_CAPACITY: usize = 64;
 /// A shard and what may be read without its lock.
 ///
 /// A check writes the lock's word, `latest` when its clock moved, the
-/// key's state and, when it found the lock held, the hot hash; an insert
-/// also writes the table's header and the sweep cursor. Laid out in that
+/// key's state and, when it found the lock held, the hot hash; a denial
+/// writes the denied tag when it names another key; an insert also
+/// writes the table's header and the sweep cursor. Laid out in that
 /// order from the start of a 128-byte block, with the hot state (see
 /// [`Shard`]) after them, they share one cache line, so a check or an
 /// insert of a key other threads also use moves one line between cores,
@@ -58,6 +59,7 @@ impl<K, S> ShardCell<K, S> {
                 table: HashTable::new(),
                 cursor: 0,
                 hot_hash: 0,
+                denied_tag: 0,
                 hot_state: spare,
                 last_sweep: 0,
                 pass_start: 0,
@@ -113,7 +115,10 @@ pub(super) struct Shard<K, S> {
     cursor: u32,
     /// The low bits of the hash of the key of the latest contended check
     /// (two keys that share them can only move a state early).
-    hot_hash: u32,
+    hot_hash: u16,
+    /// The low bits of the hash of the key of the latest denial decided
+    /// under the lock (see [`Shard::denied_again`]).
+    denied_tag: u16,
     /// The state of the key in bucket `hot_index` while `hot_live`;
     /// otherwise a spare state, never read.
     hot_state: S,
@@ -211,7 +216,7 @@ impl<K, S> Shard<K, S> {
     ) -> Option<&mut S> {
         let index = self.table.find_bucket_index(hash, eq)?;
         if Self::HOT {
-            let tag = hash as u32;
+            let tag = hash as u16;
             if self.hot_live && self.hot_index == index {
                 if contended && self.hot_hash != tag {
                     // (Two keys contended in turn then stay where they are.)
@@ -232,6 +237,24 @@ impl<K, S> Shard<K, S> {
             }
         }
         self.table.get_bucket_mut(index).map(|(_, s)| s)
+    }
+
+    /// Records a denial of the key hashed `hash`, decided under the lock,
+    /// and tells whether the shard's previous such denial was of the same
+    /// key: whether the key is denied again and again (a hot key), so that
+    /// remembering it in the shard's deny slots pays. A denial of a key
+    /// among many is not remembered, so it writes no slot that other
+    /// threads read, and writes this tag only when it changes (the tag is
+    /// on the lock's cache line, which the check has written already).
+    /// Two keys that share the tag's bits can only be remembered early.
+    #[inline]
+    pub(super) fn denied_again(&mut self, hash: u64) -> bool {
+        let tag = hash as u16;
+        if self.denied_tag == tag {
+            return true;
+        }
+        self.denied_tag = tag;
+        false
     }
 
     /// The state of the key hashed `hash` that `eq` matches, for a refund
@@ -553,6 +576,7 @@ mod tests {
         for written in [
             std::mem::offset_of!(Shard<u64, u64>, cursor),
             std::mem::offset_of!(Shard<u64, u64>, hot_hash),
+            std::mem::offset_of!(Shard<u64, u64>, denied_tag),
         ] {
             assert!(written < std::mem::offset_of!(Shard<u64, u64>, hot_state));
         }
