@@ -89,11 +89,11 @@ fn ours<C: Clock + Sync>(path: &str, nkeys: usize, threads: usize, clock: &C, n:
     let (gcra, _, prefill) = quota(path);
     let store = MemoryStore::new(gcra);
     for i in 0..nkeys {
-        let d = store.check_sync(&key(i), prefill.into(), clock.now());
+        let d = store.check_now(&key(i), prefill.into(), clock.now());
         assert!(d.unwrap().allowed);
     }
     run(path, nkeys, threads, n, |k| {
-        black_box(store.check_sync(&k, 1, clock.now()))
+        black_box(store.check_now(&k, 1, clock.now()))
             .map(|d| d.allowed)
             .unwrap_or(false)
     });

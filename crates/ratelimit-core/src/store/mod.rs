@@ -18,9 +18,8 @@ pub use boxed::BoxStore;
 pub use memory::{AtCapacity, MemoryStore, MemoryStoreBuilder};
 pub use shard::StoreCounts;
 
-use crate::{Algorithm, Decision, StableKey, StoreError};
-use std::future::{ready, Future, Ready};
-use std::hash::Hash;
+use crate::{Decision, StoreError};
+use std::future::{ready, Future};
 use std::pin::Pin;
 
 /// The future of a [`Store::reset`], [`Store::ban`] or [`Store::unban`]:
@@ -325,90 +324,5 @@ impl<K: ?Sized, S: Store<K> + ?Sized> Store<K> for std::sync::Arc<S> {
 
     fn counts(&self) -> Option<StoreCounts> {
         (**self).counts()
-    }
-}
-
-impl<A, K> Store<K> for MemoryStore<A, K>
-where
-    A: Algorithm,
-    K: Hash + Eq + StableKey + Clone + Send + Sync + 'static,
-{
-    type CheckFuture = Ready<Result<Decision, StoreError>>;
-    type RefundFuture = Ready<Result<(), StoreError>>;
-
-    #[inline]
-    fn check(&self, key: &K, cost: u64, now: u64) -> Self::CheckFuture {
-        ready(MemoryStore::check_now(self, key, cost, now))
-    }
-
-    fn refund(&self, key: &K, cost: u64, admitted_at: u64, now: u64) -> Self::RefundFuture {
-        MemoryStore::refund_now(self, key, cost, admitted_at, now);
-        ready(Ok(()))
-    }
-
-    #[inline]
-    fn check_now(&self, key: &K, cost: u64, now: u64) -> Option<Result<Decision, StoreError>> {
-        Some(MemoryStore::check_now(self, key, cost, now))
-    }
-
-    fn refund_now(
-        &self,
-        key: &K,
-        cost: u64,
-        admitted_at: u64,
-        now: u64,
-    ) -> Option<Result<(), StoreError>> {
-        MemoryStore::refund_now(self, key, cost, admitted_at, now);
-        Some(Ok(()))
-    }
-
-    fn settle_now(
-        &self,
-        key: &K,
-        reserved: u64,
-        actual: u64,
-        admitted_at: u64,
-        now: u64,
-    ) -> Option<Result<Decision, StoreError>> {
-        Some(MemoryStore::settle_now(
-            self,
-            key,
-            reserved,
-            actual,
-            admitted_at,
-            now,
-        ))
-    }
-
-    fn reset_now(&self, key: &K) -> Option<Result<(), StoreError>> {
-        MemoryStore::reset_now(self, key);
-        Some(Ok(()))
-    }
-
-    fn ban_now(
-        &self,
-        key: &K,
-        duration: std::time::Duration,
-        now: u64,
-    ) -> Option<Result<(), StoreError>> {
-        MemoryStore::ban_now(self, key, duration, now);
-        Some(Ok(()))
-    }
-
-    fn unban_now(&self, key: &K) -> Option<Result<(), StoreError>> {
-        MemoryStore::unban_now(self, key);
-        Some(Ok(()))
-    }
-
-    fn ban_left(&self, key: &K, now: u64) -> BanLeftFuture {
-        Box::pin(ready(Ok(MemoryStore::banned_for(self, key, now))))
-    }
-
-    fn maintain(&self, now: u64) {
-        MemoryStore::maintain(self, now);
-    }
-
-    fn counts(&self) -> Option<StoreCounts> {
-        Some(MemoryStore::counts(self))
     }
 }
