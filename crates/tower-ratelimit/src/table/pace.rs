@@ -127,7 +127,18 @@ where
     fn call(&mut self, req: http::Request<PacedBody<B>>) -> Self::Future {
         self.inner.call(req.map(|body| match body.into_unpaced() {
             Ok(body) => Body::new(body),
-            Err(paced) => Body::new(paced),
+            Err(paced) => Body::new(http_body_util::BodyExt::map_err(paced, unwrapped)),
         }))
+    }
+}
+
+/// A paced body's error as axum's extractors look for it: an
+/// `axum::Error` from the body inside is unwrapped, so that a length
+/// limit's error is one level down (413), not two (400).
+fn unwrapped(e: impl Into<axum::BoxError>) -> axum::BoxError {
+    let e: axum::BoxError = e.into();
+    match e.downcast::<axum::Error>() {
+        Ok(axum) => axum.into_inner(),
+        Err(e) => e,
     }
 }

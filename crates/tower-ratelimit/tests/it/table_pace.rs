@@ -166,3 +166,33 @@ fn a_reload_cannot_change_pace() {
         .reload(&PolicyTable::from_toml(&faster, None).unwrap())
         .unwrap();
 }
+
+/// A paced upload past the server's body limit (a `Limited` body, as
+/// `RequestBodyLimitLayer` makes it) is refused as unpaced ones are: 413.
+#[tokio::test(start_paused = true)]
+async fn a_paced_upload_past_the_body_limit_is_413() {
+    let table = TABLE
+        .replace("GET /download", "POST /upload")
+        .replace("\"response\"", "\"request\"");
+    let table = PolicyTable::from_toml(&table, None).unwrap();
+    let router = Router::new().route(
+        "/upload",
+        axum::routing::post(|body: axum::body::Bytes| async move { body.len().to_string() }),
+    );
+    let options = PolicyOptions {
+        clock: Some(Arc::new(TokioClock::new())),
+        ..PolicyOptions::default()
+    };
+    let (app, _handle) = table.apply_in_memory(router, &options, None).unwrap();
+    for (size, want) in [(100, 200), (200, 413)] {
+        let limited = http_body_util::Limited::new(
+            http_body_util::Full::new(axum::body::Bytes::from(vec![0u8; size])),
+            150,
+        );
+        let mut req = get_from("203.0.113.7:1", "/upload", &[]);
+        *req.method_mut() = http::Method::POST;
+        *req.body_mut() = Body::new(limited);
+        let res = app.clone().oneshot(req).await.unwrap();
+        assert_eq!(res.status(), want, "{size} bytes");
+    }
+}
