@@ -94,7 +94,7 @@ pub trait Store<K: ?Sized>: Send + Sync + 'static {
     /// Settles a request admitted for `key` at `admitted_at` with `reserved`
     /// cost to its `actual` cost, known at `now` (after the response):
     /// - `actual > reserved`: charges `actual - reserved` unconditionally
-    ///   ([`Algorithm::charge`]): the key may go into debt, and its next
+    ///   ([`Algorithm::charge`](crate::Algorithm::charge)): the key may go into debt, and its next
     ///   checks are denied until the debt is repaid at the refill rate;
     /// - `actual < reserved`: gives back `reserved - actual` admitted at
     ///   `admitted_at`, as [`refund`](Self::refund) does;
