@@ -2,7 +2,7 @@
 //! (AIMD of each round's p99 against a target), and [`Capacity`], the concurrency a fair queue
 //! serves.
 
-use super::FairConfigError;
+use super::BuildError;
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -335,21 +335,21 @@ impl AdaptiveLimitBuilder {
     }
 
     /// The limit, or what is wrong with its settings.
-    pub fn build(self) -> Result<AdaptiveLimit, FairConfigError> {
+    pub fn build(self) -> Result<AdaptiveLimit, BuildError> {
         if self.min == 0 {
-            return Err(FairConfigError::ZeroMinimum);
+            return Err(BuildError::ZeroMinimum);
         }
         if self.max < self.min {
-            return Err(FairConfigError::MaxBelowMin {
+            return Err(BuildError::MaxBelowMin {
                 min: self.min,
                 max: self.max,
             });
         }
         if self.target.is_zero() {
-            return Err(FairConfigError::ZeroTarget);
+            return Err(BuildError::ZeroTarget);
         }
         if !(self.backoff > 0.0 && self.backoff < 1.0) {
-            return Err(FairConfigError::Backoff(self.backoff));
+            return Err(BuildError::Backoff(self.backoff));
         }
         let initial = self.initial.unwrap_or(10).clamp(self.min, self.max);
         #[cfg(feature = "metrics")]
@@ -386,15 +386,15 @@ mod tests {
         let t = Duration::from_millis(10);
         assert_eq!(
             AdaptiveLimit::builder(t).min(0).build().unwrap_err(),
-            FairConfigError::ZeroMinimum
+            BuildError::ZeroMinimum
         );
         assert_eq!(
             AdaptiveLimit::builder(t).min(5).max(4).build().unwrap_err(),
-            FairConfigError::MaxBelowMin { min: 5, max: 4 }
+            BuildError::MaxBelowMin { min: 5, max: 4 }
         );
         assert_eq!(
             AdaptiveLimit::builder(Duration::ZERO).build().unwrap_err(),
-            FairConfigError::ZeroTarget
+            BuildError::ZeroTarget
         );
         assert!(AdaptiveLimit::builder(t).backoff(1.0).build().is_err());
         let a = AdaptiveLimit::builder(t).min(3).initial(1).build().unwrap();

@@ -2,7 +2,7 @@
 
 use super::queue::State;
 use super::shared::Shared;
-use super::{AdaptiveLimit, Capacity, FairConfigError, FairQueue};
+use super::{AdaptiveLimit, BuildError, Capacity, FairQueue};
 use crate::key::{Global, KeyExtractor};
 use crate::policy::Cost;
 use crate::response::ProblemJson;
@@ -219,18 +219,18 @@ where
     }
 
     /// The layer, or what is wrong with its settings.
-    pub fn build(self) -> Result<FairQueueLayer<X, R>, FairConfigError> {
+    pub fn build(self) -> Result<FairQueueLayer<X, R>, BuildError> {
         if let Capacity::Fixed(0) = self.capacity {
-            return Err(FairConfigError::ZeroConcurrency);
+            return Err(BuildError::ZeroConcurrency);
         }
         if self.max_per_key > self.max_total {
-            return Err(FairConfigError::PerKeyAboveTotal {
+            return Err(BuildError::PerKeyAboveTotal {
                 per_key: self.max_per_key,
                 total: self.max_total,
             });
         }
         if self.quantum == 0 {
-            return Err(FairConfigError::ZeroQuantum);
+            return Err(BuildError::ZeroQuantum);
         }
         Ok(FairQueueLayer {
             shared: Arc::new(Shared {

@@ -1,6 +1,6 @@
 //! [`PaceBuilder`]: a pace layer's settings, checked once in `build`.
 
-use super::error::{PaceError, MAX_PIECE};
+use super::error::{BuildError, MAX_PIECE};
 use super::layer::PaceLayer;
 use super::paced::Paced;
 use super::shared::PaceShared;
@@ -26,7 +26,7 @@ impl<X: KeyExtractor, St: Store<X::Key>> PaceLayer<X, St> {
     /// let layer = PaceLayer::new("download", PeerIp::new(), MemoryStore::new(bytes), 16 << 10).unwrap();
     /// # let _ = layer;
     /// ```
-    pub fn new(name: impl Into<String>, key: X, store: St, piece: u64) -> Result<Self, PaceError> {
+    pub fn new(name: impl Into<String>, key: X, store: St, piece: u64) -> Result<Self, BuildError> {
         Self::builder(name, key, store, piece).build()
     }
 
@@ -128,16 +128,16 @@ impl<X: KeyExtractor, St, R> PaceBuilder<X, St, R> {
     }
 
     /// The layer, or the first setting that cannot work.
-    pub fn build(self) -> Result<PaceLayer<X, St, R>, PaceError> {
+    pub fn build(self) -> Result<PaceLayer<X, St, R>, BuildError> {
         if self.piece == 0 {
-            return Err(PaceError::ZeroPiece);
+            return Err(BuildError::ZeroPiece);
         }
         if self.piece > MAX_PIECE {
-            return Err(PaceError::PieceTooLarge(self.piece));
+            return Err(BuildError::PieceTooLarge(self.piece));
         }
         let printable = |b: u8| (0x21..=0x7e).contains(&b);
         if self.name.is_empty() || self.name.len() > 64 || !self.name.bytes().all(printable) {
-            return Err(PaceError::BadName(self.name));
+            return Err(BuildError::BadName(self.name));
         }
         let shared = PaceShared {
             name: Box::leak(self.name.into_boxed_str()),

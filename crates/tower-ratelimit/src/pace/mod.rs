@@ -67,7 +67,7 @@ mod shared;
 
 pub use body::PacedBody;
 pub use builder::PaceBuilder;
-pub use error::{PaceError, MAX_PIECE};
+pub use error::{BuildError, MAX_PIECE};
 pub use future::PaceFuture;
 pub use layer::PaceLayer;
 pub use paced::Paced;

@@ -15,7 +15,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tower::ServiceExt;
 use tower_ratelimit::key::{Global, GlobalKey, IpKey, PeerIp};
-use tower_ratelimit::pace::{PaceError, PaceLayer, Paced};
+use tower_ratelimit::pace::{BuildError, PaceLayer, Paced};
 use tower_ratelimit::TokioClock;
 
 const KIB: u64 = 1024;
@@ -274,16 +274,16 @@ fn bad_settings_are_refused_by_name() {
     let layer = |name: &str, piece| {
         PaceLayer::new(name, Global, MemoryStore::new(bucket()), piece).map(|_| ())
     };
-    assert_eq!(layer("download", 0), Err(PaceError::ZeroPiece));
+    assert_eq!(layer("download", 0), Err(BuildError::ZeroPiece));
     assert_eq!(
         layer("download", 1 << 30),
-        Err(PaceError::PieceTooLarge(1 << 30))
+        Err(BuildError::PieceTooLarge(1 << 30))
     );
     assert_eq!(
         layer("two words", 1),
-        Err(PaceError::BadName("two words".into()))
+        Err(BuildError::BadName("two words".into()))
     );
-    assert!(PaceError::ZeroPiece.to_string().contains("0 bytes"));
+    assert!(BuildError::ZeroPiece.to_string().contains("0 bytes"));
 }
 
 /// Two layers (two instances of an app) on one redis-server share one
