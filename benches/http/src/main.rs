@@ -78,21 +78,25 @@ fn bare_headers() -> Router {
         .with_state(())
 }
 
+/// `burst` per `burst * interval`, as our store's GCRA.
+fn quota(interval: Duration, burst: u32) -> Gcra {
+    let per_second = 1_000_000_000 / interval.as_nanos() as u64;
+    if per_second > 0 {
+        Gcra::with_burst(per_second, Duration::from_secs(1), u64::from(burst))
+    } else {
+        Gcra::with_burst(1, interval, u64::from(burst))
+    }
+    .expect("valid quota")
+}
+
 /// `burst` per `burst * interval`, for both limiters alike.
 fn ours(
     interval: Duration,
     burst: u32,
     headers: Headers,
 ) -> RateLimitLayer<PeerIp, MemoryStore<Gcra, tower_ratelimit::key::IpKey>> {
-    let per_second = 1_000_000_000 / interval.as_nanos() as u64;
-    let gcra = if per_second > 0 {
-        Gcra::with_burst(per_second, Duration::from_secs(1), u64::from(burst))
-    } else {
-        Gcra::with_burst(1, interval, u64::from(burst))
-    }
-    .expect("valid quota");
     RateLimitLayer::builder(PeerIp::new())
-        .limit("default", MemoryStore::new(gcra))
+        .limit("default", MemoryStore::new(quota(interval, burst)))
         .headers(headers)
         .build()
         .expect("valid layer")
@@ -104,14 +108,8 @@ fn settled(
     burst: u32,
     from: tower_ratelimit::CostFrom,
 ) -> RateLimitLayer<PeerIp, MemoryStore<Gcra, tower_ratelimit::key::IpKey>> {
-    let gcra = Gcra::with_burst(
-        1_000_000_000 / interval.as_nanos() as u64,
-        Duration::from_secs(1),
-        u64::from(burst),
-    )
-    .expect("valid quota");
     RateLimitLayer::builder(PeerIp::new())
-        .limit("default", MemoryStore::new(gcra))
+        .limit("default", MemoryStore::new(quota(interval, burst)))
         .settle(from)
         .build()
         .expect("valid layer")

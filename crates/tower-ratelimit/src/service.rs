@@ -6,7 +6,6 @@ use crate::future::{HeaderPlan, ResponseFuture};
 use crate::info::{LimitDecision, RateLimitInfo};
 use crate::key::{KeyError, KeyExtractor};
 use crate::observe;
-use crate::policy::KeyErrorPolicy;
 use crate::response::{ProblemJson, Rejection, ResponseBuilder};
 use crate::shared::Shared;
 use http::request::Parts;
@@ -210,13 +209,7 @@ where
         let shared = &*self.shared;
         observe::no_peer_once(e, shared.limits[0].name, &shared.no_peer_logged);
         observe::key_error(e);
-        let pass = !e.is_denied()
-            && match self.shared.on_key_error {
-                KeyErrorPolicy::Reject => false,
-                KeyErrorPolicy::Allow => true,
-                KeyErrorPolicy::AllowMissing => e.is_missing(),
-            };
-        if pass {
+        if self.shared.on_key_error.passes(e) {
             return self.pass(parts, body, None);
         }
         ResponseFuture::ready(Ok(self.shared.response.build(Rejection::KeyError(e))))

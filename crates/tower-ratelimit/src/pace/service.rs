@@ -7,7 +7,6 @@ use super::meter::Meter;
 use super::shared::PaceShared;
 use crate::key::{KeyError, KeyExtractor};
 use crate::observe;
-use crate::policy::KeyErrorPolicy;
 use crate::response::{ProblemJson, Rejection, ResponseBuilder};
 use http::{Request, Response};
 use ratelimit_core::Store;
@@ -107,11 +106,6 @@ impl<S, X: KeyExtractor, St, R> PaceService<S, X, St, R> {
         let shared = &*self.shared;
         observe::no_peer_once(e, shared.name, &shared.no_peer_logged);
         observe::key_error(e);
-        !e.is_denied()
-            && match shared.on_key_error {
-                KeyErrorPolicy::Reject => false,
-                KeyErrorPolicy::Allow => true,
-                KeyErrorPolicy::AllowMissing => e.is_missing(),
-            }
+        shared.on_key_error.passes(e)
     }
 }

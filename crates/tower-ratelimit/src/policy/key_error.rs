@@ -22,3 +22,16 @@ pub enum KeyErrorPolicy {
     /// some clients send.
     AllowMissing,
 }
+
+impl KeyErrorPolicy {
+    /// Whether a request whose key failed with `e` goes through, unlimited:
+    /// never when the extractor denied it, else as the policy says.
+    pub(crate) fn passes(self, e: &crate::key::KeyError) -> bool {
+        !e.is_denied()
+            && match self {
+                Self::Reject => false,
+                Self::Allow => true,
+                Self::AllowMissing => e.is_missing(),
+            }
+    }
+}
