@@ -39,13 +39,17 @@ impl Inner {
         let mut del = redis::cmd("DEL");
         del.arg(keys);
         self.command(del).await?;
+        // A lease taken by a check in flight during the `DEL` was taken
+        // from the deleted state: not recorded.
+        self.forget_here(&name, true);
         self.publish(Change::Reset, &name).await;
         Ok(())
     }
 
     /// Bans `name` for `ms` from now (Redis's time, or the caller's
-    /// `now`), forgetting its deny-cache entry and lease here; in the
-    /// fallback too.
+    /// `now`), forgetting its deny-cache entry and lease here, before and
+    /// again once Redis has the ban (a lease taken by a check in flight
+    /// meanwhile is then not recorded: see `lease`); in the fallback too.
     pub(crate) async fn ban(&self, name: String, ms: u64, now: u64) -> Result<(), StoreError> {
         self.forget_here(&name, true);
         if let Some(memory) = &self.policy.fallback {
@@ -53,6 +57,7 @@ impl Inner {
         }
         match self.guarded(&name, ms, now, Op::Ban).await {
             Ok(_) => {
+                self.forget_here(&name, true);
                 self.publish(Change::Ban { ms }, &name).await;
                 Ok(())
             }

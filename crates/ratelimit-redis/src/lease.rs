@@ -10,9 +10,15 @@
 //! sets of [`WAYS`]; a new entry takes this key's, an empty or expired
 //! one, else a marker, else the lease expiring first, whose unspent units
 //! the store gives back.
+//!
+//! A forgotten key (a reset, a ban, here or told by another instance)
+//! bumps its set's count of forgets: a lease taken by a check that was in
+//! flight then (its units read from Redis before the change) is not
+//! recorded, so no lease outlives a ban it raced with.
 
 use ratelimit_core::{saturating_nanos, Decision};
 use std::hash::{BuildHasher, RandomState};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -76,6 +82,9 @@ fn spent(lease: &Lease, now: u64) -> Decision {
 /// The leases of one store.
 pub(crate) struct Leases {
     sets: Box<[Mutex<[Lease; WAYS]>]>,
+    /// Per set: how many times a key of it was forgotten, changed under
+    /// the set's lock.
+    forgets: Box<[AtomicU64]>,
     hasher: RandomState,
     /// Units per lease.
     pub(crate) size: u64,
@@ -88,6 +97,7 @@ impl Leases {
         let sets = capacity.div_ceil(WAYS).max(1).next_power_of_two();
         Self {
             sets: (0..sets).map(|_| Mutex::new(Default::default())).collect(),
+            forgets: (0..sets).map(|_| AtomicU64::new(0)).collect(),
             hasher: RandomState::new(),
             size,
             ttl: saturating_nanos(ttl),
@@ -98,10 +108,20 @@ impl Leases {
         self.hasher.hash_one(key).max(1)
     }
 
+    fn index(&self, hash: u64) -> usize {
+        hash as usize & (self.sets.len() - 1)
+    }
+
     fn set(&self, hash: u64) -> MutexGuard<'_, [Lease; WAYS]> {
-        self.sets[hash as usize & (self.sets.len() - 1)]
+        self.sets[self.index(hash)]
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The count of forgets of `key`'s set, read before a lease of it is
+    /// taken from Redis (see [`insert`](Self::insert)).
+    pub(crate) fn forgets(&self, key: &str) -> u64 {
+        self.forgets[self.index(self.hash(key))].load(Ordering::Acquire)
     }
 
     /// Spends one unit of `key`'s lease at local time `now`, if it has one
@@ -136,19 +156,25 @@ impl Leases {
     }
 
     /// Records a lease of `key` with `left` units unspent, taken at the
-    /// caller's `taken_at` and local `now`, with Redis's decision `d`.
-    /// Returns the unspent units of a lease it replaces (this key's, or the
-    /// one expiring first when the set is full).
+    /// caller's `taken_at` and local `now`, with Redis's decision `d`,
+    /// unless a key of its set was forgotten since `forgets` was read
+    /// ([`forgets`](Self::forgets), before the take): then `Err`, and the
+    /// units are dropped as a forgotten lease's are. Returns the unspent
+    /// units of a lease it replaces (this key's, or the one expiring first
+    /// when the set is full).
     pub(crate) fn insert(
         &self,
         key: &str,
-        left: u64,
+        (left, forgets): (u64, u64),
         taken_at: u64,
         now: u64,
         d: &Decision,
-    ) -> Option<Unspent> {
+    ) -> Result<Option<Unspent>, Forgotten> {
         let hash = self.hash(key);
         let mut set = self.set(hash);
+        if self.forgets[self.index(hash)].load(Ordering::Acquire) != forgets {
+            return Err(Forgotten);
+        }
         let lease = Lease {
             hash,
             key: key.to_owned(),
@@ -162,7 +188,7 @@ impl Leases {
             limit: d.limit,
             window: d.window,
         };
-        place(&mut set, hash, key, now, lease)
+        Ok(place(&mut set, hash, key, now, lease))
     }
 
     /// Takes `key`'s lease out, returning its unspent units to give back
@@ -177,9 +203,12 @@ impl Leases {
 
     /// Drops `key`'s lease, its unspent units with it (a reset deleted the
     /// state they were taken from).
+    /// Counts a forget in its set, so that a take in flight records no
+    /// lease.
     pub(crate) fn forget(&self, key: &str) {
         let hash = self.hash(key);
         let mut set = self.set(hash);
+        self.forgets[self.index(hash)].fetch_add(1, Ordering::AcqRel);
         for lease in set.iter_mut().filter(|l| l.hash == hash && l.key == key) {
             *lease = Lease::default();
         }
@@ -199,6 +228,10 @@ impl Leases {
         out
     }
 }
+
+/// A lease not recorded: its set had a key forgotten while it was taken.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Forgotten;
 
 /// Whether a check was served from a lease.
 pub(crate) enum Spend {
@@ -238,4 +271,41 @@ fn take(lease: &mut Lease) -> Option<Unspent> {
         taken_at: old.taken_at,
         taken_local: old.taken_local,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn admitted() -> Decision {
+        Decision::new(
+            true,
+            5,
+            Some(Duration::ZERO),
+            10,
+            Duration::from_secs(1),
+            Duration::from_secs(1),
+            Duration::ZERO,
+        )
+    }
+
+    #[test]
+    fn a_take_in_flight_across_a_forget_records_no_lease() {
+        let leases = Leases::new(16, 4, Duration::from_secs(1));
+        let before = leases.forgets("k");
+        // A reset or ban of the key while the take was in Redis.
+        leases.forget("k");
+        assert_eq!(
+            leases.insert("k", (3, before), 0, 0, &admitted()).err(),
+            Some(Forgotten)
+        );
+        assert!(matches!(leases.spend("k", 1).0, Spend::Cold));
+        // A take started after the forget is recorded.
+        let after = leases.forgets("k");
+        assert!(leases.insert("k", (3, after), 0, 0, &admitted()).is_ok());
+        assert!(matches!(leases.spend("k", 1).0, Spend::Spent(_)));
+        // Forgetting drops it, its units with it.
+        leases.forget("k");
+        assert!(matches!(leases.spend("k", 2).0, Spend::Cold));
+    }
 }

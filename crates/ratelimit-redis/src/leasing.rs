@@ -51,13 +51,19 @@ impl Inner {
     ) -> Option<Result<Decision, StoreError>> {
         let mut size = leases.size;
         while size >= 2 {
+            // Read before Redis decides: a reset or ban of the key seen
+            // after that (here or through pub/sub) voids the lease.
+            let forgets = leases.forgets(key);
             match self.guarded(key, size, now, Op::Check).await {
                 Ok(v) => {
                     let (mut d, _) = self.script.decision(&v);
                     if d.allowed {
                         let left = size - 1;
-                        let replaced = leases.insert(key, left, now, local, &d);
-                        self.give_back(replaced, now);
+                        match leases.insert(key, (left, forgets), now, local, &d) {
+                            Ok(replaced) => self.give_back(replaced, now),
+                            // This request was in flight: admitted alone.
+                            Err(_) => return Some(Ok(d)),
+                        }
                         d.remaining = d.remaining.saturating_add(left);
                         if d.remaining > 0 {
                             d.next = Duration::ZERO;

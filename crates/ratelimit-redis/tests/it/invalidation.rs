@@ -204,3 +204,102 @@ async fn the_subscriber_comes_back_after_its_connection_is_killed() {
     let took = first(&b, "10.0.0.4", true, Instant::now()).await;
     assert!(took.is_some_and(|t| t <= AT_ONCE), "{took:?}");
 }
+
+/// What one check of the hammer saw: when it was sent, through which
+/// store, and whether it was admitted.
+type Seen = (Instant, usize, bool);
+
+/// A ban through A while 64 tasks (32 on each store, leases of 8 units
+/// for 60 s on both, a limit the algorithm never reaches) hammer the key.
+/// Counted exactly, of the checks sent after A's `ban` returned:
+/// - on A, none admitted (A drops its lease once Redis has the ban, and a
+///   lease taken by a check in flight then is not recorded);
+/// - on B, at most what its leases held or were being taken at the ban
+///   (7 units for the lease held and for each of its 32 tasks' takes in
+///   flight) until the publication reaches it, and none sent 300 ms or
+///   more after A's return: B has the publication by then, and no lease
+///   survives it (the last 1.2 s outlast B's deny cache, which asks Redis
+///   again after 1 s, so a lease kept past the ban would admit there).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ban_while_64_tasks_hammer_the_key_with_leases() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let server = server!();
+    let leased = || {
+        RedisStore::builder(
+            server.url(),
+            FixedWindow::new(1_000_000, Duration::from_secs(3600)).unwrap(),
+        )
+        .prefix("inv:")
+        .timeout(Duration::from_secs(5))
+        .lease(8, Duration::from_secs(60))
+        .build()
+        .unwrap()
+    };
+    let stores = Arc::new([leased(), leased()]);
+    subscribed(&server, 2).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let tasks: Vec<_> = (0..64)
+        .map(|i| {
+            let (stores, stop) = (Arc::clone(&stores), Arc::clone(&stop));
+            tokio::spawn(async move {
+                let mut seen: Vec<Seen> = Vec::new();
+                while !stop.load(Ordering::Relaxed) {
+                    let sent = Instant::now();
+                    seen.push((sent, i % 2, admits(&stores[i % 2], "10.0.0.9").await));
+                    // Answers from the deny cache are ready at once: let
+                    // every task run.
+                    tokio::task::yield_now().await;
+                }
+                seen
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    Store::<str>::ban(&stores[0], "10.0.0.9", Duration::from_secs(3600), 0)
+        .await
+        .unwrap();
+    let at = Instant::now();
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    stop.store(true, Ordering::Relaxed);
+    let mut all: Vec<Seen> = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    let count = |store: usize, from: Instant, to: Instant| {
+        let of = |s: &&Seen| s.1 == store && s.0 > from && s.0 <= to;
+        let sent = all.iter().filter(of).count();
+        let admitted = all.iter().filter(of).filter(|s| s.2).count();
+        (sent, admitted)
+    };
+    let far = at + Duration::from_secs(3600);
+    let before = (
+        count(
+            0,
+            at - Duration::from_secs(60),
+            at - Duration::from_millis(200),
+        )
+        .1,
+        count(
+            1,
+            at - Duration::from_secs(60),
+            at - Duration::from_millis(200),
+        )
+        .1,
+    );
+    let on_a = count(0, at, far);
+    let on_b_soon = count(1, at, at + AT_ONCE);
+    let on_b_late = count(1, at + AT_ONCE, far);
+    eprintln!(
+        "admitted before the ban (A, B): {before:?}; sent and admitted after it: \
+         A {on_a:?}, B within 300 ms {on_b_soon:?}, B later {on_b_late:?}"
+    );
+    assert!(before.0 > 0 && before.1 > 0, "{before:?}");
+    assert!(
+        on_a.0 > 0 && on_b_late.0 > 0,
+        "too few checks: {on_a:?} {on_b_late:?}"
+    );
+    assert_eq!(on_a.1, 0, "admitted on A after its ban returned");
+    assert!(on_b_soon.1 <= 7 * 33, "{on_b_soon:?}");
+    assert_eq!(on_b_late.1, 0, "admitted on B after it had the ban");
+}
