@@ -60,7 +60,9 @@ pub use duration::{ceil_secs, format_duration, parse_duration, saturating_nanos}
 pub use error::{ConfigError, RemoteError, StoreError};
 pub use limit_name::{is_valid_limit_name, LIMIT_NAME_RULE};
 pub use log_throttle::LogThrottle;
-pub use shared_entries::{EntriesFuture, EntriesSink, EntryTable, SharedEntries, SharedEntry};
+pub use shared_entries::{
+    EntriesFuture, EntriesSink, EntryDigest, EntryTable, SharedEntries, SharedEntry,
+};
 pub use spec::SpecError;
 pub use store::{
     AdminFuture, AtCapacity, BanLeftFuture, BanPolicy, BoxStore, MemoryStore, MemoryStoreBuilder,

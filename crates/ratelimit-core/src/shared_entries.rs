@@ -5,6 +5,13 @@
 //! The request path never calls it: each instance keeps a local copy of
 //! the entries, which the implementation refreshes (after any instance's
 //! change, and periodically) by handing every standing entry to a sink.
+//!
+//! Entries that may be credentials (a list's key entry, an override of a
+//! limit keyed on an API key or a token) are written, stored and handed
+//! back only as their [`EntryDigest`]: a keyed hash every instance
+//! sharing the entries computes alike, so that an instance matches a
+//! request's key by its digest, and the key's text never leaves the
+//! instance it was given to.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -51,16 +58,60 @@ pub struct SharedEntry {
     pub left: Option<Duration>,
 }
 
+/// The keyed hash that entries which may be credentials travel and rest
+/// as (see the module docs): `#` and the 32 hex digits of a 128-bit hash
+/// keyed with a secret that every instance sharing the entries holds
+/// (Redis's: SipHash-2-4 with the secret the instances share), so that
+/// every instance computes the same. `Debug` shows nothing of its key.
+#[derive(Clone)]
+pub struct EntryDigest(Arc<dyn Fn(&str) -> u128 + Send + Sync>);
+
+impl EntryDigest {
+    /// The length of a digest's text.
+    pub const LEN: usize = 33;
+
+    /// The digest of the keyed 128-bit hash `hash`.
+    pub fn new(hash: impl Fn(&str) -> u128 + Send + Sync + 'static) -> Self {
+        Self(Arc::new(hash))
+    }
+
+    /// The digest of `text`.
+    pub fn of(&self, text: &str) -> String {
+        format!("#{:032x}", (self.0)(text))
+    }
+
+    /// Whether `name` has a digest's form (no key a limit renders by
+    /// itself has: a header's value never starts with `#`).
+    pub fn is_digest(name: &str) -> bool {
+        name.len() == Self::LEN
+            && name.starts_with('#')
+            && name[1..].bytes().all(|b| b.is_ascii_hexdigit())
+    }
+}
+
+impl std::fmt::Debug for EntryDigest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EntryDigest(..)")
+    }
+}
+
 /// The future of a [`SharedEntries`] call; an error says why, naming the
 /// cap when it is the reason.
 pub type EntriesFuture<T> = Pin<Box<dyn Future<Output = Result<T, String>> + Send + 'static>>;
 
-/// What receives every standing entry, each time they may have changed.
-pub type EntriesSink = Arc<dyn Fn(Vec<SharedEntry>) + Send + Sync>;
+/// What receives every standing entry, each time they may have changed,
+/// with the digest the entries that may be credentials were written with.
+pub type EntriesSink = Arc<dyn Fn(Vec<SharedEntry>, EntryDigest) + Send + Sync>;
 
 /// Where instances share the entries set at run time. Without one, an
 /// instance keeps its entries in its own memory only.
 pub trait SharedEntries: Send + Sync {
+    /// The digest that an entry which may be a credential is written
+    /// with (its `name` the digest of its text): every instance sharing
+    /// the entries computes the same. It may wait for a secret the
+    /// instances share (Redis's, read on connecting).
+    fn digest(&self) -> EntriesFuture<EntryDigest>;
+
     /// Adds `entry`, or replaces the one of its table, scope and name;
     /// a new one is refused when its table already holds `cap` entries
     /// standing (all scopes together).
@@ -73,4 +124,23 @@ pub trait SharedEntries: Send + Sync {
     /// change, and periodically (entries expire on their own in the
     /// local copy too), for as long as this lives. Needs a tokio runtime.
     fn follow(&self, sink: EntriesSink);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digests_have_one_form() {
+        let d = EntryDigest::new(|t: &str| u128::from(t.len() as u64) << 64 | 7);
+        let h = d.of("sk-live-1");
+        assert_eq!(h.len(), EntryDigest::LEN);
+        assert!(EntryDigest::is_digest(&h), "{h}");
+        assert_eq!(h, d.of("sk-live-2"));
+        assert!(!h.contains("sk-live"));
+        for not in ["sk-live-1", "#abc", "10.0.0.0/8", &h[1..], &format!("#{}", "g".repeat(32))] {
+            assert!(!EntryDigest::is_digest(not), "{not}");
+        }
+        assert_eq!(format!("{d:?}"), "EntryDigest(..)");
+    }
 }

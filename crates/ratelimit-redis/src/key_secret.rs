@@ -117,12 +117,17 @@ impl KeySecret {
 
 /// `#` and the 32 hex digits of the keyed SipHash-2-4 (128 bits) of `key`.
 pub(crate) fn hashed(secret: &[u8; 16], key: &str) -> String {
-    let mut h = SipHasher24::new_with_key(secret);
-    h.write(key.as_bytes());
     let mut text = String::with_capacity(HASHED_LEN);
     // Writing to a `String` cannot fail.
-    let _ = write!(text, "#{:032x}", h.finish128().as_u128());
+    let _ = write!(text, "#{:032x}", hash128(secret, key));
     text
+}
+
+/// The keyed SipHash-2-4 (128 bits) of `key`.
+pub(crate) fn hash128(secret: &[u8; 16], key: &str) -> u128 {
+    let mut h = SipHasher24::new_with_key(secret);
+    h.write(key.as_bytes());
+    h.finish128().as_u128()
 }
 
 /// 16 random bytes from the operating system.

@@ -12,14 +12,26 @@
 //! (re)subscribing, and every [`refresh`](RedisEntries::refresh) period
 //! (default 5 s), and hands them to its sink with their time left
 //! (counted from Redis's clock, so the instances' clocks do not matter).
+//!
+//! Entries that may be credentials (a list's key entry, an override of a
+//! limit keyed on an API key or a token) arrive already as their
+//! [`EntryDigest`] ([`SharedEntries::digest`]): `#` and the 32 hex digits
+//! of a SipHash-2-4 keyed with the secret at `{prefix}key-secret` (the
+//! first instance to connect writes a random one, `SET NX`; every
+//! instance reads it back; or one given to
+//! [`with_key_secret`](RedisEntries::with_key_secret)), the scheme the
+//! stores name secret keys by. So neither the hashes, nor the messages,
+//! nor the commands sent hold such a key's text.
 
 use crate::conn::Conn;
 use crate::failure::{Failure, Kind};
-use crate::key_secret::SecretSource;
+use crate::key_secret::{hash128, SecretSource, SECRET_SUFFIX};
 use crate::log_throttle::{LogThrottle, LOG_EVERY};
 use crate::{BuildError, Target};
 use futures_core::Stream;
-use ratelimit_core::{EntriesFuture, EntriesSink, EntryTable, SharedEntries, SharedEntry};
+use ratelimit_core::{
+    EntriesFuture, EntriesSink, EntryDigest, EntryTable, SharedEntries, SharedEntry,
+};
 use std::fmt;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -105,13 +117,37 @@ impl RedisEntries {
         prefix: impl Into<String>,
         refresh: Duration,
     ) -> Result<Self, BuildError> {
-        let prefix = prefix.into();
+        Self::build(target.into(), prefix.into(), refresh, None)
+    }
+
+    /// As [`with`](Self::with), the entries that may be credentials
+    /// hashed with `secret` (the same on every instance sharing them)
+    /// instead of the one shared at `{prefix}key-secret`.
+    pub fn with_key_secret(
+        target: impl Into<Target>,
+        prefix: impl Into<String>,
+        refresh: Duration,
+        secret: [u8; 16],
+    ) -> Result<Self, BuildError> {
+        Self::build(target.into(), prefix.into(), refresh, Some(secret))
+    }
+
+    fn build(
+        target: Target,
+        prefix: String,
+        refresh: Duration,
+        secret: Option<[u8; 16]>,
+    ) -> Result<Self, BuildError> {
         if prefix.contains(['{', '}']) {
             return Err(BuildError::Prefix(prefix));
         }
         let timeout = Duration::from_secs(1);
-        let backend = target.into().into_backend()?;
-        let conn = Arc::new(Conn::new(backend, timeout, SecretSource::Fixed([0; 16])));
+        let backend = target.into_backend()?;
+        let secret = match secret {
+            Some(bytes) => SecretSource::Fixed(bytes),
+            None => SecretSource::Shared(format!("{prefix}{SECRET_SUFFIX}")),
+        };
+        let conn = Arc::new(Conn::new(backend, timeout, secret));
         conn.start();
         Ok(Self {
             shared: Arc::new(Shared {
@@ -176,6 +212,25 @@ impl Shared {
         }
     }
 
+    /// The digest of entries that may be credentials: keyed with the
+    /// secret, read from Redis first if it is not known yet.
+    async fn digest(&self) -> Result<EntryDigest, Failure> {
+        if self.conn.secret.get().is_none() {
+            // A connect reads the secret; a connect that failed to, or
+            // an earlier one, is made up for here.
+            self.conn.get(self.timeout).await?;
+            if self.conn.secret.get().is_none() {
+                self.conn.sync_secret(self.timeout).await?;
+            }
+        }
+        let secret = self
+            .conn
+            .secret
+            .get()
+            .ok_or_else(|| Failure::new(Kind::Other, "no key secret read from redis yet"))?;
+        Ok(EntryDigest::new(move |text| hash128(&secret, text)))
+    }
+
     /// Every standing entry, with its time left by Redis's clock.
     async fn read(&self) -> Result<Vec<SharedEntry>, Failure> {
         type Hash = Vec<(String, String)>;
@@ -217,8 +272,12 @@ impl Shared {
     /// Reads the entries and hands them to `sink`, in order with writes.
     async fn hand_over(&self, sink: &EntriesSink) {
         let _order = self.order.lock().await;
-        match self.read().await {
-            Ok(entries) => sink(entries),
+        let read = match self.digest().await {
+            Ok(digest) => self.read().await.map(|entries| (entries, digest)),
+            Err(f) => Err(f),
+        };
+        match read {
+            Ok((entries, digest)) => sink(entries, digest),
             Err(f) => self.failed("read", &f),
         }
     }
@@ -303,6 +362,18 @@ async fn listen(
 }
 
 impl SharedEntries for RedisEntries {
+    /// Keyed with the secret the instances share (see the module docs),
+    /// read from Redis first if this instance has not yet.
+    fn digest(&self) -> EntriesFuture<EntryDigest> {
+        let shared = Arc::clone(&self.shared);
+        Box::pin(async move {
+            shared.digest().await.map_err(|f| {
+                shared.failed("write", &f);
+                format!("redis failed: {}", f.source)
+            })
+        })
+    }
+
     fn put(&self, entry: SharedEntry, cap: usize) -> EntriesFuture<()> {
         let shared = Arc::clone(&self.shared);
         Box::pin(async move {

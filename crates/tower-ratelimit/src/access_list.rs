@@ -6,6 +6,8 @@ use crate::key::{peer_addr, ClientIp};
 use crate::net_set::NetMap;
 use http::request::Parts;
 use ipnet::IpNet;
+use ratelimit_core::EntryDigest;
+use std::cell::OnceCell;
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -85,6 +87,12 @@ impl AccessList {
         self
     }
 
+    /// Whether `entry` (as [`canonical`](Self::canonical) writes it) is
+    /// a key, not a network: what a shared list holds as its digest.
+    pub(crate) fn is_key(entry: &str) -> bool {
+        Self::parse(std::iter::once(&entry.to_owned())).is_ok_and(|l| !l.keys.is_empty())
+    }
+
     /// Whether it has no entry.
     pub(crate) fn is_empty(&self) -> bool {
         self.nets.is_empty() && self.keys.is_empty()
@@ -101,22 +109,67 @@ impl AccessList {
     }
 }
 
+/// A request's rendered key, and its digest once computed: at most once
+/// per request, and only when an entry is a digest.
+pub(crate) struct KeyProbe<'a> {
+    text: &'a str,
+    digest: OnceCell<String>,
+}
+
+impl<'a> KeyProbe<'a> {
+    pub(crate) fn new(text: &'a str) -> Self {
+        Self {
+            text,
+            digest: OnceCell::new(),
+        }
+    }
+
+    /// The key's text.
+    pub(crate) fn text(&self) -> &'a str {
+        self.text
+    }
+
+    /// The key's digest by `with`.
+    pub(crate) fn digest(&self, with: &EntryDigest) -> &str {
+        self.digest.get_or_init(|| with.of(self.text))
+    }
+}
+
 /// The entries of one run-time list, each with the time (ns of the
-/// layers' clock) it stands until.
+/// layers' clock) it stands until: networks, keys, and the digests of
+/// keys shared by another instance (with the digest that made them).
 #[derive(Default)]
 struct Timed {
     nets: NetMap<u64>,
     keys: HashMap<String, u64>,
+    digests: HashMap<String, u64>,
+    digest: Option<EntryDigest>,
 }
 
 impl Timed {
     fn len(&self) -> usize {
-        self.nets.iter().count() + self.keys.len()
+        self.nets.iter().count() + self.keys.len() + self.digests.len()
     }
 
     fn drop_expired(&mut self, now: u64) {
         self.nets.retain(|until| *until > now);
         self.keys.retain(|_, until| *until > now);
+        self.digests.retain(|_, until| *until > now);
+    }
+
+    /// Whether `key` is one of its keys, or its digest one of its
+    /// digests, standing at `now`.
+    fn has_key(&self, key: &KeyProbe<'_>, now: u64) -> bool {
+        let live = |until: &u64| *until > now;
+        if !self.keys.is_empty() && self.keys.get(key.text()).is_some_and(live) {
+            return true;
+        }
+        match &self.digest {
+            Some(d) if !self.digests.is_empty() => {
+                self.digests.get(key.digest(d)).is_some_and(live)
+            }
+            _ => false,
+        }
     }
 }
 
@@ -188,14 +241,18 @@ impl RuntimeLists {
 
     /// Replaces `kind`'s entries with `entries` (each with the time it
     /// stands until), the first [`MAX_RUNTIME_ENTRIES`] of them; entries
-    /// that do not parse are skipped. What a shared copy of the lists
-    /// hands over.
+    /// that do not parse are skipped, and keys in a digest's form are
+    /// digests by `digest`. What a shared copy of the lists hands over.
     pub(crate) fn replace<'a>(
         &self,
         kind: ListKind,
         entries: impl IntoIterator<Item = (&'a str, u64)>,
+        digest: &EntryDigest,
     ) {
-        let mut fresh = Timed::default();
+        let mut fresh = Timed {
+            digest: Some(digest.clone()),
+            ..Timed::default()
+        };
         for (entry, until) in entries.into_iter().take(MAX_RUNTIME_ENTRIES) {
             let Ok(parsed) = AccessList::parse(std::iter::once(&entry.trim().to_owned())) else {
                 continue;
@@ -204,10 +261,14 @@ impl RuntimeLists {
                 fresh.nets.insert(net, until);
             }
             for key in parsed.keys {
-                fresh.keys.insert(key, until);
+                if EntryDigest::is_digest(&key) {
+                    fresh.digests.insert(key, until);
+                } else {
+                    fresh.keys.insert(key, until);
+                }
             }
         }
-        let any = !fresh.keys.is_empty() || !fresh.nets.is_empty();
+        let any = fresh.len() > 0;
         *self
             .list(kind)
             .write()
@@ -232,17 +293,20 @@ impl RuntimeLists {
         }
         for key in &parsed.keys {
             found |= entries.keys.remove(key).is_some();
+            if let Some(hash) = entries.digest.as_ref().map(|d| d.of(key)) {
+                found |= entries.digests.remove(&hash).is_some();
+            }
         }
         found
     }
 
     /// Whether `kind` has an entry standing at `now` for `ip` or `key`
-    /// (`key` rendered on demand).
+    /// (its digest computed only if an entry is one).
     pub(crate) fn has(
         &self,
         kind: ListKind,
         ip: Option<IpAddr>,
-        key: &dyn Fn() -> Option<String>,
+        key: Option<&KeyProbe<'_>>,
         now: u64,
     ) -> bool {
         let entries = self
@@ -253,11 +317,7 @@ impl RuntimeLists {
         if ip.is_some_and(|ip| entries.nets.any_holding(ip, live)) {
             return true;
         }
-        if entries.keys.is_empty() {
-            return false;
-        }
-        let Some(key) = key() else { return false };
-        entries.keys.get(&key).is_some_and(live)
+        key.is_some_and(|key| entries.has_key(key, now))
     }
 }
 
@@ -299,18 +359,69 @@ mod tests {
         assert!(lists.add(ListKind::Deny, "192.0.2.1", 100, 0).is_err());
         assert!(lists.add(ListKind::Deny, "key-1", 200, 0).is_ok());
         let ip = |s: &str| Some(s.parse::<IpAddr>().unwrap());
-        let none = || None;
-        assert!(lists.has(ListKind::Deny, ip("10.0.2.9"), &none, 50));
-        assert!(!lists.has(ListKind::Deny, ip("10.0.1.9"), &none, 50));
-        assert!(!lists.has(ListKind::Deny, ip("10.0.2.9"), &none, 100));
-        assert!(!lists.has(ListKind::Allow, ip("10.0.2.9"), &none, 50));
-        let key = || Some("key-1".to_string());
-        assert!(lists.has(ListKind::Deny, None, &key, 150));
+        assert!(lists.has(ListKind::Deny, ip("10.0.2.9"), None, 50));
+        assert!(!lists.has(ListKind::Deny, ip("10.0.1.9"), None, 50));
+        assert!(!lists.has(ListKind::Deny, ip("10.0.2.9"), None, 100));
+        assert!(!lists.has(ListKind::Allow, ip("10.0.2.9"), None, 50));
+        let key = KeyProbe::new("key-1");
+        assert!(lists.has(ListKind::Deny, None, Some(&key), 150));
         assert!(lists.remove(ListKind::Deny, "key-1"));
-        assert!(!lists.has(ListKind::Deny, None, &key, 50));
+        assert!(!lists.has(ListKind::Deny, None, Some(&key), 50));
         assert!(lists.remove(ListKind::Deny, "10.0.2.0/24"));
-        assert!(!lists.has(ListKind::Deny, ip("10.0.2.9"), &none, 50));
+        assert!(!lists.has(ListKind::Deny, ip("10.0.2.9"), None, 50));
         assert!(lists.add(ListKind::Deny, "192.0.2.1", 300, 150).is_ok());
-        assert!(lists.has(ListKind::Deny, ip("192.0.2.1"), &none, 200));
+        assert!(lists.has(ListKind::Deny, ip("192.0.2.1"), None, 200));
+    }
+
+    /// A digest that counts its uses.
+    fn counting() -> (EntryDigest, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let uses = std::sync::Arc::new(AtomicUsize::new(0));
+        let u = std::sync::Arc::clone(&uses);
+        let digest = EntryDigest::new(move |t: &str| {
+            u.fetch_add(1, Ordering::Relaxed);
+            ratelimit_core::stable_hash(t).into()
+        });
+        (digest, uses)
+    }
+
+    #[test]
+    fn shared_key_entries_match_by_their_digest_hashing_the_key_once() {
+        use std::sync::atomic::Ordering;
+        let (digest, uses) = counting();
+        let lists = RuntimeLists::default();
+        let shared = digest.of("sk-live-vip");
+        let entries = [(shared.as_str(), 100), ("10.0.0.0/8", 100)];
+        lists.replace(ListKind::Allow, entries, &digest);
+        lists.replace(
+            ListKind::Deny,
+            [(digest.of("sk-bad").as_str(), 100)],
+            &digest,
+        );
+        uses.store(0, Ordering::Relaxed);
+        let key = KeyProbe::new("sk-live-vip");
+        assert!(!lists.has(ListKind::Deny, None, Some(&key), 50));
+        assert!(lists.has(ListKind::Allow, None, Some(&key), 50));
+        assert_eq!(uses.load(Ordering::Relaxed), 1, "one digest per request");
+        assert!(!lists.has(ListKind::Allow, None, Some(&key), 100));
+        let other = KeyProbe::new("sk-live-other");
+        assert!(!lists.has(ListKind::Allow, None, Some(&other), 50));
+        // No digest entry: no digest computed.
+        lists.replace(ListKind::Allow, [("10.0.0.0/8", 100)], &digest);
+        lists.replace(ListKind::Deny, [], &digest);
+        uses.store(0, Ordering::Relaxed);
+        let ip = "10.1.2.3".parse().ok();
+        assert!(lists.has(ListKind::Allow, ip, Some(&KeyProbe::new("sk")), 50));
+        assert!(!lists.has(ListKind::Deny, None, Some(&KeyProbe::new("sk")), 50));
+        assert_eq!(uses.load(Ordering::Relaxed), 0);
+        // Removed by its text, through its digest.
+        lists.replace(ListKind::Deny, [(shared.as_str(), 100)], &digest);
+        assert!(lists.remove(ListKind::Deny, "sk-live-vip"));
+        assert!(!lists.has(
+            ListKind::Deny,
+            None,
+            Some(&KeyProbe::new("sk-live-vip")),
+            50
+        ));
     }
 }

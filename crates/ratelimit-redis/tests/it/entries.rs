@@ -13,7 +13,7 @@ type Copy = Arc<Mutex<Option<Vec<SharedEntry>>>>;
 fn follow(entries: &RedisEntries) -> Copy {
     let copy: Copy = Arc::default();
     let c = Arc::clone(&copy);
-    entries.follow(Arc::new(move |all| *c.lock().unwrap() = Some(all)));
+    entries.follow(Arc::new(move |all, _| *c.lock().unwrap() = Some(all)));
     copy
 }
 

@@ -1,5 +1,6 @@
 //! Applying a table to a router: a layer per limit, and the handle that changes them while they run.
 
+use super::digest_overrides::DigestOverrides;
 use super::entry::PolicyEntry;
 use super::error::PolicyError;
 use super::extractor::{ip_source, text_part, Part, PolicyExtractor, PolicyOptions};
@@ -53,6 +54,7 @@ impl PolicyTable {
         let mut layers: Vec<AddLayer> = Vec::with_capacity(self.entries.len());
         let mut live = Vec::with_capacity(self.entries.len());
         let mut handles = Vec::with_capacity(self.entries.len());
+        let mut digests = Vec::with_capacity(self.entries.len());
         for (i, entry) in self.entries.iter().enumerate() {
             let fail = |message: String| PolicyError {
                 file: None,
@@ -72,9 +74,11 @@ impl PolicyTable {
                 clock: Arc::clone(&clock),
                 parts: entry.key.0.iter().map(|p| text_part(p, options)).collect(),
             });
+            let learned = Arc::new(DigestOverrides::new(algorithm.clone()));
+            digests.push(Arc::clone(&learned));
             live.push((entry.clone(), algorithm));
             let extractor = self
-                .extractor(entry, options, &runtime, &clock)
+                .extractor(entry, options, (&runtime, learned), &clock)
                 .map_err(fail)?;
             if entry.pace.is_some() {
                 layers.push(entry.pace_layer(extractor, store, &clock).map_err(fail)?);
@@ -94,6 +98,7 @@ impl PolicyTable {
             limits: live.into(),
             handles: handles.into(),
             runtime,
+            digests: digests.into(),
             clock,
             reloads: AtomicU64::new(0),
             overrides: RuntimeOverrides::default(),
@@ -103,12 +108,13 @@ impl PolicyTable {
     }
 
     /// The key extractor of `entry`: its key parts, routes, tier, and its
-    /// lists with the table's.
+    /// lists with the table's (and the run-time ones, and its overrides
+    /// shared by digest).
     fn extractor(
         &self,
         entry: &PolicyEntry,
         options: &PolicyOptions,
-        runtime: &Arc<RuntimeLists>,
+        (runtime, digests): (&Arc<RuntimeLists>, Arc<DigestOverrides>),
         clock: &Arc<dyn Clock>,
     ) -> Result<PolicyExtractor, String> {
         let allow = AccessList::parse(&entry.allow)?.and(&self.allow);
@@ -120,6 +126,7 @@ impl PolicyTable {
             deny,
             ip: ip_source(&entry.key, options),
             runtime: Arc::clone(runtime),
+            digests,
             clock: Arc::clone(clock),
             tier: entry.tier,
             authenticated: options.authenticated.clone(),

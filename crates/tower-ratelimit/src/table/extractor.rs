@@ -1,9 +1,10 @@
 //! How a limit finds a request's key (`PolicyOptions`, the extractor built from a `KeySpec`), its lists and tiers.
 
+use super::digest_overrides::DigestOverrides;
 use super::key::{KeyPart, KeySpec, PolicyKey};
 use super::route::RouteSpec;
 use super::tier::Tier;
-use crate::access_list::{AccessList, IpSource, ListKind, RuntimeLists};
+use crate::access_list::{AccessList, IpSource, KeyProbe, ListKind, RuntimeLists};
 use crate::key::{
     ApiKey, Bearer, ClientIp, Global, Header, IpPrefixes, KeyError, KeyExtractor, PeerIp, Route,
 };
@@ -218,6 +219,8 @@ pub(super) struct PolicyExtractor {
     pub(super) ip: IpSource,
     /// The entries added at run time, on every limit.
     pub(super) runtime: Arc<RuntimeLists>,
+    /// The limit's overrides shared by digest.
+    pub(super) digests: Arc<DigestOverrides>,
     pub(super) clock: Arc<dyn Clock>,
     pub(super) tier: Tier,
     pub(super) authenticated: Option<Authenticated>,
@@ -233,36 +236,42 @@ impl KeyExtractor for PolicyExtractor {
             return Ok(PolicyKey::Skip);
         }
         let runtime = self.runtime.is_set();
-        if !self.lists && !runtime {
+        let lists = self.lists || runtime;
+        let digests = self.digests.is_set();
+        if !lists && !digests {
             return self.key(req);
         }
         let ip = self.ip.addr(req);
         let now = if runtime { self.clock.now() } else { 0 };
-        let listed = |kind: ListKind, list: &AccessList, key: Option<&str>| {
-            let on_runtime =
-                || runtime && self.runtime.has(kind, ip, &|| key.map(str::to_owned), now);
+        let listed = |kind: ListKind, list: &AccessList, key: Option<&KeyProbe<'_>>| {
+            let on_runtime = || runtime && self.runtime.has(kind, ip, key, now);
             match key {
                 None => list.has_ip(ip) || on_runtime(),
-                Some(k) => list.has_key(k) || on_runtime(),
+                Some(k) => list.has_key(k.text()) || on_runtime(),
             }
         };
-        if listed(ListKind::Deny, &self.deny, None) {
+        if lists && listed(ListKind::Deny, &self.deny, None) {
             crate::observe::denied_by_list(self.name);
             return Err(KeyError::denied("client IP"));
         }
-        if listed(ListKind::Allow, &self.allow, None) {
+        if lists && listed(ListKind::Allow, &self.allow, None) {
             crate::observe::allowed_by_list(self.name);
             return Ok(PolicyKey::Skip);
         }
         let key = self.key(req)?;
         let text = key.to_string();
-        if listed(ListKind::Deny, &self.deny, Some(&text)) {
+        // One digest of the key at most, shared by the lists and overrides.
+        let probe = KeyProbe::new(&text);
+        if lists && listed(ListKind::Deny, &self.deny, Some(&probe)) {
             crate::observe::denied_by_list(self.name);
             return Err(KeyError::denied("client key"));
         }
-        if listed(ListKind::Allow, &self.allow, Some(&text)) {
+        if lists && listed(ListKind::Allow, &self.allow, Some(&probe)) {
             crate::observe::allowed_by_list(self.name);
             return Ok(PolicyKey::Skip);
+        }
+        if digests && ratelimit_core::StableKey::is_secret(&key) {
+            self.digests.apply(&key, &probe);
         }
         Ok(key)
     }

@@ -174,6 +174,7 @@
 //! [`LiveAlgorithm`]: ratelimit_core::LiveAlgorithm
 
 mod apply;
+mod digest_overrides;
 mod entry;
 mod error;
 mod extractor;
@@ -199,7 +200,9 @@ pub use extractor::{AppKey, Authenticated, PolicyOptions};
 pub use key::{KeySpec, PolicyKey};
 pub use load::PolicyTable;
 pub use pace::DEFAULT_PACE_PIECE;
-pub use ratelimit_core::{EntriesFuture, EntriesSink, EntryTable, SharedEntries, SharedEntry};
+pub use ratelimit_core::{
+    EntriesFuture, EntriesSink, EntryDigest, EntryTable, SharedEntries, SharedEntry,
+};
 pub use reload::{LimitChange, PolicyHandle};
 pub use route::RouteSpec;
 pub use settle::Estimate;

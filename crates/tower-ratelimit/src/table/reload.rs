@@ -73,6 +73,8 @@ pub struct PolicyHandle {
     pub(super) limits: Box<[(PolicyEntry, LiveAlgorithm)]>,
     pub(super) handles: Box<[LimitHandle]>,
     pub(super) runtime: Arc<RuntimeLists>,
+    /// Each limit's overrides shared by digest, in `limits`' order.
+    pub(super) digests: Box<[Arc<super::digest_overrides::DigestOverrides>]>,
     pub(super) clock: Arc<dyn Clock>,
     pub(super) reloads: AtomicU64,
     /// Overrides set at run time ([`set_override`](Self::set_override)).

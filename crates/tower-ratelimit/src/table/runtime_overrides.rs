@@ -36,6 +36,11 @@ impl RuntimeOverrides {
         })
     }
 
+    /// Whether `key` has one on `limit`.
+    pub(super) fn has(&self, limit: &str, key: &str) -> bool {
+        self.with(|m| m.get(limit).is_some_and(|keys| keys.contains_key(key)))
+    }
+
     /// How many overrides `limit` has here.
     pub(super) fn count(&self, limit: &str) -> usize {
         self.with(|m| m.get(limit).map_or(0, BTreeMap::len))

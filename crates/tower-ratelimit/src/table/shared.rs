@@ -1,14 +1,17 @@
 //! Run-time lists and overrides shared by every instance
 //! ([`PolicyHandle::share`]): changes written through a
 //! [`SharedEntries`], and its copies of every instance's entries applied
-//! here.
+//! here. What may be a credential (a list's key entry, an override's key
+//! on a limit keyed on a secret) is written as its digest
+//! ([`SharedEntries::digest`]) and matched here by it.
 
 use super::reload::PolicyHandle;
 use crate::access_list::{AccessList, ListKind, MAX_RUNTIME_ENTRIES};
 use ratelimit_core::{
-    saturating_nanos, AnyAlgorithm, EntryTable, SharedEntries, SharedEntry, MAX_OVERRIDES,
+    saturating_nanos, AnyAlgorithm, EntryDigest, EntryTable, SharedEntries, SharedEntry,
+    MAX_OVERRIDES,
 };
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,6 +22,21 @@ fn table_of(kind: ListKind) -> EntryTable {
     }
 }
 
+/// The name a list's entry `name` (canonical) is shared under: a key's
+/// digest (it may be an API key), a network as itself.
+async fn list_name(shared: &dyn SharedEntries, name: &str) -> Result<String, String> {
+    if AccessList::is_key(name) {
+        Ok(shared.digest().await?.of(name))
+    } else {
+        Ok(name.to_owned())
+    }
+}
+
+/// The overrides of a shared copy: by limit and key text, and, for keys
+/// shared by digest, by limit and digest.
+type Plain<'a> = BTreeMap<(&'a str, &'a str), AnyAlgorithm>;
+type Hashed<'a> = BTreeMap<&'a str, HashMap<String, AnyAlgorithm>>;
+
 impl PolicyHandle {
     /// Shares the entries added at run time (allow and deny list entries,
     /// overrides) with every instance through `shared` (a Redis one:
@@ -27,15 +45,19 @@ impl PolicyHandle {
     /// `shared` hands it over (replacing this instance's run-time list
     /// entries and overrides: once shared, entries added with the local
     /// methods last until the next copy). Requests read only the local
-    /// copy. Once; a second call is refused. Needs a tokio runtime.
+    /// copy. A list's key entry, and an override's key on a limit keyed
+    /// on a secret (an API key, a token), are written as their digest
+    /// only; a request matches them by its key's digest (computed once,
+    /// and only while there is such an entry). Once; a second call is
+    /// refused. Needs a tokio runtime.
     pub fn share(self: &Arc<Self>, shared: Arc<dyn SharedEntries>) -> Result<(), String> {
         self.shared
             .set(Arc::clone(&shared))
             .map_err(|_| "the run-time entries are shared already".to_owned())?;
         let handle = Arc::downgrade(self);
-        shared.follow(Arc::new(move |entries| {
+        shared.follow(Arc::new(move |entries, digest| {
             if let Some(handle) = handle.upgrade() {
-                handle.apply_shared(entries);
+                handle.apply_shared(entries, &digest);
             }
         }));
         Ok(())
@@ -54,7 +76,7 @@ impl PolicyHandle {
             let entry = SharedEntry {
                 table: table_of(kind),
                 scope: String::new(),
-                name: name.clone(),
+                name: list_name(shared.as_ref(), &name).await?,
                 value: String::new(),
                 left: Some(ttl),
             };
@@ -74,10 +96,33 @@ impl PolicyHandle {
             return Ok(false);
         };
         let there = match self.shared.get() {
-            Some(shared) => shared.remove(table_of(kind), "", &name).await?,
+            Some(shared) => {
+                let shared_name = list_name(shared.as_ref(), &name).await?;
+                shared.remove(table_of(kind), "", &shared_name).await?
+            }
             None => false,
         };
         Ok(self.remove_from_list(kind, &name) || there)
+    }
+
+    /// The name `key` of `limit` is shared under: its digest when the
+    /// limit's key is a secret (an API key, a token), else its text.
+    async fn override_name(
+        &self,
+        shared: &dyn SharedEntries,
+        limit: &str,
+        key: &str,
+    ) -> Result<String, String> {
+        let handle = self
+            .get(limit)
+            .ok_or_else(|| format!("no limit named {limit:?}"))?;
+        let key = handle.key(key)?;
+        let text = key.to_string();
+        if ratelimit_core::StableKey::is_secret(&key) {
+            Ok(shared.digest().await?.of(&text))
+        } else {
+            Ok(text)
+        }
     }
 
     /// [`set_override`](Self::set_override) on every instance sharing the
@@ -93,15 +138,21 @@ impl PolicyHandle {
         let Some(shared) = self.shared.get() else {
             return Ok(());
         };
-        let entry = SharedEntry {
-            table: EntryTable::Override,
-            scope: limit.to_owned(),
-            name: self.key_text(limit, key)?,
-            value: algorithm.to_string(),
-            left: None,
+        let written = match self.override_name(shared.as_ref(), limit, key).await {
+            Ok(name) => {
+                let entry = SharedEntry {
+                    table: EntryTable::Override,
+                    scope: limit.to_owned(),
+                    name,
+                    value: algorithm.to_string(),
+                    left: None,
+                };
+                let cap = MAX_OVERRIDES.saturating_mul(self.limits.len());
+                shared.put(entry, cap).await
+            }
+            Err(e) => Err(e),
         };
-        let cap = MAX_OVERRIDES.saturating_mul(self.limits.len());
-        if let Err(e) = shared.put(entry, cap).await {
+        if let Err(e) = written {
             let _ = self.remove_override(limit, key);
             return Err(e);
         }
@@ -111,44 +162,104 @@ impl PolicyHandle {
     /// [`remove_override`](Self::remove_override) on every instance
     /// sharing the entries; whether there was one.
     pub async fn remove_override_shared(&self, limit: &str, key: &str) -> Result<bool, String> {
-        let name = self.key_text(limit, key)?;
         let there = match self.shared.get() {
-            Some(shared) => shared.remove(EntryTable::Override, limit, &name).await?,
+            Some(shared) => {
+                let name = self.override_name(shared.as_ref(), limit, key).await?;
+                self.forget_digest(limit, &name);
+                shared.remove(EntryTable::Override, limit, &name).await?
+            }
             None => false,
         };
         Ok(self.remove_override(limit, key)? || there)
     }
 
+    /// Forgets `limit`'s override known by the digest `name` (if it is
+    /// one), taking it away from the key a request showed for it here.
+    fn forget_digest(&self, limit: &str, name: &str) {
+        if !EntryDigest::is_digest(name) {
+            return;
+        }
+        let Some(i) = self.limits.iter().position(|(e, _)| e.name == limit) else {
+            return;
+        };
+        if let Some(text) = self.digests[i].remove(name) {
+            self.restore(i, &text);
+        }
+    }
+
+    /// Takes the override learned by digest for the key `text` of the
+    /// `i`-th limit away: the key follows the file again (its override
+    /// there, else the limit's algorithm), unless it has a run-time
+    /// override of its own here.
+    fn restore(&self, i: usize, text: &str) {
+        let (entry, live) = &self.limits[i];
+        if self.overrides.has(&entry.name, text) {
+            return;
+        }
+        match entry.overrides.get(text) {
+            Some(file) => {
+                let _ = live.set_override(text, *file);
+            }
+            None => {
+                live.remove_override(text);
+            }
+        }
+    }
+
     /// Makes this instance's run-time entries those of `entries` (every
-    /// instance's, as the shared copy holds them).
-    fn apply_shared(&self, entries: Vec<SharedEntry>) {
+    /// instance's, as the shared copy holds them, its digests by
+    /// `digest`).
+    fn apply_shared(&self, entries: Vec<SharedEntry>, digest: &EntryDigest) {
         let now = self.clock.now();
         let until = |left: Option<Duration>| {
             left.map_or(u64::MAX, |l| now.saturating_add(saturating_nanos(l)))
         };
         for kind in [ListKind::Allow, ListKind::Deny] {
             let of_kind = entries.iter().filter(|e| e.table == table_of(kind));
-            self.runtime
-                .replace(kind, of_kind.map(|e| (e.name.as_str(), until(e.left))));
+            self.runtime.replace(
+                kind,
+                of_kind.map(|e| (e.name.as_str(), until(e.left))),
+                digest,
+            );
         }
-        let wanted: BTreeMap<(&str, &str), AnyAlgorithm> = entries
-            .iter()
-            .filter(|e| e.table == EntryTable::Override)
-            .filter_map(|e| Some(((e.scope.as_str(), e.name.as_str()), e.value.parse().ok()?)))
-            .collect();
-        self.apply_overrides(&wanted);
+        let mut plain = Plain::new();
+        let mut hashed = Hashed::new();
+        for e in entries.iter().filter(|e| e.table == EntryTable::Override) {
+            let Ok(algorithm) = e.value.parse::<AnyAlgorithm>() else {
+                continue;
+            };
+            if EntryDigest::is_digest(&e.name) {
+                let of_limit = hashed.entry(e.scope.as_str()).or_default();
+                of_limit.insert(e.name.clone(), algorithm);
+            } else {
+                plain.insert((e.scope.as_str(), e.name.as_str()), algorithm);
+            }
+        }
+        self.apply_overrides(&plain, &hashed, digest);
+        for (i, (entry, _)) in self.limits.iter().enumerate() {
+            let wanted = hashed.remove(entry.name.as_str()).unwrap_or_default();
+            for text in self.digests[i].replace(wanted, digest) {
+                self.restore(i, &text);
+            }
+        }
     }
 
-    /// Sets and removes run-time overrides until they are `wanted`'s.
-    fn apply_overrides(&self, wanted: &BTreeMap<(&str, &str), AnyAlgorithm>) {
+    /// Sets and removes run-time overrides until they are `plain`'s
+    /// (keeping those whose digest `hashed` has).
+    fn apply_overrides(&self, plain: &Plain<'_>, hashed: &Hashed<'_>, digest: &EntryDigest) {
         let same = |a: &AnyAlgorithm, b: &AnyAlgorithm| a.to_string() == b.to_string();
         let current = self.overrides.all();
         for (limit, key, _) in &current {
-            if !wanted.contains_key(&(limit.as_str(), key.as_str())) {
+            let by_digest = || {
+                hashed
+                    .get(limit.as_str())
+                    .is_some_and(|h| h.contains_key(&digest.of(key)))
+            };
+            if !plain.contains_key(&(limit.as_str(), key.as_str())) && !by_digest() {
                 let _ = self.remove_override(limit, key);
             }
         }
-        for (&(limit, key), algorithm) in wanted {
+        for (&(limit, key), algorithm) in plain {
             let held = current
                 .iter()
                 .any(|(l, k, a)| l == limit && k == key && same(a, algorithm));

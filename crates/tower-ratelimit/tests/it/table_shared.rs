@@ -2,7 +2,9 @@
 //! `SharedEntries` (here one in memory, handing every change to each
 //! follower at once): a list entry or an override added through A's
 //! handle applies on B's routes, its removal too, and an entry that is not
-//! shared (added with the local methods) stays local.
+//! shared (added with the local methods) stays local. A list's key entry
+//! and an API key's override are shared as digests only, and still match
+//! on both instances.
 
 use crate::common::{body_string, get_from};
 use axum::http::StatusCode;
@@ -14,8 +16,8 @@ use std::time::Duration;
 use tower::ServiceExt;
 use tower_ratelimit::key::ClientIp;
 use tower_ratelimit::table::{
-    EntriesFuture, EntriesSink, EntryTable, ListKind, PolicyHandle, PolicyOptions, PolicyTable,
-    SharedEntries, SharedEntry,
+    EntriesFuture, EntriesSink, EntryDigest, EntryTable, ListKind, PolicyHandle, PolicyOptions,
+    PolicyTable, SharedEntries, SharedEntry,
 };
 
 const TABLE: &str = r#"
@@ -24,7 +26,19 @@ name = "daily"
 algorithm = "fixed-window 2/1d"
 key = "client-ip"
 routes = ["/items"]
+
+[[limit]]
+name = "per-key"
+algorithm = "fixed-window 2/1d"
+key = "api-key"
+routes = ["/keyed"]
 "#;
+
+/// The digest every instance computes (a keyed hash in Redis; here any
+/// 128-bit hash will do).
+fn digest() -> EntryDigest {
+    EntryDigest::new(|t: &str| u128::from(ratelimit_core::stable_hash(t)) * 3)
+}
 
 /// Entries in memory, every follower told of each change at once.
 #[derive(Default)]
@@ -40,12 +54,16 @@ impl State {
     fn tell(&self) {
         let all = self.entries.lock().unwrap().clone();
         for sink in self.sinks.lock().unwrap().iter() {
-            sink(all.clone());
+            sink(all.clone(), digest());
         }
     }
 }
 
 impl SharedEntries for Memory {
+    fn digest(&self) -> EntriesFuture<EntryDigest> {
+        Box::pin(async { Ok(digest()) })
+    }
+
     fn put(&self, entry: SharedEntry, cap: usize) -> EntriesFuture<()> {
         let me = Arc::clone(&self.0);
         Box::pin(async move {
@@ -81,7 +99,7 @@ impl SharedEntries for Memory {
     }
 
     fn follow(&self, sink: EntriesSink) {
-        sink(self.0.entries.lock().unwrap().clone());
+        sink(self.0.entries.lock().unwrap().clone(), digest());
         self.0.sinks.lock().unwrap().push(sink);
     }
 }
@@ -93,7 +111,9 @@ fn instance(shared: &Memory) -> (Router, Arc<PolicyHandle>) {
         clock: Some(Arc::new(ManualClock::new())),
         ..PolicyOptions::default()
     };
-    let router = Router::new().route("/items", get(|| async { "items" }));
+    let router = Router::new()
+        .route("/items", get(|| async { "items" }))
+        .route("/keyed", get(|| async { "keyed" }));
     let (router, handle) = table.apply_in_memory(router, &options, Some(1000)).unwrap();
     let handle = Arc::new(handle);
     handle.share(Arc::new(shared.clone())).unwrap();
@@ -183,4 +203,105 @@ async fn entries_added_through_one_handle_apply_on_the_other() {
     assert_eq!(status(&b_app, "192.0.2.77").await, StatusCode::OK);
     // Sharing twice is refused.
     assert!(a.share(Arc::new(shared.clone())).is_err());
+}
+
+/// `GET /keyed` with the API key `key`: its status.
+async fn keyed(app: &Router, key: &str) -> StatusCode {
+    let req = get_from("192.0.2.1:1", "/keyed", &[("x-api-key", key.as_bytes())]);
+    let res = app.clone().oneshot(req).await.unwrap();
+    let status = res.status();
+    let _ = body_string(res).await;
+    status
+}
+
+/// Uses up `key`'s 2 a day on `app`.
+async fn exhaust(app: &Router, key: &str) {
+    for _ in 0..2 {
+        assert_eq!(keyed(app, key).await, StatusCode::OK);
+    }
+    assert_eq!(keyed(app, key).await, StatusCode::TOO_MANY_REQUESTS);
+}
+
+/// Whether any shared entry holds `text`.
+fn holds(shared: &Memory, text: &str) -> bool {
+    let all = shared.0.entries.lock().unwrap();
+    all.iter()
+        .any(|e| e.name.contains(text) || e.value.contains(text))
+}
+
+#[tokio::test]
+async fn secret_keys_are_shared_as_digests_and_match_on_both() {
+    let shared = Memory::default();
+    let (a_app, a) = instance(&shared);
+    let (b_app, b) = instance(&shared);
+    let hour = Duration::from_secs(3600);
+    // An override of an API key: its digest only, applied on B by it, on
+    // A too once A's own copy replaced what A set.
+    exhaust(&b_app, "sk-live-override").await;
+    exhaust(&a_app, "sk-live-override").await;
+    a.set_override_shared(
+        "per-key",
+        "sk-live-override",
+        "fixed-window 10/1d".parse().unwrap(),
+    )
+    .await
+    .unwrap();
+    assert!(!holds(&shared, "sk-live"));
+    assert!(shared.0.entries.lock().unwrap()[0].name == digest().of("sk-live-override"));
+    assert_eq!(keyed(&b_app, "sk-live-override").await, StatusCode::OK);
+    assert_eq!(keyed(&a_app, "sk-live-override").await, StatusCode::OK);
+    assert_eq!(keyed(&b_app, "sk-live-other").await, StatusCode::OK);
+    // Removed through B (which never had its text but from requests).
+    assert!(b
+        .remove_override_shared("per-key", "sk-live-override")
+        .await
+        .unwrap());
+    for app in [&a_app, &b_app] {
+        let status = keyed(app, "sk-live-override").await;
+        assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    }
+    assert!(shared.0.entries.lock().unwrap().is_empty());
+    // A deny entry that is a key: its digest only; 403 on both.
+    a.add_to_list_shared(ListKind::Deny, "sk-live-denied", hour)
+        .await
+        .unwrap();
+    assert!(!holds(&shared, "sk-live"));
+    for app in [&a_app, &b_app] {
+        assert_eq!(keyed(app, "sk-live-denied").await, StatusCode::FORBIDDEN);
+    }
+    assert_eq!(keyed(&b_app, "sk-live-fine").await, StatusCode::OK);
+    // An allow entry: a key at its limit passes on both (each instance
+    // counts in its own memory here).
+    exhaust(&a_app, "sk-live-vip").await;
+    exhaust(&b_app, "sk-live-vip").await;
+    b.add_to_list_shared(ListKind::Allow, "sk-live-vip", hour)
+        .await
+        .unwrap();
+    assert!(!holds(&shared, "sk-live"));
+    for app in [&a_app, &b_app] {
+        assert_eq!(keyed(app, "sk-live-vip").await, StatusCode::OK);
+    }
+    // Removed by their text, through either instance.
+    assert!(a
+        .remove_from_list_shared(ListKind::Allow, "sk-live-vip")
+        .await
+        .unwrap());
+    assert!(b
+        .remove_from_list_shared(ListKind::Deny, "sk-live-denied")
+        .await
+        .unwrap());
+    assert!(shared.0.entries.lock().unwrap().is_empty());
+    assert_eq!(
+        keyed(&b_app, "sk-live-vip").await,
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    assert_eq!(keyed(&a_app, "sk-live-denied").await, StatusCode::OK);
+    // An address's entries and a client-ip limit's overrides stay text.
+    a.add_to_list_shared(ListKind::Deny, "192.0.2.99", hour)
+        .await
+        .unwrap();
+    a.set_override_shared("daily", "192.0.2.98", "fixed-window 10/1d".parse().unwrap())
+        .await
+        .unwrap();
+    assert!(holds(&shared, "192.0.2.99/32") && holds(&shared, "192.0.2.98"));
 }
