@@ -14,6 +14,7 @@
 use ratelimit_test_support::redis_server::{free_port, RedisServer};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -30,8 +31,14 @@ struct App {
 }
 
 impl App {
-    fn start(redis_url: &str, envs: &[(&str, &str)]) -> Self {
+    /// An app on `redis_url`, its stderr (the logs) to the file `log` if
+    /// any.
+    fn start(redis_url: &str, envs: &[(&str, &str)], log: Option<&Path>) -> Self {
         for _ in 0..5 {
+            let stderr = match log {
+                Some(path) => Stdio::from(std::fs::File::create(path).expect("a log file")),
+                None => Stdio::null(),
+            };
             let addr: SocketAddr = ([127, 0, 0, 1], free_port()).into();
             let admin: SocketAddr = ([127, 0, 0, 1], free_port()).into();
             let mut child = Command::new(env!("CARGO_BIN_EXE_axum-example"))
@@ -42,7 +49,7 @@ impl App {
                 .env("REDIS_URL", redis_url)
                 .env("TRUSTED_PROXIES", "127.0.0.1/32")
                 .stdout(Stdio::null())
-                .stderr(Stdio::null())
+                .stderr(stderr)
                 .spawn()
                 .expect("spawn axum-example");
             let deadline = Instant::now() + Duration::from_secs(10);
@@ -123,10 +130,14 @@ fn fleet() -> Option<(RedisServer, [App; 2])> {
 /// [`fleet`] with more settings.
 fn fleet_with(envs: &[(&str, &str)]) -> Option<(RedisServer, [App; 2])> {
     let server = RedisServer::start()?;
-    let apps = [
-        App::start(&server.url(), envs),
-        App::start(&server.url(), envs),
-    ];
+    let apps = fleet_on(&server, envs, [None, None]);
+    Some((server, apps))
+}
+
+/// Two apps on `server`, each logging to its file of `logs` if any, once
+/// both are subscribed.
+fn fleet_on(server: &RedisServer, envs: &[(&str, &str)], logs: [Option<&Path>; 2]) -> [App; 2] {
+    let apps = logs.map(|log| App::start(&server.url(), envs, log));
     // Both subscribed: the channels of the limits the tests use, and the
     // entries'.
     let mut c = redis::Client::open(server.url())
@@ -156,7 +167,7 @@ fn fleet_with(envs: &[(&str, &str)]) -> Option<(RedisServer, [App; 2])> {
             std::thread::sleep(Duration::from_millis(10));
         }
     }
-    Some((server, apps))
+    apps
 }
 
 /// How long after `since` `probe` first gives `want`, polled for up to 5 s.
@@ -485,4 +496,159 @@ fn a_sighup_reload_keeps_every_admin_change() {
     assert_eq!(a.account("198.51.100.50"), 201, "the override");
     assert_eq!(a.account("198.51.100.60"), 403, "the deny entry");
     assert_eq!(a.account("198.51.100.70"), 429, "the ban");
+}
+
+/// What Redis sent on one raw connection after `command` (`MONITOR`:
+/// every command it runs, a script's included; `PSUBSCRIBE *`: every
+/// message published), read until dropped.
+struct Capture {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    reader: Option<std::thread::JoinHandle<Vec<u8>>>,
+}
+
+impl Capture {
+    fn start(port: u16, command: &str) -> Self {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect to redis");
+        s.write_all(format!("{command}\r\n").as_bytes()).unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+        // Its first reply: the command took effect.
+        let mut first = [0u8; 64];
+        let n = s.read(&mut first).expect("a reply");
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let flag = std::sync::Arc::clone(&stop);
+        let reader = std::thread::spawn(move || {
+            let mut all = first[..n].to_vec();
+            let mut buf = [0u8; 16_384];
+            while !flag.load(Ordering::Relaxed) {
+                match s.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => all.extend_from_slice(&buf[..n]),
+                    Err(_) => {} // the read timeout: check the flag
+                }
+            }
+            all
+        });
+        Self {
+            stop,
+            reader: Some(reader),
+        }
+    }
+
+    /// Everything read, as text.
+    fn text(mut self) -> String {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let bytes = self.reader.take().unwrap().join().unwrap();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
+/// Every key name in `c`'s Redis, and the text of every value of those
+/// of a plain type (strings, hashes' fields and values, lists, sets,
+/// sorted sets' members).
+fn everything_stored(c: &mut redis::Connection) -> String {
+    let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(c).unwrap();
+    let mut all = String::new();
+    for key in keys {
+        let kind: String = redis::cmd("TYPE").arg(&key).query(c).unwrap();
+        let values: Vec<String> = match kind.as_str() {
+            "string" => vec![redis::cmd("GET").arg(&key).query(c).unwrap()],
+            "hash" => redis::cmd("HGETALL").arg(&key).query(c).unwrap(),
+            "list" => redis::cmd("LRANGE")
+                .arg(&key)
+                .arg(0)
+                .arg(-1)
+                .query(c)
+                .unwrap(),
+            "set" => redis::cmd("SMEMBERS").arg(&key).query(c).unwrap(),
+            "zset" => redis::cmd("ZRANGE")
+                .arg(&key)
+                .arg(0)
+                .arg(-1)
+                .query(c)
+                .unwrap(),
+            other => panic!("{key}: a {other}, not read"),
+        };
+        all.push_str(&format!("{key} ({kind}): {}\n", values.join(" ")));
+    }
+    all
+}
+
+/// An override, an allow entry and a deny entry for API keys set through
+/// A apply on B at once, while neither Redis's keys and values, nor any
+/// command Redis ran (`MONITOR`), nor any message published, nor either
+/// app's logs hold the keys' text: the entries rest and travel as
+/// digests.
+#[test]
+fn api_key_entries_rest_in_redis_as_digests_and_apply_on_b() {
+    const KEY1: &str = "sk-fleet-0123456789abcdef";
+    const KEY2: &str = "sk-fleet-fedcba9876543210";
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("axum-fleet-{}-secret", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let logs = [dir.join("a.log"), dir.join("b.log")];
+    let monitor = Capture::start(server.port, "MONITOR");
+    let published = Capture::start(server.port, "PSUBSCRIBE *");
+    let keys = format!("{KEY1},{KEY2}");
+    let envs = [("API_KEYS", keys.as_str()), ("RUST_LOG", "info")];
+    let [a, b] = fleet_on(&server, &envs, [Some(&logs[0]), Some(&logs[1])]);
+    let items = |app: &App, key: &str| {
+        let headers = format!("X-API-Key: {key}\r\n");
+        http(app.addr, "GET", "/api/items", &headers, "").0
+    };
+    assert_eq!(items(&b, KEY1), 200);
+    // An override of 1 a day: B refuses KEY1's next request, then A too.
+    let at = a.must(
+        "PUT",
+        &format!("/limits/api-key/overrides/{KEY1}"),
+        r#"{"algorithm": "fixed-window 1/1d"}"#,
+    );
+    at_once("API key override", first(at, 429, || items(&b, KEY1)));
+    assert_eq!(items(&a, KEY1), 429);
+    assert_eq!(items(&b, KEY2), 200, "another key keeps its limit");
+    // Allowed: KEY1 passes again on both.
+    let at = a.must("PUT", &format!("/allow/{KEY1}"), r#"{"ttl": "1h"}"#);
+    at_once("API key allow entry", first(at, 200, || items(&b, KEY1)));
+    assert_eq!(items(&a, KEY1), 200);
+    // Denied: 403 for KEY2 on both.
+    let at = a.must("PUT", &format!("/deny/{KEY2}"), r#"{"ttl": "1h"}"#);
+    at_once("API key deny entry", first(at, 403, || items(&b, KEY2)));
+    assert_eq!(items(&a, KEY2), 403);
+    // At rest: digests only.
+    let mut c = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let stored = everything_stored(&mut c);
+    for table in ["allow", "deny", "overrides"] {
+        let hash = format!("axum-example:{{entries}}:{table}");
+        let fields: Vec<String> = redis::cmd("HKEYS").arg(&hash).query(&mut c).unwrap();
+        assert_eq!(fields.len(), 1, "{hash}: {fields:?}");
+        let digest = fields[0].rsplit('\n').next().unwrap();
+        assert!(
+            digest.len() == 33 && digest.starts_with('#'),
+            "{hash}: {fields:?}"
+        );
+    }
+    drop((a, b));
+    let (commands, messages) = (monitor.text(), published.text());
+    assert!(commands.contains("HSET") && messages.contains("changed"));
+    let logged: Vec<String> = logs
+        .iter()
+        .map(|l| std::fs::read_to_string(l).unwrap())
+        .collect();
+    assert!(logged[0].contains("admin: override set"), "{}", logged[0]);
+    let places = [
+        ("stored", &stored),
+        ("a command", &commands),
+        ("a message", &messages),
+        ("A's log", &logged[0]),
+        ("B's log", &logged[1]),
+    ];
+    for (place, text) in places {
+        assert!(!text.contains("sk-fleet"), "an API key in {place}: {text}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
