@@ -140,3 +140,51 @@ async fn the_cap_is_refused_by_name() {
         .await
         .unwrap();
 }
+
+/// Every instance on a prefix computes the same digest, keyed with the
+/// secret at `{prefix}key-secret` (a store on that prefix names a secret
+/// key by the same hash); another prefix, another secret; a fixed secret
+/// writes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_instance_computes_the_same_digest() {
+    use crate::harness::Client as _;
+    use ratelimit_core::EntryDigest;
+    let server = server!();
+    let a = RedisEntries::new(server.url(), "dig:").unwrap();
+    let b = RedisEntries::new(server.url(), "dig:").unwrap();
+    let h = a.digest().await.unwrap().of("sk-live-1");
+    assert!(EntryDigest::is_digest(&h) && !h.contains("sk-live"), "{h}");
+    assert_eq!(b.digest().await.unwrap().of("sk-live-1"), h);
+    assert_ne!(b.digest().await.unwrap().of("sk-live-2"), h);
+    let store = ratelimit_redis::RedisStore::builder(
+        server.url(),
+        ratelimit_core::FixedWindow::new(3, Duration::from_secs(60)).unwrap(),
+    )
+    .prefix("dig:")
+    .build()
+    .unwrap();
+    ratelimit_core::Store::<str>::check(&store, "warm", 1, 0)
+        .await
+        .unwrap();
+    let named = store.secret_redis_key("sk-live-1").unwrap();
+    assert!(named.contains(&h), "{named} vs {h}");
+    let other = RedisEntries::new(server.url(), "other:").unwrap();
+    assert_ne!(other.digest().await.unwrap().of("sk-live-1"), h);
+    let fixed = |prefix: &str| {
+        RedisEntries::with_key_secret(server.url(), prefix, Duration::from_secs(5), [7; 16])
+            .unwrap()
+    };
+    let f = fixed("fix:").digest().await.unwrap().of("sk-live-1");
+    assert_eq!(fixed("fix2:").digest().await.unwrap().of("sk-live-1"), f);
+    assert_ne!(f, h);
+    let mut c = server.client().await;
+    let there: (bool, bool) = redis::pipe()
+        .cmd("EXISTS")
+        .arg("dig:key-secret")
+        .cmd("EXISTS")
+        .arg("fix:key-secret")
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    assert_eq!(there, (true, false));
+}
