@@ -138,7 +138,13 @@ mod tests {
         assert!(EntryDigest::is_digest(&h), "{h}");
         assert_eq!(h, d.of("sk-live-2"));
         assert!(!h.contains("sk-live"));
-        for not in ["sk-live-1", "#abc", "10.0.0.0/8", &h[1..], &format!("#{}", "g".repeat(32))] {
+        for not in [
+            "sk-live-1",
+            "#abc",
+            "10.0.0.0/8",
+            &h[1..],
+            &format!("#{}", "g".repeat(32)),
+        ] {
             assert!(!EntryDigest::is_digest(not), "{not}");
         }
         assert_eq!(format!("{d:?}"), "EntryDigest(..)");
