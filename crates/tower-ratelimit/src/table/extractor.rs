@@ -241,7 +241,7 @@ impl KeyExtractor for PolicyExtractor {
         if !lists && !digests {
             return self.key(req);
         }
-        let ip = self.ip.addr(req);
+        let ip = if lists { self.ip.addr(req) } else { None };
         let now = if runtime { self.clock.now() } else { 0 };
         let listed = |kind: ListKind, list: &AccessList, key: Option<&KeyProbe<'_>>| {
             let on_runtime = || runtime && self.runtime.has(kind, ip, key, now);
