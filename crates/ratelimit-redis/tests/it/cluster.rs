@@ -199,7 +199,7 @@ async fn admin_changes_and_shared_entries_on_a_cluster() {
         ratelimit_redis::RedisEntries::with(client, "cl:", Duration::from_millis(100)).unwrap();
     let copy: Arc<Mutex<Vec<SharedEntry>>> = Arc::default();
     let c = Arc::clone(&copy);
-    entries.follow(Arc::new(move |all| *c.lock().unwrap() = all));
+    entries.follow(Arc::new(move |all, _| *c.lock().unwrap() = all));
     let entry = SharedEntry {
         table: EntryTable::Deny,
         scope: String::new(),
