@@ -134,3 +134,46 @@ impl DigestOverrides {
         gone
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::HeaderKey;
+
+    fn algorithm(spec: &str) -> AnyAlgorithm {
+        spec.parse().unwrap()
+    }
+
+    #[test]
+    fn an_override_known_by_digest_applies_from_the_keys_first_request() {
+        let digest = EntryDigest::new(|t: &str| u128::from(ratelimit_core::stable_hash(t)));
+        let live = LiveAlgorithm::new(algorithm("fixed-window 2/1d"));
+        let overrides = DigestOverrides::new(live.clone());
+        assert!(!overrides.is_set());
+        let ten = algorithm("fixed-window 10/1d");
+        let wanted = HashMap::from([(digest.of("sk-live-1"), ten)]);
+        assert!(overrides.replace(wanted.clone(), &digest).is_empty());
+        assert!(overrides.is_set());
+        let key = PolicyKey::Text(HeaderKey::secret(b"sk-live-1"));
+        let other = PolicyKey::Text(HeaderKey::secret(b"sk-live-2"));
+        assert_eq!(live.override_of(&key), None);
+        for k in [&key, &other] {
+            let text = k.to_string();
+            overrides.apply(k, &KeyProbe::new(&text));
+        }
+        assert_eq!(live.override_of(&key), Some(ten));
+        assert_eq!(live.override_of(&other), None);
+        // A reload took it away: the next request sets it again.
+        live.remove_override(&key);
+        overrides.apply(&key, &KeyProbe::new("sk-live-1"));
+        assert_eq!(live.override_of(&key), Some(ten));
+        // Kept by a copy that still has it; handed back once gone.
+        assert!(overrides.replace(wanted, &digest).is_empty());
+        assert_eq!(overrides.replace(HashMap::new(), &digest), ["sk-live-1"]);
+        assert!(!overrides.is_set());
+        let wanted = HashMap::from([(digest.of("sk-live-2"), ten)]);
+        overrides.replace(wanted, &digest);
+        assert_eq!(overrides.remove(&digest.of("sk-live-2")), None);
+        assert!(!overrides.is_set());
+    }
+}
