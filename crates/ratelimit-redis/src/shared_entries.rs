@@ -2,8 +2,9 @@
 //! through Redis: [`RedisEntries`], the Redis [`SharedEntries`].
 //!
 //! Each table is a hash: `{prefix}{entries}:allow`, `{prefix}{entries}:deny`
-//! and `{prefix}{entries}:overrides` (one hash slot), one field per entry (a list's entry, or an
-//! override's `limit` and key joined by a newline), its value
+//! and `{prefix}{entries}:overrides` (one hash slot), one field per entry (a list's entry: a
+//! network, or a key's digest; or an override's `limit` and key, or the
+//! key's digest, joined by a newline), its value
 //! `UNTIL VALUE` with `UNTIL` the entry's end in ms of Redis's clock (0:
 //! none). An entry is written by a script that refuses it past the cap
 //! (dropping expired entries first) and publishes `changed` on
@@ -21,7 +22,10 @@
 //! instance reads it back; or one given to
 //! [`with_key_secret`](RedisEntries::with_key_secret)), the scheme the
 //! stores name secret keys by. So neither the hashes, nor the messages,
-//! nor the commands sent hold such a key's text.
+//! nor the commands sent hold such a key's text. Each instance writes
+//! back the secret it read if Redis loses it (on reconnecting); were it
+//! replaced all the same, the digests stored before match no request
+//! any more, and those entries must be added again.
 
 use crate::conn::Conn;
 use crate::failure::{Failure, Kind};
