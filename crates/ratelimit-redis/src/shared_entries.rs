@@ -22,10 +22,11 @@
 //! instance reads it back; or one given to
 //! [`with_key_secret`](RedisEntries::with_key_secret)), the scheme the
 //! stores name secret keys by. So neither the hashes, nor the messages,
-//! nor the commands sent hold such a key's text. Each instance writes
-//! back the secret it read if Redis loses it (on reconnecting); were it
-//! replaced all the same, the digests stored before match no request
-//! any more, and those entries must be added again.
+//! nor the commands sent hold such a key's text. Each instance following
+//! the entries writes back the secret it read if Redis loses it (checked
+//! at most once a second, with its reads); were it replaced all the
+//! same, the digests stored before match no request any more, and those
+//! entries must be added again.
 
 use crate::conn::Conn;
 use crate::failure::{Failure, Kind};
@@ -276,6 +277,13 @@ impl Shared {
     /// Reads the entries and hands them to `sink`, in order with writes.
     async fn hand_over(&self, sink: &EntriesSink) {
         let _order = self.order.lock().await;
+        // The shared secret written back if Redis lost it (a `FLUSHALL`),
+        // at most once a second, as the stores do.
+        if self.conn.sync_due(crate::KEY_SECRET_SYNC) {
+            if let Err(f) = self.conn.sync_secret(self.timeout).await {
+                self.failed("read", &f);
+            }
+        }
         let read = match self.digest().await {
             Ok(digest) => self.read().await.map(|entries| (entries, digest)),
             Err(f) => Err(f),

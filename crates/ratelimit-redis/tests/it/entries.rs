@@ -188,3 +188,36 @@ async fn every_instance_computes_the_same_digest() {
         .unwrap();
     assert_eq!(there, (true, false));
 }
+
+/// Redis loses the secret (`FLUSHALL`): an instance following the entries
+/// writes it back, so digests stay the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_secret_is_written_back() {
+    use crate::harness::Client as _;
+    let server = server!();
+    let a = RedisEntries::with(server.url(), "lost:", Duration::from_millis(100)).unwrap();
+    let _copy = follow(&a);
+    let h = a.digest().await.unwrap().of("sk-live-1");
+    let mut c = server.client().await;
+    let held = || async {
+        let mut c = server.client().await;
+        redis::cmd("GET")
+            .arg("lost:key-secret")
+            .query_async::<Option<String>>(&mut c)
+            .await
+            .unwrap()
+    };
+    let before = held().await.expect("the secret written");
+    redis::cmd("FLUSHALL")
+        .query_async::<()>(&mut c)
+        .await
+        .unwrap();
+    let since = Instant::now();
+    while held().await.is_none() {
+        assert!(since.elapsed() < Duration::from_secs(5), "not written back");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(held().await.unwrap(), before);
+    let b = RedisEntries::new(server.url(), "lost:").unwrap();
+    assert_eq!(b.digest().await.unwrap().of("sk-live-1"), h);
+}
