@@ -6,8 +6,13 @@ use crate::combine::{combine, settled};
 use crate::failure::{Failure, Kind};
 use crate::log_throttle::{LogThrottle, LOG_EVERY};
 use ratelimit_core::{AnyAlgorithm, BanPolicy, Decision, MemoryStore, StoreCounts, StoreError};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
+
+/// The most bans told by other instances kept until the fallback's next
+/// use.
+const MAX_PENDING: usize = 1_024;
 
 /// The in-memory fallback, one memory store per limit. Calls reach it out
 /// of order (one after a timeout, the next at once); the memory store
@@ -17,6 +22,12 @@ pub(crate) struct Fallback {
     memory: Vec<MemoryStore<AnyAlgorithm, String>>,
     /// Makes a check of several limits all or nothing.
     lock: Mutex<()>,
+    /// Bans told by other instances (pub/sub), each with the instant it
+    /// ends: applied at the fallback's next check or settlement, when the
+    /// caller's clock the memory stores count on is at hand.
+    pending: Mutex<Vec<(String, tokio::time::Instant)>>,
+    /// Whether `pending` may hold one (read on every use, nothing else).
+    any_pending: AtomicBool,
 }
 
 impl Fallback {
@@ -37,10 +48,47 @@ impl Fallback {
                 })
                 .collect(),
             lock: Mutex::new(()),
+            pending: Mutex::default(),
+            any_pending: AtomicBool::new(false),
+        }
+    }
+
+    /// Bans `key` for `duration` from now, as another instance did: at
+    /// the next check or settlement (the caller's clock is not at hand
+    /// here). At most [`MAX_PENDING`] wait; past that, the one told first
+    /// is dropped (Redis still holds the ban).
+    pub(crate) fn ban_later(&self, key: &str, duration: Duration) {
+        let until = tokio::time::Instant::now() + duration;
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        pending.retain(|(k, _)| k != key);
+        if pending.len() >= MAX_PENDING {
+            pending.remove(0);
+        }
+        pending.push((key.to_owned(), until));
+        self.any_pending.store(true, Ordering::Release);
+    }
+
+    /// Applies the bans told by other instances, at the caller's `now`.
+    fn apply_pending(&self, now: u64) {
+        if !self.any_pending.load(Ordering::Acquire) {
+            return;
+        }
+        let told = {
+            let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+            self.any_pending.store(false, Ordering::Release);
+            std::mem::take(&mut *pending)
+        };
+        let at = tokio::time::Instant::now();
+        for (key, until) in told {
+            let left = until.saturating_duration_since(at);
+            if !left.is_zero() {
+                self.ban(&key, left, now);
+            }
         }
     }
 
     pub(crate) fn check(&self, key: &str, cost: u64, now: u64) -> Result<Decision, StoreError> {
+        self.apply_pending(now);
         if let [one] = self.memory.as_slice() {
             return one.check_now(key, cost, now);
         }
@@ -76,6 +124,7 @@ impl Fallback {
         admitted_at: u64,
         now: u64,
     ) -> Result<Decision, StoreError> {
+        self.apply_pending(now);
         let _all = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
         let mut decisions = Vec::with_capacity(self.memory.len());
         for memory in &self.memory {
@@ -112,6 +161,10 @@ impl Fallback {
     }
 
     pub(crate) fn unban(&self, key: &str) {
+        if self.any_pending.load(Ordering::Acquire) {
+            let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+            pending.retain(|(k, _)| k != key);
+        }
         for memory in &self.memory {
             memory.unban_now(key);
         }
@@ -222,5 +275,32 @@ impl FailurePolicy {
                 "redis gave no decision; the failure policy applies (in-memory fallback, or an error)"
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ban_told_by_another_instance_holds_in_the_fallback() {
+        let algorithm: AnyAlgorithm = "fixed-window 100/1h".parse().unwrap();
+        let fallback = Fallback::new(std::iter::once(&algorithm), 100, None);
+        fallback.ban_later("10.0.0.1", Duration::from_secs(3600));
+        fallback.ban_later("10.0.0.2", Duration::from_secs(3600));
+        fallback.unban("10.0.0.2");
+        let now = 5_000_000_000;
+        let d = fallback.check("10.0.0.1", 1, now).unwrap();
+        assert!(!d.allowed && d.banned, "{d:?}");
+        assert!(d.wait > Some(Duration::from_secs(3500)), "{d:?}");
+        assert!(fallback.check("10.0.0.2", 1, now).unwrap().allowed);
+        assert!(fallback.check("10.0.0.3", 1, now).unwrap().allowed);
+        // Applied once: still banned, nothing left waiting.
+        assert!(!fallback.check("10.0.0.1", 1, now + 1).unwrap().allowed);
+        assert!(fallback.pending.lock().unwrap().is_empty());
+        for i in 0..=MAX_PENDING {
+            fallback.ban_later(&format!("k{i}"), Duration::from_secs(1));
+        }
+        assert_eq!(fallback.pending.lock().unwrap().len(), MAX_PENDING);
     }
 }

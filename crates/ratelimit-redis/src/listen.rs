@@ -30,7 +30,8 @@ impl Listener for Inner {
     /// Another store's change of `name`: its cached denial and lease
     /// forgotten here, a ban remembered as a standing denial (on the
     /// local clock; with [`TimeSource::Caller`] the caller's clock is not
-    /// at hand, and the next check asks Redis).
+    /// at hand, and the next check asks Redis) and in the fallback (at
+    /// its next use).
     fn apply(&self, change: Change, name: &str) {
         if let Some(cache) = &self.deny {
             cache.forget(name);
@@ -52,6 +53,11 @@ impl Listener for Inner {
             Change::Ban { ms } => {
                 if let Some(leases) = &self.leases {
                     leases.forget(name);
+                }
+                // So that a check Redis does not answer here (a timeout,
+                // an outage) is refused too.
+                if let Some(memory) = &self.policy.fallback {
+                    memory.ban_later(name, Duration::from_millis(ms));
                 }
                 let cache = self
                     .deny
