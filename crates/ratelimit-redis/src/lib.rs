@@ -191,7 +191,8 @@
 //! store reaches this one at once by Redis pub/sub (on `{prefix}invalidate`,
 //! the key by the name its Redis keys have), which forgets the key's
 //! cached denial and lease; a missed message (the subscriber reconnecting;
-//! a Cluster, whose stores do not subscribe) falls back on the bound below.
+//! a Cluster made from an app's own `ClusterClient`, which knows no node
+//! to subscribe to) falls back on the bound below.
 //! It then denies for the rest of `w`, and for at most 1 s: a denial is
 //! answered locally for 1 s at most, then Redis is asked again (a key
 //! denied without end costs one round trip a second per instance). A
@@ -399,6 +400,8 @@ pub use live::LiveRedis;
 pub use shared_entries::{RedisEntries, DEFAULT_REFRESH};
 pub use store::{RedisStore, KEY_SECRET_SYNC};
 pub use store_state::StoreState;
+#[cfg(feature = "cluster")]
+pub use target::ClusterTarget;
 #[cfg(feature = "sentinel")]
 pub use target::SentinelTarget;
 pub use target::Target;

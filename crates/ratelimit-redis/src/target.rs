@@ -34,10 +34,47 @@ pub enum Target {
     /// A Redis Cluster (feature `cluster`). Every check touches one key,
     /// whose hash tag is the caller's key, so it goes to one node.
     #[cfg(feature = "cluster")]
-    Cluster(Box<redis::cluster::ClusterClient>),
+    Cluster(Box<ClusterTarget>),
     /// The master of a Sentinel-monitored service (feature `sentinel`).
     #[cfg(feature = "sentinel")]
     Sentinel(Box<SentinelTarget>),
+}
+
+/// A Redis Cluster: its client, and the nodes a pub/sub subscriber may
+/// connect to (a `PUBLISH` on any node reaches every node, so one
+/// subscription to any of them hears every instance's changes).
+///
+/// Parsed from a list of node URLs ([`Target::parse`]), it subscribes
+/// through those nodes, with the same TLS settings. Made from a
+/// `ClusterClient` the app built (`Target::from`), it knows no node
+/// addresses and does not subscribe: there, another instance's reset, ban
+/// or shared entry is seen within the deny cache's second, a lease's ttl
+/// and the entries' refresh. [`ClusterTarget::subscribe_through`] gives
+/// it the nodes.
+#[cfg(feature = "cluster")]
+#[derive(Clone)]
+pub struct ClusterTarget {
+    pub(crate) client: redis::cluster::ClusterClient,
+    pub(crate) nodes: Vec<redis::Client>,
+}
+
+#[cfg(feature = "cluster")]
+impl ClusterTarget {
+    /// A Cluster reached through `client`, with no subscriber.
+    pub fn new(client: redis::cluster::ClusterClient) -> Self {
+        Self {
+            client,
+            nodes: Vec::new(),
+        }
+    }
+
+    /// Subscribes to pub/sub invalidation through `nodes` (clients of the
+    /// Cluster's nodes: the next is tried when one fails).
+    #[must_use]
+    pub fn subscribe_through(mut self, nodes: Vec<redis::Client>) -> Self {
+        self.nodes = nodes;
+        self
+    }
 }
 
 /// A Sentinel-monitored service: the Sentinels to ask, the service's
@@ -120,7 +157,7 @@ impl Target {
             Self::Url(url) => return Self::parse(&url, None)?.into_backend(),
             Self::Client(c) => Backend::Single(*c),
             #[cfg(feature = "cluster")]
-            Self::Cluster(c) => Backend::Cluster(c),
+            Self::Cluster(c) => Backend::Cluster(Box::new(crate::conn::ClusterBackend::new(*c))),
             #[cfg(feature = "sentinel")]
             Self::Sentinel(s) => {
                 Backend::Sentinel(Box::new(crate::sentinel::SentinelBackend::new(
@@ -225,21 +262,37 @@ fn cluster(url: &str, ca: Option<Vec<u8>>) -> Result<Target, BuildError> {
     if tls {
         install_crypto();
     }
-    let builder = redis::cluster::ClusterClientBuilder::new(nodes);
-    #[cfg(feature = "tls")]
-    let builder = match ca {
-        Some(pem) => builder.certs(certificates(pem)),
-        None => builder,
-    };
     #[cfg(not(feature = "tls"))]
     if tls {
         let _ = ca;
         return Err(needs(url, "rediss://", "tls"));
     }
-    builder
-        .build()
-        .map(|c| Target::Cluster(Box::new(c)))
-        .map_err(|e| bad(url, e))
+    let builder = redis::cluster::ClusterClientBuilder::new(nodes.clone());
+    #[cfg(feature = "tls")]
+    let builder = match &ca {
+        Some(pem) => builder.certs(certificates(pem.clone())),
+        None => builder,
+    };
+    let client = builder.build().map_err(|e| bad(url, e))?;
+    let subscribers = nodes
+        .iter()
+        .map(|node| node_client(node, ca.as_ref()).map_err(|e| bad(node, e)))
+        .collect::<Result<_, _>>()?;
+    Ok(Target::Cluster(Box::new(
+        ClusterTarget::new(client).subscribe_through(subscribers),
+    )))
+}
+
+/// A plain client of one Cluster node (its pub/sub subscriber), trusting
+/// `ca` for TLS if given.
+#[cfg(feature = "cluster")]
+fn node_client(node: &str, ca: Option<&Vec<u8>>) -> redis::RedisResult<redis::Client> {
+    #[cfg(feature = "tls")]
+    if let Some(pem) = ca {
+        return redis::Client::build_with_tls(node, certificates(pem.clone()));
+    }
+    let _ = ca;
+    redis::Client::open(node)
 }
 
 #[cfg(not(feature = "cluster"))]
@@ -482,8 +535,16 @@ pub(crate) fn redact(url: &str) -> String {
 
 #[cfg(feature = "cluster")]
 impl From<redis::cluster::ClusterClient> for Target {
+    /// A Cluster with no pub/sub subscriber (see [`ClusterTarget`]).
     fn from(client: redis::cluster::ClusterClient) -> Self {
-        Self::Cluster(Box::new(client))
+        Self::Cluster(Box::new(ClusterTarget::new(client)))
+    }
+}
+
+#[cfg(feature = "cluster")]
+impl From<ClusterTarget> for Target {
+    fn from(cluster: ClusterTarget) -> Self {
+        Self::Cluster(Box::new(cluster))
     }
 }
 
