@@ -53,13 +53,13 @@ impl Backend {
 /// next.
 #[cfg(feature = "cluster")]
 pub(crate) struct ClusterBackend {
-    target: crate::target::ClusterTarget,
+    target: crate::cluster_target::ClusterTarget,
     next: std::sync::atomic::AtomicUsize,
 }
 
 #[cfg(feature = "cluster")]
 impl ClusterBackend {
-    pub(crate) fn new(target: crate::target::ClusterTarget) -> Self {
+    pub(crate) fn new(target: crate::cluster_target::ClusterTarget) -> Self {
         Self {
             target,
             next: std::sync::atomic::AtomicUsize::new(0),

@@ -361,6 +361,8 @@ mod args;
 mod breaker;
 mod builder;
 mod check_future;
+#[cfg(feature = "cluster")]
+mod cluster_target;
 mod combine;
 mod conn;
 mod deny_cache;
@@ -393,6 +395,8 @@ pub use builder::{
     MAX_LIMITS,
 };
 pub use check_future::{CheckFuture, StoreFuture};
+#[cfg(feature = "cluster")]
+pub use cluster_target::ClusterTarget;
 pub use conn::Connection;
 pub use key_secret::SettingsSecret;
 #[cfg(feature = "live")]
@@ -400,8 +404,6 @@ pub use live::LiveRedis;
 pub use shared_entries::{RedisEntries, DEFAULT_REFRESH};
 pub use store::{RedisStore, KEY_SECRET_SYNC};
 pub use store_state::StoreState;
-#[cfg(feature = "cluster")]
-pub use target::ClusterTarget;
 #[cfg(feature = "sentinel")]
 pub use target::SentinelTarget;
 pub use target::Target;

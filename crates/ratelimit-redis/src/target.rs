@@ -1,6 +1,8 @@
 //! Where a store connects: one server (plain or TLS), a Sentinel's master
 //! or a Cluster, parsed from one URL form in one place.
 
+#[cfg(feature = "cluster")]
+use crate::cluster_target::ClusterTarget;
 use crate::conn::Backend;
 use crate::BuildError;
 use std::fmt;
@@ -38,43 +40,6 @@ pub enum Target {
     /// The master of a Sentinel-monitored service (feature `sentinel`).
     #[cfg(feature = "sentinel")]
     Sentinel(Box<SentinelTarget>),
-}
-
-/// A Redis Cluster: its client, and the nodes a pub/sub subscriber may
-/// connect to (a `PUBLISH` on any node reaches every node, so one
-/// subscription to any of them hears every instance's changes).
-///
-/// Parsed from a list of node URLs ([`Target::parse`]), it subscribes
-/// through those nodes, with the same TLS settings. Made from a
-/// `ClusterClient` the app built (`Target::from`), it knows no node
-/// addresses and does not subscribe: there, another instance's reset, ban
-/// or shared entry is seen within the deny cache's second, a lease's ttl
-/// and the entries' refresh. [`ClusterTarget::subscribe_through`] gives
-/// it the nodes.
-#[cfg(feature = "cluster")]
-#[derive(Clone)]
-pub struct ClusterTarget {
-    pub(crate) client: redis::cluster::ClusterClient,
-    pub(crate) nodes: Vec<redis::Client>,
-}
-
-#[cfg(feature = "cluster")]
-impl ClusterTarget {
-    /// A Cluster reached through `client`, with no subscriber.
-    pub fn new(client: redis::cluster::ClusterClient) -> Self {
-        Self {
-            client,
-            nodes: Vec::new(),
-        }
-    }
-
-    /// Subscribes to pub/sub invalidation through `nodes` (clients of the
-    /// Cluster's nodes: the next is tried when one fails).
-    #[must_use]
-    pub fn subscribe_through(mut self, nodes: Vec<redis::Client>) -> Self {
-        self.nodes = nodes;
-        self
-    }
 }
 
 /// A Sentinel-monitored service: the Sentinels to ask, the service's
