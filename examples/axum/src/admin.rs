@@ -9,7 +9,7 @@
 //! | `GET /limits/{name}/keys/{key}` | the key's `remaining`, `quota`, `reset_seconds` (a peek) and `banned_seconds` (what is left of its ban, or null) |
 //! | `DELETE /limits/{name}/keys/{key}` | resets the key (its whole quota back) |
 //! | `PUT /limits/{name}/bans/{key}` | bans the key; body `{"for": "1h"}` |
-//! | `DELETE /limits/{name}/bans/{key}` | lifts the key's ban |
+//! | `DELETE /limits/{name}/bans/{key}` | lifts the key's ban and resets it (so the client starts afresh: a ban lifted while its use is over the limit would begin again at its next request) |
 //! | `PUT /allow/{entry}`, `PUT /deny/{entry}` | adds a CIDR, an address or a key to every limit's allow or deny list; body `{"ttl": "1h"}` |
 //! | `DELETE /allow/{entry}`, `DELETE /deny/{entry}` | removes it |
 //!
@@ -405,10 +405,16 @@ async fn unban(
         Ok(found) => found,
         Err(r) => return r.into_response(),
     };
+    // The use first: lifted with its use still over the limit, the ban
+    // would begin again at the key's next request. Meanwhile the ban
+    // still stands (its denials change nothing).
+    if let Err(e) = limit.reset(&key).await {
+        return store_failed(&e);
+    }
     match limit.unban(&key).await {
         Ok(()) => {
-            tracing::info!(target: "axum_example::admin", limit = limit.name(), key = %loggable(&key), "admin: key unbanned");
-            Json(json!({ "limit": limit.name(), "banned": false })).into_response()
+            tracing::info!(target: "axum_example::admin", limit = limit.name(), key = %loggable(&key), "admin: key unbanned and reset");
+            Json(json!({ "limit": limit.name(), "banned": false, "reset": true })).into_response()
         }
         Err(e) => store_failed(&e),
     }
