@@ -144,6 +144,37 @@ impl IntoResponse for Problem {
     }
 }
 
+/// Every refusal with a problem body: axum's own too (a path that is not
+/// UTF-8, a method the endpoint does not take), their text as the detail,
+/// cut to 200 characters; their other headers (`Allow`) kept.
+async fn as_problem(res: Response) -> Response {
+    let status = res.status();
+    let is_problem = res
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/problem+json"));
+    if is_problem || !(status.is_client_error() || status.is_server_error()) {
+        return res;
+    }
+    let (parts, body) = res.into_parts();
+    let text = axum::body::to_bytes(body, 4096).await.unwrap_or_default();
+    let text = String::from_utf8_lossy(&text);
+    let mut detail: String = text.trim().chars().take(200).collect();
+    if detail.is_empty() {
+        detail = status.canonical_reason().unwrap_or("Refused").to_owned();
+    }
+    if !detail.ends_with('.') {
+        detail.push('.');
+    }
+    let mut out = problem(status, &detail).into_response();
+    for (name, value) in &parts.headers {
+        if name != axum::http::header::CONTENT_TYPE && name != axum::http::header::CONTENT_LENGTH {
+            out.headers_mut().insert(name.clone(), value.clone());
+        }
+    }
+    out
+}
+
 fn problem(status: StatusCode, detail: &str) -> Problem {
     Problem {
         status,
@@ -528,6 +559,7 @@ pub fn admin_router(limits: Arc<PolicyHandle>, settings: &AdminSettings) -> Rout
         .route("/deny/{entry}", list_routes(ListKind::Deny))
         .fallback(|| async { problem(StatusCode::NOT_FOUND, "No such admin endpoint.") })
         .with_state(admin)
+        .layer(axum::middleware::map_response(as_problem))
         .layer(refusals)
 }
 

@@ -104,12 +104,27 @@ async fn bad_input_is_400_or_404_with_a_problem_body() {
         ("PUT", "/limits/login-failures/bans/192.0.2.1", "[1,2]", 400),
         ("DELETE", "/limits/nope/bans/192.0.2.1", "", 404),
         ("GET", "/nothing", "", 404),
+        // axum's own refusals get a problem body too.
+        ("PUT", "/deny/%ff%fe", "{\"ttl\": \"1h\"}", 400),
+        ("POST", "/limits", "", 405),
+        ("PUT", "/limits/login-failures/keys/192.0.2.1", "", 405),
     ] {
         let r = admin(method, uri).body(body).send(&api).await;
         assert_eq!(r.status, status, "{method} {uri} {body}: {r:?}");
         assert_eq!(r.header("content-type"), Some("application/problem+json"));
         assert_eq!(r.json()["status"], status);
     }
+    // A long entry (perhaps a secret key) is not echoed back.
+    let long = format!("/deny/{}", "k".repeat(300));
+    let r = admin("PUT", Box::leak(long.into_boxed_str()))
+        .body("{\"ttl\": \"1h\"}")
+        .send(&api)
+        .await;
+    assert_eq!(r.status, 400, "{r:?}");
+    assert!(
+        !r.json()["detail"].as_str().unwrap().contains("kkkk"),
+        "{r:?}"
+    );
 }
 
 /// A client banned by the file's `ban` (its 6th failed login) is let in
