@@ -21,7 +21,7 @@ pub(crate) enum Backend {
     Single(Client),
     /// A Redis Cluster: each check goes to the node owning its key's slot.
     #[cfg(feature = "cluster")]
-    Cluster(Box<redis::cluster::ClusterClient>),
+    Cluster(Box<ClusterBackend>),
     /// The master a Sentinel names, asked again at every connect.
     #[cfg(feature = "sentinel")]
     Sentinel(Box<SentinelBackend>),
@@ -37,10 +37,44 @@ impl Backend {
                 .await
                 .map(Handle::Single),
             #[cfg(feature = "cluster")]
-            Self::Cluster(client) => client.get_async_connection().await.map(Handle::Cluster),
+            Self::Cluster(cluster) => cluster
+                .target
+                .client
+                .get_async_connection()
+                .await
+                .map(Handle::Cluster),
             #[cfg(feature = "sentinel")]
             Self::Sentinel(sentinel) => sentinel.open(config).await.map(Handle::Single),
         }
+    }
+}
+
+/// A Cluster's client, and which of its nodes a pub/sub subscriber tries
+/// next.
+#[cfg(feature = "cluster")]
+pub(crate) struct ClusterBackend {
+    target: crate::cluster_target::ClusterTarget,
+    next: std::sync::atomic::AtomicUsize,
+}
+
+#[cfg(feature = "cluster")]
+impl ClusterBackend {
+    pub(crate) fn new(target: crate::cluster_target::ClusterTarget) -> Self {
+        Self {
+            target,
+            next: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    /// A subscriber on one node, each call the next in turn (a `PUBLISH`
+    /// reaches every node); `None` when it knows no node.
+    async fn pubsub(&self) -> Option<redis::RedisResult<redis::aio::PubSub>> {
+        let nodes = &self.target.nodes;
+        if nodes.is_empty() {
+            return None;
+        }
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % nodes.len();
+        Some(nodes[i].get_async_pubsub().await)
     }
 }
 
@@ -387,14 +421,15 @@ impl Conn {
     }
 
     /// A pub/sub connection to where the store connects (a Sentinel's
-    /// master as they name it now), within the connect timeout; `None` on
-    /// a Cluster, whose client has no pub/sub connection to one node.
+    /// master as they name it now, one of a Cluster's nodes in turn),
+    /// within the connect timeout; `None` on a Cluster whose nodes it does
+    /// not know (see [`ClusterTarget`](crate::ClusterTarget)).
     pub(crate) async fn pubsub(&self) -> Option<redis::RedisResult<redis::aio::PubSub>> {
         let open = async {
             match &self.backend {
                 Backend::Single(client) => Some(client.get_async_pubsub().await),
                 #[cfg(feature = "cluster")]
-                Backend::Cluster(_) => None,
+                Backend::Cluster(cluster) => cluster.pubsub().await,
                 #[cfg(feature = "sentinel")]
                 Backend::Sentinel(sentinel) => Some(sentinel.pubsub().await),
             }

@@ -18,9 +18,12 @@
 //! by `stage`) and logged a few times a minute at most. Messages missed
 //! while the subscriber was down cost nothing lasting: a cached denial is
 //! asked again within a second (`deny_cache::MAX_AGE`), a lease ends at its
-//! ttl. A Redis Cluster gets the messages published (a `PUBLISH` reaches
-//! every node), but its stores do not subscribe: there, the deny cache's
-//! second and the leases' ttl bound what another instance misses.
+//! ttl. On a Redis Cluster a `PUBLISH` reaches every node, so the
+//! subscriber connects to one node (the next one after an error); a
+//! Cluster made from an app's own `ClusterClient` knows no node to
+//! subscribe to (see [`ClusterTarget`](crate::ClusterTarget)): there, the
+//! deny cache's second and the leases' ttl bound what another instance
+//! misses.
 
 use crate::conn::Conn;
 use crate::failure::{Failure, Kind};
@@ -173,7 +176,7 @@ impl Bus {
             drop(conn);
             let failure = match opened {
                 None => {
-                    tracing::debug!(target: "ratelimit_redis", "a Redis Cluster: no pub/sub invalidation subscriber");
+                    tracing::debug!(target: "ratelimit_redis", "a Redis Cluster with no known node: no pub/sub invalidation subscriber");
                     return;
                 }
                 Some(Ok(pubsub)) => match self.serve(pubsub, &mut backoff).await {

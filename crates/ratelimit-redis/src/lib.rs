@@ -191,7 +191,8 @@
 //! store reaches this one at once by Redis pub/sub (on `{prefix}invalidate`,
 //! the key by the name its Redis keys have), which forgets the key's
 //! cached denial and lease; a missed message (the subscriber reconnecting;
-//! a Cluster, whose stores do not subscribe) falls back on the bound below.
+//! a Cluster made from an app's own `ClusterClient`, which knows no node
+//! to subscribe to) falls back on the bound below.
 //! It then denies for the rest of `w`, and for at most 1 s: a denial is
 //! answered locally for 1 s at most, then Redis is asked again (a key
 //! denied without end costs one round trip a second per instance). A
@@ -360,6 +361,8 @@ mod args;
 mod breaker;
 mod builder;
 mod check_future;
+#[cfg(feature = "cluster")]
+mod cluster_target;
 mod combine;
 mod conn;
 mod deny_cache;
@@ -392,6 +395,8 @@ pub use builder::{
     MAX_LIMITS,
 };
 pub use check_future::{CheckFuture, StoreFuture};
+#[cfg(feature = "cluster")]
+pub use cluster_target::ClusterTarget;
 pub use conn::Connection;
 pub use key_secret::SettingsSecret;
 #[cfg(feature = "live")]

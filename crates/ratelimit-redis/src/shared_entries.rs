@@ -322,7 +322,7 @@ async fn follow(shared: Arc<Shared>, alive: Weak<()>, sink: EntriesSink) {
     while alive.strong_count() > 0 {
         shared.hand_over(&sink).await;
         let failure = match shared.conn.pubsub().await {
-            // A Cluster: no subscriber, the refresh only.
+            // A Cluster with no known node: the refresh only.
             None => {
                 tokio::time::sleep(shared.refresh).await;
                 continue;

@@ -1,6 +1,8 @@
 //! Where a store connects: one server (plain or TLS), a Sentinel's master
 //! or a Cluster, parsed from one URL form in one place.
 
+#[cfg(feature = "cluster")]
+use crate::cluster_target::ClusterTarget;
 use crate::conn::Backend;
 use crate::BuildError;
 use std::fmt;
@@ -34,7 +36,7 @@ pub enum Target {
     /// A Redis Cluster (feature `cluster`). Every check touches one key,
     /// whose hash tag is the caller's key, so it goes to one node.
     #[cfg(feature = "cluster")]
-    Cluster(Box<redis::cluster::ClusterClient>),
+    Cluster(Box<ClusterTarget>),
     /// The master of a Sentinel-monitored service (feature `sentinel`).
     #[cfg(feature = "sentinel")]
     Sentinel(Box<SentinelTarget>),
@@ -120,7 +122,7 @@ impl Target {
             Self::Url(url) => return Self::parse(&url, None)?.into_backend(),
             Self::Client(c) => Backend::Single(*c),
             #[cfg(feature = "cluster")]
-            Self::Cluster(c) => Backend::Cluster(c),
+            Self::Cluster(c) => Backend::Cluster(Box::new(crate::conn::ClusterBackend::new(*c))),
             #[cfg(feature = "sentinel")]
             Self::Sentinel(s) => {
                 Backend::Sentinel(Box::new(crate::sentinel::SentinelBackend::new(
@@ -225,21 +227,37 @@ fn cluster(url: &str, ca: Option<Vec<u8>>) -> Result<Target, BuildError> {
     if tls {
         install_crypto();
     }
-    let builder = redis::cluster::ClusterClientBuilder::new(nodes);
-    #[cfg(feature = "tls")]
-    let builder = match ca {
-        Some(pem) => builder.certs(certificates(pem)),
-        None => builder,
-    };
     #[cfg(not(feature = "tls"))]
     if tls {
         let _ = ca;
         return Err(needs(url, "rediss://", "tls"));
     }
-    builder
-        .build()
-        .map(|c| Target::Cluster(Box::new(c)))
-        .map_err(|e| bad(url, e))
+    let builder = redis::cluster::ClusterClientBuilder::new(nodes.clone());
+    #[cfg(feature = "tls")]
+    let builder = match &ca {
+        Some(pem) => builder.certs(certificates(pem.clone())),
+        None => builder,
+    };
+    let client = builder.build().map_err(|e| bad(url, e))?;
+    let subscribers = nodes
+        .iter()
+        .map(|node| node_client(node, ca.as_ref()).map_err(|e| bad(node, e)))
+        .collect::<Result<_, _>>()?;
+    Ok(Target::Cluster(Box::new(
+        ClusterTarget::new(client).subscribe_through(subscribers),
+    )))
+}
+
+/// A plain client of one Cluster node (its pub/sub subscriber), trusting
+/// `ca` for TLS if given.
+#[cfg(feature = "cluster")]
+fn node_client(node: &str, ca: Option<&Vec<u8>>) -> redis::RedisResult<redis::Client> {
+    #[cfg(feature = "tls")]
+    if let Some(pem) = ca {
+        return redis::Client::build_with_tls(node, certificates(pem.clone()));
+    }
+    let _ = ca;
+    redis::Client::open(node)
 }
 
 #[cfg(not(feature = "cluster"))]
@@ -482,8 +500,16 @@ pub(crate) fn redact(url: &str) -> String {
 
 #[cfg(feature = "cluster")]
 impl From<redis::cluster::ClusterClient> for Target {
+    /// A Cluster with no pub/sub subscriber (see [`ClusterTarget`]).
     fn from(client: redis::cluster::ClusterClient) -> Self {
-        Self::Cluster(Box::new(client))
+        Self::Cluster(Box::new(ClusterTarget::new(client)))
+    }
+}
+
+#[cfg(feature = "cluster")]
+impl From<ClusterTarget> for Target {
+    fn from(cluster: ClusterTarget) -> Self {
+        Self::Cluster(Box::new(cluster))
     }
 }
 

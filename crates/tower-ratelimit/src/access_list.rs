@@ -50,8 +50,10 @@ impl AccessList {
         for e in entries {
             let e = e.trim();
             if e.is_empty() || e.len() > 256 {
+                // Not shown: it may be a secret key (and is long).
                 return Err(format!(
-                    "bad list entry {e:?}: a CIDR, an address or a key of 1 to 256 characters"
+                    "bad list entry of {} bytes: a CIDR, an address or a key of 1 to 256 characters",
+                    e.len()
                 ));
             }
             if let Ok(net) = e.parse::<IpNet>() {

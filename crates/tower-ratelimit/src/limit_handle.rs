@@ -161,7 +161,9 @@ impl LimitHandle {
         self.store.ban_left(key, self.now()).await
     }
 
-    /// Lifts `key`'s ban.
+    /// Lifts `key`'s ban (and forgets its offences). Its use stays: a key
+    /// still over its limit is denied, and banned again, at its next
+    /// request; [`reset`](Self::reset) it first to let it start afresh.
     pub async fn unban(&self, key: &PolicyKey) -> Result<(), StoreError> {
         match self.store.unban_now(key) {
             Some(r) => r,

@@ -9,7 +9,7 @@
 //! | `GET /limits/{name}/keys/{key}` | the key's `remaining`, `quota`, `reset_seconds` (a peek) and `banned_seconds` (what is left of its ban, or null) |
 //! | `DELETE /limits/{name}/keys/{key}` | resets the key (its whole quota back) |
 //! | `PUT /limits/{name}/bans/{key}` | bans the key; body `{"for": "1h"}` |
-//! | `DELETE /limits/{name}/bans/{key}` | lifts the key's ban |
+//! | `DELETE /limits/{name}/bans/{key}` | lifts the key's ban and resets it (so the client starts afresh: a ban lifted while its use is over the limit would begin again at its next request) |
 //! | `PUT /allow/{entry}`, `PUT /deny/{entry}` | adds a CIDR, an address or a key to every limit's allow or deny list; body `{"ttl": "1h"}` |
 //! | `DELETE /allow/{entry}`, `DELETE /deny/{entry}` | removes it |
 //!
@@ -142,6 +142,37 @@ impl IntoResponse for Problem {
         }
         res
     }
+}
+
+/// Every refusal with a problem body: axum's own too (a path that is not
+/// UTF-8, a method the endpoint does not take), their text as the detail,
+/// cut to 200 characters; their other headers (`Allow`) kept.
+async fn as_problem(res: Response) -> Response {
+    let status = res.status();
+    let is_problem = res
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/problem+json"));
+    if is_problem || !(status.is_client_error() || status.is_server_error()) {
+        return res;
+    }
+    let (parts, body) = res.into_parts();
+    let text = axum::body::to_bytes(body, 4096).await.unwrap_or_default();
+    let text = String::from_utf8_lossy(&text);
+    let mut detail: String = text.trim().chars().take(200).collect();
+    if detail.is_empty() {
+        detail = status.canonical_reason().unwrap_or("Refused").to_owned();
+    }
+    if !detail.ends_with('.') {
+        detail.push('.');
+    }
+    let mut out = problem(status, &detail).into_response();
+    for (name, value) in &parts.headers {
+        if name != axum::http::header::CONTENT_TYPE && name != axum::http::header::CONTENT_LENGTH {
+            out.headers_mut().insert(name.clone(), value.clone());
+        }
+    }
+    out
 }
 
 fn problem(status: StatusCode, detail: &str) -> Problem {
@@ -405,10 +436,16 @@ async fn unban(
         Ok(found) => found,
         Err(r) => return r.into_response(),
     };
+    // The use first: lifted with its use still over the limit, the ban
+    // would begin again at the key's next request. Meanwhile the ban
+    // still stands (its denials change nothing).
+    if let Err(e) = limit.reset(&key).await {
+        return store_failed(&e);
+    }
     match limit.unban(&key).await {
         Ok(()) => {
-            tracing::info!(target: "axum_example::admin", limit = limit.name(), key = %loggable(&key), "admin: key unbanned");
-            Json(json!({ "limit": limit.name(), "banned": false })).into_response()
+            tracing::info!(target: "axum_example::admin", limit = limit.name(), key = %loggable(&key), "admin: key unbanned and reset");
+            Json(json!({ "limit": limit.name(), "banned": false, "reset": true })).into_response()
         }
         Err(e) => store_failed(&e),
     }
@@ -522,6 +559,7 @@ pub fn admin_router(limits: Arc<PolicyHandle>, settings: &AdminSettings) -> Rout
         .route("/deny/{entry}", list_routes(ListKind::Deny))
         .fallback(|| async { problem(StatusCode::NOT_FOUND, "No such admin endpoint.") })
         .with_state(admin)
+        .layer(axum::middleware::map_response(as_problem))
         .layer(refusals)
 }
 

@@ -104,12 +104,53 @@ async fn bad_input_is_400_or_404_with_a_problem_body() {
         ("PUT", "/limits/login-failures/bans/192.0.2.1", "[1,2]", 400),
         ("DELETE", "/limits/nope/bans/192.0.2.1", "", 404),
         ("GET", "/nothing", "", 404),
+        // axum's own refusals get a problem body too.
+        ("PUT", "/deny/%ff%fe", "{\"ttl\": \"1h\"}", 400),
+        ("POST", "/limits", "", 405),
+        ("PUT", "/limits/login-failures/keys/192.0.2.1", "", 405),
     ] {
         let r = admin(method, uri).body(body).send(&api).await;
         assert_eq!(r.status, status, "{method} {uri} {body}: {r:?}");
         assert_eq!(r.header("content-type"), Some("application/problem+json"));
         assert_eq!(r.json()["status"], status);
     }
+    // A long entry (perhaps a secret key) is not echoed back.
+    let long = format!("/deny/{}", "k".repeat(300));
+    let r = admin("PUT", Box::leak(long.into_boxed_str()))
+        .body("{\"ttl\": \"1h\"}")
+        .send(&api)
+        .await;
+    assert_eq!(r.status, 400, "{r:?}");
+    assert!(
+        !r.json()["detail"].as_str().unwrap().contains("kkkk"),
+        "{r:?}"
+    );
+}
+
+/// A client banned by the file's `ban` (its 6th failed login) is let in
+/// by an unban: the admin's unban resets the key too, so the next login
+/// is not denied (and banned again) by the use that led to the ban.
+#[tokio::test]
+async fn an_unban_lets_a_client_banned_by_its_failures_start_afresh() {
+    let (app, api, _) = apps();
+    for _ in 0..5 {
+        assert_eq!(login(LOGIN_BAD).send(&app).await.status, 401);
+    }
+    let r = login(LOGIN_OK).send(&app).await;
+    r.assert_429();
+    assert_eq!(r.header("retry-after"), Some("3600"));
+    let r = admin("DELETE", "/limits/login-failures/bans/192.0.2.77")
+        .send(&api)
+        .await;
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.json()["reset"], true, "{r:?}");
+    let r = admin("GET", "/limits/login-failures/keys/192.0.2.77")
+        .send(&api)
+        .await;
+    assert!(r.json()["banned_seconds"].is_null(), "{r:?}");
+    assert_eq!(r.json()["remaining"], 5, "{r:?}");
+    assert_eq!(login(LOGIN_OK).send(&app).await.status, 200);
+    assert_eq!(login(LOGIN_BAD).send(&app).await.status, 401);
 }
 
 #[tokio::test]
