@@ -6,9 +6,10 @@
 //! `b MS NAME` (a ban of `MS` ms), where `NAME` is the key as it appears in
 //! the store's Redis key names (the keyed hash of a secret key, never its
 //! text). Every store subscribed forgets the key's cached denial and lease
-//! (a reset also drops the fallback's state of it, an unban its ban there),
-//! and a ban is remembered as a standing denial in the deny cache, so the
-//! next check of the key on any instance sees the change.
+//! (a reset also drops the fallback's state of it, an unban its ban there,
+//! and a ban bans it there too, at its next use), and a ban is remembered
+//! as a standing denial in the deny cache, so the next check of the key on
+//! any instance sees the change.
 //!
 //! One subscriber connection per store connection (every store built on
 //! it, a live store's versions and overrides included), in a background

@@ -62,18 +62,10 @@ impl PolicyTable {
                 entry: Some(entry.name.clone()),
                 message,
             };
-            let algorithm = LiveAlgorithm::new(entry.algorithm);
-            algorithm
-                .replace(entry.algorithm, &entry.override_list())
-                .map_err(|e| fail(e.to_string()))?;
+            let algorithm = live_algorithm(entry).map_err(fail)?;
             let store = Arc::new(store(&entry.name, &algorithm).map_err(|e| fail(e.to_string()))?);
-            handles.push(LimitHandle {
-                name: entry.name.clone(),
-                live: algorithm.clone(),
-                store: BoxStore::new(Arc::clone(&store)),
-                clock: Arc::clone(&clock),
-                parts: entry.key.0.iter().map(|p| text_part(p, options)).collect(),
-            });
+            let store_box = BoxStore::new(Arc::clone(&store));
+            handles.push(limit_handle(entry, &algorithm, store_box, &clock, options));
             let learned = Arc::new(DigestOverrides::new(algorithm.clone()));
             digests.push(Arc::clone(&learned));
             live.push((entry.clone(), algorithm));
@@ -200,4 +192,31 @@ where
             builder.reset_if(move |res: &http::response::Parts| reset_on.contains(&res.status));
     }
     builder.clock_shared(Arc::clone(clock)).build()
+}
+
+/// The live algorithm of `entry`: its algorithm and its file's overrides.
+fn live_algorithm(entry: &PolicyEntry) -> Result<LiveAlgorithm, String> {
+    let algorithm = LiveAlgorithm::new(entry.algorithm);
+    algorithm
+        .replace(entry.algorithm, &entry.override_list())
+        .map_err(|e| e.to_string())?;
+    Ok(algorithm)
+}
+
+/// The app's hand on `entry`'s limit: the store its layer uses, with the
+/// table's clock.
+fn limit_handle(
+    entry: &PolicyEntry,
+    live: &LiveAlgorithm,
+    store: BoxStore<PolicyKey>,
+    clock: &Arc<dyn Clock>,
+    options: &PolicyOptions,
+) -> LimitHandle {
+    LimitHandle {
+        name: entry.name.clone(),
+        live: live.clone(),
+        store,
+        clock: Arc::clone(clock),
+        parts: entry.key.0.iter().map(|p| text_part(p, options)).collect(),
+    }
 }

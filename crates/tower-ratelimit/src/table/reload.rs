@@ -32,15 +32,19 @@ pub struct LimitChange {
 }
 
 impl LimitChange {
-    /// The change from what `live` runs to `new`, if any.
-    pub(super) fn between(new: &PolicyEntry, live: &LiveAlgorithm) -> Option<Self> {
+    /// The change from what `live` runs to `new` with `overrides` (the
+    /// file's and those set at run time), if any.
+    pub(super) fn between(
+        new: &PolicyEntry,
+        overrides: &[(String, AnyAlgorithm)],
+        live: &LiveAlgorithm,
+    ) -> Option<Self> {
         // Compared by their spec form: a live algorithm may hold the same
         // settings in a wider state.
         let same = |a: &AnyAlgorithm, b: &AnyAlgorithm| a.to_string() == b.to_string();
         let from = live.get();
-        let same_overrides = live.overrides() == new.overrides.len()
-            && new
-                .overrides
+        let same_overrides = live.overrides() == overrides.len()
+            && overrides
                 .iter()
                 .all(|(k, a)| live.override_of(k.as_str()).is_some_and(|o| same(&o, a)));
         if same(&from, &new.algorithm) && same_overrides {
@@ -49,7 +53,7 @@ impl LimitChange {
         let overrides = if same_overrides {
             "same".to_owned()
         } else {
-            format!("{} -> {}", live.overrides(), new.overrides.len())
+            format!("{} -> {}", live.overrides(), overrides.len())
         };
         Some(Self {
             limit: new.name.clone(),
@@ -235,14 +239,20 @@ impl PolicyHandle {
 
     pub(super) fn try_reload(&self, table: &PolicyTable) -> Result<Vec<LimitChange>, PolicyError> {
         self.same_limits(table)?;
+        let merged: Vec<Vec<(String, AnyAlgorithm)>> = table
+            .entries
+            .iter()
+            .map(|new| self.overrides.merged(&new.name, &new.override_list()))
+            .collect();
         let changes: Vec<LimitChange> = table
             .entries
             .iter()
+            .zip(&merged)
             .zip(self.limits.iter())
-            .filter_map(|(new, (_, live))| LimitChange::between(new, live))
+            .filter_map(|((new, merged), (_, live))| LimitChange::between(new, merged, live))
             .collect();
-        for (new, (_, live)) in table.entries.iter().zip(self.limits.iter()) {
-            let merged = self.overrides.merged(&new.name, &new.override_list());
+        for ((new, merged), (_, live)) in table.entries.iter().zip(&merged).zip(self.limits.iter())
+        {
             let list: Vec<(&str, AnyAlgorithm)> =
                 merged.iter().map(|(k, a)| (k.as_str(), *a)).collect();
             live.replace(new.algorithm, &list)

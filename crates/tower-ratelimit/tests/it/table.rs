@@ -371,6 +371,13 @@ async fn a_reload_keeps_used_quota_and_overrides_follow_the_file() {
     assert_eq!(tickets(&app, "bob", 10).await, 6);
     assert!(live.remove_override("bob"));
     assert_eq!(tickets(&app, "bob", 1).await, 0);
+    // One set through the table's handle outlives a reload, which reports
+    // no change for it (the file did not change).
+    handle
+        .set_override("tickets", "carol", "gcra 8/1h".parse().unwrap())
+        .unwrap();
+    assert_eq!(handle.reload(&edited_table).unwrap(), vec![]);
+    assert_eq!(tickets(&app, "carol", 10).await, 8);
 }
 
 /// The attack of issue 21: reloads that lower a limit and raise it back
