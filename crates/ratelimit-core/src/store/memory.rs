@@ -333,8 +333,9 @@ impl<A: Algorithm, K> MemoryStore<A, K> {
     /// Drops every key.
     pub fn clear(&self) {
         for cell in self.shards.iter() {
-            lock(&cell.lock).0.clear();
-            cell.denied.clear();
+            let mut shard = lock(&cell.lock).0;
+            shard.clear();
+            cell.forget_all();
         }
     }
 }
@@ -371,7 +372,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         let hash = self.hasher.hash_one(key);
         let cell = self.cell(hash);
         if cost == 1 && self.deny_cache {
-            if let Some(denied) = cell.denied.denied(hash, now, &cell.latest, self.constants) {
+            if let Some(denied) = cell.remembered(hash, now, self.constants) {
                 return Ok(denied);
             }
         }
@@ -381,7 +382,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
             if cost > 0 {
                 let d = self.ban_decision(left);
                 if cost == 1 && self.deny_cache && shard.denied_again(hash) {
-                    cell.denied.remember(hash, now, &d);
+                    cell.remember(hash, now, &d);
                 }
                 return Ok(d);
             }
@@ -412,7 +413,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
             _ => decision,
         };
         if cost == 1 && !decision.allowed && self.deny_cache && shard.denied_again(hash) {
-            cell.denied.remember(hash, now, &decision);
+            cell.remember(hash, now, &decision);
         }
         Ok(decision)
     }
@@ -433,7 +434,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         if let Some(state) = shard.refund_state(hash, |(k, _)| k.borrow() == key) {
             self.algorithm
                 .refund(state, cost, admitted_at.min(now), now);
-            cell.denied.forget(hash);
+            cell.forget(hash);
         }
     }
 
@@ -484,7 +485,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
                 decision
             }
         };
-        cell.denied.forget(hash);
+        cell.forget(hash);
         Ok(decision)
     }
 
@@ -527,7 +528,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         let (mut shard, now, _) = cell.enter(now);
         let until = now.saturating_add(crate::duration::saturating_nanos(duration));
         shard.bans_mut(self.shard_cap).set(hash, until);
-        cell.denied.forget(hash);
+        cell.forget(hash);
     }
 
     /// Lifts `key`'s ban and forgets its offences (what it used stays
@@ -543,7 +544,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         if let Some(bans) = shard.bans.as_deref_mut() {
             bans.lift(hash);
         }
-        cell.denied.forget(hash);
+        cell.forget(hash);
     }
 
     /// The time left of `key`'s ban at `now`, if it is banned.
@@ -578,7 +579,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         let cell = self.cell(hash);
         let (mut shard, _, _) = cell.enter(0);
         let had = shard.remove(hash, |(k, _)| k.borrow() == key);
-        cell.denied.forget(hash);
+        cell.forget(hash);
         had
     }
 
@@ -674,7 +675,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
             let width = self.evicted_width;
             let rehash = |k: &K| hasher.hash_one(k);
             match shard.make_room(&self.algorithm, now, hash, evict, width, rehash) {
-                Some(gone) => cell.denied.forget(gone),
+                Some(gone) => cell.forget(gone),
                 None => {
                     return Err(StoreError::CapacityExceeded {
                         max_keys: self.max_keys.unwrap_or(usize::MAX),
