@@ -378,23 +378,46 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         }
         let (mut shard, now, contended) = cell.enter(now);
         self.keep_unambiguous(&mut shard, now);
+        let promote = contended || self.promote_always;
+        if self.ban.is_none() && shard.bans.is_none() {
+            // The common path: no bans, a key the store holds.
+            if let Some(state) = shard.check_state(hash, |(k, _)| k.borrow() == key, promote) {
+                let decision = self.algorithm.check(state, cost, now);
+                self.denied_again(cell, &mut shard, hash, cost, now, &decision);
+                return Ok(decision);
+            }
+        }
+        self.check_locked(cell, &mut shard, hash, key, cost, now, promote)
+    }
+
+    /// [`check_now`](Self::check_now) under the shard's lock, with bans or
+    /// for a key the store does not hold.
+    #[allow(clippy::too_many_arguments)]
+    fn check_locked<Q>(
+        &self,
+        cell: &ShardCell<K, A::State>,
+        shard: &mut Shard<K, A::State>,
+        hash: u64,
+        key: &Q,
+        cost: u64,
+        now: u64,
+        promote: bool,
+    ) -> Result<Decision, StoreError>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + StableKey + ToOwned<Owned = K> + ?Sized,
+    {
         if let Some(left) = shard.bans.as_deref().and_then(|b| b.active(hash, now)) {
             if cost > 0 {
                 let d = self.ban_decision(left);
-                if cost == 1 && self.deny_cache && shard.denied_again(hash) {
-                    cell.remember(hash, now, &d);
-                }
+                self.denied_again(cell, shard, hash, cost, now, &d);
                 return Ok(d);
             }
         }
-        let found = shard.check_state(
-            hash,
-            |(k, _)| k.borrow() == key,
-            contended || self.promote_always,
-        );
+        let found = shard.check_state(hash, |(k, _)| k.borrow() == key, promote);
         let (decision, estimated) = match found {
             Some(state) => (self.algorithm.check(state, cost, now), false),
-            None => self.check_new(cell, &mut shard, hash, key, cost, now)?,
+            None => self.check_new(cell, shard, hash, key, cost, now)?,
         };
         let decision = match &self.ban {
             // `estimated`: a new key started from the sketch of evicted
@@ -412,10 +435,25 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
             }
             _ => decision,
         };
-        if cost == 1 && !decision.allowed && self.deny_cache && shard.denied_again(hash) {
-            cell.remember(hash, now, &decision);
-        }
+        self.denied_again(cell, shard, hash, cost, now, &decision);
         Ok(decision)
+    }
+
+    /// After a check's `decision`: a cost-1 denial of the key the shard's
+    /// previous denial was of is remembered in the deny slots.
+    #[inline(always)]
+    fn denied_again(
+        &self,
+        cell: &ShardCell<K, A::State>,
+        shard: &mut Shard<K, A::State>,
+        hash: u64,
+        cost: u64,
+        now: u64,
+        decision: &Decision,
+    ) {
+        if cost == 1 && !decision.allowed && self.deny_cache && shard.denied_again(hash) {
+            cell.remember(hash, now, decision);
+        }
     }
 
     /// Gives back `cost` that `key` was admitted at `admitted_at`, for
