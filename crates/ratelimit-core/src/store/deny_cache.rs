@@ -143,7 +143,15 @@ impl DenySlots {
     /// Remembers `decision`, a denial of a cost-1 check at `now`. The
     /// caller holds the shard's lock.
     #[inline]
-    pub(super) fn remember(&self, used: &InUse, hash: u64, now: u64, decision: &Decision) {
+    pub(super) fn remember(
+        &self,
+        used: &InUse,
+        hash: u64,
+        now: u64,
+        wait: Option<Duration>,
+        reset: Duration,
+        banned: bool,
+    ) {
         let slot = self.slot(hash);
         let held = slot.hash.load(Ordering::Relaxed);
         if held != hash
@@ -160,10 +168,10 @@ impl DenySlots {
         }
         // Instants past the end of u64 time (wide states) are not kept.
         let at = |d: Duration| u64::try_from(d.as_nanos()).ok()?.checked_add(now);
-        let (Some(until), Some(reset_at)) = (decision.wait.and_then(at), at(decision.reset)) else {
+        let (Some(until), Some(reset_at)) = (wait.and_then(at), at(reset)) else {
             return;
         };
-        self.write(used, index(hash), hash, until, reset_at, decision.banned);
+        self.write(used, index(hash), hash, until, reset_at, banned);
         slot.written_at.store(now, Ordering::Relaxed);
     }
 

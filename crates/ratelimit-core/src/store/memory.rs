@@ -384,6 +384,9 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
             if let Some(state) = shard.check_state(hash, |(k, _)| k.borrow() == key, promote) {
                 let decision = self.algorithm.check(state, cost, now);
                 self.denied_again(cell, &mut shard, hash, cost, now, &decision);
+                // Unlocked before the decision is moved out: the compiler
+                // then builds it in place, and the lock is held shorter.
+                drop(shard);
                 return Ok(decision);
             }
         }
@@ -452,7 +455,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         decision: &Decision,
     ) {
         if cost == 1 && !decision.allowed && self.deny_cache && shard.denied_again(hash) {
-            cell.remember(hash, now, decision);
+            cell.remember(hash, now, decision.wait, decision.reset, decision.banned);
         }
     }
 

@@ -85,10 +85,21 @@ impl<K, S> ShardCell<K, S> {
         self.denied.denied(&self.used, hash, now, &self.latest, c)
     }
 
-    /// Remembers a denial of a cost-1 check (under the lock).
-    #[inline]
-    pub(super) fn remember(&self, hash: u64, now: u64, decision: &Decision) {
-        self.denied.remember(&self.used, hash, now, decision);
+    /// Remembers a denial of a cost-1 check (under the lock): its `wait`,
+    /// `reset` and `banned` (taken by value, so that the caller's decision
+    /// need not be in memory: it stays in registers until it is returned).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn remember(
+        &self,
+        hash: u64,
+        now: u64,
+        wait: Option<Duration>,
+        reset: Duration,
+        banned: bool,
+    ) {
+        self.denied
+            .remember(&self.used, hash, now, wait, reset, banned);
     }
 
     /// Forgets the key hashed `hash`'s remembered denial (under the lock).
