@@ -363,7 +363,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     /// of it; it also takes a borrowed key (`&str` for `String` keys). On
     /// a `MemoryStore` it hides the trait's method; through an `Arc` or a
     /// generic `S: Store` the trait's method is called.
-    #[inline]
+    #[inline(always)]
     pub fn check_now<Q>(&self, key: &Q, cost: u64, now: u64) -> Result<Decision, StoreError>
     where
         K: Borrow<Q>,
@@ -396,6 +396,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     /// [`check_now`](Self::check_now) under the shard's lock, with bans or
     /// for a key the store does not hold.
     #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
     fn check_locked<Q>(
         &self,
         cell: &ShardCell<K, A::State>,
