@@ -333,8 +333,9 @@ impl<A: Algorithm, K> MemoryStore<A, K> {
     /// Drops every key.
     pub fn clear(&self) {
         for cell in self.shards.iter() {
-            lock(&cell.lock).0.clear();
-            cell.denied.clear();
+            let mut shard = lock(&cell.lock).0;
+            shard.clear();
+            cell.forget_all();
         }
     }
 }
@@ -362,7 +363,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     /// of it; it also takes a borrowed key (`&str` for `String` keys). On
     /// a `MemoryStore` it hides the trait's method; through an `Arc` or a
     /// generic `S: Store` the trait's method is called.
-    #[inline]
+    #[inline(always)]
     pub fn check_now<Q>(&self, key: &Q, cost: u64, now: u64) -> Result<Decision, StoreError>
     where
         K: Borrow<Q>,
@@ -371,29 +372,56 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         let hash = self.hasher.hash_one(key);
         let cell = self.cell(hash);
         if cost == 1 && self.deny_cache {
-            if let Some(denied) = cell.denied.denied(hash, now, &cell.latest, self.constants) {
+            if let Some(denied) = cell.remembered(hash, now, self.constants) {
                 return Ok(denied);
             }
         }
         let (mut shard, now, contended) = cell.enter(now);
         self.keep_unambiguous(&mut shard, now);
+        let promote = contended || self.promote_always;
+        if self.ban.is_none() && shard.bans.is_none() {
+            // The common path: no bans, a key the store holds.
+            if let Some(state) = shard.check_state(hash, |(k, _)| k.borrow() == key, promote) {
+                let decision = self.algorithm.check(state, cost, now);
+                self.denied_again(cell, &mut shard, hash, cost, now, &decision);
+                // Unlocked before the decision is moved out: the compiler
+                // then builds it in place, and the lock is held shorter.
+                drop(shard);
+                return Ok(decision);
+            }
+        }
+        self.check_locked(cell, &mut shard, hash, key, cost, now, promote)
+    }
+
+    /// [`check_now`](Self::check_now) under the shard's lock, with bans or
+    /// for a key the store does not hold.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn check_locked<Q>(
+        &self,
+        cell: &ShardCell<K, A::State>,
+        shard: &mut Shard<K, A::State>,
+        hash: u64,
+        key: &Q,
+        cost: u64,
+        now: u64,
+        promote: bool,
+    ) -> Result<Decision, StoreError>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + StableKey + ToOwned<Owned = K> + ?Sized,
+    {
         if let Some(left) = shard.bans.as_deref().and_then(|b| b.active(hash, now)) {
             if cost > 0 {
                 let d = self.ban_decision(left);
-                if cost == 1 && self.deny_cache && shard.denied_again(hash) {
-                    cell.denied.remember(hash, now, &d);
-                }
+                self.denied_again(cell, shard, hash, cost, now, &d);
                 return Ok(d);
             }
         }
-        let found = shard.check_state(
-            hash,
-            |(k, _)| k.borrow() == key,
-            contended || self.promote_always,
-        );
+        let found = shard.check_state(hash, |(k, _)| k.borrow() == key, promote);
         let (decision, estimated) = match found {
             Some(state) => (self.algorithm.check(state, cost, now), false),
-            None => self.check_new(cell, &mut shard, hash, key, cost, now)?,
+            None => self.check_new(cell, shard, hash, key, cost, now)?,
         };
         let decision = match &self.ban {
             // `estimated`: a new key started from the sketch of evicted
@@ -411,10 +439,25 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
             }
             _ => decision,
         };
-        if cost == 1 && !decision.allowed && self.deny_cache && shard.denied_again(hash) {
-            cell.denied.remember(hash, now, &decision);
-        }
+        self.denied_again(cell, shard, hash, cost, now, &decision);
         Ok(decision)
+    }
+
+    /// After a check's `decision`: a cost-1 denial of the key the shard's
+    /// previous denial was of is remembered in the deny slots.
+    #[inline(always)]
+    fn denied_again(
+        &self,
+        cell: &ShardCell<K, A::State>,
+        shard: &mut Shard<K, A::State>,
+        hash: u64,
+        cost: u64,
+        now: u64,
+        decision: &Decision,
+    ) {
+        if cost == 1 && !decision.allowed && self.deny_cache && shard.denied_again(hash) {
+            cell.remember(hash, now, decision.wait, decision.reset, decision.banned);
+        }
     }
 
     /// Gives back `cost` that `key` was admitted at `admitted_at`, for
@@ -433,7 +476,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         if let Some(state) = shard.refund_state(hash, |(k, _)| k.borrow() == key) {
             self.algorithm
                 .refund(state, cost, admitted_at.min(now), now);
-            cell.denied.forget(hash);
+            cell.forget(hash);
         }
     }
 
@@ -484,7 +527,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
                 decision
             }
         };
-        cell.denied.forget(hash);
+        cell.forget(hash);
         Ok(decision)
     }
 
@@ -527,7 +570,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         let (mut shard, now, _) = cell.enter(now);
         let until = now.saturating_add(crate::duration::saturating_nanos(duration));
         shard.bans_mut(self.shard_cap).set(hash, until);
-        cell.denied.forget(hash);
+        cell.forget(hash);
     }
 
     /// Lifts `key`'s ban and forgets its offences (what it used stays
@@ -543,7 +586,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         if let Some(bans) = shard.bans.as_deref_mut() {
             bans.lift(hash);
         }
-        cell.denied.forget(hash);
+        cell.forget(hash);
     }
 
     /// The time left of `key`'s ban at `now`, if it is banned.
@@ -578,7 +621,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         let cell = self.cell(hash);
         let (mut shard, _, _) = cell.enter(0);
         let had = shard.remove(hash, |(k, _)| k.borrow() == key);
-        cell.denied.forget(hash);
+        cell.forget(hash);
         had
     }
 
@@ -674,7 +717,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
             let width = self.evicted_width;
             let rehash = |k: &K| hasher.hash_one(k);
             match shard.make_room(&self.algorithm, now, hash, evict, width, rehash) {
-                Some(gone) => cell.denied.forget(gone),
+                Some(gone) => cell.forget(gone),
                 None => {
                     return Err(StoreError::CapacityExceeded {
                         max_keys: self.max_keys.unwrap_or(usize::MAX),

@@ -2,10 +2,11 @@
 //! time, and the bounded passes that keep it small.
 
 use super::ban::Bans;
-use super::deny_cache::DenySlots;
+use super::deny_cache::{Constants, DenySlots, InUse};
 use super::evicted::Evicted;
 use crate::duration::saturating_nanos;
 use crate::Algorithm;
+use crate::Decision;
 use hashbrown::HashTable;
 use spin::mutex::{SpinMutex, SpinMutexGuard};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -46,7 +47,10 @@ pub(super) struct ShardCell<K, S> {
     /// latest time instead, as if it had arrived a moment later.
     pub(super) latest: AtomicU64,
     pub(super) lock: SpinMutex<Shard<K, S>>,
-    pub(super) denied: DenySlots,
+    /// Which deny slots hold a denial: right after the shard's data, on
+    /// the line of its `bans`, which every check reads.
+    used: InUse,
+    denied: DenySlots,
 }
 
 impl<K, S> ShardCell<K, S> {
@@ -69,8 +73,44 @@ impl<K, S> ShardCell<K, S> {
                 counts: StoreCounts::default(),
                 bans: None,
             }),
+            used: InUse::default(),
             denied: DenySlots::default(),
         }
+    }
+
+    /// The remembered denial of a cost-1 check of the key hashed `hash`
+    /// at `now`, if one stands (see [`DenySlots::denied`]).
+    #[inline]
+    pub(super) fn remembered(&self, hash: u64, now: u64, c: Constants) -> Option<Decision> {
+        self.denied.denied(&self.used, hash, now, &self.latest, c)
+    }
+
+    /// Remembers a denial of a cost-1 check (under the lock): its `wait`,
+    /// `reset` and `banned` (taken by value, so that the caller's decision
+    /// need not be in memory: it stays in registers until it is returned).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn remember(
+        &self,
+        hash: u64,
+        now: u64,
+        wait: Option<Duration>,
+        reset: Duration,
+        banned: bool,
+    ) {
+        self.denied
+            .remember(&self.used, hash, now, wait, reset, banned);
+    }
+
+    /// Forgets the key hashed `hash`'s remembered denial (under the lock).
+    #[inline]
+    pub(super) fn forget(&self, hash: u64) {
+        self.denied.forget(&self.used, hash);
+    }
+
+    /// Forgets every remembered denial (under the lock).
+    pub(super) fn forget_all(&self) {
+        self.denied.clear(&self.used);
     }
 
     /// Locks the shard and moves its time to `now` if that is later;
@@ -584,6 +624,10 @@ mod tests {
         assert!(data + std::mem::offset_of!(Shard<u64, u64>, last_sweep) >= 64);
         assert!(data + std::mem::offset_of!(Shard<u64, u64>, hot_live) < 128);
         assert_eq!(std::mem::offset_of!(Cell, denied) % 64, 0);
+        // The mask of deny slots in use: on the line of the shard's bans,
+        // which every check reads.
+        let bans = data + std::mem::offset_of!(Shard<u64, u64>, bans);
+        assert_eq!(std::mem::offset_of!(Cell, used) / 64, bans / 64);
         const { assert!(Shard::<u64, u64>::HOT) };
         const { assert!(!Shard::<u64, u128>::HOT) };
     }
