@@ -513,10 +513,10 @@ pub(super) fn lock<T>(m: &SpinMutex<T>) -> (SpinMutexGuard<'_, T>, bool) {
 
 /// Rounds a waiter spins before it yields its core: enough for a holder
 /// running on another core (a few tens of nanoseconds), short enough that
-/// a holder preempted on this core gets it back soon (measured with
-/// `benches/keyed.rs`: 64 rounds lost up to half the throughput of one hot
-/// key on 2 to 8 threads when the cores were shared).
-const SPINS: u32 = 16;
+/// a holder preempted on this core gets it back soon. With more threads
+/// than cores, a longer spin mostly waits on a preempted holder: see
+/// BENCHMARKS.md, "Keyed check", the hot key admitted by 4 and 8 threads.
+const SPINS: u32 = 4;
 
 #[cold]
 #[inline(never)]
