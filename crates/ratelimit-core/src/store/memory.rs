@@ -381,20 +381,46 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         let promote = contended || self.promote_always;
         if self.ban.is_none() && shard.bans.is_none() {
             // The common path: no bans, a key the store holds.
-            if let Some(state) = shard.check_state(hash, |(k, _)| k.borrow() == key, promote) {
-                let decision = self.algorithm.check(state, cost, now);
-                self.denied_again(cell, &mut shard, hash, cost, now, &decision);
-                // Unlocked before the decision is moved out: the compiler
-                // then builds it in place, and the lock is held shorter.
-                drop(shard);
-                return Ok(decision);
+            match shard.check_state(hash, |(k, _)| k.borrow() == key, promote) {
+                Some(state) => {
+                    let decision = self.algorithm.check(state, cost, now);
+                    self.denied_again(cell, &mut shard, hash, cost, now, &decision);
+                    // Unlocked before the decision is moved out: the compiler
+                    // then builds it in place, and the lock is held shorter.
+                    drop(shard);
+                    return Ok(decision);
+                }
+                // Probed once: a new key goes straight to its insert.
+                None => return self.check_unheld(cell, &mut shard, hash, key, cost, now),
             }
         }
         self.check_locked(cell, &mut shard, hash, key, cost, now, promote)
     }
 
-    /// [`check_now`](Self::check_now) under the shard's lock, with bans or
-    /// for a key the store does not hold.
+    /// [`check_now`](Self::check_now) of a key the store does not hold,
+    /// with no bans in the store: out of line, as a new key is the rare
+    /// case of the check path.
+    #[inline(never)]
+    fn check_unheld<Q>(
+        &self,
+        cell: &ShardCell<K, A::State>,
+        shard: &mut Shard<K, A::State>,
+        hash: u64,
+        key: &Q,
+        cost: u64,
+        now: u64,
+    ) -> Result<Decision, StoreError>
+    where
+        K: Borrow<Q>,
+        Q: StableKey + ToOwned<Owned = K> + ?Sized,
+    {
+        let (decision, _) = self.check_new(cell, shard, hash, key, cost, now)?;
+        self.denied_again(cell, shard, hash, cost, now, &decision);
+        Ok(decision)
+    }
+
+    /// [`check_now`](Self::check_now) under the shard's lock, when the
+    /// store has a ban policy or the shard holds bans.
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
     fn check_locked<Q>(
