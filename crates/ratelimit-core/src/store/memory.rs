@@ -335,6 +335,7 @@ impl<A: Algorithm, K> MemoryStore<A, K> {
         for cell in self.shards.iter() {
             let mut shard = lock(&cell.lock).0;
             shard.clear();
+            cell.placed(&shard);
             cell.forget_all();
         }
     }
@@ -376,6 +377,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
                 return Ok(denied);
             }
         }
+        cell.prefetch(hash);
         let (mut shard, now, contended) = cell.enter(now);
         self.keep_unambiguous(&mut shard, now);
         let promote = contended || self.promote_always;
@@ -664,6 +666,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
             shard.drop_full(&self.algorithm, now);
             let hasher = &self.hasher;
             shard.shrink_to_fit(|k| hasher.hash_one(k));
+            cell.placed(&shard);
             left += shard.len();
         }
         left
@@ -685,6 +688,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
             let hasher = &self.hasher;
             dropped +=
                 shard.sweep_step(&self.algorithm, now, MAINTAIN_STEP, |k| hasher.hash_one(k));
+            cell.placed(&shard);
             if let Some(bans) = shard.bans.as_deref_mut() {
                 bans.sweep_step(now, MAINTAIN_STEP);
             }
@@ -752,6 +756,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
             }
         }
         shard.insert(hash, key, state, |k| hasher.hash_one(k));
+        cell.placed(shard);
         Ok(())
     }
 

@@ -10,6 +10,7 @@ mod boxed;
 mod deny_cache;
 mod evicted;
 mod memory;
+mod prefetch;
 mod shard;
 mod sync_names;
 

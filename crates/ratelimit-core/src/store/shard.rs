@@ -4,6 +4,7 @@
 use super::ban::Bans;
 use super::deny_cache::{Constants, DenySlots, InUse};
 use super::evicted::Evicted;
+use super::prefetch::Place;
 use crate::duration::saturating_nanos;
 use crate::Algorithm;
 use crate::Decision;
@@ -50,6 +51,10 @@ pub(super) struct ShardCell<K, S> {
     /// Which deny slots hold a denial: right after the shard's data, on
     /// the line of its `bans`, which every check reads.
     used: InUse,
+    /// Where the table lies, for a check to prefetch its key's lines: on
+    /// the same line, read by every check, written when the table grows
+    /// or shrinks.
+    place: Place,
     denied: DenySlots,
 }
 
@@ -74,6 +79,7 @@ impl<K, S> ShardCell<K, S> {
                 bans: None,
             }),
             used: InUse::default(),
+            place: Place::default(),
             denied: DenySlots::default(),
         }
     }
@@ -100,6 +106,19 @@ impl<K, S> ShardCell<K, S> {
     ) {
         self.denied
             .remember(&self.used, hash, now, wait, reset, banned);
+    }
+
+    /// Asks for the lines a lookup of the key hashed `hash` reads, before
+    /// the lock is taken (see [`Place`]).
+    #[inline(always)]
+    pub(super) fn prefetch(&self, hash: u64) {
+        self.place.prefetch::<(K, S)>(hash);
+    }
+
+    /// Records where `shard`'s table lies (under the lock, after a change
+    /// that may have reallocated it).
+    pub(super) fn placed(&self, shard: &Shard<K, S>) {
+        self.place.update(&shard.table);
     }
 
     /// Forgets the key hashed `hash`'s remembered denial (under the lock).

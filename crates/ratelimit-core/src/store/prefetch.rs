@@ -1,0 +1,148 @@
+//! Where a shard's table lies, so that a check can ask for its key's
+//! lines before it takes the shard's lock.
+//!
+//! Among many keys a check waits on two memory misses in a row: the
+//! table's control bytes, then the key's bucket, whose address depends on
+//! them. Both lie where the key's hash points, in the group its probe
+//! starts at (most keys sit there, within a few buckets of its start), so
+//! a check that knows the table's address asks for both lines at once,
+//! before it takes the lock, and the misses overlap each other and the
+//! lock. A prefetch is only a hint: it reads nothing and cannot fault,
+//! so a stale address (a table reallocated since) costs a wasted hint,
+//! never a wrong decision.
+//!
+//! The addresses follow hashbrown's layout (buckets stored downwards from
+//! the control bytes, a probe starting at `hash & mask`); the tests check
+//! that layout, which only speed depends on.
+
+use hashbrown::HashTable;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+
+/// Tables smaller than this are left to the caches: their lines are
+/// likely there already, and a hint would only cost instructions.
+const MIN_BYTES: usize = 256 * 1024;
+
+/// How many buckets from the probe's start are asked for.
+const AHEAD: usize = 4;
+
+/// The end of a shard's buckets (where its control bytes start) and its
+/// bucket mask; written under the shard's lock when the table is
+/// reallocated, read without it. Null while the table is small.
+#[derive(Debug, Default)]
+pub(super) struct Place {
+    end: AtomicPtr<u8>,
+    mask: AtomicUsize,
+}
+
+impl Place {
+    /// Records where `table` lies now (under the shard's lock, after a
+    /// change that may have reallocated it).
+    pub(super) fn update<T>(&self, table: &HashTable<T>) {
+        let buckets = table.num_buckets();
+        let mask = buckets.wrapping_sub(1);
+        let large = buckets.saturating_mul(size_of::<T>()) >= MIN_BYTES;
+        let known = !self.end.load(Ordering::Relaxed).is_null();
+        // A table is reallocated only to another size.
+        if self.mask.load(Ordering::Relaxed) == mask && known == large {
+            return;
+        }
+        let end = match large {
+            true => end_of(table),
+            false => std::ptr::null_mut(),
+        };
+        self.mask.store(mask, Ordering::Relaxed);
+        self.end.store(end, Ordering::Relaxed);
+    }
+
+    /// Asks for the lines a lookup of `hash` reads, in a table of `T`.
+    #[inline(always)]
+    pub(super) fn prefetch<T>(&self, hash: u64) {
+        let end = self.end.load(Ordering::Relaxed);
+        if end.is_null() {
+            return;
+        }
+        // hashbrown's probe starts at the hash's low bits.
+        let start = hash as usize & self.mask.load(Ordering::Relaxed);
+        hint(end.wrapping_add(start));
+        let bucket = end.wrapping_sub((start + 1) * size_of::<T>());
+        hint(bucket);
+        hint(bucket.wrapping_sub((AHEAD - 1) * size_of::<T>()));
+    }
+}
+
+/// The end of `table`'s buckets, found from any bucket that holds an
+/// entry (null when none does).
+fn end_of<T>(table: &HashTable<T>) -> *mut u8 {
+    let Some(index) = table.iter_buckets().next() else {
+        return std::ptr::null_mut();
+    };
+    match table.get_bucket(index) {
+        Some(entry) => {
+            let at = std::ptr::from_ref(entry).cast::<u8>().cast_mut();
+            at.wrapping_add((index + 1) * size_of::<T>())
+        }
+        None => std::ptr::null_mut(),
+    }
+}
+
+/// A hint to bring the line holding `at` into the cache.
+#[inline(always)]
+fn hint(at: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch reads no memory and cannot fault, whatever the
+    // address; SSE, which it needs, is part of every x86_64 target.
+    #[allow(unsafe_code)]
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(at.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = at;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::hash::BuildHasher;
+
+    /// The layout the hints assume: bucket `i` ends `i * size` bytes below
+    /// the end, and a key is found within a few buckets of where its
+    /// probe starts.
+    #[test]
+    fn the_hints_name_the_lines_a_lookup_reads() {
+        let hasher = std::hash::RandomState::new();
+        let mut table: HashTable<(u64, u64)> = HashTable::new();
+        let n = 100_000u64;
+        for k in 0..n {
+            table.insert_unique(hasher.hash_one(k), (k, 0), |(k, _)| hasher.hash_one(k));
+        }
+        let place = Place::default();
+        place.update(&table);
+        let end = place.end.load(Ordering::Relaxed);
+        assert!(!end.is_null());
+        let mask = place.mask.load(Ordering::Relaxed);
+        assert_eq!(mask + 1, table.num_buckets());
+        let mut near = 0;
+        for k in 0..n {
+            let hash = hasher.hash_one(k);
+            let index = table.find_bucket_index(hash, |(x, _)| *x == k).unwrap();
+            let entry = table.get_bucket(index).unwrap();
+            let at = std::ptr::from_ref(entry).cast::<u8>();
+            assert_eq!(at, end.wrapping_sub((index + 1) * 16).cast_const());
+            let from_start = index.wrapping_sub(hash as usize & mask) & mask;
+            near += u64::from(from_start < AHEAD);
+        }
+        // Most keys lie within the buckets asked for.
+        assert!(near * 10 > n * 7, "{near} of {n}");
+    }
+
+    #[test]
+    fn a_small_table_is_left_to_the_caches() {
+        let mut table: HashTable<(u64, u64)> = HashTable::new();
+        table.insert_unique(1, (1, 0), |_| 1);
+        let place = Place::default();
+        place.update(&table);
+        assert!(place.end.load(Ordering::Relaxed).is_null());
+        place.prefetch::<(u64, u64)>(1);
+    }
+}
