@@ -2,6 +2,7 @@
 
 use super::ban::BanPolicy;
 use super::deny_cache::Constants;
+use super::prefetch;
 use super::shard::{lock, Shard, ShardCell, StoreCounts, INSERT_STEP};
 use super::{BanLeftFuture, Store};
 use crate::{Algorithm, Decision, StableKey, StoreError};
@@ -386,6 +387,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
             match shard.check_state(hash, |(k, _)| k.borrow() == key, promote) {
                 Some(state) => {
                     let decision = self.algorithm.check(state, cost, now);
+                    prefetch::admitted(decision.allowed);
                     self.denied_again(cell, &mut shard, hash, cost, now, &decision);
                     // Unlocked before the decision is moved out: the compiler
                     // then builds it in place, and the lock is held shorter.

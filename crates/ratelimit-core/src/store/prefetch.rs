@@ -1,37 +1,82 @@
 //! Where a shard's table lies, so that a check can ask for its key's
 //! lines before it takes the shard's lock.
 //!
-//! Among many keys a check waits on two memory misses in a row: the
-//! table's control bytes, then the key's bucket, whose address depends on
-//! them. Both lie where the key's hash points, in the group its probe
-//! starts at (most keys sit there, within a few buckets of its start), so
-//! a check that knows the table's address asks for both lines at once,
-//! before it takes the lock, and the misses overlap each other and the
-//! lock. A prefetch is only a hint: it reads nothing and cannot fault,
-//! so a stale address (a table reallocated since) costs a wasted hint,
-//! never a wrong decision.
+//! A check reads the table's control bytes, then the key's bucket, whose
+//! address depends on them, and writes the key's state there. Both lie
+//! where the key's hash points, in the group its probe starts at (most
+//! keys sit there, within a few buckets of its start), so a check that
+//! knows the table's address asks for both lines before it takes the
+//! lock:
+//! - among many keys the two memory misses overlap each other and the
+//!   lock, instead of following one another;
+//! - when another core wrote the key's state last, its bucket is asked
+//!   for with the intent to write (`prefetchw`), so the line moves
+//!   between cores while the lock is still free, and the lock is held
+//!   for the check alone. Under contention, and above all with more
+//!   threads than cores, a shorter hold is fewer checks that find the
+//!   lock taken, by a holder that may have been preempted.
+//!
+//! An admission writes the key's state; a denial by GCRA only reads it
+//! (other algorithms may move a window). A line asked for with the intent
+//! to write is taken from every other core that holds it, which then
+//! misses on it at its next check of the key. Whether the next check will be admitted is not known before its
+//! state is read, so each thread guesses from its own latest check among
+//! keys ([`admitted`]): a thread-local flag, written by that thread
+//! alone. A wrong guess costs one line's move, never a decision.
+//!
+//! A prefetch is only a hint: it reads nothing and cannot fault, so a
+//! stale address (a table reallocated since) costs a wasted hint, never
+//! a wrong decision.
 //!
 //! The addresses follow hashbrown's layout (buckets stored downwards from
 //! the control bytes, a probe starting at `hash & mask`); the tests check
 //! that layout, which only speed depends on.
 
 use hashbrown::HashTable;
+use std::cell::Cell;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
-/// Tables smaller than this are left to the caches: their lines are
-/// likely there already, and a hint would only cost instructions.
-const MIN_BYTES: usize = 256 * 1024;
+/// Tables smaller than this are left alone: with a few keys per shard
+/// their lines stay in every core's cache, and a hint would only cost
+/// instructions.
+const MIN_BYTES: usize = 8 * 1024;
 
 /// How many buckets from the probe's start are asked for.
 const AHEAD: usize = 4;
 
+thread_local! {
+    /// Whether this thread's latest check of a key a store held was
+    /// admitted: the guess that its next one will write its key's state.
+    static ADMITTED: Cell<bool> = const { Cell::new(true) };
+}
+
+/// Records whether this thread's check of a key the store held was
+/// admitted, for the thread's next prefetch (see the module's docs).
+#[inline(always)]
+pub(super) fn admitted(allowed: bool) {
+    ADMITTED.set(allowed);
+}
+
 /// The end of a shard's buckets (where its control bytes start) and its
 /// bucket mask; written under the shard's lock when the table is
 /// reallocated, read without it. Null while the table is small.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Place {
     end: AtomicPtr<u8>,
     mask: AtomicUsize,
+    /// Whether the processor has `prefetchw` (fixed when the shard is
+    /// made).
+    write: bool,
+}
+
+impl Default for Place {
+    fn default() -> Self {
+        Self {
+            end: AtomicPtr::default(),
+            mask: AtomicUsize::default(),
+            write: has_prefetchw(),
+        }
+    }
 }
 
 impl Place {
@@ -65,8 +110,14 @@ impl Place {
         let start = hash as usize & self.mask.load(Ordering::Relaxed);
         hint(end.wrapping_add(start));
         let bucket = end.wrapping_sub((start + 1) * size_of::<T>());
-        hint(bucket);
-        hint(bucket.wrapping_sub((AHEAD - 1) * size_of::<T>()));
+        let last = bucket.wrapping_sub((AHEAD - 1) * size_of::<T>());
+        if self.write && ADMITTED.get() {
+            hint_write(bucket);
+            hint_write(last);
+        } else {
+            hint(bucket);
+            hint(last);
+        }
     }
 }
 
@@ -83,6 +134,41 @@ fn end_of<T>(table: &HashTable<T>) -> *mut u8 {
         }
         None => std::ptr::null_mut(),
     }
+}
+
+/// Whether this processor has `prefetchw` (CPUID 8000_0001h, ECX bit 8):
+/// every AMD64 processor, and Intel's since Broadwell.
+fn has_prefetchw() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // `__cpuid` is safe to call from Rust 1.89 on, unsafe before.
+        #[allow(unused_unsafe, unsafe_code)]
+        // SAFETY: CPUID exists on every x86_64 processor, and leaf
+        // 8000_0001h on every one (it holds the long-mode bit).
+        let ecx = unsafe { std::arch::x86_64::__cpuid(0x8000_0001) }.ecx;
+        ecx & (1 << 8) != 0
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// A hint to bring the line holding `at` into the cache for writing
+/// (only called where the processor has `prefetchw`).
+#[inline(always)]
+fn hint_write(at: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `prefetchw` reads and writes no memory and cannot fault,
+    // whatever the address; it is only called where CPUID reports it.
+    #[allow(unsafe_code)]
+    unsafe {
+        std::arch::asm!(
+            "prefetchw [{0}]",
+            in(reg) at,
+            options(nostack, preserves_flags, readonly)
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = at;
 }
 
 /// A hint to bring the line holding `at` into the cache.
@@ -134,6 +220,22 @@ mod tests {
         }
         // Most keys lie within the buckets asked for.
         assert!(near * 10 > n * 7, "{near} of {n}");
+        // Both kinds of hint run, on addresses in and out of the table.
+        for write in [false, true] {
+            let place = Place {
+                write,
+                ..place_of(&table)
+            };
+            for hash in [0, 1, u64::MAX, hasher.hash_one(7u64)] {
+                place.prefetch::<(u64, u64)>(hash);
+            }
+        }
+    }
+
+    fn place_of<T>(table: &HashTable<T>) -> Place {
+        let place = Place::default();
+        place.update(table);
+        place
     }
 
     #[test]
