@@ -35,6 +35,7 @@
 use hashbrown::HashTable;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 /// Tables smaller than this are left alone: with a few keys per shard
 /// their lines stay in every core's cache, and a hint would only cost
@@ -136,9 +137,16 @@ fn end_of<T>(table: &HashTable<T>) -> *mut u8 {
     }
 }
 
-/// Whether this processor has `prefetchw` (CPUID 8000_0001h, ECX bit 8):
-/// every AMD64 processor, and Intel's since Broadwell.
+/// Whether this processor has `prefetchw`: every AMD64 processor, and
+/// Intel's since Broadwell. Asked once a process, as under a hypervisor
+/// each CPUID is a trap to it.
 fn has_prefetchw() -> bool {
+    static HAS: OnceLock<bool> = OnceLock::new();
+    *HAS.get_or_init(cpuid_prefetchw)
+}
+
+/// CPUID 8000_0001h, ECX bit 8.
+fn cpuid_prefetchw() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         // `__cpuid` is safe to call from Rust 1.89 on, unsafe before.
