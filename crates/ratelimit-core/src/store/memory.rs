@@ -384,10 +384,10 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         let promote = contended || self.promote_always;
         if self.ban.is_none() && shard.bans.is_none() {
             // The common path: no bans, a key the store holds.
-            match shard.check_state(hash, |(k, _)| k.borrow() == key, promote) {
+            match shard.check_state(hash, |(k, _)| k.borrow() == key, promote, cell.place()) {
                 Some(state) => {
                     let decision = self.algorithm.check(state, cost, now);
-                    prefetch::admitted(decision.allowed);
+                    prefetch::admitted(decision.allowed && cost > 0);
                     self.denied_again(cell, &mut shard, hash, cost, now, &decision);
                     // Unlocked before the decision is moved out: the compiler
                     // then builds it in place, and the lock is held shorter.
@@ -419,6 +419,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         Q: StableKey + ToOwned<Owned = K> + ?Sized,
     {
         let (decision, _) = self.check_new(cell, shard, hash, key, cost, now)?;
+        prefetch::admitted(decision.allowed && cost > 0);
         self.denied_again(cell, shard, hash, cost, now, &decision);
         Ok(decision)
     }
@@ -448,7 +449,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
                 return Ok(d);
             }
         }
-        let found = shard.check_state(hash, |(k, _)| k.borrow() == key, promote);
+        let found = shard.check_state(hash, |(k, _)| k.borrow() == key, promote, cell.place());
         let (decision, estimated) = match found {
             Some(state) => (self.algorithm.check(state, cost, now), false),
             None => self.check_new(cell, shard, hash, key, cost, now)?,
@@ -469,6 +470,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
             }
             _ => decision,
         };
+        prefetch::admitted(decision.allowed && cost > 0);
         self.denied_again(cell, shard, hash, cost, now, &decision);
         Ok(decision)
     }
@@ -751,9 +753,11 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
             match shard.make_room(&self.algorithm, now, hash, evict, width, rehash) {
                 Some(gone) => cell.forget(gone),
                 None => {
+                    // The sweep may have shrunk the table.
+                    cell.placed(shard);
                     return Err(StoreError::CapacityExceeded {
                         max_keys: self.max_keys.unwrap_or(usize::MAX),
-                    })
+                    });
                 }
             }
         }

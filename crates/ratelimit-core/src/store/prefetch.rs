@@ -2,39 +2,43 @@
 //! lines before it takes the shard's lock.
 //!
 //! A check reads the table's control bytes, then the key's bucket, whose
-//! address depends on them, and writes the key's state there. Both lie
-//! where the key's hash points, in the group its probe starts at (most
-//! keys sit there, within a few buckets of its start), so a check that
-//! knows the table's address asks for both lines before it takes the
-//! lock:
+//! address depends on them, and an admission writes the key's state
+//! there. Both lie where the key's hash points, in the group its probe
+//! starts at (most keys sit there, within a few buckets of its start), so
+//! a check that knows the table's address asks for both lines before it
+//! takes the lock:
 //! - among many keys the two memory misses overlap each other and the
-//!   lock, instead of following one another;
-//! - when another core wrote the key's state last, its bucket is asked
-//!   for with the intent to write (`prefetchw`), so the line moves
-//!   between cores while the lock is still free, and the lock is held
-//!   for the check alone. Under contention, and above all with more
+//!   lock, instead of following one another under it;
+//! - a check that is likely to write the key's state asks for its bucket
+//!   with the intent to write (`prefetchw`), so that a line another core
+//!   holds starts to move while the lock is still free, and less of the
+//!   move happens under it. Under contention, and above all with more
 //!   threads than cores, a shorter hold is fewer checks that find the
 //!   lock taken, by a holder that may have been preempted.
 //!
-//! An admission writes the key's state; a denial by GCRA only reads it
-//! (other algorithms may move a window). A line asked for with the intent
-//! to write is taken from every other core that holds it, which then
-//! misses on it at its next check of the key. Whether the next check will be admitted is not known before its
-//! state is read, so each thread guesses from its own latest check among
-//! keys ([`admitted`]): a thread-local flag, written by that thread
-//! alone. A wrong guess costs one line's move, never a decision.
+//! Only the asking for a write is a guess. A denial by GCRA reads its
+//! key's state and writes nothing (other algorithms may move a window),
+//! and a line asked for with the intent to write is taken from every
+//! other core that holds it, which then misses on it at its next check
+//! of the key. Whether a check will be admitted is not known before its
+//! state is read, so each thread guesses from its own latest check
+//! ([`admitted`]): a thread-local flag, written by that thread alone.
+//! The key whose state is in its shard's hot slot (see `Shard`) is only
+//! read in its bucket, and is asked for to read. A wrong guess moves a
+//! line for nothing, never changes a decision.
 //!
 //! A prefetch is only a hint: it reads nothing and cannot fault, so a
-//! stale address (a table reallocated since) costs a wasted hint, never
-//! a wrong decision.
+//! stale address (a table reallocated since) costs a line moved for
+//! nothing, never a wrong decision.
 //!
 //! The addresses follow hashbrown's layout (buckets stored downwards from
-//! the control bytes, a probe starting at `hash & mask`); the tests check
-//! that layout, which only speed depends on.
+//! the control bytes, a probe starting at `hash & mask` and reading a
+//! group of 16 control bytes); the tests check that layout, which only
+//! speed depends on. Other targets than x86_64 get no hints.
 
 use hashbrown::HashTable;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 /// Tables smaller than this are left alone: with a few keys per shard
@@ -42,29 +46,37 @@ use std::sync::OnceLock;
 /// instructions.
 const MIN_BYTES: usize = 8 * 1024;
 
-/// How many buckets from the probe's start are asked for.
+/// The buckets from the probe's start whose lines are asked for: the
+/// first and the fourth (a key past its start is most often within them).
 const AHEAD: usize = 4;
 
+/// The control bytes a probe reads at once (hashbrown's SSE2 group).
+const GROUP: usize = 16;
+
 thread_local! {
-    /// Whether this thread's latest check of a key a store held was
-    /// admitted: the guess that its next one will write its key's state.
+    /// Whether this thread's latest check of a key was admitted at a cost:
+    /// the guess that its next one will write its key's state.
     static ADMITTED: Cell<bool> = const { Cell::new(true) };
 }
 
-/// Records whether this thread's check of a key the store held was
-/// admitted, for the thread's next prefetch (see the module's docs).
+/// Records whether this thread's check was admitted at a cost, for the
+/// thread's next prefetch (see the module's docs).
 #[inline(always)]
-pub(super) fn admitted(allowed: bool) {
-    ADMITTED.set(allowed);
+pub(super) fn admitted(wrote: bool) {
+    if cfg!(target_arch = "x86_64") {
+        ADMITTED.set(wrote);
+    }
 }
 
-/// The end of a shard's buckets (where its control bytes start) and its
-/// bucket mask; written under the shard's lock when the table is
-/// reallocated, read without it. Null while the table is small.
+/// The end of a shard's buckets (where its control bytes start), its
+/// bucket mask, and the hash of the key last moved to its hot slot;
+/// written under the shard's lock, read without it. `end` is null while
+/// the table is small.
 #[derive(Debug)]
 pub(super) struct Place {
     end: AtomicPtr<u8>,
     mask: AtomicUsize,
+    hot: AtomicU64,
     /// Whether the processor has `prefetchw` (fixed when the shard is
     /// made).
     write: bool,
@@ -75,6 +87,7 @@ impl Default for Place {
         Self {
             end: AtomicPtr::default(),
             mask: AtomicUsize::default(),
+            hot: AtomicU64::default(),
             write: has_prefetchw(),
         }
     }
@@ -86,7 +99,8 @@ impl Place {
     pub(super) fn update<T>(&self, table: &HashTable<T>) {
         let buckets = table.num_buckets();
         let mask = buckets.wrapping_sub(1);
-        let large = buckets.saturating_mul(size_of::<T>()) >= MIN_BYTES;
+        let large =
+            cfg!(target_arch = "x86_64") && buckets.saturating_mul(size_of::<T>()) >= MIN_BYTES;
         let known = !self.end.load(Ordering::Relaxed).is_null();
         // A table is reallocated only to another size.
         if self.mask.load(Ordering::Relaxed) == mask && known == large {
@@ -100,6 +114,14 @@ impl Place {
         self.end.store(end, Ordering::Relaxed);
     }
 
+    /// Records that the state of the key hashed `hash` moved to the hot
+    /// slot (under the lock). It is not forgotten when the state moves
+    /// back: that key's bucket is then asked for to read, a line's move.
+    #[inline]
+    pub(super) fn hot(&self, hash: u64) {
+        self.hot.store(hash, Ordering::Relaxed);
+    }
+
     /// Asks for the lines a lookup of `hash` reads, in a table of `T`.
     #[inline(always)]
     pub(super) fn prefetch<T>(&self, hash: u64) {
@@ -109,16 +131,26 @@ impl Place {
         }
         // hashbrown's probe starts at the hash's low bits.
         let start = hash as usize & self.mask.load(Ordering::Relaxed);
+        // Its group of control bytes may cross into the next line.
         hint(end.wrapping_add(start));
-        let bucket = end.wrapping_sub((start + 1) * size_of::<T>());
-        let last = bucket.wrapping_sub((AHEAD - 1) * size_of::<T>());
-        if self.write && ADMITTED.get() {
+        hint(end.wrapping_add(start + GROUP - 1));
+        let size = size_of::<T>();
+        let bucket = end.wrapping_sub((start + 1) * size);
+        // An entry whose size does not divide 16 (the buckets' alignment)
+        // may cross a line: its last byte is asked for too.
+        let crosses = 16 % size != 0;
+        if self.write && ADMITTED.get() && self.hot.load(Ordering::Relaxed) != hash {
             hint_write(bucket);
-            hint_write(last);
+            if crosses {
+                hint_write(bucket.wrapping_add(size - 1));
+            }
         } else {
             hint(bucket);
-            hint(last);
+            if crosses {
+                hint(bucket.wrapping_add(size - 1));
+            }
         }
+        hint(bucket.wrapping_sub((AHEAD - 1) * size));
     }
 }
 
@@ -137,9 +169,10 @@ fn end_of<T>(table: &HashTable<T>) -> *mut u8 {
     }
 }
 
-/// Whether this processor has `prefetchw`: every AMD64 processor, and
-/// Intel's since Broadwell. Asked once a process, as under a hypervisor
-/// each CPUID is a trap to it.
+/// Whether this processor has `prefetchw` as CPUID reports it (AMD's
+/// since the K8's successors, Intel's since Broadwell; where it does not,
+/// the bucket is asked for to read). Asked once a process, as under a
+/// hypervisor each CPUID is a trap to it.
 fn has_prefetchw() -> bool {
     static HAS: OnceLock<bool> = OnceLock::new();
     *HAS.get_or_init(cpuid_prefetchw)
@@ -147,16 +180,19 @@ fn has_prefetchw() -> bool {
 
 /// CPUID 8000_0001h, ECX bit 8.
 fn cpuid_prefetchw() -> bool {
-    #[cfg(target_arch = "x86_64")]
+    // (In an SGX enclave CPUID faults: no `prefetchw` there.)
+    #[cfg(all(target_arch = "x86_64", not(target_env = "sgx")))]
     {
-        // `__cpuid` is safe to call from Rust 1.89 on, unsafe before.
+        // `__cpuid` is safe in newer releases, unsafe in 1.85 (this
+        // crate's oldest).
         #[allow(unused_unsafe, unsafe_code)]
-        // SAFETY: CPUID exists on every x86_64 processor, and leaf
-        // 8000_0001h on every one (it holds the long-mode bit).
+        // SAFETY: CPUID exists on every x86_64 processor outside an SGX
+        // enclave, and leaf 8000_0001h on every one (it holds the
+        // long-mode bit).
         let ecx = unsafe { std::arch::x86_64::__cpuid(0x8000_0001) }.ecx;
         ecx & (1 << 8) != 0
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(not(all(target_arch = "x86_64", not(target_env = "sgx"))))]
     false
 }
 
@@ -165,8 +201,10 @@ fn cpuid_prefetchw() -> bool {
 #[inline(always)]
 fn hint_write(at: *const u8) {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: `prefetchw` reads and writes no memory and cannot fault,
-    // whatever the address; it is only called where CPUID reports it.
+    // SAFETY: `prefetchw` changes no memory and cannot fault, whatever
+    // the address; it is only called where CPUID reports it. It is
+    // declared `readonly` (as reading memory), so that the compiler keeps
+    // it among the loads around it.
     #[allow(unsafe_code)]
     unsafe {
         std::arch::asm!(
@@ -213,7 +251,11 @@ mod tests {
         let place = Place::default();
         place.update(&table);
         let end = place.end.load(Ordering::Relaxed);
-        assert!(!end.is_null());
+        // Other targets get no hints.
+        assert_eq!(end.is_null(), !cfg!(target_arch = "x86_64"));
+        if end.is_null() {
+            return;
+        }
         let mask = place.mask.load(Ordering::Relaxed);
         assert_eq!(mask + 1, table.num_buckets());
         let mut near = 0;
@@ -229,13 +271,17 @@ mod tests {
         // Most keys lie within the buckets asked for.
         assert!(near * 10 > n * 7, "{near} of {n}");
         // Both kinds of hint run, on addresses in and out of the table.
-        for write in [false, true] {
+        for write in [false, has_prefetchw()] {
             let place = Place {
                 write,
                 ..place_of(&table)
             };
             for hash in [0, 1, u64::MAX, hasher.hash_one(7u64)] {
                 place.prefetch::<(u64, u64)>(hash);
+                place.hot(hash);
+                place.prefetch::<(u64, u64)>(hash);
+                // Entries that may cross a line.
+                place.prefetch::<(u64, u64, u64)>(hash);
             }
         }
     }

@@ -121,6 +121,13 @@ impl<K, S> ShardCell<K, S> {
         self.place.update(&shard.table);
     }
 
+    /// What the prefetches know of this shard, for
+    /// [`Shard::check_state`] to tell it of a move to the hot slot.
+    #[inline(always)]
+    pub(super) fn place(&self) -> &Place {
+        &self.place
+    }
+
     /// Forgets the key hashed `hash`'s remembered denial (under the lock).
     #[inline]
     pub(super) fn forget(&self, hash: u64) {
@@ -265,13 +272,15 @@ impl<K, S> Shard<K, S> {
     /// The state of the key hashed `hash` that `eq` matches, for a check,
     /// or `None` if the table does not hold it. `contended`: the lock was
     /// held by another thread when this check came; the second such check
-    /// in a row of one key moves its state to the hot slot.
+    /// in a row of one key moves its state to the hot slot, and `place`
+    /// learns its hash.
     #[inline(always)]
     pub(super) fn check_state(
         &mut self,
         hash: u64,
         eq: impl FnMut(&(K, S)) -> bool,
         contended: bool,
+        place: &Place,
     ) -> Option<&mut S> {
         let index = self.table.find_bucket_index(hash, eq)?;
         if Self::HOT {
@@ -290,6 +299,7 @@ impl<K, S> Shard<K, S> {
                     std::mem::swap(bucket, &mut self.hot_state);
                     self.hot_index = index;
                     self.hot_live = true;
+                    place.hot(hash);
                     return Some(&mut self.hot_state);
                 }
                 self.hot_hash = tag;
@@ -565,7 +575,7 @@ mod tests {
     /// Checks `key` (hashed as itself) in `shard`: its state counts checks.
     fn check(shard: &mut Shard<u64, u64>, key: u64, contended: bool) -> u64 {
         let state = shard
-            .check_state(key, |(k, _)| *k == key, contended)
+            .check_state(key, |(k, _)| *k == key, contended, &Place::default())
             .unwrap();
         *state += 1;
         *state
@@ -647,6 +657,10 @@ mod tests {
         // which every check reads.
         let bans = data + std::mem::offset_of!(Shard<u64, u64>, bans);
         assert_eq!(std::mem::offset_of!(Cell, used) / 64, bans / 64);
+        // And where the table lies, which every check reads first.
+        let place = std::mem::offset_of!(Cell, place);
+        assert_eq!(place / 64, bans / 64);
+        assert_eq!((place + std::mem::size_of::<Place>() - 1) / 64, bans / 64);
         const { assert!(Shard::<u64, u64>::HOT) };
         const { assert!(!Shard::<u64, u128>::HOT) };
     }
