@@ -53,7 +53,7 @@ pub(super) struct ShardCell<K, S> {
     used: InUse,
     /// Where the table lies, for a check to prefetch its key's lines: on
     /// the same line, read by every check, written when the table grows
-    /// or shrinks.
+    /// or shrinks and when a key's state moves to the hot slot.
     place: Place,
     denied: DenySlots,
 }
