@@ -138,17 +138,10 @@ impl Place {
         let bucket = end.wrapping_sub((start + 1) * size);
         // An entry whose size does not divide 16 (the buckets' alignment)
         // may cross a line: its last byte is asked for too.
-        let crosses = 16 % size != 0;
-        if self.write && ADMITTED.get() && self.hot.load(Ordering::Relaxed) != hash {
-            hint_write(bucket);
-            if crosses {
-                hint_write(bucket.wrapping_add(size - 1));
-            }
-        } else {
-            hint(bucket);
-            if crosses {
-                hint(bucket.wrapping_add(size - 1));
-            }
+        let write = self.write && ADMITTED.get() && self.hot.load(Ordering::Relaxed) != hash;
+        hint_for(write, bucket);
+        if 16 % size != 0 {
+            hint_for(write, bucket.wrapping_add(size - 1));
         }
         hint(bucket.wrapping_sub((AHEAD - 1) * size));
     }
@@ -194,6 +187,17 @@ fn cpuid_prefetchw() -> bool {
     }
     #[cfg(not(all(target_arch = "x86_64", not(target_env = "sgx"))))]
     false
+}
+
+/// A hint to bring the line holding `at` into the cache, for writing if
+/// `write`.
+#[inline(always)]
+fn hint_for(write: bool, at: *const u8) {
+    if write {
+        hint_write(at);
+    } else {
+        hint(at);
+    }
 }
 
 /// A hint to bring the line holding `at` into the cache for writing
