@@ -387,8 +387,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
             match shard.check_state(hash, |(k, _)| k.borrow() == key, promote, cell.place()) {
                 Some(state) => {
                     let decision = self.algorithm.check(state, cost, now);
-                    prefetch::admitted(decision.allowed && cost > 0);
-                    self.denied_again(cell, &mut shard, hash, cost, now, &decision);
+                    self.decided(cell, &mut shard, hash, cost, now, &decision);
                     // Unlocked before the decision is moved out: the compiler
                     // then builds it in place, and the lock is held shorter.
                     drop(shard);
@@ -419,8 +418,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         Q: StableKey + ToOwned<Owned = K> + ?Sized,
     {
         let (decision, _) = self.check_new(cell, shard, hash, key, cost, now)?;
-        prefetch::admitted(decision.allowed && cost > 0);
-        self.denied_again(cell, shard, hash, cost, now, &decision);
+        self.decided(cell, shard, hash, cost, now, &decision);
         Ok(decision)
     }
 
@@ -445,7 +443,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         if let Some(left) = shard.bans.as_deref().and_then(|b| b.active(hash, now)) {
             if cost > 0 {
                 let d = self.ban_decision(left);
-                self.denied_again(cell, shard, hash, cost, now, &d);
+                self.decided(cell, shard, hash, cost, now, &d);
                 return Ok(d);
             }
         }
@@ -470,15 +468,16 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
             }
             _ => decision,
         };
-        prefetch::admitted(decision.allowed && cost > 0);
-        self.denied_again(cell, shard, hash, cost, now, &decision);
+        self.decided(cell, shard, hash, cost, now, &decision);
         Ok(decision)
     }
 
-    /// After a check's `decision`: a cost-1 denial of the key the shard's
+    /// After a check's `decision`, on every check path: the thread's next
+    /// prefetch learns whether it was admitted at a cost (see
+    /// [`prefetch::admitted`]), and a cost-1 denial of the key the shard's
     /// previous denial was of is remembered in the deny slots.
     #[inline(always)]
-    fn denied_again(
+    fn decided(
         &self,
         cell: &ShardCell<K, A::State>,
         shard: &mut Shard<K, A::State>,
@@ -490,6 +489,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         if cost == 1 && !decision.allowed && self.deny_cache && shard.denied_again(hash) {
             cell.remember(hash, now, decision.wait, decision.reset, decision.banned);
         }
+        prefetch::admitted(decision.allowed && cost > 0);
     }
 
     /// Gives back `cost` that `key` was admitted at `admitted_at`, for
