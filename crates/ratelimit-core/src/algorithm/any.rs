@@ -288,6 +288,31 @@ impl Algorithm for AnyAlgorithm {
         dispatch!(self, state, now, |a, s| a.check(s, cost, now))
     }
 
+    /// GCRA and the token bucket tell a denial by reading their state.
+    fn denies_read_only(&self) -> bool {
+        matches!(self, Self::Gcra(_) | Self::TokenBucket(_))
+    }
+
+    fn check_denied(&self, state: &AnyState, cost: u64, now: u64) -> Option<Decision> {
+        match (self, state) {
+            (
+                Self::Gcra(AnyGcra::Narrow(a))
+                | Self::TokenBucket(AnyTokenBucket {
+                    gcra: AnyGcra::Narrow(a),
+                }),
+                AnyState::Scaled(s),
+            ) => a.check_denied(s, cost, now),
+            (
+                Self::Gcra(AnyGcra::Wide(a))
+                | Self::TokenBucket(AnyTokenBucket {
+                    gcra: AnyGcra::Wide(a),
+                }),
+                AnyState::Wide(s),
+            ) => a.check_denied(s, cost, now),
+            _ => None,
+        }
+    }
+
     fn charge(&self, state: &mut AnyState, cost: u64, now: u64) -> Decision {
         dispatch!(self, state, now, |a, s| a.charge(s, cost, now))
     }

@@ -236,6 +236,19 @@ impl<W: StateWord> Algorithm for Gcra<W> {
     /// capped at `2 * B*T` (and at `MAX_SPAN`, 2^61 scaled units, 2^125
     /// for the wide state, the most a state can be ahead and still be told
     /// from an old one), or at what it already used, if more.
+    #[inline(always)]
+    fn denies_read_only(&self) -> bool {
+        true
+    }
+
+    /// A denial never writes the `TAT`: a check of a copy tells it.
+    #[inline(always)]
+    fn check_denied(&self, tat: &W::Stored, cost: u64, now: u64) -> Option<Decision> {
+        let mut copy = *tat;
+        let decision = self.check(&mut copy, cost, now);
+        (!decision.allowed).then_some(decision)
+    }
+
     fn charge(&self, tat: &mut W::Stored, cost: u64, now: u64) -> Decision {
         let t = self.interval.units(now);
         let used = self.used_units(W::load(*tat), t);

@@ -132,6 +132,21 @@ pub trait Algorithm: Send + Sync + 'static {
         true
     }
 
+    /// Whether [`check_denied`](Self::check_denied) can tell a denial
+    /// (false by default: a store then always decides with `check`).
+    fn denies_read_only(&self) -> bool {
+        false
+    }
+
+    /// The decision of a check of `cost` at `now` when it is a denial,
+    /// which writes nothing to `state`: exactly what [`check`](Self::check)
+    /// would return. `None` when the check would be admitted (or when the
+    /// algorithm cannot tell without writing).
+    fn check_denied(&self, state: &Self::State, cost: u64, now: u64) -> Option<Decision> {
+        let _ = (state, cost, now);
+        None
+    }
+
     /// The capacity reported in [`Decision::limit`].
     fn limit(&self) -> u64;
 

@@ -121,6 +121,16 @@ impl<W: StateWord> Algorithm for TokenBucket<W> {
     /// Takes `cost` tokens whatever is left: below zero the key owes
     /// tokens, and is denied until the refill has paid them back (see
     /// [`Gcra`]'s `charge`).
+    #[inline(always)]
+    fn denies_read_only(&self) -> bool {
+        true
+    }
+
+    #[inline(always)]
+    fn check_denied(&self, state: &Self::State, cost: u64, now: u64) -> Option<Decision> {
+        self.gcra.check_denied(state, cost, now)
+    }
+
     fn charge(&self, state: &mut Self::State, cost: u64, now: u64) -> Decision {
         self.gcra.charge(state, cost, now)
     }

@@ -2,8 +2,9 @@
 
 use super::ban::BanPolicy;
 use super::deny_cache::Constants;
-use super::prefetch;
-use super::shard::{lock, Shard, ShardCell, StoreCounts, INSERT_STEP};
+use super::guess;
+use super::shard::{At, Shard, ShardCell, StoreCounts, INSERT_STEP};
+use super::shard_lock::Readers;
 use super::{BanLeftFuture, Store};
 use crate::{Algorithm, Decision, StableKey, StoreError};
 use hashbrown::DefaultHashBuilder;
@@ -25,11 +26,26 @@ const MAINTAIN_STEP: usize = 16 * 1024;
 /// # Layout and cost
 ///
 /// Keys are spread over shards (a power of two, by default four per CPU
-/// and at least 16), each a spin lock around a [`hashbrown::HashTable`] of
+/// and at least 16), each a lock around a [`hashbrown::HashTable`] of
 /// `(key, state)` pairs, hashed once per check with a randomly seeded
 /// hasher (foldhash), so clients cannot choose colliding keys. A check is
 /// one hash, one uncontended lock and a few integer operations; nothing on
 /// it is proportional to the number of keys.
+///
+/// A check whose thread's latest check was denied guesses that it will be
+/// denied too, and first reads its shard without writing anything that
+/// other threads write: it counts itself in its thread's stripe of the
+/// store's reader counts (a cache line that threads on other cores do not
+/// write) and reads the key's state. An algorithm that tells a denial
+/// without writing its state ([`Algorithm::check_denied`]: GCRA) answers
+/// it there, so denials of keys among many, on every core at once, move
+/// no cache line between cores. The answer is the one the locked path
+/// would give at that instant, field for field; it is decided at the
+/// later of the caller's time and the shard's latest, and moves neither,
+/// as it changes no state. A check that would be admitted, a key the
+/// store does not hold, a shard with bans or due for a sweep, and a shard
+/// a writer holds take the locked path; a writer waits for the shard's
+/// readers to finish (one lookup each).
 ///
 /// A cost-1 check that is denied again (the shard's previous denial was of
 /// the same key: a hot key) is remembered in a small per-shard slot
@@ -144,6 +160,12 @@ pub struct MemoryStore<A: Algorithm, K> {
     evicted_width: usize,
     /// What a denial costs a key, if anything (boxed: rarely set).
     ban: Option<Box<BanPolicy>>,
+    /// Whether a check guessed to be denied first reads its shard without
+    /// writing it (the algorithm can tell a denial so, and no ban policy
+    /// needs to see it).
+    read_denials: bool,
+    /// Which threads read which shard.
+    readers: Readers,
 }
 
 /// What a [`MemoryStore`] at its cap does with a new key when none of the
@@ -247,10 +269,14 @@ impl<A: Algorithm, K> MemoryStoreBuilder<A, K> {
         let bits = shards.trailing_zeros();
         let shard_cap = self.max_keys.map_or(usize::MAX, |m| (m / shards).max(1));
         let deny_cache = self.deny_cache && self.algorithm.caches_denials();
+        let readers = Readers::new(shards);
         let shards = (0..shards)
             .map(|_| ShardCell::new(self.algorithm.fresh(&(), 0)))
             .collect();
+        let read_denials = self.ban.is_none() && self.algorithm.denies_read_only();
         MemoryStore {
+            read_denials,
+            readers,
             half_horizon: self.algorithm.idle_horizon() / 2,
             constants: Constants {
                 limit: self.algorithm.limit(),
@@ -306,7 +332,9 @@ impl<A: Algorithm, K> MemoryStore<A, K> {
 
     /// The number of keys with state.
     pub fn len(&self) -> usize {
-        self.shards.iter().map(|s| lock(&s.lock).0.len()).sum()
+        let readers = &self.readers;
+        let shards = self.shards.iter().enumerate();
+        shards.map(|(i, s)| s.write((readers, i)).len()).sum()
     }
 
     /// Whether no key has state.
@@ -321,8 +349,8 @@ impl<A: Algorithm, K> MemoryStore<A, K> {
     /// zeroes them.
     pub fn counts(&self) -> StoreCounts {
         let mut sum = StoreCounts::default();
-        for cell in self.shards.iter() {
-            let shard = lock(&cell.lock).0;
+        for (i, cell) in self.shards.iter().enumerate() {
+            let shard = cell.write((&self.readers, i));
             sum += StoreCounts {
                 keys: shard.len() as u64,
                 ..shard.counts
@@ -333,8 +361,8 @@ impl<A: Algorithm, K> MemoryStore<A, K> {
 
     /// Drops every key.
     pub fn clear(&self) {
-        for cell in self.shards.iter() {
-            let mut shard = lock(&cell.lock).0;
+        for (i, cell) in self.shards.iter().enumerate() {
+            let mut shard = cell.write((&self.readers, i));
             shard.clear();
             cell.placed(&shard);
             cell.forget_all();
@@ -344,10 +372,10 @@ impl<A: Algorithm, K> MemoryStore<A, K> {
 
 impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     #[inline]
-    fn cell(&self, hash: u64) -> &ShardCell<K, A::State> {
+    fn cell(&self, hash: u64) -> (&ShardCell<K, A::State>, At<'_>) {
         // The bits just below the top 7 (those feed hashbrown's tags).
         let index = (hash >> self.shard_shift) as usize & (self.shards.len() - 1);
-        &self.shards[index]
+        (&self.shards[index], (&self.readers, index))
     }
 
     /// Decides a request of `cost` for `key` at `now` (nanoseconds of the
@@ -372,14 +400,19 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         Q: Hash + Eq + StableKey + ToOwned<Owned = K> + ?Sized,
     {
         let hash = self.hasher.hash_one(key);
-        let cell = self.cell(hash);
+        let (cell, at) = self.cell(hash);
         if cost == 1 && self.deny_cache {
             if let Some(denied) = cell.remembered(hash, now, self.constants) {
                 return Ok(denied);
             }
         }
         cell.prefetch(hash);
-        let (mut shard, now, contended) = cell.enter(now);
+        if self.read_denials && !guess::likely_admitted() {
+            if let Some(denied) = self.check_read(cell, at, hash, key, cost, now) {
+                return Ok(denied);
+            }
+        }
+        let (mut shard, now, contended) = cell.enter(at, now);
         self.keep_unambiguous(&mut shard, now);
         let promote = contended || self.promote_always;
         if self.ban.is_none() && shard.bans.is_none() {
@@ -398,6 +431,39 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
             }
         }
         self.check_locked(cell, &mut shard, hash, key, cost, now, promote)
+    }
+
+    /// A check that reads the shard without writing it (see the type's
+    /// docs): the denial of a key the store holds, or `None`, and the
+    /// check takes the locked path.
+    #[inline(always)]
+    fn check_read<Q>(
+        &self,
+        cell: &ShardCell<K, A::State>,
+        at: At<'_>,
+        hash: u64,
+        key: &Q,
+        cost: u64,
+        now: u64,
+    ) -> Option<Decision>
+    where
+        K: Borrow<Q>,
+        Q: Eq + ?Sized,
+    {
+        let shard = cell.read(at)?;
+        let now = now.max(cell.latest());
+        if shard.bans.is_some() || now.saturating_sub(shard.last_sweep) >= self.half_horizon {
+            return None;
+        }
+        let state = shard.peek_state(hash, |(k, _)| k.borrow() == key)?;
+        let denied = self.algorithm.check_denied(state, cost, now)?;
+        drop(shard);
+        if cost == 1 && self.deny_cache && guess::denied_again(hash) {
+            // A hot key: the locked path remembers its denial in the deny
+            // slots, from which its next checks are answered.
+            return None;
+        }
+        Some(denied)
     }
 
     /// [`check_now`](Self::check_now) of a key the store does not hold,
@@ -474,7 +540,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
 
     /// After a check's `decision`, on every check path: the thread's next
     /// prefetch learns whether it was admitted at a cost (see
-    /// [`prefetch::admitted`]), and a cost-1 denial of the key the shard's
+    /// [`guess::admitted`]), and a cost-1 denial of the key the shard's
     /// previous denial was of is remembered in the deny slots.
     #[inline(always)]
     fn decided(
@@ -489,7 +555,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         if cost == 1 && !decision.allowed && self.deny_cache && shard.denied_again(hash) {
             cell.remember(hash, now, decision.wait, decision.reset, decision.banned);
         }
-        prefetch::admitted(decision.allowed && cost > 0);
+        guess::admitted(decision.allowed && cost > 0);
     }
 
     /// Gives back `cost` that `key` was admitted at `admitted_at`, for
@@ -502,8 +568,8 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         Q: Hash + Eq + ?Sized,
     {
         let hash = self.hasher.hash_one(key);
-        let cell = self.cell(hash);
-        let (mut shard, now, _) = cell.enter(now);
+        let (cell, at) = self.cell(hash);
+        let (mut shard, now, _) = cell.enter(at, now);
         self.keep_unambiguous(&mut shard, now);
         if let Some(state) = shard.refund_state(hash, |(k, _)| k.borrow() == key) {
             self.algorithm
@@ -541,8 +607,8 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         Q: Hash + Eq + StableKey + ToOwned<Owned = K> + ?Sized,
     {
         let hash = self.hasher.hash_one(key);
-        let cell = self.cell(hash);
-        let (mut shard, now, _) = cell.enter(now);
+        let (cell, at) = self.cell(hash);
+        let (mut shard, now, _) = cell.enter(at, now);
         self.keep_unambiguous(&mut shard, now);
         let at = admitted_at.min(now);
         let decision = match shard.refund_state(hash, |(k, _)| k.borrow() == key) {
@@ -598,8 +664,8 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         Q: Hash + Eq + ?Sized,
     {
         let hash = self.hasher.hash_one(key);
-        let cell = self.cell(hash);
-        let (mut shard, now, _) = cell.enter(now);
+        let (cell, at) = self.cell(hash);
+        let (mut shard, now, _) = cell.enter(at, now);
         let until = now.saturating_add(crate::duration::saturating_nanos(duration));
         shard.bans_mut(self.shard_cap).set(hash, until);
         cell.forget(hash);
@@ -613,8 +679,8 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         Q: Hash + Eq + ?Sized,
     {
         let hash = self.hasher.hash_one(key);
-        let cell = self.cell(hash);
-        let (mut shard, _, _) = cell.enter(0);
+        let (cell, at) = self.cell(hash);
+        let (mut shard, _, _) = cell.enter(at, 0);
         if let Some(bans) = shard.bans.as_deref_mut() {
             bans.lift(hash);
         }
@@ -628,8 +694,8 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         Q: Hash + Eq + ?Sized,
     {
         let hash = self.hasher.hash_one(key);
-        let cell = self.cell(hash);
-        let (shard, now, _) = cell.enter(now);
+        let (cell, at) = self.cell(hash);
+        let (shard, now, _) = cell.enter(at, now);
         let left = shard.bans.as_deref()?.active(hash, now)?;
         Some(Duration::from_nanos(left))
     }
@@ -650,8 +716,8 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         Q: Hash + Eq + ?Sized,
     {
         let hash = self.hasher.hash_one(key);
-        let cell = self.cell(hash);
-        let (mut shard, _, _) = cell.enter(0);
+        let (cell, at) = self.cell(hash);
+        let (mut shard, _, _) = cell.enter(at, 0);
         let had = shard.remove(hash, |(k, _)| k.borrow() == key);
         cell.forget(hash);
         had
@@ -665,8 +731,8 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     /// bounded steps.
     pub fn sweep(&self, now: u64) -> usize {
         let mut left = 0;
-        for cell in self.shards.iter() {
-            let (mut shard, now, _) = cell.enter(now);
+        for (i, cell) in self.shards.iter().enumerate() {
+            let (mut shard, now, _) = cell.enter((&self.readers, i), now);
             shard.drop_full(&self.algorithm, now);
             let hasher = &self.hasher;
             shard.shrink_to_fit(|k| hasher.hash_one(k));
@@ -686,8 +752,8 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     /// request arrives.
     pub fn maintain(&self, now: u64) -> usize {
         let mut dropped = 0;
-        for cell in self.shards.iter() {
-            let (mut shard, now, _) = cell.enter(now);
+        for (i, cell) in self.shards.iter().enumerate() {
+            let (mut shard, now, _) = cell.enter((&self.readers, i), now);
             self.keep_unambiguous(&mut shard, now);
             let hasher = &self.hasher;
             dropped +=

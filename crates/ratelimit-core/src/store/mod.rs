@@ -9,9 +9,11 @@ mod ban;
 mod boxed;
 mod deny_cache;
 mod evicted;
+mod guess;
 mod memory;
 mod prefetch;
 mod shard;
+mod shard_lock;
 mod sync_names;
 
 pub use ban::BanPolicy;

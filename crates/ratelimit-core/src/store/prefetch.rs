@@ -22,7 +22,7 @@
 //! other core that holds it, which then misses on it at its next check
 //! of the key. Whether a check will be admitted is not known before its
 //! state is read, so each thread guesses from its own latest check
-//! ([`admitted`]): a thread-local flag, written by that thread alone.
+//! (see `guess`): a thread-local flag, written by that thread alone.
 //! The key whose state is in its shard's hot slot (see `Shard`) is only
 //! read in its bucket, and is asked for to read. A wrong guess moves a
 //! line for nothing, never changes a decision.
@@ -36,8 +36,8 @@
 //! group of 16 control bytes); the tests check that layout, which only
 //! speed depends on. Other targets than x86_64 get no hints.
 
+use super::guess;
 use hashbrown::HashTable;
-use std::cell::Cell;
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
@@ -52,21 +52,6 @@ const AHEAD: usize = 4;
 
 /// The control bytes a probe reads at once (hashbrown's SSE2 group).
 const GROUP: usize = 16;
-
-thread_local! {
-    /// Whether this thread's latest check of a key was admitted at a cost:
-    /// the guess that its next one will write its key's state.
-    static ADMITTED: Cell<bool> = const { Cell::new(true) };
-}
-
-/// Records whether this thread's check was admitted at a cost, for the
-/// thread's next prefetch (see the module's docs).
-#[inline(always)]
-pub(super) fn admitted(wrote: bool) {
-    if cfg!(target_arch = "x86_64") {
-        ADMITTED.set(wrote);
-    }
-}
 
 /// The end of a shard's buckets (where its control bytes start), its
 /// bucket mask, and the hash of the key last moved to its hot slot;
@@ -138,7 +123,8 @@ impl Place {
         let bucket = end.wrapping_sub((start + 1) * size);
         // An entry whose size does not divide 16 (the buckets' alignment)
         // may cross a line: its last byte is asked for too.
-        let write = self.write && ADMITTED.get() && self.hot.load(Ordering::Relaxed) != hash;
+        let write =
+            self.write && guess::likely_admitted() && self.hot.load(Ordering::Relaxed) != hash;
         hint_for(write, bucket);
         if 16 % size != 0 {
             hint_for(write, bucket.wrapping_add(size - 1));

@@ -1,15 +1,15 @@
-//! One shard of the memory store: a hash table behind a spin lock, its
-//! time, and the bounded passes that keep it small.
+//! One shard of the memory store: a hash table behind its lock (see
+//! `shard_lock`), its time, and the bounded passes that keep it small.
 
 use super::ban::Bans;
 use super::deny_cache::{Constants, DenySlots, InUse};
 use super::evicted::Evicted;
 use super::prefetch::Place;
+use super::shard_lock::{ReadGuard, Readers, ShardLock, WriteGuard};
 use crate::duration::saturating_nanos;
 use crate::Algorithm;
 use crate::Decision;
 use hashbrown::HashTable;
-use spin::mutex::{SpinMutex, SpinMutexGuard};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -22,6 +22,10 @@ pub(super) const EVICTION_SAMPLE: usize = 8;
 const EVICTION_SCAN: usize = 64;
 /// Below this capacity a table is not shrunk.
 const MIN_SHRINK_CAPACITY: usize = 64;
+
+/// Where a shard's readers are counted: the store's counts and the
+/// shard's index.
+pub(super) type At<'a> = (&'a Readers, usize);
 
 /// A shard and what may be read without its lock.
 ///
@@ -38,16 +42,18 @@ const MIN_SHRINK_CAPACITY: usize = 64;
 /// slots start on a line of their own.
 #[repr(C, align(128))]
 pub(super) struct ShardCell<K, S> {
-    /// The latest time a check of this shard was decided at, written only
-    /// under the lock and read without it by the denied path.
+    /// The latest time a check of this shard was decided at under the
+    /// lock, written only under it and read without it by the deny slots
+    /// and by checks that read the shard.
     ///
     /// Callers read their clock before they take the lock, so a caller
     /// that was preempted in between arrives with a time older than a
     /// state another caller has already written. Algorithms need time
     /// never to go back for a key; such a check is decided at the shard's
     /// latest time instead, as if it had arrived a moment later.
-    pub(super) latest: AtomicU64,
-    pub(super) lock: SpinMutex<Shard<K, S>>,
+    latest: AtomicU64,
+    /// The shard's data behind its writer's word (see [`ShardLock`]).
+    pub(super) lock: ShardLock<Shard<K, S>>,
     /// Which deny slots hold a denial: right after the shard's data, on
     /// the line of its `bans`, which every check reads.
     used: InUse,
@@ -64,7 +70,7 @@ impl<K, S> ShardCell<K, S> {
     pub(super) fn new(spare: S) -> Self {
         Self {
             latest: AtomicU64::new(0),
-            lock: SpinMutex::new(Shard {
+            lock: ShardLock::new(Shard {
                 table: HashTable::new(),
                 cursor: 0,
                 hot_hash: 0,
@@ -139,12 +145,18 @@ impl<K, S> ShardCell<K, S> {
         self.denied.clear(&self.used);
     }
 
+    /// The shard's latest time (see `latest`).
+    #[inline(always)]
+    pub(super) fn latest(&self) -> u64 {
+        self.latest.load(Ordering::Relaxed)
+    }
+
     /// Locks the shard and moves its time to `now` if that is later;
     /// returns the guard, the time to decide at, and whether another
-    /// thread held the lock.
+    /// thread held the lock or read the shard.
     #[inline]
-    pub(super) fn enter(&self, now: u64) -> (SpinMutexGuard<'_, Shard<K, S>>, u64, bool) {
-        let (shard, contended) = lock(&self.lock);
+    pub(super) fn enter(&self, at: At<'_>, now: u64) -> (WriteGuard<'_, Shard<K, S>>, u64, bool) {
+        let (shard, contended) = self.lock.write(at.0, at.1);
         // Under the lock: no other writer, and the lock orders it.
         let latest = self.latest.load(Ordering::Relaxed);
         let now = if now > latest {
@@ -154,6 +166,19 @@ impl<K, S> ShardCell<K, S> {
             latest
         };
         (shard, now, contended)
+    }
+}
+
+impl<K, S> ShardCell<K, S> {
+    /// The shard, for writing (its time stays as it is).
+    pub(super) fn write(&self, at: At<'_>) -> WriteGuard<'_, Shard<K, S>> {
+        self.lock.write(at.0, at.1).0
+    }
+
+    /// The shard for reading, unless a writer holds it.
+    #[inline(always)]
+    pub(super) fn read<'a>(&'a self, at: At<'a>) -> Option<ReadGuard<'a, Shard<K, S>>> {
+        self.lock.read(at.0, at.1)
     }
 }
 
@@ -306,6 +331,17 @@ impl<K, S> Shard<K, S> {
             }
         }
         self.table.get_bucket_mut(index).map(|(_, s)| s)
+    }
+
+    /// The state of the key hashed `hash` that `eq` matches, read only
+    /// (from the hot slot if it is there).
+    #[inline(always)]
+    pub(super) fn peek_state(&self, hash: u64, eq: impl FnMut(&(K, S)) -> bool) -> Option<&S> {
+        let index = self.table.find_bucket_index(hash, eq)?;
+        if Self::HOT && self.hot_live && self.hot_index == index {
+            return Some(&self.hot_state);
+        }
+        self.table.get_bucket(index).map(|(_, s)| s)
     }
 
     /// Records a denial of the key hashed `hash`, decided under the lock,
@@ -522,52 +558,6 @@ impl<K, S> Shard<K, S> {
     }
 }
 
-/// Locks a shard.
-///
-/// A shard's lock is held for a few nanoseconds (one probe and one
-/// decision, or a bounded sweep step), so it is a spin lock: taking and
-/// releasing it costs one atomic read-modify-write and one plain store,
-/// where a parking mutex needs two read-modify-writes. A waiter spins
-/// briefly, then yields its core, then sleeps, so a holder that is
-/// preempted, or busy growing its shard, is not starved.
-///
-/// Returns the guard and whether another thread held the lock.
-#[inline]
-pub(super) fn lock<T>(m: &SpinMutex<T>) -> (SpinMutexGuard<'_, T>, bool) {
-    match m.try_lock_weak() {
-        Some(guard) => (guard, false),
-        None => (lock_contended(m), true),
-    }
-}
-
-/// Rounds a waiter spins before it yields its core: enough for a holder
-/// running on another core (a few tens of nanoseconds), short enough that
-/// a holder preempted on this core gets it back soon. With more threads
-/// than cores, a longer spin mostly waits on a preempted holder: see
-/// BENCHMARKS.md, "Keyed check", the hot key admitted by 4 and 8 threads.
-const SPINS: u32 = 4;
-
-#[cold]
-#[inline(never)]
-fn lock_contended<T>(m: &SpinMutex<T>) -> SpinMutexGuard<'_, T> {
-    let mut waited = 0u32;
-    loop {
-        while m.is_locked() {
-            if waited < SPINS {
-                std::hint::spin_loop();
-            } else if waited < 128 {
-                std::thread::yield_now();
-            } else {
-                std::thread::sleep(std::time::Duration::from_micros(10));
-            }
-            waited = waited.saturating_add(1);
-        }
-        if let Some(guard) = m.try_lock_weak() {
-            return guard;
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -635,7 +625,7 @@ mod tests {
         // takes 8 bytes, first (as measured) or last.
         let lock = std::mem::offset_of!(Cell, lock);
         assert_eq!(lock, 8);
-        let word = std::mem::size_of::<SpinMutex<Shard<u64, u64>>>()
+        let word = std::mem::size_of::<ShardLock<Shard<u64, u64>>>()
             - std::mem::size_of::<Shard<u64, u64>>();
         assert_eq!(word, 8);
         // Written by checks and inserts: the table's header, the cursor and

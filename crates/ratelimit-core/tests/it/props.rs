@@ -49,6 +49,27 @@ proptest! {
         run_both(gcra, Spec::Gcra { limit: l, period: p, burst: b }, &steps, shards)?;
     }
 
+    /// A read-only denial is what a check of a copy of the state returns,
+    /// and a check it does not answer is admitted: GCRA in both widths,
+    /// the token bucket, and both through `AnyAlgorithm`.
+    #[test]
+    fn check_denied_is_a_check_of_a_copy(
+        l in limit(),
+        p in period(),
+        b in 1u64..50,
+        steps in prop::collection::vec((0u64..3_000_000_000, 0u64..60), 1..LEN),
+    ) {
+        let period = Duration::from_nanos(p);
+        let gcra = Gcra::with_burst(l, period, b).unwrap();
+        denials_read_alike(&gcra, &steps)?;
+        denials_read_alike(&Gcra::with_burst_wide(l, period, b).unwrap(), &steps)?;
+        denials_read_alike(&AnyAlgorithm::Gcra(AnyGcra::Narrow(gcra)), &steps)?;
+        let bucket = TokenBucket::new(b, l, period).unwrap();
+        denials_read_alike(&bucket, &steps)?;
+        let any = AnyAlgorithm::TokenBucket(AnyTokenBucket::new(b, l, period).unwrap());
+        denials_read_alike(&any, &steps)?;
+    }
+
     #[test]
     fn token_bucket_matches_model(
         capacity in prop_oneof![Just(1u64), Just(10), 1u64..50, 1u64..5_000],
@@ -179,6 +200,32 @@ proptest! {
 const DAY: u64 = 86_400_000_000_000;
 
 /// `B * T` in scaled units.
+/// Runs `steps` (time forward, cost) through `algorithm`, comparing each
+/// check with what `check_denied` reads.
+fn denials_read_alike<A>(algorithm: &A, steps: &[(u64, u64)]) -> Result<(), TestCaseError>
+where
+    A: Algorithm,
+    A::State: Clone + PartialEq + std::fmt::Debug,
+{
+    prop_assert!(algorithm.denies_read_only());
+    let mut state = algorithm.fresh(&(), 0);
+    let mut now = 0u64;
+    for &(dt, cost) in steps {
+        now += dt;
+        let mut copy = state.clone();
+        let checked = algorithm.check(&mut copy, cost, now);
+        let read = algorithm.check_denied(&state, cost, now);
+        if checked.allowed {
+            prop_assert_eq!(read, None);
+        } else {
+            prop_assert_eq!(read, Some(checked));
+            prop_assert_eq!(&copy, &state);
+        }
+        algorithm.check(&mut state, cost, now);
+    }
+    Ok(())
+}
+
 fn span(limit: u64, period: u64, count: u64) -> u128 {
     u128::from(count) * u128::from(period / gcd(limit, period))
 }

@@ -1,0 +1,341 @@
+//! A shard's lock: one writer at a time, and readers that write no line
+//! another core also writes.
+//!
+//! A shard is held for a few nanoseconds (one probe and one decision, or
+//! a bounded sweep step), so a writer spins for it: taking and releasing
+//! the writer's word costs one atomic read-modify-write and one plain
+//! store, where a parking mutex needs two read-modify-writes. A waiter
+//! spins briefly, then yields its core, then sleeps, so a holder that is
+//! preempted, or busy growing its shard, is not starved.
+//!
+//! A check that ends in a denial changes nothing, so it only needs to
+//! know that no writer changes the shard while it reads. A reader counts
+//! itself in its thread's stripe (one of [`STRIPES`] counters per shard;
+//! a stripe's counters of 16 shards share a cache line that threads of
+//! other stripes never write), then reads the writer's word, which stays
+//! in every core's cache while no one writes it: a read moves no cache
+//! line between cores (threads that share a stripe and run at once on
+//! two cores move its line). A writer takes the word, then reads its
+//! shard's count in every stripe and waits until each is zero. Both
+//! sides use sequentially consistent operations, so either the reader
+//! sees the writer's word and steps back (its caller takes the locked
+//! path), or the writer sees the reader's count and waits for it. A
+//! reader holds its count for one lookup, unless it is preempted.
+//!
+//! Where no thread reads, the stripes' lines stay in a writer's cache: a
+//! writer pays a spin lock's cost and [`STRIPES`] loads.
+
+use std::cell::{Cell, UnsafeCell};
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+/// Reader stripes per shard: threads share them round-robin by the order
+/// they first read in.
+pub(super) const STRIPES: usize = 4;
+
+/// A shard's data behind its writer's word (8 bytes, first).
+#[repr(C)]
+pub(super) struct ShardLock<T> {
+    /// Nonzero while a writer holds the shard (a `u64`, so the data that
+    /// follows starts where a spin lock's did).
+    locked: AtomicU64,
+    data: UnsafeCell<T>,
+}
+
+// SAFETY: the data is reached only through a guard: a `WriteGuard` while
+// `locked` is held and every stripe was seen at zero after it was taken,
+// a `ReadGuard` while its stripe counts it and `locked` was seen clear
+// after that (see the module's docs); so a `&mut T` never coexists with
+// another reference, and `&T` is shared between threads only for `T:
+// Sync`.
+#[allow(unsafe_code)]
+unsafe impl<T: Send + Sync> Sync for ShardLock<T> {}
+
+/// The readers' counts of every shard of a store: one group of cache
+/// lines per stripe, each line the counts of 16 shards. A reader writes
+/// only its stripe's line, whatever the shard; a writer reads its shard's
+/// count in every stripe, lines that stay in its cache while no reader
+/// writes them.
+pub(super) struct Readers {
+    lines: Box<[Line]>,
+    /// Lines per stripe.
+    per_stripe: usize,
+}
+
+#[repr(align(64))]
+#[derive(Default)]
+struct Line([AtomicU32; 16]);
+
+impl Readers {
+    /// Counts for `shards` shards.
+    pub(super) fn new(shards: usize) -> Self {
+        let per_stripe = shards.div_ceil(16).max(1);
+        Self {
+            lines: (0..per_stripe * STRIPES).map(|_| Line::default()).collect(),
+            per_stripe,
+        }
+    }
+
+    #[inline(always)]
+    fn count(&self, stripe: usize, shard: usize) -> &AtomicU32 {
+        &self.lines[stripe * self.per_stripe + shard / 16].0[shard % 16]
+    }
+}
+
+thread_local! {
+    /// This thread's stripe (`u32::MAX` until its first read).
+    static STRIPE: Cell<u32> = const { Cell::new(u32::MAX) };
+}
+
+/// The stripe of the calling thread.
+#[inline(always)]
+fn stripe() -> usize {
+    let s = STRIPE.get();
+    if s != u32::MAX {
+        return s as usize;
+    }
+    new_stripe()
+}
+
+#[cold]
+fn new_stripe() -> usize {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let s = NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES as u32;
+    STRIPE.set(s);
+    s as usize
+}
+
+/// Exclusive access to a shard's data.
+pub(super) struct WriteGuard<'a, T> {
+    lock: &'a ShardLock<T>,
+}
+
+/// Shared access to a shard's data, for a check that writes nothing.
+pub(super) struct ReadGuard<'a, T> {
+    data: &'a T,
+    count: &'a AtomicU32,
+}
+
+impl<T> ShardLock<T> {
+    pub(super) fn new(data: T) -> Self {
+        Self {
+            locked: AtomicU64::new(0),
+            data: UnsafeCell::new(data),
+        }
+    }
+
+    /// The data, owned.
+    #[cfg(test)]
+    pub(super) fn into_inner(self) -> T {
+        self.data.into_inner()
+    }
+
+    /// Takes the shard for writing: returns the guard and whether another
+    /// thread held it or read it.
+    #[inline]
+    pub(super) fn write<'a>(
+        &'a self,
+        readers: &Readers,
+        shard: usize,
+    ) -> (WriteGuard<'a, T>, bool) {
+        let mut contended = false;
+        if self
+            .locked
+            .compare_exchange_weak(0, 1, Ordering::SeqCst, Ordering::Relaxed)
+            .is_err()
+        {
+            self.wait_for_writer();
+            contended = true;
+        }
+        for stripe in 0..STRIPES {
+            let count = readers.count(stripe, shard);
+            if count.load(Ordering::SeqCst) != 0 {
+                wait_for_readers(count);
+                contended = true;
+            }
+        }
+        (WriteGuard { lock: self }, contended)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn wait_for_writer(&self) {
+        let mut waited = 0u32;
+        loop {
+            while self.locked.load(Ordering::Relaxed) != 0 {
+                back_off(&mut waited);
+            }
+            if self
+                .locked
+                .compare_exchange_weak(0, 1, Ordering::SeqCst, Ordering::Relaxed)
+                .is_ok()
+            {
+                return;
+            }
+        }
+    }
+
+    /// Reads the shard if no writer holds it, counted in the calling
+    /// thread's stripe of `readers`; `None` when a writer does (the
+    /// caller then takes the write path).
+    #[inline]
+    pub(super) fn read<'a>(
+        &'a self,
+        readers: &'a Readers,
+        shard: usize,
+    ) -> Option<ReadGuard<'a, T>> {
+        let count = readers.count(stripe(), shard);
+        count.fetch_add(1, Ordering::SeqCst);
+        if self.locked.load(Ordering::SeqCst) != 0 {
+            count.fetch_sub(1, Ordering::Release);
+            return None;
+        }
+        // SAFETY: this thread is counted in a stripe, and no writer held
+        // the word after that: a writer taking it from now on waits until
+        // the count this guard gives back on drop (see the module's docs).
+        #[allow(unsafe_code)]
+        let data = unsafe { &*self.data.get() };
+        Some(ReadGuard { data, count })
+    }
+}
+
+/// Waits until a stripe's readers are gone (they hold it for one lookup,
+/// unless preempted).
+#[cold]
+#[inline(never)]
+fn wait_for_readers(count: &AtomicU32) {
+    let mut waited = 0u32;
+    while count.load(Ordering::SeqCst) != 0 {
+        back_off(&mut waited);
+    }
+}
+
+/// Rounds a waiter spins before it yields its core: enough for a holder
+/// running on another core (a few tens of nanoseconds), short enough that
+/// a holder preempted on this core gets it back soon. With more threads
+/// than cores, a longer spin mostly waits on a preempted holder: see
+/// BENCHMARKS.md, "Keyed check", the hot key admitted by 4 and 8 threads.
+const SPINS: u32 = 4;
+
+/// One round of waiting: a spin, then a yield of the core, then a short
+/// sleep, so that a holder that is preempted, or busy growing its shard,
+/// is not starved.
+#[inline]
+fn back_off(waited: &mut u32) {
+    if *waited < SPINS {
+        std::hint::spin_loop();
+    } else if *waited < 128 {
+        std::thread::yield_now();
+    } else {
+        std::thread::sleep(std::time::Duration::from_micros(10));
+    }
+    *waited = waited.saturating_add(1);
+}
+
+impl<T> Deref for WriteGuard<'_, T> {
+    type Target = T;
+    #[inline]
+    fn deref(&self) -> &T {
+        // SAFETY: the guard holds the shard alone (see `ShardLock`).
+        #[allow(unsafe_code)]
+        unsafe {
+            &*self.lock.data.get()
+        }
+    }
+}
+
+impl<T> DerefMut for WriteGuard<'_, T> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: the guard holds the shard alone (see `ShardLock`).
+        #[allow(unsafe_code)]
+        unsafe {
+            &mut *self.lock.data.get()
+        }
+    }
+}
+
+impl<T> Drop for WriteGuard<'_, T> {
+    #[inline]
+    fn drop(&mut self) {
+        self.lock.locked.store(0, Ordering::Release);
+    }
+}
+
+impl<T> Deref for ReadGuard<'_, T> {
+    type Target = T;
+    #[inline]
+    fn deref(&self) -> &T {
+        self.data
+    }
+}
+
+impl<T> Drop for ReadGuard<'_, T> {
+    #[inline]
+    fn drop(&mut self) {
+        self.count.fetch_sub(1, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU64;
+
+    #[test]
+    fn a_writer_keeps_readers_out_and_readers_hold_writers_back() {
+        let readers = Readers::new(20);
+        let lock = ShardLock::new(5u64);
+        {
+            let (mut w, contended) = lock.write(&readers, 17);
+            assert!(!contended);
+            *w += 1;
+            assert!(lock.read(&readers, 17).is_none());
+        }
+        let r = lock.read(&readers, 17).unwrap();
+        assert_eq!(*r, 6);
+        // A second reader, and the stripe counts both.
+        let r2 = lock.read(&readers, 17).unwrap();
+        assert_eq!(readers.count(stripe(), 17).load(Ordering::Relaxed), 2);
+        drop((r, r2));
+        assert_eq!(readers.count(stripe(), 17).load(Ordering::Relaxed), 0);
+        // Another shard's count is another counter.
+        assert!(!std::ptr::eq(readers.count(0, 1), readers.count(0, 17)));
+        assert_eq!(readers.lines.len(), 2 * STRIPES);
+    }
+
+    /// Writers keep a pair equal, readers check it: a reader never sees a
+    /// write half done, and no write is lost.
+    #[test]
+    fn readers_never_see_a_write_in_progress() {
+        const THREADS: u64 = 6;
+        const ROUNDS: u64 = 20_000;
+        let readers = Readers::new(1);
+        let lock = ShardLock::new((0u64, 0u64));
+        let seen = AtomicU64::new(0);
+        std::thread::scope(|s| {
+            for t in 0..THREADS {
+                let (lock, readers, seen) = (&lock, &readers, &seen);
+                s.spawn(move || {
+                    for i in 0..ROUNDS {
+                        if (i + t) % 3 == 0 {
+                            let mut w = lock.write(readers, 0).0;
+                            w.0 += 1;
+                            std::hint::black_box(&mut *w);
+                            w.1 += 1;
+                        } else if let Some(r) = lock.read(readers, 0) {
+                            assert_eq!(r.0, r.1);
+                            seen.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                });
+            }
+        });
+        let writes = (0..THREADS)
+            .map(|t| (0..ROUNDS).filter(|i| (i + t) % 3 == 0).count() as u64)
+            .sum::<u64>();
+        let (a, b) = lock.into_inner();
+        assert_eq!((a, b), (writes, writes));
+        assert!(seen.into_inner() > 0);
+    }
+}
