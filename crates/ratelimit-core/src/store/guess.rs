@@ -7,6 +7,10 @@
 //! first reads its shard without writing it (see `shard_lock`). Each
 //! thread guesses from its own latest check, in thread-local cells that
 //! only it writes. A wrong guess costs time, never a decision.
+//!
+//! (The cells are reached through `with`: `LocalKey::set` and `get` go
+//! through a lazy-initialisation path that costs a dozen instructions a
+//! call even for a `const` cell.)
 
 use std::cell::Cell;
 
@@ -22,14 +26,14 @@ thread_local! {
 /// check path calls it after its decision).
 #[inline(always)]
 pub(super) fn admitted(wrote: bool) {
-    ADMITTED.set(wrote);
+    ADMITTED.with(|c| c.set(wrote));
 }
 
 /// Whether this thread's latest check was admitted at a cost: the guess
 /// that its next one writes its key's state.
 #[inline(always)]
 pub(super) fn likely_admitted() -> bool {
-    ADMITTED.get()
+    ADMITTED.with(Cell::get)
 }
 
 /// Records a denial of the key hashed `hash` decided by a read, and tells
@@ -37,5 +41,5 @@ pub(super) fn likely_admitted() -> bool {
 /// denied again and again, which the deny slots should remember).
 #[inline(always)]
 pub(super) fn denied_again(hash: u64) -> bool {
-    DENIED.replace(hash) == hash
+    DENIED.with(|c| c.replace(hash)) == hash
 }

@@ -51,34 +51,40 @@ pub(super) struct ShardLock<T> {
 #[allow(unsafe_code)]
 unsafe impl<T: Send + Sync> Sync for ShardLock<T> {}
 
-/// The readers' counts of every shard of a store: one group of cache
-/// lines per stripe, each line the counts of 16 shards. A reader writes
-/// only its stripe's line, whatever the shard; a writer reads its shard's
-/// count in every stripe, lines that stay in its cache while no reader
-/// writes them.
+/// The readers' counts of every shard of a store: for each group of 16
+/// shards, one cache line per stripe, each line the counts of the
+/// group's shards. A reader writes only its stripe's line, whatever the
+/// shard; a writer reads its shard's count in each of its group's
+/// stripes, lines that stay in its cache while no reader writes them.
 pub(super) struct Readers {
-    lines: Box<[Line]>,
-    /// Lines per stripe.
-    per_stripe: usize,
+    groups: Box<[[Line; STRIPES]]>,
 }
 
-#[repr(align(64))]
+/// 128 bytes: processors that fetch lines in pairs would otherwise move
+/// two stripes' lines together.
+#[repr(align(128))]
 #[derive(Default)]
 struct Line([AtomicU32; 16]);
 
 impl Readers {
     /// Counts for `shards` shards.
     pub(super) fn new(shards: usize) -> Self {
-        let per_stripe = shards.div_ceil(16).max(1);
+        let groups = shards.div_ceil(16).max(1);
         Self {
-            lines: (0..per_stripe * STRIPES).map(|_| Line::default()).collect(),
-            per_stripe,
+            groups: (0..groups).map(|_| Default::default()).collect(),
         }
     }
 
+    /// The stripes' lines of `shard`'s group, and its index in them.
     #[inline(always)]
+    fn group(&self, shard: usize) -> (&[Line; STRIPES], usize) {
+        (&self.groups[shard / 16], shard % 16)
+    }
+
+    #[cfg(test)]
     fn count(&self, stripe: usize, shard: usize) -> &AtomicU32 {
-        &self.lines[stripe * self.per_stripe + shard / 16].0[shard % 16]
+        let (lines, i) = self.group(shard);
+        &lines[stripe].0[i]
     }
 }
 
@@ -90,7 +96,7 @@ thread_local! {
 /// The stripe of the calling thread.
 #[inline(always)]
 fn stripe() -> usize {
-    let s = STRIPE.get();
+    let s = STRIPE.with(Cell::get);
     if s != u32::MAX {
         return s as usize;
     }
@@ -101,7 +107,7 @@ fn stripe() -> usize {
 fn new_stripe() -> usize {
     static NEXT: AtomicU32 = AtomicU32::new(0);
     let s = NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES as u32;
-    STRIPE.set(s);
+    STRIPE.with(|c| c.set(s));
     s as usize
 }
 
@@ -147,12 +153,13 @@ impl<T> ShardLock<T> {
             self.wait_for_writer();
             contended = true;
         }
-        for stripe in 0..STRIPES {
-            let count = readers.count(stripe, shard);
-            if count.load(Ordering::SeqCst) != 0 {
-                wait_for_readers(count);
-                contended = true;
-            }
+        let (lines, i) = readers.group(shard);
+        let reading = lines
+            .iter()
+            .fold(0, |n, line| n | line.0[i].load(Ordering::SeqCst));
+        if reading != 0 {
+            lines.iter().for_each(|line| wait_for_readers(&line.0[i]));
+            contended = true;
         }
         (WriteGuard { lock: self }, contended)
     }
@@ -184,7 +191,8 @@ impl<T> ShardLock<T> {
         readers: &'a Readers,
         shard: usize,
     ) -> Option<ReadGuard<'a, T>> {
-        let count = readers.count(stripe(), shard);
+        let (lines, i) = readers.group(shard);
+        let count = &lines[stripe() & (STRIPES - 1)].0[i];
         count.fetch_add(1, Ordering::SeqCst);
         if self.locked.load(Ordering::SeqCst) != 0 {
             count.fetch_sub(1, Ordering::Release);
@@ -202,7 +210,6 @@ impl<T> ShardLock<T> {
 /// Waits until a stripe's readers are gone (they hold it for one lookup,
 /// unless preempted).
 #[cold]
-#[inline(never)]
 fn wait_for_readers(count: &AtomicU32) {
     let mut waited = 0u32;
     while count.load(Ordering::SeqCst) != 0 {
@@ -301,7 +308,7 @@ mod tests {
         assert_eq!(readers.count(stripe(), 17).load(Ordering::Relaxed), 0);
         // Another shard's count is another counter.
         assert!(!std::ptr::eq(readers.count(0, 1), readers.count(0, 17)));
-        assert_eq!(readers.lines.len(), 2 * STRIPES);
+        assert_eq!(readers.groups.len(), 2);
     }
 
     /// Writers keep a pair equal, readers check it: a reader never sees a
