@@ -228,6 +228,12 @@ fn run_for<F: Fn(u64) + Sync>(
         done
     };
     let t0 = Instant::now();
+    if threads == 1 {
+        // On this thread, as `run` does: a thread spawned for each slice
+        // may land on either core, and one side's slices on a slower one.
+        let done = work(0);
+        return (done, t0.elapsed());
+    }
     let done = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {

@@ -15,6 +15,7 @@ mod prefetch;
 mod shard;
 mod shard_lock;
 mod sync_names;
+mod word;
 
 pub use ban::BanPolicy;
 pub use boxed::BoxStore;

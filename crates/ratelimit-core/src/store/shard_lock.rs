@@ -9,7 +9,8 @@
 //! preempted, or busy growing its shard, is not starved.
 //!
 //! A check that ends in a denial changes nothing, so it only needs to
-//! know that no writer changes the shard while it reads. A reader counts
+//! know that no writer changes the shard while it reads (and a check that
+//! swaps a one-word state in atomically, see `word`, needs no more). A reader counts
 //! itself in its thread's stripe (one of [`STRIPES`] counters per shard;
 //! a stripe's counters of 16 shards share a cache line that threads of
 //! other stripes never write), then reads the writer's word, which stays
@@ -25,6 +26,7 @@
 //! Where no thread reads, the stripes' lines stay in a writer's cache: a
 //! writer pays a spin lock's cost and [`STRIPES`] loads.
 
+use super::guess;
 use std::cell::{Cell, UnsafeCell};
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -167,6 +169,7 @@ impl<T> ShardLock<T> {
     #[cold]
     #[inline(never)]
     fn wait_for_writer(&self) {
+        guess::contended();
         let mut waited = 0u32;
         loop {
             while self.locked.load(Ordering::Relaxed) != 0 {
@@ -211,6 +214,7 @@ impl<T> ShardLock<T> {
 /// unless preempted).
 #[cold]
 fn wait_for_readers(count: &AtomicU32) {
+    guess::contended();
     let mut waited = 0u32;
     while count.load(Ordering::SeqCst) != 0 {
         back_off(&mut waited);

@@ -178,18 +178,8 @@ fn a_hot_key_admits_exactly_its_burst_while_its_shard_grows() {
 /// admission.
 #[test]
 fn denials_read_while_the_shards_grow_admit_exactly_the_bursts() {
-    const KEYS: u64 = 1_000;
-    const BURST: u64 = 3;
-    let gcra = Gcra::with_burst(1, Duration::from_secs(3600), BURST).unwrap();
-    let store = MemoryStore::<_, u64>::builder(gcra).shards(2).build();
-    let tries = TRIES as u64 * 4;
-    let key = |thread: u64, i: u64| (i + thread * 97) % KEYS;
-    let admitted = checks_while_growing(&store, tries, key, 10_000..30_000);
     // Each thread visits every key 8 times: all bursts are used up.
-    assert_eq!(admitted, KEYS * BURST);
-    for key in 0..KEYS {
-        assert!(!store.check_now(&key, 1, NOW).unwrap().allowed);
-    }
+    bursts_while_growing(1_000, 3, |thread, i| (i + thread * 97) % 1_000);
 }
 
 /// Runs `THREADS` threads of `tries` cost-1 checks at `NOW` (thread `t`'s
@@ -230,4 +220,64 @@ fn checks_while_growing<A: Algorithm>(
         });
     });
     admitted.into_inner()
+}
+
+/// Threads admit many keys at once, so that they meet in the shards and
+/// admit by compare-and-swap, losing races to each other on the same
+/// keys, while another thread grows the shards and runs upkeep passes:
+/// every key admits exactly its burst.
+#[test]
+fn admissions_swapped_in_while_the_shards_grow_admit_exactly_the_bursts() {
+    // Every thread on the same key for 32 checks in a row, all moving
+    // through the keys together: they race on each one.
+    bursts_while_growing(200, 50, |_, i| (i / 32) % 200);
+}
+
+/// Keys `0..keys` of burst `burst` (1 an hour), checked by
+/// [`checks_while_growing`] (`4 * TRIES` checks a thread, of `key(thread,
+/// i)`): exactly every burst is admitted, and every key is then denied.
+fn bursts_while_growing(keys: u64, burst: u64, key: impl Fn(u64, u64) -> u64 + Sync) {
+    let gcra = Gcra::with_burst(1, Duration::from_secs(3600), burst).unwrap();
+    let store = MemoryStore::<_, u64>::builder(gcra).shards(2).build();
+    let admitted = checks_while_growing(&store, TRIES as u64 * 4, key, 10_000..30_000);
+    assert_eq!(admitted, keys * burst);
+    for key in 0..keys {
+        assert!(!store.check_now(&key, 1, NOW).unwrap().allowed);
+    }
+}
+
+/// Many keys on a moving clock, each thread's times a little behind the
+/// others' (callers preempted between reading the clock and checking):
+/// no key admits more than its burst plus one per interval up to the
+/// latest time any thread used, and none is starved.
+#[test]
+fn many_keys_on_a_moving_clock_admit_at_most_their_quota() {
+    const KEYS: u64 = 64;
+    // 1 per ms, burst 5; the clock moves 20 ms over the run.
+    let gcra = Gcra::with_burst(1_000, Duration::from_secs(1), 5).unwrap();
+    let store = MemoryStore::<_, u64>::builder(gcra).shards(4).build();
+    let admitted: Vec<AtomicU64> = (0..KEYS).map(|_| AtomicU64::new(0)).collect();
+    let start = Barrier::new(THREADS);
+    let ms = 1_000_000u64;
+    std::thread::scope(|s| {
+        for thread in 0..THREADS as u64 {
+            let (store, admitted, start) = (&store, &admitted, &start);
+            s.spawn(move || {
+                start.wait();
+                for i in 0..TRIES as u64 * 2 {
+                    let now =
+                        NOW + (i * 20 * ms / (TRIES as u64 * 2)).saturating_sub(thread * 1_000);
+                    let key = (i + thread) % KEYS;
+                    if store.check_now(&key, 1, now).unwrap().allowed {
+                        admitted[key as usize].fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    // The latest time used is under NOW + 20 ms: at most 5 + 20 each.
+    for (key, n) in admitted.iter().enumerate() {
+        let n = n.load(Ordering::Relaxed);
+        assert!((5..=25).contains(&n), "key {key}: {n}");
+    }
 }
