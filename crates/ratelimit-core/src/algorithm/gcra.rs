@@ -230,12 +230,6 @@ impl<W: StateWord> Algorithm for Gcra<W> {
         }
     }
 
-    /// Pushes the `TAT` by `cost * T` whatever is left: past `t + B*T`
-    /// the key is in debt, and is denied until the `TAT` is back within
-    /// the tolerance. A key owes at most its burst: the used time is
-    /// capped at `2 * B*T` (and at `MAX_SPAN`, 2^61 scaled units, 2^125
-    /// for the wide state, the most a state can be ahead and still be told
-    /// from an old one), or at what it already used, if more.
     #[inline(always)]
     fn denies_read_only(&self) -> bool {
         true
@@ -249,6 +243,12 @@ impl<W: StateWord> Algorithm for Gcra<W> {
         (!decision.allowed).then_some(decision)
     }
 
+    /// Pushes the `TAT` by `cost * T` whatever is left: past `t + B*T`
+    /// the key is in debt, and is denied until the `TAT` is back within
+    /// the tolerance. A key owes at most its burst: the used time is
+    /// capped at `2 * B*T` (and at `MAX_SPAN`, 2^61 scaled units, 2^125
+    /// for the wide state, the most a state can be ahead and still be told
+    /// from an old one), or at what it already used, if more.
     fn charge(&self, tat: &mut W::Stored, cost: u64, now: u64) -> Decision {
         let t = self.interval.units(now);
         let used = self.used_units(W::load(*tat), t);

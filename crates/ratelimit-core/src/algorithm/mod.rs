@@ -134,15 +134,6 @@ pub trait Algorithm: Send + Sync + 'static {
 
     /// Whether [`check_denied`](Self::check_denied) can tell a denial
     /// (false by default: a store then always decides with `check`).
-    ///
-    /// Saying so also lets [`MemoryStore`](crate::MemoryStore) admit a
-    /// state that is one `u64` by deciding with `check` on a copy and
-    /// swapping the copy in, and decide a late caller at a time up to a
-    /// millisecond older than the latest admission of the key: `check`
-    /// must then write nothing on a denial, and at an older time decide
-    /// nothing more freely than at a later one (GCRA and the token bucket
-    /// do both; a state whose time moves only forward, as a window that
-    /// a late time could reopen, does not).
     fn denies_read_only(&self) -> bool {
         false
     }

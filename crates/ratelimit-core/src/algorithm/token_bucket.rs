@@ -118,9 +118,6 @@ impl<W: StateWord> Algorithm for TokenBucket<W> {
         self.gcra.check(state, cost, now)
     }
 
-    /// Takes `cost` tokens whatever is left: below zero the key owes
-    /// tokens, and is denied until the refill has paid them back (see
-    /// [`Gcra`]'s `charge`).
     #[inline(always)]
     fn denies_read_only(&self) -> bool {
         true
@@ -131,6 +128,9 @@ impl<W: StateWord> Algorithm for TokenBucket<W> {
         self.gcra.check_denied(state, cost, now)
     }
 
+    /// Takes `cost` tokens whatever is left: below zero the key owes
+    /// tokens, and is denied until the refill has paid them back (see
+    /// [`Gcra`]'s `charge`).
     fn charge(&self, state: &mut Self::State, cost: u64, now: u64) -> Decision {
         self.gcra.charge(state, cost, now)
     }

@@ -20,14 +20,7 @@ thread_local! {
     /// The hash of the key of this thread's latest denial decided by a
     /// read.
     static DENIED: Cell<u64> = const { Cell::new(0) };
-    /// Checks left that this thread admits by compare-and-swap (see
-    /// [`likely_shared`]).
-    static SHARED: Cell<u32> = const { Cell::new(0) };
 }
-
-/// Checks a thread admits by compare-and-swap after one that found its
-/// shard held or read by another thread.
-const SHARED_FOR: u32 = 256;
 
 /// Records whether this thread's check was admitted at a cost (every
 /// check path calls it after its decision).
@@ -49,28 +42,4 @@ pub(super) fn likely_admitted() -> bool {
 #[inline(always)]
 pub(super) fn denied_again(hash: u64) -> bool {
     DENIED.with(|c| c.replace(hash)) == hash
-}
-
-/// Records that this thread's check found its shard held or read by
-/// another thread: threads meet in the shards.
-#[cold]
-pub(super) fn contended() {
-    SHARED.with(|c| c.set(SHARED_FOR));
-}
-
-/// Whether this thread's check of a one-word state should take the read
-/// side and admit by compare-and-swap: true for the [`SHARED_FOR`] checks
-/// after one that found its shard contended. A thread alone is better
-/// served by the writer's side (one atomic operation, where the read side
-/// and a swap take three); threads that meet are better served by the
-/// swap, which writes no line another thread writes but the key's bucket.
-#[inline(always)]
-pub(super) fn likely_shared() -> bool {
-    SHARED.with(|c| {
-        let left = c.get();
-        if left != 0 {
-            c.set(left - 1);
-        }
-        left != 0
-    })
 }

@@ -3,9 +3,8 @@
 use super::ban::BanPolicy;
 use super::deny_cache::Constants;
 use super::guess;
-use super::shard::{At, Peeked, Shard, ShardCell, StoreCounts, INSERT_STEP};
+use super::shard::{At, Shard, ShardCell, StoreCounts, INSERT_STEP};
 use super::shard_lock::Readers;
-use super::word::{self, StateCell};
 use super::{BanLeftFuture, Store};
 use crate::{Algorithm, Decision, StableKey, StoreError};
 use hashbrown::DefaultHashBuilder;
@@ -13,7 +12,6 @@ use std::borrow::Borrow;
 use std::future::{ready, Ready};
 use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// Keys at a shard's cap per cell of a row of its sketch of evicted keys.
@@ -39,31 +37,15 @@ const MAINTAIN_STEP: usize = 16 * 1024;
 /// other threads write: it counts itself in its thread's stripe of the
 /// store's reader counts (a cache line that threads on other cores do not
 /// write) and reads the key's state. An algorithm that tells a denial
-/// without writing its state ([`Algorithm::check_denied`]: GCRA and the
-/// token bucket) answers it there, so denials of keys among many, on every
-/// core at once, move no cache line between cores. The answer is the one
-/// the locked path would give at that instant, field for field; it is
-/// decided at the later of the caller's time and the shard's latest, and
-/// moves neither, as it changes no state. A check that would be admitted,
-/// a key the store does not hold, a shard with bans or due for a sweep,
-/// and a shard a writer holds take the locked path; a writer waits for
-/// the shard's readers to finish (one lookup each).
-///
-/// Such an algorithm whose state is one `u64` word (GCRA and the token
-/// bucket with the 8-byte state) also admits that way while threads meet
-/// in the shards (for 256 checks after one of the thread's checks found
-/// its shard held or read by another thread): the check decides on a copy
-/// of the word and swaps the new word in with a compare-and-swap, which
-/// fails if another thread changed it meanwhile, and the check then takes
-/// the locked path. An admission then writes its key's bucket and
-/// nothing else that other threads write, where the locked path also
-/// writes the shard's lock word. The shard's latest time follows such
-/// admissions within a millisecond (it is written when it is further
-/// behind), so a late caller is decided at a time at most that much older
-/// than an admission already made, which for these algorithms is never
-/// more free (see `docs/ALGORITHMS.md`). A thread alone takes the locked
-/// path, which costs it fewer atomic operations; the key in its shard's
-/// hot slot (below) always does.
+/// without writing its state ([`Algorithm::check_denied`]: GCRA) answers
+/// it there, so denials of keys among many, on every core at once, move
+/// no cache line between cores. The answer is the one the locked path
+/// would give at that instant, field for field; it is decided at the
+/// later of the caller's time and the shard's latest, and moves neither,
+/// as it changes no state. A check that would be admitted, a key the
+/// store does not hold, a shard with bans or due for a sweep, and a shard
+/// a writer holds take the locked path; a writer waits for the shard's
+/// readers to finish (one lookup each).
 ///
 /// A cost-1 check that is denied again (the shard's previous denial was of
 /// the same key: a hot key) is remembered in a small per-shard slot
@@ -178,25 +160,12 @@ pub struct MemoryStore<A: Algorithm, K> {
     evicted_width: usize,
     /// What a denial costs a key, if anything (boxed: rarely set).
     ban: Option<Box<BanPolicy>>,
-    /// Which checks read their shard first (see [`Read`]).
-    read: Read,
+    /// Whether a check guessed to be denied first reads its shard without
+    /// writing it (the algorithm can tell a denial so, and no ban policy
+    /// needs to see it).
+    read_denials: bool,
     /// Which threads read which shard.
     readers: Readers,
-}
-
-/// Which checks of a [`MemoryStore`] read their shard before they take
-/// its lock (see the type's docs): fixed by the algorithm and the ban
-/// policy when the store is built.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Read {
-    /// None: a ban policy must see every denial, or the algorithm cannot
-    /// tell a denial without writing.
-    Locked,
-    /// Those guessed to be denied.
-    Denials,
-    /// Those too, and, for a state of one word, admissions by
-    /// compare-and-swap while threads meet in the shards.
-    Words,
 }
 
 /// What a [`MemoryStore`] at its cap does with a new key when none of the
@@ -304,13 +273,9 @@ impl<A: Algorithm, K> MemoryStoreBuilder<A, K> {
         let shards = (0..shards)
             .map(|_| ShardCell::new(self.algorithm.fresh(&(), 0)))
             .collect();
-        let read = match self.ban.is_none() && self.algorithm.denies_read_only() {
-            false => Read::Locked,
-            true if word::is_word::<A::State>() => Read::Words,
-            true => Read::Denials,
-        };
+        let read_denials = self.ban.is_none() && self.algorithm.denies_read_only();
         MemoryStore {
-            read,
+            read_denials,
             readers,
             half_horizon: self.algorithm.idle_horizon() / 2,
             constants: Constants {
@@ -442,15 +407,14 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
             }
         }
         cell.prefetch(hash);
-        let mut raced = false;
-        if self.reads_first(cell, hash) {
-            if let Some(decision) = self.check_read(cell, at, hash, key, cost, now, &mut raced) {
-                return Ok(decision);
+        if self.read_denials && !guess::likely_admitted() {
+            if let Some(denied) = self.check_read(cell, at, hash, key, cost, now) {
+                return Ok(denied);
             }
         }
         let (mut shard, now, contended) = cell.enter(at, now);
         self.keep_unambiguous(&mut shard, now);
-        let promote = contended || raced || self.promote_always;
+        let promote = contended || self.promote_always;
         if self.ban.is_none() && shard.bans.is_none() {
             // The common path: no bans, a key the store holds.
             match shard.check_state(hash, |(k, _)| k.borrow() == key, promote, cell.place()) {
@@ -469,28 +433,9 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         self.check_locked(cell, &mut shard, hash, key, cost, now, promote)
     }
 
-    /// Whether a check of the key hashed `hash` reads its shard first (see
-    /// the type's docs): when its thread's latest check was denied, and,
-    /// for one-word states, while its thread meets others in the shards
-    /// (see [`guess::likely_shared`]), unless the key is the one in its
-    /// shard's hot slot.
-    #[inline(always)]
-    fn reads_first(&self, cell: &ShardCell<K, A::State>, hash: u64) -> bool {
-        match self.read {
-            Read::Locked => false,
-            Read::Denials => !guess::likely_admitted(),
-            Read::Words => {
-                !guess::likely_admitted() || (guess::likely_shared() && !cell.place().is_hot(hash))
-            }
-        }
-    }
-
-    /// A check that holds its shard's read side (see the type's docs): a
-    /// denial, or for one-word states an admission by compare-and-swap,
-    /// of a key the store holds. `None` sends the check to the locked
-    /// path; `raced` is then set when another thread changed the key's
-    /// state between this check's read and its swap (the key is hot).
-    #[allow(clippy::too_many_arguments)]
+    /// A check that reads the shard without writing it (see the type's
+    /// docs): the denial of a key the store holds, or `None`, and the
+    /// check takes the locked path.
     #[inline(always)]
     fn check_read<Q>(
         &self,
@@ -500,7 +445,6 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         key: &Q,
         cost: u64,
         now: u64,
-        raced: &mut bool,
     ) -> Option<Decision>
     where
         K: Borrow<Q>,
@@ -511,58 +455,15 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         if shard.bans.is_some() || now.saturating_sub(shard.last_sweep) >= self.half_horizon {
             return None;
         }
-        let decision = match shard.peek_state(hash, |(k, _)| k.borrow() == key)? {
-            Peeked::Bucket(state) if self.read == Read::Words => {
-                return self.check_word(cell, state, hash, cost, now, raced);
-            }
-            Peeked::Bucket(state) => self.algorithm.check_denied(state.read(), cost, now)?,
-            Peeked::Hot(state) => self.algorithm.check_denied(state, cost, now)?,
-        };
+        let state = shard.peek_state(hash, |(k, _)| k.borrow() == key)?;
+        let denied = self.algorithm.check_denied(state, cost, now)?;
         drop(shard);
-        self.read_denial(hash, cost).then_some(decision)
-    }
-
-    /// Whether a denial decided by a read may be returned: not a hot key's
-    /// cost-1 denial, which the locked path remembers in the deny slots
-    /// (its next checks are answered from there).
-    #[inline(always)]
-    fn read_denial(&self, hash: u64, cost: u64) -> bool {
-        guess::admitted(false);
-        !(cost == 1 && self.deny_cache && guess::denied_again(hash))
-    }
-
-    /// [`check_read`](Self::check_read) of a state of one word in its
-    /// bucket: read atomically, decided on a copy, and, if admitted at a
-    /// cost, swapped in if no other thread changed it meanwhile.
-    #[inline(always)]
-    fn check_word(
-        &self,
-        cell: &ShardCell<K, A::State>,
-        state: &StateCell<A::State>,
-        hash: u64,
-        cost: u64,
-        now: u64,
-        raced: &mut bool,
-    ) -> Option<Decision> {
-        let word = word::word(state)?;
-        let old = word.load(Ordering::Relaxed);
-        let mut new = old;
-        let decision = self.algorithm.check(word::as_state(&mut new)?, cost, now);
-        if !decision.allowed {
-            return self.read_denial(hash, cost).then_some(decision);
+        if cost == 1 && self.deny_cache && guess::denied_again(hash) {
+            // A hot key: the locked path remembers its denial in the deny
+            // slots, from which its next checks are answered.
+            return None;
         }
-        if new != old {
-            if word
-                .compare_exchange(old, new, Ordering::Relaxed, Ordering::Relaxed)
-                .is_err()
-            {
-                *raced = true;
-                return None;
-            }
-            cell.advance(now);
-        }
-        guess::admitted(cost > 0);
-        Some(decision)
+        Some(denied)
     }
 
     /// [`check_now`](Self::check_now) of a key the store does not hold,

@@ -15,7 +15,6 @@ mod prefetch;
 mod shard;
 mod shard_lock;
 mod sync_names;
-mod word;
 
 pub use ban::BanPolicy;
 pub use boxed::BoxStore;

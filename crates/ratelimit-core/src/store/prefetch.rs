@@ -107,12 +107,6 @@ impl Place {
         self.hot.store(hash, Ordering::Relaxed);
     }
 
-    /// Whether the key hashed `hash` is the latest moved to the hot slot.
-    #[inline(always)]
-    pub(super) fn is_hot(&self, hash: u64) -> bool {
-        self.hot.load(Ordering::Relaxed) == hash
-    }
-
     /// Asks for the lines a lookup of `hash` reads, in a table of `T`.
     #[inline(always)]
     pub(super) fn prefetch<T>(&self, hash: u64) {

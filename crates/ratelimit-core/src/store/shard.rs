@@ -6,7 +6,6 @@ use super::deny_cache::{Constants, DenySlots, InUse};
 use super::evicted::Evicted;
 use super::prefetch::Place;
 use super::shard_lock::{ReadGuard, Readers, ShardLock, WriteGuard};
-use super::word::StateCell;
 use crate::duration::saturating_nanos;
 use crate::Algorithm;
 use crate::Decision;
@@ -21,28 +20,12 @@ pub(super) const EVICTION_SAMPLE: usize = 8;
 /// Buckets scanned for that sample (when evicting, further only until
 /// one key is seen).
 const EVICTION_SCAN: usize = 64;
-/// How far (ns) a shard's time may lag an admission made by
-/// compare-and-swap: writing it on every one would move its line between
-/// cores on every check of a moving clock. A caller preempted between
-/// reading its clock and its check is then decided at a time at most this
-/// much older than the latest admission's, which decides nothing more
-/// freely (see `docs/ALGORITHMS.md`).
-const LATEST_LAG: u64 = 1_000_000;
-
 /// Below this capacity a table is not shrunk.
 const MIN_SHRINK_CAPACITY: usize = 64;
 
 /// Where a shard's readers are counted: the store's counts and the
 /// shard's index.
 pub(super) type At<'a> = (&'a Readers, usize);
-
-/// A state found by a check holding its shard's read side: in its
-/// bucket, where one-word states are swapped in place (see `word`), or
-/// in the hot slot, only read there.
-pub(super) enum Peeked<'a, S> {
-    Bucket(&'a StateCell<S>),
-    Hot(&'a S),
-}
 
 /// A shard and what may be read without its lock.
 ///
@@ -162,16 +145,6 @@ impl<K, S> ShardCell<K, S> {
         self.denied.clear(&self.used);
     }
 
-    /// After an admission by compare-and-swap at `now`, under the read
-    /// side: moves the shard's time to `now` when it is more than
-    /// [`LATEST_LAG`] behind, so that it lags no admission by more.
-    #[inline(always)]
-    pub(super) fn advance(&self, now: u64) {
-        if now > self.latest().saturating_add(LATEST_LAG) {
-            self.latest.fetch_max(now, Ordering::Relaxed);
-        }
-    }
-
     /// The shard's latest time (see `latest`).
     #[inline(always)]
     pub(super) fn latest(&self) -> u64 {
@@ -226,7 +199,7 @@ impl<K, S> ShardCell<K, S> {
 /// every state.
 #[repr(C)]
 pub(super) struct Shard<K, S> {
-    table: HashTable<(K, StateCell<S>)>,
+    table: HashTable<(K, S)>,
     /// Where the next bounded sweep step starts (a bucket index; a shard
     /// of more than 2^32 buckets, 64 GiB of 16-byte entries, would sweep
     /// only its first 2^32 in steps).
@@ -330,7 +303,7 @@ impl<K, S> Shard<K, S> {
     pub(super) fn check_state(
         &mut self,
         hash: u64,
-        eq: impl FnMut(&(K, StateCell<S>)) -> bool,
+        eq: impl FnMut(&(K, S)) -> bool,
         contended: bool,
         place: &Place,
     ) -> Option<&mut S> {
@@ -348,7 +321,7 @@ impl<K, S> Shard<K, S> {
                 if self.hot_hash == tag {
                     self.settle();
                     let (_, bucket) = self.table.get_bucket_mut(index)?;
-                    std::mem::swap(bucket.get_mut(), &mut self.hot_state);
+                    std::mem::swap(bucket, &mut self.hot_state);
                     self.hot_index = index;
                     self.hot_live = true;
                     place.hot(hash);
@@ -357,23 +330,18 @@ impl<K, S> Shard<K, S> {
                 self.hot_hash = tag;
             }
         }
-        self.table.get_bucket_mut(index).map(|(_, s)| s.get_mut())
+        self.table.get_bucket_mut(index).map(|(_, s)| s)
     }
 
-    /// The state of the key hashed `hash` that `eq` matches, for a check
-    /// holding the shard's read side: its bucket's, or the hot slot's if
-    /// it is there.
+    /// The state of the key hashed `hash` that `eq` matches, read only
+    /// (from the hot slot if it is there).
     #[inline(always)]
-    pub(super) fn peek_state(
-        &self,
-        hash: u64,
-        eq: impl FnMut(&(K, StateCell<S>)) -> bool,
-    ) -> Option<Peeked<'_, S>> {
+    pub(super) fn peek_state(&self, hash: u64, eq: impl FnMut(&(K, S)) -> bool) -> Option<&S> {
         let index = self.table.find_bucket_index(hash, eq)?;
         if Self::HOT && self.hot_live && self.hot_index == index {
-            return Some(Peeked::Hot(&self.hot_state));
+            return Some(&self.hot_state);
         }
-        self.table.get_bucket(index).map(|(_, s)| Peeked::Bucket(s))
+        self.table.get_bucket(index).map(|(_, s)| s)
     }
 
     /// Records a denial of the key hashed `hash`, decided under the lock,
@@ -399,13 +367,13 @@ impl<K, S> Shard<K, S> {
     pub(super) fn refund_state(
         &mut self,
         hash: u64,
-        eq: impl FnMut(&(K, StateCell<S>)) -> bool,
+        eq: impl FnMut(&(K, S)) -> bool,
     ) -> Option<&mut S> {
         let index = self.table.find_bucket_index(hash, eq)?;
         if self.hot_live && self.hot_index == index {
             return Some(&mut self.hot_state);
         }
-        self.table.get_bucket_mut(index).map(|(_, s)| s.get_mut())
+        self.table.get_bucket_mut(index).map(|(_, s)| s)
     }
 
     /// Moves the hot state back to its key's bucket: every change to the
@@ -415,14 +383,14 @@ impl<K, S> Shard<K, S> {
         if self.hot_live {
             self.hot_live = false;
             if let Some((_, bucket)) = self.table.get_bucket_mut(self.hot_index) {
-                std::mem::swap(bucket.get_mut(), &mut self.hot_state);
+                std::mem::swap(bucket, &mut self.hot_state);
             }
         }
     }
 
     /// Removes the key hashed `hash` that `eq` matches, if the table holds
     /// it (a reset). Returns whether it did.
-    pub(super) fn remove(&mut self, hash: u64, eq: impl FnMut(&(K, StateCell<S>)) -> bool) -> bool {
+    pub(super) fn remove(&mut self, hash: u64, eq: impl FnMut(&(K, S)) -> bool) -> bool {
         self.settle();
         match self.table.find_entry(hash, eq) {
             Ok(entry) => {
@@ -437,7 +405,7 @@ impl<K, S> Shard<K, S> {
     pub(super) fn insert(&mut self, hash: u64, key: K, state: S, rehash: impl Fn(&K) -> u64) {
         self.settle();
         self.table
-            .insert_unique(hash, (key, StateCell::new(state)), |(k, _)| rehash(k));
+            .insert_unique(hash, (key, state), |(k, _)| rehash(k));
     }
 
     /// Gives back all the memory the table does not need.
@@ -459,8 +427,7 @@ impl<K, S> Shard<K, S> {
             // `sweep` after a long idle gap lands here).
             self.table.clear();
         } else {
-            self.table
-                .retain(|(_, s)| !algorithm.is_full(s.get_mut(), now));
+            self.table.retain(|(_, s)| !algorithm.is_full(s, now));
         }
         self.last_sweep = now;
     }
@@ -486,8 +453,8 @@ impl<K, S> Shard<K, S> {
         let mut dropped = 0;
         let mut i = self.cursor as usize % n;
         for _ in 0..buckets.min(n) {
-            if let Ok(mut entry) = self.table.get_bucket_entry(i) {
-                if algorithm.is_full(entry.get_mut().1.get_mut(), now) {
+            if let Ok(entry) = self.table.get_bucket_entry(i) {
+                if algorithm.is_full(&entry.get().1, now) {
                     entry.remove();
                     dropped += 1;
                 }
@@ -575,7 +542,6 @@ impl<K, S> Shard<K, S> {
             let Some((_, state)) = self.table.get_bucket_mut(i) else {
                 continue;
             };
-            let state = state.get_mut();
             if algorithm.is_full(state, now) {
                 return Some((i, Duration::ZERO, 0));
             }
@@ -644,11 +610,7 @@ mod tests {
         *shard.refund_state(2, |(k, _)| *k == 2).unwrap() -= 1;
         assert!(shard.hot_live);
         shard.settle();
-        let states: Vec<_> = shard
-            .table
-            .iter_mut()
-            .map(|(k, s)| (*k, *s.get_mut()))
-            .collect();
+        let states: Vec<_> = shard.table.iter().map(|&(k, s)| (k, s)).collect();
         assert!(
             states.contains(&(1, 5)) && states.contains(&(2, 4)),
             "{states:?}"

@@ -9,8 +9,7 @@
 //! preempted, or busy growing its shard, is not starved.
 //!
 //! A check that ends in a denial changes nothing, so it only needs to
-//! know that no writer changes the shard while it reads (and a check that
-//! swaps a one-word state in atomically, see `word`, needs no more). A reader counts
+//! know that no writer changes the shard while it reads. A reader counts
 //! itself in its thread's stripe (one of [`STRIPES`] counters per shard;
 //! a stripe's counters of 16 shards share a cache line that threads of
 //! other stripes never write), then reads the writer's word, which stays
@@ -21,12 +20,12 @@
 //! sides use sequentially consistent operations, so either the reader
 //! sees the writer's word and steps back (its caller takes the locked
 //! path), or the writer sees the reader's count and waits for it. A
-//! reader holds its count for one lookup, unless it is preempted.
+//! reader holds its count for one lookup and one decision, unless it is
+//! preempted (as a writer holding the word may be).
 //!
 //! Where no thread reads, the stripes' lines stay in a writer's cache: a
 //! writer pays a spin lock's cost and [`STRIPES`] loads.
 
-use super::guess;
 use std::cell::{Cell, UnsafeCell};
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -147,9 +146,11 @@ impl<T> ShardLock<T> {
         shard: usize,
     ) -> (WriteGuard<'a, T>, bool) {
         let mut contended = false;
+        // Strong: a spurious failure would count as contention (and move
+        // a key to the hot slot for nothing).
         if self
             .locked
-            .compare_exchange_weak(0, 1, Ordering::SeqCst, Ordering::Relaxed)
+            .compare_exchange(0, 1, Ordering::SeqCst, Ordering::Relaxed)
             .is_err()
         {
             self.wait_for_writer();
@@ -169,7 +170,6 @@ impl<T> ShardLock<T> {
     #[cold]
     #[inline(never)]
     fn wait_for_writer(&self) {
-        guess::contended();
         let mut waited = 0u32;
         loop {
             while self.locked.load(Ordering::Relaxed) != 0 {
@@ -210,11 +210,10 @@ impl<T> ShardLock<T> {
     }
 }
 
-/// Waits until a stripe's readers are gone (they hold it for one lookup,
-/// unless preempted).
+/// Waits until a stripe's readers are gone (they hold it for one lookup
+/// and one decision, unless preempted).
 #[cold]
 fn wait_for_readers(count: &AtomicU32) {
-    guess::contended();
     let mut waited = 0u32;
     while count.load(Ordering::SeqCst) != 0 {
         back_off(&mut waited);

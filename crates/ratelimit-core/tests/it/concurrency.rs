@@ -222,12 +222,13 @@ fn checks_while_growing<A: Algorithm>(
     admitted.into_inner()
 }
 
-/// Threads admit many keys at once, so that they meet in the shards and
-/// admit by compare-and-swap, losing races to each other on the same
-/// keys, while another thread grows the shards and runs upkeep passes:
-/// every key admits exactly its burst.
+/// Threads admit many keys at once, all on the same key at the same time
+/// (each key's state moving to its shard's hot slot and back, denials
+/// decided by reading among admissions through the lock), while another
+/// thread grows the shards and runs upkeep passes: every key admits
+/// exactly its burst.
 #[test]
-fn admissions_swapped_in_while_the_shards_grow_admit_exactly_the_bursts() {
+fn admissions_racing_on_each_key_while_the_shards_grow_admit_exactly_the_bursts() {
     // Every thread on the same key for 32 checks in a row, all moving
     // through the keys together: they race on each one.
     bursts_while_growing(200, 50, |_, i| (i / 32) % 200);
