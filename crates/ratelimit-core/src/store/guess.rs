@@ -23,10 +23,15 @@ thread_local! {
 }
 
 /// Records whether this thread's check was admitted at a cost (every
-/// check path calls it after its decision).
+/// check path calls it after its decision). Written only when it changes:
+/// a run of admissions, or of denials, stores nothing here.
 #[inline(always)]
 pub(super) fn admitted(wrote: bool) {
-    ADMITTED.with(|c| c.set(wrote));
+    ADMITTED.with(|c| {
+        if c.get() != wrote {
+            c.set(wrote);
+        }
+    });
 }
 
 /// Whether this thread's latest check was admitted at a cost: the guess
