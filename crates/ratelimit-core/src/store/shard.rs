@@ -29,9 +29,10 @@ pub(super) type At<'a> = (&'a Readers, usize);
 
 /// A shard and what may be read without its lock.
 ///
-/// A check writes the lock's word, `latest` when its clock moved, the
-/// key's state and, when it found the lock held, the hot hash; a denial
-/// writes the denied tag when it names another key; an insert also
+/// A check through the lock (every check but a denial decided by reading,
+/// see [`ShardLock`]) writes the lock's word, `latest` when its clock
+/// moved, the key's state and, when it found the lock held, the hot hash;
+/// a denial writes the denied tag when it names another key; an insert also
 /// writes the table's header and the sweep cursor. Laid out in that
 /// order from the start of a 128-byte block, with the hot state (see
 /// [`Shard`]) after them, they share one cache line, so a check or an
