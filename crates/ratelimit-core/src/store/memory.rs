@@ -37,7 +37,8 @@ const MAINTAIN_STEP: usize = 16 * 1024;
 /// other threads write: it counts itself in its thread's stripe of the
 /// store's reader counts (a cache line that threads on other cores do not
 /// write) and reads the key's state. An algorithm that tells a denial
-/// without writing its state ([`Algorithm::check_denied`]: GCRA) answers
+/// without writing its state ([`Algorithm::check_denied`]: GCRA and the
+/// token bucket, alone or in an [`AnyAlgorithm`](crate::AnyAlgorithm)) answers
 /// it there, so denials of keys among many, on every core at once, move
 /// no cache line between cores. The answer is the one the locked path
 /// would give at that instant, field for field; it is decided at the
@@ -45,7 +46,9 @@ const MAINTAIN_STEP: usize = 16 * 1024;
 /// as it changes no state. A check that would be admitted, a key the
 /// store does not hold, a shard with bans or due for a sweep, and a shard
 /// a writer holds take the locked path; a writer waits for the shard's
-/// readers to finish (one lookup each).
+/// readers to finish (one lookup and one decision each). A store with a
+/// ban policy, and a shard that has held a ban since its last
+/// [`clear`](Self::clear), decide every check under the lock.
 ///
 /// A cost-1 check that is denied again (the shard's previous denial was of
 /// the same key: a hot key) is remembered in a small per-shard slot
