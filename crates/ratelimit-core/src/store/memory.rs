@@ -335,9 +335,16 @@ impl<A: Algorithm, K> MemoryStore<A, K> {
 
     /// The number of keys with state.
     pub fn len(&self) -> usize {
+        self.cells().map(|(cell, at)| cell.write(at).len()).sum()
+    }
+
+    /// Every shard, with where its readers are counted.
+    fn cells(&self) -> impl Iterator<Item = (&ShardCell<K, A::State>, At<'_>)> {
         let readers = &self.readers;
-        let shards = self.shards.iter().enumerate();
-        shards.map(|(i, s)| s.write((readers, i)).len()).sum()
+        self.shards
+            .iter()
+            .enumerate()
+            .map(move |(i, cell)| (cell, (readers, i)))
     }
 
     /// Whether no key has state.
@@ -352,8 +359,8 @@ impl<A: Algorithm, K> MemoryStore<A, K> {
     /// zeroes them.
     pub fn counts(&self) -> StoreCounts {
         let mut sum = StoreCounts::default();
-        for (i, cell) in self.shards.iter().enumerate() {
-            let shard = cell.write((&self.readers, i));
+        for (cell, at) in self.cells() {
+            let shard = cell.write(at);
             sum += StoreCounts {
                 keys: shard.len() as u64,
                 ..shard.counts
@@ -364,8 +371,8 @@ impl<A: Algorithm, K> MemoryStore<A, K> {
 
     /// Drops every key.
     pub fn clear(&self) {
-        for (i, cell) in self.shards.iter().enumerate() {
-            let mut shard = cell.write((&self.readers, i));
+        for (cell, at) in self.cells() {
+            let mut shard = cell.write(at);
             shard.clear();
             cell.placed(&shard);
             cell.forget_all();
@@ -734,8 +741,8 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     /// bounded steps.
     pub fn sweep(&self, now: u64) -> usize {
         let mut left = 0;
-        for (i, cell) in self.shards.iter().enumerate() {
-            let (mut shard, now, _) = cell.enter((&self.readers, i), now);
+        for (cell, at) in self.cells() {
+            let (mut shard, now, _) = cell.enter(at, now);
             shard.drop_full(&self.algorithm, now);
             let hasher = &self.hasher;
             shard.shrink_to_fit(|k| hasher.hash_one(k));
@@ -755,8 +762,8 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     /// request arrives.
     pub fn maintain(&self, now: u64) -> usize {
         let mut dropped = 0;
-        for (i, cell) in self.shards.iter().enumerate() {
-            let (mut shard, now, _) = cell.enter((&self.readers, i), now);
+        for (cell, at) in self.cells() {
+            let (mut shard, now, _) = cell.enter(at, now);
             self.keep_unambiguous(&mut shard, now);
             let hasher = &self.hasher;
             dropped +=

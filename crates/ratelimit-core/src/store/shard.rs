@@ -168,9 +168,7 @@ impl<K, S> ShardCell<K, S> {
         };
         (shard, now, contended)
     }
-}
 
-impl<K, S> ShardCell<K, S> {
     /// The shard, for writing (its time stays as it is).
     pub(super) fn write(&self, at: At<'_>) -> WriteGuard<'_, Shard<K, S>> {
         self.lock.write(at.0, at.1).0
