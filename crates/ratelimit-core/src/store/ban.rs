@@ -208,7 +208,6 @@ impl Bans {
     }
 
     /// Whether no ban is held.
-    #[cfg(test)]
     pub(super) fn is_empty(&self) -> bool {
         self.table.is_empty()
     }

@@ -17,6 +17,12 @@ use std::time::Duration;
 /// Keys at a shard's cap per cell of a row of its sketch of evicted keys.
 const EVICTED_KEYS_PER_CELL: usize = 1;
 
+/// Default shards per CPU, and the bounds of the default (see
+/// [`MemoryStoreBuilder::shards`]).
+const SHARDS_PER_CPU: usize = 16;
+const MIN_SHARDS: usize = 32;
+const MAX_SHARDS: usize = 1024;
+
 /// Buckets each shard sweeps per [`MemoryStore::maintain`] call.
 const MAINTAIN_STEP: usize = 16 * 1024;
 
@@ -25,8 +31,9 @@ const MAINTAIN_STEP: usize = 16 * 1024;
 ///
 /// # Layout and cost
 ///
-/// Keys are spread over shards (a power of two, by default four per CPU
-/// and at least 16), each a lock around a [`hashbrown::HashTable`] of
+/// Keys are spread over shards (a power of two, by default 16 per CPU,
+/// 32 to 1,024; see [`MemoryStoreBuilder::shards`]), each a lock around a
+/// [`hashbrown::HashTable`] of
 /// `(key, state)` pairs, hashed once per check with a randomly seeded
 /// hasher (foldhash), so clients cannot choose colliding keys. A check is
 /// one hash, one uncontended lock and a few integer operations; nothing on
@@ -47,8 +54,9 @@ const MAINTAIN_STEP: usize = 16 * 1024;
 /// store does not hold, a shard with bans or due for a sweep, and a shard
 /// a writer holds take the locked path; a writer waits for the shard's
 /// readers to finish (one lookup and one decision each). A store with a
-/// ban policy, and a shard that has held a ban since its last
-/// [`clear`](Self::clear), decide every check under the lock.
+/// ban policy, and a shard while it holds a ban (until the ban is lifted,
+/// or ends and [`maintain`](Self::maintain) or [`sweep`](Self::sweep)
+/// passes it), decide every check under the lock.
 ///
 /// A cost-1 check that is denied again (the shard's previous denial was of
 /// the same key: a hot key) is remembered in a small per-shard slot
@@ -212,7 +220,17 @@ pub struct MemoryStoreBuilder<A, K> {
 }
 
 impl<A: Algorithm, K> MemoryStoreBuilder<A, K> {
-    /// The number of shards, rounded up to a power of two (at least 1).
+    /// The number of shards, rounded up to a power of two (1 to 65,536;
+    /// with a cap on keys, at most the cap).
+    ///
+    /// The default is 16 per CPU, at least 32 and at most 1,024. Two
+    /// threads whose keys fall in one shard at once take turns, and while
+    /// one waits the shard's line moves between their cores more than
+    /// once: more shards make that rarer, while a thread alone gains
+    /// nothing from them and caches more of their lines
+    /// (BENCHMARKS.md, "Keyed check", weighs the two). Each shard costs
+    /// about 1 KiB whether or not it holds keys; a store of few keys can
+    /// take fewer.
     pub fn shards(mut self, shards: usize) -> Self {
         self.shards = shards;
         self
@@ -313,7 +331,7 @@ impl<A: Algorithm, K> MemoryStore<A, K> {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         MemoryStoreBuilder {
             algorithm,
-            shards: (cpus * 4).max(16),
+            shards: (cpus * SHARDS_PER_CPU).clamp(MIN_SHARDS, MAX_SHARDS),
             max_keys: None,
             at_capacity: AtCapacity::Evict,
             deny_cache: true,
@@ -691,9 +709,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         let hash = self.hasher.hash_one(key);
         let (cell, at) = self.cell(hash);
         let (mut shard, _, _) = cell.enter(at, 0);
-        if let Some(bans) = shard.bans.as_deref_mut() {
-            bans.lift(hash);
-        }
+        shard.lift_ban(hash);
         cell.forget(hash);
     }
 
@@ -733,8 +749,9 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         had
     }
 
-    /// Drops every key whose state is full at `now`, and gives unused
-    /// memory back. Returns the number of keys left.
+    /// Drops every key whose state is full at `now` and every ban whose
+    /// offences are forgotten by then, and gives unused memory back.
+    /// Returns the number of keys left.
     ///
     /// This is a whole pass over every shard (each shard's lock is held
     /// for its own pass); [`maintain`](Self::maintain) does the same in
@@ -744,6 +761,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         for (cell, at) in self.cells() {
             let (mut shard, now, _) = cell.enter(at, now);
             shard.drop_full(&self.algorithm, now);
+            shard.sweep_bans(now, usize::MAX);
             let hasher = &self.hasher;
             shard.shrink_to_fit(|k| hasher.hash_one(k));
             cell.placed(&shard);
@@ -769,9 +787,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
             dropped +=
                 shard.sweep_step(&self.algorithm, now, MAINTAIN_STEP, |k| hasher.hash_one(k));
             cell.placed(&shard);
-            if let Some(bans) = shard.bans.as_deref_mut() {
-                bans.sweep_step(now, MAINTAIN_STEP);
-            }
+            shard.sweep_bans(now, MAINTAIN_STEP);
         }
         dropped
     }

@@ -282,6 +282,31 @@ impl<K, S> Shard<K, S> {
         self.bans.get_or_insert_with(|| Box::new(Bans::new(cap)))
     }
 
+    /// Lifts the ban of the key hashed `hash` and forgets its offences.
+    pub(super) fn lift_ban(&mut self, hash: u64) {
+        if let Some(bans) = self.bans.as_deref_mut() {
+            bans.lift(hash);
+        }
+        self.drop_bans_if_empty();
+    }
+
+    /// Drops, in one bounded step of `buckets`, the bans forgotten by
+    /// `now`.
+    pub(super) fn sweep_bans(&mut self, now: u64, buckets: usize) {
+        if let Some(bans) = self.bans.as_deref_mut() {
+            bans.sweep_step(now, buckets);
+        }
+        self.drop_bans_if_empty();
+    }
+
+    /// Frees the table of bans once it holds none: a shard with no bans
+    /// is checked on the common path again (and read for denials).
+    fn drop_bans_if_empty(&mut self) {
+        if self.bans.as_deref().is_some_and(Bans::is_empty) {
+            self.bans = None;
+        }
+    }
+
     /// The use a new key hashed `hash` starts with at `now`: what it had
     /// when it was evicted, at least, if it was and would not be full yet
     /// (0 while nothing was ever evicted).
@@ -652,5 +677,25 @@ mod tests {
         assert_eq!((place + std::mem::size_of::<Place>() - 1) / 64, bans / 64);
         const { assert!(Shard::<u64, u64>::HOT) };
         const { assert!(!Shard::<u64, u128>::HOT) };
+    }
+
+    #[test]
+    fn a_shard_whose_bans_are_gone_holds_no_table_of_them() {
+        let mut shard = shard();
+        shard.bans_mut(4).set(1, 10);
+        shard.bans_mut(4).set(2, 20);
+        shard.lift_ban(1);
+        assert!(shard.bans.is_some(), "key 2 is still banned");
+        shard.sweep_bans(19, 1024);
+        assert!(shard.bans.is_some(), "key 2's ban runs to 20");
+        shard.sweep_bans(20, 1024);
+        assert!(shard.bans.is_none());
+        shard.bans_mut(4).set(3, 30);
+        shard.lift_ban(3);
+        assert!(shard.bans.is_none());
+        // Nothing to lift or sweep: nothing is made.
+        shard.lift_ban(3);
+        shard.sweep_bans(40, 1024);
+        assert!(shard.bans.is_none());
     }
 }

@@ -85,6 +85,21 @@ fn bans_by_code_and_unbans() {
     Store::unban_now(&s, &"k".to_owned()).unwrap().unwrap();
     let d = check(&s, "k", 59 * SEC);
     assert!(d.allowed && !d.banned);
+    // A ban that ran out and was swept, then a new one: the shard's table
+    // of bans is freed and made again.
+    Store::ban_now(&s, &"k".to_owned(), Duration::from_secs(1), 59 * SEC)
+        .unwrap()
+        .unwrap();
+    assert!(check(&s, "k", 59 * SEC + SEC / 2).banned);
+    s.maintain(60 * SEC);
+    s.sweep(60 * SEC);
+    let d = check(&s, "k", 60 * SEC);
+    assert!(d.allowed && !d.banned, "{d:?}");
+    Store::ban_now(&s, &"k".to_owned(), Duration::from_secs(1), 60 * SEC)
+        .unwrap()
+        .unwrap();
+    let d = check(&s, "k", 60 * SEC);
+    assert!(!d.allowed && d.banned, "{d:?}");
     // A store without a ban policy does not ban on denials.
     for _ in 0..20 {
         check(&s, "j", 0);
