@@ -229,7 +229,7 @@ impl<A: Algorithm, K> MemoryStoreBuilder<A, K> {
     /// once: more shards make that rarer, while a thread alone gains
     /// nothing from them and caches more of their lines
     /// (BENCHMARKS.md, "Keyed check", weighs the two). Each shard costs
-    /// about 1 KiB whether or not it holds keys; a store of few keys can
+    /// 1,152 bytes whether or not it holds keys; a store of few keys can
     /// take fewer.
     pub fn shards(mut self, shards: usize) -> Self {
         self.shards = shards;

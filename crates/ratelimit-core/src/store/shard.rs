@@ -41,6 +41,8 @@ pub(super) type At<'a> = (&'a Readers, usize);
 /// (`last_sweep`, where the hot state belongs) is on the next line,
 /// written only by whole passes and by moves of the hot state. The deny
 /// slots start on a line of their own.
+///
+/// A cell is an odd multiple of 128 bytes long (see [`Stagger`]).
 #[repr(C, align(128))]
 pub(super) struct ShardCell<K, S> {
     /// The latest time a check of this shard was decided at under the
@@ -63,7 +65,18 @@ pub(super) struct ShardCell<K, S> {
     /// or shrinks and when a key's state moves to the hot slot.
     place: Place,
     denied: DenySlots,
+    stagger: Stagger,
 }
+
+/// 128 bytes never read or written, that make a [`ShardCell`] 9 × 128
+/// bytes long where it would be 8 × 128. A first-level data cache picks a
+/// line's set from the address bits below 4 KiB (64 sets of 64 bytes),
+/// so cells 1 KiB apart put their first lines, which every check reads,
+/// in only 4 sets: with 32 shards, 8 lines in each, as many as a set
+/// holds, and every other line that falls there evicts one of them. At
+/// 1,152 bytes apart, 32 cells' first lines fall in 32 sets.
+#[repr(C, align(128))]
+struct Stagger([u8; 128]);
 
 impl<K, S> ShardCell<K, S> {
     /// A shard with no keys; `spare` is any state, kept in the hot slot
@@ -88,6 +101,7 @@ impl<K, S> ShardCell<K, S> {
             used: InUse::default(),
             place: Place::default(),
             denied: DenySlots::default(),
+            stagger: Stagger([0; 128]),
         }
     }
 
@@ -677,6 +691,18 @@ mod tests {
         assert_eq!((place + std::mem::size_of::<Place>() - 1) / 64, bans / 64);
         const { assert!(Shard::<u64, u64>::HOT) };
         const { assert!(!Shard::<u64, u128>::HOT) };
+    }
+
+    #[test]
+    fn cells_are_an_odd_number_of_128_byte_blocks_long() {
+        use crate::{Algorithm, AnyAlgorithm};
+        let blocks = [
+            std::mem::size_of::<ShardCell<u64, u64>>(),
+            std::mem::size_of::<ShardCell<u64, u128>>(),
+            std::mem::size_of::<ShardCell<String, <AnyAlgorithm as Algorithm>::State>>(),
+        ]
+        .map(|size| size / 128);
+        assert_eq!(blocks, [9, 9, 9]);
     }
 
     #[test]
