@@ -14,6 +14,9 @@ use std::hint::black_box;
 use std::num::NonZeroU32;
 use std::time::{Duration, Instant};
 
+/// Checks per thread in each store's round.
+const PER_ROUND: usize = 400_000;
+
 /// The `i`-th key, as in `benches/keyed.rs`.
 fn key(i: usize) -> u64 {
     (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
@@ -39,16 +42,30 @@ fn round(threads: usize, n: usize, nkeys: usize, check: &(impl Fn(u64) + Sync)) 
 }
 
 fn main() {
+    let usage = "usage: shard_count ROUNDS THREADS KEYS SHARDS... (whole numbers above 0, \
+                 at most 1024 threads and 65536 shards)";
     let args: Vec<usize> = std::env::args()
         .skip(1)
         .map(|a| a.parse().unwrap_or(0))
         .collect();
     let [rounds, threads, nkeys, ref counts @ ..] = args[..] else {
-        eprintln!("usage: shard_count ROUNDS THREADS KEYS SHARDS...");
+        eprintln!("{usage}");
         std::process::exit(2);
     };
-    if threads == 0 || nkeys == 0 || counts.is_empty() {
-        eprintln!("usage: shard_count ROUNDS THREADS KEYS SHARDS... (all above 0)");
+    let bad = |n: usize, max: usize| n == 0 || n > max;
+    if bad(rounds, usize::MAX)
+        || bad(threads, 1024)
+        || bad(nkeys, usize::MAX)
+        || counts.is_empty()
+        || counts.iter().any(|&c| bad(c, 1 << 16))
+    {
+        eprintln!("{usage}");
+        std::process::exit(2);
+    }
+    // Every check must be admitted: each key's burst covers its checks.
+    let per_key = (rounds as u128 * PER_ROUND as u128 * threads as u128).div_ceil(nkeys as u128);
+    if per_key + 10_000 > u128::from(u32::MAX) {
+        eprintln!("{rounds} rounds of {threads} threads over {nkeys} keys: too many checks a key");
         std::process::exit(2);
     }
     let gcra = Gcra::with_burst(10, Duration::from_secs(1), u64::from(u32::MAX)).unwrap();
@@ -66,17 +83,16 @@ fn main() {
         }
         assert!(matches!(limiter.check_key_n(&key(i), n), Ok(Ok(()))));
     }
-    let per = 400_000;
     let t0 = Instant::now();
     for r in 0..rounds {
         let mut line = format!("{:7.2} r{r}", t0.elapsed().as_secs_f64());
         for (s, c) in stores.iter().zip(counts) {
-            let ns = round(threads, per, nkeys, &|k| {
+            let ns = round(threads, PER_ROUND, nkeys, &|k| {
                 black_box(s.check_now(&k, 1, clock.now())).ok();
             });
             line += &format!(" s{c}={ns:.1}");
         }
-        let ns = round(threads, per, nkeys, &|k| {
+        let ns = round(threads, PER_ROUND, nkeys, &|k| {
             black_box(limiter.check_key(&k)).ok();
         });
         line += &format!(" gov={ns:.1}");

@@ -23,6 +23,22 @@ const SHARDS_PER_CPU: usize = 16;
 const MIN_SHARDS: usize = 32;
 const MAX_SHARDS: usize = 1024;
 
+/// The least share of a cap on keys a shard gets by default.
+const MIN_SHARE: usize = 32;
+
+/// The default shard count (see [`MemoryStoreBuilder::shards`]), a power
+/// of two.
+fn default_shards(max_keys: Option<usize>) -> usize {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let shards = (cpus * SHARDS_PER_CPU)
+        .clamp(MIN_SHARDS, MAX_SHARDS)
+        .next_power_of_two();
+    match max_keys {
+        Some(m) => shards.min(1 << (m / MIN_SHARE).max(1).ilog2()),
+        None => shards,
+    }
+}
+
 /// Buckets each shard sweeps per [`MemoryStore::maintain`] call.
 const MAINTAIN_STEP: usize = 16 * 1024;
 
@@ -210,7 +226,8 @@ pub enum AtCapacity {
 #[derive(Debug, Clone)]
 pub struct MemoryStoreBuilder<A, K> {
     algorithm: A,
-    shards: usize,
+    /// `None`: the default (see [`MemoryStoreBuilder::shards`]).
+    shards: Option<usize>,
     max_keys: Option<usize>,
     at_capacity: AtCapacity,
     deny_cache: bool,
@@ -229,10 +246,18 @@ impl<A: Algorithm, K> MemoryStoreBuilder<A, K> {
     /// once: more shards make that rarer, while a thread alone gains
     /// nothing from them and caches more of their lines
     /// (BENCHMARKS.md, "Keyed check", weighs the two). Each shard costs
-    /// 1,152 bytes whether or not it holds keys; a store of few keys can
-    /// take fewer.
+    /// 1,184 bytes (its cell and its readers' counts) whether or not it
+    /// holds keys; a store of few keys can take fewer.
+    ///
+    /// With a cap on keys ([`max_keys`](Self::max_keys)), the default is
+    /// also at most one shard per 32 keys of the cap (rounded down to a
+    /// power of two): each shard's share of the cap is then at least 32
+    /// keys, so shards that fill before the others (keys do not spread
+    /// exactly evenly) evict while the store is still nearly as full as
+    /// its cap, and the sketch of evicted keys keeps its one cell a row
+    /// per capped key.
     pub fn shards(mut self, shards: usize) -> Self {
-        self.shards = shards;
+        self.shards = Some(shards);
         self
     }
 
@@ -280,7 +305,10 @@ impl<A: Algorithm, K> MemoryStoreBuilder<A, K> {
 
     /// The store.
     pub fn build(self) -> MemoryStore<A, K> {
-        let mut shards = self.shards.clamp(1, 1 << 16).next_power_of_two();
+        let mut shards = match self.shards {
+            Some(shards) => shards.clamp(1, 1 << 16).next_power_of_two(),
+            None => default_shards(self.max_keys),
+        };
         if let Some(m) = self.max_keys {
             // No more shards than keys, so that the shares add up to at
             // most the cap.
@@ -328,10 +356,9 @@ impl<A: Algorithm, K> MemoryStore<A, K> {
 
     /// A builder, to set the shard count or a cap on keys.
     pub fn builder(algorithm: A) -> MemoryStoreBuilder<A, K> {
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         MemoryStoreBuilder {
             algorithm,
-            shards: (cpus * SHARDS_PER_CPU).clamp(MIN_SHARDS, MAX_SHARDS),
+            shards: None,
             max_keys: None,
             at_capacity: AtCapacity::Evict,
             deny_cache: true,
@@ -772,7 +799,8 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
 
     /// One bounded step of upkeep at `now`: every shard sweeps up to 16,384
     /// buckets for full keys, going round its table over successive calls,
-    /// and shrinks when less than a quarter full. Each shard's lock is
+    /// and shrinks when less than a quarter full; it sweeps as many of its
+    /// bans for those whose offences are forgotten. Each shard's lock is
     /// held for its own step only. Returns the keys dropped.
     ///
     /// Calling it every second gives back the memory of a flood of keys

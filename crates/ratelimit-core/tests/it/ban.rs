@@ -85,8 +85,8 @@ fn bans_by_code_and_unbans() {
     Store::unban_now(&s, &"k".to_owned()).unwrap().unwrap();
     let d = check(&s, "k", 59 * SEC);
     assert!(d.allowed && !d.banned);
-    // A ban that ran out and was swept, then a new one: the shard's table
-    // of bans is freed and made again.
+    // A ban that ran out and was swept (which frees the shard's table of
+    // bans, see `store::shard`'s unit tests), then a new one.
     Store::ban_now(&s, &"k".to_owned(), Duration::from_secs(1), 59 * SEC)
         .unwrap()
         .unwrap();

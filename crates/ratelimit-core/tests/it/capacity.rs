@@ -177,3 +177,44 @@ fn maintain_empties_the_store_in_steps() {
     // Each call sweeps at most 16,384 buckets per shard.
     assert!(calls >= 2, "one call swept {} buckets", 100_000);
 }
+
+/// By default a capped store gives each shard at least 32 keys of its
+/// cap, whatever the host's CPUs: a small cap is held whole, and shards
+/// set by hand are kept (up to the cap).
+#[test]
+fn a_small_cap_is_not_split_over_many_shards() {
+    let gcra = || Gcra::new(1, HOUR).unwrap();
+    let shards = |store: &MemoryStore<Gcra, u64>| {
+        let debug = format!("{store:?}");
+        let at = debug.find("shards: ").unwrap() + "shards: ".len();
+        debug[at..]
+            .split(',')
+            .next()
+            .unwrap()
+            .parse::<usize>()
+            .unwrap()
+    };
+    let capped = |cap| {
+        MemoryStore::<Gcra, u64>::builder(gcra())
+            .max_keys(Some(cap))
+            .at_capacity(AtCapacity::Refuse)
+            .build()
+    };
+    let store = capped(63);
+    assert_eq!(shards(&store), 1);
+    for key in 0..63u64 {
+        assert!(store.check_now(&key, 1, 0).unwrap().allowed, "key {key}");
+    }
+    assert!(matches!(
+        store.check_now(&63u64, 1, 0),
+        Err(StoreError::CapacityExceeded { .. })
+    ));
+    assert_eq!(shards(&capped(1_000)), 16);
+    assert!((32..=1024).contains(&shards(&capped(100_000))));
+    assert!(shards(&MemoryStore::new(gcra())) >= 32);
+    let by_hand = MemoryStore::<Gcra, u64>::builder(gcra())
+        .shards(64)
+        .max_keys(Some(1_000))
+        .build();
+    assert_eq!(shards(&by_hand), 64);
+}
