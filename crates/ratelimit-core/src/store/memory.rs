@@ -48,7 +48,8 @@ const MAINTAIN_STEP: usize = 16 * 1024;
 /// # Layout and cost
 ///
 /// Keys are spread over shards (a power of two, by default 16 per CPU,
-/// 32 to 1,024; see [`MemoryStoreBuilder::shards`]), each a lock around a
+/// 32 to 1,024, fewer under a small cap on keys; see
+/// [`MemoryStoreBuilder::shards`]), each a lock around a
 /// [`hashbrown::HashTable`] of
 /// `(key, state)` pairs, hashed once per check with a randomly seeded
 /// hasher (foldhash), so clients cannot choose colliding keys. A check is
