@@ -106,20 +106,27 @@ fn run<F: Fn(u64) + Sync>(iters: u64, threads: usize, nkeys: usize, check: &F) -
                 i = 0;
             }
         }
+        iters
     };
-    if threads == 1 {
-        let t0 = Instant::now();
-        work(0);
-        return t0.elapsed();
-    }
     let t0 = Instant::now();
-    std::thread::scope(|s| {
-        for t in 0..threads {
-            let work = &work;
-            s.spawn(move || work(t * nkeys / threads));
-        }
-    });
+    on_threads(threads, nkeys, &work);
     t0.elapsed()
+}
+
+/// Runs `work` on each of `threads` threads, thread `t` from key
+/// `t * nkeys / threads`, and sums what they return. One thread's work
+/// runs on the calling thread: a thread spawned for each slice may land
+/// on either core, and one side's slices on a slower one.
+fn on_threads<W: Fn(usize) -> u64 + Sync>(threads: usize, nkeys: usize, work: &W) -> u64 {
+    if threads == 1 {
+        return work(0);
+    }
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| s.spawn(move || work(t * nkeys / threads)))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).sum()
+    })
 }
 
 fn ours<C: Clock>(path: Path, nkeys: usize, clock: &C) -> MemoryStore<Gcra, u64> {
@@ -228,21 +235,7 @@ fn run_for<F: Fn(u64) + Sync>(
         done
     };
     let t0 = Instant::now();
-    if threads == 1 {
-        // On this thread, as `run` does: a thread spawned for each slice
-        // may land on either core, and one side's slices on a slower one.
-        let done = work(0);
-        return (done, t0.elapsed());
-    }
-    let done = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let work = &work;
-                s.spawn(move || work(t * nkeys / threads))
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).sum()
-    });
+    let done = on_threads(threads, nkeys, &work);
     (done, t0.elapsed())
 }
 
