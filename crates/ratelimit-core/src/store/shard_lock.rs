@@ -10,21 +10,29 @@
 //!
 //! A check that ends in a denial changes nothing, so it only needs to
 //! know that no writer changes the shard while it reads. A reader counts
-//! itself in its thread's stripe (one of [`STRIPES`] counters per shard;
-//! a stripe's counters of 16 shards share a cache line that threads of
-//! other stripes never write), then reads the writer's word, which stays
-//! in every core's cache while no one writes it: a read moves no cache
-//! line between cores (threads that share a stripe and run at once on
-//! two cores move its line). A writer takes the word, then reads its
-//! shard's count in every stripe and waits until each is zero. Both
-//! sides use sequentially consistent operations, so either the reader
-//! sees the writer's word and steps back (its caller takes the locked
-//! path), or the writer sees the reader's count and waits for it. A
-//! reader holds its count for one lookup and one decision, unless it is
-//! preempted (as a writer holding the word may be).
+//! itself in its thread's stripe (one of [`STRIPES`] per shard; a
+//! stripe's counts of 16 shards share a cache line that threads of other
+//! stripes never write), then reads the writer's word, which stays in
+//! every core's cache while no one writes it: a read moves no cache line
+//! between cores (threads that share a stripe and run at once on two
+//! cores move its line). A writer takes the word, then reads its shard's
+//! counts in every stripe and waits until each is zero. Both sides use
+//! sequentially consistent operations, so either the reader sees the
+//! writer's word and steps back (its caller takes the locked path), or
+//! the writer sees the reader's count and waits for it. A reader holds
+//! its count for one lookup and one decision, unless it is preempted (as
+//! a writer holding the word may be).
+//!
+//! Each stripe has two counts per shard: its owner's and everyone
+//! else's. The first thread to read while a stripe has no owner owns it
+//! until it exits; only the owner writes the owner's count, so it gives
+//! its count back with a plain store where others need a
+//! read-modify-write (one locked instruction a read instead of two).
+//! Threads beyond [`STRIPES`] owners share the other counts round-robin.
 //!
 //! Where no thread reads, the stripes' lines stay in a writer's cache: a
-//! writer pays a spin lock's cost and [`STRIPES`] loads.
+//! writer pays a spin lock's cost and 2 × [`STRIPES`] loads from
+//! [`STRIPES`] lines.
 
 use std::cell::{Cell, UnsafeCell};
 use std::ops::{Deref, DerefMut};
@@ -53,19 +61,21 @@ pub(super) struct ShardLock<T> {
 unsafe impl<T: Send + Sync> Sync for ShardLock<T> {}
 
 /// The readers' counts of every shard of a store: for each group of 16
-/// shards, one cache line per stripe, each line the counts of the
-/// group's shards. A reader writes only its stripe's line, whatever the
-/// shard; a writer reads its shard's count in each of its group's
+/// shards, one 128-byte block per stripe, each block the counts of the
+/// group's shards. A reader writes only its stripe's block, whatever the
+/// shard; a writer reads its shard's counts in each of its group's
 /// stripes, lines that stay in its cache while no reader writes them.
 pub(super) struct Readers {
     groups: Box<[[Line; STRIPES]]>,
 }
 
-/// 128 bytes: processors that fetch lines in pairs would otherwise move
-/// two stripes' lines together.
+/// A stripe's counts of 16 shards: shard `i`'s owner count at `2 * i`
+/// and its shared count beside it, on one 64-byte line. 128 bytes:
+/// processors that fetch lines in pairs would otherwise move two
+/// stripes' lines together.
 #[repr(align(128))]
 #[derive(Default)]
-struct Line([AtomicU32; 16]);
+struct Line([AtomicU32; 32]);
 
 impl Readers {
     /// Counts for `shards` shards.
@@ -76,40 +86,109 @@ impl Readers {
         }
     }
 
-    /// The stripes' lines of `shard`'s group, and its index in them.
+    /// The stripes' lines of `shard`'s group, and the index of its
+    /// owner count in each (its shared count is the next).
     #[inline(always)]
     fn group(&self, shard: usize) -> (&[Line; STRIPES], usize) {
-        (&self.groups[shard / 16], shard % 16)
+        (&self.groups[shard / 16], 2 * (shard % 16))
     }
 
-    #[cfg(test)]
-    fn count(&self, stripe: usize, shard: usize) -> &AtomicU32 {
+    /// The count a thread at `slot` (see [`slot`]) keeps for `shard`.
+    #[inline(always)]
+    fn count(&self, slot: u32, shard: usize) -> &AtomicU32 {
         let (lines, i) = self.group(shard);
-        &lines[stripe].0[i]
+        &lines[(slot >> 1) as usize & (STRIPES - 1)].0[i + (slot & 1) as usize]
     }
 }
 
 thread_local! {
-    /// This thread's stripe (`u32::MAX` until its first read).
-    static STRIPE: Cell<u32> = const { Cell::new(u32::MAX) };
+    /// This thread's slot: its stripe times 2, plus 1 unless it owns the
+    /// stripe (`u32::MAX` until its first read).
+    static SLOT: Cell<u32> = const { Cell::new(u32::MAX) };
+    /// The stripe this thread owns, given back when it exits.
+    static OWNED: Owned = const { Owned(Cell::new(u32::MAX)) };
 }
 
-/// The stripe of the calling thread.
+/// Which stripes have an owner: bit `s` for stripe `s`.
+static OWNERS: AtomicU32 = AtomicU32::new(0);
+
+/// The calling thread's slot.
 #[inline(always)]
-fn stripe() -> usize {
-    let s = STRIPE.with(Cell::get);
+fn slot() -> u32 {
+    let s = SLOT.with(Cell::get);
     if s != u32::MAX {
-        return s as usize;
+        return s;
     }
-    new_stripe()
+    new_slot()
 }
 
+/// A slot for a thread's first read: a stripe to own if one has no
+/// owner, else a shared count, stripes taken round-robin.
 #[cold]
-fn new_stripe() -> usize {
+fn new_slot() -> u32 {
     static NEXT: AtomicU32 = AtomicU32::new(0);
-    let s = NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES as u32;
-    STRIPE.with(|c| c.set(s));
-    s as usize
+    let slot = match claim(&OWNERS) {
+        // The thread gives it back on exit; where its thread-locals are
+        // already gone, it shares instead.
+        Some(s) if OWNED.try_with(|o| o.0.set(s)).is_ok() => s << 1,
+        Some(s) => {
+            give_back(&OWNERS, s);
+            shared(NEXT.fetch_add(1, Ordering::Relaxed))
+        }
+        None => shared(NEXT.fetch_add(1, Ordering::Relaxed)),
+    };
+    SLOT.with(|c| c.set(slot));
+    slot
+}
+
+/// The slot of a shared count in the `n`-th shared thread's stripe.
+fn shared(n: u32) -> u32 {
+    (n % STRIPES as u32) << 1 | 1
+}
+
+/// Takes a stripe that has no owner in `owners`, if one is left.
+/// Acquire: the new owner sees the counts its stripe's previous owner
+/// left.
+fn claim(owners: &AtomicU32) -> Option<u32> {
+    let all = (1u32 << STRIPES) - 1;
+    let mut taken = owners.load(Ordering::Relaxed);
+    loop {
+        let free = !taken & all;
+        if free == 0 {
+            return None;
+        }
+        let s = free.trailing_zeros();
+        match owners.compare_exchange_weak(
+            taken,
+            taken | 1 << s,
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => return Some(s),
+            Err(now) => taken = now,
+        }
+    }
+}
+
+/// Gives stripe `s` back to `owners`, after its owner's last store to
+/// its counts (release).
+fn give_back(owners: &AtomicU32, s: u32) {
+    owners.fetch_and(!(1 << s), Ordering::Release);
+}
+
+/// The stripe a thread owns; on the thread's exit its later reads (from
+/// other thread-locals' destructors) use a shared count, and the stripe
+/// is free for another thread.
+struct Owned(Cell<u32>);
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        let s = self.0.get();
+        if s != u32::MAX {
+            SLOT.with(|c| c.set(shared(s)));
+            give_back(&OWNERS, s);
+        }
+    }
 }
 
 /// Exclusive access to a shard's data.
@@ -121,6 +200,8 @@ pub(super) struct WriteGuard<'a, T> {
 pub(super) struct ReadGuard<'a, T> {
     data: &'a T,
     count: &'a AtomicU32,
+    /// Whether `count` is this thread's own (see the module's docs).
+    owned: bool,
 }
 
 impl<T> ShardLock<T> {
@@ -157,11 +238,14 @@ impl<T> ShardLock<T> {
             contended = true;
         }
         let (lines, i) = readers.group(shard);
-        let reading = lines
-            .iter()
-            .fold(0, |n, line| n | line.0[i].load(Ordering::SeqCst));
+        let reading = lines.iter().fold(0, |n, line| {
+            n | line.0[i].load(Ordering::SeqCst) | line.0[i + 1].load(Ordering::SeqCst)
+        });
         if reading != 0 {
-            lines.iter().for_each(|line| wait_for_readers(&line.0[i]));
+            for line in lines {
+                wait_for_readers(&line.0[i]);
+                wait_for_readers(&line.0[i + 1]);
+            }
             contended = true;
         }
         (WriteGuard { lock: self }, contended)
@@ -194,11 +278,22 @@ impl<T> ShardLock<T> {
         readers: &'a Readers,
         shard: usize,
     ) -> Option<ReadGuard<'a, T>> {
-        let (lines, i) = readers.group(shard);
-        let count = &lines[stripe() & (STRIPES - 1)].0[i];
-        count.fetch_add(1, Ordering::SeqCst);
+        let slot = slot();
+        let count = readers.count(slot, shard);
+        let owned = slot & 1 == 0;
+        if owned {
+            // Only this thread writes its own count. (A count of u32::MAX
+            // readers at once of one shard in one thread cannot be held.)
+            let n = count.load(Ordering::Relaxed);
+            if n == u32::MAX {
+                return None;
+            }
+            count.store(n + 1, Ordering::SeqCst);
+        } else {
+            count.fetch_add(1, Ordering::SeqCst);
+        }
         if self.locked.load(Ordering::SeqCst) != 0 {
-            count.fetch_sub(1, Ordering::Release);
+            leave(count, owned);
             return None;
         }
         // SAFETY: this thread is counted in a stripe, and no writer held
@@ -206,7 +301,17 @@ impl<T> ShardLock<T> {
         // the count this guard gives back on drop (see the module's docs).
         #[allow(unsafe_code)]
         let data = unsafe { &*self.data.get() };
-        Some(ReadGuard { data, count })
+        Some(ReadGuard { data, count, owned })
+    }
+}
+
+/// Gives back a reader's count: a plain store where the thread owns it.
+#[inline(always)]
+fn leave(count: &AtomicU32, owned: bool) {
+    if owned {
+        count.store(count.load(Ordering::Relaxed) - 1, Ordering::Release);
+    } else {
+        count.fetch_sub(1, Ordering::Release);
     }
 }
 
@@ -227,6 +332,13 @@ fn wait_for_readers(count: &AtomicU32) {
 /// BENCHMARKS.md, "Keyed check", the hot key admitted by 4 and 8 threads.
 const SPINS: u32 = 4;
 
+/// Yields of its core a waiter makes after spinning, before it sleeps.
+/// Few: a holder preempted when its time slice ran out is not chosen to
+/// run again until the threads that replaced it have had theirs (an
+/// earliest-eligible-deadline scheduler, as Linux's is), however often
+/// they yield; sleeping lets it run at once.
+const YIELDS: u32 = 2;
+
 /// One round of waiting: a spin, then a yield of the core, then a short
 /// sleep, so that a holder that is preempted, or busy growing its shard,
 /// is not starved.
@@ -234,7 +346,7 @@ const SPINS: u32 = 4;
 fn back_off(waited: &mut u32) {
     if *waited < SPINS {
         std::hint::spin_loop();
-    } else if *waited < 128 {
+    } else if *waited < SPINS + YIELDS {
         std::thread::yield_now();
     } else {
         std::thread::sleep(std::time::Duration::from_micros(10));
@@ -283,7 +395,7 @@ impl<T> Deref for ReadGuard<'_, T> {
 impl<T> Drop for ReadGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
-        self.count.fetch_sub(1, Ordering::Release);
+        leave(self.count, self.owned);
     }
 }
 
@@ -306,12 +418,33 @@ mod tests {
         assert_eq!(*r, 6);
         // A second reader, and the stripe counts both.
         let r2 = lock.read(&readers, 17).unwrap();
-        assert_eq!(readers.count(stripe(), 17).load(Ordering::Relaxed), 2);
-        drop((r, r2));
-        assert_eq!(readers.count(stripe(), 17).load(Ordering::Relaxed), 0);
-        // Another shard's count is another counter.
+        assert_eq!(readers.count(slot(), 17).load(Ordering::Relaxed), 2);
+        // Given back in either order.
+        drop(r);
+        assert_eq!(readers.count(slot(), 17).load(Ordering::Relaxed), 1);
+        drop(r2);
+        assert_eq!(readers.count(slot(), 17).load(Ordering::Relaxed), 0);
+        // Another shard's count is another counter, and a stripe's owner
+        // count another than its shared one.
         assert!(!std::ptr::eq(readers.count(0, 1), readers.count(0, 17)));
+        assert!(!std::ptr::eq(readers.count(0, 1), readers.count(1, 1)));
         assert_eq!(readers.groups.len(), 2);
+    }
+
+    /// Stripes are owned one thread each, and free again once given back.
+    #[test]
+    fn each_stripe_has_one_owner_at_a_time() {
+        let owners = AtomicU32::new(0);
+        let mut got: Vec<u32> = (0..STRIPES).map(|_| claim(&owners).unwrap()).collect();
+        got.sort_unstable();
+        assert_eq!(got, (0..STRIPES as u32).collect::<Vec<_>>());
+        assert_eq!(claim(&owners), None);
+        give_back(&owners, 2);
+        assert_eq!(claim(&owners), Some(2));
+        assert_eq!(claim(&owners), None);
+        // A shared slot is odd, an owner's even, of the same stripe.
+        assert_eq!(shared(6) >> 1, 2);
+        assert_eq!(shared(6) & 1, 1);
     }
 
     /// Writers keep a pair equal, readers check it: a reader never sees a
