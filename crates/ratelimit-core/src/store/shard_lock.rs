@@ -242,10 +242,7 @@ impl<T> ShardLock<T> {
             n | line.0[i].load(Ordering::SeqCst) | line.0[i + 1].load(Ordering::SeqCst)
         });
         if reading != 0 {
-            for line in lines {
-                wait_for_readers(&line.0[i]);
-                wait_for_readers(&line.0[i + 1]);
-            }
+            wait_for_group(lines, i);
             contended = true;
         }
         (WriteGuard { lock: self }, contended)
@@ -293,7 +290,7 @@ impl<T> ShardLock<T> {
             count.fetch_add(1, Ordering::SeqCst);
         }
         if self.locked.load(Ordering::SeqCst) != 0 {
-            leave(count, owned);
+            back_out(count, owned);
             return None;
         }
         // SAFETY: this thread is counted in a stripe, and no writer held
@@ -303,6 +300,14 @@ impl<T> ShardLock<T> {
         let data = unsafe { &*self.data.get() };
         Some(ReadGuard { data, count, owned })
     }
+}
+
+/// Gives back the count of a reader that found a writer (out of line: the
+/// read path stays short enough to be inlined whole).
+#[cold]
+#[inline(never)]
+fn back_out(count: &AtomicU32, owned: bool) {
+    leave(count, owned);
 }
 
 /// Gives back a reader's count: a plain store where the thread owns it.
@@ -315,9 +320,19 @@ fn leave(count: &AtomicU32, owned: bool) {
     }
 }
 
+/// Waits until a shard's readers in every stripe are gone: its counts at
+/// `i` and `i + 1` of each stripe's line.
+#[cold]
+#[inline(never)]
+fn wait_for_group(lines: &[Line; STRIPES], i: usize) {
+    for line in lines {
+        wait_for_readers(&line.0[i]);
+        wait_for_readers(&line.0[i + 1]);
+    }
+}
+
 /// Waits until a stripe's readers are gone (they hold it for one lookup
 /// and one decision, unless preempted).
-#[cold]
 fn wait_for_readers(count: &AtomicU32) {
     let mut waited = 0u32;
     while count.load(Ordering::SeqCst) != 0 {
