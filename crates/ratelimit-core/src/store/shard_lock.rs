@@ -11,7 +11,7 @@
 //! A check that ends in a denial changes nothing, so it only needs to
 //! know that no writer changes the shard while it reads. A reader counts
 //! itself in its thread's stripe (one of [`STRIPES`] per shard; a
-//! stripe's counts of 16 shards share a cache line that threads of other
+//! stripe's counts of 16 shards fill 128 bytes that threads of other
 //! stripes never write), then reads the writer's word, which stays in
 //! every core's cache while no one writes it: a read moves no cache line
 //! between cores (threads that share a stripe and run at once on two
@@ -35,11 +35,13 @@
 //! [`STRIPES`] lines.
 
 use std::cell::{Cell, UnsafeCell};
+use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-/// Reader stripes per shard: threads share them round-robin by the order
-/// they first read in.
+/// Reader stripes per shard: each owned by the first thread to read
+/// while it has none, until that thread exits; threads that find every
+/// stripe owned share the stripes' other counts round-robin.
 pub(super) const STRIPES: usize = 4;
 
 /// A shard's data behind its writer's word (8 bytes, first).
@@ -56,7 +58,8 @@ pub(super) struct ShardLock<T> {
 // a `ReadGuard` while its stripe counts it and `locked` was seen clear
 // after that (see the module's docs); so a `&mut T` never coexists with
 // another reference, and `&T` is shared between threads only for `T:
-// Sync`.
+// Sync`. A `ReadGuard` is dropped on the thread that made it (it is not
+// `Send`): only that thread writes an owner's count.
 #[allow(unsafe_code)]
 unsafe impl<T: Send + Sync> Sync for ShardLock<T> {}
 
@@ -202,6 +205,9 @@ pub(super) struct ReadGuard<'a, T> {
     count: &'a AtomicU32,
     /// Whether `count` is this thread's own (see the module's docs).
     owned: bool,
+    /// Not `Send`: an owner's count is written by its thread alone, so the
+    /// guard must be given back there.
+    _here: PhantomData<*const ()>,
 }
 
 impl<T> ShardLock<T> {
@@ -298,7 +304,12 @@ impl<T> ShardLock<T> {
         // the count this guard gives back on drop (see the module's docs).
         #[allow(unsafe_code)]
         let data = unsafe { &*self.data.get() };
-        Some(ReadGuard { data, count, owned })
+        Some(ReadGuard {
+            data,
+            count,
+            owned,
+            _here: PhantomData,
+        })
     }
 }
 
