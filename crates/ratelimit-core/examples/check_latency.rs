@@ -67,11 +67,15 @@ fn summary(rate: f64, times: &mut [u32]) -> String {
     )
 }
 
-fn parse(arg: Option<String>, name: &str) -> usize {
+/// The argument `name`, a whole number from 1 to `max`, or exits with
+/// the usage.
+fn parse(arg: Option<String>, name: &str, max: usize) -> usize {
     match arg.as_deref().map(str::parse::<usize>) {
-        Some(Ok(n)) if n > 0 => n,
+        Some(Ok(n)) if (1..=max).contains(&n) => n,
         _ => {
-            eprintln!("usage: check_latency ROUNDS THREADS KEYS ({name}: a number from 1)");
+            eprintln!(
+                "usage: check_latency ROUNDS THREADS KEYS ({name}: a number from 1 to {max})"
+            );
             std::process::exit(2);
         }
     }
@@ -79,17 +83,20 @@ fn parse(arg: Option<String>, name: &str) -> usize {
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let rounds = parse(args.next(), "ROUNDS");
-    let threads = parse(args.next(), "THREADS");
-    let nkeys = parse(args.next(), "KEYS");
+    let rounds = parse(args.next(), "ROUNDS", usize::MAX);
+    // Each thread keeps its round's times: 4 MB a thread.
+    let threads = parse(args.next(), "THREADS", 256);
+    let nkeys = parse(args.next(), "KEYS", usize::MAX);
     let burst = u64::from(u32::MAX);
     let clock = ManualClock::new();
     let store: MemoryStore<Gcra, u64> =
         MemoryStore::new(Gcra::with_burst(10, Duration::from_secs(1), burst).unwrap());
     let quota = Quota::per_second(NonZeroU32::new(10).unwrap()).allow_burst(NonZeroU32::MAX);
     let governor = RateLimiter::dashmap_with_clock(quota, FakeRelativeClock::default());
-    if (rounds * threads * PER_ROUND) as u64 >= burst {
-        eprintln!("check_latency: that many checks would exhaust a key's burst");
+    // Every check must be admitted: each key's burst covers its checks.
+    let per_key = (rounds as u128 * threads as u128 * PER_ROUND as u128).div_ceil(nkeys as u128);
+    if per_key >= u128::from(burst) {
+        eprintln!("check_latency: {rounds} rounds of {threads} threads over {nkeys} keys: too many checks a key");
         std::process::exit(2);
     }
     for r in 0..rounds {

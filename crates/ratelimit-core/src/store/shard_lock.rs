@@ -134,11 +134,12 @@ fn new_slot() -> u32 {
         // The thread gives it back on exit; where its thread-locals are
         // already gone, it shares instead.
         Some(s) if OWNED.try_with(|o| o.0.set(s)).is_ok() => s << 1,
-        Some(s) => {
-            give_back(&OWNERS, s);
+        taken => {
+            if let Some(s) = taken {
+                give_back(&OWNERS, s);
+            }
             shared(NEXT.fetch_add(1, Ordering::Relaxed))
         }
-        None => shared(NEXT.fetch_add(1, Ordering::Relaxed)),
     };
     SLOT.with(|c| c.set(slot));
     slot
