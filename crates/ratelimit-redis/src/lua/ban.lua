@@ -27,16 +27,25 @@ local ban_max_ms = tonumber(ARGV[nargv - 1])
 local ban_forgive_ms = tonumber(ARGV[nargv])
 for i = nargv, nargv - 3, -1 do ARGV[i] = nil end
 
+-- The server's time (ARGV[3] ''), read once: the ban, every limit
+-- (common.lua takes it from here) and the ban a denial makes are decided
+-- at this one instant. Valkey (7.2 on) freezes TIME within a script,
+-- Redis 7.0 does not: read more than once, one call would see several.
+local server_s, server_n
+if ARGV[3] == '' then
+  -- Redis < 5 replicates scripts verbatim unless told to replicate their
+  -- effects, which a script reading TIME needs; later versions always do.
+  if redis.replicate_commands then redis.replicate_commands() end
+  local tm = redis.call('TIME')
+  server_s, server_n = tonumber(tm[1]), tonumber(tm[2]) * 1000
+end
+
 local function inner()
 --@inner
 end
 
 local function ban_now()
-  if ARGV[3] == '' then
-    if redis.replicate_commands then redis.replicate_commands() end
-    local tm = redis.call('TIME')
-    return tonumber(tm[1]), tonumber(tm[2]) * 1000
-  end
+  if server_s then return server_s, server_n end
   return tonumber(ARGV[3]), tonumber(ARGV[4])
 end
 
