@@ -81,9 +81,9 @@ impl Pki {
 }
 
 /// Whether `bin` was built with TLS. Asked for a TLS port and no
-/// certificate, a build without TLS says "Failed finding TLS support"
-/// (or names TLS support otherwise) and exits; one with TLS exits on the
-/// missing certificate instead (killed after 10 s if it runs on).
+/// certificate, a build without TLS exits saying "Failed finding TLS
+/// support"; one with TLS exits on the missing certificate instead
+/// (killed after 10 s if it runs on).
 fn has_tls(bin: &Path) -> bool {
     let Ok(mut child) = Command::new(bin)
         .args(["--port", "0", "--tls-port", &free_port().to_string()])
