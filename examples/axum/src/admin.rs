@@ -15,7 +15,10 @@
 //!
 //! `{key}` is the key as the limit renders it, percent-encoded (an IP, a
 //! network as `2001:db8:1:2::/64`, a raw API key, which the store
-//! hashes). A wrong or missing token gets 401, and 10 of those a minute
+//! hashes). An address is keyed as the limit keys it (on a per-/64
+//! limit, its /64); a network of another length than the limit keys
+//! (`198.51.100.0/24` on a per-address limit) is refused with 400 naming
+//! the limit: it is not one client's key. A wrong or missing token gets 401, and 10 of those a minute
 //! per client address at most (then 429). Bad input gets 400 or 404 with
 //! a problem body, never 500. Every action is logged at `info`, naming
 //! the limit and, for an address key, the key (never a secret key).
