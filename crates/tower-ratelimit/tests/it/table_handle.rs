@@ -114,15 +114,29 @@ fn ip_keys_are_written_as_the_extractor_writes_them() {
         assert_eq!(written(network, text).as_deref(), Ok(key), "{text}");
     }
     for (limit, text, why) in [
-        (login, "198.51.100.0/24", "keys each IPv4 client by its /32, so a /24"),
-        (login, "2001:db8::/48", "keys each IPv6 client by its /64, so a /48"),
+        (
+            login,
+            "198.51.100.0/24",
+            "keys each IPv4 client by its /32, so a /24",
+        ),
+        (
+            login,
+            "2001:db8::/48",
+            "keys each IPv6 client by its /64, so a /48",
+        ),
         (login, "2001:db8::1/128", "so a /128"),
         (network, "198.51.100.0/16", "by its /24, so a /16"),
         (network, "198.51.100.7/32", "so a /32"),
     ] {
         let e = limit.key(text).unwrap_err();
-        assert!(e.contains(why) && e.contains("not one client's key"), "{text}: {e}");
-        assert!(e.contains(&format!("limit {:?}", limit.name())), "{text}: {e}");
+        assert!(
+            e.contains(why) && e.contains("not one client's key"),
+            "{text}: {e}"
+        );
+        assert!(
+            e.contains(&format!("limit {:?}", limit.name())),
+            "{text}: {e}"
+        );
     }
 }
 
