@@ -4,6 +4,7 @@
 use crate::key::{HeaderKey, IpPrefixes};
 use crate::override_key::{ip_key, NotIpKey};
 use crate::table::key::PolicyKey;
+use ipnet::IpNet;
 use ratelimit_core::{BoxStore, Clock, Decision, LiveAlgorithm, Store, StoreError};
 use std::fmt;
 use std::net::IpAddr;
@@ -87,7 +88,9 @@ impl LimitHandle {
     /// a composite's parts joined by `|`. An address is masked to the
     /// limit's network (`2001:db8:1:2::5` on a per-/64 limit is
     /// `2001:db8:1:2::/64`); a network of another length than the limit
-    /// keys is refused, naming the limit: it is not one client's key.
+    /// keys is refused, naming the limit: it is not one client's key. An
+    /// app key written as an address or a network is taken as an address
+    /// keyed at v4/32, v6/64.
     pub fn key(&self, text: &str) -> Result<PolicyKey, String> {
         let texts: Vec<&str> = if self.parts.len() == 1 {
             vec![text]
@@ -205,9 +208,9 @@ fn part_key(name: &str, part: TextPart, text: &str) -> Result<PolicyKey, String>
             "bad key {text:?}: a global limit's key is \"global\""
         )),
         TextPart::Route => Err("a route key cannot be written by hand".to_owned()),
-        TextPart::App => match text.parse::<IpAddr>() {
-            Ok(_) => ip(IpPrefixes::default()),
-            Err(_) => Ok(PolicyKey::Text(HeaderKey::secret(text.as_bytes()))),
-        },
+        TextPart::App if text.parse::<IpAddr>().is_ok() || text.parse::<IpNet>().is_ok() => {
+            ip(IpPrefixes::default())
+        }
+        TextPart::App => Ok(PolicyKey::Text(HeaderKey::secret(text.as_bytes()))),
     }
 }

@@ -15,11 +15,16 @@
 //!   failures), a wrong one is its failure.
 //!
 //! Wrong tokens compared in a minute: at most [`ALL_SOURCES`], plus one
-//! per source address that had not failed in it. A source that failed
-//! [`PER_SOURCE`] times is refused whatever its token for up to a
-//! minute: on an address several users share (loopback), one of them can
-//! lock the others out of that address, not out of another
-//! (`127.0.0.2`).
+//! per source address that had not failed in it (an IPv6 source is its
+//! /64).
+//!
+//! A source that failed [`PER_SOURCE`] times is refused whatever its
+//! token for up to a minute: on an address several users share
+//! (loopback), one of them can lock the others out of that address, not
+//! out of another (`127.0.0.2`). The failures of 100,000 sources are kept
+//! at once; past that, the oldest are summed in the store's sketch of
+//! evicted keys, which may count a source that never failed as failing,
+//! never the other way.
 
 use ratelimit_core::{Algorithm, Clock, MemoryStore, SlidingLog, TokioClock};
 use std::net::IpAddr;
@@ -35,7 +40,7 @@ pub const PER_SOURCE: u64 = 10;
 pub const ALL_SOURCES: u64 = 30;
 
 /// Source addresses whose failures are kept at once (more: the oldest
-/// are summed, never forgotten; see `MemoryStore`'s eviction).
+/// are summed in a sketch, never forgotten; see `MemoryStore`).
 const MAX_SOURCES: usize = 100_000;
 
 /// Why a request was refused.

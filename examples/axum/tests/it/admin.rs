@@ -88,6 +88,10 @@ async fn a_network_is_not_one_clients_key() {
             );
         }
     }
+    // An app key that is an address (the anonymous clients' limit) too.
+    let uri = "/limits/anonymous/bans/198.51.100.0%2F24".to_owned();
+    let (status, body) = admin("PUT", uri, "{\"for\": \"1h\"}").await;
+    assert_eq!(status, 400, "{body}");
     // Nothing was banned: the network's first address is free.
     let (status, body) = admin("GET", "/limits/login-failures/keys/198.51.100.0".into(), "").await;
     assert_eq!(status, 200, "{body}");
