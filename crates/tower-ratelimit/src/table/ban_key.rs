@@ -21,7 +21,7 @@ impl PolicyEntry {
         if !self.key.0.iter().any(is_credential) {
             return Err(format!(
                 "ban on key {key:?}, which is not one client's ({}): \
-                 one client's requests would ban every client sending it; {fix}",
+                 a ban one client earns would hold every client keyed alike; {fix}",
                 shared_because(&self.key.0)
             ));
         }
