@@ -63,11 +63,11 @@ struct Inner {
     clock: TokioClock,
 }
 
-/// A store of `limit` failures a minute.
-fn failures<K>(limit: u64, max_keys: usize) -> MemoryStore<SlidingLog, K> {
+/// A store of `limit` failures a minute, of at most `max_keys` keys.
+fn failures<K>(limit: u64, max_keys: Option<usize>) -> MemoryStore<SlidingLog, K> {
     let log = SlidingLog::new(limit, Duration::from_secs(60)).expect("a valid limit");
     MemoryStore::builder(log)
-        .max_keys(Some(max_keys))
+        .max_keys(max_keys)
         .deny_cache(false)
         .build()
 }
@@ -77,8 +77,9 @@ impl TokenGate {
     pub(crate) fn new(token: Arc<str>) -> Self {
         Self(Arc::new(Inner {
             token,
-            per_source: failures(PER_SOURCE, MAX_SOURCES),
-            all: failures(ALL_SOURCES, 1),
+            per_source: failures(PER_SOURCE, Some(MAX_SOURCES)),
+            // One key, `()`.
+            all: failures(ALL_SOURCES, None),
             clock: TokioClock::new(),
         }))
     }
