@@ -42,6 +42,7 @@ use tower_ratelimit::table::{
 use tower_ratelimit::{BuildError, RateLimitInfo};
 
 pub mod admin;
+pub mod admin_auth;
 mod api_keys;
 mod chat;
 mod download;

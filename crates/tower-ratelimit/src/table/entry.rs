@@ -171,6 +171,12 @@ pub struct PolicyEntry {
     /// over at the base ban (default 0: every ban is a first).
     #[serde(default, deserialize_with = "duration")]
     pub ban_forgive: Option<std::time::Duration>,
+    /// Allows a ban on a key that is not one client's (default false): a
+    /// key many clients share (`global`, `route`, a header's value), or a
+    /// credential counted on failures a client can cause without it (see
+    /// the [module docs](super)). Without it such a ban is refused at load.
+    #[serde(default)]
+    pub ban_any_key: bool,
     /// Enforce, dry-run or shape.
     #[serde(default, deserialize_with = "mode")]
     pub mode: Mode,
@@ -217,6 +223,7 @@ impl PolicyEntry {
             (self.count == other.count, "count"),
             (self.reset_on == other.reset_on, "reset-on"),
             (self.ban_policy() == other.ban_policy(), "ban"),
+            (self.ban_any_key == other.ban_any_key, "ban-any-key"),
             (self.allow == other.allow, "allow"),
             (self.deny == other.deny, "deny"),
             (self.mode == other.mode, "mode"),
@@ -308,8 +315,14 @@ impl PolicyEntry {
     /// why it cannot be.
     pub(super) fn checked_ban(&self) -> Result<Option<BanPolicy>, String> {
         let Some(duration) = self.ban else {
-            if self.ban_escalate.is_some() || self.ban_max.is_some() || self.ban_forgive.is_some() {
-                return Err("ban-escalate, ban-max and ban-forgive need a ban".to_owned());
+            if self.ban_escalate.is_some()
+                || self.ban_max.is_some()
+                || self.ban_forgive.is_some()
+                || self.ban_any_key
+            {
+                return Err(
+                    "ban-escalate, ban-max, ban-forgive and ban-any-key need a ban".to_owned(),
+                );
             }
             return Ok(None);
         };
