@@ -472,7 +472,9 @@ impl<K, S> Shard<K, S> {
 
     /// Visits `buckets` buckets from the cursor, dropping keys whose state
     /// is full at `now`; at the end of each pass over the table, shrinks it
-    /// if it is less than a quarter full. Returns the keys dropped.
+    /// if it is less than a quarter full. Also frees what the sketch of
+    /// evicted keys holds of keys all full by `now`. Returns the keys
+    /// dropped.
     pub(super) fn sweep_step<A: Algorithm<State = S>>(
         &mut self,
         algorithm: &A,
@@ -481,6 +483,9 @@ impl<K, S> Shard<K, S> {
         hash: impl Fn(&K) -> u64,
     ) -> usize {
         self.settle();
+        if let Some(sketch) = self.evicted.as_deref_mut() {
+            sketch.expire(now);
+        }
         let n = self.table.num_buckets();
         if self.table.is_empty() {
             self.cursor = 0;
