@@ -114,6 +114,9 @@ pub(super) struct EvictedKeys {
     min_slots: usize,
     /// Until when an eviction that was not written could come back.
     overflow_until: u64,
+    /// No generation expires before this (at most the least `until`), so
+    /// that most calls of [`expire`](Self::expire) compare only this.
+    expires_at: u64,
 }
 
 impl EvictedKeys {
@@ -127,6 +130,7 @@ impl EvictedKeys {
             max_slots: keys.saturating_mul(SLOTS_PER_KEY).max(2 * min_slots),
             min_slots,
             overflow_until: 0,
+            expires_at: u64::MAX,
         }
     }
 
@@ -135,7 +139,12 @@ impl EvictedKeys {
     pub(super) fn record(&mut self, hash: u64, until: u64, now: u64) {
         self.expire(now);
         match self.writable() {
-            Some(generation) => generation.insert(Mixed::new(hash), until),
+            Some(generation) => {
+                generation.insert(Mixed::new(hash), until);
+                // A generation's `until` only grows, and a new one's is
+                // this: the bound stays at most the least of them.
+                self.expires_at = self.expires_at.min(until);
+            }
             None => self.overflow_until = self.overflow_until.max(until),
         }
     }
@@ -153,10 +162,13 @@ impl EvictedKeys {
 
     /// Drops the generations whose keys are all full at `now`.
     pub(super) fn expire(&mut self, now: u64) {
-        if self.generations.iter().any(|g| g.until <= now) {
-            self.generations.retain(|g| g.until > now);
-            self.slots = self.generations.iter().map(|g| g.slots.len()).sum();
+        if now < self.expires_at {
+            return;
         }
+        self.generations.retain(|g| g.until > now);
+        self.slots = self.generations.iter().map(|g| g.slots.len()).sum();
+        let least = self.generations.iter().map(|g| g.until).min();
+        self.expires_at = least.unwrap_or(u64::MAX);
     }
 
     /// The generation to write into: the newest, or a new one when that is
@@ -224,9 +236,19 @@ mod tests {
         for i in 0..500 {
             keys.record(hash(i), 100, 0);
         }
-        assert!(keys.bytes() > 0);
-        assert!(!keys.may_hold(hash(1), 100));
+        let early = keys.bytes();
+        for i in 500..1_000 {
+            keys.record(hash(i), 300, 50);
+        }
+        assert!(!keys.may_hold(hash(1), 300));
+        // The early generations go at 100, the later ones at 300.
+        keys.expire(99);
+        let both = keys.bytes();
+        assert!(both > early);
         keys.expire(100);
+        assert!(keys.bytes() > 0 && keys.bytes() < both);
+        assert!((500..1_000).all(|i| keys.may_hold(hash(i), 299)));
+        keys.expire(300);
         assert_eq!(keys.bytes(), 0);
         keys.record(hash(1), 300, 200);
         assert!(keys.may_hold(hash(1), 299));
