@@ -784,8 +784,9 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         had
     }
 
-    /// Drops every key whose state is full at `now` and every ban whose
-    /// offences are forgotten by then, and gives unused memory back.
+    /// Drops every key whose state is full at `now`, every ban whose
+    /// offences are forgotten by then and what the sketch of evicted keys
+    /// holds of keys all full by then, and gives unused memory back.
     /// Returns the number of keys left.
     ///
     /// This is a whole pass over every shard (each shard's lock is held
@@ -798,7 +799,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
             shard.drop_full(&self.algorithm, now);
             shard.sweep_bans(now, usize::MAX);
             let hasher = &self.hasher;
-            shard.shrink_to_fit(|k| hasher.hash_one(k));
+            shard.shrink_to_fit(now, |k| hasher.hash_one(k));
             cell.placed(&shard);
             left += shard.len();
         }
@@ -808,7 +809,8 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     /// One bounded step of upkeep at `now`: every shard sweeps up to 16,384
     /// buckets for full keys, going round its table over successive calls,
     /// and shrinks when less than a quarter full; it sweeps as many of its
-    /// bans for those whose offences are forgotten. Each shard's lock is
+    /// bans for those whose offences are forgotten, and frees what its
+    /// sketch of evicted keys holds of keys all full by `now`. Each shard's lock is
     /// held for its own step only. Returns the keys dropped.
     ///
     /// Calling it every second gives back the memory of a flood of keys
