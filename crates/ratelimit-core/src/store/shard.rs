@@ -258,7 +258,9 @@ pub struct StoreCounts {
     pub restored: u64,
     /// Of those, the ones refused at their first check: a new key
     /// refused because the key table is full and evicted keys' use
-    /// covers it. A steady count means a flood of more keys than the cap.
+    /// covers it. A steady count means a flood of more evicted keys
+    /// within a period than the set of evicted keys holds (see
+    /// [`MemoryStore`](super::MemoryStore), "At the cap").
     pub refused: u64,
 }
 
