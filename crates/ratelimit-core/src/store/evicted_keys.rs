@@ -3,9 +3,9 @@
 //!
 //! Each eviction writes the key's 16-bit fingerprint into the newest
 //! generation, an open-addressed table of fingerprints (linear probing,
-//! at most 5/8 full) that keeps the latest instant at which
-//! any key written into it would be full again. A generation whose
-//! instant has passed is dropped whole. A full generation is followed by
+//! at most 5/8 full) that keeps the latest instant at which any key
+//! written into it would be full again. A generation whose instant has
+//! passed is dropped whole. A full generation is followed by
 //! a new one as large as all live ones together (a power of two), so a
 //! flood's evictions within a period fit in a few tables, up to a bound
 //! in slots per key of the shard's cap. Past that bound, or past

@@ -160,10 +160,10 @@ const MAINTAIN_STEP: usize = 16 * 1024;
 /// admitting (ALGORITHMS.md, "Eviction at a store's cap", has the
 /// measured cost). The cells take 32 bytes per capped key and the set at
 /// most 256, allocated per shard from its first eviction on; the set
-/// gives its generations back as they age.
-/// Sampling picks the key whose sketch entry ends soonest, and
-/// keeps the work per insert bounded: new clients are limited
-/// as usual while a flood of new keys churns the table. With
+/// gives its generations back as they age. Sampling picks the key whose
+/// sketch entry ends soonest, and keeps the work per insert bounded: new
+/// clients are limited as usual while a flood of new keys churns the
+/// table. With
 /// [`AtCapacity::Refuse`], the check of the new key fails with
 /// [`StoreError::CapacityExceeded`] instead and the caller's failure
 /// policy decides. Known keys are limited exactly either way.
@@ -810,8 +810,9 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     /// buckets for full keys, going round its table over successive calls,
     /// and shrinks when less than a quarter full; it sweeps as many of its
     /// bans for those whose offences are forgotten, and frees what its
-    /// sketch of evicted keys holds of keys all full by `now`. Each shard's lock is
-    /// held for its own step only. Returns the keys dropped.
+    /// sketch of evicted keys holds of keys all full by `now`. Each
+    /// shard's lock is held for its own step only. Returns the keys
+    /// dropped.
     ///
     /// Calling it every second gives back the memory of a flood of keys
     /// within a few seconds of their states being full, even while no
