@@ -205,15 +205,17 @@ fn newcomers_keep_their_whole_limit_under_88_000_flood_keys_at_a_cap_of_20_000()
 }
 
 /// The cost of never forgiving, as ALGORITHMS.md states it: a flood of 5
-/// times the cap (one request per key, 5 per hour allowed) leaves every
-/// new key its whole limit; a flood of 200 times the cap, past the bound
-/// of the set of evicted keys, makes most new keys start from the coarse
-/// sketch, used up, which the store counts as refused new keys; one
-/// period after the flood every new key starts fresh again.
+/// times the cap (one request per key, 5 per hour allowed) refuses no new
+/// key, and leaves at least 99 % of them their whole limit (the few the
+/// set of evicted keys mistakes for evicted ones start partly used); a
+/// flood of 200 times the cap, past the set's bound, makes most new keys
+/// start from the sketch's cells, used up, which the store counts as
+/// refused new keys; one period after the flood every new key starts
+/// fresh again.
 #[test]
 fn a_key_flood_past_the_sets_bound_costs_newcomers_for_at_most_a_period_and_is_counted() {
     let (whole, counts) = newcomers_after(1_000, 5_000, 1, AFTER_FLOOD);
-    assert_eq!(whole, 1_000, "{counts:?}");
+    assert!(whole >= 990, "{whole} {counts:?}");
     assert!(counts.evicted >= 4_000, "{counts:?}");
     assert_eq!(counts.refused, 0, "{counts:?}");
 
