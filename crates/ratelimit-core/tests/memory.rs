@@ -111,7 +111,7 @@ fn a_flood_past_the_cap_keeps_its_evicted_keys_within_the_bound() {
     }
     assert!(store.len() <= CAP);
     let counts = store.counts();
-    assert!(counts.evicted >= 100 * CAP as u64, "{counts:?}");
+    assert!(counts.evicted >= 80 * CAP as u64, "{counts:?}");
     assert!(counts.refused > 0, "past the set's bound: {counts:?}");
     let flooded = allocated() - baseline;
     let evicted = flooded.saturating_sub(table);
@@ -124,5 +124,5 @@ fn a_flood_past_the_cap_keeps_its_evicted_keys_within_the_bound() {
         aged.saturating_sub(table) <= 64 * CAP,
         "{aged} bytes after the period, {table} for the table"
     );
-    eprintln!("cap {CAP}: table {table} B, flooded +{evicted} B, aged {aged} B");
+    eprintln!("cap {CAP}: table {table} B, flooded +{evicted} B, aged {aged} B; {counts:?}");
 }
