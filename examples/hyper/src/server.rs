@@ -242,15 +242,23 @@ pub async fn serve<M, S, B>(
     }
 }
 
+/// The HTTP/2 flow-control window of a stream: 64 KiB, the largest body
+/// by default (the protocol's own default is 64 KiB less one byte).
+const H2_STREAM_WINDOW: u32 = 64 * 1024;
+
 /// The HTTP/1.1 and HTTP/2 settings of every connection.
 fn builder(options: &ServeOptions) -> auto::Builder<TokioExecutor> {
     let mut http = auto::Builder::new(TokioExecutor::new());
     http.http1()
         .timer(TokioTimer::new())
         .header_read_timeout(options.header_read_timeout);
+    // A client may send this much before the app reads it: a stream its
+    // window, a connection at most 256 KiB, whatever its streams.
     http.http2()
         .timer(TokioTimer::new())
-        .max_concurrent_streams(options.max_streams_per_connection);
+        .max_concurrent_streams(options.max_streams_per_connection)
+        .initial_stream_window_size(H2_STREAM_WINDOW)
+        .initial_connection_window_size(4 * H2_STREAM_WINDOW);
     http
 }
 
