@@ -171,11 +171,8 @@ pub async fn serve<M, S, B>(
     B::Error: Into<BoxError>,
 {
     let http = builder(&options);
-    let max = options.max_connections.clamp(1, MAX_CAP);
-    let registry = Registry::new(options.max_connections_per_client, Instant::now());
-    let slots = Arc::new(Semaphore::new(max));
+    let mut gate = Gate::new(&options);
     let (stop, stopped) = watch::channel(false);
-    let mut gate = Gate::new(max);
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         let accepted = tokio::select! {
@@ -183,63 +180,49 @@ pub async fn serve<M, S, B>(
             () = &mut shutdown => break,
             accepted = listener.accept() => accepted,
         };
-        let (stream, peer) = match gate.accepted(accepted, &registry) {
+        let (stream, peer) = match gate.accepted(accepted) {
             Ok(accepted) => accepted,
-            Err(delay) => {
-                if !delay.is_zero() {
-                tokio::select! {
-                    biased;
-                    () = &mut shutdown => break,
-                        () = tokio::time::sleep(delay) => {}
-                    }
-                }
-                continue;
-            }
+            Err(delay) => tokio::select! {
+                biased;
+                () = &mut shutdown => break,
+                () = tokio::time::sleep(delay) => continue,
+            },
         };
-        let Some(entry) = gate.admit(&registry, peer) else {
+        let Some(entry) = gate.admit(peer) else {
             continue;
         };
-        let slot = match Arc::clone(&slots).try_acquire_owned() {
-            Ok(slot) => slot,
-            Err(_) => {
-                gate.full(&registry, &entry);
-                tokio::select! {
-                    biased;
-                    () = &mut shutdown => break,
-                    slot = Arc::clone(&slots).acquire_owned() => slot.expect("the semaphore is never closed"),
-                }
-            }
+        let slot = tokio::select! {
+            biased;
+            () = &mut shutdown => break,
+            slot = gate.slot(&entry) => slot,
         };
         let _ = stream.set_nodelay(true);
-        let svc = ServiceBuilder::new()
-            .layer(RequestBodyLimitLayer::new(options.max_body_bytes))
-            .layer(TimeoutLayer::with_status_code(
-                StatusCode::REQUEST_TIMEOUT,
-                options.request_timeout,
-            ))
-            .service(make_service(peer));
         let one = One {
             entry,
             slot,
             idle_timeout: options.idle_timeout,
             stopped: stopped.clone(),
         };
+        let svc = layered(&options, make_service(peer));
         tokio::spawn(one.serve(http.clone(), stream, peer, svc));
     }
     drop(listener);
     stop.send_replace(true);
-    tracing::info!(
-        open = registry.len(),
-        grace = ?options.shutdown_grace,
-        "shutting down: no new connections; open ones may finish"
-    );
-    let all = u32::try_from(max).unwrap_or(u32::MAX);
-    if tokio::time::timeout(options.shutdown_grace, slots.acquire_many(all))
-        .await
-        .is_err()
-    {
-        tracing::warn!("connections still open after the grace period: dropped");
-    }
+    gate.drain(options.shutdown_grace).await;
+}
+
+/// `svc` under the body size limit and the request timeout.
+fn layered<S>(
+    options: &ServeOptions,
+    svc: S,
+) -> tower_http::limit::RequestBodyLimit<tower_http::timeout::Timeout<S>> {
+    ServiceBuilder::new()
+        .layer(RequestBodyLimitLayer::new(options.max_body_bytes))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            options.request_timeout,
+        ))
+        .service(svc)
 }
 
 /// The HTTP/2 flow-control window of a stream: 64 KiB, the largest body
@@ -262,19 +245,25 @@ fn builder(options: &ServeOptions) -> auto::Builder<TokioExecutor> {
     http
 }
 
-/// The accept loop's decisions on each accepted connection (or error),
-/// with their throttled warnings.
+/// The accept loop's state: the open connections and their slots, and
+/// its decisions on each accepted connection (or error), with their
+/// throttled warnings.
 struct Gate {
     max: usize,
+    registry: Arc<Registry>,
+    slots: Arc<Semaphore>,
     backoff: AcceptBackoff,
     full: Throttled,
     over_cap: Throttled,
 }
 
 impl Gate {
-    fn new(max: usize) -> Self {
+    fn new(options: &ServeOptions) -> Self {
+        let max = options.max_connections.clamp(1, MAX_CAP);
         Self {
             max,
+            registry: Registry::new(options.max_connections_per_client, Instant::now()),
+            slots: Arc::new(Semaphore::new(max)),
             backoff: AcceptBackoff::new(),
             full: Throttled::new(),
             over_cap: Throttled::new(),
@@ -287,7 +276,6 @@ impl Gate {
     fn accepted(
         &mut self,
         accepted: io::Result<(TcpStream, SocketAddr)>,
-        registry: &Registry,
     ) -> Result<(TcpStream, SocketAddr), Duration> {
         match accepted {
             Ok(accepted) => {
@@ -297,7 +285,7 @@ impl Gate {
             Err(e) => {
                 let delay = self.backoff.failed(&e);
                 if !delay.is_zero() {
-                    let shed = registry.shed_oldest_idle(SHED_ON_ACCEPT_ERROR, None);
+                    let shed = self.registry.shed_oldest_idle(SHED_ON_ACCEPT_ERROR, None);
                     tracing::debug!(shed, "idle connections shed to free file descriptors");
                 }
                 Err(delay)
@@ -307,8 +295,8 @@ impl Gate {
 
     /// Registers a connection from `peer`, or closes it at once (`None`)
     /// when its client holds its cap.
-    fn admit(&mut self, registry: &Arc<Registry>, peer: SocketAddr) -> Option<Entry> {
-        let entry = registry.admit(peer.ip());
+    fn admit(&mut self, peer: SocketAddr) -> Option<Entry> {
+        let entry = self.registry.admit(peer.ip());
         if entry.is_none() {
             self.over_cap.warn(|skipped| {
                 tracing::warn!(
@@ -321,10 +309,14 @@ impl Gate {
         entry
     }
 
-    /// All slots are taken: sheds the connection idle longest (never the
-    /// newcomer) so that the newcomer gets its slot.
-    fn full(&mut self, registry: &Registry, newcomer: &Entry) {
-        let shed = registry.shed_oldest_idle(1, Some(newcomer));
+    /// A slot for `newcomer`: a free one, or when all are taken the one of
+    /// the connection idle longest (never the newcomer), shed; if none is
+    /// idle, the first to be freed.
+    async fn slot(&mut self, newcomer: &Entry) -> OwnedSemaphorePermit {
+        if let Ok(slot) = Arc::clone(&self.slots).try_acquire_owned() {
+            return slot;
+        }
+        let shed = self.registry.shed_oldest_idle(1, Some(newcomer));
         let max = self.max;
         self.full.warn(|skipped| {
             if shed == 0 {
@@ -341,6 +333,27 @@ impl Gate {
                 );
             }
         });
+        Arc::clone(&self.slots)
+            .acquire_owned()
+            .await
+            .expect("the semaphore is never closed")
+    }
+
+    /// After shutdown: waits at most `grace` for every connection to
+    /// close.
+    async fn drain(self, grace: Duration) {
+        tracing::info!(
+            open = self.registry.len(),
+            ?grace,
+            "shutting down: no new connections; open ones may finish"
+        );
+        let all = u32::try_from(self.max).unwrap_or(u32::MAX);
+        if tokio::time::timeout(grace, self.slots.acquire_many(all))
+            .await
+            .is_err()
+        {
+            tracing::warn!("connections still open after the grace period: dropped");
+        }
     }
 }
 

@@ -2,9 +2,9 @@
 //! knowledge) on the HTTP/1.1 port, limited alike; idle connections
 //! closed, whatever their protocol; the cap on one client's connections.
 
+use axum::body::Bytes;
 use axum_example::server::ServeOptions;
 use axum_example::{app, Config, DOWNLOAD_BYTES};
-use axum::body::Bytes;
 use http_body_util::{BodyExt, Empty};
 use hyper::client::conn::http2::SendRequest;
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -134,7 +134,10 @@ async fn idle_connections_are_closed_whatever_their_protocol() {
     assert_eq!(h2_get(&send, "/health").await.0, 200);
     let answered = Instant::now();
     let ended = tokio::time::timeout(bound, conn).await;
-    assert!(ended.is_ok(), "HTTP/2 connection still open after {bound:?}");
+    assert!(
+        ended.is_ok(),
+        "HTTP/2 connection still open after {bound:?}"
+    );
     assert!(answered.elapsed() >= Duration::from_millis(300));
 
     let mut silent = connect_from([127, 0, 0, 6], addr).await;

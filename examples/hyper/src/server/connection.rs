@@ -90,7 +90,10 @@ mod tests {
 
     impl Future for Fake {
         type Output = Result<(), ()>;
-        fn poll(self: Pin<&mut Self>, _: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+        fn poll(
+            self: Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Self::Output> {
             if self.closed && self.obeys {
                 std::task::Poll::Ready(Ok(()))
             } else {
@@ -105,11 +108,21 @@ mod tests {
 
     const IDLE: Duration = Duration::from_secs(10);
 
+    /// Drives a fake connection that obeys `close` or not, with the
+    /// server stopping already or not.
+    async fn drive_fake(activity: &Activity, obeys: bool, stopping: bool) -> Ended<()> {
+        let (_tx, rx) = watch::channel(stopping);
+        let mut fake = std::pin::pin!(Fake {
+            closed: false,
+            obeys,
+        });
+        drive(fake.as_mut(), close, activity, IDLE, rx).await
+    }
+
     #[tokio::test(start_paused = true)]
     async fn closes_after_the_idle_timeout_counted_from_the_last_request() {
         let start = Instant::now();
         let activity = Arc::new(Activity::new(start));
-        let (_tx, rx) = watch::channel(false);
         let a = Arc::clone(&activity);
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_secs(5)).await;
@@ -117,9 +130,10 @@ mod tests {
             tokio::time::sleep(Duration::from_secs(30)).await;
             drop(request);
         });
-        let mut fake = std::pin::pin!(Fake { closed: false, obeys: true });
-        let ended = drive(fake.as_mut(), close, &activity, IDLE, rx).await;
-        assert_eq!(ended, Ended::Done(Ok(())));
+        assert_eq!(
+            drive_fake(&activity, true, false).await,
+            Ended::Done(Ok(()))
+        );
         // The request ran from 5 s to 35 s: closed 10 s after its end.
         assert_eq!(start.elapsed(), Duration::from_secs(45));
     }
@@ -128,10 +142,7 @@ mod tests {
     async fn a_connection_that_ignores_the_close_is_dropped() {
         let start = Instant::now();
         let activity = Activity::new(start);
-        let (_tx, rx) = watch::channel(false);
-        let mut fake = std::pin::pin!(Fake { closed: false, obeys: false });
-        let ended = drive(fake.as_mut(), close, &activity, IDLE, rx).await;
-        assert_eq!(ended, Ended::Idle);
+        assert_eq!(drive_fake(&activity, false, false).await, Ended::Idle);
         assert_eq!(start.elapsed(), IDLE + CLOSE_GRACE);
     }
 
@@ -139,22 +150,17 @@ mod tests {
     async fn shed_drops_at_once_and_shutdown_closes_gracefully() {
         let start = Instant::now();
         let activity = Arc::new(Activity::new(start));
-        let (_tx, rx) = watch::channel(false);
         let a = Arc::clone(&activity);
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_secs(3)).await;
             a.shed();
         });
-        let mut fake = std::pin::pin!(Fake { closed: false, obeys: false });
-        let ended = drive(fake.as_mut(), close, &activity, IDLE, rx).await;
-        assert_eq!(ended, Ended::Shed);
+        assert_eq!(drive_fake(&activity, false, false).await, Ended::Shed);
         assert_eq!(start.elapsed(), Duration::from_secs(3));
-
-        let activity = Activity::new(Instant::now());
-        let (tx, rx) = watch::channel(false);
-        tx.send_replace(true);
-        let mut fake = std::pin::pin!(Fake { closed: false, obeys: true });
-        let ended = drive(fake.as_mut(), close, &activity, IDLE, rx).await;
-        assert_eq!(ended, Ended::Done(Ok(())));
+        // Stopping, with a request in flight: closed at once all the same.
+        let activity = Arc::new(Activity::new(Instant::now()));
+        let _busy = activity.begin();
+        assert_eq!(drive_fake(&activity, true, true).await, Ended::Done(Ok(())));
+        assert_eq!(start.elapsed(), Duration::from_secs(3));
     }
 }

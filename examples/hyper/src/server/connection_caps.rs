@@ -165,7 +165,8 @@ mod tests {
                       Max processes             63448                63448                processes \n\
                       Max open files            1024                 524288               files     \n";
         assert_eq!(parse_open_file_limit(limits), Some(1024));
-        let unlimited = "Max open files            unlimited            unlimited            files\n";
+        let unlimited =
+            "Max open files            unlimited            unlimited            files\n";
         assert_eq!(parse_open_file_limit(unlimited), None);
         assert_eq!(parse_open_file_limit(""), None);
     }

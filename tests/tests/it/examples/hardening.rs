@@ -190,9 +190,10 @@ async fn connections_beyond_the_cap_replace_idle_ones_or_wait() {
     let (addr, server) = start_axum(options).await;
     let mut oldest = TcpStream::connect(addr).await.unwrap();
     let _newer = TcpStream::connect(addr).await.unwrap();
-    let (status, _) = tokio::time::timeout(Duration::from_secs(10), http(addr, "GET", "/health", ""))
-        .await
-        .expect("served in place of an idle connection");
+    let (status, _) =
+        tokio::time::timeout(Duration::from_secs(10), http(addr, "GET", "/health", ""))
+            .await
+            .expect("served in place of an idle connection");
     assert_eq!(status, 200);
     let mut sink = Vec::new();
     let closed = tokio::time::timeout(Duration::from_secs(10), oldest.read_to_end(&mut sink)).await;
