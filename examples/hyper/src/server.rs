@@ -47,6 +47,11 @@
 //!   `ENFILE`, `ENOBUFS`, `ENOMEM`) shed the connections idle longest (up
 //!   to [`SHED_ON_ACCEPT_ERROR`]) and make the loop back off, from 10 ms
 //!   doubling to 1 s, instead of spinning ([`AcceptBackoff`]).
+//!
+//! Each connection the server closes on its own is logged (at most one
+//! warning a second) and counted in [`CONNECTIONS_CLOSED`]
+//! (`server_connections_closed_total`), by `reason`: `client_cap`,
+//! `shed_full`, `shed_accept_error`, `idle`.
 
 mod activity;
 mod connection;
@@ -225,6 +230,24 @@ fn layered<S>(
         .service(svc)
 }
 
+/// The counter of connections the server closed on its own, by `reason`.
+pub const CONNECTIONS_CLOSED: &str = "server_connections_closed_total";
+/// `reason`: one more connection than its client's cap.
+const CLOSED_CLIENT_CAP: &str = "client_cap";
+/// `reason`: idle longest when all slots were taken.
+const CLOSED_SHED_FULL: &str = "shed_full";
+/// `reason`: idle longest when out of file descriptors (or memory).
+const CLOSED_SHED_ACCEPT_ERROR: &str = "shed_accept_error";
+/// `reason`: no request in flight for the idle timeout.
+const CLOSED_IDLE: &str = "idle";
+
+/// Counts `n` connections closed for `reason` in [`CONNECTIONS_CLOSED`].
+fn closed(reason: &'static str, n: usize) {
+    if n > 0 {
+        metrics::counter!(CONNECTIONS_CLOSED, "reason" => reason).increment(n as u64);
+    }
+}
+
 /// The HTTP/2 flow-control window of a stream: 64 KiB, the largest body
 /// by default (the protocol's own default is 64 KiB less one byte).
 const H2_STREAM_WINDOW: u32 = 64 * 1024;
@@ -286,6 +309,7 @@ impl Gate {
                 let delay = self.backoff.failed(&e);
                 if !delay.is_zero() {
                     let shed = self.registry.shed_oldest_idle(SHED_ON_ACCEPT_ERROR, None);
+                    closed(CLOSED_SHED_ACCEPT_ERROR, shed);
                     tracing::debug!(shed, "idle connections shed to free file descriptors");
                 }
                 Err(delay)
@@ -298,6 +322,7 @@ impl Gate {
     fn admit(&mut self, peer: SocketAddr) -> Option<Entry> {
         let entry = self.registry.admit(peer.ip());
         if entry.is_none() {
+            closed(CLOSED_CLIENT_CAP, 1);
             self.over_cap.warn(|skipped| {
                 tracing::warn!(
                     client = %peer.ip(),
@@ -317,6 +342,7 @@ impl Gate {
             return slot;
         }
         let shed = self.registry.shed_oldest_idle(1, Some(newcomer));
+        closed(CLOSED_SHED_FULL, shed);
         let max = self.max;
         self.full.warn(|skipped| {
             if shed == 0 {
@@ -407,7 +433,10 @@ impl One {
                 Ended::Done(Err(e)) => {
                     tracing::debug!(%peer, error = %e, "connection closed on an error");
                 }
-                Ended::Idle => tracing::debug!(%peer, "idle connection dropped"),
+                Ended::Idle => {
+                    closed(CLOSED_IDLE, 1);
+                    tracing::debug!(%peer, "idle connection closed");
+                }
                 Ended::Shed => tracing::debug!(%peer, "idle connection shed"),
             }
             drop(self.slot);

@@ -188,12 +188,14 @@ fn out_of_file_descriptors_sheds_idle_connections_and_backs_off() {
 }
 
 /// `MAX_CONNECTIONS_PER_CLIENT=4`: a fifth connection from one address is
-/// closed at once, unanswered, while the four are served and another
-/// address still connects.
+/// closed at once, unanswered (logged, counted), while the four are served
+/// and another address still connects.
 #[test]
 fn a_fifth_connection_from_one_client_is_closed() {
+    let metrics = ratelimit_test_support::redis_server::free_port();
     let mut cmd = example();
-    cmd.env("MAX_CONNECTIONS_PER_CLIENT", "4");
+    cmd.env("MAX_CONNECTIONS_PER_CLIENT", "4")
+        .env("METRICS_ADDR", format!("127.0.0.1:{metrics}"));
     let mut app = Spawned::start(cmd);
     let mut four: Vec<TcpStream> = (0..4)
         .map(|_| TcpStream::connect(app.addr).unwrap())
@@ -207,6 +209,19 @@ fn a_fifth_connection_from_one_client_is_closed() {
     assert_eq!(get_on(four.pop().unwrap()).0, 200);
     // Its place is free again.
     assert_eq!(get_on(TcpStream::connect(app.addr).unwrap()).0, 200);
+    let mut scrape = TcpStream::connect(("127.0.0.1", metrics)).unwrap();
+    scrape
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    scrape
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    scrape.read_to_string(&mut text).unwrap();
+    assert!(
+        text.contains("server_connections_closed_total{reason=\"client_cap\"} 1"),
+        "{text}"
+    );
 }
 
 /// The global limit is GitHub's 5,000 an hour in an aligned window: its

@@ -16,9 +16,9 @@ pub(crate) const CLOSE_GRACE: Duration = Duration::from_secs(1);
 /// Why [`drive`] stopped polling a connection.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Ended<E> {
-    /// The connection's future completed.
+    /// The connection's future completed (not closed for idleness).
     Done(Result<(), E>),
-    /// Closed for idleness (gracefully, then dropped if it lingered).
+    /// Closed for idleness: gracefully, or dropped if it lingered.
     Idle,
     /// Shed: dropped at once.
     Shed,
@@ -52,7 +52,12 @@ where
         };
         tokio::select! {
             biased;
-            result = conn.as_mut() => return Ended::Done(result),
+            result = conn.as_mut() => {
+                return match dropping_at {
+                    Some(_) => Ended::Idle,
+                    None => Ended::Done(result),
+                };
+            }
             () = activity.changed() => {}
             _ = shutdown.wait_for(|&stop| stop), if !shutting_down => {
                 shutting_down = true;
@@ -130,10 +135,7 @@ mod tests {
             tokio::time::sleep(Duration::from_secs(30)).await;
             drop(request);
         });
-        assert_eq!(
-            drive_fake(&activity, true, false).await,
-            Ended::Done(Ok(()))
-        );
+        assert_eq!(drive_fake(&activity, true, false).await, Ended::Idle);
         // The request ran from 5 s to 35 s: closed 10 s after its end.
         assert_eq!(start.elapsed(), Duration::from_secs(45));
     }
