@@ -48,20 +48,19 @@
 //!   to [`SHED_ON_ACCEPT_ERROR`]) and make the loop back off, from 10 ms
 //!   doubling to 1 s, instead of spinning ([`AcceptBackoff`]).
 //!
-//! Each connection the server closes on its own is logged (at most one
-//! warning a second) and counted in [`CONNECTIONS_CLOSED`]
-//! (`server_connections_closed_total`), by `reason`: `client_cap`,
-//! `shed_full`, `shed_accept_error`, `idle`.
+//! The caps log a warning (at most one a second) when they close or hold
+//! back connections, and every connection the server closes on its own is
+//! counted in [`CONNECTIONS_CLOSED`] (`server_connections_closed_total`),
+//! by `reason`: `client_cap`, `shed_full`, `shed_accept_error`, `idle`.
 
 mod activity;
 mod connection;
 mod connection_caps;
 mod registry;
 
-pub use activity::TrackedBody;
 pub use connection_caps::{fd_reserve, open_file_limit, MAX_CAP};
 
-use activity::Activity;
+use activity::{Activity, TrackedBody};
 use connection::{drive, Ended};
 use hyper::body::Incoming;
 use hyper::http::{Request, Response, StatusCode};

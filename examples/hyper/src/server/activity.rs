@@ -104,7 +104,7 @@ impl Drop for InFlight {
 pin_project! {
     /// A response body that keeps its request in flight until dropped.
     #[derive(Debug)]
-    pub struct TrackedBody<B> {
+    pub(crate) struct TrackedBody<B> {
         #[pin]
         inner: B,
         in_flight: InFlight,
