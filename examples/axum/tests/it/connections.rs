@@ -1,6 +1,7 @@
 //! The app's connections over real sockets: HTTP/2 cleartext (prior
-//! knowledge) on the HTTP/1.1 port, limited alike; idle connections
-//! closed, whatever their protocol; the cap on one client's connections.
+//! knowledge) on the HTTP/1.1 port, limited alike, its streams and
+//! buffers bounded; idle connections closed, whatever their protocol; the
+//! cap on one client's connections.
 
 use axum::body::Bytes;
 use axum_example::server::ServeOptions;
@@ -199,5 +200,35 @@ async fn a_fourth_connection_from_one_client_is_closed() {
     for send in &three {
         assert_eq!(h2_get(send, "/health").await.0, 200);
     }
+    server.abort();
+}
+
+/// The server's first HTTP/2 SETTINGS frame bounds each connection: at
+/// most 100 streams at once, a 64 KiB window per stream.
+#[tokio::test]
+async fn h2_settings_bound_streams_and_buffers() {
+    let (addr, server) = start(ServeOptions::default()).await;
+    let mut s = connect_from([127, 0, 0, 11], addr).await;
+    // The client preface and an empty SETTINGS frame.
+    s.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
+        .await
+        .unwrap();
+    let mut head = [0; 9];
+    tokio::time::timeout(Duration::from_secs(10), s.read_exact(&mut head))
+        .await
+        .expect("a SETTINGS frame")
+        .unwrap();
+    assert_eq!(head[3], 4, "not a SETTINGS frame: {head:?}");
+    let len = usize::from(head[0]) << 16 | usize::from(head[1]) << 8 | usize::from(head[2]);
+    let mut payload = vec![0; len];
+    s.read_exact(&mut payload).await.unwrap();
+    let setting = |id: u16| {
+        payload.chunks(6).find_map(|c| {
+            (u16::from_be_bytes([c[0], c[1]]) == id)
+                .then(|| u32::from_be_bytes([c[2], c[3], c[4], c[5]]))
+        })
+    };
+    assert_eq!(setting(0x3), Some(100), "SETTINGS_MAX_CONCURRENT_STREAMS");
+    assert_eq!(setting(0x4), Some(65_536), "SETTINGS_INITIAL_WINDOW_SIZE");
     server.abort();
 }
