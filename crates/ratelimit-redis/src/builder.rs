@@ -5,6 +5,7 @@ use crate::args::BanArgs;
 use crate::breaker::{Breaker, BreakerConfig};
 use crate::conn::Conn;
 use crate::deny_cache::DenyCache;
+use crate::write_back::WriteBack;
 use crate::fallback::{FailurePolicy, Fallback};
 use crate::key_secret::{SecretSource, SECRET_SUFFIX};
 use crate::lease::Leases;
@@ -278,6 +279,7 @@ impl RedisStoreBuilder {
             deny: (self.deny_cache > 0).then(|| DenyCache::new(self.deny_cache)),
             leases,
             origin: tokio::time::Instant::now(),
+            write_back: WriteBack::new(),
         });
         store.join_invalidation();
         Ok(store)

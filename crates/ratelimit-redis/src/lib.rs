@@ -368,6 +368,7 @@ mod conn;
 mod deny_cache;
 mod failure;
 mod fallback;
+mod held;
 mod introspect;
 mod invalidation;
 mod key_name;
@@ -387,6 +388,7 @@ mod store;
 mod store_state;
 mod target;
 mod time_source;
+mod write_back;
 
 pub use any_store::{AnyStore, AnyStoreFuture, StoreSettings};
 pub use breaker::{BreakerConfig, BreakerState};
@@ -408,6 +410,7 @@ pub use store_state::StoreState;
 pub use target::SentinelTarget;
 pub use target::Target;
 pub use time_source::TimeSource;
+pub use write_back::WRITE_BACK_EVERY;
 
 use std::fmt;
 

@@ -8,6 +8,7 @@ mod ban;
 #[cfg(feature = "cluster")]
 mod cluster;
 mod concurrency;
+mod data_loss;
 mod deny_cache;
 mod entries;
 mod errors;
