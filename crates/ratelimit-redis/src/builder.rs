@@ -5,7 +5,6 @@ use crate::args::BanArgs;
 use crate::breaker::{Breaker, BreakerConfig};
 use crate::conn::Conn;
 use crate::deny_cache::DenyCache;
-use crate::write_back::WriteBack;
 use crate::fallback::{FailurePolicy, Fallback};
 use crate::key_secret::{SecretSource, SECRET_SUFFIX};
 use crate::lease::Leases;
@@ -14,6 +13,7 @@ use crate::script::{self, Part, Script};
 use crate::store::{Inner, RedisStore};
 use crate::target::Target;
 use crate::time_source::TimeSource;
+use crate::write_back::WriteBack;
 use crate::BuildError;
 use ratelimit_core::{Algorithm, AnyAlgorithm, BanPolicy};
 #[cfg(doc)]

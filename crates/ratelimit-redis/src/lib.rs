@@ -349,6 +349,23 @@
 //! To see outages without logs, count them with the `metrics` feature, or
 //! read [`RedisStore::breaker_state`] (in a health check, say): it is
 //! [`Open`](BreakerState::Open) while Redis is skipped.
+//!
+//! # When Redis loses its data
+//!
+//! A Redis restarted without persistence, flushed, or failed over to an
+//! empty replica forgets every state and ban. Each store holds, by name,
+//! its keys' standing bans and the denials Redis answered it, with the
+//! instant each ends (4,096 keys at most per store), and notices the loss
+//! by a marker, `{prefix}epoch`, read at
+//! [`maintain`](ratelimit_core::Store::maintain) every
+//! [`WRITE_BACK_EVERY`] and at once when Redis admits a key it holds as
+//! refused. It then writes them back ([`RedisStore::write_back`]): a ban
+//! for what is left of it, a denial as a refusal until its instant. A
+//! write-back only moves an end later, so instances writing back one key
+//! agree; failures are reported as store failures and tried again. A key
+//! no instance holds starts empty: one more limit per loss.
+//! `docs/ALGORITHMS.md` ("Redis losing its data") states the bound; the
+//! README gives the persistence that loses nothing.
 
 /// The crate README's examples, compiled as doctests.
 #[cfg(doctest)]

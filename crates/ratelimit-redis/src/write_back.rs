@@ -147,7 +147,11 @@ impl Inner {
             f.to_store_error()
         })?;
         let wb = &self.write_back;
-        let last = wb.epoch.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let last = wb
+            .epoch
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         if last.as_ref() == Some(&marker) {
             return Ok(0);
         }
@@ -195,12 +199,7 @@ impl Inner {
     }
 
     /// Writes `standing` back, [`IN_FLIGHT`] calls at a time.
-    async fn write_all(
-        &self,
-        standing: Vec<crate::held::Standing>,
-        now: u64,
-        local: u64,
-    ) -> Tally {
+    async fn write_all(&self, standing: Vec<crate::held::Standing>, now: u64, local: u64) -> Tally {
         let mut tally = Tally::default();
         for batch in standing.chunks(IN_FLIGHT) {
             let calls = batch.iter().map(|s| {

@@ -13,7 +13,13 @@ const SEC: u64 = 1_000_000_000;
 /// A real epoch time, on no whole second.
 const T0: u64 = 1_700_000_000_123_456_789;
 
-fn store(url: String, spec: &str, ban: Option<BanPolicy>, deny: usize, time: TimeSource) -> RedisStore {
+fn store(
+    url: String,
+    spec: &str,
+    ban: Option<BanPolicy>,
+    deny: usize,
+    time: TimeSource,
+) -> RedisStore {
     RedisStore::builder(url, spec.parse::<AnyAlgorithm>().unwrap())
         .prefix("t:")
         .time_source(time)
@@ -63,8 +69,20 @@ async fn flushall(server: &crate::harness::RedisServer) {
 async fn a_ban_survives_an_empty_restart() {
     let mut server = server!();
     let ban = BanPolicy::new(Duration::from_secs(3600)).unwrap();
-    let a = store(server.url(), "fixed-window 5/1h", Some(ban), 1024, TimeSource::Redis);
-    let b = store(server.url(), "fixed-window 5/1h", Some(ban), 0, TimeSource::Redis);
+    let a = store(
+        server.url(),
+        "fixed-window 5/1h",
+        Some(ban),
+        1024,
+        TimeSource::Redis,
+    );
+    let b = store(
+        server.url(),
+        "fixed-window 5/1h",
+        Some(ban),
+        0,
+        TimeSource::Redis,
+    );
     for _ in 0..5 {
         assert!(check(&b, "ip", 0).await.allowed);
     }
@@ -78,10 +96,19 @@ async fn a_ban_survives_an_empty_restart() {
         let d = check_again(s, "ip", 0).await;
         assert!(d.banned && !d.allowed, "{d:?}");
         let wait = d.wait.unwrap();
-        assert!(wait > lower && wait <= Duration::from_secs(3600), "{wait:?}");
+        assert!(
+            wait > lower && wait <= Duration::from_secs(3600),
+            "{wait:?}"
+        );
     }
     // A new instance, which never saw the key, refuses it too.
-    let c = store(server.url(), "fixed-window 5/1h", Some(ban), 0, TimeSource::Redis);
+    let c = store(
+        server.url(),
+        "fixed-window 5/1h",
+        Some(ban),
+        0,
+        TimeSource::Redis,
+    );
     assert!(check_again(&c, "ip", 0).await.banned);
     // And b, which does not hold the ban, wrote nothing (it read the new
     // marker only now).
@@ -107,7 +134,9 @@ async fn two_instances_write_one_ban_back_without_extending_it() {
     assert_eq!(write_back(&b, T0 + 3 * SEC).await, 0, "already there");
     // Once more: the marker is the one read, nothing to do.
     assert_eq!(write_back(&a, T0 + 4 * SEC).await, 0);
-    let left = Store::<str>::ban_left(&b, "k", T0 + 10 * SEC).await.unwrap();
+    let left = Store::<str>::ban_left(&b, "k", T0 + 10 * SEC)
+        .await
+        .unwrap();
     assert_eq!(left, Some(Duration::from_secs(50)), "not extended");
     let d = check(&b, "k", T0 + 10 * SEC).await;
     assert!(d.banned && d.wait == Some(Duration::from_secs(50)), "{d:?}");
@@ -123,8 +152,20 @@ async fn two_instances_write_one_ban_back_without_extending_it() {
 async fn a_denial_stays_until_its_instant_and_a_loss_grants_at_most_one_more_limit() {
     let server = server!();
     const L: usize = 2;
-    let a = store(server.url(), "fixed-window 2/1d", None, 1024, TimeSource::Caller);
-    let b = store(server.url(), "fixed-window 2/1d", None, 0, TimeSource::Caller);
+    let a = store(
+        server.url(),
+        "fixed-window 2/1d",
+        None,
+        1024,
+        TimeSource::Caller,
+    );
+    let b = store(
+        server.url(),
+        "fixed-window 2/1d",
+        None,
+        0,
+        TimeSource::Caller,
+    );
     let t = T0;
     for key in ["denied", "used"] {
         for _ in 0..L {
@@ -164,7 +205,13 @@ async fn a_denial_stays_until_its_instant_and_a_loss_grants_at_most_one_more_lim
 async fn an_admission_of_a_held_key_writes_back_at_once() {
     let server = server!();
     const L: usize = 20;
-    let a = store(server.url(), "fixed-window 20/1h", None, 1024, TimeSource::Caller);
+    let a = store(
+        server.url(),
+        "fixed-window 20/1h",
+        None,
+        1024,
+        TimeSource::Caller,
+    );
     for _ in 0..L {
         assert!(check(&a, "k", T0).await.allowed);
     }
