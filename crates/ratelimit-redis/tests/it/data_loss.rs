@@ -3,9 +3,10 @@
 //! loss can grant stays within ALGORITHMS.md's bound ("Redis losing its
 //! data").
 
+use crate::ban::check;
 use crate::harness::Client;
 use crate::server;
-use ratelimit_core::{AnyAlgorithm, BanPolicy, Decision, Store};
+use ratelimit_core::{AnyAlgorithm, BanPolicy, Store, StoreError};
 use ratelimit_redis::{RedisStore, TimeSource};
 use std::time::Duration;
 
@@ -13,8 +14,9 @@ const SEC: u64 = 1_000_000_000;
 /// A real epoch time, on no whole second.
 const T0: u64 = 1_700_000_000_123_456_789;
 
+/// An instance: `deny` keys in its deny cache.
 fn store(
-    url: String,
+    url: &str,
     spec: &str,
     ban: Option<BanPolicy>,
     deny: usize,
@@ -30,31 +32,35 @@ fn store(
         .unwrap()
 }
 
-async fn check(s: &RedisStore, key: &str, now: u64) -> Decision {
-    Store::<str>::check(s, key, 1, now).await.unwrap()
+/// Two instances of one fleet: `a` with a deny cache, `b` without.
+fn fleet(
+    url: &str,
+    spec: &str,
+    ban: Option<BanPolicy>,
+    time: TimeSource,
+) -> (RedisStore, RedisStore) {
+    (
+        store(url, spec, ban, 1024, time),
+        store(url, spec, ban, 0, time),
+    )
 }
 
-/// A check, tried again while the store reconnects (no fallback: a
-/// broken connection is an error until the reconnect).
-async fn check_again(s: &RedisStore, key: &str, now: u64) -> Decision {
+/// `call`'s value, tried again while the store reconnects (no fallback:
+/// a broken connection is an error until the reconnect).
+async fn again<T, F: std::future::Future<Output = Result<T, StoreError>>>(
+    call: impl Fn() -> F,
+) -> T {
     for _ in 0..200 {
-        if let Ok(d) = Store::<str>::check(s, key, 1, now).await {
-            return d;
+        if let Ok(v) = call().await {
+            return v;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    panic!("no decision within 10 s");
+    panic!("no answer within 10 s");
 }
 
-/// `write_back`, tried again while the store reconnects.
 async fn write_back(s: &RedisStore, now: u64) -> usize {
-    for _ in 0..200 {
-        if let Ok(n) = s.write_back(now).await {
-            return n;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("no write-back within 10 s");
+    again(|| s.write_back(now)).await
 }
 
 async fn flushall(server: &crate::harness::RedisServer) {
@@ -68,21 +74,9 @@ async fn flushall(server: &crate::harness::RedisServer) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ban_survives_an_empty_restart() {
     let mut server = server!();
+    let url = server.url();
     let ban = BanPolicy::new(Duration::from_secs(3600)).unwrap();
-    let a = store(
-        server.url(),
-        "fixed-window 5/1h",
-        Some(ban),
-        1024,
-        TimeSource::Redis,
-    );
-    let b = store(
-        server.url(),
-        "fixed-window 5/1h",
-        Some(ban),
-        0,
-        TimeSource::Redis,
-    );
+    let (a, b) = fleet(&url, "fixed-window 5/1h", Some(ban), TimeSource::Redis);
     for _ in 0..5 {
         assert!(check(&b, "ip", 0).await.allowed);
     }
@@ -93,7 +87,7 @@ async fn a_ban_survives_an_empty_restart() {
     assert_eq!(write_back(&a, 0).await, 1, "the ban written back");
     let lower = Duration::from_secs(3600 - 60);
     for s in [&b, &a] {
-        let d = check_again(s, "ip", 0).await;
+        let d = again(|| Store::<str>::check(s, "ip", 1, 0)).await;
         assert!(d.banned && !d.allowed, "{d:?}");
         let wait = d.wait.unwrap();
         assert!(
@@ -102,14 +96,8 @@ async fn a_ban_survives_an_empty_restart() {
         );
     }
     // A new instance, which never saw the key, refuses it too.
-    let c = store(
-        server.url(),
-        "fixed-window 5/1h",
-        Some(ban),
-        0,
-        TimeSource::Redis,
-    );
-    assert!(check_again(&c, "ip", 0).await.banned);
+    let c = store(&url, "fixed-window 5/1h", Some(ban), 0, TimeSource::Redis);
+    assert!(again(|| Store::<str>::check(&c, "ip", 1, 0)).await.banned);
     // And b, which does not hold the ban, wrote nothing (it read the new
     // marker only now).
     assert_eq!(write_back(&b, 0).await, 0);
@@ -120,8 +108,8 @@ async fn a_ban_survives_an_empty_restart() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_instances_write_one_ban_back_without_extending_it() {
     let server = server!();
-    let a = store(server.url(), "gcra 10/1s", None, 1024, TimeSource::Caller);
-    let b = store(server.url(), "gcra 10/1s", None, 0, TimeSource::Caller);
+    let url = server.url();
+    let (a, b) = fleet(&url, "gcra 10/1s", None, TimeSource::Caller);
     Store::<str>::ban(&a, "k", Duration::from_secs(60), T0)
         .await
         .unwrap();
@@ -151,21 +139,9 @@ async fn two_instances_write_one_ban_back_without_extending_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_denial_stays_until_its_instant_and_a_loss_grants_at_most_one_more_limit() {
     let server = server!();
+    let url = server.url();
     const L: usize = 2;
-    let a = store(
-        server.url(),
-        "fixed-window 2/1d",
-        None,
-        1024,
-        TimeSource::Caller,
-    );
-    let b = store(
-        server.url(),
-        "fixed-window 2/1d",
-        None,
-        0,
-        TimeSource::Caller,
-    );
+    let (a, b) = fleet(&url, "fixed-window 2/1d", None, TimeSource::Caller);
     let t = T0;
     for key in ["denied", "used"] {
         for _ in 0..L {
@@ -204,14 +180,9 @@ async fn a_denial_stays_until_its_instant_and_a_loss_grants_at_most_one_more_lim
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_admission_of_a_held_key_writes_back_at_once() {
     let server = server!();
+    let url = server.url();
     const L: usize = 20;
-    let a = store(
-        server.url(),
-        "fixed-window 20/1h",
-        None,
-        1024,
-        TimeSource::Caller,
-    );
+    let a = store(&url, "fixed-window 20/1h", None, 1024, TimeSource::Caller);
     for _ in 0..L {
         assert!(check(&a, "k", T0).await.allowed);
     }
@@ -235,8 +206,9 @@ async fn an_admission_of_a_held_key_writes_back_at_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn maintain_writes_back_a_ban_told_by_another_instance() {
     let server = server!();
-    let a = store(server.url(), "gcra 10/1s", None, 1024, TimeSource::Redis);
-    let b = store(server.url(), "gcra 10/1s", None, 1024, TimeSource::Redis);
+    let url = server.url();
+    let a = store(&url, "gcra 10/1s", None, 1024, TimeSource::Redis);
+    let b = store(&url, "gcra 10/1s", None, 1024, TimeSource::Redis);
     // b reads the marker, and subscribes.
     assert_eq!(write_back(&b, 0).await, 0);
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -248,7 +220,7 @@ async fn maintain_writes_back_a_ban_told_by_another_instance() {
     flushall(&server).await;
     tokio::time::sleep(ratelimit_redis::WRITE_BACK_EVERY).await;
     Store::<str>::maintain(&b, 0);
-    let c = store(server.url(), "gcra 10/1s", None, 0, TimeSource::Redis);
+    let c = store(&url, "gcra 10/1s", None, 0, TimeSource::Redis);
     let mut banned = false;
     for _ in 0..200 {
         banned = check(&c, "k", 0).await.banned;
