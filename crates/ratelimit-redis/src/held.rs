@@ -4,16 +4,16 @@
 //! Each entry is a key's name (as in its Redis key names), the instant
 //! until which Redis refuses it (the store's local clock, see
 //! `Inner::local_now`), the limit that refused it, and whether it is a
-//! ban. A denial or a ban from Redis records it, and so does a ban made
-//! through this store or told by another (pub/sub); a refund, a
+//! ban. A denial or a ban from Redis records it, and so does an
+//! admission that left the key nothing (until one more unit is back), a
+//! ban made through this store or told by another (pub/sub); a refund, a
 //! settlement, a reset or an unban of the key forgets it.
 //!
 //! Bounded memory: a fixed table of [`HELD_KEYS`] entries, in sets of
 //! [`WAYS`]; a new entry takes an empty or ended one of its set, else the
 //! one that ends first. A name longer than [`MAX_NAME`] bytes is not
 //! kept. Nothing on the request path depends on the number of keys: a
-//! record is one lock of one set, and only a denial Redis answered makes
-//! one (the deny cache answers the rest).
+//! record or a look-up is one lock of one set.
 
 use std::hash::{BuildHasher, RandomState};
 use std::sync::{Mutex, MutexGuard, PoisonError};

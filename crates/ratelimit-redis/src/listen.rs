@@ -71,7 +71,7 @@ impl Listener for Inner {
                     // is held with the end it knows (this one ends the
                     // message's delivery later).
                     if !self.write_back.held.holds(name, local) {
-                        self.hold(name, local, &ban, 0);
+                        self.hold(name, local, ban.wait, 0, true);
                     }
                     if let Some(cache) = &self.deny {
                         cache.remember(name, local, &ban, 0);

@@ -254,12 +254,10 @@ impl Inner {
                 let (d, part) = self.script.decision(&v);
                 if d.allowed {
                     self.admitted(&key, now, local);
-                } else {
-                    self.hold(&key, local, &d, part);
-                    if let Some(cache) = deny {
-                        cache.remember(&key, local, &d, part);
-                    }
+                } else if let Some(cache) = deny {
+                    cache.remember(&key, local, &d, part);
                 }
+                self.hold_answer(&key, local, &v, &d, part);
                 Ok(d)
             }
             Err(failure) => self.policy.check(&failure, &key, cost, now),
@@ -344,7 +342,7 @@ impl Inner {
                 let (d, part) = settled(parts.collect());
                 if !d.allowed {
                     let denial = Decision::denied(d.limit, d.window, d.reset, d.next);
-                    self.hold(&key, local, &denial, part);
+                    self.hold(&key, local, denial.wait, part, false);
                     if let Some(cache) = &self.deny {
                         cache.remember(&key, local, &denial, part);
                     }

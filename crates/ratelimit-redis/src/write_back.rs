@@ -93,17 +93,42 @@ struct Tally {
 }
 
 impl Inner {
-    /// Remembers Redis's denial `d` of `name` by limit `part`, made no
-    /// earlier than `local` (the store's local clock).
-    pub(crate) fn hold(&self, name: &str, local: u64, d: &Decision, part: usize) {
-        let Some(wait) = d.wait.and_then(|w| u64::try_from(w.as_nanos()).ok()) else {
+    /// Remembers that Redis refuses `name` (by limit `part`, or banned)
+    /// for `wait` from `local` (the store's local clock, read before
+    /// Redis decided).
+    pub(crate) fn hold(
+        &self,
+        name: &str,
+        local: u64,
+        wait: Option<Duration>,
+        part: usize,
+        banned: bool,
+    ) {
+        let Some(wait) = wait.and_then(|w| u64::try_from(w.as_nanos()).ok()) else {
             return;
         };
+        let part = if banned { 0 } else { part };
         let until = local.saturating_add(wait);
-        let part = if d.banned { 0 } else { part };
         self.write_back
             .held
-            .record(name, local, until, part, d.banned);
+            .record(name, local, until, part, banned);
+    }
+
+    /// Holds what Redis's answer `v`, decided as `d` by limit `part`,
+    /// tells of `name`: a denial until its wait ends; an admission that
+    /// left nothing until one more unit is back (a cost-1 check is
+    /// denied before: `d.next`, by the limit with the latest).
+    pub(crate) fn hold_answer(&self, name: &str, local: u64, v: &[i64], d: &Decision, part: usize) {
+        if !d.allowed {
+            return self.hold(name, local, d.wait, part, d.banned);
+        }
+        if d.remaining > 0 || d.next.is_zero() {
+            return;
+        }
+        let part = (0..v.len() / 5)
+            .max_by_key(|&i| self.script.part_decision(v, i).next)
+            .unwrap_or(0);
+        self.hold(name, local, Some(d.next), part, false);
     }
 
     /// After Redis admitted a check of `name` at `local`: if this store

@@ -132,46 +132,51 @@ async fn two_instances_write_one_ban_back_without_extending_it() {
     assert!(check(&b, "k", T0 + 60 * SEC).await.allowed);
 }
 
-/// A key denied at its limit (no ban) stays denied after a `FLUSHALL`
-/// until the instant its denial ended, on an instance that never denied
-/// it; a key that used its limit without a denial starts empty (one more
-/// `L`, the documented bound).
+/// A key denied at its limit (no ban), or admitted with nothing left,
+/// stays refused after a `FLUSHALL` until its known instant, on an
+/// instance that never saw it so; a key with quota left when Redis lost it
+/// starts empty (one more `L`, the documented bound).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_denial_stays_until_its_instant_and_a_loss_grants_at_most_one_more_limit() {
     let server = server!();
     let url = server.url();
-    const L: usize = 2;
-    let (a, b) = fleet(&url, "fixed-window 2/1d", None, TimeSource::Caller);
+    const L: usize = 3;
+    let (a, b) = fleet(&url, "fixed-window 3/1d", None, TimeSource::Caller);
     let t = T0;
-    for key in ["denied", "used"] {
-        for _ in 0..L {
+    let keys = ["denied", "full", "partly"];
+    for (key, used) in keys.into_iter().zip([L, L, L - 1]) {
+        for _ in 0..used {
             assert!(check(&b, key, t).await.allowed);
         }
     }
     let denial = check(&a, "denied", t).await;
     assert!(!denial.allowed && !denial.banned);
+    // The window's end.
     let until = t + denial.wait.unwrap().as_nanos() as u64;
     assert_eq!(write_back(&a, t).await, 0);
     assert_eq!(write_back(&b, t).await, 0);
     flushall(&server).await;
     let t1 = t + 10 * SEC;
+    // a writes "denied" back; b "full", and finds "denied" there.
     assert_eq!(write_back(&a, t1).await, 1);
-    assert_eq!(write_back(&b, t1).await, 0);
-    let mut admitted = [0usize; 2];
-    for i in 0..3 * L {
+    assert_eq!(write_back(&b, t1).await, 1);
+    let mut admitted = [0usize; 3];
+    for i in 0..3 * L as u64 {
         let s = if i % 2 == 0 { &a } else { &b };
-        for (n, key) in admitted.iter_mut().zip(["denied", "used"]) {
-            let d = check(s, key, t1 + i as u64).await;
+        for (n, key) in admitted.iter_mut().zip(keys) {
+            let d = check(s, key, t1 + i).await;
             *n += usize::from(d.allowed);
-            if key == "denied" {
+            if key != "partly" {
                 assert!(!d.banned, "{d:?}");
-                assert_eq!(d.wait, Some(Duration::from_nanos(until - t1 - i as u64)));
+                assert_eq!(d.wait, Some(Duration::from_nanos(until - t1 - i)));
             }
         }
     }
-    assert_eq!(admitted, [0, L], "held: none; not held: one more L");
-    // At its instant (the window's end) the key is admitted again.
-    assert!(check(&b, "denied", until).await.allowed);
+    assert_eq!(admitted, [0, 0, L], "held: none; not held: one more L");
+    // At their instant (the window's end) the keys are admitted again.
+    for key in keys {
+        assert!(check(&b, key, until).await.allowed);
+    }
 }
 
 /// Redis admitting a key that an instance holds as refused is the sign of
