@@ -4,9 +4,9 @@
 //! Each entry is a key's name (as in its Redis key names), the instant
 //! until which Redis refuses it (the store's local clock, see
 //! `Inner::local_now`), the limit that refused it, and whether it is a
-//! ban. A denial or a ban from Redis records it, and so does an
-//! admission that left the key nothing (until one more unit is back), a
-//! ban made through this store or told by another (pub/sub); a refund, a
+//! ban. A ban from Redis records it, and so does any answer of Redis that
+//! left the key nothing (until one more unit is back), a ban made through
+//! this store or told by another (pub/sub), a settlement in debt; a refund, a
 //! settlement, a reset or an unban of the key forgets it.
 //!
 //! Bounded memory: a fixed table of [`HELD_KEYS`] entries, in sets of

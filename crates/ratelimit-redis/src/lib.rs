@@ -354,8 +354,8 @@
 //!
 //! A Redis restarted without persistence, flushed, or failed over to an
 //! empty replica forgets every state and ban. Each store holds, by name,
-//! its keys' standing bans, the denials Redis answered it and the
-//! admissions that left a key nothing, with the instant each ends (4,096
+//! its keys' standing bans and Redis's answers that left a key nothing
+//! (`remaining` 0), with the instant each ends (4,096
 //! keys at most per store), and notices the loss
 //! by a marker, `{prefix}epoch`, read at
 //! [`maintain`](ratelimit_core::Store::maintain) every

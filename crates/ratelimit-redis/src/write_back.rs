@@ -115,19 +115,24 @@ impl Inner {
     }
 
     /// Holds what Redis's answer `v`, decided as `d` by limit `part`,
-    /// tells of `name`: a denial until its wait ends; an admission that
-    /// left nothing until one more unit is back (a cost-1 check is
-    /// denied before: `d.next`, by the limit with the latest).
+    /// tells of `name`: a ban until it ends; a key left nothing
+    /// (`remaining` 0, admitted or denied) until one more unit is back
+    /// (`d.next`: a cost-1 check is denied before, by the limit with the
+    /// latest). A key with units left is not held, whatever the request's
+    /// cost: a cost-1 check of it would be admitted.
     pub(crate) fn hold_answer(&self, name: &str, local: u64, v: &[i64], d: &Decision, part: usize) {
-        if !d.allowed {
-            return self.hold(name, local, d.wait, part, d.banned);
+        if d.banned {
+            return self.hold(name, local, d.wait, 0, true);
         }
         if d.remaining > 0 || d.next.is_zero() {
             return;
         }
-        let part = (0..v.len() / 5)
-            .max_by_key(|&i| self.script.part_decision(v, i).next)
-            .unwrap_or(0);
+        let part = match d.allowed {
+            false => part,
+            true => (0..v.len() / 5)
+                .max_by_key(|&i| self.script.part_decision(v, i).next)
+                .unwrap_or(0),
+        };
         self.hold(name, local, Some(d.next), part, false);
     }
 

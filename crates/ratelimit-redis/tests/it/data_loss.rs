@@ -173,6 +173,12 @@ async fn a_denial_stays_until_its_instant_and_a_loss_grants_at_most_one_more_lim
         }
     }
     assert_eq!(admitted, [0, 0, L], "held: none; not held: one more L");
+    // An unban keeps what the key used; a reset forgets it.
+    let t2 = t1 + 5 * SEC;
+    Store::<str>::unban(&b, "full").await.unwrap();
+    assert!(!check(&b, "full", t2).await.allowed);
+    Store::<str>::reset(&b, "full").await.unwrap();
+    assert!(check(&b, "full", t2).await.allowed);
     // At their instant (the window's end) the keys are admitted again.
     for key in keys {
         assert!(check(&b, key, until).await.allowed);
