@@ -58,6 +58,8 @@ const MAX_SPAN: u64 = 1 << 52;
 pub(crate) struct WriteBack {
     pub(crate) held: Held,
     epoch: Mutex<Option<String>>,
+    /// A loss was seen, and not every key held is written back yet.
+    owed: AtomicBool,
     last: Mutex<Option<Instant>>,
     running: AtomicBool,
 }
@@ -67,6 +69,7 @@ impl WriteBack {
         Self {
             held: Held::new(),
             epoch: Mutex::new(None),
+            owed: AtomicBool::new(false),
             last: Mutex::new(None),
             running: AtomicBool::new(false),
         }
@@ -159,8 +162,8 @@ impl Inner {
     }
 
     /// Reads the marker (writing a fresh one if gone) and, when it is not
-    /// the one read last, writes back every key held; returns how many
-    /// were written. The marker read is kept once all are written.
+    /// the one read last (or a write-back after a loss failed), writes
+    /// back every key held; returns how many were written.
     pub(crate) async fn write_back(&self, now: u64) -> Result<usize, StoreError> {
         let wb = &self.write_back;
         if wb.running.swap(true, Ordering::AcqRel) {
@@ -181,18 +184,12 @@ impl Inner {
             .epoch
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        if last.as_ref() == Some(&marker) {
-            return Ok(0);
-        }
-        if last.is_none() {
-            // The first read: what Redis holds now is the reference.
-            *wb.epoch.lock().unwrap_or_else(PoisonError::into_inner) = Some(marker);
-            return Ok(0);
-        }
+            .replace(marker.clone());
+        // The first read is the reference.
+        let Some(last) = last else { return Ok(0) };
         let local = self.local_now(now);
         let standing = wb.held.standing(local);
-        {
+        if last != marker {
             #[cfg(feature = "metrics")]
             metrics::counter!("ratelimit_redis_losses_total", "limit" => self.label).increment(1);
             tracing::warn!(
@@ -200,6 +197,10 @@ impl Inner {
                 keys = standing.len(),
                 "redis lost its data (its epoch marker changed): writing back this instance's bans and denials"
             );
+            wb.owed.store(true, Ordering::Release);
+        }
+        if !wb.owed.load(Ordering::Acquire) {
+            return Ok(0);
         }
         let tally = self.write_all(standing, now, local).await;
         #[cfg(feature = "metrics")]
@@ -224,7 +225,7 @@ impl Inner {
             )
             .to_store_error());
         }
-        *wb.epoch.lock().unwrap_or_else(PoisonError::into_inner) = Some(marker);
+        wb.owed.store(false, Ordering::Release);
         Ok(tally.written)
     }
 
