@@ -222,7 +222,7 @@ async fn maintain_writes_back_a_ban_told_by_another_instance() {
     let b = store(&url, "gcra 10/1s", None, 1024, TimeSource::Redis);
     // b reads the marker, and subscribes.
     assert_eq!(write_back(&b, 0).await, 0);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    crate::invalidation::subscribed_to(&server, "t:invalidate", 2).await;
     Store::<str>::ban(&a, "k", Duration::from_secs(600), 0)
         .await
         .unwrap();
