@@ -24,7 +24,8 @@
 //! again whole at the next turn (idempotent). With `metrics`, each key's
 //! outcome is counted in `ratelimit_redis_write_back_total{result}`
 //! (`written`, `held`: Redis already refused it that long, `failed`), and
-//! each loss seen in `ratelimit_redis_losses_total`.
+//! each loss seen in `ratelimit_redis_losses_total`; a loss is logged
+//! (`warn` when the store holds keys, else `info`).
 
 use crate::failure::{Failure, Kind};
 use crate::held::Held;
@@ -192,11 +193,11 @@ impl Inner {
         if last != marker {
             #[cfg(feature = "metrics")]
             metrics::counter!("ratelimit_redis_losses_total", "limit" => self.label).increment(1);
-            tracing::warn!(
-                target: "ratelimit_redis",
-                keys = standing.len(),
-                "redis lost its data (its epoch marker changed): writing back this instance's bans and denials"
-            );
+            let message = "redis lost its data (its epoch marker changed): writing back the keys this store holds as refused";
+            match standing.len() {
+                0 => tracing::info!(target: "ratelimit_redis", keys = 0, "{message}"),
+                keys => tracing::warn!(target: "ratelimit_redis", keys, "{message}"),
+            }
             wb.owed.store(true, Ordering::Release);
         }
         if !wb.owed.load(Ordering::Acquire) {
