@@ -242,3 +242,29 @@ async fn maintain_writes_back_a_ban_told_by_another_instance() {
     }
     assert!(banned, "not written back by b's upkeep");
 }
+
+/// A lease that takes a key's last units holds the key as refused too:
+/// written back after a loss, so another instance refuses it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_that_took_the_last_units_is_written_back() {
+    let server = server!();
+    let url = server.url();
+    let a = RedisStore::builder(
+        url.as_str(),
+        "fixed-window 5/1h".parse::<AnyAlgorithm>().unwrap(),
+    )
+    .prefix("t:")
+    .time_source(TimeSource::Caller)
+    .lease(2, Duration::from_secs(60))
+    .build()
+    .unwrap();
+    let b = store(&url, "fixed-window 5/1h", None, 0, TimeSource::Caller);
+    // Cold: 1 from Redis; hot: a lease of 2 (one spent), then the last 2.
+    for _ in 0..5 {
+        assert!(check(&a, "k", T0).await.allowed);
+    }
+    assert_eq!(write_back(&a, T0).await, 0);
+    flushall(&server).await;
+    assert_eq!(write_back(&a, T0 + SEC).await, 1);
+    assert!(!check(&b, "k", T0 + SEC).await.allowed);
+}
