@@ -109,8 +109,9 @@ impl RedisStore {
     /// its data (its marker `{prefix}epoch` is not the one this store
     /// read last), `now` being the caller's time as at a check; what
     /// [`Store::maintain`] does every [`WRITE_BACK_EVERY`]. Returns how
-    /// many keys were written (0: no loss seen, or Redis already refused
-    /// them as long). An error when the marker cannot be read, or some
+    /// many keys were written (0: no loss seen, Redis already refused
+    /// them as long, or another write-back of this store was running). An
+    /// error when the marker cannot be read, or some
     /// keys were not written (tried again at the next call).
     ///
     /// ```
