@@ -111,11 +111,14 @@
 //! actual cost is read ([`CostFrom`](crate::CostFrom):
 //! `"response-header:x-tokens-used"`, `"extension"`, `"reported"`,
 //! `"body-bytes"`, `"trailer:NAME"`), and `estimate` what is reserved
-//! (default 1; a number, or `"header:x-max-tokens"`, the request header's
-//! decimal, 1 without it). Settling up charges the rest unconditionally (the
-//! key may go into debt, and is denied until it is repaid); settling down
-//! refunds. `estimate` without `cost-from`, both `cost` and `estimate`, and
-//! an estimate above the capacity are refused at load. When any limit of a
+//! (default 1; a number, or `"header:x-max-tokens"` with `max-cost = N`,
+//! the most one call may use: the request header's positive decimal capped
+//! at `N`, and `N` without one; see [`Estimate`]). Settling up charges the
+//! rest unconditionally (the key may go into debt, and is denied until it
+//! is repaid); settling down refunds. `estimate` without `cost-from`, both
+//! `cost` and `estimate`, an estimate of 0 or above the capacity, a header
+//! estimate without `max-cost`, and a `max-cost` of 0, above the capacity
+//! or without a header estimate are refused at load. When any limit of a
 //! table settles, every outer limit gives its cost back when an inner one
 //! refuses the request, so a request refused by one limit takes nothing
 //! from the others.
@@ -126,6 +129,7 @@
 //! algorithm = "fixed-window 100000/1d"
 //! key = "api-key"
 //! estimate = "header:x-max-tokens"
+//! max-cost = 40000
 //! cost-from = "response-header:x-tokens-used"
 //! ```
 //!
