@@ -1,0 +1,571 @@
+//! Linearizability of a store's concurrent histories: operations recorded
+//! from many threads or tasks, and each key's history searched for an
+//! order, consistent with real time, in which the reference model gives
+//! every answer seen.
+//!
+//! The search is Wing and Gong's: depth first over the operations that
+//! may go next (invoked before any pending operation returned), with
+//! Lowe's memo of (the set of operations linearized, the model's state),
+//! so an order already refuted is not tried again. Keys share nothing
+//! (ALGORITHMS.md, "Ground rules"), so each key's history is checked on
+//! its own (P-compositionality). A key holds at most 128 operations, and
+//! the search is bounded in steps ([`Checker::max_steps`]).
+//!
+//! Time: each operation carries the `now` the store decided at. On a
+//! manual clock that no task moves during a burst, every operation of the
+//! burst has the same `now`, and bursts are apart in real time, so any
+//! order the search takes keeps time monotonic. A store that reads its own
+//! clock (Redis's `TIME`) can be checked on a period so long that the
+//! test's seconds move no `allowed` or `remaining`, with
+//! [`Checker::ignore_wait`] and any constant `now`.
+
+use crate::model::{KeyState, Out, Spec};
+use std::collections::{HashMap, HashSet};
+use std::fmt::{self, Debug};
+use std::hash::Hash;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// What an operation asked of the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// A check of this cost (0: a peek).
+    Check(u64),
+    /// A refund of `cost` admitted at `admitted_at`.
+    Refund {
+        /// The cost given back.
+        cost: u64,
+        /// When it was admitted.
+        admitted_at: u64,
+    },
+    /// A reset of the key.
+    Reset,
+    /// A ban of the key for this many nanoseconds.
+    Ban(u64),
+    /// An unban.
+    Unban,
+}
+
+/// What a check answered: the fields the reference model decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Answer {
+    /// Admitted?
+    pub allowed: bool,
+    /// `remaining` after the decision.
+    pub remaining: u64,
+    /// The wait in nanoseconds; `None` for never.
+    pub wait: Option<u128>,
+    /// Denied by a ban?
+    pub banned: bool,
+}
+
+/// One operation of a history: its key, what it asked, the time the store
+/// used, its invocation and return on the recorder's logical clock, and a
+/// check's answer.
+#[derive(Debug, Clone)]
+pub struct Event<K> {
+    /// The key.
+    pub key: K,
+    /// What was asked.
+    pub op: Op,
+    /// The time the store decided at (ns).
+    pub now: u64,
+    /// The logical instant before the call.
+    pub invoke: u64,
+    /// The logical instant after it returned.
+    pub ret: u64,
+    /// A check's answer (`None` for other operations).
+    pub answer: Option<Answer>,
+}
+
+/// Records events from many threads: [`invoke`](Self::invoke) just before
+/// a call, [`record`](Self::record) just after it returned. One atomic
+/// counter orders invocations and returns.
+///
+/// ```
+/// use ratelimit_test_support::history::{Answer, Checker, Op, Recorder};
+/// use ratelimit_test_support::model::Spec;
+///
+/// let rec = Recorder::new();
+/// let at = rec.invoke();
+/// let answer = Answer { allowed: true, remaining: 0, wait: Some(0), banned: false };
+/// rec.record(at, "k", Op::Check(1), 0, Some(answer));
+/// let checker = Checker::new(Spec::Gcra { limit: 1, period: 10, burst: 1 });
+/// assert!(checker.check(&rec.events()).is_ok());
+/// ```
+#[derive(Debug, Default)]
+pub struct Recorder<K> {
+    ticks: AtomicU64,
+    events: Mutex<Vec<Event<K>>>,
+}
+
+impl<K> Recorder<K> {
+    /// An empty recorder.
+    pub fn new() -> Self {
+        Self {
+            ticks: AtomicU64::new(0),
+            events: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The logical instant of an invocation.
+    pub fn invoke(&self) -> u64 {
+        self.ticks.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// Records an operation invoked at `invoke` that has just returned.
+    pub fn record(&self, invoke: u64, key: K, op: Op, now: u64, answer: Option<Answer>) {
+        let ret = self.ticks.fetch_add(1, Ordering::SeqCst);
+        let event = Event {
+            key,
+            op,
+            now,
+            invoke,
+            ret,
+            answer,
+        };
+        self.events.lock().expect("not poisoned").push(event);
+    }
+
+    /// The events recorded so far, taken out of the recorder.
+    pub fn events(&self) -> Vec<Event<K>> {
+        std::mem::take(&mut *self.events.lock().expect("not poisoned"))
+    }
+}
+
+/// The cost each key was admitted in `events` (checks only), for modes
+/// whose contract is a bound rather than an order.
+pub fn admitted_cost<K: Hash + Eq + Clone>(events: &[Event<K>]) -> HashMap<K, u64> {
+    let mut sums = HashMap::new();
+    for e in events {
+        if let (Op::Check(cost), Some(a)) = (e.op, e.answer) {
+            *sums.entry(e.key.clone()).or_insert(0) += if a.allowed { cost } else { 0 };
+        }
+    }
+    sums
+}
+
+/// What a checked history held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Summary {
+    /// Keys checked.
+    pub keys: usize,
+    /// Operations checked.
+    pub ops: usize,
+    /// The most operations of one key.
+    pub largest: usize,
+    /// Search steps taken, over every key.
+    pub steps: u64,
+}
+
+/// Why a history was not accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Violation {
+    /// No order of the key's operations gives every answer seen.
+    NotLinearizable {
+        /// The key, as `Debug` shows it.
+        key: String,
+        /// The longest prefix found, then the operation none could follow.
+        report: String,
+    },
+    /// The search ran out of steps before it decided.
+    Undecided {
+        /// The key, as `Debug` shows it.
+        key: String,
+        /// Its operations.
+        ops: usize,
+    },
+    /// A key has more operations than the search takes (128).
+    TooLong {
+        /// The key, as `Debug` shows it.
+        key: String,
+        /// Its operations.
+        ops: usize,
+    },
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Violation::NotLinearizable { key, report } => {
+                write!(f, "key {key}: not linearizable\n{report}")
+            }
+            Violation::Undecided { key, ops } => {
+                write!(f, "key {key}: {ops} operations, search out of steps")
+            }
+            Violation::TooLong { key, ops } => {
+                write!(f, "key {key}: {ops} operations, more than 128")
+            }
+        }
+    }
+}
+
+/// Checks histories against the reference model of one algorithm.
+///
+/// ```
+/// use ratelimit_test_support::history::{Answer, Checker, Event, Op};
+/// use ratelimit_test_support::model::Spec;
+///
+/// let ok = |remaining| Some(Answer { allowed: true, remaining, wait: Some(0), banned: false });
+/// let event = |invoke, ret, answer| Event { key: 1, op: Op::Check(1), now: 0, invoke, ret, answer };
+/// // Two overlapping checks of a burst of 2: one saw 1 left, the other 0.
+/// let history = [event(0, 3, ok(0)), event(1, 2, ok(1))];
+/// let checker = Checker::new(Spec::Gcra { limit: 2, period: 10, burst: 2 });
+/// assert!(checker.check(&history).is_ok());
+/// // Both saw 1 left: a lost update.
+/// let lost = [event(0, 3, ok(1)), event(1, 2, ok(1))];
+/// assert!(checker.check(&lost).is_err());
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct Checker {
+    spec: Spec,
+    compare_wait: bool,
+    max_steps: u64,
+}
+
+impl Checker {
+    /// A checker of `spec`'s histories, comparing every field of
+    /// [`Answer`], with at most a million search steps per key.
+    /// Windows anchored at a key's offset are not supported.
+    pub fn new(spec: Spec) -> Self {
+        assert!(
+            !matches!(
+                spec,
+                Spec::Fixed {
+                    anchor: crate::model::Anchor::KeyOffset,
+                    ..
+                }
+            ),
+            "the checker takes no key offsets"
+        );
+        Self {
+            spec,
+            compare_wait: true,
+            max_steps: 1_000_000,
+        }
+    }
+
+    /// Compares `allowed`, `remaining` and `banned` only (a store that
+    /// reads its own clock, on a long period).
+    pub fn ignore_wait(mut self) -> Self {
+        self.compare_wait = false;
+        self
+    }
+
+    /// At most `steps` search steps per key.
+    pub fn max_steps(mut self, steps: u64) -> Self {
+        self.max_steps = steps;
+        self
+    }
+
+    /// Checks every key's history in `events` (in any order).
+    pub fn check<K: Hash + Eq + Clone + Debug>(
+        &self,
+        events: &[Event<K>],
+    ) -> Result<Summary, Violation> {
+        let mut by_key: HashMap<&K, Vec<&Event<K>>> = HashMap::new();
+        for e in events {
+            by_key.entry(&e.key).or_default().push(e);
+        }
+        let mut summary = Summary {
+            keys: by_key.len(),
+            ops: events.len(),
+            largest: 0,
+            steps: 0,
+        };
+        for (key, mut ops) in by_key {
+            ops.sort_by_key(|e| e.invoke);
+            summary.largest = summary.largest.max(ops.len());
+            summary.steps += self.check_key(key, &ops)?;
+        }
+        Ok(summary)
+    }
+
+    /// One key's search: the steps it took.
+    fn check_key<K: Debug>(&self, key: &K, ops: &[&Event<K>]) -> Result<u64, Violation> {
+        let name = || format!("{key:?}");
+        if ops.len() > 128 {
+            return Err(Violation::TooLong {
+                key: name(),
+                ops: ops.len(),
+            });
+        }
+        let mut search = Search {
+            checker: self,
+            ops,
+            memo: HashSet::new(),
+            steps: 0,
+            path: Vec::new(),
+            best: Vec::new(),
+        };
+        match search.dfs(0, &KeyState::new(self.spec, 0)) {
+            Some(true) => Ok(search.steps),
+            Some(false) => Err(Violation::NotLinearizable {
+                key: name(),
+                report: search.report(),
+            }),
+            None => Err(Violation::Undecided {
+                key: name(),
+                ops: ops.len(),
+            }),
+        }
+    }
+
+    /// Applies `e` to `state`: whether the model's answer matches the one
+    /// seen.
+    fn apply<K>(&self, state: &mut KeyState, e: &Event<K>) -> bool {
+        match e.op {
+            Op::Check(cost) => {
+                let banned = cost > 0 && state.is_banned(e.now);
+                let out = state.check(cost, e.now);
+                e.answer.is_none_or(|a| self.matches(out, banned, a))
+            }
+            Op::Refund { cost, admitted_at } => {
+                state.refund(cost, admitted_at, e.now);
+                true
+            }
+            Op::Reset => {
+                state.reset();
+                true
+            }
+            Op::Ban(d) => {
+                state.ban(d, e.now);
+                true
+            }
+            Op::Unban => {
+                state.unban();
+                true
+            }
+        }
+    }
+
+    fn matches(&self, out: Out, banned: bool, seen: Answer) -> bool {
+        out.allowed == seen.allowed
+            && out.remaining == u128::from(seen.remaining)
+            && banned == seen.banned
+            && (!self.compare_wait || out.wait == seen.wait)
+    }
+}
+
+/// One key's search in progress.
+struct Search<'a, K> {
+    checker: &'a Checker,
+    ops: &'a [&'a Event<K>],
+    memo: HashSet<(u128, KeyState)>,
+    steps: u64,
+    /// The order being tried, and the longest one tried.
+    path: Vec<usize>,
+    best: Vec<usize>,
+}
+
+impl<K> Search<'_, K> {
+    /// Whether the operations not in `done` can follow, from `state`;
+    /// `None` when out of steps.
+    fn dfs(&mut self, done: u128, state: &KeyState) -> Option<bool> {
+        let n = self.ops.len();
+        if done.count_ones() as usize == n {
+            return Some(true);
+        }
+        if !self.memo.insert((done, state.clone())) {
+            return Some(false);
+        }
+        self.steps += 1;
+        if self.steps > self.checker.max_steps {
+            return None;
+        }
+        let pending = (0..n).filter(|&i| done & (1 << i) == 0);
+        let first_return = pending
+            .clone()
+            .map(|i| self.ops[i].ret)
+            .min()
+            .unwrap_or(u64::MAX);
+        for i in pending.filter(|&i| self.ops[i].invoke < first_return) {
+            let mut next = state.clone();
+            if !self.checker.apply(&mut next, self.ops[i]) {
+                continue;
+            }
+            self.path.push(i);
+            if self.path.len() > self.best.len() {
+                self.best.clone_from(&self.path);
+            }
+            let found = self.dfs(done | (1 << i), &next)?;
+            self.path.pop();
+            if found {
+                return Some(true);
+            }
+        }
+        Some(false)
+    }
+
+    /// The longest order found, then every operation, for a failure's
+    /// message.
+    fn report(&self) -> String
+    where
+        K: Debug,
+    {
+        let line = |e: &Event<K>| {
+            format!(
+                "  [{}..{}] now {} {:?} -> {:?}\n",
+                e.invoke, e.ret, e.now, e.op, e.answer
+            )
+        };
+        let mut out = String::from("longest order the model allows:\n");
+        for &i in &self.best {
+            out.push_str(&line(self.ops[i]));
+        }
+        out.push_str("the key's history:\n");
+        for e in self.ops {
+            out.push_str(&line(e));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GCRA: Spec = Spec::Gcra {
+        limit: 2,
+        period: 10,
+        burst: 2,
+    };
+
+    fn check(invoke: u64, ret: u64, cost: u64, allowed: bool, remaining: u64) -> Event<u8> {
+        let wait = if allowed { Some(0) } else { Some(5) };
+        let answer = Answer {
+            allowed,
+            remaining,
+            wait,
+            banned: false,
+        };
+        let op = Op::Check(cost);
+        event(invoke, ret, op, Some(answer))
+    }
+
+    fn event(invoke: u64, ret: u64, op: Op, answer: Option<Answer>) -> Event<u8> {
+        Event {
+            key: 0,
+            op,
+            now: 0,
+            invoke,
+            ret,
+            answer,
+        }
+    }
+
+    fn banned(invoke: u64, ret: u64) -> Event<u8> {
+        let answer = Answer {
+            allowed: false,
+            remaining: 0,
+            wait: Some(100),
+            banned: true,
+        };
+        event(invoke, ret, Op::Check(1), Some(answer))
+    }
+
+    fn verdict(history: &[Event<u8>]) -> Result<Summary, Violation> {
+        Checker::new(GCRA).check(history)
+    }
+
+    #[test]
+    fn overlapping_checks_may_go_in_either_order() {
+        let history = [
+            check(0, 5, 1, true, 0),
+            check(1, 2, 1, true, 1),
+            check(3, 4, 1, false, 0),
+        ];
+        let summary = verdict(&history).unwrap();
+        assert_eq!((summary.keys, summary.ops, summary.largest), (1, 3, 3));
+    }
+
+    #[test]
+    fn a_lost_update_is_rejected() {
+        let history = [check(0, 3, 1, true, 1), check(1, 2, 1, true, 1)];
+        let err = verdict(&history).unwrap_err();
+        assert!(matches!(err, Violation::NotLinearizable { .. }), "{err}");
+        assert!(err.to_string().contains("longest order"), "{err}");
+    }
+
+    #[test]
+    fn real_time_order_is_kept() {
+        // The second check starts after the first returned, so it cannot
+        // have gone first: 0 left then 1 left is impossible.
+        let history = [check(0, 1, 1, true, 0), check(2, 3, 1, true, 1)];
+        assert!(verdict(&history).is_err());
+        let overlapping = [check(0, 2, 1, true, 0), check(1, 3, 1, true, 1)];
+        assert!(verdict(&overlapping).is_ok());
+    }
+
+    #[test]
+    fn a_refund_applied_twice_is_rejected() {
+        let refund = Op::Refund {
+            cost: 1,
+            admitted_at: 0,
+        };
+        let mut history = vec![
+            check(0, 1, 1, true, 1),
+            check(2, 3, 1, true, 0),
+            event(4, 5, refund, None),
+            check(6, 7, 1, true, 0),
+        ];
+        assert!(verdict(&history).is_ok());
+        // Twice given back: 1 left after the check, not 0.
+        history[3] = check(6, 7, 1, true, 1);
+        assert!(verdict(&history).is_err());
+    }
+
+    #[test]
+    fn a_denial_kept_past_an_unban_is_rejected() {
+        let ban = event(0, 1, Op::Ban(100), None);
+        let unban = event(4, 5, Op::Unban, None);
+        let stale = [ban.clone(), banned(2, 3), unban.clone(), banned(6, 7)];
+        assert!(verdict(&stale).is_err());
+        let fresh = [ban.clone(), banned(2, 3), unban, check(6, 7, 1, true, 1)];
+        assert!(verdict(&fresh).is_ok());
+        // A check overlapping the unban may see either side of it.
+        let racing = [ban, event(2, 5, Op::Unban, None), banned(3, 4)];
+        assert!(verdict(&racing).is_ok());
+    }
+
+    #[test]
+    fn a_reset_gives_the_burst_back() {
+        let history = [
+            check(0, 1, 2, true, 0),
+            event(2, 3, Op::Reset, None),
+            check(4, 5, 1, true, 1),
+        ];
+        assert!(verdict(&history).is_ok());
+    }
+
+    #[test]
+    fn wait_is_compared_unless_ignored() {
+        let mut denied = check(2, 3, 1, false, 0);
+        let history = [check(0, 1, 2, true, 0), denied.clone()];
+        // The model's wait at 0 is one emission interval (5 ns).
+        assert!(verdict(&history).is_ok());
+        denied.answer.as_mut().unwrap().wait = Some(4);
+        let wrong = [history[0].clone(), denied];
+        assert!(verdict(&wrong).is_err());
+        assert!(Checker::new(GCRA).ignore_wait().check(&wrong).is_ok());
+    }
+
+    #[test]
+    fn a_search_out_of_steps_says_so() {
+        // Eight peeks all overlapping, one of them wrong: refuted only
+        // after every subset of the others was tried.
+        let mut history: Vec<_> = (0..8).map(|i| check(i, 100 + i, 0, true, 2)).collect();
+        history[7] = check(7, 107, 0, true, 1);
+        assert!(verdict(&history).is_err());
+        let err = Checker::new(GCRA).max_steps(3).check(&history).unwrap_err();
+        assert!(matches!(err, Violation::Undecided { ops: 8, .. }), "{err}");
+    }
+
+    #[test]
+    fn keys_are_checked_apart() {
+        let mut other = check(0, 1, 2, true, 0);
+        other.key = 1;
+        let history = [check(0, 1, 2, true, 0), other];
+        assert_eq!(verdict(&history).unwrap().keys, 2);
+    }
+}
