@@ -115,21 +115,113 @@ impl<K> Recorder<K> {
 
     /// Records an operation invoked at `invoke` that has just returned.
     pub fn record(&self, invoke: u64, key: K, op: Op, now: u64, answer: Option<Answer>) {
+        let event = self.returned(invoke, key, op, now, answer);
+        self.events.lock().expect("not poisoned").push(event);
+    }
+
+    /// The event of an operation invoked at `invoke` that has just
+    /// returned, for a thread that keeps its own events (no lock between
+    /// its calls) and hands them to [`add`](Self::add) at the end.
+    pub fn returned(
+        &self,
+        invoke: u64,
+        key: K,
+        op: Op,
+        now: u64,
+        answer: Option<Answer>,
+    ) -> Event<K> {
         let ret = self.ticks.fetch_add(1, Ordering::SeqCst);
-        let event = Event {
+        Event {
             key,
             op,
             now,
             invoke,
             ret,
             answer,
-        };
-        self.events.lock().expect("not poisoned").push(event);
+        }
+    }
+
+    /// Adds events a thread kept.
+    pub fn add(&self, events: Vec<Event<K>>) {
+        self.events.lock().expect("not poisoned").extend(events);
     }
 
     /// The events recorded so far, taken out of the recorder.
     pub fn events(&self) -> Vec<Event<K>> {
         std::mem::take(&mut *self.events.lock().expect("not poisoned"))
+    }
+}
+
+/// How often a random workload asks for each operation, in percent (the
+/// rest are checks, mostly of cost 1, else of cost 0 to `max_cost`).
+///
+/// ```
+/// use ratelimit_test_support::history::{Mix, Op};
+/// use ratelimit_test_support::SplitMix64;
+///
+/// let mut rng = SplitMix64(7);
+/// let op = Mix::CHECKS.op(&mut rng, 0, 1_000);
+/// assert!(matches!(op, Op::Check(0..=2)));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mix {
+    /// Refunds of cost 1.
+    pub refund: u64,
+    /// Resets.
+    pub reset: u64,
+    /// Bans.
+    pub ban: u64,
+    /// Unbans.
+    pub unban: u64,
+    /// The largest cost of a check.
+    pub max_cost: u64,
+}
+
+impl Mix {
+    /// Checks only, of costs 0 to 2.
+    pub const CHECKS: Mix = Mix {
+        refund: 0,
+        reset: 0,
+        ban: 0,
+        unban: 0,
+        max_cost: 2,
+    };
+
+    /// Every operation: checks, refunds, resets, bans and unbans.
+    pub const ALL: Mix = Mix {
+        refund: 15,
+        reset: 3,
+        ban: 4,
+        unban: 6,
+        max_cost: 3,
+    };
+
+    /// A random operation: a refund gives back one unit admitted at
+    /// `admitted_at`, a ban lasts `ban_for` ns.
+    pub fn op(&self, rng: &mut crate::SplitMix64, admitted_at: u64, ban_for: u64) -> Op {
+        let mut roll = rng.below(100);
+        for (percent, op) in [
+            (
+                self.refund,
+                Op::Refund {
+                    cost: 1,
+                    admitted_at,
+                },
+            ),
+            (self.reset, Op::Reset),
+            (self.ban, Op::Ban(ban_for)),
+            (self.unban, Op::Unban),
+        ] {
+            if roll < percent {
+                return op;
+            }
+            roll -= percent;
+        }
+        if rng.chance(60) {
+            Op::Check(1)
+        } else {
+            Op::Check(rng.below(self.max_cost + 1))
+        }
     }
 }
 
@@ -154,6 +246,8 @@ pub struct Summary {
     pub ops: usize,
     /// The most operations of one key.
     pub largest: usize,
+    /// Operations overlapping another of their key in real time.
+    pub overlapping: usize,
     /// Search steps taken, over every key.
     pub steps: u64,
 }
@@ -271,11 +365,13 @@ impl Checker {
             keys: by_key.len(),
             ops: events.len(),
             largest: 0,
+            overlapping: 0,
             steps: 0,
         };
         for (key, mut ops) in by_key {
             ops.sort_by_key(|e| e.invoke);
             summary.largest = summary.largest.max(ops.len());
+            summary.overlapping += overlapping(&ops);
             summary.steps += self.check_key(key, &ops)?;
         }
         Ok(summary)
@@ -345,6 +441,14 @@ impl Checker {
             && banned == seen.banned
             && (!self.compare_wait || out.wait == seen.wait)
     }
+}
+
+/// How many of `ops` overlap another in real time.
+fn overlapping<K>(ops: &[&Event<K>]) -> usize {
+    let overlaps = |a: &Event<K>, b: &Event<K>| a.invoke < b.ret && b.invoke < a.ret;
+    (0..ops.len())
+        .filter(|&i| (0..ops.len()).any(|j| i != j && overlaps(ops[i], ops[j])))
+        .count()
 }
 
 /// One key's search in progress.
@@ -477,6 +581,7 @@ mod tests {
         ];
         let summary = verdict(&history).unwrap();
         assert_eq!((summary.keys, summary.ops, summary.largest), (1, 3, 3));
+        assert_eq!(summary.overlapping, 3);
     }
 
     #[test]
