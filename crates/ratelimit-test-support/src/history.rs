@@ -238,7 +238,7 @@ pub fn admitted_cost<K: Hash + Eq + Clone>(events: &[Event<K>]) -> HashMap<K, u6
 }
 
 /// What a checked history held.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Summary {
     /// Keys checked.
     pub keys: usize,
@@ -250,6 +250,27 @@ pub struct Summary {
     pub overlapping: usize,
     /// Search steps taken, over every key.
     pub steps: u64,
+}
+
+impl Summary {
+    /// Adds `other`'s counts (`largest`: the larger).
+    pub fn add(&mut self, other: Summary) {
+        self.keys += other.keys;
+        self.ops += other.ops;
+        self.largest = self.largest.max(other.largest);
+        self.overlapping += other.overlapping;
+        self.steps += other.steps;
+    }
+}
+
+impl fmt::Display for Summary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} keys, {} operations ({} overlapping another), at most {} per key, {} steps",
+            self.keys, self.ops, self.overlapping, self.largest, self.steps
+        )
+    }
 }
 
 /// Why a history was not accepted.

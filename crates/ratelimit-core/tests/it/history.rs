@@ -8,7 +8,9 @@
 
 use crate::model::Spec;
 use ratelimit_core::{Decision, FixedWindow, Gcra, MemoryStore, SlidingWindow, Store, StoreError};
-use ratelimit_test_support::history::{admitted_cost, Answer, Checker, Event, Mix, Op, Recorder};
+use ratelimit_test_support::history::{
+    admitted_cost, Answer, Checker, Event, Mix, Op, Recorder, Summary,
+};
 use ratelimit_test_support::SplitMix64;
 use std::collections::HashMap;
 use std::future::{ready, Ready};
@@ -101,24 +103,15 @@ fn meet(arrived: &AtomicU64, phase: u64) {
 /// history against `spec`.
 fn linearizable<S: Store<u64>>(make: impl Fn() -> S, spec: Spec, mix: Mix, step: u64) {
     let started = Instant::now();
-    let (mut ops, mut largest, mut overlapping, mut steps) = (0, 0, 0, 0);
+    let mut all = Summary::default();
     for seed in 0..32 {
         let events = run(&make(), mix, step, seed);
         match Checker::new(spec).check(&events) {
-            Ok(s) => {
-                ops += s.ops;
-                largest = largest.max(s.largest);
-                overlapping += s.overlapping;
-                steps += s.steps;
-            }
+            Ok(s) => all.add(s),
             Err(v) => panic!("seed {seed}: {v}"),
         }
     }
-    eprintln!(
-        "{spec:?} {mix:?}: {ops} operations ({overlapping} overlapping another), \
-         at most {largest} per key, {steps} steps, {:?}",
-        started.elapsed()
-    );
+    eprintln!("{spec:?} {mix:?}: {all}, {:?}", started.elapsed());
 }
 
 fn gcra_spec() -> (Gcra, Spec) {

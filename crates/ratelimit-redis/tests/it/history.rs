@@ -11,7 +11,9 @@
 use crate::server;
 use ratelimit_core::{AnyAlgorithm, Decision, FixedWindow, Gcra, SlidingWindow, Store};
 use ratelimit_redis::{RedisStore, TimeSource};
-use ratelimit_test_support::history::{admitted_cost, Answer, Checker, Event, Mix, Op, Recorder};
+use ratelimit_test_support::history::{
+    admitted_cost, Answer, Checker, Event, Mix, Op, Recorder, Summary,
+};
 use ratelimit_test_support::model::Spec;
 use ratelimit_test_support::{DelayProxy, SplitMix64};
 use std::sync::Arc;
@@ -130,7 +132,7 @@ fn store(
 /// history with `checker`.
 async fn linearizable(stores: &[RedisStore], checker: Checker, mix: Mix, step: u64, what: &str) {
     let started = Instant::now();
-    let (mut ops, mut largest, mut overlapping, mut steps) = (0, 0, 0, 0);
+    let mut all = Summary::default();
     for seed in 0..4 {
         let plan = Plan {
             mix,
@@ -140,20 +142,11 @@ async fn linearizable(stores: &[RedisStore], checker: Checker, mix: Mix, step: u
         };
         let events = run(stores, plan).await;
         match checker.check(&events) {
-            Ok(s) => {
-                ops += s.ops;
-                largest = largest.max(s.largest);
-                overlapping += s.overlapping;
-                steps += s.steps;
-            }
+            Ok(s) => all.add(s),
             Err(v) => panic!("{what}, seed {seed}: {v}"),
         }
     }
-    eprintln!(
-        "{what}: {ops} operations ({overlapping} overlapping another), \
-         at most {largest} per key, {steps} steps, {:?}",
-        started.elapsed()
-    );
+    eprintln!("{what}: {all}, {:?}", started.elapsed());
 }
 
 const GCRA: Spec = Spec::Gcra {
@@ -347,4 +340,36 @@ async fn an_unban_here_forgets_a_denial_in_flight() {
     let (_proxy, s, rec) = slow_store(server.port).await;
     recorded(&rec, &s, Op::Ban(10 * SECOND), T0).await;
     in_flight_then(&s, &rec, Op::Unban).await;
+}
+
+/// Two instances through a proxy adding 10 ms each way (a slow Redis,
+/// answering within the timeout): every operation, still linearizable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_through_a_slow_network_are_linearizable() {
+    let server = server!();
+    let proxy = DelayProxy::start(server.port, Duration::from_millis(10));
+    let both = [0, 1].map(|_| store((proxy.url(), "s:"), gcra(), TimeSource::Caller, 0));
+    let what = "gcra, exact, 20 ms round trips";
+    linearizable(&both, Checker::new(GCRA), Mix::ALL, SECOND / 5, what).await;
+}
+
+/// Two instances on a Cluster of three masters: every operation, exact.
+#[cfg(feature = "cluster")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_on_a_cluster_are_linearizable() {
+    let Some(cluster) = ratelimit_test_support::RedisCluster::start(3, 0) else {
+        return;
+    };
+    let target = ratelimit_redis::Target::parse(&cluster.url(), None).unwrap();
+    let both = [0, 1].map(|_| {
+        RedisStore::builder(target.clone(), gcra())
+            .prefix("c:")
+            .time_source(TimeSource::Caller)
+            .timeout(Duration::from_secs(5))
+            .deny_cache(0)
+            .build()
+            .unwrap()
+    });
+    let what = "gcra, exact, cluster";
+    linearizable(&both, Checker::new(GCRA), Mix::ALL, SECOND / 5, what).await;
 }
