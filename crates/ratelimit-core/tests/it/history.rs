@@ -182,6 +182,9 @@ enum Bug {
     /// A lease of `LEASE` units answers one check more than it holds (with
     /// [`Planted::leasing`]).
     LeaseSpentTwice,
+    /// Checks count in a table of their own, read and written back
+    /// under two locks: concurrent checks lose each other's updates.
+    LostUpdate,
 }
 
 const LEASE: u64 = 3;
@@ -196,6 +199,8 @@ struct Planted {
     bans: Mutex<HashMap<u64, u64>>,
     /// Leases: key to units left.
     leases: Mutex<HashMap<u64, u64>>,
+    /// Cost used per key (`Bug::LostUpdate` only).
+    used: Mutex<HashMap<u64, u64>>,
 }
 
 impl Planted {
@@ -206,6 +211,7 @@ impl Planted {
             lease: false,
             bans: Mutex::default(),
             leases: Mutex::default(),
+            used: Mutex::default(),
         }
     }
 
@@ -221,12 +227,46 @@ impl Planted {
         if cost == 1 && self.lease {
             return self.leased(key, now);
         }
+        if self.bug == Bug::LostUpdate {
+            return Ok(self.racy(key, cost));
+        }
         let until = self.bans.lock().unwrap().get(&key).copied();
         if let Some(until) = until.filter(|&u| cost > 0 && now < u) {
             let left = Duration::from_nanos(until - now);
             return Ok(Decision::ban(6, Duration::from_millis(1500), left));
         }
         self.inner.check_now(&key, cost, now)
+    }
+
+    /// A check of the burst at one instant, counted in `used`: read, a
+    /// pause, written back.
+    fn racy(&self, key: u64, cost: u64) -> Decision {
+        let (burst, window) = (6, Duration::from_millis(1500));
+        let used = self.used.lock().unwrap().get(&key).copied().unwrap_or(0);
+        std::thread::sleep(Duration::from_micros(50));
+        if used + cost > burst {
+            let wait = Duration::from_millis(250 * (used + cost - burst));
+            return Decision::new(
+                false,
+                burst - used,
+                Some(wait),
+                burst,
+                window,
+                window,
+                window,
+            );
+        }
+        self.used.lock().unwrap().insert(key, used + cost);
+        let left = burst - used - cost;
+        Decision::new(
+            true,
+            left,
+            Some(Duration::ZERO),
+            burst,
+            window,
+            window,
+            window,
+        )
     }
 
     /// A check spent from a lease of `LEASE` units, taken when none is
@@ -327,6 +367,17 @@ fn a_denial_kept_past_an_unban_is_caught() {
     assert!(caught(Bug::DenialKeptPastUnban));
 }
 
+/// Checks that lose each other's updates (two overlapping checks both
+/// see the same count) are caught.
+#[test]
+fn a_lost_update_is_caught() {
+    let checker = Checker::new(gcra_spec().1).ignore_wait();
+    let alone = run_one_instant(&Planted::new(Bug::LostUpdate), 1);
+    assert!(checker.check(&alone).is_ok(), "one thread loses nothing");
+    let events = run_one_instant(&Planted::new(Bug::LostUpdate), THREADS);
+    assert!(checker.check(&events).is_err());
+}
+
 /// Leases are not linearizable by design; their contract is a bound. At
 /// one instant it is the burst itself: units are counted when taken, so
 /// no key is admitted more than the burst. A lease spent twice passes it.
@@ -334,22 +385,22 @@ fn a_denial_kept_past_an_unban_is_caught() {
 fn a_lease_spent_twice_passes_the_bound() {
     let burst = 6;
     let overshoot = |bug| {
-        let events = run_one_instant(&Planted::leasing(bug));
+        let events = run_one_instant(&Planted::leasing(bug), THREADS);
         let most = admitted_cost(&events).into_values().max().unwrap();
         most.saturating_sub(burst)
     };
     assert_eq!(overshoot(Bug::None), 0);
     assert!(overshoot(Bug::LeaseSpentTwice) > 0);
     // Its answers are not the model's either.
-    let events = run_one_instant(&Planted::leasing(Bug::LeaseSpentTwice));
+    let events = run_one_instant(&Planted::leasing(Bug::LeaseSpentTwice), THREADS);
     assert!(Checker::new(gcra_spec().1).check(&events).is_err());
 }
 
-/// Every thread checks every key, cost 1, at one instant.
-fn run_one_instant<S: Store<u64>>(store: &S) -> Vec<Event<u64>> {
+/// `threads` threads check every key, cost 1, at one instant.
+fn run_one_instant<S: Store<u64>>(store: &S, threads: u64) -> Vec<Event<u64>> {
     let rec = Recorder::new();
     std::thread::scope(|s| {
-        for _ in 0..THREADS {
+        for _ in 0..threads {
             s.spawn(|| {
                 for i in 0..4 * KEYS {
                     let key = i % KEYS;

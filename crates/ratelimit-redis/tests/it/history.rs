@@ -10,7 +10,7 @@
 
 use crate::server;
 use ratelimit_core::{AnyAlgorithm, Decision, FixedWindow, Gcra, SlidingWindow, Store};
-use ratelimit_redis::{RedisStore, TimeSource};
+use ratelimit_redis::{RedisStore, Target, TimeSource};
 use ratelimit_test_support::history::{
     admitted_cost, Answer, Checker, Event, Mix, Op, Recorder, Summary,
 };
@@ -114,12 +114,12 @@ async fn run(stores: &[RedisStore], plan: Plan) -> Vec<Event<u64>> {
 /// A store on `url` under `prefix` (bans are kept by key, whatever the
 /// algorithm: each run has its own prefix).
 fn store(
-    (url, prefix): (String, &str),
+    (target, prefix): (impl Into<Target>, &str),
     a: impl Into<AnyAlgorithm>,
     time: TimeSource,
     cache: usize,
 ) -> RedisStore {
-    RedisStore::builder(url, a)
+    RedisStore::builder(target, a)
         .prefix(prefix)
         .time_source(time)
         .timeout(Duration::from_secs(5))
@@ -360,16 +360,24 @@ async fn two_instances_on_a_cluster_are_linearizable() {
     let Some(cluster) = ratelimit_test_support::RedisCluster::start(3, 0) else {
         return;
     };
-    let target = ratelimit_redis::Target::parse(&cluster.url(), None).unwrap();
-    let both = [0, 1].map(|_| {
-        RedisStore::builder(target.clone(), gcra())
-            .prefix("c:")
-            .time_source(TimeSource::Caller)
-            .timeout(Duration::from_secs(5))
-            .deny_cache(0)
-            .build()
-            .unwrap()
-    });
-    let what = "gcra, exact, cluster";
+    let target = Target::parse(&cluster.url(), None).unwrap();
+    exact_on(target, "gcra, exact, cluster").await;
+}
+
+/// Two instances through a Sentinel's master: every operation, exact.
+#[cfg(feature = "sentinel")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_through_a_sentinel_are_linearizable() {
+    let Some(sentinel) = ratelimit_test_support::redis_sentinel::RedisSentinel::start() else {
+        return;
+    };
+    let target = Target::parse(&sentinel.url(), None).unwrap();
+    exact_on(target, "gcra, exact, sentinel").await;
+}
+
+/// Two instances on `target`, no deny cache, every operation of GCRA.
+#[cfg(any(feature = "cluster", feature = "sentinel"))]
+async fn exact_on(target: Target, what: &str) {
+    let both = [0, 1].map(|_| store((target.clone(), "t:"), gcra(), TimeSource::Caller, 0));
     linearizable(&both, Checker::new(GCRA), Mix::ALL, SECOND / 5, what).await;
 }
