@@ -381,3 +381,46 @@ async fn exact_on(target: Target, what: &str) {
     let both = [0, 1].map(|_| store((target.clone(), "t:"), gcra(), TimeSource::Caller, 0));
     linearizable(&both, Checker::new(GCRA), Mix::ALL, SECOND / 5, what).await;
 }
+
+/// The fallback is not linearizable by design: while Redis gives no
+/// decisions, each of `k` instances counts on its own, from empty, so a
+/// window an outage overlaps admits at most `(k + 1) * L`
+/// (ALGORITHMS.md, "Clocks and time 0"). 16 tasks on two instances spend
+/// each key's window in Redis, then again with the server killed; the
+/// largest overshoot is reported.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fallback_stays_within_its_bound() {
+    let mut server = server!();
+    let (limit, k) = (5, 2);
+    let hour = FixedWindow::new(limit, Duration::from_secs(3600)).unwrap();
+    let build = || {
+        RedisStore::builder(server.url(), hour)
+            .prefix("f:")
+            .time_source(TimeSource::Caller)
+            .timeout(Duration::from_millis(200))
+            .fallback_to_memory(1_000)
+            // Else the cached denials answer for the killed server.
+            .deny_cache(0)
+            .build()
+            .unwrap()
+    };
+    let both = [build(), build()];
+    let plan = Plan {
+        mix: Mix {
+            max_cost: 1,
+            ..Mix::CHECKS
+        },
+        t0: T0,
+        step: 0,
+        seed: 0,
+    };
+    let mut events = run(&both, plan).await;
+    server.kill();
+    events.extend(run(&both, plan).await);
+    let mut worst = 0;
+    for (_, admitted) in admitted_cost(&events) {
+        assert!(admitted <= (k + 1) * limit, "{admitted}");
+        worst = worst.max(admitted - limit);
+    }
+    eprintln!("fallback on {k} instances, limit {limit}: largest overshoot {worst}");
+}
