@@ -688,6 +688,21 @@ mod tests {
     }
 
     #[test]
+    fn a_refuted_history_of_40_operations_is_decided_in_bounds() {
+        // 8 threads of 5 peeks each, overlapping within and across rounds,
+        // the last answer impossible: every order of the others is tried.
+        let mut history = Vec::new();
+        for i in 0..8 {
+            for j in 0..5 {
+                history.push(check(20 * j + i, 20 * j + 15 + i, 0, true, 2));
+            }
+        }
+        history[39].answer.as_mut().unwrap().remaining = 1;
+        let err = verdict(&history).unwrap_err();
+        assert!(matches!(err, Violation::NotLinearizable { .. }), "{err}");
+    }
+
+    #[test]
     fn keys_are_checked_apart() {
         let mut other = check(0, 1, 2, true, 0);
         other.key = 1;
