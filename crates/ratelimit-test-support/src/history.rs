@@ -334,6 +334,7 @@ impl fmt::Display for Violation {
 #[derive(Debug, Clone, Copy)]
 pub struct Checker {
     spec: Spec,
+    ban_on_denial: Option<u64>,
     compare_wait: bool,
     max_steps: u64,
 }
@@ -355,9 +356,17 @@ impl Checker {
         );
         Self {
             spec,
+            ban_on_denial: None,
             compare_wait: true,
             max_steps: 1_000_000,
         }
+    }
+
+    /// For a store with a ban policy of `d` ns without escalation
+    /// ([`KeyState::ban_on_denial`]).
+    pub fn ban_on_denial(mut self, d: u64) -> Self {
+        self.ban_on_denial = Some(d);
+        self
     }
 
     /// Compares `allowed`, `remaining` and `banned` only (a store that
@@ -415,7 +424,11 @@ impl Checker {
             path: Vec::new(),
             best: Vec::new(),
         };
-        match search.dfs(0, &KeyState::new(self.spec, 0)) {
+        let mut fresh = KeyState::new(self.spec, 0);
+        if let Some(d) = self.ban_on_denial {
+            fresh = fresh.ban_on_denial(d);
+        }
+        match search.dfs(0, &fresh) {
             Some(true) => Ok(search.steps),
             Some(false) => Err(Violation::NotLinearizable {
                 key: name(),
@@ -433,8 +446,7 @@ impl Checker {
     fn apply<K>(&self, state: &mut KeyState, e: &Event<K>) -> bool {
         match e.op {
             Op::Check(cost) => {
-                let banned = cost > 0 && state.is_banned(e.now);
-                let out = state.check(cost, e.now);
+                let (out, banned) = state.decide(cost, e.now);
                 e.answer.is_none_or(|a| self.matches(out, banned, a))
             }
             Op::Refund { cost, admitted_at } => {
@@ -700,6 +712,34 @@ mod tests {
         history[39].answer.as_mut().unwrap().remaining = 1;
         let err = verdict(&history).unwrap_err();
         assert!(matches!(err, Violation::NotLinearizable { .. }), "{err}");
+    }
+
+    #[test]
+    fn a_ban_policy_bans_on_a_denial_with_nothing_left() {
+        let ban = Answer {
+            allowed: false,
+            remaining: 0,
+            wait: Some(100),
+            banned: true,
+        };
+        let history = [
+            check(0, 1, 2, true, 0),
+            event(2, 3, Op::Check(1), Some(ban)),
+            event(
+                4,
+                5,
+                Op::Check(1),
+                Some(Answer {
+                    wait: Some(100),
+                    ..ban
+                }),
+            ),
+        ];
+        assert!(Checker::new(GCRA)
+            .ban_on_denial(100)
+            .check(&history)
+            .is_ok());
+        assert!(verdict(&history).is_err(), "no ban without the policy");
     }
 
     #[test]

@@ -207,6 +207,9 @@ pub struct KeyState {
     st: St,
     /// The instant the key's ban ends, if banned.
     banned_until: Option<u64>,
+    /// A ban policy without escalation: a denial with nothing left that
+    /// could succeed later bans for this many ns.
+    ban_on_denial: Option<u64>,
 }
 
 impl KeyState {
@@ -218,20 +221,45 @@ impl KeyState {
             offset,
             st: St::new(spec),
             banned_until: None,
+            ban_on_denial: None,
         }
+    }
+
+    /// The key under a ban policy of `d` ns without escalation (the
+    /// contract's "Bans"): a check denied with `remaining` 0 and a wait
+    /// bans it for `d`, and answers the ban's denial.
+    pub fn ban_on_denial(mut self, d: u64) -> Self {
+        self.ban_on_denial = Some(d);
+        self
     }
 
     /// Decides a request of cost `n` at `t`: a ban standing at `t` denies
     /// any positive cost (its wait the ban's time left); a peek reports
     /// the state.
     pub fn check(&mut self, n: u64, t: u64) -> Out {
+        self.decide(n, t).0
+    }
+
+    /// [`check`](Self::check), and whether its answer is a ban's.
+    pub fn decide(&mut self, n: u64, t: u64) -> (Out, bool) {
+        let banned = |until: u64| Out {
+            allowed: false,
+            remaining: 0,
+            wait: Some(u128::from(until - t)),
+        };
         match self.banned_until {
-            Some(until) if n > 0 && t < until => Out {
-                allowed: false,
-                remaining: 0,
-                wait: Some(u128::from(until - t)),
-            },
-            _ => self.st.check(self.spec, self.offset, n, t),
+            Some(until) if n > 0 && t < until => (banned(until), true),
+            _ => {
+                let out = self.st.check(self.spec, self.offset, n, t);
+                match self.ban_on_denial {
+                    Some(d) if !out.allowed && out.remaining == 0 && out.wait.is_some() => {
+                        let until = t.saturating_add(d);
+                        self.banned_until = Some(until);
+                        (banned(until), true)
+                    }
+                    _ => (out, false),
+                }
+            }
         }
     }
 

@@ -7,7 +7,9 @@
 //! twice) show the checker catches each.
 
 use crate::model::Spec;
-use ratelimit_core::{Decision, FixedWindow, Gcra, MemoryStore, SlidingWindow, Store, StoreError};
+use ratelimit_core::{
+    BanPolicy, Decision, FixedWindow, Gcra, MemoryStore, SlidingWindow, Store, StoreError,
+};
 use ratelimit_test_support::history::{
     admitted_cost, Answer, Checker, Event, Mix, Op, Recorder, Summary,
 };
@@ -102,16 +104,21 @@ fn meet(arrived: &AtomicU64, phase: u64) {
 /// Runs `store` through `run` under several seeds and checks every
 /// history against `spec`.
 fn linearizable<S: Store<u64>>(make: impl Fn() -> S, spec: Spec, mix: Mix, step: u64) {
+    linearizable_with(make, Checker::new(spec), mix, step);
+}
+
+/// [`linearizable`] with `checker`.
+fn linearizable_with<S: Store<u64>>(make: impl Fn() -> S, checker: Checker, mix: Mix, step: u64) {
     let started = Instant::now();
     let mut all = Summary::default();
     for seed in 0..32 {
         let events = run(&make(), mix, step, seed);
-        match Checker::new(spec).check(&events) {
+        match checker.check(&events) {
             Ok(s) => all.add(s),
             Err(v) => panic!("seed {seed}: {v}"),
         }
     }
-    eprintln!("{spec:?} {mix:?}: {all}, {:?}", started.elapsed());
+    eprintln!("{checker:?} {mix:?}: {all}, {:?}", started.elapsed());
 }
 
 fn gcra_spec() -> (Gcra, Spec) {
@@ -139,6 +146,26 @@ fn memory_gcra_is_linearizable() {
         linearizable(make, spec, Mix::ALL, SECOND / 5);
         linearizable(make, spec, Mix::CHECKS, SECOND / 5);
     }
+}
+
+/// A ban policy (no escalation): a denial with nothing left bans the key,
+/// atomically with the check that denied it.
+#[test]
+fn memory_bans_on_denial_are_linearizable() {
+    let (gcra, spec) = gcra_spec();
+    let ban = Duration::from_millis(700);
+    let make = || {
+        MemoryStore::<Gcra, u64>::builder(gcra)
+            .ban(Some(BanPolicy::new(ban).unwrap()))
+            .build()
+    };
+    let checker = Checker::new(spec).ban_on_denial(ban.as_nanos() as u64);
+    linearizable_with(make, checker, Mix::ALL, SECOND / 5);
+    linearizable_with(make, checker, Mix::CHECKS, SECOND / 5);
+    // Checks alone earn bans, which a model without the policy refuses.
+    let events = run(&make(), Mix::CHECKS, SECOND / 5, 0);
+    assert!(events.iter().any(|e| e.answer.is_some_and(|a| a.banned)));
+    assert!(Checker::new(spec).check(&events).is_err());
 }
 
 #[test]

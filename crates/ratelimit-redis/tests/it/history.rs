@@ -9,7 +9,7 @@
 //! is checked instead, and the overshoot reported.
 
 use crate::server;
-use ratelimit_core::{AnyAlgorithm, Decision, FixedWindow, Gcra, SlidingWindow, Store};
+use ratelimit_core::{AnyAlgorithm, BanPolicy, Decision, FixedWindow, Gcra, SlidingWindow, Store};
 use ratelimit_redis::{RedisStore, Target, TimeSource};
 use ratelimit_test_support::history::{
     admitted_cost, Answer, Checker, Event, Mix, Op, Recorder, Summary,
@@ -177,6 +177,27 @@ async fn two_instances_without_deny_cache_are_linearizable() {
     let both = [0, 1].map(|_| store(at(), window, TimeSource::Caller, 0));
     let what = "sliding window, exact";
     linearizable(&both, Checker::new(spec), Mix::ALL, SECOND / 3, what).await;
+}
+
+/// Two instances with a ban policy (no escalation), no deny cache: a
+/// denial with nothing left bans the key in the same script, on both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_banning_on_denial_are_linearizable() {
+    let server = server!();
+    let ban = Duration::from_millis(700);
+    let build = || {
+        RedisStore::builder(server.url(), gcra())
+            .prefix("b:")
+            .time_source(TimeSource::Caller)
+            .timeout(Duration::from_secs(5))
+            .deny_cache(0)
+            .ban(Some(BanPolicy::new(ban).unwrap()))
+            .build()
+            .unwrap()
+    };
+    let both = [build(), build()];
+    let checker = Checker::new(GCRA).ban_on_denial(ban.as_nanos() as u64);
+    linearizable(&both, checker, Mix::ALL, SECOND / 5, "gcra, ban policy").await;
 }
 
 /// Two instances with deny caches, checks only: a cached denial is an
