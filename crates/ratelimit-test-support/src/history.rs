@@ -38,6 +38,16 @@ pub enum Op {
         /// When it was admitted.
         admitted_at: u64,
     },
+    /// A settlement of a request admitted at `admitted_at` with
+    /// `reserved` to its `actual` cost (GCRA and the token bucket).
+    Settle {
+        /// The cost reserved.
+        reserved: u64,
+        /// The cost actually used.
+        actual: u64,
+        /// When it was admitted.
+        admitted_at: u64,
+    },
     /// A reset of the key.
     Reset,
     /// A ban of the key for this many nanoseconds.
@@ -74,7 +84,7 @@ pub struct Event<K> {
     pub invoke: u64,
     /// The logical instant after it returned.
     pub ret: u64,
-    /// A check's answer (`None` for other operations).
+    /// A check's or a settlement's answer (`None` for other operations).
     pub answer: Option<Answer>,
 }
 
@@ -167,6 +177,9 @@ impl<K> Recorder<K> {
 pub struct Mix {
     /// Refunds of cost 1.
     pub refund: u64,
+    /// Settlements of a reservation of 1 or 2 to 0 to 3 (GCRA and the
+    /// token bucket only).
+    pub settle: u64,
     /// Resets.
     pub reset: u64,
     /// Bans.
@@ -181,15 +194,17 @@ impl Mix {
     /// Checks only, of costs 0 to 2.
     pub const CHECKS: Mix = Mix {
         refund: 0,
+        settle: 0,
         reset: 0,
         ban: 0,
         unban: 0,
         max_cost: 2,
     };
 
-    /// Every operation: checks, refunds, resets, bans and unbans.
+    /// Checks, refunds, resets, bans and unbans (no settlements).
     pub const ALL: Mix = Mix {
         refund: 15,
+        settle: 0,
         reset: 3,
         ban: 4,
         unban: 6,
@@ -200,6 +215,11 @@ impl Mix {
     /// `admitted_at`, a ban lasts `ban_for` ns.
     pub fn op(&self, rng: &mut crate::SplitMix64, admitted_at: u64, ban_for: u64) -> Op {
         let mut roll = rng.below(100);
+        let settle = Op::Settle {
+            reserved: 1 + rng.below(2),
+            actual: rng.below(4),
+            admitted_at,
+        };
         for (percent, op) in [
             (
                 self.refund,
@@ -208,6 +228,7 @@ impl Mix {
                     admitted_at,
                 },
             ),
+            (self.settle, settle),
             (self.reset, Op::Reset),
             (self.ban, Op::Ban(ban_for)),
             (self.unban, Op::Unban),
@@ -448,6 +469,14 @@ impl Checker {
             Op::Check(cost) => {
                 let (out, banned) = state.decide(cost, e.now);
                 e.answer.is_none_or(|a| self.matches(out, banned, a))
+            }
+            Op::Settle {
+                reserved,
+                actual,
+                admitted_at,
+            } => {
+                let out = state.settle(reserved, actual, admitted_at, e.now);
+                e.answer.is_none_or(|a| self.matches(out, false, a))
             }
             Op::Refund { cost, admitted_at } => {
                 state.refund(cost, admitted_at, e.now);
@@ -740,6 +769,30 @@ mod tests {
             .check(&history)
             .is_ok());
         assert!(verdict(&history).is_err(), "no ban without the policy");
+    }
+
+    #[test]
+    fn a_settlement_up_leaves_the_key_in_debt() {
+        let settle = Op::Settle {
+            reserved: 1,
+            actual: 3,
+            admitted_at: 0,
+        };
+        let owed = |wait| Answer {
+            allowed: false,
+            remaining: 0,
+            wait: Some(wait),
+            banned: false,
+        };
+        // Burst 2, T = 5 ns: 2 used, 2 more charged (capped at 2 owed).
+        let history = [
+            check(0, 1, 2, true, 0),
+            event(2, 3, settle, Some(owed(10))),
+            event(4, 5, Op::Check(1), Some(owed(15))),
+        ];
+        assert!(verdict(&history).is_ok());
+        let paid = [history[0].clone(), event(2, 3, settle, Some(owed(5)))];
+        assert!(verdict(&paid).is_err());
     }
 
     #[test]

@@ -272,6 +272,35 @@ impl KeyState {
             .refund(self.spec, self.offset, u128::from(n), a, u128::from(t));
     }
 
+    /// Settles a request admitted at `admitted_at` with `reserved` to its
+    /// `actual` cost, at `t` (the contract's "Settlement and debt"):
+    /// charges the difference up, into debt (at most the burst owed), or
+    /// refunds it down; answers a peek's decision. GCRA and the token
+    /// bucket only (panics otherwise).
+    pub fn settle(&mut self, reserved: u64, actual: u64, admitted_at: u64, t: u64) -> Out {
+        if actual < reserved {
+            self.refund(reserved - actual, admitted_at, t);
+        } else if actual > reserved {
+            let (
+                Spec::Gcra {
+                    limit,
+                    period,
+                    burst,
+                },
+                St::Tat(stored),
+            ) = (self.spec, &mut self.st)
+            else {
+                panic!("the model settles GCRA and the token bucket only")
+            };
+            let (tee, t) = (u128::from(period), u128::from(t) * u128::from(limit));
+            let used = stored.map_or(0, |s| s.saturating_sub(t));
+            let cap = (2 * u128::from(burst) * tee).max(used);
+            let new = (used + u128::from(actual - reserved) * tee).min(cap);
+            *stored = Some(t + new);
+        }
+        self.st.check(self.spec, self.offset, 0, t)
+    }
+
     /// Whether a ban stands at `t`.
     pub fn is_banned(&self, t: u64) -> bool {
         self.banned_until.is_some_and(|until| t < until)
@@ -455,12 +484,15 @@ fn gcra(limit: u64, period: u64, burst: u64, stored: &mut Option<u128>, t: u128,
     let bt = u128::from(burst) * tee;
     let t = t * l;
     let tat = stored.map_or(t, |s| s.max(t));
-    let remaining = |tat: u128| (t + bt - tat) / tee;
+    // In debt (a settlement's charge) nothing remains.
+    let remaining = |tat: u128| (t + bt).saturating_sub(tat) / tee;
     if n == 0 {
+        // A peek in debt is denied until the debt is repaid.
+        let debt = tat.saturating_sub(t + bt);
         return Out {
-            allowed: true,
+            allowed: debt == 0,
             remaining: remaining(tat),
-            wait: Some(0),
+            wait: Some(ceil_div(debt, l)),
         };
     }
     if n > u128::from(burst) {

@@ -53,6 +53,14 @@ fn call<S: Store<u64>>(store: &S, key: u64, op: Op, now: u64) -> Option<Answer> 
             let d = store.check_now(&key, cost, now).expect("at once");
             return Some(answer(&d.expect("no error")));
         }
+        Op::Settle {
+            reserved,
+            actual,
+            admitted_at,
+        } => {
+            let d = store.settle_now(&key, reserved, actual, admitted_at, now);
+            return Some(answer(&d.expect("at once").expect("no error")));
+        }
         Op::Refund { cost, admitted_at } => done(store.refund_now(&key, cost, admitted_at, now)),
         Op::Reset => done(store.reset_now(&key)),
         Op::Ban(d) => done(store.ban_now(&key, Duration::from_nanos(d), now)),
@@ -145,8 +153,15 @@ fn memory_gcra_is_linearizable() {
         };
         linearizable(make, spec, Mix::ALL, SECOND / 5);
         linearizable(make, spec, Mix::CHECKS, SECOND / 5);
+        linearizable(make, spec, SETTLES, SECOND / 5);
     }
 }
+
+/// Every operation, settlements into debt too (GCRA).
+const SETTLES: Mix = Mix {
+    settle: 15,
+    ..Mix::ALL
+};
 
 /// A ban policy (no escalation): a denial with nothing left bans the key,
 /// atomically with the check that denied it.
