@@ -459,3 +459,74 @@ async fn the_fallback_stays_within_its_bound() {
     }
     eprintln!("fallback on {k} instances, limit {limit}: largest overshoot {worst}");
 }
+
+/// A Sentinel failover (`SENTINEL FAILOVER`, the old master alive) under
+/// 16 tasks on two instances with fallbacks: the contract states no
+/// number for what it may admit past the limit (writes the old master
+/// took after the switch are lost: "more for the keys touched in that
+/// second, never less"), so the largest overshoot is reported; once both
+/// decide in Redis again, the new master's histories are linearizable.
+#[cfg(feature = "sentinel")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_sentinel_failover_the_limit_is_exact_again() {
+    let Some(sentinel) = ratelimit_test_support::redis_sentinel::RedisSentinel::start() else {
+        return;
+    };
+    let target = Target::parse(&sentinel.url(), None).unwrap();
+    let limit = 10;
+    let hour = FixedWindow::new(limit, Duration::from_secs(3600)).unwrap();
+    let build = || {
+        RedisStore::builder(target.clone(), hour)
+            .prefix("o:")
+            .time_source(TimeSource::Caller)
+            .timeout(Duration::from_millis(200))
+            .fallback_to_memory(1_000)
+            .deny_cache(0)
+            .build()
+            .unwrap()
+    };
+    let both = [build(), build()];
+    let checks = Mix {
+        max_cost: 1,
+        ..Mix::CHECKS
+    };
+    let plan = Plan {
+        mix: checks,
+        t0: T0,
+        step: 0,
+        seed: 7,
+    };
+    let sentinel = Arc::new(sentinel);
+    let failing = tokio::task::spawn_blocking({
+        let sentinel = sentinel.clone();
+        move || sentinel.fail_over()
+    });
+    let mut events = run(&both, plan).await;
+    while !failing.is_finished() {
+        events.extend(run(&both, plan).await);
+    }
+    failing.await.unwrap();
+    let in_redis = || async {
+        both.iter()
+            .all(|s| s.state() == ratelimit_redis::StoreState::Redis)
+    };
+    crate::topology::until(Duration::from_secs(60), "both decide in Redis", in_redis).await;
+    events.extend(run(&both, plan).await);
+    let worst = admitted_cost(&events).into_values().max().unwrap() - limit;
+    eprintln!(
+        "sentinel failover, {k} instances, limit {limit}: largest overshoot {worst}",
+        k = 2
+    );
+    let spec = Spec::Fixed {
+        limit,
+        period: 3600 * SECOND,
+        anchor: ratelimit_test_support::model::Anchor::Aligned,
+    };
+    let after = Plan { seed: 8, ..plan };
+    let mix = Mix { ban: 0, ..Mix::ALL };
+    let after = Plan { mix, ..after };
+    let events = run(&both, after).await;
+    if let Err(v) = Checker::new(spec).check(&events) {
+        panic!("after the failover: {v}");
+    }
+}
