@@ -25,6 +25,7 @@ use std::fmt::{self, Debug};
 use std::hash::Hash;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::time::Duration;
 
 /// What an operation asked of the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,6 +68,19 @@ pub struct Answer {
     pub wait: Option<u128>,
     /// Denied by a ban?
     pub banned: bool,
+}
+
+impl Answer {
+    /// A decision's fields (`ratelimit_core::Decision`'s `allowed`,
+    /// `remaining`, `wait`, `banned`), its wait in nanoseconds.
+    pub fn new(allowed: bool, remaining: u64, wait: Option<Duration>, banned: bool) -> Self {
+        Self {
+            allowed,
+            remaining,
+            wait: wait.map(|w| w.as_nanos()),
+            banned,
+        }
+    }
 }
 
 /// One operation of a history: its key, what it asked, the time the store

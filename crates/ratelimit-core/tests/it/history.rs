@@ -37,12 +37,7 @@ const T0: u64 = 1_700_000_000 * SECOND;
 
 /// A check's answer, in the checker's terms.
 fn answer(d: &Decision) -> Answer {
-    Answer {
-        allowed: d.allowed,
-        remaining: d.remaining,
-        wait: d.wait.map(|w| w.as_nanos()),
-        banned: d.banned,
-    }
+    Answer::new(d.allowed, d.remaining, d.wait, d.banned)
 }
 
 /// Does `op` on `store` at `now`: a check's answer.

@@ -34,12 +34,7 @@ const T0: u64 = 1_700_000_000 * SECOND;
 
 /// A check's answer, in the checker's terms.
 fn answer(d: &Decision) -> Answer {
-    Answer {
-        allowed: d.allowed,
-        remaining: d.remaining,
-        wait: d.wait.map(|w| w.as_nanos()),
-        banned: d.banned,
-    }
+    Answer::new(d.allowed, d.remaining, d.wait, d.banned)
 }
 
 /// Does `op` on `store` at `now`: a check's answer.
@@ -288,13 +283,10 @@ async fn leases_stay_within_their_bound() {
         // Two bursts a window apart at the window's last instant and the
         // next one's first: the leases of the first spend in the second.
         let plan = Plan {
-            mix: Mix {
-                max_cost: 1,
-                ..Mix::CHECKS
-            },
             t0: T0 + SECOND - 1,
             step: 1,
             seed,
+            ..ONE_INSTANT
         };
         let events = run(&both, plan).await;
         let second: Vec<_> = events
@@ -417,6 +409,32 @@ async fn exact_on(target: Target, what: &str) {
     linearizable(&both, Checker::new(GCRA), SETTLES, SECOND / 5, what).await;
 }
 
+/// A fixed window of `limit` per hour on `target`, the caller's time, a
+/// fallback, a 200 ms timeout, no deny cache (its cached denials would
+/// answer while Redis fails).
+fn hourly_with_fallback(target: impl Into<Target>, prefix: &str, limit: u64) -> RedisStore {
+    let hour = FixedWindow::new(limit, Duration::from_secs(3600)).unwrap();
+    RedisStore::builder(target, hour)
+        .prefix(prefix)
+        .time_source(TimeSource::Caller)
+        .timeout(Duration::from_millis(200))
+        .fallback_to_memory(1_000)
+        .deny_cache(0)
+        .build()
+        .unwrap()
+}
+
+/// Checks of cost 1, every burst at `T0`.
+const ONE_INSTANT: Plan = Plan {
+    mix: Mix {
+        max_cost: 1,
+        ..Mix::CHECKS
+    },
+    t0: T0,
+    step: 0,
+    seed: 0,
+};
+
 /// The fallback is not linearizable by design: while Redis gives no
 /// decisions, each of `k` instances counts on its own, from empty, so a
 /// window an outage overlaps admits at most `(k + 1) * L`
@@ -427,28 +445,8 @@ async fn exact_on(target: Target, what: &str) {
 async fn the_fallback_stays_within_its_bound() {
     let mut server = server!();
     let (limit, k) = (5, 2);
-    let hour = FixedWindow::new(limit, Duration::from_secs(3600)).unwrap();
-    let build = || {
-        RedisStore::builder(server.url(), hour)
-            .prefix("f:")
-            .time_source(TimeSource::Caller)
-            .timeout(Duration::from_millis(200))
-            .fallback_to_memory(1_000)
-            // Else the cached denials answer for the killed server.
-            .deny_cache(0)
-            .build()
-            .unwrap()
-    };
-    let both = [build(), build()];
-    let plan = Plan {
-        mix: Mix {
-            max_cost: 1,
-            ..Mix::CHECKS
-        },
-        t0: T0,
-        step: 0,
-        seed: 0,
-    };
+    let both = [0, 1].map(|_| hourly_with_fallback(server.url(), "f:", limit));
+    let plan = ONE_INSTANT;
     let mut events = run(&both, plan).await;
     server.kill();
     events.extend(run(&both, plan).await);
@@ -474,28 +472,8 @@ async fn after_a_sentinel_failover_the_limit_is_exact_again() {
     };
     let target = Target::parse(&sentinel.url(), None).unwrap();
     let limit = 10;
-    let hour = FixedWindow::new(limit, Duration::from_secs(3600)).unwrap();
-    let build = || {
-        RedisStore::builder(target.clone(), hour)
-            .prefix("o:")
-            .time_source(TimeSource::Caller)
-            .timeout(Duration::from_millis(200))
-            .fallback_to_memory(1_000)
-            .deny_cache(0)
-            .build()
-            .unwrap()
-    };
-    let both = [build(), build()];
-    let checks = Mix {
-        max_cost: 1,
-        ..Mix::CHECKS
-    };
-    let plan = Plan {
-        mix: checks,
-        t0: T0,
-        step: 0,
-        seed: 7,
-    };
+    let both = [0, 1].map(|_| hourly_with_fallback(target.clone(), "o:", limit));
+    let plan = ONE_INSTANT;
     let sentinel = Arc::new(sentinel);
     let failing = tokio::task::spawn_blocking({
         let sentinel = sentinel.clone();
