@@ -28,6 +28,13 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 /// What an operation asked of the store.
+///
+/// ```
+/// use ratelimit_test_support::history::Op;
+///
+/// let refund = Op::Refund { cost: 1, admitted_at: 0 };
+/// assert_ne!(refund, Op::Check(1));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
     /// A check of this cost (0: a peek).
@@ -58,6 +65,14 @@ pub enum Op {
 }
 
 /// What a check answered: the fields the reference model decides.
+///
+/// ```
+/// use ratelimit_test_support::history::Answer;
+/// use std::time::Duration;
+///
+/// let a = Answer::new(false, 0, Some(Duration::from_millis(250)), false);
+/// assert_eq!(a.wait, Some(250_000_000));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Answer {
     /// Admitted?
@@ -86,6 +101,13 @@ impl Answer {
 /// One operation of a history: its key, what it asked, the time the store
 /// used, its invocation and return on the recorder's logical clock, and a
 /// check's answer.
+///
+/// ```
+/// use ratelimit_test_support::history::{Event, Op};
+///
+/// let reset = Event { key: "k", op: Op::Reset, now: 0, invoke: 3, ret: 4, answer: None };
+/// assert!(reset.invoke < reset.ret);
+/// ```
 #[derive(Debug, Clone)]
 pub struct Event<K> {
     /// The key.
@@ -273,6 +295,15 @@ pub fn admitted_cost<K: Hash + Eq + Clone>(events: &[Event<K>]) -> HashMap<K, u6
 }
 
 /// What a checked history held.
+///
+/// ```
+/// use ratelimit_test_support::history::{Checker, Recorder};
+/// use ratelimit_test_support::model::Spec;
+///
+/// let none = Recorder::<u8>::new().events();
+/// let spec = Spec::Window { limit: 2, period: 10 };
+/// assert_eq!(Checker::new(spec).check(&none).unwrap().ops, 0);
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Summary {
     /// Keys checked.
@@ -309,6 +340,17 @@ impl fmt::Display for Summary {
 }
 
 /// Why a history was not accepted.
+///
+/// ```
+/// use ratelimit_test_support::history::{Answer, Checker, Event, Op, Violation};
+/// use ratelimit_test_support::model::Spec;
+///
+/// // A burst of 1 admitting a cost of 2.
+/// let answer = Some(Answer::new(true, 0, Some(std::time::Duration::ZERO), false));
+/// let e = Event { key: 0, op: Op::Check(2), now: 0, invoke: 0, ret: 1, answer };
+/// let checker = Checker::new(Spec::Gcra { limit: 1, period: 10, burst: 1 });
+/// assert!(matches!(checker.check(&[e]), Err(Violation::NotLinearizable { .. })));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Violation {
     /// No order of the key's operations gives every answer seen.
