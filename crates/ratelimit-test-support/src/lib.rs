@@ -13,6 +13,8 @@
 //! - [`rng`]: [`SplitMix64`], a seeded generator so failures reproduce;
 //! - [`alloc`]: [`CountingAlloc`], a global allocator counting live bytes
 //!   (each test binary declares its own `#[global_allocator] static`);
+//! - [`history`]: a linearizability checker of stores' concurrent
+//!   histories, per key, against the reference models;
 //! - [`model`]: the reference models of the six algorithms, from the
 //!   contract (`docs/ALGORITHMS.md`);
 //! - [`backend`]: [`Backend`], a simulated tower service whose latency
@@ -23,6 +25,7 @@
 pub mod alloc;
 pub mod backend;
 pub mod delay_proxy;
+pub mod history;
 pub mod model;
 pub mod redis_cluster;
 pub mod redis_sentinel;

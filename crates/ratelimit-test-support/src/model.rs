@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
 
 /// Where a fixed window's windows start (`ratelimit_core::Anchor`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Anchor {
     /// Windows `[k*P, (k+1)*P)`.
     Aligned,
@@ -32,7 +32,7 @@ pub enum Anchor {
 /// in nanoseconds.
 // The fields are the contract's settings, named in each variant's doc.
 #[allow(missing_docs)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Spec {
     /// `gcra --limit L --period P --burst B` (the token bucket is
     /// `Gcra { limit: R, period: P, burst: C }`).
@@ -99,7 +99,7 @@ pub struct Out {
 }
 
 /// One key's state in the model.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum St {
     /// GCRA: `TAT` in units of `1 / L` ns; absent at first.
     Tat(Option<u128>),
@@ -163,8 +163,223 @@ impl<K: Hash + Eq + Clone> Model<K> {
             .keys
             .entry(key.clone())
             .or_insert_with(|| St::new(spec));
+        st.check(spec, offset, n, t)
+    }
+
+    /// `key`'s window offset: its hash mod `P` under
+    /// [`Anchor::KeyOffset`], else 0.
+    fn offset(&self, key: &K) -> u64 {
+        match self.spec {
+            Spec::Fixed {
+                period,
+                anchor: Anchor::KeyOffset,
+                ..
+            } => {
+                let hash = self
+                    .key_hash
+                    .expect("Anchor::KeyOffset needs Model::with_key_hash");
+                hash(key) % period
+            }
+            _ => 0,
+        }
+    }
+}
+
+/// One key's state and ban, copied and compared by searches over orders
+/// of operations (the [`history`](crate::history) checker): checks,
+/// refunds, resets, bans and unbans, as the contract's "Refunds",
+/// "Resets" and "Bans" say.
+///
+/// ```
+/// use ratelimit_test_support::model::{KeyState, Spec};
+///
+/// let spec = Spec::Gcra { limit: 2, period: 10, burst: 2 };
+/// let mut key = KeyState::new(spec, 0);
+/// assert!(key.check(1, 0).allowed && key.check(1, 0).allowed);
+/// assert!(!key.check(1, 0).allowed);
+/// key.refund(1, 0, 0);
+/// assert_eq!(key.check(0, 0).remaining, 1);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct KeyState {
+    spec: Spec,
+    offset: u64,
+    st: St,
+    /// The instant the key's ban ends, if banned.
+    banned_until: Option<u64>,
+    /// A ban policy without escalation: a denial with nothing left that
+    /// could succeed later bans for this many ns.
+    ban_on_denial: Option<u64>,
+}
+
+impl KeyState {
+    /// A key never seen under `spec`, its window offset `offset` (0 but
+    /// under [`Anchor::KeyOffset`]).
+    pub fn new(spec: Spec, offset: u64) -> Self {
+        Self {
+            spec,
+            offset,
+            st: St::new(spec),
+            banned_until: None,
+            ban_on_denial: None,
+        }
+    }
+
+    /// The key under a ban policy of `d` ns without escalation (the
+    /// contract's "Bans"): a check denied with `remaining` 0 and a wait
+    /// bans it for `d`, and answers the ban's denial.
+    pub fn ban_on_denial(mut self, d: u64) -> Self {
+        self.ban_on_denial = Some(d);
+        self
+    }
+
+    /// Decides a request of cost `n` at `t`: a ban standing at `t` denies
+    /// any positive cost (its wait the ban's time left); a peek reports
+    /// the state.
+    pub fn check(&mut self, n: u64, t: u64) -> Out {
+        self.decide(n, t).0
+    }
+
+    /// [`check`](Self::check), and whether its answer is a ban's.
+    pub fn decide(&mut self, n: u64, t: u64) -> (Out, bool) {
+        let banned = |until: u64| Out {
+            allowed: false,
+            remaining: 0,
+            wait: Some(u128::from(until - t)),
+        };
+        match self.banned_until {
+            Some(until) if n > 0 && t < until => (banned(until), true),
+            _ => {
+                let out = self.st.check(self.spec, self.offset, n, t);
+                match self.ban_on_denial {
+                    Some(d) if !out.allowed && out.remaining == 0 && out.wait.is_some() => {
+                        let until = t.saturating_add(d);
+                        self.banned_until = Some(until);
+                        (banned(until), true)
+                    }
+                    _ => (out, false),
+                }
+            }
+        }
+    }
+
+    /// Gives back `n` admitted at `admitted_at`, at `t` (an `admitted_at`
+    /// later than `t` is read as `t`). Panics for the fixed window's
+    /// first-request anchor (the stores differ there) and the sliding log.
+    pub fn refund(&mut self, n: u64, admitted_at: u64, t: u64) {
+        let a = u128::from(admitted_at.min(t));
+        self.st
+            .refund(self.spec, self.offset, u128::from(n), a, u128::from(t));
+    }
+
+    /// Settles a request admitted at `admitted_at` with `reserved` to its
+    /// `actual` cost, at `t` (the contract's "Settlement and debt"):
+    /// charges the difference up, into debt (at most the burst owed), or
+    /// refunds it down; answers a peek's decision. GCRA and the token
+    /// bucket only (panics otherwise).
+    pub fn settle(&mut self, reserved: u64, actual: u64, admitted_at: u64, t: u64) -> Out {
+        if actual < reserved {
+            self.refund(reserved - actual, admitted_at, t);
+        } else if actual > reserved {
+            let (
+                Spec::Gcra {
+                    limit,
+                    period,
+                    burst,
+                },
+                St::Tat(stored),
+            ) = (self.spec, &mut self.st)
+            else {
+                panic!("the model settles GCRA and the token bucket only")
+            };
+            let (tee, t) = (u128::from(period), u128::from(t) * u128::from(limit));
+            let used = stored.map_or(0, |s| s.saturating_sub(t));
+            let cap = (2 * u128::from(burst) * tee).max(used);
+            let new = (used + u128::from(actual - reserved) * tee).min(cap);
+            *stored = Some(t + new);
+        }
+        self.st.check(self.spec, self.offset, 0, t)
+    }
+
+    /// Whether a ban stands at `t`.
+    pub fn is_banned(&self, t: u64) -> bool {
+        self.banned_until.is_some_and(|until| t < until)
+    }
+
+    /// Forgets the key's state (a ban stands).
+    pub fn reset(&mut self) {
+        self.st = St::new(self.spec);
+    }
+
+    /// Bans the key for `d` ns from `t` (replacing a ban standing).
+    pub fn ban(&mut self, d: u64, t: u64) {
+        self.banned_until = Some(t.saturating_add(d));
+    }
+
+    /// Lifts the key's ban, if any.
+    pub fn unban(&mut self) {
+        self.banned_until = None;
+    }
+}
+
+impl St {
+    /// The contract's refund of `n` admitted at `a`, at `t`.
+    fn refund(&mut self, spec: Spec, offset: u64, n: u128, a: u128, t: u128) {
+        match (spec, self) {
+            (
+                Spec::Gcra {
+                    limit,
+                    period,
+                    burst,
+                },
+                St::Tat(Some(tat)),
+            ) => {
+                let t = t * u128::from(limit);
+                let back = n.min(u128::from(burst)) * u128::from(period);
+                if *tat > t {
+                    *tat = tat.saturating_sub(back).max(t);
+                }
+            }
+            (
+                Spec::Leaky {
+                    limit,
+                    period,
+                    queue,
+                },
+                St::Dep(Some(d)),
+            ) => {
+                let tee = i128::from(period);
+                let floor = t as i128 * i128::from(limit) - tee;
+                let back = n.min(u128::from(queue) + 1) as i128 * tee;
+                *d = ((*d).max(floor) - back).max(floor);
+            }
+            (Spec::Fixed { period, .. }, St::Aligned { index, count }) => {
+                let (p, o) = (i128::from(period), i128::from(offset));
+                let k = floor_div_i(t as i128 - o, p);
+                if *index == Some(k) && floor_div_i(a as i128 - o, p) == k {
+                    *count -= n.min(*count);
+                }
+            }
+            (Spec::Window { period, .. }, St::Window(windows)) => {
+                let (k, ka) = (t / u128::from(period), a / u128::from(period));
+                if ka + 1 >= k {
+                    if let Some(c) = windows.get_mut(&ka) {
+                        *c -= n.min(*c);
+                    }
+                }
+            }
+            (Spec::Fixed { .. } | Spec::Log { .. }, _) => {
+                panic!("the model has no refund for this algorithm")
+            }
+            _ => {} // a key never admitted: nothing to give back
+        }
+    }
+
+    /// Decides a request of cost `n` at `t` under `spec`, the key's window
+    /// offset `offset`.
+    fn check(&mut self, spec: Spec, offset: u64, n: u64, t: u64) -> Out {
         let (t, n) = (u128::from(t), u128::from(n));
-        match (spec, st) {
+        match (spec, self) {
             (
                 Spec::Gcra {
                     limit,
@@ -198,26 +413,6 @@ impl<K: Hash + Eq + Clone> Model<K> {
         }
     }
 
-    /// `key`'s window offset: its hash mod `P` under
-    /// [`Anchor::KeyOffset`], else 0.
-    fn offset(&self, key: &K) -> u64 {
-        match self.spec {
-            Spec::Fixed {
-                period,
-                anchor: Anchor::KeyOffset,
-                ..
-            } => {
-                let hash = self
-                    .key_hash
-                    .expect("Anchor::KeyOffset needs Model::with_key_hash");
-                hash(key) % period
-            }
-            _ => 0,
-        }
-    }
-}
-
-impl St {
     /// A new key's state under `spec`.
     fn new(spec: Spec) -> Self {
         match spec {
@@ -289,12 +484,15 @@ fn gcra(limit: u64, period: u64, burst: u64, stored: &mut Option<u128>, t: u128,
     let bt = u128::from(burst) * tee;
     let t = t * l;
     let tat = stored.map_or(t, |s| s.max(t));
-    let remaining = |tat: u128| (t + bt - tat) / tee;
+    // In debt (a settlement's charge) nothing remains.
+    let remaining = |tat: u128| (t + bt).saturating_sub(tat) / tee;
     if n == 0 {
+        // A peek in debt is denied until the debt is repaid.
+        let debt = tat.saturating_sub(t + bt);
         return Out {
-            allowed: true,
+            allowed: debt == 0,
             remaining: remaining(tat),
-            wait: Some(0),
+            wait: Some(ceil_div(debt, l)),
         };
     }
     if n > u128::from(burst) {

@@ -12,6 +12,7 @@ mod concurrency;
 mod eviction;
 mod example;
 mod harness;
+mod history;
 mod horizon;
 mod hot;
 #[cfg(feature = "live")]

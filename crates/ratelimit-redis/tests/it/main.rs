@@ -14,6 +14,7 @@ mod entries;
 mod errors;
 mod exact;
 mod failure;
+mod history;
 mod invalidation;
 mod lease;
 #[cfg(feature = "live")]
