@@ -98,6 +98,11 @@ impl Inner {
             .arg(&BAN_FIELDS[..])
             .ignore();
         self.command(pipe).await?;
+        // Again once Redis has it: a check in flight meanwhile, denied by
+        // the ban, is not remembered (see `deny_cache`).
+        if let Some(cache) = &self.deny {
+            cache.forget(&name);
+        }
         self.publish(Change::Unban, &name).await;
         Ok(())
     }

@@ -14,6 +14,16 @@
 //! an unban whose pub/sub message was missed, see `invalidation`) is seen
 //! within that long.
 //!
+//! A denial is remembered only if nothing forgot its key between the
+//! check's sending and its answer: a check takes a [`Ticket`] (its set's
+//! count of forgets) before the round trip, and `remember` keeps the
+//! denial only while that count is unchanged. So a refund, settlement,
+//! reset or unban made here, which forgets the key before its own round
+//! trip and again after it, is never undone by a check that was in
+//! flight: its denial, decided before the give-back, is dropped. A
+//! forget of another key of the same set drops it too (it only costs a
+//! round trip).
+//!
 //! Bounded memory: a fixed table of `capacity` entries (rounded up to a
 //! power of two), in sets of [`WAYS`], allocated when the store is built.
 //! A new denial takes an empty or expired entry of its set, else the one
@@ -49,11 +59,26 @@ struct Entry {
     at: u64,
 }
 
+/// One set of entries, and how many forgets it has seen.
+#[derive(Default)]
+struct Set {
+    entries: [Entry; WAYS],
+    forgets: u64,
+}
+
+/// Taken before a check's round trip: its key's hash and its set's count
+/// of forgets then (see the module docs).
+#[derive(Clone, Copy)]
+pub(crate) struct Ticket {
+    hash: u64,
+    forgets: u64,
+}
+
 /// A bounded table of standing denials, keyed by the rendered key's
 /// seeded hash. Times are nanoseconds on the store's local clock (see
 /// `Inner::local_now`).
 pub(crate) struct DenyCache {
-    sets: Box<[Mutex<[Entry; WAYS]>]>,
+    sets: Box<[Mutex<Set>]>,
     hasher: RandomState,
 }
 
@@ -62,9 +87,7 @@ impl DenyCache {
     pub(crate) fn new(capacity: usize) -> Self {
         let sets = capacity.div_ceil(WAYS).max(1).next_power_of_two();
         Self {
-            sets: (0..sets)
-                .map(|_| Mutex::new([Entry::default(); WAYS]))
-                .collect(),
+            sets: (0..sets).map(|_| Mutex::new(Set::default())).collect(),
             hasher: RandomState::new(),
         }
     }
@@ -78,7 +101,7 @@ impl DenyCache {
         self.hasher.hash_one(key).max(1)
     }
 
-    fn set(&self, hash: u64) -> std::sync::MutexGuard<'_, [Entry; WAYS]> {
+    fn set(&self, hash: u64) -> std::sync::MutexGuard<'_, Set> {
         // The low bits pick the set; the whole hash tells keys apart.
         self.sets[hash as usize & (self.sets.len() - 1)]
             .lock()
@@ -95,7 +118,7 @@ impl DenyCache {
         constants: impl FnOnce(usize) -> (u64, Duration),
     ) -> Option<Decision> {
         let hash = self.hash(key);
-        let e = *self.set(hash).iter().find(|e| e.hash == hash)?;
+        let e = *self.set(hash).entries.iter().find(|e| e.hash == hash)?;
         if now >= e.until || now.saturating_sub(e.at) >= MAX_AGE {
             return None;
         }
@@ -109,10 +132,19 @@ impl DenyCache {
         Some(Decision::denied(limit, window, reset, wait))
     }
 
-    /// Remembers `decision`, Redis's denial of a cost-1 check of `key` by
-    /// the store's limit `part`, made no earlier than `now`. A denial that
-    /// can never be admitted (no wait) or that ends at once is not kept.
-    pub(crate) fn remember(&self, key: &str, now: u64, decision: &Decision, part: usize) {
+    /// The ticket of a check of `key` about to be sent.
+    pub(crate) fn ticket(&self, key: &str) -> Ticket {
+        let hash = self.hash(key);
+        let forgets = self.set(hash).forgets;
+        Ticket { hash, forgets }
+    }
+
+    /// Remembers `decision`, Redis's denial of a cost-1 check by the
+    /// store's limit `part`, made no earlier than `now`, of the key whose
+    /// check took `ticket`: unless the key's set was forgotten since. A
+    /// denial that can never be admitted (no wait) or that ends at once
+    /// is not kept.
+    pub(crate) fn remember(&self, ticket: Ticket, now: u64, decision: &Decision, part: usize) {
         let at = |d: Duration| u64::try_from(d.as_nanos()).ok()?.checked_add(now);
         let (Some(until), Some(reset_at)) = (decision.wait.and_then(at), at(decision.reset)) else {
             return;
@@ -120,17 +152,21 @@ impl DenyCache {
         if decision.allowed || until <= now {
             return;
         }
-        let hash = self.hash(key);
+        let hash = ticket.hash;
         let mut set = self.set(hash);
-        let i = set
+        if set.forgets != ticket.forgets {
+            return;
+        }
+        let entries = &mut set.entries;
+        let i = entries
             .iter()
             .position(|e| e.hash == hash)
-            .or_else(|| set.iter().position(|e| e.hash == 0 || e.until <= now))
+            .or_else(|| entries.iter().position(|e| e.hash == 0 || e.until <= now))
             .unwrap_or_else(|| {
                 // Full of standing denials: the one ending first goes.
-                (0..WAYS).min_by_key(|&i| set[i].until).unwrap_or(0)
+                (0..WAYS).min_by_key(|&i| entries[i].until).unwrap_or(0)
             });
-        set[i] = Entry {
+        entries[i] = Entry {
             hash,
             until,
             reset_at,
@@ -140,11 +176,13 @@ impl DenyCache {
         };
     }
 
-    /// Forgets `key` (this instance gave cost back).
+    /// Forgets `key` (cost was given back), and drops the denials of
+    /// checks of its set in flight (see [`Ticket`]).
     pub(crate) fn forget(&self, key: &str) {
         let hash = self.hash(key);
         let mut set = self.set(hash);
-        for e in set.iter_mut().filter(|e| e.hash == hash) {
+        set.forgets = set.forgets.wrapping_add(1);
+        for e in set.entries.iter_mut().filter(|e| e.hash == hash) {
             *e = Entry::default();
         }
     }
@@ -157,6 +195,7 @@ impl DenyCache {
             .map(|s| {
                 s.lock()
                     .unwrap()
+                    .entries
                     .iter()
                     .filter(|e| e.hash != 0 && now < e.until)
                     .count()
@@ -185,7 +224,7 @@ mod tests {
     #[test]
     fn a_denial_stands_until_its_wait_runs_out() {
         let c = DenyCache::new(8);
-        c.remember("k", 1_000, &denial(500, 900), 0);
+        c.remember(c.ticket("k"), 1_000, &denial(500, 900), 0);
         let d = c
             .denied("k", 1_200, |_| (3, Duration::from_secs(1)))
             .unwrap();
@@ -209,15 +248,27 @@ mod tests {
     }
 
     #[test]
+    fn a_denial_decided_before_a_forget_is_not_kept() {
+        let c = DenyCache::new(8);
+        let in_flight = c.ticket("k");
+        c.forget("k");
+        c.remember(in_flight, 0, &denial(500, 900), 0);
+        assert!(c.denied("k", 0, |_| (3, Duration::from_secs(1))).is_none());
+        // A check sent after the forget is remembered.
+        c.remember(c.ticket("k"), 0, &denial(500, 900), 0);
+        assert!(c.denied("k", 0, |_| (3, Duration::from_secs(1))).is_some());
+    }
+
+    #[test]
     fn never_and_admitted_are_not_kept() {
         let c = DenyCache::new(8);
         let mut never = denial(0, 0);
         never.wait = None;
-        c.remember("a", 0, &never, 0);
-        c.remember("b", 0, &denial(0, 10), 0);
+        c.remember(c.ticket("a"), 0, &never, 0);
+        c.remember(c.ticket("b"), 0, &denial(0, 10), 0);
         let mut admitted = denial(10, 10);
         admitted.allowed = true;
-        c.remember("c", 0, &admitted, 0);
+        c.remember(c.ticket("c"), 0, &admitted, 0);
         assert_eq!(c.standing(0), 0);
     }
 
@@ -227,7 +278,12 @@ mod tests {
         let cap = c.capacity();
         assert_eq!(cap, 128);
         for i in 0..10_000u64 {
-            c.remember(&format!("key-{i}"), 0, &denial(1_000 + i, 1_000), 0);
+            c.remember(
+                c.ticket(&format!("key-{i}")),
+                0,
+                &denial(1_000 + i, 1_000),
+                0,
+            );
         }
         assert!(c.standing(0) <= cap);
         assert!(c.standing(0) >= cap / 2, "{}", c.standing(0));

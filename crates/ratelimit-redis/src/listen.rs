@@ -74,7 +74,7 @@ impl Listener for Inner {
                         self.hold(name, local, ban.wait, 0, true);
                     }
                     if let Some(cache) = &self.deny {
-                        cache.remember(name, local, &ban, 0);
+                        cache.remember(cache.ticket(name), local, &ban, 0);
                     }
                 }
             }

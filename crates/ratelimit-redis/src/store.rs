@@ -250,13 +250,14 @@ impl Inner {
         local: u64,
         deny: Option<&DenyCache>,
     ) -> Result<Decision, StoreError> {
+        let ticket = deny.map(|cache| cache.ticket(&key));
         match self.guarded(&key, cost, now, Op::Check).await {
             Ok(v) => {
                 let (d, part) = self.script.decision(&v);
                 if d.allowed {
                     self.admitted(&key, now, local);
-                } else if let Some(cache) = deny {
-                    cache.remember(&key, local, &d, part);
+                } else if let (Some(cache), Some(ticket)) = (deny, ticket) {
+                    cache.remember(ticket, local, &d, part);
                 }
                 self.hold_answer(&key, local, &v, &d, part);
                 Ok(d)
@@ -296,10 +297,15 @@ impl Inner {
                 return Ok(());
             }
         }
-        match self
+        let result = self
             .guarded(&key, cost, now, Op::Refund { admitted_at })
-            .await
-        {
+            .await;
+        // Again once Redis has it: a check in flight meanwhile, denied
+        // before the refund, is not remembered (see `deny_cache`).
+        if let Some(cache) = &self.deny {
+            cache.forget(&key);
+        }
+        match result {
             Ok(_) => Ok(()),
             Err(failure) => self.policy.refund(&failure, &key, cost, admitted_at, now),
         }
@@ -334,10 +340,14 @@ impl Inner {
         let up = actual >= reserved;
         let cost = actual.abs_diff(reserved);
         let local = self.local_now(now);
-        match self
+        let result = self
             .guarded(&key, cost, now, Op::Settle { admitted_at, up })
-            .await
-        {
+            .await;
+        // Again once Redis has it, as a refund does.
+        if let Some(cache) = &self.deny {
+            cache.forget(&key);
+        }
+        match result {
             Ok(v) => {
                 let parts = (0..v.len() / 5).map(|i| self.script.part_decision(&v, i));
                 let (d, part) = settled(parts.collect());
@@ -345,7 +355,7 @@ impl Inner {
                     let denial = Decision::denied(d.limit, d.window, d.reset, d.next);
                     self.hold(&key, local, denial.wait, part, false);
                     if let Some(cache) = &self.deny {
-                        cache.remember(&key, local, &denial, part);
+                        cache.remember(cache.ticket(&key), local, &denial, part);
                     }
                 }
                 Ok(d)

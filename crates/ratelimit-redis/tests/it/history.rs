@@ -225,7 +225,6 @@ async fn two_instances_with_deny_caches_checking_are_linearizable() {
 /// cache exact. It is not yet: a check in flight remembers its denial
 /// after a refund or an unban forgot the key (see the two tests below).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "fails: a denial in flight is remembered after a refund or unban forgot the key"]
 async fn one_instance_with_its_deny_cache_is_linearizable() {
     let server = server!();
     let one = [store(
@@ -340,7 +339,6 @@ async fn in_flight_then(s: &RedisStore, rec: &Arc<Recorder<u64>>, op: Op) {
 /// its denial after, and the next check is denied from the cache although
 /// the refund has returned.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "fails: the deny cache remembers a denial decided before a refund made here"]
 async fn a_refund_here_forgets_a_denial_in_flight() {
     let server = server!();
     let (_proxy, s, rec) = slow_store(server.port).await;
@@ -361,7 +359,6 @@ async fn a_refund_here_forgets_a_denial_in_flight() {
 /// invalidation message (published by the unban) came first: it fails
 /// in some runs (one in six here).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "fails in some runs: a ban's denial in flight is remembered after an unban made here"]
 async fn an_unban_here_forgets_a_denial_in_flight() {
     let server = server!();
     let (_proxy, s, rec) = slow_store(server.port).await;
