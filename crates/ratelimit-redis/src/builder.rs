@@ -57,6 +57,10 @@ pub struct RedisStoreBuilder {
     pub(crate) conn: Option<Arc<Conn>>,
     /// The size of the lease table.
     pub(crate) lease_slots: usize,
+    /// The fallback memory shared with other stores (a live store's
+    /// versions and overrides).
+    #[cfg(feature = "live")]
+    pub(crate) live_fallback: Option<Arc<crate::live_fallback::LiveMemory>>,
 }
 
 impl RedisStoreBuilder {
@@ -228,6 +232,17 @@ impl RedisStoreBuilder {
         !self.more.is_empty()
     }
 
+    /// A live store's fallback memory, if the store falls back to memory:
+    /// under `default`, of the store's size and ban.
+    #[cfg(feature = "live")]
+    pub(crate) fn live_memory(
+        &self,
+        default: AnyAlgorithm,
+    ) -> Option<crate::live_fallback::LiveMemory> {
+        self.fallback
+            .map(|max| crate::live_fallback::LiveMemory::new(default, max, self.ban))
+    }
+
     /// The same settings for `algorithm`.
     #[cfg(feature = "live")]
     pub(crate) fn with_algorithm(mut self, algorithm: AnyAlgorithm) -> Self {
@@ -255,9 +270,13 @@ impl RedisStoreBuilder {
         // Registered before connecting: the connect loads it.
         let slot = conn.register(&script::source(&parts));
         conn.start();
-        let fallback = self
-            .fallback
-            .map(|max| Fallback::new(parts.iter().map(|p| &p.algorithm), max, self.ban));
+        let fallback = self.fallback.map(|max| {
+            #[cfg(feature = "live")]
+            if let Some(shared) = &self.live_fallback {
+                return Fallback::live(parts[0].algorithm, Arc::clone(shared));
+            }
+            Fallback::new(parts.iter().map(|p| &p.algorithm), max, self.ban)
+        });
         let leases = leases(self.lease, &parts, self.lease_slots);
         let label = interned(self.name);
         let script = Script {
@@ -359,6 +378,8 @@ impl RedisStore {
             live: false,
             conn: None,
             lease_slots: DEFAULT_LEASES,
+            #[cfg(feature = "live")]
+            live_fallback: None,
         }
     }
 }

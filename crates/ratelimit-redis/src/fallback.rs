@@ -4,9 +4,15 @@
 
 use crate::combine::{combine, settled};
 use crate::failure::{Failure, Kind};
+#[cfg(feature = "live")]
+use crate::live_fallback::LiveMemory;
 use crate::log_throttle::{LogThrottle, LOG_EVERY};
-use ratelimit_core::{AnyAlgorithm, BanPolicy, Decision, MemoryStore, StoreCounts, StoreError};
+use ratelimit_core::{
+    Algorithm, AnyAlgorithm, BanPolicy, Decision, MemoryStore, StoreCounts, StoreError,
+};
 use std::sync::atomic::{AtomicBool, Ordering};
+#[cfg(feature = "live")]
+use std::sync::Arc;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -14,12 +20,13 @@ use std::time::Duration;
 /// use.
 const MAX_PENDING: usize = 1_024;
 
-/// The in-memory fallback, one memory store per limit. Calls reach it out
-/// of order (one after a timeout, the next at once); the memory store
-/// decides a call whose time is older than its latest at that latest
-/// time, so a key's time never goes back.
+/// The in-memory fallback, one memory store per limit (or, for a live
+/// store, the memory every version shares). Calls reach it out of order
+/// (one after a timeout, the next at once); the memory store decides a
+/// call whose time is older than its latest at that latest time, so a
+/// key's time never goes back.
 pub(crate) struct Fallback {
-    memory: Vec<MemoryStore<AnyAlgorithm, String>>,
+    memory: Memory,
     /// Makes a check of several limits all or nothing.
     lock: Mutex<()>,
     /// Bans told by other instances (pub/sub), each with the instant it
@@ -30,6 +37,19 @@ pub(crate) struct Fallback {
     any_pending: AtomicBool,
 }
 
+/// Where the fallback counts.
+enum Memory {
+    /// A memory store per limit, of this store's own.
+    Fixed(Vec<MemoryStore<AnyAlgorithm, String>>),
+    /// A live store's memory, shared by its versions and overrides: this
+    /// store decides its keys there under `algorithm`.
+    #[cfg(feature = "live")]
+    Live {
+        algorithm: AnyAlgorithm,
+        shared: Arc<LiveMemory>,
+    },
+}
+
 impl Fallback {
     /// One memory store per algorithm, each of at most `max_keys` keys,
     /// banning as `ban` says.
@@ -38,8 +58,8 @@ impl Fallback {
         max_keys: usize,
         ban: Option<BanPolicy>,
     ) -> Self {
-        Self {
-            memory: algorithms
+        Self::on(Memory::Fixed(
+            algorithms
                 .map(|&algorithm| {
                     MemoryStore::<AnyAlgorithm, String>::builder(algorithm)
                         .max_keys(Some(max_keys))
@@ -47,6 +67,19 @@ impl Fallback {
                         .build()
                 })
                 .collect(),
+        ))
+    }
+
+    /// A live store's fallback: its keys decided under `algorithm` in the
+    /// memory every version of the store shares.
+    #[cfg(feature = "live")]
+    pub(crate) fn live(algorithm: AnyAlgorithm, shared: Arc<LiveMemory>) -> Self {
+        Self::on(Memory::Live { algorithm, shared })
+    }
+
+    fn on(memory: Memory) -> Self {
+        Self {
+            memory,
             lock: Mutex::new(()),
             pending: Mutex::default(),
             any_pending: AtomicBool::new(false),
@@ -87,18 +120,26 @@ impl Fallback {
         }
     }
 
+    #[cfg_attr(not(feature = "live"), allow(clippy::infallible_destructuring_match))]
     pub(crate) fn check(&self, key: &str, cost: u64, now: u64) -> Result<Decision, StoreError> {
         self.apply_pending(now);
-        if let [one] = self.memory.as_slice() {
+        let memory = match &self.memory {
+            Memory::Fixed(memory) => memory,
+            #[cfg(feature = "live")]
+            Memory::Live { algorithm, shared } => {
+                return shared.with(key, algorithm).check_now(key, cost, now)
+            }
+        };
+        if let [one] = memory.as_slice() {
             return one.check_now(key, cost, now);
         }
         let _all = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut decisions = Vec::with_capacity(self.memory.len());
-        for (i, memory) in self.memory.iter().enumerate() {
-            let d = memory.check_now(key, cost, now)?;
+        let mut decisions = Vec::with_capacity(memory.len());
+        for (i, store) in memory.iter().enumerate() {
+            let d = store.check_now(key, cost, now)?;
             if !d.allowed {
                 // Give back what the limits before it took, at once.
-                for earlier in &self.memory[..i] {
+                for earlier in &memory[..i] {
                     earlier.refund_now(key, cost, now, now);
                 }
                 return Ok(d);
@@ -109,13 +150,24 @@ impl Fallback {
     }
 
     pub(crate) fn refund(&self, key: &str, cost: u64, admitted_at: u64, now: u64) {
-        for memory in &self.memory {
-            memory.refund_now(key, cost, admitted_at, now);
+        match &self.memory {
+            Memory::Fixed(memory) => {
+                for store in memory {
+                    store.refund_now(key, cost, admitted_at, now);
+                }
+            }
+            #[cfg(feature = "live")]
+            Memory::Live { algorithm, shared } => {
+                shared
+                    .with(key, algorithm)
+                    .refund_now(key, cost, admitted_at, now);
+            }
         }
     }
 
     /// Settles every limit (see [`Store::settle`](ratelimit_core::Store::settle)),
     /// all under the lock.
+    #[cfg_attr(not(feature = "live"), allow(clippy::infallible_destructuring_match))]
     pub(crate) fn settle(
         &self,
         key: &str,
@@ -125,39 +177,39 @@ impl Fallback {
         now: u64,
     ) -> Result<Decision, StoreError> {
         self.apply_pending(now);
+        let memory = match &self.memory {
+            Memory::Fixed(memory) => memory,
+            #[cfg(feature = "live")]
+            Memory::Live { algorithm, shared } => {
+                let store = shared.with(key, algorithm);
+                return store.settle_now(key, reserved, actual, admitted_at, now);
+            }
+        };
         let _all = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut decisions = Vec::with_capacity(self.memory.len());
-        for memory in &self.memory {
-            decisions.push(memory.settle_now(key, reserved, actual, admitted_at, now)?);
+        let mut decisions = Vec::with_capacity(memory.len());
+        for store in memory {
+            decisions.push(store.settle_now(key, reserved, actual, admitted_at, now)?);
         }
         Ok(settled(decisions).0)
     }
 
     pub(crate) fn maintain(&self, now: u64) {
-        for memory in &self.memory {
-            memory.maintain(now);
-        }
+        self.each(|m| m.maintain(now));
     }
 
     /// What the fallback's stores hold, summed.
     pub(crate) fn counts(&self) -> StoreCounts {
         let mut sum = StoreCounts::default();
-        for memory in &self.memory {
-            sum += memory.counts();
-        }
+        self.each(|m| sum += m.counts());
         sum
     }
 
     pub(crate) fn reset(&self, key: &str) {
-        for memory in &self.memory {
-            memory.reset_now(key);
-        }
+        self.each(|m| m.reset(key));
     }
 
     pub(crate) fn ban(&self, key: &str, duration: Duration, now: u64) {
-        for memory in &self.memory {
-            memory.ban_now(key, duration, now);
-        }
+        self.each(|m| m.ban(key, duration, now));
     }
 
     pub(crate) fn unban(&self, key: &str) {
@@ -165,9 +217,44 @@ impl Fallback {
             let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
             pending.retain(|(k, _)| k != key);
         }
-        for memory in &self.memory {
-            memory.unban_now(key);
+        self.each(|m| m.unban(key));
+    }
+
+    /// Runs `f` on each memory store: each limit's, or the shared one.
+    fn each(&self, mut f: impl FnMut(&dyn Upkeep)) {
+        match &self.memory {
+            Memory::Fixed(memory) => memory.iter().for_each(|m| f(m)),
+            #[cfg(feature = "live")]
+            Memory::Live { shared, .. } => f(shared.store()),
         }
+    }
+}
+
+/// What the fallback does alike to every memory store, whatever its
+/// algorithm.
+trait Upkeep {
+    fn maintain(&self, now: u64);
+    fn counts(&self) -> StoreCounts;
+    fn reset(&self, key: &str);
+    fn ban(&self, key: &str, duration: Duration, now: u64);
+    fn unban(&self, key: &str);
+}
+
+impl<A: Algorithm> Upkeep for MemoryStore<A, String> {
+    fn maintain(&self, now: u64) {
+        MemoryStore::maintain(self, now);
+    }
+    fn counts(&self) -> StoreCounts {
+        MemoryStore::counts(self)
+    }
+    fn reset(&self, key: &str) {
+        self.reset_now(key);
+    }
+    fn ban(&self, key: &str, duration: Duration, now: u64) {
+        self.ban_now(key, duration, now);
+    }
+    fn unban(&self, key: &str) {
+        self.unban_now(key);
     }
 }
 

@@ -336,7 +336,10 @@
 //!   of what Redis admitted in that window, so the fleet admits at most
 //!   `(k + 1) * L` in a window that an outage (or a breaker held open)
 //!   overlaps, and only `L` once Redis is back for the window. The tests
-//!   reach that bound exactly, and not beyond. Keep the breaker's
+//!   reach that bound exactly, and not beyond. A live store's fallback
+//!   keeps what each key used across changes of the settings (see
+//!   [`LiveRedis`]): reloads during an outage add nothing to the bound.
+//!   Keep the breaker's
 //!   threshold and the timeout such that a slow but healthy Redis never
 //!   trips them (above), and the bound is paid only in an outage.
 //!
@@ -377,6 +380,8 @@ mod leasing;
 mod listen;
 #[cfg(feature = "live")]
 mod live;
+#[cfg(feature = "live")]
+mod live_fallback;
 mod log_throttle;
 mod plan;
 mod script;

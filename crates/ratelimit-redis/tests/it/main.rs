@@ -18,6 +18,8 @@ mod lease;
 #[cfg(feature = "live")]
 mod live;
 #[cfg(feature = "live")]
+mod live_fallback;
+#[cfg(feature = "live")]
 mod live_reload;
 mod multi;
 mod reset;
