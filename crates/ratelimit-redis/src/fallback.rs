@@ -7,11 +7,12 @@ use crate::failure::{Failure, Kind};
 #[cfg(feature = "live")]
 use crate::live_fallback::LiveMemory;
 use crate::log_throttle::{LogThrottle, LOG_EVERY};
+use crate::outage_share::Share;
+use crate::roster::Roster;
 use ratelimit_core::{
     Algorithm, AnyAlgorithm, BanPolicy, Decision, MemoryStore, StoreCounts, StoreError,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
-#[cfg(feature = "live")]
 use std::sync::Arc;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
@@ -27,6 +28,9 @@ const MAX_PENDING: usize = 1_024;
 /// key's time never goes back.
 pub(crate) struct Fallback {
     memory: Memory,
+    /// The instances sharing the limits, whose count divides them (see
+    /// [`Share`]); none: the whole limits.
+    roster: Option<Arc<Roster>>,
     /// Makes a check of several limits all or nothing.
     lock: Mutex<()>,
     /// Bans told by other instances (pub/sub), each with the instant it
@@ -37,10 +41,13 @@ pub(crate) struct Fallback {
     any_pending: AtomicBool,
 }
 
+/// A memory store of one limit.
+type FixedStore = MemoryStore<AnyAlgorithm, String>;
+
 /// Where the fallback counts.
 enum Memory {
     /// A memory store per limit, of this store's own.
-    Fixed(Vec<MemoryStore<AnyAlgorithm, String>>),
+    Fixed(Vec<FixedStore>),
     /// A live store's memory, shared by its versions and overrides: this
     /// store decides its keys there under `algorithm`.
     #[cfg(feature = "live")]
@@ -77,9 +84,22 @@ impl Fallback {
         Self::on(Memory::Live { algorithm, shared })
     }
 
+    /// The same fallback admitting its share of the limits among the
+    /// instances `roster` counts.
+    pub(crate) fn shared_by(mut self, roster: Option<Arc<Roster>>) -> Self {
+        self.roster = roster;
+        self
+    }
+
+    /// This instance's share of the limits now.
+    fn share(&self) -> Share {
+        Share::new(self.roster.as_ref().map_or(1, |r| r.instances()))
+    }
+
     fn on(memory: Memory) -> Self {
         Self {
             memory,
+            roster: None,
             lock: Mutex::new(()),
             pending: Mutex::default(),
             any_pending: AtomicBool::new(false),
@@ -123,24 +143,28 @@ impl Fallback {
     #[cfg_attr(not(feature = "live"), allow(clippy::infallible_destructuring_match))]
     pub(crate) fn check(&self, key: &str, cost: u64, now: u64) -> Result<Decision, StoreError> {
         self.apply_pending(now);
+        let share = self.share();
         let memory = match &self.memory {
             Memory::Fixed(memory) => memory,
             #[cfg(feature = "live")]
             Memory::Live { algorithm, shared } => {
-                return shared.with(key, algorithm).check_now(key, cost, now)
+                let store = shared.with(key, algorithm);
+                let d = store.check_now(key, share.cost(cost, algorithm.limit()), now)?;
+                return Ok(share.decision(d));
             }
         };
+        let cost_of = |store: &FixedStore| share.cost(cost, store.algorithm().limit());
         if let [one] = memory.as_slice() {
-            return one.check_now(key, cost, now);
+            return Ok(share.decision(one.check_now(key, cost_of(one), now)?));
         }
         let _all = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
         let mut decisions = Vec::with_capacity(memory.len());
         for (i, store) in memory.iter().enumerate() {
-            let d = store.check_now(key, cost, now)?;
+            let d = share.decision(store.check_now(key, cost_of(store), now)?);
             if !d.allowed {
                 // Give back what the limits before it took, at once.
                 for earlier in &memory[..i] {
-                    earlier.refund_now(key, cost, now, now);
+                    earlier.refund_now(key, cost_of(earlier), now, now);
                 }
                 return Ok(d);
             }
@@ -150,14 +174,17 @@ impl Fallback {
     }
 
     pub(crate) fn refund(&self, key: &str, cost: u64, admitted_at: u64, now: u64) {
+        let share = self.share();
         match &self.memory {
             Memory::Fixed(memory) => {
                 for store in memory {
+                    let cost = share.cost(cost, store.algorithm().limit());
                     store.refund_now(key, cost, admitted_at, now);
                 }
             }
             #[cfg(feature = "live")]
             Memory::Live { algorithm, shared } => {
+                let cost = share.cost(cost, algorithm.limit());
                 shared
                     .with(key, algorithm)
                     .refund_now(key, cost, admitted_at, now);
@@ -177,18 +204,23 @@ impl Fallback {
         now: u64,
     ) -> Result<Decision, StoreError> {
         self.apply_pending(now);
+        let share = self.share();
         let memory = match &self.memory {
             Memory::Fixed(memory) => memory,
             #[cfg(feature = "live")]
             Memory::Live { algorithm, shared } => {
                 let store = shared.with(key, algorithm);
-                return store.settle_now(key, reserved, actual, admitted_at, now);
+                let c = |n| share.cost(n, algorithm.limit());
+                let d = store.settle_now(key, c(reserved), c(actual), admitted_at, now)?;
+                return Ok(share.decision(d));
             }
         };
         let _all = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
         let mut decisions = Vec::with_capacity(memory.len());
         for store in memory {
-            decisions.push(store.settle_now(key, reserved, actual, admitted_at, now)?);
+            let c = |n| share.cost(n, store.algorithm().limit());
+            let d = store.settle_now(key, c(reserved), c(actual), admitted_at, now)?;
+            decisions.push(share.decision(d));
         }
         Ok(settled(decisions).0)
     }

@@ -207,6 +207,12 @@ impl LiveRedis {
         self.current.load().store.state()
     }
 
+    /// How many instances share its limit, as last counted in Redis (see
+    /// [`RedisStore::instances`]).
+    pub fn instances(&self) -> u64 {
+        self.current.load().store.instances()
+    }
+
     /// Gives back every lease's unspent units and runs the fallback's
     /// upkeep (see [`Store::maintain`]).
     pub fn maintain(&self, now: u64) {

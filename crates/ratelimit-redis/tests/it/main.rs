@@ -22,6 +22,7 @@ mod live_fallback;
 #[cfg(feature = "live")]
 mod live_reload;
 mod multi;
+mod outage_share;
 mod reset;
 mod secret;
 #[cfg(feature = "sentinel")]
