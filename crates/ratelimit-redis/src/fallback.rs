@@ -43,6 +43,9 @@ pub(crate) struct Fallback {
 
 /// A memory store of one limit.
 type FixedStore = MemoryStore<AnyAlgorithm, String>;
+/// A live store's memory.
+#[cfg(feature = "live")]
+type LiveStore = MemoryStore<ratelimit_core::LiveAlgorithm, String>;
 
 /// Where the fallback counts.
 enum Memory {
@@ -140,21 +143,39 @@ impl Fallback {
         }
     }
 
-    #[cfg_attr(not(feature = "live"), allow(clippy::infallible_destructuring_match))]
+    /// A live store's memory with `key` under this store's settings, and
+    /// their capacity; `None` for a fallback of its own.
+    #[cfg(feature = "live")]
+    fn live_for(&self, key: &str) -> Option<(&LiveStore, u64)> {
+        match &self.memory {
+            Memory::Live { algorithm, shared } => {
+                Some((shared.with(key, algorithm), algorithm.limit()))
+            }
+            Memory::Fixed(_) => None,
+        }
+    }
+
+    /// The memory stores of a fallback of its own, one per limit (none
+    /// for a live store's).
+    fn fixed(&self) -> &[FixedStore] {
+        match &self.memory {
+            Memory::Fixed(memory) => memory,
+            #[cfg(feature = "live")]
+            Memory::Live { .. } => &[],
+        }
+    }
+
     pub(crate) fn check(&self, key: &str, cost: u64, now: u64) -> Result<Decision, StoreError> {
         self.apply_pending(now);
         let share = self.share();
-        let memory = match &self.memory {
-            Memory::Fixed(memory) => memory,
-            #[cfg(feature = "live")]
-            Memory::Live { algorithm, shared } => {
-                let store = shared.with(key, algorithm);
-                let d = store.check_now(key, share.cost(cost, algorithm.limit()), now)?;
-                return Ok(share.decision(d));
-            }
-        };
+        #[cfg(feature = "live")]
+        if let Some((store, capacity)) = self.live_for(key) {
+            let d = store.check_now(key, share.cost(cost, capacity), now)?;
+            return Ok(share.decision(d));
+        }
+        let memory = self.fixed();
         let cost_of = |store: &FixedStore| share.cost(cost, store.algorithm().limit());
-        if let [one] = memory.as_slice() {
+        if let [one] = memory {
             return Ok(share.decision(one.check_now(key, cost_of(one), now)?));
         }
         let _all = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
@@ -175,26 +196,19 @@ impl Fallback {
 
     pub(crate) fn refund(&self, key: &str, cost: u64, admitted_at: u64, now: u64) {
         let share = self.share();
-        match &self.memory {
-            Memory::Fixed(memory) => {
-                for store in memory {
-                    let cost = share.cost(cost, store.algorithm().limit());
-                    store.refund_now(key, cost, admitted_at, now);
-                }
-            }
-            #[cfg(feature = "live")]
-            Memory::Live { algorithm, shared } => {
-                let cost = share.cost(cost, algorithm.limit());
-                shared
-                    .with(key, algorithm)
-                    .refund_now(key, cost, admitted_at, now);
-            }
+        #[cfg(feature = "live")]
+        if let Some((store, capacity)) = self.live_for(key) {
+            store.refund_now(key, share.cost(cost, capacity), admitted_at, now);
+            return;
+        }
+        for store in self.fixed() {
+            let cost = share.cost(cost, store.algorithm().limit());
+            store.refund_now(key, cost, admitted_at, now);
         }
     }
 
     /// Settles every limit (see [`Store::settle`](ratelimit_core::Store::settle)),
     /// all under the lock.
-    #[cfg_attr(not(feature = "live"), allow(clippy::infallible_destructuring_match))]
     pub(crate) fn settle(
         &self,
         key: &str,
@@ -205,19 +219,15 @@ impl Fallback {
     ) -> Result<Decision, StoreError> {
         self.apply_pending(now);
         let share = self.share();
-        let memory = match &self.memory {
-            Memory::Fixed(memory) => memory,
-            #[cfg(feature = "live")]
-            Memory::Live { algorithm, shared } => {
-                let store = shared.with(key, algorithm);
-                let c = |n| share.cost(n, algorithm.limit());
-                let d = store.settle_now(key, c(reserved), c(actual), admitted_at, now)?;
-                return Ok(share.decision(d));
-            }
-        };
+        #[cfg(feature = "live")]
+        if let Some((store, capacity)) = self.live_for(key) {
+            let c = |n| share.cost(n, capacity);
+            let d = store.settle_now(key, c(reserved), c(actual), admitted_at, now)?;
+            return Ok(share.decision(d));
+        }
         let _all = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut decisions = Vec::with_capacity(memory.len());
-        for store in memory {
+        let mut decisions = Vec::new();
+        for store in self.fixed() {
             let c = |n| share.cost(n, store.algorithm().limit());
             let d = store.settle_now(key, c(reserved), c(actual), admitted_at, now)?;
             decisions.push(share.decision(d));

@@ -658,18 +658,12 @@ fn api_key_entries_rest_in_redis_as_digests_and_apply_on_b() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// How many instances each app counts for `limit` (`GET /ready`).
+/// How many instances `app` counts for `limit` (`GET /ready`).
 fn instances(app: &App, limit: &str) -> u64 {
     let (_, text) = http(app.addr, "GET", "/ready", "", "");
     let v: serde_json::Value = serde_json::from_str(&text[text.find("\r\n\r\n").unwrap() + 4..])
         .unwrap_or_else(|e| panic!("{text}: {e}"));
-    v["stores"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["limit"] == limit)
-        .and_then(|s| s["instances"].as_u64())
-        .unwrap_or_else(|| panic!("{limit} not in {v}"))
+    crate::two_processes::instances_in(&v, limit)
 }
 
 /// Redis paused (SIGSTOP) under two apps that counted each other, and

@@ -91,14 +91,7 @@ impl App {
 
     /// How many instances this app counts for `limit` (`GET /ready`).
     fn instances(&self, limit: &str) -> u64 {
-        let (_, v) = self.ready();
-        v["stores"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["limit"] == limit)
-            .and_then(|s| s["instances"].as_u64())
-            .unwrap_or_else(|| panic!("{limit} not in {v}"))
+        instances_in(&self.ready().1, limit)
     }
 
     /// Kills the process; what it wrote to stderr.
@@ -111,6 +104,17 @@ impl App {
         }
         err
     }
+}
+
+/// How many instances `GET /ready`'s body `ready` counts for `limit`.
+pub(crate) fn instances_in(ready: &serde_json::Value, limit: &str) -> u64 {
+    ready["stores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["limit"] == limit)
+        .and_then(|s| s["instances"].as_u64())
+        .unwrap_or_else(|| panic!("{limit} not in {ready}"))
 }
 
 impl Drop for App {
