@@ -295,7 +295,17 @@ impl Conn {
     }
 
     async fn connect(self: Arc<Self>) {
-        let open = self.backend.open(&self.config);
+        let this = Arc::clone(&self);
+        let open = async move {
+            let driven = crate::driver::drive(async move { this.backend.open(&this.config).await });
+            driven.await.unwrap_or_else(|why| {
+                Err(redis::RedisError::from((
+                    redis::ErrorKind::Io,
+                    "connect failed",
+                    why,
+                )))
+            })
+        };
         // Bounded whole (a server that accepts but never answers the
         // handshake), so that `connecting` always ends.
         let result = match tokio::time::timeout(self.connect_timeout, open).await {

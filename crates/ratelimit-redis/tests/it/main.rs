@@ -5,6 +5,7 @@ mod harness;
 
 mod any_store;
 mod ban;
+mod busy_host;
 #[cfg(feature = "cluster")]
 mod cluster;
 mod concurrency;
