@@ -359,7 +359,9 @@ impl Conn {
                         sentinel.watch(&self);
                     }
                     if self.rosters.start() {
-                        tokio::spawn(announcing(Arc::downgrade(&self)));
+                        // On the driver thread: it outlives the caller's
+                        // runtime, and a busy one does not delay it.
+                        crate::driver::spawn(announcing(Arc::downgrade(&self)));
                     }
                     tracing::debug!(target: "ratelimit_redis", "connected to redis");
                 }

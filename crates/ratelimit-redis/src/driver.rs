@@ -41,3 +41,12 @@ pub(crate) async fn drive<T: Send + 'static>(
         None => Ok(work.await),
     }
 }
+
+/// Spawns `work` (a background loop) on the driver thread, or on the
+/// caller's runtime without one.
+pub(crate) fn spawn(work: impl Future<Output = ()> + Send + 'static) {
+    match handle() {
+        Some(driver) => drop(driver.spawn(work)),
+        None => drop(tokio::spawn(work)),
+    }
+}
