@@ -363,7 +363,9 @@
 //!   never saw Redis, counts `k = 1` and admits the whole limit; one that
 //!   stopped before it is counted for up to [`INSTANCE_SEEN_WITHIN`], so
 //!   the others admit less); the first announcement of a new instance
-//!   reaches the others within [`INSTANCE_ANNOUNCE_EVERY`]. A decision's
+//!   reaches the others within [`INSTANCE_ANNOUNCE_EVERY`]; an
+//!   announcement Redis refuses (an ACL without `EVAL`) is logged once
+//!   (`warn`) and leaves `k = 1`. A decision's
 //!   `remaining` in the fallback counts this instance's share. With the
 //!   share off, each instance admits up to `L` locally, and the fleet at
 //!   most `(k + 1) * L` in a window that an outage (or a breaker held

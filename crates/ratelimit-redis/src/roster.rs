@@ -40,6 +40,8 @@ pub(crate) struct Rosters {
     id: String,
     all: Mutex<Vec<Arc<Roster>>>,
     started: AtomicBool,
+    /// Whether a refused announcement was logged (once).
+    warned: AtomicBool,
 }
 
 impl Rosters {
@@ -50,6 +52,7 @@ impl Rosters {
             id,
             all: Mutex::default(),
             started: AtomicBool::new(false),
+            warned: AtomicBool::new(false),
         }
     }
 
@@ -96,6 +99,15 @@ impl Rosters {
                 .arg(within);
             match tokio::time::timeout(wait, cmd.query_async::<u64>(c)).await {
                 Ok(Ok(n)) => roster.seen.store(n, Ordering::Relaxed),
+                Ok(Err(e)) if !e.is_io_error() && !self.warned.swap(true, Ordering::Relaxed) => {
+                    // Refused (an ACL without EVAL, say): said once.
+                    tracing::warn!(
+                        target: "ratelimit_redis",
+                        error = %e,
+                        key = %roster.key,
+                        "instances not counted through redis: while it is away, the fallback admits the whole limit"
+                    );
+                }
                 Ok(Err(e)) => {
                     tracing::debug!(target: "ratelimit_redis", error = %e, "roster not announced");
                 }
