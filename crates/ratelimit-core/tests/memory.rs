@@ -1,5 +1,6 @@
 //! The memory test: a million keys, then time passes, and the store is back
-//! near its baseline.
+//! near its baseline; then a capped store under a flood of keys past its
+//! cap holds what it keeps of evicted keys within its bound.
 //!
 //! Allocated bytes are counted by a `#[global_allocator]` wrapper around
 //! `std::alloc::System`, so this is its own test binary (the counter sees
@@ -83,4 +84,45 @@ fn a_million_keys_come_and_go() {
         swept <= 64 * 1024,
         "{swept} bytes left above the baseline (peak {full})"
     );
+    drop(store);
+    a_flood_past_the_cap_keeps_its_evicted_keys_within_the_bound();
+}
+
+/// A store capped at 10,000 keys under 1,500,000 new keys at one instant
+/// (every key evicted is still in use): past the bound of the set of
+/// evicted keys. Beside its table it holds at most 320 bytes per capped
+/// key: 256 of fingerprints and two rows of 16-byte cells (rounded up to
+/// a power of two a shard). After the period, upkeep frees the
+/// fingerprints; the cells stay.
+fn a_flood_past_the_cap_keeps_its_evicted_keys_within_the_bound() {
+    const CAP: usize = 10_000;
+    let gcra = Gcra::new(10, Duration::from_secs(1)).unwrap();
+    let baseline = allocated();
+    let store = MemoryStore::<Gcra, u64>::builder(gcra)
+        .shards(32)
+        .max_keys(Some(CAP))
+        .build();
+    for key in 0..CAP as u64 {
+        assert!(store.check_now(&key, 1, 0).unwrap().allowed);
+    }
+    let table = allocated() - baseline;
+    for key in CAP as u64..150 * CAP as u64 {
+        store.check_now(&key, 1, 0).unwrap();
+    }
+    assert!(store.len() <= CAP);
+    let counts = store.counts();
+    assert!(counts.evicted >= 80 * CAP as u64, "{counts:?}");
+    assert!(counts.refused > 0, "past the set's bound: {counts:?}");
+    let flooded = allocated() - baseline;
+    let evicted = flooded.saturating_sub(table);
+    assert!(evicted <= 320 * CAP, "{evicted} bytes for a cap of {CAP}");
+
+    // Past the period (100 ms), the generations go with upkeep.
+    store.maintain(SEC);
+    let aged = allocated() - baseline;
+    assert!(
+        aged.saturating_sub(table) <= 64 * CAP,
+        "{aged} bytes after the period, {table} for the table"
+    );
+    eprintln!("cap {CAP}: table {table} B, flooded +{evicted} B, aged {aged} B; {counts:?}");
 }

@@ -11,20 +11,28 @@ use crate::time_source::TimeSource;
 use ratelimit_core::StoreError;
 use std::time::Duration;
 
+/// A ban key's fields of a ban (`lua/ban.lua`).
+const BAN_FIELDS: [&str; 4] = ["us", "un", "k", "fs"];
+/// A ban key's fields of a written-back denial (`lua/ban.lua`).
+const HOLD_FIELDS: [&str; 3] = ["hs", "hn", "hp"];
+
 impl Inner {
-    /// Forgets `name` in the deny cache and, with `lease`, its lease.
+    /// Forgets `name` in the deny cache and what this store holds of it
+    /// (see `write_back`) and, with `lease`, its lease.
     fn forget_here(&self, name: &str, lease: bool) {
         if let Some(cache) = &self.deny {
             cache.forget(name);
         }
+        self.write_back.held.forget(name);
         if let Some(leases) = self.leases.as_ref().filter(|_| lease) {
             leases.forget(name);
         }
     }
 
     /// Forgets `name`'s state: its entries in the deny cache, the leases
-    /// and the fallback, then its Redis keys (one per limit, and the ban
-    /// key), deleted in one `DEL` (they share a hash slot).
+    /// and the fallback, then its Redis keys (one per limit) deleted in one
+    /// `DEL` and a written-back denial in its ban key (`HDEL`), in one
+    /// round trip (they share a hash slot).
     pub(crate) async fn reset(&self, name: String) -> Result<(), StoreError> {
         self.forget_here(&name, true);
         if let Some(memory) = &self.policy.fallback {
@@ -36,9 +44,13 @@ impl Inner {
             .iter()
             .map(|p| script.redis_key(&name, p))
             .collect();
-        let mut del = redis::cmd("DEL");
-        del.arg(keys);
-        self.command(del).await?;
+        let mut pipe = redis::pipe();
+        pipe.cmd("DEL").arg(keys).ignore();
+        pipe.cmd("HDEL")
+            .arg(script.ban_key(&name))
+            .arg(&HOLD_FIELDS[..])
+            .ignore();
+        self.command(pipe).await?;
         // A lease taken by a check in flight during the `DEL` was taken
         // from the deleted state: not recorded.
         self.forget_here(&name, true);
@@ -55,9 +67,13 @@ impl Inner {
         if let Some(memory) = &self.policy.fallback {
             memory.ban(&name, Duration::from_millis(ms), now);
         }
+        // Read before Redis bans: the end held is no later than Redis's.
+        let local = self.local_now(now);
         match self.guarded(&name, ms, now, Op::Ban).await {
             Ok(_) => {
                 self.forget_here(&name, true);
+                let until = local.saturating_add(ms.saturating_mul(1_000_000));
+                self.write_back.held.record(&name, local, until, 0, true);
                 self.publish(Change::Ban { ms }, &name).await;
                 Ok(())
             }
@@ -68,16 +84,20 @@ impl Inner {
         }
     }
 
-    /// Lifts `name`'s ban: its ban key deleted, its deny-cache entry here
-    /// forgotten; in the fallback too.
+    /// Lifts `name`'s ban: the ban's fields of its ban key deleted (a
+    /// written-back denial stays: what the key used stays used), its
+    /// deny-cache entry here forgotten; in the fallback too.
     pub(crate) async fn unban(&self, name: String) -> Result<(), StoreError> {
         self.forget_here(&name, false);
         if let Some(memory) = &self.policy.fallback {
             memory.unban(&name);
         }
-        let mut del = redis::cmd("DEL");
-        del.arg(self.script.ban_key(&name));
-        self.command(del).await?;
+        let mut pipe = redis::pipe();
+        pipe.cmd("HDEL")
+            .arg(self.script.ban_key(&name))
+            .arg(&BAN_FIELDS[..])
+            .ignore();
+        self.command(pipe).await?;
         self.publish(Change::Unban, &name).await;
         Ok(())
     }
@@ -120,8 +140,9 @@ impl Inner {
             .then(|| Duration::from_nanos(u64::try_from(until - now).unwrap_or(u64::MAX))))
     }
 
-    /// One command other than the script, within the store's timeout.
-    async fn command(&self, cmd: redis::Cmd) -> Result<(), StoreError> {
+    /// Commands other than the script, in one round trip within the
+    /// store's timeout.
+    async fn command(&self, cmd: redis::Pipeline) -> Result<(), StoreError> {
         let (mut c, _) = self
             .conn
             .get(self.timeout)

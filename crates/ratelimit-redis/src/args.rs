@@ -56,8 +56,9 @@ impl Arg for Option<Arc<str>> {
 }
 
 /// What a call does: `c` check, `r` refund, `u` settle up (charge
-/// whatever is left), `d` settle down (refund, then answer a peek), or `b`
-/// ban (`lua/ban.lua`).
+/// whatever is left), `d` settle down (refund, then answer a peek), `b`
+/// ban, `w` write a ban back, or `hP` write back a denial by limit `P`
+/// (`lua/ban.lua`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum OpArg {
     Check,
@@ -65,6 +66,8 @@ pub(crate) enum OpArg {
     SettleUp,
     SettleDown,
     Ban,
+    WriteBan,
+    WriteDenial(u8),
 }
 
 impl Arg for OpArg {
@@ -75,6 +78,8 @@ impl Arg for OpArg {
             OpArg::SettleUp => b"u",
             OpArg::SettleDown => b"d",
             OpArg::Ban => b"b",
+            OpArg::WriteBan => b"w",
+            OpArg::WriteDenial(part) => return out.write_arg(format!("h{part}").as_bytes()),
         });
     }
 }

@@ -13,6 +13,7 @@ use crate::script::{self, Part, Script};
 use crate::store::{Inner, RedisStore};
 use crate::target::Target;
 use crate::time_source::TimeSource;
+use crate::write_back::WriteBack;
 use crate::BuildError;
 #[cfg(doc)]
 use crate::{INSTANCE_ANNOUNCE_EVERY, INSTANCE_SEEN_WITHIN};
@@ -341,6 +342,7 @@ impl RedisStoreBuilder {
             deny: (self.deny_cache > 0).then(|| DenyCache::new(self.deny_cache)),
             leases,
             origin: tokio::time::Instant::now(),
+            write_back: WriteBack::new(),
         });
         store.join_invalidation();
         Ok(store)

@@ -146,7 +146,7 @@ pub(crate) fn random() -> [u8; 16] {
     bytes
 }
 
-fn to_hex(bytes: &[u8; 16]) -> String {
+pub(crate) fn to_hex(bytes: &[u8; 16]) -> String {
     bytes.iter().fold(String::with_capacity(32), |mut s, b| {
         let _ = write!(s, "{b:02x}");
         s

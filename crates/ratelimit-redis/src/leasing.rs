@@ -56,7 +56,9 @@ impl Inner {
             let forgets = leases.forgets(key);
             match self.guarded(key, size, now, Op::Check).await {
                 Ok(v) => {
-                    let (mut d, _) = self.script.decision(&v);
+                    let (mut d, part) = self.script.decision(&v);
+                    // Before the lease's units are added to `remaining`.
+                    self.hold_answer(key, local, &v, &d, part);
                     if d.allowed {
                         let left = size - 1;
                         match leases.insert(key, (left, forgets), now, local, &d) {

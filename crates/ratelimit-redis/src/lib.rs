@@ -372,7 +372,7 @@
 //!   open) overlaps. The tests reach both bounds exactly, and not beyond
 //!   (`tests/it/outage_share.rs`, `tests/it/slow.rs`). A live store's
 //!   fallback keeps what each key used across changes of the settings
-//!   (see [`LiveRedis`]): reloads during an outage add nothing to the
+//!   (`LiveRedis`, feature `live`): reloads during an outage add nothing to the
 //!   bound. Keep the breaker's threshold and the timeout such that a slow
 //!   but healthy Redis never trips them (above), and the bound is paid
 //!   only in an outage.
@@ -386,6 +386,24 @@
 //! To see outages without logs, count them with the `metrics` feature, or
 //! read [`RedisStore::breaker_state`] (in a health check, say): it is
 //! [`Open`](BreakerState::Open) while Redis is skipped.
+//!
+//! # When Redis loses its data
+//!
+//! A Redis restarted without persistence, flushed, or failed over to an
+//! empty replica forgets every state and ban. Each store holds, by name,
+//! its keys' standing bans and Redis's answers that left a key nothing
+//! (`remaining` 0), with the instant each ends (4,096
+//! keys at most per store), and notices the loss
+//! by a marker, `{prefix}epoch`, read at
+//! [`maintain`](ratelimit_core::Store::maintain) every
+//! [`WRITE_BACK_EVERY`] and at once when Redis admits a key it holds as
+//! refused. It then writes them back ([`RedisStore::write_back`]): a ban
+//! for what is left of it, a denial as a refusal until its instant. A
+//! write-back only moves an end later, so instances writing back one key
+//! agree; failures are reported as store failures and tried again. A key
+//! no instance holds starts empty: one more limit per loss.
+//! `docs/ALGORITHMS.md` ("Redis losing its data") states the bound; the
+//! README gives the persistence that loses nothing.
 
 /// The crate README's examples, compiled as doctests.
 #[cfg(doctest)]
@@ -406,6 +424,7 @@ mod deny_cache;
 mod driver;
 mod failure;
 mod fallback;
+mod held;
 mod introspect;
 mod invalidation;
 mod key_name;
@@ -429,6 +448,7 @@ mod store;
 mod store_state;
 mod target;
 mod time_source;
+mod write_back;
 
 pub use any_store::{AnyStore, AnyStoreFuture, StoreSettings};
 pub use breaker::{BreakerConfig, BreakerState};
@@ -451,6 +471,7 @@ pub use store_state::StoreState;
 pub use target::SentinelTarget;
 pub use target::Target;
 pub use time_source::TimeSource;
+pub use write_back::WRITE_BACK_EVERY;
 
 use std::fmt;
 

@@ -28,7 +28,9 @@ impl Inner {
 
 impl Listener for Inner {
     /// Another store's change of `name`: its cached denial and lease
-    /// forgotten here, a ban remembered as a standing denial (on the
+    /// forgotten here (and what this store holds of it, see
+    /// `write_back`, on a reset or an unban), a ban remembered as a
+    /// standing denial and held (on the
     /// local clock; with [`TimeSource::Caller`] the caller's clock is not
     /// at hand, and the next check asks Redis) and in the fallback (at
     /// its next use).
@@ -38,6 +40,7 @@ impl Listener for Inner {
         }
         match change {
             Change::Reset => {
+                self.write_back.held.forget(name);
                 if let Some(leases) = &self.leases {
                     leases.forget(name);
                 }
@@ -46,6 +49,7 @@ impl Listener for Inner {
                 }
             }
             Change::Unban => {
+                self.write_back.held.forget(name);
                 if let Some(memory) = &self.policy.fallback {
                     memory.unban(name);
                 }
@@ -59,14 +63,19 @@ impl Listener for Inner {
                 if let Some(memory) = &self.policy.fallback {
                     memory.ban_later(name, Duration::from_millis(ms));
                 }
-                let cache = self
-                    .deny
-                    .as_ref()
-                    .filter(|_| self.script.time == TimeSource::Redis);
-                if let Some(cache) = cache {
+                if self.script.time == TimeSource::Redis {
                     let a = &self.script.parts[0].algorithm;
                     let ban = Decision::ban(a.limit(), a.window(), Duration::from_millis(ms));
-                    cache.remember(name, self.local_now(0), &ban, 0);
+                    let local = self.local_now(0);
+                    // A ban this store made, or already had from Redis,
+                    // is held with the end it knows (this one ends the
+                    // message's delivery later).
+                    if !self.write_back.held.holds(name, local) {
+                        self.hold(name, local, ban.wait, 0, true);
+                    }
+                    if let Some(cache) = &self.deny {
+                        cache.remember(name, local, &ban, 0);
+                    }
                 }
             }
         }

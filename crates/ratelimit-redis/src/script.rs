@@ -39,6 +39,12 @@ pub(crate) enum Op {
         admitted_at: u64,
         up: bool,
     },
+    /// A write-back (see `write_back`): the key refused for `cost` ns
+    /// more, banned or denied by limit `part`.
+    WriteBack {
+        banned: bool,
+        part: u8,
+    },
 }
 
 impl Op {
@@ -51,6 +57,8 @@ impl Op {
             Op::Ban => (None, OpArg::Ban),
             Op::Settle { up: true, .. } => (None, OpArg::SettleUp),
             Op::Settle { admitted_at, .. } => (Some((*admitted_at, now)), OpArg::SettleDown),
+            Op::WriteBack { banned: true, .. } => (None, OpArg::WriteBan),
+            Op::WriteBack { part, .. } => (None, OpArg::WriteDenial(*part)),
         }
     }
 }
@@ -188,7 +196,9 @@ impl Script {
     fn well_formed(&self, v: &[i64], op: OpArg) -> bool {
         match op {
             OpArg::Check => {}
-            OpArg::Refund | OpArg::Ban => return v.len() == 4 && (v[0] == 0 || v[0] == 1),
+            OpArg::Refund | OpArg::Ban | OpArg::WriteBan | OpArg::WriteDenial(_) => {
+                return v.len() == 4 && (v[0] == 0 || v[0] == 1)
+            }
             // Five numbers for every limit, each admitting or in debt.
             OpArg::SettleUp | OpArg::SettleDown => {
                 return v.len() == 5 * self.parts.len()

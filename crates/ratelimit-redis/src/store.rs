@@ -13,6 +13,7 @@ use crate::lease::{Leases, Spend};
 use crate::roster::Roster;
 use crate::script::{Op, Script};
 use crate::time_source::TimeSource;
+use crate::write_back::{WriteBack, WRITE_BACK_EVERY};
 #[cfg(doc)]
 use ratelimit_core::MemoryStore;
 use ratelimit_core::{
@@ -82,6 +83,9 @@ pub(crate) struct Inner {
     pub(crate) origin: tokio::time::Instant,
     /// Units taken ahead for keys, spent locally.
     pub(crate) leases: Option<Leases>,
+    /// The bans and denials this store holds, written back to a Redis
+    /// that lost them.
+    pub(crate) write_back: WriteBack,
 }
 
 impl RedisStore {
@@ -110,6 +114,32 @@ impl RedisStore {
     /// is away (see [`outage_share`](crate::RedisStoreBuilder::outage_share)).
     pub fn instances(&self) -> u64 {
         self.inner.roster.as_ref().map_or(1, |r| r.instances())
+    }
+
+    /// Writes back the bans and denials this store holds if Redis lost
+    /// its data (its marker `{prefix}epoch` is not the one this store
+    /// read last), `now` being the caller's time as at a check; what
+    /// [`Store::maintain`] does every [`WRITE_BACK_EVERY`]. Returns how
+    /// many keys were written (0: no loss seen, Redis already refused
+    /// them as long, or another write-back of this store was running). An
+    /// error when the marker cannot be read, or some
+    /// keys were not written (tried again at the next call).
+    ///
+    /// ```
+    /// # use ratelimit_core::Gcra;
+    /// # use ratelimit_redis::RedisStore;
+    /// # use std::time::Duration;
+    /// # #[tokio::main]
+    /// # async fn main() {
+    /// let store = RedisStore::builder("redis://127.0.0.1:1/", Gcra::new(5, Duration::from_secs(60)).unwrap())
+    ///     .build()
+    ///     .unwrap();
+    /// // Nothing listens on port 1: the marker cannot be read.
+    /// assert!(store.write_back(0).await.is_err());
+    /// # }
+    /// ```
+    pub async fn write_back(&self, now: u64) -> Result<usize, StoreError> {
+        self.inner.write_back(now).await
     }
 
     /// Whether `other` is this store (a clone of it).
@@ -224,7 +254,7 @@ impl Inner {
 
     /// An ordinary check in Redis, its denial remembered in `deny`.
     async fn decide(
-        &self,
+        self: &Arc<Self>,
         key: String,
         cost: u64,
         now: u64,
@@ -234,9 +264,12 @@ impl Inner {
         match self.guarded(&key, cost, now, Op::Check).await {
             Ok(v) => {
                 let (d, part) = self.script.decision(&v);
-                if let Some(cache) = deny.filter(|_| !d.allowed) {
+                if d.allowed {
+                    self.admitted(&key, now, local);
+                } else if let Some(cache) = deny {
                     cache.remember(&key, local, &d, part);
                 }
+                self.hold_answer(&key, local, &v, &d, part);
                 Ok(d)
             }
             Err(failure) => self.policy.check(&failure, &key, cost, now),
@@ -267,6 +300,7 @@ impl Inner {
         if let Some(cache) = &self.deny {
             cache.forget(&key);
         }
+        self.write_back.held.forget(&key);
         if self.breaker.state() == BreakerState::Open {
             if let Some(memory) = &self.policy.fallback {
                 memory.refund(&key, cost, admitted_at, now);
@@ -299,6 +333,7 @@ impl Inner {
         if let Some(cache) = &self.deny {
             cache.forget(&key);
         }
+        self.write_back.held.forget(&key);
         if let Some(u) = self.leases.as_ref().and_then(|l| l.take_key(&key)) {
             let _ = self.refund(u.key, u.units, u.taken_at, now).await;
         }
@@ -317,9 +352,12 @@ impl Inner {
             Ok(v) => {
                 let parts = (0..v.len() / 5).map(|i| self.script.part_decision(&v, i));
                 let (d, part) = settled(parts.collect());
-                if let Some(cache) = self.deny.as_ref().filter(|_| !d.allowed) {
+                if !d.allowed {
                     let denial = Decision::denied(d.limit, d.window, d.reset, d.next);
-                    cache.remember(&key, local, &denial, part);
+                    self.hold(&key, local, denial.wait, part, false);
+                    if let Some(cache) = &self.deny {
+                        cache.remember(&key, local, &denial, part);
+                    }
                 }
                 Ok(d)
             }
@@ -457,7 +495,9 @@ where
     /// unspent units of expired leases are given back (in tasks). Every
     /// [`KEY_SECRET_SYNC`], the shared key secret is written back if
     /// Redis lost it, and read (in a task; see
-    /// [`sync_key_secret`](RedisStore::sync_key_secret)).
+    /// [`sync_key_secret`](RedisStore::sync_key_secret)); every
+    /// [`WRITE_BACK_EVERY`], so are the bans and denials this store holds
+    /// (in a task; see [`write_back`](RedisStore::write_back)).
     fn maintain(&self, now: u64) {
         if let Some(leases) = &self.inner.leases {
             for u in leases.drain_expired(self.inner.local_now(now)) {
@@ -474,6 +514,9 @@ where
                     let _ = store.sync_key_secret().await;
                 });
             }
+        }
+        if self.inner.write_back.due(WRITE_BACK_EVERY) {
+            self.inner.spawn_write_back(now);
         }
     }
 

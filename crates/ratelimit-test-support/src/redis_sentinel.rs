@@ -1,4 +1,4 @@
-//! A private Sentinel per test: a master, a replica of it, and a `redis-server --sentinel` monitoring them (quorum 1, down after 1 s), each on a free port; skipped like [`RedisServer`].
+//! A private Sentinel per test: a master, a replica of it, and the server binary run with `--sentinel` monitoring them (quorum 1, down after 1 s), each on a free port; skipped like [`RedisServer`].
 
 use crate::redis_cluster::cli;
 use crate::redis_server::{free_port, pings, RedisServer};
@@ -23,7 +23,7 @@ pub struct RedisSentinel {
 
 impl RedisSentinel {
     /// The three processes, the replica in sync and known to the Sentinel
-    /// (waited for up to 60 s); `None` without a `redis-server`.
+    /// (waited for up to 60 s); `None` without a server binary.
     pub fn start() -> Option<Self> {
         let master = RedisServer::start()?;
         let replica =
@@ -47,13 +47,13 @@ impl RedisSentinel {
             ),
         )
         .expect("sentinel.conf");
-        let child = Command::new("redis-server")
+        let child = Command::new(master.binary())
             .arg(&conf)
             .arg("--sentinel")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("spawn redis-server --sentinel");
+            .expect("spawn the server binary with --sentinel");
         let me = Self {
             master,
             replica,

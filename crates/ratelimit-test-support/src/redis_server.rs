@@ -1,5 +1,7 @@
-//! A private `redis-server` per test: a free port, a temp dir, no
-//! persistence; killed on drop.
+//! A private server per test: a free port, a temp dir, no persistence;
+//! killed on drop. The binary is `RATELIMIT_TEST_SERVER`'s (a path, or a
+//! name looked up in `PATH`), `redis-server` by default: a
+//! `valkey-server` runs the same tests.
 //!
 //! The one harness of the workspace (std only): used by the integration
 //! tests, the examples' tests and `ratelimit-redis`'s and
@@ -7,11 +9,12 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A running `redis-server`, killed (and its temp dir removed) on drop.
+/// A running server ([`server_binary`]), killed (and its temp dir
+/// removed) on drop.
 pub struct RedisServer {
     child: Option<Child>,
     /// The port it listens on (127.0.0.1).
@@ -21,20 +24,36 @@ pub struct RedisServer {
     extra: Vec<String>,
 }
 
-fn find_binary() -> Option<PathBuf> {
-    // REDIS_SERVER_BIN overrides the search (a missing file: no server).
-    if let Some(p) = std::env::var_os("REDIS_SERVER_BIN") {
-        return Some(PathBuf::from(p)).filter(|p| p.exists());
+/// The environment variable naming the server binary the tests start
+/// (single servers, Cluster nodes, Sentinels and TLS servers alike).
+pub const SERVER_VAR: &str = "RATELIMIT_TEST_SERVER";
+
+/// The server binary's name as configured: [`SERVER_VAR`]'s value, or
+/// `redis-server`.
+pub fn server_name() -> String {
+    std::env::var(SERVER_VAR).unwrap_or_else(|_| "redis-server".to_owned())
+}
+
+/// The server binary the tests start: [`server_name`] as a path when it
+/// has a `/`, else looked up in `PATH` (and `/usr/bin`); `None` if there
+/// is no such file.
+pub fn server_binary() -> Option<PathBuf> {
+    let name = PathBuf::from(server_name());
+    if name.components().count() > 1 {
+        return Some(name).filter(|p| p.is_file());
     }
-    let fixed = PathBuf::from("/usr/bin/redis-server");
-    if fixed.exists() {
-        return Some(fixed);
-    }
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join("redis-server"))
-            .find(|p| p.exists())
-    })
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/bin")])
+        .map(|d| d.join(&name))
+        .find(|p| p.is_file())
+}
+
+/// Writes `why` to stderr in a banner no one misses: the test harness
+/// captures `eprintln!` of passing tests, and a skip must be seen.
+pub fn skip_loudly(why: &str) {
+    let bar = "!".repeat(why.len() + 8);
+    let _ = writeln!(std::io::stderr(), "\n{bar}\n!!! {why} !!!\n{bar}\n");
 }
 
 /// A port that was free a moment ago on 127.0.0.1.
@@ -61,25 +80,24 @@ pub fn pings(port: u16) -> bool {
 
 impl RedisServer {
     /// A fresh server, or `None` (with a loud message) when there is no
-    /// `redis-server` binary; with `CI=true` that is a failure instead.
+    /// [`server_binary`]; with `CI=true` that is a failure instead.
     pub fn start() -> Option<Self> {
         Self::start_with(&[])
     }
 
     /// Like [`start`](Self::start), with extra server options.
     pub fn start_with(extra: &[&str]) -> Option<Self> {
-        let Some(bin) = find_binary() else {
+        let Some(bin) = server_binary() else {
+            let name = server_name();
             if std::env::var("CI").is_ok_and(|v| v == "true") {
-                panic!("redis-server not found, and CI=true: install the redis-server package");
+                panic!(
+                    "{name} not found, and CI=true: install the redis-server package, \
+                     or set {SERVER_VAR} to a server binary"
+                );
             }
-            // Written to stderr directly: the test harness captures
-            // eprintln! of passing tests, and this must be seen.
-            let _ = writeln!(
-                std::io::stderr(),
-                "\n!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n\
-                 !!! SKIPPED: redis-server not found (apt-get install redis-server) !!!\n\
-                 !!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n"
-            );
+            skip_loudly(&format!(
+                "SKIPPED: {name} not found (apt-get install redis-server, or set {SERVER_VAR})"
+            ));
             return None;
         };
         for _ in 0..5 {
@@ -98,7 +116,7 @@ impl RedisServer {
                 return Some(server);
             }
         }
-        panic!("could not start redis-server");
+        panic!("could not start {}", bin.display());
     }
 
     fn spawn(&mut self) -> bool {
@@ -111,7 +129,7 @@ impl RedisServer {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("spawn redis-server");
+            .unwrap_or_else(|e| panic!("spawn {}: {e}", self.bin.display()));
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
@@ -126,6 +144,11 @@ impl RedisServer {
         }
         self.kill();
         false
+    }
+
+    /// The binary it runs ([`server_binary`]): a Sentinel runs it too.
+    pub fn binary(&self) -> &Path {
+        &self.bin
     }
 
     /// `redis://127.0.0.1:{port}/`.
@@ -161,7 +184,11 @@ impl RedisServer {
                 return;
             }
         }
-        panic!("could not restart redis-server on port {}", self.port);
+        panic!(
+            "could not restart {} on port {}",
+            self.bin.display(),
+            self.port
+        );
     }
 }
 

@@ -1,9 +1,13 @@
 //! A private CA, a server certificate it signed (for 127.0.0.1 and
 //! localhost) and another CA, as PEM files made for one test, and a
-//! `redis-server` serving TLS with them (feature `tls`).
+//! server serving TLS with them (feature `tls`), skipped loudly when the
+//! server binary was built without TLS.
 
-use crate::redis_server::{free_port, RedisServer};
+use crate::redis_server::{free_port, server_binary, skip_loudly, RedisServer, SERVER_VAR};
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 /// The files of a private CA, a server certificate it signed (for
 /// 127.0.0.1 and localhost), and another CA that signed nothing here.
@@ -76,9 +80,47 @@ impl Pki {
     }
 }
 
+/// Whether `bin` was built with TLS. Asked for a TLS port and no
+/// certificate, a build without TLS exits saying "Failed finding TLS
+/// support"; one with TLS exits on the missing certificate instead
+/// (killed after 10 s if it runs on).
+fn has_tls(bin: &Path) -> bool {
+    let Ok(mut child) = Command::new(bin)
+        .args(["--port", "0", "--tls-port", &free_port().to_string()])
+        .args(["--save", "", "--appendonly", "no", "--logfile", ""])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    else {
+        return true; // let the server's own start say what is wrong
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline && matches!(child.try_wait(), Ok(None)) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    child.wait_with_output().map_or(true, |out| {
+        let text = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+        !text.contains("TLS support")
+    })
+}
+
 /// A server with a TLS port (and its plain port, which the harness pings
-/// and the test reads keys through), or `None` to skip.
+/// and the test reads keys through), or `None` to skip: without a server
+/// binary (see [`RedisServer::start`]), or, loudly and under `CI=true`
+/// too, when the binary was built without TLS (`valkey-server` as some
+/// packages build it).
 pub fn tls_server(pki: &Pki) -> Option<(RedisServer, u16)> {
+    static TLS: OnceLock<bool> = OnceLock::new();
+    if let Some(bin) = server_binary() {
+        if !*TLS.get_or_init(|| has_tls(&bin)) {
+            skip_loudly(&format!(
+                "SKIPPED: {} has no TLS support (built without it; {SERVER_VAR} names it)",
+                bin.display()
+            ));
+            return None;
+        }
+    }
     let tls_port = free_port().to_string();
     let path = |p: &Path| p.display().to_string();
     let server = RedisServer::start_with(&[

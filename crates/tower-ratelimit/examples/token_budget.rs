@@ -1,32 +1,41 @@
 //! Token budget: 60 calls per minute and 10,000 tokens per day per API key
 //! (`X-API-Key`), the tokens known only after the handler runs. The tokens
-//! limit reserves the request's `x-max-tokens` (1 without it) and settles
-//! to the handler's `x-tokens-used`: below the reservation it refunds,
-//! above it the key goes into debt and its next calls get 429 until the
-//! day's window ends. A call the tokens limit refuses is given back to the
+//! limit reserves the request's `x-max-tokens`, capped at 5,000 (5,000
+//! without it, or with a value that is not a positive decimal), and
+//! settles to the handler's `x-tokens-used`: below the reservation it
+//! refunds. The handler uses at most what was reserved
+//! (`CostReport::reserved`), so no call overdraws the day's budget, however
+//! many overlap. A call the tokens limit refuses is given back to the
 //! per-minute limit. The `RateLimit` fields show the reservation; the
 //! settlement shows on the next response.
 //!
 //! ```text
 //! cargo run -p tower-ratelimit --example token_budget
-//! curl -i -H 'x-api-key: k1' '127.0.0.1:3000/chat?tokens=6000'  # 200, "tokens";r=9999
-//! curl -i -H 'x-api-key: k1' '127.0.0.1:3000/chat?tokens=6000'  # 200, r=3999: into debt
-//! curl -i -H 'x-api-key: k1' '127.0.0.1:3000/chat?tokens=10'    # 429, Retry-After: the window's end
+//! curl -i -H 'x-api-key: k1' '127.0.0.1:3000/chat?tokens=6000'  # 200, "tokens";r=5000, 5000 used
+//! curl -i -H 'x-api-key: k1' -H 'x-max-tokens: 100' '127.0.0.1:3000/chat?tokens=6000'  # 200, r=4900, 100 used
+//! curl -i -H 'x-api-key: k1' '127.0.0.1:3000/chat?tokens=10'    # 429 (5000 more would not fit), Retry-After: the window's end
 //! ```
 
-use axum::extract::Request;
+use axum::extract::{Extension, Request};
 use axum::response::IntoResponse;
 use axum::{routing::get, Router};
 use std::{error::Error, net::SocketAddr, sync::Arc, time::Duration};
 use tower_ratelimit::policy::HeaderCost;
-use tower_ratelimit::{key::ApiKey, CostFrom, FixedWindow, MemoryStore, RateLimitLayer};
+use tower_ratelimit::{
+    key::ApiKey, CostFrom, CostReport, FixedWindow, MemoryStore, RateLimitLayer,
+};
 
-/// "Uses" `?tokens=N` and says so in `x-tokens-used`.
-async fn chat(req: Request) -> impl IntoResponse {
+/// "Uses" `?tokens=N`, at most what the call reserved, and says so in
+/// `x-tokens-used`.
+async fn chat(report: Option<Extension<CostReport>>, req: Request) -> impl IntoResponse {
     let tokens = req.uri().query().and_then(|q| q.strip_prefix("tokens="));
-    let used = tokens.and_then(|n| n.parse::<u64>().ok()).unwrap_or(0);
-    [("x-tokens-used", used.to_string())]
+    let asked = tokens.and_then(|n| n.parse::<u64>().ok()).unwrap_or(0);
+    let budget = report.map_or(MAX_TOKENS, |Extension(r)| r.reserved());
+    [("x-tokens-used", asked.min(budget).to_string())]
 }
+
+/// The most tokens one call may use.
+const MAX_TOKENS: u64 = 5000;
 
 fn app() -> Result<Router, Box<dyn Error>> {
     let calls = RateLimitLayer::builder(ApiKey::new())
@@ -43,10 +52,10 @@ fn app() -> Result<Router, Box<dyn Error>> {
             "tokens",
             Arc::new(MemoryStore::new(FixedWindow::new(10_000, day)?)),
         )
-        .cost(HeaderCost::new(
-            http::HeaderName::from_static("x-max-tokens"),
-            1,
-        ))
+        .cost(
+            HeaderCost::new(http::HeaderName::from_static("x-max-tokens"), MAX_TOKENS)?
+                .at_most(MAX_TOKENS)?,
+        )
         .settle("response-header:x-tokens-used".parse::<CostFrom>()?)
         .build()?;
     Ok(Router::new()
@@ -70,18 +79,23 @@ mod tests {
     use super::support::{from, header};
 
     #[tokio::test]
-    async fn tokens_settle_into_debt_and_refusals_cost_no_call() {
+    async fn tokens_settle_within_the_reservation_and_refusals_cost_no_call() {
         let app = super::app().unwrap();
         let call = |tokens: u64| {
             from("203.0.113.7:1", "GET", &format!("/chat?tokens={tokens}"))
                 .header("x-api-key", "k1")
         };
+        // No x-max-tokens: 5000 reserved, 5000 used of the 6000 asked.
         let res = call(6000).send(&app).await;
         assert_eq!(res.status(), 200);
-        assert!(header(&res, "ratelimit").contains("\"tokens\";r=9999;"));
-        let res = call(6000).send(&app).await;
+        assert!(header(&res, "ratelimit").contains("\"tokens\";r=5000;"));
+        assert_eq!(header(&res, "x-tokens-used"), "5000");
+        // x-max-tokens: 100 reserves 100, and the call uses 100.
+        let res = call(6000).header("x-max-tokens", "100").send(&app).await;
         assert_eq!(res.status(), 200);
-        assert!(header(&res, "ratelimit").contains("\"tokens\";r=3999;"));
+        assert!(header(&res, "ratelimit").contains("\"tokens\";r=4900;"));
+        assert_eq!(header(&res, "x-tokens-used"), "100");
+        // 4900 left: a call reserving 5000 does not fit.
         let res = call(10).send(&app).await;
         assert_eq!(res.status(), 429);
         assert!(header(&res, "retry-after").parse::<u64>().unwrap() > 0);

@@ -247,7 +247,13 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
     /// `from` replaces it on every limit that admitted the request. Above
     /// the estimate, the difference is charged unconditionally (the key may
     /// go into debt, and its next requests are denied until it is repaid);
-    /// below, it is given back. A response that does not count
+    /// below, it is given back. Reserve the most a call may use
+    /// ([`HeaderCost`](crate::policy::HeaderCost) with a fallback and a
+    /// cap, or a fixed cost) and have the handler deliver at most
+    /// [`CostReport::reserved`](crate::CostReport::reserved): a key then
+    /// admits at most its limit however many calls overlap (an estimate
+    /// below the actual cost lets each call in flight overdraw by the
+    /// difference; see `docs/ALGORITHMS.md`, "Settlement and debt"). A response that does not count
     /// ([`count_if`](Self::count_if)) settles to 0. The `RateLimit` fields
     /// of the response show the reservation; the settlement shows on the
     /// next response. See [`CostFrom`] for when each kind settles, and

@@ -10,22 +10,26 @@ use std::str::FromStr;
 ///
 /// | text | actual cost | when it settles |
 /// |---|---|---|
-/// | `response-header:NAME` | the decimal in response header `NAME` | with the response head |
+/// | `response-header:NAME` | the decimal (ASCII digits) in response header `NAME` | with the response head |
 /// | `extension` | the [`ActualCost`](crate::ActualCost) response extension | with the response head |
 /// | `reported` | the sum the app adds to the request's [`CostReport`](crate::CostReport) | when the last clone of the report is gone |
 /// | `body-bytes` | the response body's bytes, counted by [`MeteredBody`](crate::MeteredBody) | when the body ends or is dropped |
 /// | `trailer:NAME` | the decimal in trailer `NAME`, read by [`MeteredBody`](crate::MeteredBody) | when the body ends or is dropped |
 ///
 /// Every settled request carries a [`CostReport`](crate::CostReport) in
-/// its extensions. With a response head's kind (header, extension), a
-/// response head without a usable value (no header, not a decimal, no
-/// extension) settles to what was added to the report instead, when the
-/// last clone of it is dropped (a streamed response reports as it goes:
-/// the header cannot say what is not yet produced). Whatever the kind:
-/// a response or body dropped before its end (a client that disconnects)
-/// settles what was counted up to then, and a request for which nothing
-/// was ever counted (no value, nothing added to its report) keeps the
-/// estimate: nothing is refunded or added.
+/// its extensions. A request settles to the larger of the value read
+/// (a header, an extension, a trailer) and what was added to its report,
+/// when the last clone of the report is dropped: a value of 0 does not
+/// erase what the handler reported (a streamed response reports as it
+/// goes: the header cannot say what is not yet produced). A value that is
+/// not a decimal (`abc`, `-5`, `+5`, empty) counts as the reservation: the
+/// request settles to the larger of the reservation and what was added,
+/// and it is logged (`warn`, throttled) and counted
+/// (`ratelimit_malformed_costs_total`). A number past `u64` is read as
+/// `u64::MAX`. Whatever the kind: a response or body dropped before its
+/// end (a client that disconnects) settles what was counted up to then,
+/// and a request for which nothing was ever counted (no value, nothing
+/// added to its report) keeps the estimate: nothing is refunded or added.
 ///
 /// ```
 /// use tower_ratelimit::CostFrom;
@@ -93,9 +97,4 @@ impl fmt::Display for CostFrom {
             Self::Trailer(name) => write!(f, "trailer:{name}"),
         }
     }
-}
-
-/// The decimal cost in a header or trailer value, if it is one.
-pub(crate) fn decimal(value: &http::HeaderValue) -> Option<u64> {
-    value.to_str().ok()?.trim().parse().ok()
 }

@@ -15,6 +15,12 @@ pub(crate) trait Meter: Send + Sync + 'static {
     fn add(&self, n: u64);
     /// Sets the actual cost to `n`.
     fn set(&self, n: u64);
+    /// A cost read from the response (a header, an extension, a
+    /// trailer): `Some(n)`, the actual cost is at least `n`; `None`, a
+    /// value that is not a decimal: at least the reservation.
+    fn read(&self, value: Option<u64>);
+    /// What the request reserved.
+    fn reserved(&self) -> u64;
     /// Where the limit reads the actual cost.
     fn cost_from(&self) -> &CostFrom;
 }
@@ -24,7 +30,14 @@ pub(crate) trait Meter: Send + Sync + 'static {
 /// uses as it goes, per chunk or per event. The request settles when the
 /// last clone of the report is dropped (the stream ended, or the client
 /// went away and the body was dropped) to the sum added up to then; a
-/// report to which nothing was ever added keeps the estimate.
+/// report to which nothing was ever added keeps the estimate. A value
+/// read from the response (a header, an extension, a trailer) never
+/// lowers what was added: the request settles to the larger of the two.
+///
+/// [`reserved`](Self::reserved) is what the request reserved: a handler
+/// that delivers at most that (an LLM gateway passes it upstream as the
+/// model's `max_tokens`) never takes a key past its limit, however many
+/// of its calls overlap.
 ///
 /// Under stacked layers that settle, the request carries one report that
 /// feeds every one of them: what the handler adds or sets reaches each
@@ -37,7 +50,8 @@ pub(crate) trait Meter: Send + Sync + 'static {
 ///
 /// async fn handler(report: Option<Extension<CostReport>>) -> impl IntoResponse {
 ///     if let Some(Extension(report)) = report {
-///         report.add(100); // 100 tokens produced
+///         let tokens = report.reserved().min(100); // no more than reserved
+///         report.add(tokens); // tokens produced
 ///     }
 ///     "ok"
 /// }
@@ -57,9 +71,22 @@ impl CostReport {
         self.0.set(n);
     }
 
+    /// What the request reserved at admission (its estimate): the most
+    /// it may use without taking its key into debt. Under stacked layers
+    /// that settle, the least any of them reserved.
+    pub fn reserved(&self) -> u64 {
+        self.0.reserved()
+    }
+
     /// Where the limit reads the actual cost.
     pub fn cost_from(&self) -> &CostFrom {
         self.0.cost_from()
+    }
+
+    /// A cost read from the response body (a trailer): `Some(n)`, the
+    /// request costs at least `n`; `None`, not a decimal.
+    pub(crate) fn read(&self, value: Option<u64>) {
+        self.0.read(value);
     }
 }
 
@@ -94,6 +121,15 @@ impl Meter for Stacked {
         self.outer.set(n);
     }
 
+    fn read(&self, value: Option<u64>) {
+        self.inner.read(value);
+        self.outer.read(value);
+    }
+
+    fn reserved(&self) -> u64 {
+        self.inner.reserved().min(self.outer.reserved())
+    }
+
     fn cost_from(&self) -> &CostFrom {
         self.inner.cost_from()
     }
@@ -103,6 +139,7 @@ impl fmt::Debug for CostReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CostReport")
             .field("cost_from", self.cost_from())
+            .field("reserved", &self.reserved())
             .finish_non_exhaustive()
     }
 }

@@ -40,6 +40,9 @@ pub enum BuildError {
     BadKeySecret(String),
     /// Another key secret is already in use in this process.
     KeySecretAlreadySet,
+    /// A [`HeaderCost`](crate::policy::HeaderCost) that would let a
+    /// request through for free, or that cannot work (the text says why).
+    BadHeaderCost(String),
 }
 
 impl fmt::Display for BuildError {
@@ -76,6 +79,7 @@ impl fmt::Display for BuildError {
             Self::KeySecretAlreadySet => f.write_str(
                 "another key secret is already in use: install it once, before the first request",
             ),
+            Self::BadHeaderCost(why) => write!(f, "bad header cost {why}"),
         }
     }
 }

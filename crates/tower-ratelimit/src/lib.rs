@@ -194,6 +194,7 @@ mod clock;
 mod cost_from;
 mod cost_report;
 mod decide;
+mod decimal;
 mod error;
 mod future;
 mod info;

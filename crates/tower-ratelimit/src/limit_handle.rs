@@ -2,7 +2,9 @@
 //! uses, to check, peek, refund, reset, ban and unban a key.
 
 use crate::key::{HeaderKey, IpPrefixes};
+use crate::override_key::{ip_key, NotIpKey};
 use crate::table::key::PolicyKey;
+use ipnet::IpNet;
 use ratelimit_core::{BoxStore, Clock, Decision, LiveAlgorithm, Store, StoreError};
 use std::fmt;
 use std::net::IpAddr;
@@ -83,7 +85,12 @@ impl LimitHandle {
     /// network (`203.0.113.7`, `2001:db8:1:2::/64`, keyed at the limit's
     /// prefix lengths), a header's value, an API key or a token (the
     /// key's text, which the store hashes if it is a secret), `global`;
-    /// a composite's parts joined by `|`.
+    /// a composite's parts joined by `|`. An address is masked to the
+    /// limit's network (`2001:db8:1:2::5` on a per-/64 limit is
+    /// `2001:db8:1:2::/64`); a network of another length than the limit
+    /// keys is refused, naming the limit: it is not one client's key. An
+    /// app key written as an address or a network is taken as an address
+    /// keyed at v4/32, v6/64.
     pub fn key(&self, text: &str) -> Result<PolicyKey, String> {
         let texts: Vec<&str> = if self.parts.len() == 1 {
             vec![text]
@@ -102,7 +109,7 @@ impl LimitHandle {
             .parts
             .iter()
             .zip(texts)
-            .map(|(p, t)| part_key(*p, t))
+            .map(|(p, t)| part_key(&self.name, *p, t))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(match <[PolicyKey; 1]>::try_from(keys) {
             Ok([one]) => one,
@@ -172,18 +179,25 @@ impl LimitHandle {
     }
 }
 
-/// The key of one part written `text`.
-fn part_key(part: TextPart, text: &str) -> Result<PolicyKey, String> {
+/// The key of one part written `text`, on the limit `name`.
+fn part_key(name: &str, part: TextPart, text: &str) -> Result<PolicyKey, String> {
     let text = text.trim();
     if text.is_empty() || text.len() > 4096 {
         return Err("a key is 1 to 4096 characters".to_owned());
     }
-    let ip = |prefixes: IpPrefixes| -> Result<PolicyKey, String> {
-        let addr = text.split_once('/').map_or(text, |(a, _)| a);
-        let addr: IpAddr = addr
-            .parse()
-            .map_err(|_| format!("bad key {text:?}: expected an address or a network"))?;
-        Ok(PolicyKey::Ip(prefixes.key(addr)))
+    let ip = |prefixes: IpPrefixes| match ip_key(prefixes, text) {
+        Ok(key) => Ok(PolicyKey::Ip(key)),
+        Err(NotIpKey::NotIp) => Err(format!(
+            "bad key {text:?}: expected an address or a network"
+        )),
+        Err(NotIpKey::Length {
+            given,
+            want,
+            family,
+        }) => Err(format!(
+            "bad key {text:?}: limit {name:?} keys each {family} client by its /{want}, \
+             so a /{given} network is not one client's key"
+        )),
     };
     match part {
         TextPart::Ip(prefixes) => ip(prefixes),
@@ -194,9 +208,9 @@ fn part_key(part: TextPart, text: &str) -> Result<PolicyKey, String> {
             "bad key {text:?}: a global limit's key is \"global\""
         )),
         TextPart::Route => Err("a route key cannot be written by hand".to_owned()),
-        TextPart::App => match text.parse::<IpAddr>() {
-            Ok(_) => ip(IpPrefixes::default()),
-            Err(_) => Ok(PolicyKey::Text(HeaderKey::secret(text.as_bytes()))),
-        },
+        TextPart::App if text.parse::<IpAddr>().is_ok() || text.parse::<IpNet>().is_ok() => {
+            ip(IpPrefixes::default())
+        }
+        TextPart::App => Ok(PolicyKey::Text(HeaderKey::secret(text.as_bytes()))),
     }
 }

@@ -1,7 +1,8 @@
 //! [`MeteredBody`]: a response body that reports its cost to the request's [`CostReport`] as it streams.
 
-use crate::cost_from::{decimal, CostFrom};
+use crate::cost_from::CostFrom;
 use crate::cost_report::CostReport;
+use crate::decimal::decimal;
 use bytes::Buf;
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
@@ -75,8 +76,8 @@ fn count<D: Buf>(frame: &Frame<D>, report: &CostReport) {
     match (report.cost_from(), frame.data_ref(), frame.trailers_ref()) {
         (CostFrom::BodyBytes, Some(data), _) => report.add(data.remaining() as u64),
         (CostFrom::Trailer(name), _, Some(trailers)) => {
-            if let Some(n) = trailers.get(name).and_then(decimal) {
-                report.set(n);
+            if let Some(value) = trailers.get(name) {
+                report.read(decimal(value));
             }
         }
         _ => {}

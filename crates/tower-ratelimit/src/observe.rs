@@ -19,6 +19,7 @@ pub(crate) mod names {
     pub(crate) const STORE_ERRORS: &str = "ratelimit_store_errors_total";
     pub(crate) const BANNED: &str = "ratelimit_banned_total";
     pub(crate) const RESETS: &str = "ratelimit_resets_total";
+    pub(crate) const MALFORMED_COSTS: &str = "ratelimit_malformed_costs_total";
     #[cfg(feature = "serde")]
     pub(crate) const ALLOWED_BY_LIST: &str = "ratelimit_allowed_by_list_total";
     #[cfg(feature = "serde")]
@@ -96,11 +97,11 @@ pub(crate) fn key_error(e: &KeyError) {
     metrics::counter!(names::KEY_ERRORS, "reason" => e.what()).increment(1);
 }
 
-/// Store failures and refund failures: at most one line per kind every 20
+/// Store failures, refund failures and malformed costs: at most one line per kind every 20
 /// seconds in the whole process, each with the count of those not logged,
 /// so that a failing store never logs one line per request.
 fn throttled(kind: usize) -> Option<u64> {
-    static THROTTLE: OnceLock<(Instant, LogThrottle<2>)> = OnceLock::new();
+    static THROTTLE: OnceLock<(Instant, LogThrottle<3>)> = OnceLock::new();
     let (base, throttle) =
         THROTTLE.get_or_init(|| (Instant::now(), LogThrottle::new(Duration::from_secs(20))));
     let nanos = saturating_nanos(base.elapsed());
@@ -133,4 +134,14 @@ pub(crate) fn refund_error(limit: &'static str, e: &StoreError) {
     }
     #[cfg(feature = "metrics")]
     count(names::STORE_ERRORS, limit);
+}
+
+/// A response's cost on `limit` that is not a decimal (a header, a
+/// trailer): the request settles to at least its reservation.
+pub(crate) fn malformed_cost(limit: &'static str) {
+    if let Some(suppressed) = throttled(2) {
+        tracing::warn!(limit = %limit, suppressed, "a response's cost is not a decimal: settling to at least the reservation");
+    }
+    #[cfg(feature = "metrics")]
+    count(names::MALFORMED_COSTS, limit);
 }

@@ -85,16 +85,44 @@ fn self_text(secret: bool, text: &str) -> Result<String, String> {
 /// An address or a network, written as `prefixes` key it.
 fn ip(prefixes: IpPrefixes, text: &str) -> Result<String, String> {
     let bad = |why: &str| format!("override key {text:?}: {why}");
+    match ip_key(prefixes, text) {
+        Ok(key) => Ok(key.to_string()),
+        Err(NotIpKey::NotIp) => Err(bad("not an IP address or network")),
+        Err(NotIpKey::Length { given, want, .. }) => Err(bad(&format!(
+            "this limit keys addresses by /{want} networks, so no key is a /{given}"
+        ))),
+    }
+}
+
+/// Why a text is no IP key of a limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NotIpKey {
+    /// Neither an address nor a network.
+    NotIp,
+    /// A network of `given` bits, where the limit keys `family` (`IPv4`
+    /// or `IPv6`) by networks of `want` bits.
+    Length {
+        given: u8,
+        want: u8,
+        family: &'static str,
+    },
+}
+
+/// `text`, an address or a network, as `prefixes` key it: an address is
+/// masked to its network, a network must have the limit's length (host
+/// bits are masked), a mapped IPv6 address or network is IPv4.
+pub(crate) fn ip_key(prefixes: IpPrefixes, text: &str) -> Result<IpKey, NotIpKey> {
     let (addr, length) = match text.parse::<IpNet>() {
         Ok(net) => (net.addr(), Some(net.prefix_len())),
         Err(_) => match text.parse::<IpAddr>() {
             Ok(addr) => (addr, None),
-            Err(_) => return Err(bad("not an IP address or network")),
+            Err(_) => return Err(NotIpKey::NotIp),
         },
     };
     let key = prefixes.key(addr);
-    let want = match key {
-        IpKey::V4 { prefix, .. } | IpKey::V6 { prefix, .. } => prefix,
+    let (want, family) = match key {
+        IpKey::V4 { prefix, .. } => (prefix, "IPv4"),
+        IpKey::V6 { prefix, .. } => (prefix, "IPv6"),
     };
     // A mapped IPv6 network (::ffff:a.b.c.d/N) has 96 more bits.
     let given = match (addr, key) {
@@ -102,10 +130,12 @@ fn ip(prefixes: IpPrefixes, text: &str) -> Result<String, String> {
         _ => length,
     };
     match given {
-        Some(l) if l != want => Err(bad(&format!(
-            "this limit keys addresses by /{want} networks, so no key is a /{l}"
-        ))),
-        _ => Ok(key.to_string()),
+        Some(given) if given != want => Err(NotIpKey::Length {
+            given,
+            want,
+            family,
+        }),
+        _ => Ok(key),
     }
 }
 

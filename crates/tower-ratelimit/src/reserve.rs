@@ -219,7 +219,7 @@ where
                     !limited_inside && r.shared.count_if.as_ref().is_none_or(|p| p.counts(&head));
                 let resets = r.shared.reset_if.as_ref().is_some_and(|p| p.counts(&head));
                 if let Some(s) = &settlement {
-                    s.read(&head, counts);
+                    s.read_head(&head, counts);
                 }
                 result = Ok(Response::from_parts(head, body));
                 (counts, resets)

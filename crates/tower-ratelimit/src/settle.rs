@@ -1,7 +1,8 @@
 //! [`Settlement`]: an admitted request's reservation settled to its actual cost after the response.
 
-use crate::cost_from::{decimal, CostFrom};
+use crate::cost_from::CostFrom;
 use crate::cost_report::{ActualCost, CostReport, Meter};
+use crate::decimal::decimal;
 use crate::key::KeyExtractor;
 use crate::observe;
 use crate::reserved::Reserved;
@@ -12,15 +13,23 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// An admitted request's reservation, settled once to the actual cost on
-/// every limit that admitted it. The actual cost is what was reported (a
-/// response header, an extension, the body's count); nothing reported
-/// keeps the estimate. It settles when the layer finishes with it, or when
-/// its last [`CostReport`] is dropped.
+/// every limit that admitted it. The actual cost is the larger of what
+/// was added on its [`CostReport`] and what was read from the response
+/// (a header, an extension, a trailer), so neither erases the other; a
+/// value read that is not a decimal counts as the reservation. Nothing
+/// counted keeps the estimate. It settles when the layer finishes with
+/// it, or when its last [`CostReport`] is dropped.
 pub(crate) struct Settlement<X: KeyExtractor, St: Store<X::Key>, R> {
     shared: Arc<Shared<X, St, R>>,
     reserved: Option<Reserved<X::Key>>,
-    actual: AtomicU64,
-    reported: AtomicBool,
+    /// The reservation's cost, kept for [`CostReport::reserved`].
+    cost: u64,
+    /// The sum added on the report (or the last value set).
+    added: AtomicU64,
+    /// The largest value read from the response.
+    floor: AtomicU64,
+    /// Whether anything was counted (added, set or read).
+    counted: AtomicBool,
 }
 
 impl<X: KeyExtractor, St: Store<X::Key>, R: Send + Sync + 'static> Settlement<X, St, R> {
@@ -31,9 +40,11 @@ impl<X: KeyExtractor, St: Store<X::Key>, R: Send + Sync + 'static> Settlement<X,
     ) -> Arc<Self> {
         Arc::new(Self {
             shared: Arc::clone(shared),
+            cost: reserved.as_ref().map_or(0, |r| r.cost),
             reserved,
-            actual: AtomicU64::new(0),
-            reported: AtomicBool::new(false),
+            added: AtomicU64::new(0),
+            floor: AtomicU64::new(0),
+            counted: AtomicBool::new(false),
         })
     }
 
@@ -45,17 +56,17 @@ impl<X: KeyExtractor, St: Store<X::Key>, R: Send + Sync + 'static> Settlement<X,
 
     /// Reads the actual cost from a response head (header, extension),
     /// or sets it to 0 when the response does not count.
-    pub(crate) fn read(&self, head: &Parts, counts: bool) {
+    pub(crate) fn read_head(&self, head: &Parts, counts: bool) {
         if !counts {
             return self.set(0);
         }
         let found = match self.shared.settle.as_ref() {
-            Some(CostFrom::ResponseHeader(name)) => head.headers.get(name).and_then(decimal),
-            Some(CostFrom::Extension) => head.extensions.get::<ActualCost>().map(|a| a.0),
+            Some(CostFrom::ResponseHeader(name)) => head.headers.get(name).map(decimal),
+            Some(CostFrom::Extension) => head.extensions.get::<ActualCost>().map(|a| Some(a.0)),
             _ => None,
         };
-        if let Some(n) = found {
-            self.set(n);
+        if let Some(value) = found {
+            self.read(value);
         }
     }
 
@@ -85,13 +96,31 @@ impl<X: KeyExtractor, St: Store<X::Key>, R: Send + Sync + 'static> Settlement<X,
 
 impl<X: KeyExtractor, St: Store<X::Key>, R: Send + Sync + 'static> Meter for Settlement<X, St, R> {
     fn add(&self, n: u64) {
-        self.actual.fetch_add(n, Ordering::AcqRel);
-        self.reported.store(true, Ordering::Release);
+        // Saturating: a sum past u64 is more than any capacity anyway.
+        let _ = self
+            .added
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |a| {
+                Some(a.saturating_add(n))
+            });
+        self.counted.store(true, Ordering::Release);
     }
 
     fn set(&self, n: u64) {
-        self.actual.store(n, Ordering::Release);
-        self.reported.store(true, Ordering::Release);
+        self.added.store(n, Ordering::Release);
+        self.counted.store(true, Ordering::Release);
+    }
+
+    fn read(&self, value: Option<u64>) {
+        let n = value.unwrap_or_else(|| {
+            observe::malformed_cost(self.shared.limits[0].name);
+            self.cost
+        });
+        self.floor.fetch_max(n, Ordering::AcqRel);
+        self.counted.store(true, Ordering::Release);
+    }
+
+    fn reserved(&self) -> u64 {
+        self.cost
     }
 
     fn cost_from(&self) -> &CostFrom {
@@ -107,8 +136,8 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> Settlement<X, St, R> {
     /// nothing to change (settled already, or the estimate stands).
     fn take(&mut self) -> Option<(Reserved<X::Key>, u64)> {
         let r = self.reserved.take()?;
-        let actual = if *self.reported.get_mut() {
-            *self.actual.get_mut()
+        let actual = if *self.counted.get_mut() {
+            (*self.added.get_mut()).max(*self.floor.get_mut())
         } else {
             r.cost
         };

@@ -81,7 +81,8 @@ impl Report {
     /// Publishes `counts` as metrics, and logs what eviction did since
     /// the last line, at most once a minute: a `warn` when new keys were
     /// refused because the sketch of evicted keys covered them (a flood
-    /// past the cap), else an `info` when keys were evicted.
+    /// past the bound of the set of evicted keys, not merely past the
+    /// cap), else an `info` when keys were evicted.
     fn update(&mut self, counts: StoreCounts, now: u64) {
         #[cfg(feature = "metrics")]
         {

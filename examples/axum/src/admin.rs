@@ -15,8 +15,18 @@
 //!
 //! `{key}` is the key as the limit renders it, percent-encoded (an IP, a
 //! network as `2001:db8:1:2::/64`, a raw API key, which the store
-//! hashes). A wrong or missing token gets 401, and 10 of those a minute
-//! per client address at most (then 429). Bad input gets 400 or 404 with
+//! hashes). An address is keyed as the limit keys it (on a per-/64
+//! limit, its /64); a network of another length than the limit keys
+//! (`198.51.100.0/24` on a per-address limit) is refused with 400 naming
+//! the limit: it is not one client's key.
+//!
+//! Every request needs the token, unknown paths too. A wrong or missing
+//! token gets 401; 10 of those a minute per source address, and 30 a
+//! minute from all sources, at most: then 429 with `Retry-After`, the
+//! token not compared (see [`admin_auth`](crate::admin_auth): a source
+//! that has not failed is always let in with the right token). The
+//! listener closes a connection whose request head takes over 10 s, or
+//! idle that long, and serves at most 64 at once. Bad input gets 400 or 404 with
 //! a problem body, never 500. Every action is logged at `info`, naming
 //! the limit and, for an address key, the key (never a secret key).
 //!
@@ -26,25 +36,27 @@
 //! in Redis (`ratelimit_redis::RedisEntries`, `PolicyHandle::share`); a
 //! Redis failure there is 503.
 
-use crate::server::EnvError;
+use crate::admin_auth::{Refused, TokenGate};
+use crate::server::{EnvError, ServeOptions};
 use axum::body::Bytes;
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::{ConnectInfo, Path, Request, State};
+use axum::http::StatusCode;
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use ratelimit_core::{parse_duration, MemoryStore, SlidingLog};
+use ratelimit_core::parse_duration;
 use serde_json::json;
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
-use tower_ratelimit::key::PeerIp;
-use tower_ratelimit::policy::StatusIs;
 use tower_ratelimit::table::{LimitHandle, ListKind, PolicyHandle, PolicyKey};
-use tower_ratelimit::RateLimitLayer;
 
 /// The shortest token accepted.
 const MIN_TOKEN: usize = 16;
+
+/// Connections the admin listener serves at once.
+const MAX_CONNECTIONS: usize = 64;
 
 /// Where the admin API listens and the token it takes.
 #[derive(Clone)]
@@ -111,7 +123,6 @@ impl AdminSettings {
 #[derive(Clone)]
 struct Admin {
     limits: Arc<PolicyHandle>,
-    token: Arc<str>,
 }
 
 /// A refused admin request: a problem+json response.
@@ -182,28 +193,45 @@ fn problem(status: StatusCode, detail: &str) -> Problem {
     }
 }
 
-/// Whether `a` equals `b`, in time independent of where they differ.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+/// Lets a request with the admin token through (see
+/// [`admin_auth`](crate::admin_auth)); else 401, or 429 with `Retry-After`
+/// once its source, or every source, sent too many wrong tokens.
+async fn authorized(State(gate): State<TokenGate>, req: Request, next: Next) -> Response {
+    let peer = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip());
+    let given = req
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("")
+        .trim();
+    match gate.admit(peer, given) {
+        Ok(()) => next.run(req).await,
+        Err(Refused::WrongToken) => {
+            tracing::info!(target: "axum_example::admin", %peer, "admin request refused: wrong or missing token");
+            problem(StatusCode::UNAUTHORIZED, "A valid admin token is required.").into_response()
+        }
+        Err(Refused::TooMany(wait)) => {
+            tracing::debug!(target: "axum_example::admin", %peer, "admin request refused: too many wrong tokens");
+            let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+            let mut res = problem(
+                StatusCode::TOO_MANY_REQUESTS,
+                "Too many wrong admin tokens; try again later.",
+            )
+            .into_response();
+            res.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from(secs.max(1)),
+            );
+            res
+        }
+    }
 }
 
 impl Admin {
-    fn authorized(&self, headers: &HeaderMap) -> Result<(), Problem> {
-        let given = headers
-            .get("authorization")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .unwrap_or("");
-        if same(given.trim().as_bytes(), self.token.as_bytes()) {
-            return Ok(());
-        }
-        tracing::info!(target: "axum_example::admin", "admin request refused: wrong or missing token");
-        Err(problem(
-            StatusCode::UNAUTHORIZED,
-            "A valid admin token is required.",
-        ))
-    }
-
     fn limit(&self, name: &str) -> Result<&LimitHandle, Problem> {
         self.limits
             .get(name)
@@ -214,11 +242,9 @@ impl Admin {
 /// The limit and key of an authorized request's path, or the problem.
 fn key_of<'a>(
     admin: &'a Admin,
-    headers: &HeaderMap,
     name: &str,
     key: &str,
 ) -> Result<(&'a LimitHandle, PolicyKey), Problem> {
-    admin.authorized(headers)?;
     let limit = admin.limit(name)?;
     let key = limit
         .key(key)
@@ -243,10 +269,7 @@ fn store_failed(e: &ratelimit_core::StoreError) -> Response {
     .into_response()
 }
 
-async fn list(State(admin): State<Admin>, headers: HeaderMap) -> Response {
-    if let Err(r) = admin.authorized(&headers) {
-        return r.into_response();
-    }
+async fn list(State(admin): State<Admin>) -> Response {
     let limits: Vec<_> = admin
         .limits
         .handles()
@@ -267,10 +290,9 @@ async fn list(State(admin): State<Admin>, headers: HeaderMap) -> Response {
 
 async fn read_key(
     State(admin): State<Admin>,
-    headers: HeaderMap,
     Path((name, key)): Path<(String, String)>,
 ) -> Response {
-    let (limit, key) = match key_of(&admin, &headers, &name, &key) {
+    let (limit, key) = match key_of(&admin, &name, &key) {
         Ok(found) => found,
         Err(r) => return r.into_response(),
     };
@@ -295,10 +317,9 @@ async fn read_key(
 
 async fn reset_key(
     State(admin): State<Admin>,
-    headers: HeaderMap,
     Path((name, key)): Path<(String, String)>,
 ) -> Response {
-    let (limit, key) = match key_of(&admin, &headers, &name, &key) {
+    let (limit, key) = match key_of(&admin, &name, &key) {
         Ok(found) => found,
         Err(r) => return r.into_response(),
     };
@@ -330,11 +351,10 @@ fn body_duration(body: &Bytes, field: &str) -> Result<Duration, Problem> {
 
 async fn ban(
     State(admin): State<Admin>,
-    headers: HeaderMap,
     Path((name, key)): Path<(String, String)>,
     body: Bytes,
 ) -> Response {
-    let (limit, key) = match key_of(&admin, &headers, &name, &key) {
+    let (limit, key) = match key_of(&admin, &name, &key) {
         Ok(found) => found,
         Err(r) => return r.into_response(),
     };
@@ -368,11 +388,10 @@ fn body_algorithm(body: &Bytes) -> Result<ratelimit_core::AnyAlgorithm, Problem>
 
 async fn set_override(
     State(admin): State<Admin>,
-    headers: HeaderMap,
     Path((name, key)): Path<(String, String)>,
     body: Bytes,
 ) -> Response {
-    let (limit, policy_key) = match key_of(&admin, &headers, &name, &key) {
+    let (limit, policy_key) = match key_of(&admin, &name, &key) {
         Ok(found) => found,
         Err(r) => return r.into_response(),
     };
@@ -396,10 +415,9 @@ async fn set_override(
 
 async fn remove_override(
     State(admin): State<Admin>,
-    headers: HeaderMap,
     Path((name, key)): Path<(String, String)>,
 ) -> Response {
-    let (limit, policy_key) = match key_of(&admin, &headers, &name, &key) {
+    let (limit, policy_key) = match key_of(&admin, &name, &key) {
         Ok(found) => found,
         Err(r) => return r.into_response(),
     };
@@ -427,12 +445,8 @@ fn refused(why: &str) -> Response {
     problem(status, &format!("{why}.")).into_response()
 }
 
-async fn unban(
-    State(admin): State<Admin>,
-    headers: HeaderMap,
-    Path((name, key)): Path<(String, String)>,
-) -> Response {
-    let (limit, key) = match key_of(&admin, &headers, &name, &key) {
+async fn unban(State(admin): State<Admin>, Path((name, key)): Path<(String, String)>) -> Response {
+    let (limit, key) = match key_of(&admin, &name, &key) {
         Ok(found) => found,
         Err(r) => return r.into_response(),
     };
@@ -459,16 +473,7 @@ fn list_name(kind: ListKind) -> &'static str {
     }
 }
 
-async fn add_entry(
-    kind: ListKind,
-    admin: Admin,
-    headers: HeaderMap,
-    entry: String,
-    body: Bytes,
-) -> Response {
-    if let Err(r) = admin.authorized(&headers) {
-        return r.into_response();
-    }
+async fn add_entry(kind: ListKind, admin: Admin, entry: String, body: Bytes) -> Response {
     let list = list_name(kind);
     let ttl = match body_duration(&body, "ttl") {
         Ok(d) => d,
@@ -492,10 +497,7 @@ async fn add_entry(
     }
 }
 
-async fn remove_entry(kind: ListKind, admin: Admin, headers: HeaderMap, entry: String) -> Response {
-    if let Err(r) = admin.authorized(&headers) {
-        return r.into_response();
-    }
+async fn remove_entry(kind: ListKind, admin: Admin, entry: String) -> Response {
     let list = list_name(kind);
     match admin.limits.remove_from_list_shared(kind, &entry).await {
         Ok(true) => {}
@@ -512,38 +514,23 @@ async fn remove_entry(kind: ListKind, admin: Admin, headers: HeaderMap, entry: S
 /// `PUT` and `DELETE` of an entry of the `kind` list.
 fn list_routes(kind: ListKind) -> axum::routing::MethodRouter<Admin> {
     axum::routing::put(
-        move |State(admin): State<Admin>,
-              headers: HeaderMap,
-              Path(entry): Path<String>,
-              body: Bytes| { add_entry(kind, admin, headers, entry, body) },
+        move |State(admin): State<Admin>, Path(entry): Path<String>, body: Bytes| {
+            add_entry(kind, admin, entry, body)
+        },
     )
     .delete(
-        move |State(admin): State<Admin>, headers: HeaderMap, Path(entry): Path<String>| {
-            remove_entry(kind, admin, headers, entry)
+        move |State(admin): State<Admin>, Path(entry): Path<String>| {
+            remove_entry(kind, admin, entry)
         },
     )
 }
 
 /// The admin API on `limits` (the handle the app's policy returned),
-/// taking `settings`' token: 10 refused tokens a minute per client
-/// address at most (then 429).
+/// taking `settings`' token: wrong tokens limited per source address and
+/// across all sources (see [`admin_auth`](crate::admin_auth)).
 pub fn admin_router(limits: Arc<PolicyHandle>, settings: &AdminSettings) -> Router {
-    let admin = Admin {
-        limits,
-        token: Arc::clone(&settings.token),
-    };
-    let refusals = RateLimitLayer::builder(PeerIp::new())
-        .limit(
-            "admin-auth",
-            MemoryStore::builder(
-                SlidingLog::new(10, Duration::from_secs(60)).expect("a valid limit"),
-            )
-            .max_keys(Some(100_000))
-            .build(),
-        )
-        .count_if(StatusIs::new(StatusCode::UNAUTHORIZED))
-        .build()
-        .expect("a valid layer");
+    let admin = Admin { limits };
+    let gate = TokenGate::new(Arc::clone(&settings.token));
     Router::new()
         .route("/limits", get(list))
         .route("/limits/{name}/keys/{key}", get(read_key).delete(reset_key))
@@ -560,7 +547,7 @@ pub fn admin_router(limits: Arc<PolicyHandle>, settings: &AdminSettings) -> Rout
         .fallback(|| async { problem(StatusCode::NOT_FOUND, "No such admin endpoint.") })
         .with_state(admin)
         .layer(axum::middleware::map_response(as_problem))
-        .layer(refusals)
+        .layer(axum::middleware::from_fn_with_state(gate, authorized))
 }
 
 /// Serves the admin API on `settings.addr` until the process ends;
@@ -578,12 +565,14 @@ pub async fn serve_admin(
         tracing::warn!(%addr, "admin API on a non-loopback address: keep it behind a firewall");
     }
     let app = admin_router(limits, settings);
-    tokio::spawn(async move {
-        let app = app.into_make_service_with_connect_info::<SocketAddr>();
-        if let Err(e) = axum::serve(listener, app).await {
-            tracing::warn!(error = %e, "admin API stopped");
-        }
-    });
+    // The public listener's hardening (a request head or an idle
+    // connection closed after 10 s, a request answered 408 after 10 s,
+    // bodies of 64 KiB at most), for fewer connections.
+    let options = ServeOptions {
+        max_connections: MAX_CONNECTIONS,
+        ..ServeOptions::default()
+    };
+    tokio::spawn(crate::run(listener, app, options, std::future::pending()));
     tracing::info!(%addr, "admin API (ADMIN_ADDR), bearer token from ADMIN_TOKEN");
     Ok(addr)
 }

@@ -30,7 +30,9 @@ struct Chat {
     stream: bool,
 }
 
-/// "Uses" the body's `tokens` (at most [`MAX_TOKENS_PER_CALL`]): answers
+/// "Uses" the body's `tokens`, at most what the call reserved
+/// ([`CostReport::reserved`], what a real gateway passes upstream as the
+/// model's `max_tokens`) and at most [`MAX_TOKENS_PER_CALL`]: answers
 /// with them in `x-tokens-used`, or, with `"stream": true`, as server-sent
 /// events of [`TOKENS_PER_EVENT`] each, [`EVENT_GAP`] apart, each counted
 /// on the request's [`CostReport`] as it is sent. A known `X-API-Key` is
@@ -50,12 +52,15 @@ pub(crate) async fn chat(
             "expected a JSON object {\"tokens\": N, \"stream\": false}",
         );
     };
-    let tokens = call.tokens.min(MAX_TOKENS_PER_CALL);
+    let report = report.map(|Extension(r)| r);
+    let budget = report
+        .as_ref()
+        .map_or(MAX_TOKENS_PER_CALL, CostReport::reserved);
+    let tokens = call.tokens.min(budget).min(MAX_TOKENS_PER_CALL);
     if !call.stream {
         let used = [("x-tokens-used", tokens.to_string())];
         return (used, Json(json!({ "tokens": tokens }))).into_response();
     }
-    let report = report.map(|Extension(r)| r);
     let events = stream::unfold((tokens, report), |(left, report)| async move {
         if left == 0 {
             return None;

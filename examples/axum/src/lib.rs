@@ -6,7 +6,7 @@
 //! | `POST /accounts` | 2 per day per client IP (an IPv4 address, an IPv6 /64) and 20 per day per network (an IPv4 /24, an IPv6 /48), sliding logs; only created accounts (201) count |
 //! | `POST /login` | 5 failed attempts per hour per client IP and 100 per network; only failures (401) count; a success (200) resets the client's failures |
 //! | `GET /api/items` | with a key listed in [`Config::api_keys`] (`X-API-Key`): token bucket per key, 500 burst, 100/s; without: 10 per minute per client IP; an unknown key: 401, counted as anonymous |
-//! | `POST /v1/chat` | with a key listed in [`Config::api_keys`] (`X-API-Key`; else 401): 60 per minute and 100,000 tokens per day per key; the tokens, known after the handler runs, settle from `x-tokens-used` or, streamed, per event (a reservation of 1, or of `x-max-tokens`) |
+//! | `POST /v1/chat` | with a key listed in [`Config::api_keys`] (`X-API-Key`; else 401): 60 per minute and 100,000 tokens per day per key; the tokens, known after the handler runs, settle from `x-tokens-used` or, streamed, per event (a reservation of `x-max-tokens`, at most 40,000, and 40,000 without a positive decimal there; the handler delivers no more) |
 //! | `GET /download` | 1 MiB, paced (never refused) at 256 KiB/s per client IP after a 64 KiB burst: about 3.75 s per download, each client with its own budget |
 //! | `GET /health` | none |
 //! | `GET /ready` | none: JSON with each limit's store state (`redis`, `fallback`, `memory`, `down`) and the instances sharing it (`instances`, counted through Redis: the fallback admits `1/instances` of each limit); 503 when one cannot decide |
@@ -42,6 +42,7 @@ use tower_ratelimit::table::{
 use tower_ratelimit::{BuildError, RateLimitInfo};
 
 pub mod admin;
+pub mod admin_auth;
 mod api_keys;
 mod chat;
 mod download;

@@ -8,7 +8,10 @@
 //! and every copy of the app shares them (`RATELIMIT_LEASE=n`: local
 //! leases of `n` units, see `RedisStores::lease`); otherwise they are in memory, at
 //! most `RATELIMIT_MAX_KEYS` keys per limit (default 1,000,000). `API_KEYS`
-//! lists the valid API keys (none by default). Logs go to stderr, filtered
+//! lists the valid API keys (none by default). HTTP/1.1 and h2c on one
+//! port, at most `MAX_CONNECTIONS` connections (default 10,000, kept below
+//! the open-file limit) and `MAX_CONNECTIONS_PER_CLIENT` per client IP
+//! (default 100; no cap of its own with `TRUSTED_PROXIES`). Logs go to stderr, filtered
 //! by `RUST_LOG` (default `info`), as JSON lines with `LOG_FORMAT=json`;
 //! Prometheus metrics on `METRICS_ADDR` (off unless set); the admin API
 //! on `ADMIN_ADDR` with the bearer token `ADMIN_TOKEN` (off unless set;
@@ -146,12 +149,15 @@ async fn main() {
             "API keys loaded (API_KEYS)"
         );
     }
+    // Behind proxies every connection comes from one of them: no cap per
+    // client of its own unless MAX_CONNECTIONS_PER_CLIENT says so.
+    let options = ServeOptions::from_env(!proxies.trim().is_empty())
+        .unwrap_or_else(|e| fail(2, &e.to_string()));
     let bind = std::env::var("BIND_ADDR").unwrap_or_else(|_| "127.0.0.1:3000".to_owned());
     let listener = match tokio::net::TcpListener::bind(&bind).await {
         Ok(l) => l,
         Err(e) => fail(1, &format!("cannot listen on {bind}: {e}")),
     };
-    let options = ServeOptions::default();
     tracing::info!(?options, "serving");
     let addr = listener.local_addr().map_or(bind, |a| a.to_string());
     let shutdown = server::shutdown_signal();

@@ -1,7 +1,10 @@
 //! `hyper-example`: a plain hyper server on `BIND_ADDR` (default
 //! `127.0.0.1:3001`) with a global limit (GitHub's 5,000 per hour) and a
 //! per-IP daily cap (200 per day), keeping at most `RATELIMIT_MAX_KEYS`
-//! client IPs (default 1,000,000). Logs go to stderr, filtered by
+//! client IPs (default 1,000,000), serving HTTP/1.1 and h2c on one port,
+//! at most `MAX_CONNECTIONS` connections (default 10,000, kept below the
+//! open-file limit) and `MAX_CONNECTIONS_PER_CLIENT` per client IP
+//! (default 100). Logs go to stderr, filtered by
 //! `RUST_LOG` (default `info`), as JSON lines with `LOG_FORMAT=json`;
 //! Prometheus metrics on `METRICS_ADDR` (off unless set).
 
@@ -22,11 +25,11 @@ async fn main() {
         ..Limits::default()
     };
     let svc = hyper_example::service(limits).unwrap_or_else(|e| fail(2, &e.to_string()));
+    let options = ServeOptions::from_env(false).unwrap_or_else(|e| fail(2, &e.to_string()));
     let listener = match tokio::net::TcpListener::bind(&bind).await {
         Ok(l) => l,
         Err(e) => fail(1, &format!("cannot listen on {bind}: {e}")),
     };
-    let options = ServeOptions::default();
     tracing::info!(
         global = limits.global,
         global_window = ?limits.global_window,

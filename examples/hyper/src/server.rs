@@ -1,45 +1,82 @@
 //! What both example servers need to face the open internet: a hardened
-//! HTTP/1.1 accept loop ([`serve`]), logs ([`init_logs`]), a shutdown
-//! signal ([`shutdown_signal`]) and the shared settings read from the
-//! environment ([`max_keys_from_env`]).
+//! accept loop serving HTTP/1.1 and HTTP/2 ([`serve`]), logs
+//! ([`init_logs`]), a shutdown signal ([`shutdown_signal`]) and the shared
+//! settings read from the environment ([`max_keys_from_env`],
+//! [`ServeOptions::from_env`]).
 //!
 //! `axum-example` uses this module too (`hyper_example::server`), so both
 //! serve the same way; `grpc-example` uses it for its logs, settings and
 //! accept loop backoff (tonic serves the connections).
 //!
-//! Against slow or half-sent requests, each connection has:
+//! One port serves HTTP/1.1 and cleartext HTTP/2 with prior knowledge
+//! (h2c: a client that opens with the HTTP/2 preface). Every HTTP/2
+//! stream is a request like any other: it goes through the same layers,
+//! tagged with the same peer address, and each is counted by the limits.
 //!
-//! - a **header read timeout** ([`ServeOptions::header_read_timeout`], 10 s):
-//!   a request head not complete in time, or a kept-alive connection idle
-//!   that long, is closed;
+//! Against slow, half-sent or idle connections, each has:
+//!
+//! - a **header read timeout** ([`ServeOptions::header_read_timeout`],
+//!   10 s): an HTTP/1.1 request head not complete in time, counted from the
+//!   connection's start or the end of the previous response, closes the
+//!   connection (so an idle HTTP/1.1 connection lasts at most this long);
+//! - an **idle timeout** ([`ServeOptions::idle_timeout`], 10 s): a
+//!   connection with no request in flight that long (since it was accepted
+//!   or since its last response was sent) is closed, HTTP/2 with a
+//!   `GOAWAY`; one that sent nothing yet is closed too;
 //! - a **request timeout** ([`ServeOptions::request_timeout`], 10 s): a
 //!   request (its body and its handling) not done in time is answered
-//!   `408 Request Timeout` and its connection closed;
+//!   `408 Request Timeout` (an HTTP/1.1 connection is then closed);
 //! - a **body size limit** ([`ServeOptions::max_body_bytes`], 64 KiB): a
 //!   declared `Content-Length` above it is answered `413` at once, before
-//!   any of the body is read, and a longer chunked body fails at the limit.
+//!   any of the body is read, and a longer chunked body fails at the limit;
+//! - at most [`ServeOptions::max_streams_per_connection`] HTTP/2 streams
+//!   at once (100).
 //!
-//! At most [`ServeOptions::max_connections`] connections are served at once;
-//! past that the loop stops accepting (the kernel queues the rest). Accept
-//! errors that mean the process is out of a resource (`EMFILE`, `ENFILE`,
-//! `ENOBUFS`, `ENOMEM`) make the loop back off, from 10 ms doubling to 1 s,
-//! instead of spinning ([`AcceptBackoff`]).
+//! Against floods of connections:
+//!
+//! - a client (an IPv4 address, an IPv6 /64) holds at most
+//!   [`ServeOptions::max_connections_per_client`] connections (100); one
+//!   more is closed as soon as it is accepted, and the others are served
+//!   as before;
+//! - at most [`ServeOptions::max_connections`] connections are open at
+//!   once ([`ServeOptions::from_env`] keeps it below the open-file limit).
+//!   A connection that comes when all are taken replaces the one idle
+//!   longest, closed at once; if none is idle, it waits for one to close
+//!   (the kernel queues the rest);
+//! - accept errors that mean the process is out of a resource (`EMFILE`,
+//!   `ENFILE`, `ENOBUFS`, `ENOMEM`) shed the connections idle longest (up
+//!   to [`SHED_ON_ACCEPT_ERROR`]) and make the loop back off, from 10 ms
+//!   doubling to 1 s, instead of spinning ([`AcceptBackoff`]).
+//!
+//! The caps log a warning (at most one a second) when they close or hold
+//! back connections, and every connection the server closes on its own is
+//! counted in [`CONNECTIONS_CLOSED`] (`server_connections_closed_total`),
+//! by `reason`: `client_cap`, `shed_full`, `shed_accept_error`, `idle`.
 
+mod activity;
+mod connection;
+mod connection_caps;
+mod registry;
+
+pub use connection_caps::{fd_reserve, open_file_limit, MAX_CAP};
+
+use activity::{Activity, TrackedBody};
+use connection::{drive, Ended};
 use hyper::body::Incoming;
 use hyper::http::{Request, Response, StatusCode};
-use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
-use hyper_util::service::TowerToHyperService;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use registry::{Entry, Registry};
 use std::fmt;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
-use tower::{Service, ServiceBuilder};
+use tower::{Service, ServiceBuilder, ServiceExt};
 use tower_http::body::Limited;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
@@ -51,21 +88,51 @@ pub type RequestBody = Limited<Incoming>;
 /// Any error.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
+/// How many of the connections idle longest an accept error for want of
+/// file descriptors (or memory) sheds.
+pub const SHED_ON_ACCEPT_ERROR: usize = 16;
+
 /// How [`serve`] protects itself. The defaults suit a service on the open
-/// internet.
+/// internet; [`ServeOptions::from_env`] reads the connection caps from the
+/// environment.
+///
+/// ```
+/// use hyper_example::server::ServeOptions;
+/// use std::time::Duration;
+///
+/// let options = ServeOptions {
+///     idle_timeout: Duration::from_secs(30),
+///     max_connections_per_client: 20,
+///     ..ServeOptions::default()
+/// };
+/// assert_eq!(options.header_read_timeout, Duration::from_secs(10));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ServeOptions {
-    /// How long a client may take to send a request head, counted from
-    /// the connection's start or the end of its previous response
-    /// (default 10 s). Then the connection is closed.
+    /// How long a client may take to send an HTTP/1.1 request head,
+    /// counted from the connection's start or the end of its previous
+    /// response (default 10 s). Then the connection is closed.
     pub header_read_timeout: Duration,
+    /// How long a connection may stay open with no request in flight,
+    /// counted from its start or the end of its last response (default
+    /// 10 s), HTTP/1.1 and HTTP/2 alike. Then it is closed. (An HTTP/1.1
+    /// connection is also closed by the header read timeout, whichever
+    /// comes first.)
+    pub idle_timeout: Duration,
     /// How long a request may take from its head to its response, the
     /// body included (default 10 s). Then it is answered `408`.
     pub request_timeout: Duration,
     /// The largest request body accepted (default 64 KiB); larger: `413`.
     pub max_body_bytes: usize,
-    /// Connections served at once (default 10,000).
+    /// Connections served at once (default 10,000; at most [`MAX_CAP`]).
+    /// When all are taken, a new one replaces the one idle longest.
     pub max_connections: usize,
+    /// Connections one client (an IPv4 address, an IPv6 /64) may hold at
+    /// once (default 100); one more is closed at once.
+    pub max_connections_per_client: usize,
+    /// HTTP/2 streams (requests) open at once on one connection (default
+    /// 100).
+    pub max_streams_per_connection: u32,
     /// On shutdown, how long open connections get to finish their
     /// requests (default 10 s).
     pub shutdown_grace: Duration,
@@ -75,20 +142,25 @@ impl Default for ServeOptions {
     fn default() -> Self {
         Self {
             header_read_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(10),
             max_body_bytes: 64 * 1024,
             max_connections: 10_000,
+            max_connections_per_client: 100,
+            max_streams_per_connection: 100,
             shutdown_grace: Duration::from_secs(10),
         }
     }
 }
 
-/// Serves HTTP/1.1 on `listener` until `shutdown` completes, then lets
-/// open connections finish (at most [`ServeOptions::shutdown_grace`]).
+/// Serves HTTP/1.1 and HTTP/2 (h2c, prior knowledge) on `listener` until
+/// `shutdown` completes, then lets open connections finish (at most
+/// [`ServeOptions::shutdown_grace`]).
 ///
 /// `make_service` is called once per connection with the peer's address:
 /// the place to tag requests with it (axum's `ConnectInfo`, or
-/// `tower_ratelimit::key::PeerAddr`).
+/// `tower_ratelimit::key::PeerAddr`). Every request of the connection,
+/// HTTP/2 streams included, goes through that service.
 pub async fn serve<M, S, B>(
     listener: TcpListener,
     options: ServeOptions,
@@ -102,79 +174,289 @@ pub async fn serve<M, S, B>(
     B: hyper::body::Body<Data = hyper::body::Bytes> + Default + Send + 'static,
     B::Error: Into<BoxError>,
 {
-    let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new())
-        .header_read_timeout(options.header_read_timeout);
-    let graceful = GracefulShutdown::new();
-    let slots = Arc::new(Semaphore::new(options.max_connections.max(1)));
-    let mut backoff = AcceptBackoff::new();
-    let mut full = Throttled::new();
+    let http = builder(&options);
+    let mut gate = Gate::new(&options);
+    let (stop, stopped) = watch::channel(false);
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
-        if slots.available_permits() == 0 {
-            full.warn(|skipped| {
-                tracing::warn!(
-                    max = options.max_connections,
-                    skipped,
-                    "connection limit reached; not accepting until one closes"
-                );
-            });
-        }
-        let slot = tokio::select! {
-            biased;
-            () = &mut shutdown => break,
-            slot = slots.clone().acquire_owned() => slot.expect("the semaphore is never closed"),
-        };
         let accepted = tokio::select! {
             biased;
             () = &mut shutdown => break,
             accepted = listener.accept() => accepted,
         };
-        let (stream, peer) = match accepted {
-            Ok(accepted) => {
-                backoff.succeeded();
-                accepted
-            }
-            Err(e) => {
-                let delay = backoff.failed(&e);
-                if !delay.is_zero() {
-                    tokio::select! {
-                        biased;
-                        () = &mut shutdown => break,
-                        () = tokio::time::sleep(delay) => {}
-                    }
-                }
-                continue;
-            }
+        let (stream, peer) = match gate.accepted(accepted) {
+            Ok(accepted) => accepted,
+            Err(delay) => tokio::select! {
+                biased;
+                () = &mut shutdown => break,
+                () = tokio::time::sleep(delay) => continue,
+            },
+        };
+        let Some(entry) = gate.admit(peer) else {
+            continue;
+        };
+        let slot = tokio::select! {
+            biased;
+            () = &mut shutdown => break,
+            slot = gate.slot(&entry) => slot,
         };
         let _ = stream.set_nodelay(true);
-        let svc = ServiceBuilder::new()
-            .layer(RequestBodyLimitLayer::new(options.max_body_bytes))
-            .layer(TimeoutLayer::with_status_code(
-                StatusCode::REQUEST_TIMEOUT,
-                options.request_timeout,
-            ))
-            .service(make_service(peer));
-        let conn = http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(svc));
-        let conn = graceful.watch(conn);
-        tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!(%peer, error = %e, "connection closed on an error");
-            }
-            drop(slot);
-        });
+        let one = One {
+            entry,
+            slot,
+            idle_timeout: options.idle_timeout,
+            stopped: stopped.clone(),
+        };
+        let svc = layered(&options, make_service(peer));
+        tokio::spawn(one.serve(http.clone(), stream, peer, svc));
     }
     drop(listener);
-    tracing::info!(
-        open = graceful.count(),
-        grace = ?options.shutdown_grace,
-        "shutting down: no new connections; open ones may finish"
-    );
-    if tokio::time::timeout(options.shutdown_grace, graceful.shutdown())
-        .await
-        .is_err()
+    stop.send_replace(true);
+    gate.drain(options.shutdown_grace).await;
+}
+
+/// `svc` under the body size limit and the request timeout.
+fn layered<S>(
+    options: &ServeOptions,
+    svc: S,
+) -> tower_http::limit::RequestBodyLimit<tower_http::timeout::Timeout<S>> {
+    ServiceBuilder::new()
+        .layer(RequestBodyLimitLayer::new(options.max_body_bytes))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            options.request_timeout,
+        ))
+        .service(svc)
+}
+
+/// The counter of connections the server closed on its own, by `reason`.
+pub const CONNECTIONS_CLOSED: &str = "server_connections_closed_total";
+/// `reason`: one more connection than its client's cap.
+const CLOSED_CLIENT_CAP: &str = "client_cap";
+/// `reason`: idle longest when all slots were taken.
+const CLOSED_SHED_FULL: &str = "shed_full";
+/// `reason`: idle longest when out of file descriptors (or memory).
+const CLOSED_SHED_ACCEPT_ERROR: &str = "shed_accept_error";
+/// `reason`: no request in flight for the idle timeout.
+const CLOSED_IDLE: &str = "idle";
+
+/// Counts `n` connections closed for `reason` in [`CONNECTIONS_CLOSED`].
+fn closed(reason: &'static str, n: usize) {
+    if n > 0 {
+        metrics::counter!(CONNECTIONS_CLOSED, "reason" => reason).increment(n as u64);
+    }
+}
+
+/// The HTTP/2 flow-control window of a stream: 64 KiB, the largest body
+/// by default (the protocol's own default is 64 KiB less one byte).
+const H2_STREAM_WINDOW: u32 = 64 * 1024;
+
+/// The HTTP/1.1 and HTTP/2 settings of every connection.
+fn builder(options: &ServeOptions) -> auto::Builder<TokioExecutor> {
+    let mut http = auto::Builder::new(TokioExecutor::new());
+    http.http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(options.header_read_timeout);
+    // A client may send this much before the app reads it: a stream its
+    // window, a connection at most 256 KiB, whatever its streams.
+    http.http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(options.max_streams_per_connection)
+        .initial_stream_window_size(H2_STREAM_WINDOW)
+        .initial_connection_window_size(4 * H2_STREAM_WINDOW);
+    http
+}
+
+/// The accept loop's state: the open connections and their slots, and
+/// its decisions on each accepted connection (or error), with their
+/// throttled warnings.
+struct Gate {
+    max: usize,
+    registry: Arc<Registry>,
+    slots: Arc<Semaphore>,
+    backoff: AcceptBackoff,
+    full: Throttled,
+    over_cap: Throttled,
+}
+
+impl Gate {
+    fn new(options: &ServeOptions) -> Self {
+        let max = options.max_connections.clamp(1, MAX_CAP);
+        Self {
+            max,
+            registry: Registry::new(options.max_connections_per_client, Instant::now()),
+            slots: Arc::new(Semaphore::new(max)),
+            backoff: AcceptBackoff::new(),
+            full: Throttled::new(),
+            over_cap: Throttled::new(),
+        }
+    }
+
+    /// The connection, or after an error how long to wait before the
+    /// next `accept`, having shed idle connections if the error means the
+    /// process ran out of file descriptors (or memory).
+    fn accepted(
+        &mut self,
+        accepted: io::Result<(TcpStream, SocketAddr)>,
+    ) -> Result<(TcpStream, SocketAddr), Duration> {
+        match accepted {
+            Ok(accepted) => {
+                self.backoff.succeeded();
+                Ok(accepted)
+            }
+            Err(e) => {
+                let delay = self.backoff.failed(&e);
+                if !delay.is_zero() {
+                    let shed = self.registry.shed_oldest_idle(SHED_ON_ACCEPT_ERROR, None);
+                    closed(CLOSED_SHED_ACCEPT_ERROR, shed);
+                    tracing::debug!(shed, "idle connections shed to free file descriptors");
+                }
+                Err(delay)
+            }
+        }
+    }
+
+    /// Registers a connection from `peer`, or closes it at once (`None`)
+    /// when its client holds its cap.
+    fn admit(&mut self, peer: SocketAddr) -> Option<Entry> {
+        let entry = self.registry.admit(peer.ip());
+        if entry.is_none() {
+            closed(CLOSED_CLIENT_CAP, 1);
+            self.over_cap.warn(|skipped| {
+                tracing::warn!(
+                    client = %peer.ip(),
+                    skipped,
+                    "connection cap per client reached: new connection closed"
+                );
+            });
+        }
+        entry
+    }
+
+    /// A slot for `newcomer`: a free one, or when all are taken the one of
+    /// the connection idle longest (never the newcomer), shed; if none is
+    /// idle, the first to be freed.
+    async fn slot(&mut self, newcomer: &Entry) -> OwnedSemaphorePermit {
+        if let Ok(slot) = Arc::clone(&self.slots).try_acquire_owned() {
+            return slot;
+        }
+        let shed = self.registry.shed_oldest_idle(1, Some(newcomer));
+        closed(CLOSED_SHED_FULL, shed);
+        let max = self.max;
+        self.full.warn(|skipped| {
+            if shed == 0 {
+                tracing::warn!(
+                    max,
+                    skipped,
+                    "connection limit reached, none idle: waiting for one to close"
+                );
+            } else {
+                tracing::warn!(
+                    max,
+                    skipped,
+                    "connection limit reached: the connection idle longest closed"
+                );
+            }
+        });
+        Arc::clone(&self.slots)
+            .acquire_owned()
+            .await
+            .expect("the semaphore is never closed")
+    }
+
+    /// After shutdown: waits at most `grace` for every connection to
+    /// close.
+    async fn drain(self, grace: Duration) {
+        tracing::info!(
+            open = self.registry.len(),
+            ?grace,
+            "shutting down: no new connections; open ones may finish"
+        );
+        let all = u32::try_from(self.max).unwrap_or(u32::MAX);
+        if tokio::time::timeout(grace, self.slots.acquire_many(all))
+            .await
+            .is_err()
+        {
+            tracing::warn!("connections still open after the grace period: dropped");
+        }
+    }
+}
+
+/// One accepted connection and what it holds until it closes.
+struct One {
+    entry: Entry,
+    slot: OwnedSemaphorePermit,
+    idle_timeout: Duration,
+    stopped: watch::Receiver<bool>,
+}
+
+impl One {
+    /// Serves `stream` with `svc`, counting each request in flight until
+    /// its response body is dropped.
+    fn serve<S, B>(
+        self,
+        http: auto::Builder<TokioExecutor>,
+        stream: TcpStream,
+        peer: SocketAddr,
+        svc: S,
+    ) -> impl Future<Output = ()> + Send
+    where
+        S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+        S::Future: Send + 'static,
+        S::Error: Into<BoxError>,
+        B: hyper::body::Body<Data = hyper::body::Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
     {
-        tracing::warn!("connections still open after the grace period: dropped");
+        let activity: Arc<Activity> = Arc::clone(&self.entry.activity);
+        let tracked = hyper::service::service_fn(move |req: Request<Incoming>| {
+            let in_flight = activity.begin();
+            let call = svc.clone().oneshot(req);
+            async move {
+                let res = call.await.map_err(|e| Failed(e.into()))?;
+                Ok::<_, Failed>(res.map(|body| TrackedBody::new(body, in_flight)))
+            }
+        });
+        async move {
+            let conn = http.serve_connection(TokioIo::new(stream), tracked);
+            let mut conn = std::pin::pin!(conn);
+            let ended = drive(
+                conn.as_mut(),
+                |c| c.graceful_shutdown(),
+                &self.entry.activity,
+                self.idle_timeout,
+                self.stopped,
+            )
+            .await;
+            match ended {
+                Ended::Done(Ok(())) => {}
+                Ended::Done(Err(e)) => {
+                    tracing::debug!(%peer, error = %e, "connection closed on an error");
+                }
+                Ended::Idle => {
+                    closed(CLOSED_IDLE, 1);
+                    tracing::debug!(%peer, "idle connection closed");
+                }
+                Ended::Shed => tracing::debug!(%peer, "idle connection shed"),
+            }
+            drop(self.slot);
+        }
+    }
+}
+
+/// A service's error, as hyper takes it. (A boxed error as such trips
+/// the compiler's proof that the connection's future is `Send`.)
+#[derive(Debug)]
+struct Failed(BoxError);
+
+impl fmt::Display for Failed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for Failed {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
     }
 }
 
@@ -379,11 +661,17 @@ pub fn max_keys_from_env() -> Result<usize, EnvError> {
 /// Parses a value of `RATELIMIT_MAX_KEYS`: a whole number from 1 to
 /// [`MAX_MAX_KEYS`], surrounding blanks allowed.
 pub fn parse_max_keys(value: &str) -> Result<usize, EnvError> {
+    parse_whole_number("RATELIMIT_MAX_KEYS", value, MAX_MAX_KEYS)
+}
+
+/// Parses `value` of `variable`: a whole number from 1 to `max`,
+/// surrounding blanks allowed.
+fn parse_whole_number(variable: &'static str, value: &str, max: usize) -> Result<usize, EnvError> {
     let error = |why: &str| {
         EnvError::new(
-            "RATELIMIT_MAX_KEYS",
+            variable,
             Some(value.to_owned()),
-            format!("{why}: expected a whole number from 1 to {MAX_MAX_KEYS}"),
+            format!("{why}: expected a whole number from 1 to {max}"),
         )
     };
     let digits = value.trim();
@@ -391,7 +679,7 @@ pub fn parse_max_keys(value: &str) -> Result<usize, EnvError> {
         return Err(error("not a number"));
     }
     match digits.parse::<usize>() {
-        Ok(n @ 1..=MAX_MAX_KEYS) => Ok(n),
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
         _ => Err(error("out of range")),
     }
 }

@@ -1,17 +1,28 @@
 //! What evicted keys had used: a small sketch that a returning key is
-//! restored from, so that eviction at the cap never gives quota back.
+//! restored from, so that eviction at the cap never gives quota back,
+//! behind a set of the keys evicted lately, so that a key never evicted
+//! starts fresh under a flood.
 //!
-//! It is a count-min sketch that keeps maxima instead of sums: each
+//! The sketch is a count-min that keeps maxima instead of sums: each
 //! evicted key writes its use into one cell of each of two rows (cells
 //! picked by the key's seeded hash), and each cell holds the largest use
 //! written into it that is still live, with the latest instant at which
-//! any of those keys would have been full again. A new key reads its two
-//! cells and starts with the smaller of their uses. Every cell a key
-//! wrote into holds at least its use until its state would have been
-//! full, so a returning key starts at least as used as it left: the
-//! sketch overestimates, never underestimates. Another key that shares
-//! both cells may start with more used than it had (it never had a
-//! state: it starts as used as the most used evicted key of its cells).
+//! any of those keys would have been full again. Every cell a key wrote
+//! into holds at least its use until its state would have been full.
+//!
+//! A new key first asks the set ([`EvictedKeys`]) whether it may have
+//! been evicted and not be full yet; the set answers yes for every such
+//! key. If not, it starts fresh; if so, it reads its two cells and starts
+//! with the smaller of their uses. So a returning key starts at least as
+//! used as it left: the estimate errs up, never down. A key never evicted
+//! starts used only when the set mistakes it for an evicted one (its
+//! fingerprint met in a generation's probe, or the set past its bound)
+//! and both of its cells are live; it then starts as used as the most
+//! used evicted key of its cells, and if it is admitted and evicted in
+//! turn it records that estimate plus its own use (the cells ratchet
+//! only through such keys).
+
+use super::evicted_keys::EvictedKeys;
 
 /// Rows of the sketch: a key is overestimated only when both of its cells
 /// hold more than its own use.
@@ -29,20 +40,24 @@ struct Cell {
     until: u64,
 }
 
-/// Two rows of `width` cells.
+/// Two rows of `width` cells, and the set of keys evicted lately.
 #[derive(Debug)]
 pub(super) struct Evicted {
     cells: Box<[Cell]>,
     bits: u32,
+    keys: EvictedKeys,
 }
 
 impl Evicted {
-    /// A sketch of two rows of `width` cells (a power of two, at least 2).
+    /// A sketch of two rows of `width` cells (rounded up to a power of
+    /// two, at least 2), for a shard of `width` keys at its cap.
     pub(super) fn new(width: usize) -> Self {
+        let keys = EvictedKeys::new(width);
         let width = width.max(2).next_power_of_two();
         Self {
             cells: vec![Cell::default(); ROWS * width].into_boxed_slice(),
             bits: width.trailing_zeros(),
+            keys,
         }
     }
 
@@ -61,6 +76,7 @@ impl Evicted {
         if used == 0 || until <= now {
             return;
         }
+        self.keys.record(hash, until, now);
         for row in 0..ROWS {
             let i = self.index(hash, row);
             let cell = &mut self.cells[i];
@@ -76,6 +92,9 @@ impl Evicted {
     /// The use a key hashed `hash` starts with at `now`: at least what it
     /// had when it was evicted, if it was and would not be full yet.
     pub(super) fn used(&self, hash: u64, now: u64) -> u64 {
+        if !self.keys.may_hold(hash, now) {
+            return 0;
+        }
         (0..ROWS)
             .map(|row| {
                 let cell = self.cells[self.index(hash, row)];
@@ -87,6 +106,11 @@ impl Evicted {
             })
             .min()
             .unwrap_or(0)
+    }
+
+    /// Frees the set's generations whose keys are all full at `now`.
+    pub(super) fn expire(&mut self, now: u64) {
+        self.keys.expire(now);
     }
 }
 
@@ -107,6 +131,18 @@ mod tests {
         // more than the largest written.
         assert!(sketch.used(7, 150) <= 5);
         assert_eq!(sketch.used(7, 200), 0);
+    }
+
+    #[test]
+    fn a_key_never_evicted_starts_fresh_though_its_cells_are_used() {
+        let mut sketch = Evicted::new(4);
+        for other in 0..64u64 {
+            sketch.record(other.wrapping_mul(0x1234_5678_9ABC_DEF1), 3, 200, 20);
+        }
+        let fresh = (1_000..2_000u64)
+            .filter(|&k| sketch.used(k.wrapping_mul(0x1234_5678_9ABC_DEF1), 50) == 0)
+            .count();
+        assert!(fresh >= 990, "{fresh}");
     }
 
     #[test]

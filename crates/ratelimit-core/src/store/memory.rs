@@ -14,7 +14,8 @@ use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
 use std::time::Duration;
 
-/// Keys at a shard's cap per cell of a row of its sketch of evicted keys.
+/// Keys at a shard's cap per cell of a row of its sketch of evicted keys
+/// (the set of evicted keys in front of it is sized by the same width).
 const EVICTED_KEYS_PER_CELL: usize = 1;
 
 /// Default shards per CPU, and the bounds of the default (see
@@ -148,15 +149,21 @@ const MAINTAIN_STEP: usize = 16 * 1024;
 /// however many keys flood the store (the bound is 0 requests a period).
 /// The sketch is two rows of cells, one cell a row per key, picked by its
 /// seeded hash; a cell holds the largest use written into it, until every
-/// key written into it would be full again. A new key starts as used as
-/// the lesser of its two cells: when a flood of evicted keys fills the
-/// cells, a newcomer may start partly used, or denied, until those states
-/// would have been full. Limits err toward denying, never toward
-/// admitting. The sketch takes 16 bytes a cell, a cell a row per key of
-/// the cap (32 bytes per capped key), allocated per shard at its first
-/// eviction. Sampling picks the key whose sketch entry ends soonest, and
-/// keeps the work per insert bounded: new clients are limited
-/// as usual while a flood of new keys churns the table. With
+/// key written into it would be full again. In front of it, a set of the
+/// keys evicted lately (16-bit fingerprints, in generations freed as
+/// their keys would be full) tells a key never evicted, which starts
+/// fresh; a key the set holds starts as used as the lesser of its two
+/// cells. The set grows with a flood's evictions up to about 80 evicted
+/// keys per capped key within a period; past that, every new key reads
+/// its cells until the overflow's keys would be full, and a newcomer may
+/// start partly used, or denied. Limits err toward denying, never toward
+/// admitting (ALGORITHMS.md, "Eviction at a store's cap", has the
+/// measured cost). The cells take 32 bytes per capped key and the set at
+/// most 256, allocated per shard from its first eviction on; the set
+/// gives its generations back as they age. Sampling picks the key whose
+/// sketch entry ends soonest, and keeps the work per insert bounded: new
+/// clients are limited as usual while a flood of new keys churns the
+/// table. With
 /// [`AtCapacity::Refuse`], the check of the new key fails with
 /// [`StoreError::CapacityExceeded`] instead and the caller's failure
 /// policy decides. Known keys are limited exactly either way.
@@ -777,8 +784,9 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         had
     }
 
-    /// Drops every key whose state is full at `now` and every ban whose
-    /// offences are forgotten by then, and gives unused memory back.
+    /// Drops every key whose state is full at `now`, every ban whose
+    /// offences are forgotten by then and what the sketch of evicted keys
+    /// holds of keys all full by then, and gives unused memory back.
     /// Returns the number of keys left.
     ///
     /// This is a whole pass over every shard (each shard's lock is held
@@ -791,7 +799,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
             shard.drop_full(&self.algorithm, now);
             shard.sweep_bans(now, usize::MAX);
             let hasher = &self.hasher;
-            shard.shrink_to_fit(|k| hasher.hash_one(k));
+            shard.shrink_to_fit(now, |k| hasher.hash_one(k));
             cell.placed(&shard);
             left += shard.len();
         }
@@ -801,8 +809,10 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     /// One bounded step of upkeep at `now`: every shard sweeps up to 16,384
     /// buckets for full keys, going round its table over successive calls,
     /// and shrinks when less than a quarter full; it sweeps as many of its
-    /// bans for those whose offences are forgotten. Each shard's lock is
-    /// held for its own step only. Returns the keys dropped.
+    /// bans for those whose offences are forgotten, and frees what its
+    /// sketch of evicted keys holds of keys all full by `now`. Each
+    /// shard's lock is held for its own step only. Returns the keys
+    /// dropped.
     ///
     /// Calling it every second gives back the memory of a flood of keys
     /// within a few seconds of their states being full, even while no

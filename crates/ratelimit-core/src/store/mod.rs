@@ -9,6 +9,7 @@ mod ban;
 mod boxed;
 mod deny_cache;
 mod evicted;
+mod evicted_keys;
 mod guess;
 mod memory;
 mod prefetch;

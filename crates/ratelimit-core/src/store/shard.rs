@@ -258,7 +258,9 @@ pub struct StoreCounts {
     pub restored: u64,
     /// Of those, the ones refused at their first check: a new key
     /// refused because the key table is full and evicted keys' use
-    /// covers it. A steady count means a flood of more keys than the cap.
+    /// covers it. A steady count means a flood of more evicted keys
+    /// within a period than the set of evicted keys holds (see
+    /// [`MemoryStore`](super::MemoryStore), "At the cap").
     pub refused: u64,
 }
 
@@ -446,9 +448,11 @@ impl<K, S> Shard<K, S> {
             .insert_unique(hash, (key, state), |(k, _)| rehash(k));
     }
 
-    /// Gives back all the memory the table does not need.
-    pub(super) fn shrink_to_fit(&mut self, rehash: impl Fn(&K) -> u64) {
+    /// Gives back all the memory the table does not need, and what the
+    /// sketch of evicted keys holds of keys all full by `now`.
+    pub(super) fn shrink_to_fit(&mut self, now: u64, rehash: impl Fn(&K) -> u64) {
         self.settle();
+        self.expire_evicted(now);
         self.table.shrink_to_fit(|(k, _)| rehash(k));
         self.cursor = 0;
     }
@@ -470,9 +474,19 @@ impl<K, S> Shard<K, S> {
         self.last_sweep = now;
     }
 
+    /// Frees what the sketch of evicted keys holds of keys all full by
+    /// `now`.
+    fn expire_evicted(&mut self, now: u64) {
+        if let Some(sketch) = self.evicted.as_deref_mut() {
+            sketch.expire(now);
+        }
+    }
+
     /// Visits `buckets` buckets from the cursor, dropping keys whose state
     /// is full at `now`; at the end of each pass over the table, shrinks it
-    /// if it is less than a quarter full. Returns the keys dropped.
+    /// if it is less than a quarter full. Also frees what the sketch of
+    /// evicted keys holds of keys all full by `now`. Returns the keys
+    /// dropped.
     pub(super) fn sweep_step<A: Algorithm<State = S>>(
         &mut self,
         algorithm: &A,
@@ -481,6 +495,7 @@ impl<K, S> Shard<K, S> {
         hash: impl Fn(&K) -> u64,
     ) -> usize {
         self.settle();
+        self.expire_evicted(now);
         let n = self.table.num_buckets();
         if self.table.is_empty() {
             self.cursor = 0;

@@ -13,7 +13,7 @@
 -- compares the two lists.
 -- ARGV[1]  op: 'c' check, 'r' refund, 'u' settle up, 'd' settle down
 -- ARGV[2]  cost: the request's cost
--- ARGV[3]  now_s: now, whole seconds, or '' to read the server's TIME
+-- ARGV[3]  now_s: now, whole seconds, or '' for the server's TIME
 -- ARGV[4]  now_ns: now, nanoseconds in the second
 -- ARGV[5]  refund_s: admitted_at seconds, or (server time) the age in ns
 -- ARGV[6]  refund_ns: admitted_at nanoseconds
@@ -36,12 +36,8 @@ local cost = tonumber(ARGV[2])
 local server_time = ARGV[3] == ''
 local s, n
 if server_time then
-  -- Redis < 5 replicates scripts verbatim unless told to replicate their
-  -- effects, which a script reading TIME needs; later versions always do.
-  if redis.replicate_commands then redis.replicate_commands() end
-  local tm = redis.call('TIME')
-  s = tonumber(tm[1])
-  n = tonumber(tm[2]) * 1000
+  -- The server's TIME, read once per call by ban.lua, around every script.
+  s, n = server_s, server_n
 else
   s = tonumber(ARGV[3])
   n = tonumber(ARGV[4])

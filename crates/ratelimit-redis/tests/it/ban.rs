@@ -24,7 +24,7 @@ fn store(url: String, spec: &str, ban: Option<BanPolicy>, deny_cache: usize) -> 
         .unwrap()
 }
 
-async fn check(s: &RedisStore, key: &str, now: u64) -> Decision {
+pub async fn check(s: &RedisStore, key: &str, now: u64) -> Decision {
     Store::<str>::check(s, key, 1, now).await.unwrap()
 }
 

@@ -553,6 +553,63 @@ async fn read_header(r: &mut BufReader<OwnedReadHalf>, prefix: char) -> Option<u
     line.trim_end().strip_prefix(prefix)?.parse().ok()
 }
 
+/// A write-back after a loss (`data_loss.rs`) is counted: the loss, each
+/// key written, and each key not written (its failure as any store
+/// failure, by kind); a failed write-back is tried again whole.
+#[test]
+fn write_backs_and_their_failures_are_counted() {
+    const T0: u64 = 1_700_000_000_123_456_789;
+    let counts = counting(async {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let spec = "fixed-window 1/1h".parse::<AnyAlgorithm>().unwrap();
+        let a = RedisStore::builder(server.url(), spec)
+            .name("logins")
+            .prefix("t:")
+            .time_source(ratelimit_redis::TimeSource::Caller)
+            .timeout(Duration::from_secs(5))
+            .build()
+            .unwrap();
+        assert!(Store::<str>::check(&a, "k", 1, T0).await.unwrap().allowed);
+        assert_eq!(a.write_back(T0).await.unwrap(), 0);
+        let mut c = server.client().await;
+        run(&mut c, &["FLUSHALL"]).await;
+        // Something else at the key's ban key: the write-back fails.
+        run(&mut c, &["SET", "t:{k}:ban", "foreign"]).await;
+        assert!(a.write_back(T0 + 1).await.is_err());
+        run(&mut c, &["DEL", "t:{k}:ban"]).await;
+        assert_eq!(a.write_back(T0 + 2).await.unwrap(), 1, "tried again");
+        assert!(
+            !Store::<str>::check(&a, "k", 1, T0 + 3)
+                .await
+                .unwrap()
+                .allowed
+        );
+    });
+    if !cfg!(feature = "metrics") || counts.is_empty() {
+        return;
+    }
+    let count = |k: &str| counts.get(k).copied().unwrap_or(0);
+    assert_eq!(
+        count("ratelimit_redis_losses_total{limit=logins}"),
+        1,
+        "{counts:?}"
+    );
+    let result = |r: &str| {
+        count(&format!(
+            "ratelimit_redis_write_back_total{{limit=logins,result={r}}}"
+        ))
+    };
+    assert_eq!((result("written"), result("failed")), (1, 1), "{counts:?}");
+    let errors: u64 = counts
+        .iter()
+        .filter(|(k, _)| k.starts_with("ratelimit_redis_errors_total"))
+        .map(|(_, v)| v)
+        .sum();
+    assert_eq!(errors, 1, "{counts:?}");
+}
+
 // ---- a metrics recorder of the test's own ----
 
 #[derive(Default)]

@@ -63,13 +63,20 @@ pub async fn admitted_by_tasks(
 /// How many times Redis ran a script (`INFO commandstats`): one per round
 /// trip of a store.
 pub async fn round_trips(c: &mut redis::aio::MultiplexedConnection) -> u64 {
+    command_calls(c, "evalsha").await
+}
+
+/// How many times the server ran `command` (lowercase), from scripts too
+/// (`INFO commandstats`).
+pub async fn command_calls(c: &mut redis::aio::MultiplexedConnection, command: &str) -> u64 {
     let info: String = redis::cmd("INFO")
         .arg("commandstats")
         .query_async(c)
         .await
         .unwrap();
+    let prefix = format!("cmdstat_{command}:calls=");
     info.lines()
-        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
         .and_then(|l| l.split(',').next())
         .map_or(0, |n| n.parse().unwrap())
 }

@@ -36,11 +36,16 @@ async fn admits<K: fmt::Display + StableKey + Send + Sync + ?Sized>(
 /// Waits (bounded) until `n` clients are subscribed to the stores'
 /// channel.
 async fn subscribed(server: &crate::harness::RedisServer, n: i64) {
+    subscribed_to(server, "inv:invalidate", n).await;
+}
+
+/// Waits (bounded) until `n` clients are subscribed to `channel`.
+pub async fn subscribed_to(server: &crate::harness::RedisServer, channel: &str, n: i64) {
     let mut c = server.client().await;
     for _ in 0..500 {
         let (_, count): (String, i64) = redis::cmd("PUBSUB")
             .arg("NUMSUB")
-            .arg("inv:invalidate")
+            .arg(channel)
             .query_async::<Vec<(String, i64)>>(&mut c)
             .await
             .unwrap()

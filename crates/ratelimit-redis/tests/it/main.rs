@@ -9,6 +9,7 @@ mod busy_host;
 #[cfg(feature = "cluster")]
 mod cluster;
 mod concurrency;
+mod data_loss;
 mod deny_cache;
 mod entries;
 mod errors;

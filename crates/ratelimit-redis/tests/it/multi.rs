@@ -1,11 +1,12 @@
 //! Several limits in one store (`and_limit`): one script, one round trip,
-//! all or nothing, exact under concurrency as memory is.
+//! one read of the server's time, all or nothing, exact under concurrency
+//! as memory is.
 
-use crate::harness::Rng;
+use crate::harness::{Client as _, Rng};
 use crate::server;
 use ratelimit_core::{
-    AnyAlgorithm, Decision, FixedWindow, Gcra, LeakyBucket, MemoryStore, SlidingLog, SlidingWindow,
-    Store, TokenBucket,
+    AnyAlgorithm, BanPolicy, Decision, FixedWindow, Gcra, LeakyBucket, MemoryStore, SlidingLog,
+    SlidingWindow, Store, TokenBucket,
 };
 use ratelimit_redis::{RedisStore, TimeSource};
 use std::time::Duration;
@@ -191,6 +192,31 @@ async fn refunds_and_the_deny_cache_cover_every_limit() {
             .remaining,
         1
     );
+}
+
+/// A call reads the server's `TIME` once: its ban, every limit and the
+/// ban a denial makes are decided at one instant, on Redis 7.0 (whose
+/// `TIME` moves within a script) as on Valkey (whose `TIME` does not).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_reads_the_servers_time_once() {
+    let server = server!();
+    let store = RedisStore::builder(server.url(), FixedWindow::new(2, HOUR).unwrap())
+        .and_limit(Gcra::new(3, HOUR).unwrap())
+        .ban(Some(BanPolicy::new(HOUR).unwrap()))
+        .deny_cache(0)
+        .build()
+        .unwrap();
+    let check = || async { Store::<str>::check(&store, "k", 1, 0).await.unwrap() };
+    let mut c = server.client().await;
+    let before = crate::harness::command_calls(&mut c, "time").await;
+    assert!(check().await.allowed);
+    assert!(check().await.allowed);
+    let d = check().await;
+    assert!(!d.allowed && d.banned, "the window denies and bans: {d:?}");
+    assert!(check().await.banned);
+    Store::<str>::refund(&store, "k", 1, 0, 0).await.unwrap();
+    let calls = crate::harness::command_calls(&mut c, "time").await - before;
+    assert_eq!(calls, 5, "four checks and a refund");
 }
 
 #[test]

@@ -25,8 +25,9 @@ struct Sentinel {
 }
 
 impl Sentinel {
-    /// Monitoring the master on `master_port` (quorum 1, down after 1 s).
-    fn start(master_port: u16) -> Self {
+    /// Monitoring `master` (quorum 1, down after 1 s), run by its binary.
+    fn start(master: &RedisServer) -> Self {
+        let master_port = master.port;
         let port = free_port();
         let dir = std::env::temp_dir().join(format!(
             "ratelimit-it-sentinel-{}-{port}",
@@ -45,13 +46,13 @@ impl Sentinel {
             ),
         )
         .unwrap();
-        let child = Command::new("redis-server")
+        let child = Command::new(master.binary())
             .arg(&conf)
             .arg("--sentinel")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("spawn redis-server --sentinel");
+            .expect("spawn the server binary with --sentinel");
         let me = Self { child, port, dir };
         let start = Instant::now();
         while !pings(port) {
@@ -152,7 +153,7 @@ async fn through_a_failover(how: How) {
     };
     let port = master.port.to_string();
     let replica = RedisServer::start_with(&["--replicaof", "127.0.0.1", &port]).unwrap();
-    let sentinel = Sentinel::start(master.port);
+    let sentinel = Sentinel::start(&master);
     let url = format!("redis+sentinel://127.0.0.1:{}/{SERVICE}", sentinel.port);
     let (a, b) = (store(&url), store(&url));
     // Two instances share the limit exactly through the Sentinel's master.

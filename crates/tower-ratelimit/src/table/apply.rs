@@ -175,7 +175,7 @@ where
         .mode(entry.mode)
         .headers(entry.headers)
         .on_key_error(entry.on_key_error);
-    if let Some(cost) = entry.reserved_cost() {
+    if let Some(cost) = entry.reserved_cost()? {
         builder = builder.cost(cost);
     }
     if let Some(from) = entry.cost_from.clone() {

@@ -8,6 +8,7 @@ use super::tier::Tier;
 use crate::override_key::{canonical, OverridePart};
 use crate::policy::{Cost, FixedCost, KeyErrorPolicy, Mode};
 use crate::response::Headers;
+use crate::BuildError;
 use http::request::Parts;
 use http::StatusCode;
 use ratelimit_core::{AnyAlgorithm, BanPolicy};
@@ -131,10 +132,16 @@ pub struct PolicyEntry {
     /// The cost of each request (default 1).
     #[serde(default = "one")]
     pub cost: u64,
-    /// What a settled limit reserves at admission (default 1): a number,
-    /// or `"header:NAME"`; needs `cost-from`.
+    /// What a settled limit reserves at admission (default 1): a number
+    /// (at least 1), or `"header:NAME"` (needs `max-cost`); needs
+    /// `cost-from`.
     #[serde(default, deserialize_with = "super::settle::estimate")]
     pub estimate: Option<super::settle::Estimate>,
+    /// With `estimate = "header:NAME"`, the most one call may use: the
+    /// header's value is capped at it, and a call without a positive
+    /// decimal in the header reserves it.
+    #[serde(default)]
+    pub max_cost: Option<u64>,
     /// Where the actual cost is read after the response, settling the
     /// estimate to it ([`CostFrom`](crate::CostFrom)): `None`, the cost is final.
     #[serde(default, deserialize_with = "super::settle::cost_from")]
@@ -171,6 +178,12 @@ pub struct PolicyEntry {
     /// over at the base ban (default 0: every ban is a first).
     #[serde(default, deserialize_with = "duration")]
     pub ban_forgive: Option<std::time::Duration>,
+    /// Allows a ban on a key that is not one client's (default false): a
+    /// key many clients share (`global`, `route`, a header's value), or a
+    /// credential counted on failures a client can cause without it (see
+    /// the [module docs](super)). Without it such a ban is refused at load.
+    #[serde(default)]
+    pub ban_any_key: bool,
     /// Enforce, dry-run or shape.
     #[serde(default, deserialize_with = "mode")]
     pub mode: Mode,
@@ -210,6 +223,7 @@ impl PolicyEntry {
             (self.routes == other.routes, "routes"),
             (self.cost == other.cost, "cost"),
             (self.estimate == other.estimate, "estimate"),
+            (self.max_cost == other.max_cost, "max-cost"),
             (self.cost_from == other.cost_from, "cost-from"),
             (self.pace == other.pace, "pace"),
             (self.pace_after == other.pace_after, "pace-after"),
@@ -217,6 +231,7 @@ impl PolicyEntry {
             (self.count == other.count, "count"),
             (self.reset_on == other.reset_on, "reset-on"),
             (self.ban_policy() == other.ban_policy(), "ban"),
+            (self.ban_any_key == other.ban_any_key, "ban-any-key"),
             (self.allow == other.allow, "allow"),
             (self.deny == other.deny, "deny"),
             (self.mode == other.mode, "mode"),
@@ -308,8 +323,14 @@ impl PolicyEntry {
     /// why it cannot be.
     pub(super) fn checked_ban(&self) -> Result<Option<BanPolicy>, String> {
         let Some(duration) = self.ban else {
-            if self.ban_escalate.is_some() || self.ban_max.is_some() || self.ban_forgive.is_some() {
-                return Err("ban-escalate, ban-max and ban-forgive need a ban".to_owned());
+            if self.ban_escalate.is_some()
+                || self.ban_max.is_some()
+                || self.ban_forgive.is_some()
+                || self.ban_any_key
+            {
+                return Err(
+                    "ban-escalate, ban-max, ban-forgive and ban-any-key need a ban".to_owned(),
+                );
             }
             return Ok(None);
         };
@@ -337,11 +358,11 @@ impl PolicyEntry {
 }
 
 impl PolicyEntry {
-    /// Why the entry's `estimate` and `cost-from` cannot work together
-    /// with its `cost`, if they cannot: an estimate without a `cost-from`
-    /// (nothing would settle it: write `cost`), both `cost` and `estimate`
-    /// (the estimate is the cost reserved), or a fixed estimate above the
-    /// capacity (every request refused).
+    /// Why the entry's `estimate`, `max-cost` and `cost-from` cannot work
+    /// together with its `cost`, if they cannot (see
+    /// [`Estimate::checked`]): an estimate without a `cost-from` (nothing
+    /// would settle it: write `cost`), or with a `cost` (the estimate is
+    /// the cost reserved).
     pub(super) fn checked_settle(&self) -> Result<(), String> {
         if self.estimate.is_some() && self.cost_from.is_none() {
             return Err("estimate needs cost-from (a final cost is written cost = N)".to_owned());
@@ -352,19 +373,14 @@ impl PolicyEntry {
             );
         }
         let capacity = ratelimit_core::Algorithm::limit(&self.algorithm);
-        match &self.estimate {
-            Some(Estimate::Fixed(n)) if *n > capacity => Err(format!(
-                "estimate = {n} is above the capacity {capacity} of the algorithm: every request would be refused"
-            )),
-            _ => Ok(()),
-        }
+        Estimate::checked(self.estimate.as_ref(), self.max_cost, capacity)
     }
 
     /// The cost the entry's layer reserves: its estimate, or its cost.
-    pub(super) fn reserved_cost(&self) -> Option<Box<dyn Cost>> {
+    pub(super) fn reserved_cost(&self) -> Result<Option<Box<dyn Cost>>, BuildError> {
         match &self.estimate {
-            Some(estimate) => Some(estimate.cost()),
-            None => (self.cost != 1).then(|| Box::new(FixedCost(self.cost)) as Box<dyn Cost>),
+            Some(estimate) => estimate.cost(self.max_cost).map(Some),
+            None => Ok((self.cost != 1).then(|| Box::new(FixedCost(self.cost)) as Box<dyn Cost>)),
         }
     }
 }

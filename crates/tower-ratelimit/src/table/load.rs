@@ -95,6 +95,7 @@ fn checked(mut entry: PolicyEntry, earlier: &[PolicyEntry]) -> Result<PolicyEntr
     }
     entry.overrides = entry.canonical_overrides()?;
     entry.checked_ban()?;
+    entry.checked_ban_key()?;
     entry.checked_settle()?;
     entry.checked_pace()?;
     AccessList::parse(&entry.allow)?;

@@ -87,6 +87,20 @@
 //! number of parts, or two overrides for one key. A secret key (API key,
 //! bearer token) is never quoted in the error.
 //!
+//! A ban holds one client: a client's failures must not ban another. So
+//! `ban` is refused at load, naming the limit, on a key that is not one
+//! client's: `global`, `route`, a `header:NAME` (any client can send any
+//! value), or a composite of them (six failed logins from one address
+//! would ban every client); and on a credential (`api-key`, `bearer`,
+//! `secret-header:NAME`) counted on failures (`count` absent, or listing
+//! a status of 400 or above), since any client can send a credential,
+//! valid or not, and fail with it, banning its holder. A key with a
+//! `peer-ip`, `client-ip` (at any prefix lengths) or `app:NAME` part is
+//! one client's (an app key is taken as the app defines it: a checked
+//! user or API key); a credential counted only on successes
+//! (`count = [200]`) can be banned too. To ban such a key on purpose (a
+//! shared key's ban stops every client), write `ban-any-key = true`.
+//!
 //! A limit that could never limit is refused at load: `cost = 0` (every
 //! request a peek), a cost above the capacity of the algorithm or of an
 //! override (every request refused), and `count = []` (nothing counts).
@@ -97,11 +111,14 @@
 //! actual cost is read ([`CostFrom`](crate::CostFrom):
 //! `"response-header:x-tokens-used"`, `"extension"`, `"reported"`,
 //! `"body-bytes"`, `"trailer:NAME"`), and `estimate` what is reserved
-//! (default 1; a number, or `"header:x-max-tokens"`, the request header's
-//! decimal, 1 without it). Settling up charges the rest unconditionally (the
-//! key may go into debt, and is denied until it is repaid); settling down
-//! refunds. `estimate` without `cost-from`, both `cost` and `estimate`, and
-//! an estimate above the capacity are refused at load. When any limit of a
+//! (default 1; a number, or `"header:x-max-tokens"` with `max-cost = N`,
+//! the most one call may use: the request header's positive decimal capped
+//! at `N`, and `N` without one; see [`Estimate`]). Settling up charges the
+//! rest unconditionally (the key may go into debt, and is denied until it
+//! is repaid); settling down refunds. `estimate` without `cost-from`, both
+//! `cost` and `estimate`, an estimate of 0 or above the capacity, a header
+//! estimate without `max-cost`, and a `max-cost` of 0, above the capacity
+//! or without a header estimate are refused at load. When any limit of a
 //! table settles, every outer limit gives its cost back when an inner one
 //! refuses the request, so a request refused by one limit takes nothing
 //! from the others.
@@ -112,6 +129,7 @@
 //! algorithm = "fixed-window 100000/1d"
 //! key = "api-key"
 //! estimate = "header:x-max-tokens"
+//! max-cost = 40000
 //! cost-from = "response-header:x-tokens-used"
 //! ```
 //!
@@ -174,6 +192,7 @@
 //! [`LiveAlgorithm`]: ratelimit_core::LiveAlgorithm
 
 mod apply;
+mod ban_key;
 mod digest_overrides;
 mod entry;
 mod error;

@@ -58,6 +58,7 @@ impl PolicyEntry {
             (self.mode != crate::policy::Mode::Enforce, "mode"),
             (self.cost != 1, "cost"),
             (self.estimate.is_some(), "estimate"),
+            (self.max_cost.is_some(), "max-cost"),
             (self.cost_from.is_some(), "cost-from"),
             (self.count.is_some(), "count"),
             (self.reset_on.is_some(), "reset-on"),

@@ -38,5 +38,7 @@ mod table_reset;
 #[cfg(feature = "serde")]
 mod table_settle;
 #[cfg(feature = "serde")]
+mod table_settle_bound;
+#[cfg(feature = "serde")]
 mod table_shared;
 mod upkeep;

@@ -1,5 +1,5 @@
-//! The `metrics` counters (feature `metrics`): allowed, limited, dry-run
-//! and key errors, each labelled, counted through a recorder of the test's
+//! The `metrics` counters (feature `metrics`): allowed, limited, dry-run,
+//! key errors and malformed settled costs, each labelled, counted through a recorder of the test's
 //! own.
 
 use axum::body::Body;
@@ -161,6 +161,36 @@ fn bans_are_counted() {
     assert_eq!(
         counts.get("ratelimit_banned_total{limit=login}"),
         Some(&2),
+        "{counts:?}"
+    );
+}
+
+/// A settled cost that is not a decimal is counted (and settles to at
+/// least the reservation).
+#[test]
+fn malformed_costs_are_counted() {
+    let recorder = Counting::default();
+    let counts = recorder.0.clone();
+    let layer = RateLimitLayer::builder(PeerIp::new())
+        .limit(
+            "tokens",
+            MemoryStore::new(Gcra::new(100, Duration::from_secs(60)).unwrap()),
+        )
+        .settle("response-header:x-tokens-used".parse().unwrap())
+        .build()
+        .unwrap();
+    let mut app = Router::new()
+        .route("/", get(|| async { [("x-tokens-used", "-5")] }))
+        .layer(layer)
+        .layer(MockConnectInfo(SocketAddr::from(([192, 0, 2, 1], 1))));
+    metrics::with_local_recorder(&recorder, || {
+        let req = Request::get("/").body(Body::empty()).unwrap();
+        assert_eq!(send(&mut app, req), 200);
+    });
+    let counts = counts.lock().unwrap();
+    assert_eq!(
+        counts.get("ratelimit_malformed_costs_total{limit=tokens}"),
+        Some(&1),
         "{counts:?}"
     );
 }

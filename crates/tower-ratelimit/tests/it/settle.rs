@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tower::ServiceExt;
 use tower_ratelimit::key::{Global, GlobalKey};
-use tower_ratelimit::policy::FixedCost;
+use tower_ratelimit::policy::{FixedCost, HeaderCost};
 use tower_ratelimit::{ActualCost, CostFrom, CostReport, MeteredBody, RateLimitLayer};
 
 type Fixed = MemoryStore<FixedWindow, GlobalKey>;
@@ -306,4 +306,159 @@ async fn stacked_settling_layers_each_settle_what_the_handler_reports() {
     drop(body);
     assert_eq!(peek(&inner, &clock).remaining, 100_000 - 300, "inner");
     assert_eq!(peek(&outer, &clock).remaining, 100_000 - 300, "outer");
+}
+
+/// A layer over `store` reserving `estimate`, settled from `from`, whose
+/// handler adds `?added=` on its report and answers `x-tokens-used:
+/// ?used=` as written (and an `ActualCost` of it, 0 when not a number).
+fn reporting(store: &Arc<Fixed>, from: &str, estimate: u64, clock: &ManualClock) -> Router {
+    let layer = RateLimitLayer::builder(Global)
+        .limit_shared("tokens", Arc::clone(store))
+        .cost(FixedCost(estimate))
+        .settle(from.parse().unwrap())
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let handler = |Extension(report): Extension<CostReport>, req: Request| async move {
+        report.add(query(&req, "added"));
+        let q = req.uri().query().unwrap_or("");
+        let used = q.split('&').find_map(|kv| kv.strip_prefix("used="));
+        let mut res = match used {
+            Some(used) => [("x-tokens-used", used.to_owned())].into_response(),
+            None => StatusCode::OK.into_response(),
+        };
+        res.extensions_mut().insert(ActualCost(query(&req, "used")));
+        res
+    };
+    Router::new().route("/chat", get(handler)).layer(layer)
+}
+
+async fn send(app: &Router, query: &str) {
+    let req = get_from("192.0.2.1:1", &format!("/chat?{query}"), &[]);
+    drain(app.clone().oneshot(req).await.unwrap()).await;
+}
+
+#[tokio::test]
+async fn a_response_value_of_0_does_not_erase_what_was_reported() {
+    for from in ["response-header:x-tokens-used", "extension"] {
+        let clock = ManualClock::new();
+        let store = fixed(10_000);
+        let app = reporting(&store, from, 300, &clock);
+        send(&app, "added=700&used=0").await;
+        assert_eq!(peek(&store, &clock).remaining, 10_000 - 700, "{from}");
+        // The larger of the two, whichever it is.
+        send(&app, "added=100&used=400").await;
+        assert_eq!(peek(&store, &clock).remaining, 10_000 - 1100, "{from}");
+    }
+}
+
+#[tokio::test]
+async fn a_malformed_response_value_settles_to_at_least_the_reservation() {
+    let clock = ManualClock::new();
+    let store = fixed(10_000);
+    let app = reporting(&store, "response-header:x-tokens-used", 300, &clock);
+    let mut used = 0;
+    // (value, added): the larger of the reservation and what was added.
+    for (value, added, charged) in [
+        ("abc", 0, 300),
+        ("-5", 100, 300),
+        ("%2B5", 0, 300), // +5: no sign is a decimal
+        ("1.5", 0, 300),
+        ("abc", 700, 700),
+    ] {
+        send(&app, &format!("added={added}&used={value}")).await;
+        used += charged;
+        assert_eq!(peek(&store, &clock).remaining, 10_000 - used, "{value}");
+    }
+}
+
+#[tokio::test]
+async fn a_malformed_trailer_settles_to_at_least_the_reservation() {
+    let clock = ManualClock::new();
+    let store = fixed(10_000);
+    let layer = RateLimitLayer::builder(Global)
+        .limit_shared("tokens", Arc::clone(&store))
+        .cost(FixedCost(300))
+        .settle("trailer:x-tokens-used".parse().unwrap())
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let handler = |Extension(report): Extension<CostReport>, req: Request| async move {
+        let value = req.uri().query().unwrap_or("").to_owned();
+        report.add(100);
+        let mut trailers = HeaderMap::new();
+        trailers.insert("x-tokens-used", value.parse().unwrap());
+        let frames = [Ok::<_, Infallible>(Frame::<Bytes>::trailers(trailers))];
+        let body = StreamBody::new(futures_util::stream::iter(frames));
+        Body::new(MeteredBody::new(body, report)).into_response()
+    };
+    let app = Router::new().route("/chat", get(handler)).layer(layer);
+    // 100 added, then the trailer: the larger of the reservation and 100.
+    send(&app, "abc").await;
+    assert_eq!(peek(&store, &clock).remaining, 10_000 - 300);
+    // A trailer of 0 does not erase the 100 added.
+    send(&app, "0").await;
+    assert_eq!(peek(&store, &clock).remaining, 10_000 - 400);
+}
+
+#[test]
+fn a_header_cost_falling_back_to_0_or_capped_below_its_fallback_is_refused() {
+    let name = || http::HeaderName::from_static("x-max-tokens");
+    let err = HeaderCost::new(name(), 0).unwrap_err().to_string();
+    assert!(err.contains("x-max-tokens: a fallback of 0"), "{err}");
+    let err = HeaderCost::new(name(), 10)
+        .unwrap()
+        .at_most(5)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("the cap 5 is below the fallback 10"), "{err}");
+    assert!(HeaderCost::new(name(), 10).unwrap().at_most(10).is_ok());
+}
+
+#[tokio::test]
+async fn a_report_tells_the_handler_what_was_reserved() {
+    let clock = ManualClock::new();
+    let store = fixed(1_000_000);
+    let cost = HeaderCost::new(http::HeaderName::from_static("x-max-tokens"), 4000)
+        .unwrap()
+        .at_most(4000)
+        .unwrap();
+    let layer = |name: &'static str, cost: Box<dyn tower_ratelimit::policy::Cost>| {
+        RateLimitLayer::builder(Global)
+            .limit_shared(name, Arc::clone(&store))
+            .cost(cost)
+            .settle(CostFrom::Reported)
+            .clock(clock.clone())
+            .build()
+            .unwrap()
+    };
+    let handler = |Extension(report): Extension<CostReport>| async move {
+        [("x-reserved", report.reserved().to_string())]
+    };
+    let one = Router::new()
+        .route("/chat", get(handler))
+        .layer(layer("one", Box::new(cost.clone())));
+    let reserved = |app: Router, max: &'static str| async move {
+        let headers: Vec<(&str, &[u8])> = match max {
+            "" => vec![],
+            m => vec![("x-max-tokens", m.as_bytes())],
+        };
+        let res = app
+            .oneshot(get_from("192.0.2.1:1", "/chat", &headers))
+            .await
+            .unwrap();
+        res.headers()["x-reserved"].to_str().unwrap().to_owned()
+    };
+    assert_eq!(reserved(one.clone(), "").await, "4000");
+    assert_eq!(reserved(one.clone(), "0").await, "4000");
+    assert_eq!(reserved(one.clone(), "250").await, "250");
+    assert_eq!(reserved(one, "9000").await, "4000");
+    // Stacked: the least any layer reserved.
+    let both = Router::new()
+        .route(
+            "/chat",
+            get(handler).layer(layer("inner", Box::new(FixedCost(100)))),
+        )
+        .layer(layer("outer", Box::new(cost)));
+    assert_eq!(reserved(both, "").await, "100");
 }

@@ -1,6 +1,7 @@
 //! `ban` in a policy table: once the limit denies an IP, it stays at 429
 //! for the ban, with `Retry-After` the ban's remaining time and a body
-//! saying it is a ban; escalation; bad ban settings refused at load.
+//! saying it is a ban; escalation; bad ban settings refused at load, and
+//! bans on keys that are not one client's refused unless `ban-any-key`.
 
 use crate::common::{body_string, get_from};
 use axum::http::{Method, StatusCode};
@@ -93,9 +94,92 @@ fn bad_ban_settings_are_refused_naming_them() {
         ("ban = \"1h\"\nban-escalate = 0.5", "ban-escalate 0.5"),
         ("ban = \"1h\"\nban-max = \"1m\"", "ban-max"),
         ("ban-max = \"1h\"", "need a ban"),
+        ("ban-any-key = true", "need a ban"),
     ] {
         let text = TABLE.replace("ban = \"6s\"", extra);
         let e = PolicyTable::from_toml(&text, None).unwrap_err().to_string();
         assert!(e.contains(needle) && e.contains("login"), "{extra}: {e}");
     }
+}
+
+/// `TABLE` with its key, `count` line and `ban-any-key` set.
+fn with_key(key: &str, count: Option<&str>, any_key: bool) -> String {
+    let count = count.map_or(String::new(), |c| format!("count = {c}"));
+    let text = TABLE
+        .replace("key = \"client-ip\"", &format!("key = {key:?}"))
+        .replace("count = [401]", &count);
+    if any_key {
+        format!("{text}ban-any-key = true\n")
+    } else {
+        text
+    }
+}
+
+/// A ban on a key many clients share (`global`, `route`, a header's
+/// value, a composite of them) is refused at load, naming the limit, its
+/// line and the key; so is one on a credential counted on failures.
+#[test]
+fn a_ban_on_a_key_that_is_not_one_clients_is_refused() {
+    for (key, count, needle) in [
+        ("global", Some("[401]"), "every client shares it"),
+        ("route", Some("[401]"), "every client shares it"),
+        ("global+route", None, "every client shares it"),
+        ("header:x-user", Some("[401]"), "any value of x-user"),
+        ("header:x-user", Some("[200]"), "any value of x-user"),
+        ("route+header:x-user", Some("[401]"), "any value of x-user"),
+        ("bearer", Some("[401]"), "count has 401, a failure"),
+        ("api-key", Some("[200, 403]"), "count has 403, a failure"),
+        ("secret-header:x-token", Some("[500]"), "count has 500"),
+        ("bearer+route", None, "every response counts"),
+    ] {
+        let e = PolicyTable::from_toml(&with_key(key, count, false), None).unwrap_err();
+        assert_eq!(e.entry.as_deref(), Some("login"), "{key}: {e}");
+        assert_eq!(e.line, Some(2), "{key}: {e}");
+        let text = e.to_string();
+        assert!(text.contains(needle), "{key}: {text}");
+        assert!(text.contains(&format!("key {key:?}")), "{key}: {text}");
+        assert!(text.contains("ban-any-key = true"), "{key}: {text}");
+        // The opt-in loads it.
+        let table = PolicyTable::from_toml(&with_key(key, count, true), None).unwrap();
+        assert!(table.entry("login").unwrap().ban_any_key);
+    }
+}
+
+/// A ban on a key naming one client (an address, a network, an app key,
+/// a composite with one) loads as before; so does a credential counted
+/// on successes only.
+#[test]
+fn a_ban_on_one_clients_key_loads() {
+    for (key, count) in [
+        ("client-ip", Some("[401]")),
+        ("peer-ip", Some("[401]")),
+        ("client-ip(v4/24, v6/48)", None),
+        ("peer-ip(v6/56)", Some("[401]")),
+        ("client-ip+route", Some("[401]")),
+        ("client-ip+bearer", Some("[401]")),
+        ("app:user", Some("[401]")),
+        ("app:user+global", None),
+        ("bearer", Some("[200]")),
+        ("api-key", Some("[200, 201, 302]")),
+    ] {
+        let table = PolicyTable::from_toml(&with_key(key, count, false), None)
+            .unwrap_or_else(|e| panic!("{key}: {e}"));
+        assert!(table.entry("login").unwrap().ban.is_some(), "{key}");
+    }
+}
+
+/// Without the opt-in, a shared key's ban would ban every client: one
+/// client's failures stop another's correct login.
+#[tokio::test]
+async fn with_the_opt_in_a_global_ban_bans_every_client() {
+    let clock = ManualClock::new();
+    let app = app(&with_key("global", Some("[401]"), true), &clock);
+    for _ in 0..2 {
+        assert_eq!(login(&app).await.0, StatusCode::UNAUTHORIZED);
+    }
+    assert_eq!(login(&app).await.0, StatusCode::TOO_MANY_REQUESTS);
+    let mut req = get_from("10.9.9.9:1", "/login", &[]);
+    *req.method_mut() = Method::POST;
+    let res = app.clone().oneshot(req).await.unwrap();
+    assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
 }

@@ -81,6 +81,65 @@ async fn every_limit_has_a_handle_on_its_layers_store() {
     assert!(network.key("not an ip").is_err());
 }
 
+/// A key written by hand is the key the layer's extractor writes: an
+/// address masked to the limit's network, a network of the limit's
+/// length (host bits masked); a network of another length is refused,
+/// naming the limit, never taken as its first address.
+#[test]
+fn ip_keys_are_written_as_the_extractor_writes_them() {
+    let table = PolicyTable::from_toml(TABLE, None).unwrap();
+    let router: Router = Router::new().route("/login", post(|| async { "ok" }));
+    let (_, limits) = table
+        .apply_in_memory(router, &PolicyOptions::default(), None)
+        .unwrap();
+    let (login, network) = (limits.get("login").unwrap(), limits.get("network").unwrap());
+    let written = |limit: &tower_ratelimit::table::LimitHandle, text: &str| {
+        limit.key(text).map(|k| k.to_string())
+    };
+    for (text, key) in [
+        ("198.51.100.7", "198.51.100.7"),
+        ("198.51.100.7/32", "198.51.100.7"),
+        ("::ffff:198.51.100.7", "198.51.100.7"),
+        ("2001:DB8:1:2:3:4:5:6", "2001:db8:1:2::/64"),
+        ("2001:db8:1:2::9/64", "2001:db8:1:2::/64"),
+    ] {
+        assert_eq!(written(login, text).as_deref(), Ok(key), "{text}");
+    }
+    for (text, key) in [
+        ("198.51.100.7", "198.51.100.0/24"),
+        ("198.51.100.7/24", "198.51.100.0/24"),
+        ("2001:db8:1:2::5", "2001:db8:1::/48"),
+        ("2001:db8:1::/48", "2001:db8:1::/48"),
+    ] {
+        assert_eq!(written(network, text).as_deref(), Ok(key), "{text}");
+    }
+    for (limit, text, why) in [
+        (
+            login,
+            "198.51.100.0/24",
+            "keys each IPv4 client by its /32, so a /24",
+        ),
+        (
+            login,
+            "2001:db8::/48",
+            "keys each IPv6 client by its /64, so a /48",
+        ),
+        (login, "2001:db8::1/128", "so a /128"),
+        (network, "198.51.100.0/16", "by its /24, so a /16"),
+        (network, "198.51.100.7/32", "so a /32"),
+    ] {
+        let e = limit.key(text).unwrap_err();
+        assert!(
+            e.contains(why) && e.contains("not one client's key"),
+            "{text}: {e}"
+        );
+        assert!(
+            e.contains(&format!("limit {:?}", limit.name())),
+            "{text}: {e}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_builder_layer_gives_its_stores() {
     let layer = RateLimitLayer::builder(PeerIp::new())

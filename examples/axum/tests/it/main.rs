@@ -1,9 +1,13 @@
-//! `axum-example` as a process, one test binary: startup, settings,
+//! `axum-example` as a process, one test binary: its admin API against
+//! an attacker (`admin`, in process), startup, settings,
 //! reloads, logs and metrics (`startup`), the Grafana dashboard's metrics
 //! (`dashboard`), two processes on one Redis (`two_processes`), the AI
-//! gateway (`chat`) and paced downloads (`download`).
+//! gateway (`chat`), paced downloads (`download`) and the server's
+//! connections: h2c, idle timeouts, caps (`connections`).
 
+mod admin;
 mod chat;
+mod connections;
 mod dashboard;
 mod download;
 mod fleet;

@@ -22,6 +22,8 @@ pub(crate) fn example() -> Command {
         "METRICS_ADDR",
         "ADMIN_ADDR",
         "ADMIN_TOKEN",
+        "MAX_CONNECTIONS",
+        "MAX_CONNECTIONS_PER_CLIENT",
     ] {
         cmd.env_remove(var);
     }
@@ -68,6 +70,17 @@ fn settings_from_the_environment() {
         assert!(log.contains(expected), "{expected:?} not in\n{log}");
     }
     assert!(!log.contains("demo-key-1"), "keys are secrets: {log}");
+    // Behind proxies, no connection cap per client of its own.
+    let setting = |name: &str| {
+        let after = log.split(&format!("{name}: ")).nth(1).unwrap_or_default();
+        after.split(',').next().unwrap_or_default().to_owned()
+    };
+    assert_eq!(
+        setting("max_connections_per_client"),
+        setting("max_connections"),
+        "{log}"
+    );
+    assert!(!setting("max_connections").is_empty(), "{log}");
     let keyed =
         "GET /api/items HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-API-Key: demo-key-2\r\n\r\n";
     assert_eq!(app.status(keyed), 200);
@@ -83,6 +96,8 @@ fn bad_settings_are_startup_errors_naming_the_variable() {
         ("RATELIMIT_MAX_KEYS", "-5"),
         ("API_KEYS", "good,has space"),
         ("RUST_LOG", "axum_example=loud"),
+        ("MAX_CONNECTIONS", "0"),
+        ("MAX_CONNECTIONS_PER_CLIENT", "lots"),
     ] {
         let mut cmd = example();
         cmd.env(var, value);

@@ -177,29 +177,44 @@ async fn timeouts_follow_the_options_on_the_real_clock() {
     server.abort();
 }
 
-/// Past `max_connections`, new connections wait in the kernel's queue
-/// until one closes.
+/// Past `max_connections`, a new connection takes the place of the one
+/// idle longest, closed at once; when none is idle (each has a request in
+/// flight), it waits in the kernel's queue until one closes.
 #[tokio::test]
-async fn connections_beyond_the_cap_wait_their_turn() {
+async fn connections_beyond_the_cap_replace_idle_ones_or_wait() {
     let options = ServeOptions {
         max_connections: 2,
+        request_timeout: Duration::from_secs(3),
         ..ServeOptions::default()
     };
     let (addr, server) = start_axum(options).await;
-    let idle = [
-        TcpStream::connect(addr).await.unwrap(),
-        TcpStream::connect(addr).await.unwrap(),
+    let mut oldest = TcpStream::connect(addr).await.unwrap();
+    let _newer = TcpStream::connect(addr).await.unwrap();
+    let (status, _) =
+        tokio::time::timeout(Duration::from_secs(10), http(addr, "GET", "/health", ""))
+            .await
+            .expect("served in place of an idle connection");
+    assert_eq!(status, 200);
+    let mut sink = Vec::new();
+    let closed = tokio::time::timeout(Duration::from_secs(10), oldest.read_to_end(&mut sink)).await;
+    assert!(closed.is_ok(), "the connection idle longest is still open");
+    // Two requests whose bodies stop coming: in flight until the 3 s
+    // request timeout answers them 408.
+    let stalled = [
+        tokio::spawn(closed_within(addr, SLOW_LOGIN, Duration::from_secs(10))),
+        tokio::spawn(closed_within(addr, SLOW_LOGIN, Duration::from_secs(10))),
     ];
-    // The third is queued: no answer while both slots are taken...
-    let mut third = tokio::spawn(http(addr, "GET", "/health", ""));
-    let early = tokio::time::timeout(Duration::from_millis(300), &mut third).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut next = tokio::spawn(http(addr, "GET", "/health", ""));
+    let early = tokio::time::timeout(Duration::from_millis(300), &mut next).await;
     assert!(early.is_err(), "served past the cap: {early:?}");
-    // ...and served once one closes.
-    drop(idle);
-    let (status, _) = tokio::time::timeout(Duration::from_secs(10), third)
+    let (status, _) = tokio::time::timeout(Duration::from_secs(10), next)
         .await
         .expect("served once a slot is free")
         .unwrap();
     assert_eq!(status, 200);
+    for stalled in stalled {
+        assert!(stalled.await.unwrap().0.starts_with("HTTP/1.1 408"));
+    }
     server.abort();
 }
