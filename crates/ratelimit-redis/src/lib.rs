@@ -364,8 +364,8 @@
 //!   stopped before it is counted for up to [`INSTANCE_SEEN_WITHIN`], so
 //!   the others admit less); the first announcement of a new instance
 //!   reaches the others within [`INSTANCE_ANNOUNCE_EVERY`]; an
-//!   announcement Redis refuses (an ACL without `EVAL`) is logged once
-//!   (`warn`) and leaves `k = 1`. A decision's
+//!   announcement Redis refuses (an ACL without `EVAL`, `OOM`) is logged
+//!   once a process (`warn`) and leaves `k` as it was. A decision's
 //!   `remaining` in the fallback counts this instance's share. With the
 //!   share off, each instance admits up to `L` locally, and the fleet at
 //!   most `(k + 1) * L` in a window that an outage (or a breaker held

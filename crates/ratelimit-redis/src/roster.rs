@@ -12,6 +12,9 @@ pub const INSTANCE_ANNOUNCE_EVERY: Duration = Duration::from_secs(1);
 /// How long an instance counts after it last announced itself.
 pub const INSTANCE_SEEN_WITHIN: Duration = Duration::from_secs(10);
 
+/// Whether a refused announcement was logged (once a process).
+static WARNED: AtomicBool = AtomicBool::new(false);
+
 /// The roster's script: announce, drop those not seen within the bound,
 /// count (see `lua/roster.lua`).
 const SCRIPT: &str = include_str!("lua/roster.lua");
@@ -40,8 +43,6 @@ pub(crate) struct Rosters {
     id: String,
     all: Mutex<Vec<Arc<Roster>>>,
     started: AtomicBool,
-    /// Whether a refused announcement was logged (once).
-    warned: AtomicBool,
 }
 
 impl Rosters {
@@ -52,7 +53,6 @@ impl Rosters {
             id,
             all: Mutex::default(),
             started: AtomicBool::new(false),
-            warned: AtomicBool::new(false),
         }
     }
 
@@ -99,8 +99,9 @@ impl Rosters {
                 .arg(within);
             match tokio::time::timeout(wait, cmd.query_async::<u64>(c)).await {
                 Ok(Ok(n)) => roster.seen.store(n, Ordering::Relaxed),
-                Ok(Err(e)) if !e.is_io_error() && !self.warned.swap(true, Ordering::Relaxed) => {
-                    // Refused (an ACL without EVAL, say): said once.
+                Ok(Err(e)) if !e.is_io_error() && !WARNED.swap(true, Ordering::Relaxed) => {
+                    // Refused (an ACL without EVAL, say): said once a
+                    // process.
                     tracing::warn!(
                         target: "ratelimit_redis",
                         error = %e,
