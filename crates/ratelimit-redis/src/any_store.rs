@@ -286,6 +286,17 @@ pub enum AnyStore<K> {
 }
 
 impl<K> AnyStore<K> {
+    /// How many instances share its limits, as last counted in Redis (see
+    /// [`RedisStore::instances`]); 1 in memory.
+    pub fn instances(&self) -> u64 {
+        match self {
+            Self::Redis(store) => store.instances(),
+            #[cfg(feature = "live")]
+            Self::LiveRedis(store) => store.instances(),
+            _ => 1,
+        }
+    }
+
     /// Where its decisions come from now: memory, Redis, the fallback, or
     /// none (Redis failing, no fallback).
     pub fn state(&self) -> crate::StoreState {

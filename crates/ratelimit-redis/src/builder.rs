@@ -15,6 +15,8 @@ use crate::target::Target;
 use crate::time_source::TimeSource;
 use crate::write_back::WriteBack;
 use crate::BuildError;
+#[cfg(doc)]
+use crate::{INSTANCE_ANNOUNCE_EVERY, INSTANCE_SEEN_WITHIN};
 use ratelimit_core::{Algorithm, AnyAlgorithm, BanPolicy};
 #[cfg(doc)]
 use ratelimit_core::{Decision, StableKey, Store};
@@ -45,6 +47,7 @@ pub struct RedisStoreBuilder {
     connect_timeout: Duration,
     breaker: BreakerConfig,
     fallback: Option<usize>,
+    outage_share: bool,
     time: TimeSource,
     deny_cache: usize,
     lease: Option<(u64, Duration)>,
@@ -58,6 +61,10 @@ pub struct RedisStoreBuilder {
     pub(crate) conn: Option<Arc<Conn>>,
     /// The size of the lease table.
     pub(crate) lease_slots: usize,
+    /// The fallback memory shared with other stores (a live store's
+    /// versions and overrides).
+    #[cfg(feature = "live")]
+    pub(crate) live_fallback: Option<Arc<crate::live_fallback::LiveMemory>>,
 }
 
 impl RedisStoreBuilder {
@@ -114,6 +121,38 @@ impl RedisStoreBuilder {
     /// its own. See the crate docs for the table of failures.
     pub fn fallback_to_memory(mut self, max_keys: usize) -> Self {
         self.fallback = Some(max_keys.max(1));
+        self
+    }
+
+    /// Whether the in-memory fallback admits only this instance's share of
+    /// each limit while Redis gives no decision (default: `true`).
+    ///
+    /// With a fallback, every instance announces itself through Redis
+    /// every [`INSTANCE_ANNOUNCE_EVERY`] (a sorted set at
+    /// `{prefix}instances:{limits}` of random instance ids, scored by
+    /// Redis's time, those not seen within [`INSTANCE_SEEN_WITHIN`]
+    /// dropped) and remembers how many instances it saw, `k`. While Redis
+    /// is away, a call of cost `c` then takes `min(c * k, C)` of a limit
+    /// of capacity `C` in the fallback: each instance admits `floor(C /
+    /// k)` (at least 1) at `1/k` of the rate, and the fleet about `C`
+    /// together, where each admitting `C` would make `k * C`. See the
+    /// crate docs, "When Redis fails", for the bound and its limits.
+    /// `false`: each fallback admits the whole limit.
+    ///
+    /// ```
+    /// use ratelimit_core::Gcra;
+    /// use ratelimit_redis::RedisStore;
+    /// use std::time::Duration;
+    ///
+    /// let store = RedisStore::builder("redis://127.0.0.1/", Gcra::new(10, Duration::from_secs(1))?)
+    ///     .fallback_to_memory(10_000)
+    ///     .outage_share(false)
+    ///     .build()?;
+    /// assert_eq!(store.instances(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn outage_share(mut self, on: bool) -> Self {
+        self.outage_share = on;
         self
     }
 
@@ -229,6 +268,17 @@ impl RedisStoreBuilder {
         !self.more.is_empty()
     }
 
+    /// A live store's fallback memory, if the store falls back to memory:
+    /// under `default`, of the store's size and ban.
+    #[cfg(feature = "live")]
+    pub(crate) fn live_memory(
+        &self,
+        default: AnyAlgorithm,
+    ) -> Option<crate::live_fallback::LiveMemory> {
+        self.fallback
+            .map(|max| crate::live_fallback::LiveMemory::new(default, max, self.ban))
+    }
+
     /// The same settings for `algorithm`.
     #[cfg(feature = "live")]
     pub(crate) fn with_algorithm(mut self, algorithm: AnyAlgorithm) -> Self {
@@ -255,10 +305,22 @@ impl RedisStoreBuilder {
         });
         // Registered before connecting: the connect loads it.
         let slot = conn.register(&script::source(&parts));
+        // Joined before connecting too (the connect starts announcing):
+        // the stores deciding the same limits on the same keys.
+        let roster = self.fallback.map(|_| {
+            let tags: Vec<&str> = parts.iter().map(|p| p.plan.tag.as_str()).collect();
+            conn.rosters
+                .join(format!("{}instances:{}", self.prefix, tags.join(",")))
+        });
         conn.start();
-        let fallback = self
-            .fallback
-            .map(|max| Fallback::new(parts.iter().map(|p| &p.algorithm), max, self.ban));
+        let fallback = self.fallback.map(|max| {
+            #[cfg(feature = "live")]
+            if let Some(shared) = &self.live_fallback {
+                return Fallback::live(parts[0].algorithm, Arc::clone(shared));
+            }
+            Fallback::new(parts.iter().map(|p| &p.algorithm), max, self.ban)
+        });
+        let fallback = fallback.map(|f| f.shared_by(roster.clone().filter(|_| self.outage_share)));
         let leases = leases(self.lease, &parts, self.lease_slots);
         let label = interned(self.name);
         let script = Script {
@@ -271,6 +333,7 @@ impl RedisStoreBuilder {
         };
         let store = RedisStore::new(Inner {
             conn,
+            roster,
             script: Arc::new(script),
             timeout: self.timeout,
             breaker: Breaker::labelled(self.breaker, label),
@@ -352,6 +415,7 @@ impl RedisStore {
             connect_timeout: Duration::from_secs(1),
             breaker: BreakerConfig::default(),
             fallback: None,
+            outage_share: true,
             time: TimeSource::Redis,
             deny_cache: DEFAULT_DENY_CACHE,
             lease: None,
@@ -361,6 +425,8 @@ impl RedisStore {
             live: false,
             conn: None,
             lease_slots: DEFAULT_LEASES,
+            #[cfg(feature = "live")]
+            live_fallback: None,
         }
     }
 }

@@ -2,13 +2,14 @@
 
 use crate::failure::{Failure, Kind};
 use crate::key_secret::{KeySecret, SecretSource};
+use crate::roster::{Rosters, INSTANCE_ANNOUNCE_EVERY};
 #[cfg(feature = "sentinel")]
 use crate::sentinel::{Follower, SentinelBackend};
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::{AsyncConnectionConfig, Client, Cmd, Pipeline, RedisFuture, Value};
 use std::pin::pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -182,6 +183,8 @@ pub(crate) struct Conn {
     ready: Notify,
     /// When the key secret was last written back and read (see `sync_secret`).
     synced: Mutex<Option<Instant>>,
+    /// The rosters its stores announce this instance in (see `announcing`).
+    pub(crate) rosters: Rosters,
 }
 
 impl Conn {
@@ -198,6 +201,7 @@ impl Conn {
             slot: Mutex::new(Slot::default()),
             ready: Notify::new(),
             synced: Mutex::new(None),
+            rosters: Rosters::new(),
         }
     }
 
@@ -291,7 +295,17 @@ impl Conn {
     }
 
     async fn connect(self: Arc<Self>) {
-        let open = self.backend.open(&self.config);
+        let this = Arc::clone(&self);
+        let open = async move {
+            let driven = crate::driver::drive(async move { this.backend.open(&this.config).await });
+            driven.await.unwrap_or_else(|why| {
+                Err(redis::RedisError::from((
+                    redis::ErrorKind::Io,
+                    "connect failed",
+                    why,
+                )))
+            })
+        };
         // Bounded whole (a server that accepts but never answers the
         // handshake), so that `connecting` always ends.
         let result = match tokio::time::timeout(self.connect_timeout, open).await {
@@ -343,6 +357,11 @@ impl Conn {
                     #[cfg(feature = "sentinel")]
                     if let Some(sentinel) = self.sentinel() {
                         sentinel.watch(&self);
+                    }
+                    if self.rosters.start() {
+                        // On the driver thread: it outlives the caller's
+                        // runtime, and a busy one does not delay it.
+                        crate::driver::spawn(announcing(Arc::downgrade(&self)));
                     }
                     tracing::debug!(target: "ratelimit_redis", "connected to redis");
                 }
@@ -464,6 +483,23 @@ impl Conn {
             slot.connecting = true;
             tokio::spawn(Arc::clone(self).connect());
         }
+    }
+}
+
+/// Announces the instance in its rosters every
+/// [`INSTANCE_ANNOUNCE_EVERY`], on the connection in hand (none: skipped,
+/// the counts kept), for as long as the connection's stores live.
+async fn announcing(conn: Weak<Conn>) {
+    loop {
+        let Some(conn) = conn.upgrade() else {
+            return;
+        };
+        let handle = conn.lock().conn.as_ref().map(|(c, _)| c.clone());
+        if let Some(mut c) = handle {
+            conn.rosters.announce(&mut c, conn.connect_timeout).await;
+        }
+        drop(conn);
+        tokio::time::sleep(INSTANCE_ANNOUNCE_EVERY).await;
     }
 }
 

@@ -4,9 +4,16 @@
 
 use crate::combine::{combine, settled};
 use crate::failure::{Failure, Kind};
+#[cfg(feature = "live")]
+use crate::live_fallback::LiveMemory;
 use crate::log_throttle::{LogThrottle, LOG_EVERY};
-use ratelimit_core::{AnyAlgorithm, BanPolicy, Decision, MemoryStore, StoreCounts, StoreError};
+use crate::outage_share::Share;
+use crate::roster::Roster;
+use ratelimit_core::{
+    Algorithm, AnyAlgorithm, BanPolicy, Decision, MemoryStore, StoreCounts, StoreError,
+};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -14,12 +21,16 @@ use std::time::Duration;
 /// use.
 const MAX_PENDING: usize = 1_024;
 
-/// The in-memory fallback, one memory store per limit. Calls reach it out
-/// of order (one after a timeout, the next at once); the memory store
-/// decides a call whose time is older than its latest at that latest
-/// time, so a key's time never goes back.
+/// The in-memory fallback, one memory store per limit (or, for a live
+/// store, the memory every version shares). Calls reach it out of order
+/// (one after a timeout, the next at once); the memory store decides a
+/// call whose time is older than its latest at that latest time, so a
+/// key's time never goes back.
 pub(crate) struct Fallback {
-    memory: Vec<MemoryStore<AnyAlgorithm, String>>,
+    memory: Memory,
+    /// The instances sharing the limits, whose count divides them (see
+    /// [`Share`]); none: the whole limits.
+    roster: Option<Arc<Roster>>,
     /// Makes a check of several limits all or nothing.
     lock: Mutex<()>,
     /// Bans told by other instances (pub/sub), each with the instant it
@@ -30,6 +41,25 @@ pub(crate) struct Fallback {
     any_pending: AtomicBool,
 }
 
+/// A memory store of one limit.
+type FixedStore = MemoryStore<AnyAlgorithm, String>;
+/// A live store's memory.
+#[cfg(feature = "live")]
+type LiveStore = MemoryStore<ratelimit_core::LiveAlgorithm, String>;
+
+/// Where the fallback counts.
+enum Memory {
+    /// A memory store per limit, of this store's own.
+    Fixed(Vec<FixedStore>),
+    /// A live store's memory, shared by its versions and overrides: this
+    /// store decides its keys there under `algorithm`.
+    #[cfg(feature = "live")]
+    Live {
+        algorithm: AnyAlgorithm,
+        shared: Arc<LiveMemory>,
+    },
+}
+
 impl Fallback {
     /// One memory store per algorithm, each of at most `max_keys` keys,
     /// banning as `ban` says.
@@ -38,8 +68,8 @@ impl Fallback {
         max_keys: usize,
         ban: Option<BanPolicy>,
     ) -> Self {
-        Self {
-            memory: algorithms
+        Self::on(Memory::Fixed(
+            algorithms
                 .map(|&algorithm| {
                     MemoryStore::<AnyAlgorithm, String>::builder(algorithm)
                         .max_keys(Some(max_keys))
@@ -47,6 +77,32 @@ impl Fallback {
                         .build()
                 })
                 .collect(),
+        ))
+    }
+
+    /// A live store's fallback: its keys decided under `algorithm` in the
+    /// memory every version of the store shares.
+    #[cfg(feature = "live")]
+    pub(crate) fn live(algorithm: AnyAlgorithm, shared: Arc<LiveMemory>) -> Self {
+        Self::on(Memory::Live { algorithm, shared })
+    }
+
+    /// The same fallback admitting its share of the limits among the
+    /// instances `roster` counts.
+    pub(crate) fn shared_by(mut self, roster: Option<Arc<Roster>>) -> Self {
+        self.roster = roster;
+        self
+    }
+
+    /// This instance's share of the limits now.
+    fn share(&self) -> Share {
+        Share::new(self.roster.as_ref().map_or(1, |r| r.instances()))
+    }
+
+    fn on(memory: Memory) -> Self {
+        Self {
+            memory,
+            roster: None,
             lock: Mutex::new(()),
             pending: Mutex::default(),
             any_pending: AtomicBool::new(false),
@@ -87,19 +143,49 @@ impl Fallback {
         }
     }
 
+    /// A live store's memory with `key` under this store's settings, and
+    /// their capacity; `None` for a fallback of its own.
+    #[cfg(feature = "live")]
+    fn live_for(&self, key: &str) -> Option<(&LiveStore, u64)> {
+        match &self.memory {
+            Memory::Live { algorithm, shared } => {
+                Some((shared.with(key, algorithm), algorithm.limit()))
+            }
+            Memory::Fixed(_) => None,
+        }
+    }
+
+    /// The memory stores of a fallback of its own, one per limit (none
+    /// for a live store's).
+    fn fixed(&self) -> &[FixedStore] {
+        match &self.memory {
+            Memory::Fixed(memory) => memory,
+            #[cfg(feature = "live")]
+            Memory::Live { .. } => &[],
+        }
+    }
+
     pub(crate) fn check(&self, key: &str, cost: u64, now: u64) -> Result<Decision, StoreError> {
         self.apply_pending(now);
-        if let [one] = self.memory.as_slice() {
-            return one.check_now(key, cost, now);
+        let share = self.share();
+        #[cfg(feature = "live")]
+        if let Some((store, capacity)) = self.live_for(key) {
+            let d = store.check_now(key, share.cost(cost, capacity), now)?;
+            return Ok(share.decision(d));
+        }
+        let memory = self.fixed();
+        let cost_of = |store: &FixedStore| share.cost(cost, store.algorithm().limit());
+        if let [one] = memory {
+            return Ok(share.decision(one.check_now(key, cost_of(one), now)?));
         }
         let _all = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut decisions = Vec::with_capacity(self.memory.len());
-        for (i, memory) in self.memory.iter().enumerate() {
-            let d = memory.check_now(key, cost, now)?;
+        let mut decisions = Vec::with_capacity(memory.len());
+        for (i, store) in memory.iter().enumerate() {
+            let d = share.decision(store.check_now(key, cost_of(store), now)?);
             if !d.allowed {
                 // Give back what the limits before it took, at once.
-                for earlier in &self.memory[..i] {
-                    earlier.refund_now(key, cost, now, now);
+                for earlier in &memory[..i] {
+                    earlier.refund_now(key, cost_of(earlier), now, now);
                 }
                 return Ok(d);
             }
@@ -109,8 +195,15 @@ impl Fallback {
     }
 
     pub(crate) fn refund(&self, key: &str, cost: u64, admitted_at: u64, now: u64) {
-        for memory in &self.memory {
-            memory.refund_now(key, cost, admitted_at, now);
+        let share = self.share();
+        #[cfg(feature = "live")]
+        if let Some((store, capacity)) = self.live_for(key) {
+            store.refund_now(key, share.cost(cost, capacity), admitted_at, now);
+            return;
+        }
+        for store in self.fixed() {
+            let cost = share.cost(cost, store.algorithm().limit());
+            store.refund_now(key, cost, admitted_at, now);
         }
     }
 
@@ -125,39 +218,40 @@ impl Fallback {
         now: u64,
     ) -> Result<Decision, StoreError> {
         self.apply_pending(now);
+        let share = self.share();
+        #[cfg(feature = "live")]
+        if let Some((store, capacity)) = self.live_for(key) {
+            let c = |n| share.cost(n, capacity);
+            let d = store.settle_now(key, c(reserved), c(actual), admitted_at, now)?;
+            return Ok(share.decision(d));
+        }
         let _all = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut decisions = Vec::with_capacity(self.memory.len());
-        for memory in &self.memory {
-            decisions.push(memory.settle_now(key, reserved, actual, admitted_at, now)?);
+        let mut decisions = Vec::new();
+        for store in self.fixed() {
+            let c = |n| share.cost(n, store.algorithm().limit());
+            let d = store.settle_now(key, c(reserved), c(actual), admitted_at, now)?;
+            decisions.push(share.decision(d));
         }
         Ok(settled(decisions).0)
     }
 
     pub(crate) fn maintain(&self, now: u64) {
-        for memory in &self.memory {
-            memory.maintain(now);
-        }
+        self.each(|m| m.maintain(now));
     }
 
     /// What the fallback's stores hold, summed.
     pub(crate) fn counts(&self) -> StoreCounts {
         let mut sum = StoreCounts::default();
-        for memory in &self.memory {
-            sum += memory.counts();
-        }
+        self.each(|m| sum += m.counts());
         sum
     }
 
     pub(crate) fn reset(&self, key: &str) {
-        for memory in &self.memory {
-            memory.reset_now(key);
-        }
+        self.each(|m| m.reset(key));
     }
 
     pub(crate) fn ban(&self, key: &str, duration: Duration, now: u64) {
-        for memory in &self.memory {
-            memory.ban_now(key, duration, now);
-        }
+        self.each(|m| m.ban(key, duration, now));
     }
 
     pub(crate) fn unban(&self, key: &str) {
@@ -165,9 +259,44 @@ impl Fallback {
             let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
             pending.retain(|(k, _)| k != key);
         }
-        for memory in &self.memory {
-            memory.unban_now(key);
+        self.each(|m| m.unban(key));
+    }
+
+    /// Runs `f` on each memory store: each limit's, or the shared one.
+    fn each(&self, mut f: impl FnMut(&dyn Upkeep)) {
+        match &self.memory {
+            Memory::Fixed(memory) => memory.iter().for_each(|m| f(m)),
+            #[cfg(feature = "live")]
+            Memory::Live { shared, .. } => f(shared.store()),
         }
+    }
+}
+
+/// What the fallback does alike to every memory store, whatever its
+/// algorithm.
+trait Upkeep {
+    fn maintain(&self, now: u64);
+    fn counts(&self) -> StoreCounts;
+    fn reset(&self, key: &str);
+    fn ban(&self, key: &str, duration: Duration, now: u64);
+    fn unban(&self, key: &str);
+}
+
+impl<A: Algorithm> Upkeep for MemoryStore<A, String> {
+    fn maintain(&self, now: u64) {
+        MemoryStore::maintain(self, now);
+    }
+    fn counts(&self) -> StoreCounts {
+        MemoryStore::counts(self)
+    }
+    fn reset(&self, key: &str) {
+        self.reset_now(key);
+    }
+    fn ban(&self, key: &str, duration: Duration, now: u64) {
+        self.ban_now(key, duration, now);
+    }
+    fn unban(&self, key: &str) {
+        self.unban_now(key);
     }
 }
 

@@ -323,6 +323,20 @@
 //! the script (three round trips on a fresh store) would fail the first
 //! checks whenever Redis is slower than a third of the timeout.
 //!
+//! A busy host is not a slow Redis either. The connections are driven
+//! (their sockets written and read) on a thread of their own,
+//! `ratelimit-redis-io` (one per process, started with the first
+//! connection), not on the application's runtime: there, under a flood
+//! that keeps every worker busy, the connection's driver task waited in
+//! the run queue behind the flood's tasks, and an answer Redis had sent
+//! in a millisecond reached the waiting call after the timeout. A call
+//! whose own task runs late still takes an answer that has arrived: the
+//! timeout only wins when the answer has not. The tests saturate a
+//! 2-thread runtime with a thousand spinning tasks: no check of 80 times
+//! out at 250 ms, where on the application's runtime about half did
+//! (`tests/it/busy_host.rs`). The pub/sub subscriber that tells bans and
+//! resets (see "The deny cache") still runs on the application's runtime.
+//!
 //! What a failure costs in exactness, with `L` the limit (a window's, or
 //! a burst for GCRA and the buckets) and `k` instances:
 //!
@@ -331,14 +345,37 @@
 //!   although the caller's decision came from the failure policy (the
 //!   fallback's, or the HTTP layer's). This only ever takes quota from the
 //!   client, never gives it (tested with `CLIENT PAUSE`);
-//! - each fallback counts on its own, from empty: while Redis gives no
-//!   decisions, each instance admits up to `L` per window locally, on top
-//!   of what Redis admitted in that window, so the fleet admits at most
-//!   `(k + 1) * L` in a window that an outage (or a breaker held open)
-//!   overlaps, and only `L` once Redis is back for the window. The tests
-//!   reach that bound exactly, and not beyond. Keep the breaker's
-//!   threshold and the timeout such that a slow but healthy Redis never
-//!   trips them (above), and the bound is paid only in an outage.
+//! - each fallback counts on its own, from empty, and admits its share
+//!   of the limit: every instance with a fallback announces itself
+//!   through Redis every [`INSTANCE_ANNOUNCE_EVERY`] (a sorted set at
+//!   `{prefix}instances:{limits}` of random instance ids scored by Redis's
+//!   time) and remembers how many it saw within [`INSTANCE_SEEN_WITHIN`],
+//!   `k`. While Redis gives no decisions, a call of cost `c` takes
+//!   `min(c * k, L)` of the limit in the fallback
+//!   ([`outage_share`](RedisStoreBuilder::outage_share), on by default):
+//!   each instance admits `floor(L / k)` per window (at least 1; at `1/k`
+//!   of the rate), so the fleet's fallbacks admit at most `max(L, k)`
+//!   together, on top of what Redis admitted in that window: an outage
+//!   costs the fleet about `L` (at most `L + max(L, k)` in a window it
+//!   overlaps), not `(k + 1) * L`, and only `L` once Redis is back for the
+//!   window. Its limits: `k` is the count last seen while Redis answered,
+//!   and stays so through the outage (an instance that started during it
+//!   never saw Redis, counts `k = 1` and admits the whole limit; one that
+//!   stopped before it is counted for up to [`INSTANCE_SEEN_WITHIN`], so
+//!   the others admit less); the first announcement of a new instance
+//!   reaches the others within [`INSTANCE_ANNOUNCE_EVERY`]; an
+//!   announcement Redis refuses (an ACL without `EVAL`, `OOM`) is logged
+//!   once a process (`warn`) and leaves `k` as it was. A decision's
+//!   `remaining` in the fallback counts this instance's share. With the
+//!   share off, each instance admits up to `L` locally, and the fleet at
+//!   most `(k + 1) * L` in a window that an outage (or a breaker held
+//!   open) overlaps. The tests reach both bounds exactly, and not beyond
+//!   (`tests/it/outage_share.rs`, `tests/it/slow.rs`). A live store's
+//!   fallback keeps what each key used across changes of the settings
+//!   (`LiveRedis`, feature `live`): reloads during an outage add nothing to the
+//!   bound. Keep the breaker's threshold and the timeout such that a slow
+//!   but healthy Redis never trips them (above), and the bound is paid
+//!   only in an outage.
 //!
 //! Without a fallback, whether requests pass while Redis fails is the
 //! HTTP layer's policy, which by default lets them through: a limit that
@@ -384,6 +421,7 @@ mod cluster_target;
 mod combine;
 mod conn;
 mod deny_cache;
+mod driver;
 mod failure;
 mod fallback;
 mod held;
@@ -396,8 +434,12 @@ mod leasing;
 mod listen;
 #[cfg(feature = "live")]
 mod live;
+#[cfg(feature = "live")]
+mod live_fallback;
 mod log_throttle;
+mod outage_share;
 mod plan;
+mod roster;
 mod script;
 #[cfg(feature = "sentinel")]
 mod sentinel;
@@ -421,6 +463,7 @@ pub use conn::Connection;
 pub use key_secret::SettingsSecret;
 #[cfg(feature = "live")]
 pub use live::LiveRedis;
+pub use roster::{INSTANCE_ANNOUNCE_EVERY, INSTANCE_SEEN_WITHIN};
 pub use shared_entries::{RedisEntries, DEFAULT_REFRESH};
 pub use store::{RedisStore, KEY_SECRET_SYNC};
 pub use store_state::StoreState;

@@ -90,8 +90,14 @@ const OVERRIDE_TABLES: usize = 64;
 /// on the same connection: no cached denial outlives the settings it was
 /// made under, and the unspent units of leases taken under the old
 /// settings are given back (under the new ones) and never spent after the
-/// change. The in-memory fallback and the circuit breaker start afresh
-/// with them.
+/// change. The circuit breaker starts afresh with them.
+///
+/// The in-memory fallback does not: every version's stores (and the
+/// overrides') fall back to one memory store of a [`LiveAlgorithm`] of its
+/// own, which follows these settings, so a change carries each key over
+/// in memory exactly as a memory store does, after any number of changes
+/// (a reload while Redis is away frees nothing). A key checked through an
+/// override's store is decided there under that override.
 ///
 /// Settings the scripts cannot decide exactly (see
 /// [`RedisStoreBuilder::build`]) are logged (`error`), and the previous
@@ -131,6 +137,7 @@ impl RedisStoreBuilder {
         // change between the two is picked up by the next check).
         let (id, _) = live.algorithm_for("");
         let default = live.get();
+        self.live_fallback = self.live_memory(default).map(Arc::new);
         let store = self.clone().with_algorithm(default).build()?;
         self.conn = Some(store.conn());
         Ok(LiveRedis {
@@ -200,6 +207,12 @@ impl LiveRedis {
         self.current.load().store.state()
     }
 
+    /// How many instances share its limit, as last counted in Redis (see
+    /// [`RedisStore::instances`]).
+    pub fn instances(&self) -> u64 {
+        self.current.load().store.instances()
+    }
+
     /// Gives back every lease's unspent units and runs the fallback's
     /// upkeep (see [`Store::maintain`]).
     pub fn maintain(&self, now: u64) {
@@ -214,21 +227,10 @@ impl LiveRedis {
         }
     }
 
-    /// The in-memory fallback's keys and evictions, summed over the
-    /// current version's stores (see [`Store::counts`]).
+    /// The in-memory fallback's keys and evictions (see
+    /// [`Store::counts`]): one memory, shared by every version's stores.
     pub fn counts(&self) -> Option<StoreCounts> {
-        let version = self.current.load();
-        let mut sum = Store::<str>::counts(&version.store)?;
-        let map = version
-            .overrides
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        for store in map.values() {
-            if let Some(counts) = Store::<str>::counts(store) {
-                sum += counts;
-            }
-        }
-        Some(sum)
+        Store::<str>::counts(&self.current.load().store)
     }
 
     /// Moves to version `id`: new stores (no deny cache or lease crosses a
@@ -245,6 +247,9 @@ impl LiveRedis {
             return old;
         }
         let default = self.live.get();
+        if let Some(memory) = &self.template.live_fallback {
+            memory.follow(default);
+        }
         let store = match self.build(default, 0) {
             Ok(store) => store,
             Err(e) => {

@@ -10,6 +10,7 @@ use crate::deny_cache::DenyCache;
 use crate::failure::{Failure, Kind};
 use crate::fallback::{FailurePolicy, Fallback};
 use crate::lease::{Leases, Spend};
+use crate::roster::Roster;
 use crate::script::{Op, Script};
 use crate::time_source::TimeSource;
 use crate::write_back::{WriteBack, WRITE_BACK_EVERY};
@@ -65,6 +66,8 @@ pub struct RedisStore {
 /// What every clone of a store shares.
 pub(crate) struct Inner {
     pub(crate) conn: Arc<Conn>,
+    /// The instances sharing its limits, with a fallback.
+    pub(crate) roster: Option<Arc<Roster>>,
     /// The store's script on `conn`: keys, arguments, replies.
     pub(crate) script: Arc<Script>,
     pub(crate) timeout: Duration,
@@ -103,6 +106,14 @@ impl RedisStore {
             .sync_secret(self.inner.timeout)
             .await
             .map_err(|f| f.to_store_error())
+    }
+
+    /// How many instances share this store's limits, as last counted in
+    /// Redis (this one included; 1 until counted, and without a fallback):
+    /// the `k` whose share of each limit its fallback admits while Redis
+    /// is away (see [`outage_share`](crate::RedisStoreBuilder::outage_share)).
+    pub fn instances(&self) -> u64 {
+        self.inner.roster.as_ref().map_or(1, |r| r.instances())
     }
 
     /// Writes back the bans and denials this store holds if Redis lost

@@ -9,7 +9,7 @@
 //! | `POST /v1/chat` | with a key listed in [`Config::api_keys`] (`X-API-Key`; else 401): 60 per minute and 100,000 tokens per day per key; the tokens, known after the handler runs, settle from `x-tokens-used` or, streamed, per event (a reservation of `x-max-tokens`, at most 40,000, and 40,000 without a positive decimal there; the handler delivers no more) |
 //! | `GET /download` | 1 MiB, paced (never refused) at 256 KiB/s per client IP after a 64 KiB burst: about 3.75 s per download, each client with its own budget |
 //! | `GET /health` | none |
-//! | `GET /ready` | none: JSON with each limit's store state (`redis`, `fallback`, `memory`, `down`); 503 when one cannot decide |
+//! | `GET /ready` | none: JSON with each limit's store state (`redis`, `fallback`, `memory`, `down`) and the instances sharing it (`instances`, counted through Redis: the fallback admits `1/instances` of each limit); 503 when one cannot decide |
 //!
 //! The limits live in one policy file, `examples/axum/ratelimit.toml`
 //! ([`POLICY_FILE`]; the binary reads `$RATELIMIT_CONFIG` instead when set,
@@ -154,8 +154,9 @@ pub trait Stores {
     }
 }
 
-/// Each limit's store and where its decisions come from now.
-pub type StatesFn = Arc<dyn Fn() -> Vec<(String, StoreState)> + Send + Sync>;
+/// Each limit's store, where its decisions come from now, and how many
+/// instances share it (counted through Redis; 1 in memory).
+pub type StatesFn = Arc<dyn Fn() -> Vec<(String, StoreState, u64)> + Send + Sync>;
 
 /// `GET /ready`: 200 while every store decides (in memory, on Redis, or
 /// on the in-memory fallback while Redis fails), 503 when one cannot
@@ -163,10 +164,10 @@ pub type StatesFn = Arc<dyn Fn() -> Vec<(String, StoreState)> + Send + Sync>;
 /// The example's limits fail open, so its stores always decide.
 async fn ready(states: StatesFn) -> Response {
     let states = states();
-    let all = states.iter().all(|(_, s)| s.decides());
+    let all = states.iter().all(|(_, s, _)| s.decides());
     let stores: Vec<_> = states
         .iter()
-        .map(|(limit, s)| json!({ "limit": limit, "state": s.as_str() }))
+        .map(|(limit, s, k)| json!({ "limit": limit, "state": s.as_str(), "instances": k }))
         .collect();
     let body = Json(json!({
         "status": if all { "ready" } else { "unavailable" },

@@ -22,7 +22,9 @@ type Built = (String, Arc<AnyStore<PolicyKey>>);
 /// When Redis is down or slow (more than the timeout, 50 ms by default),
 /// each copy limits on its own in memory (at most a million keys per limit
 /// by default, see [`max_keys`](Self::max_keys)) until Redis is back: the
-/// service stays up.
+/// service stays up. Each copy then admits its share of each limit (the
+/// limit divided by the copies it last saw through Redis, at least 1):
+/// the copies together admit about the limit.
 #[derive(Debug, Clone)]
 pub struct RedisStores {
     target: Target,
@@ -157,8 +159,8 @@ impl Stores for RedisStores {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .iter()
-                .map(|(name, store)| (name.clone(), store.state()))
-                .collect::<Vec<(String, StoreState)>>()
+                .map(|(name, store)| (name.clone(), store.state(), store.instances()))
+                .collect::<Vec<(String, StoreState, u64)>>()
         })
     }
 }

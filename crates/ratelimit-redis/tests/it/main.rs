@@ -5,6 +5,7 @@ mod harness;
 
 mod any_store;
 mod ban;
+mod busy_host;
 #[cfg(feature = "cluster")]
 mod cluster;
 mod concurrency;
@@ -20,8 +21,11 @@ mod lease;
 #[cfg(feature = "live")]
 mod live;
 #[cfg(feature = "live")]
+mod live_fallback;
+#[cfg(feature = "live")]
 mod live_reload;
 mod multi;
+mod outage_share;
 mod reset;
 mod secret;
 #[cfg(feature = "sentinel")]

@@ -125,9 +125,10 @@ async fn a_timed_out_check_still_counts_in_redis() {
     assert_eq!(store.breaker_state(), BreakerState::Closed);
 }
 
-/// While Redis gives no decisions, each of `k` instances admits up to the
-/// limit `L` in its own fallback, on top of what Redis admitted in the
-/// window: at most `(k + 1) * L` per window, reached exactly here.
+/// With the outage share off, while Redis gives no decisions, each of `k`
+/// instances admits up to the limit `L` in its own fallback, on top of
+/// what Redis admitted in the window: at most `(k + 1) * L` per window,
+/// reached exactly here (`outage_share.rs`: the share, on by default).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_fallback_admits_at_most_the_limit_per_instance() {
     const L: u64 = 3;
@@ -139,6 +140,7 @@ async fn the_fallback_admits_at_most_the_limit_per_instance() {
         )
         .timeout(Duration::from_millis(200))
         .fallback_to_memory(100)
+        .outage_share(false)
         .build()
         .unwrap()
     };

@@ -657,3 +657,97 @@ fn api_key_entries_rest_in_redis_as_digests_and_apply_on_b() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// How many instances `app` counts for `limit` (`GET /ready`).
+fn instances(app: &App, limit: &str) -> u64 {
+    let (_, text) = http(app.addr, "GET", "/ready", "", "");
+    let v: serde_json::Value = serde_json::from_str(&text[text.find("\r\n\r\n").unwrap() + 4..])
+        .unwrap_or_else(|e| panic!("{text}: {e}"));
+    crate::two_processes::instances_in(&v, limit)
+}
+
+/// Redis paused (SIGSTOP) under two apps that counted each other, and
+/// five reloads of the accounts limit on both (its period moved back and
+/// forth, and once to the same settings): 2 accounts through Redis, then
+/// each app's fallback admits its share (1 of 2), carried over through
+/// every reload: at most 4 accounts for the IP in all, where a fallback
+/// started afresh at each reload admitted 2 per app each time.
+#[test]
+fn five_reloads_while_redis_is_paused_leave_at_most_four_accounts_per_ip() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("axum-fleet-{}-outage", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let policy = dir.join("ratelimit.toml");
+    let write = |algorithm: &str| {
+        let text = axum_example::DEFAULT_POLICY.replace(
+            "algorithm = \"sliding-log 2/1d\"\nkey = \"client-ip\"\n",
+            &format!("algorithm = \"{algorithm}\"\nkey = \"client-ip\"\n"),
+        );
+        assert!(text.contains(algorithm));
+        std::fs::write(&policy, text).unwrap();
+    };
+    write("sliding-log 2/1d");
+    let logs = [dir.join("a.log"), dir.join("b.log")];
+    let envs = [("RATELIMIT_CONFIG", policy.to_str().unwrap())];
+    let apps = fleet_on(&server, &envs, [Some(&logs[0]), Some(&logs[1])]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while apps.iter().any(|a| instances(a, "accounts") != 2) {
+        assert!(
+            Instant::now() < deadline,
+            "the apps did not count each other"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let ip = "203.0.113.80";
+    let mut created = 0;
+    for app in [&apps[0], &apps[1], &apps[0]] {
+        created += usize::from(app.account(ip) == 201);
+    }
+    assert_eq!(created, 2, "through redis");
+    server.signal("STOP");
+    let changed = |log: &Path| {
+        let text = std::fs::read_to_string(log).unwrap();
+        text.lines()
+            .filter(|l| l.contains("rate limit changed") && l.contains("limit=accounts "))
+            .count()
+    };
+    let mut changes = 0;
+    let mut last = "sliding-log 2/1d";
+    for setting in [
+        "sliding-log 2/2d",
+        "sliding-log 2/1d",
+        "sliding-log 2/1d",
+        "sliding-log 2/2d",
+        "sliding-log 2/1d",
+    ] {
+        write(setting);
+        for app in &apps {
+            let hup = Command::new("kill")
+                .arg("-HUP")
+                .arg(app.child.id().to_string())
+                .status();
+            assert!(hup.unwrap().success());
+        }
+        if setting != last {
+            changes += 1;
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while logs.iter().any(|l| changed(l) < changes) {
+                assert!(Instant::now() < deadline, "reload {changes} not applied");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        last = setting;
+        for app in [&apps[0], &apps[1], &apps[0], &apps[1]] {
+            let status = app.account(ip);
+            assert!(status == 201 || status == 429, "{status}");
+            created += usize::from(status == 201);
+        }
+    }
+    server.signal("CONT");
+    assert!(created <= 4, "{created} accounts for one IP");
+    assert_eq!(created, 4, "each fallback admitted its share");
+    drop(apps);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -74,6 +74,26 @@ impl App {
             .unwrap_or_else(|| panic!("not an HTTP response: {text:?}"))
     }
 
+    /// `GET /ready`: its status and JSON body.
+    fn ready(&self) -> (u16, serde_json::Value) {
+        let mut s = TcpStream::connect(self.addr).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.write_all(b"GET /ready HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        let status: u16 = out[9..12].parse().unwrap();
+        let body = out.split_once("\r\n\r\n").unwrap().1.to_owned();
+        let v: serde_json::Value =
+            serde_json::from_str(&body).unwrap_or_else(|e| panic!("{body}: {e}"));
+        (status, v)
+    }
+
+    /// How many instances this app counts for `limit` (`GET /ready`).
+    fn instances(&self, limit: &str) -> u64 {
+        instances_in(&self.ready().1, limit)
+    }
+
     /// Kills the process; what it wrote to stderr.
     fn stop(mut self) -> String {
         let _ = self.child.kill();
@@ -84,6 +104,17 @@ impl App {
         }
         err
     }
+}
+
+/// How many instances `GET /ready`'s body `ready` counts for `limit`.
+pub(crate) fn instances_in(ready: &serde_json::Value, limit: &str) -> u64 {
+    ready["stores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["limit"] == limit)
+        .and_then(|s| s["instances"].as_u64())
+        .unwrap_or_else(|| panic!("{limit} not in {ready}"))
 }
 
 impl Drop for App {
@@ -163,12 +194,22 @@ fn two_processes_on_one_redis_admit_exactly_the_limits() {
     assert_eq!(count(&codes, 200), 10, "{codes:?}");
     assert_eq!(count(&codes, 429), 14, "{codes:?}");
 
+    // Each counts both (announced through Redis every second).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while apps.iter().any(|a| a.instances("accounts") != 2) {
+        assert!(
+            Instant::now() < deadline,
+            "the apps did not count each other"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
     // Redis dies: both processes stay up, fail open to their own
-    // in-memory limits, and never answer 5xx.
+    // in-memory limits (each its share: 1 of the 2 accounts), and never
+    // answer 5xx.
     redis.kill();
     let fresh = "X-Forwarded-For: 203.0.113.8\r\n";
     for app in &apps {
-        assert_eq!(app.send("POST", "/accounts", fresh, ""), 201);
         assert_eq!(app.send("POST", "/accounts", fresh, ""), 201);
         assert_eq!(app.send("POST", "/accounts", fresh, ""), 429);
     }
@@ -239,19 +280,7 @@ fn ready_reports_each_store_state() {
         return;
     };
     let app = App::start(&redis.url());
-    let ready = |app: &App| {
-        let mut s = TcpStream::connect(app.addr).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        s.write_all(b"GET /ready HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            .unwrap();
-        let mut out = String::new();
-        s.read_to_string(&mut out).unwrap();
-        let status: u16 = out[9..12].parse().unwrap();
-        let body = out.split_once("\r\n\r\n").unwrap().1.to_owned();
-        let v: serde_json::Value =
-            serde_json::from_str(&body).unwrap_or_else(|e| panic!("{body}: {e}"));
-        (status, v)
-    };
+    let ready = App::ready;
     let states = |v: &serde_json::Value| -> Vec<String> {
         v["stores"]
             .as_array()
