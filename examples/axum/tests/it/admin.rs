@@ -186,8 +186,9 @@ async fn a_source_that_never_failed_is_never_locked_out() {
 }
 
 /// A request head not sent whole, or a kept-alive connection left idle,
-/// is closed after 10 s; past 64 connections the 65th waits for one to
-/// close.
+/// is closed after 10 s; past 64 connections the one idle longest is
+/// closed to make room for the 65th (the server's shedding), so idle
+/// connections cannot keep the admin out.
 #[tokio::test(start_paused = true)]
 async fn the_admin_listener_closes_slow_and_idle_connections() {
     let (_, limits) = app_with_policy(
@@ -218,7 +219,7 @@ async fn the_admin_listener_closes_slow_and_idle_connections() {
     );
     let start = Instant::now();
     assert_closed_after(&mut idle, start).await;
-    // 64 connections saying nothing hold every slot.
+    // 64 connections saying nothing take every slot.
     let mut held = Vec::new();
     for _ in 0..64 {
         held.push(TcpStream::connect(addr).await.unwrap());
@@ -234,7 +235,7 @@ async fn the_admin_listener_closes_slow_and_idle_connections() {
         String::from_utf8_lossy(&buf[..n])
     );
     let waited = start.elapsed();
-    assert!(waited >= Duration::from_secs(9), "served after {waited:?}");
+    assert!(waited < Duration::from_secs(1), "served after {waited:?}");
 }
 
 /// `stream` is closed by the server 10 s (of tokio's clock) after `start`,
