@@ -1,0 +1,144 @@
+//! A request's descriptors checked all or nothing: if one is over, none takes anything.
+
+use crate::limits::Limits;
+use crate::rule::{Entry, Rule};
+use ratelimit_core::{Decision, Store, StoreError};
+use std::sync::Arc;
+
+/// One descriptor resolved to its limit and state key, with its cost.
+#[derive(Debug, Clone)]
+pub struct Hit {
+    /// The limit it answers to (`None`: no limit matches; it is admitted).
+    pub rule: Option<Arc<Rule>>,
+    /// The state key within that limit.
+    pub key: String,
+    /// What it takes (0: a peek, which takes nothing).
+    pub cost: u64,
+}
+
+impl Hit {
+    /// The hit of a descriptor of `entries` in `domain`, of `cost`.
+    ///
+    /// ```
+    /// use ratelimit_server::{Config, Hit, Limits};
+    ///
+    /// let config = Config::parse(r#"
+    ///     [[limit]]
+    ///     name = "per-ip"
+    ///     domain = "edge"
+    ///     algorithm = "fixed-window 10/1m"
+    ///     descriptors = [{ key = "remote_address" }]
+    /// "#, "inline").unwrap();
+    /// let limits = Limits::new(&config);
+    /// let hit = Hit::resolve(&limits, "edge", &[("remote_address", "10.0.0.1")], 1);
+    /// assert_eq!(hit.key, "10.0.0.1");
+    /// assert_eq!(hit.rule.unwrap().config.name, "per-ip");
+    /// ```
+    pub fn resolve(limits: &Limits, domain: &str, entries: &[Entry<'_>], cost: u64) -> Self {
+        match limits.find(domain, entries) {
+            Some(rule) => Self {
+                key: rule.key(entries),
+                rule: Some(Arc::clone(rule)),
+                cost,
+            },
+            None => Self {
+                rule: None,
+                key: String::new(),
+                cost,
+            },
+        }
+    }
+}
+
+/// What one descriptor got.
+#[derive(Debug, Clone)]
+pub struct Status {
+    /// The limit it answered to, if any.
+    pub rule: Option<Arc<Rule>>,
+    /// The store's decision (`None` for no limit or an unlimited one).
+    /// After a refusal elsewhere in the request, a peek's: what is left
+    /// once the request took nothing.
+    pub decision: Option<Decision>,
+    /// This descriptor refused the request.
+    pub over: bool,
+    /// A shadow limit would have refused it (it was admitted).
+    pub shadow_over: bool,
+}
+
+/// A request's outcome: over if any descriptor is, with every descriptor's status.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// Some descriptor is over its limit: the request is refused and took nothing.
+    pub over: bool,
+    /// One per descriptor, in order.
+    pub statuses: Vec<Status>,
+}
+
+/// Checks `hits` at `now` (nanoseconds of the stores' clock): each in order
+/// until one is over (a shadow limit's denial is not); then what the
+/// others took is refunded and every descriptor is peeked for its status.
+pub async fn check_all(hits: &[Hit], now: u64) -> Result<Outcome, StoreError> {
+    let mut statuses = Vec::with_capacity(hits.len());
+    let mut over_at = None;
+    for (i, hit) in hits.iter().enumerate() {
+        let status = check_one(hit, hit.cost, now).await?;
+        let over = status.over;
+        statuses.push(status);
+        if over {
+            over_at = Some(i);
+            break;
+        }
+    }
+    let Some(over_at) = over_at else {
+        return Ok(Outcome {
+            over: false,
+            statuses,
+        });
+    };
+    for (hit, status) in hits.iter().zip(&statuses).take(over_at) {
+        let took = status.decision.is_some_and(|d| d.allowed) && hit.cost > 0;
+        if let (true, Some(store)) = (took, store_of(hit)) {
+            store.refund(&hit.key, hit.cost, now, now).await?;
+        }
+    }
+    for (i, hit) in hits.iter().enumerate() {
+        if i == over_at {
+            continue;
+        }
+        let mut peek = check_one(hit, 0, now).await?;
+        peek.over = false;
+        if i < over_at {
+            peek.shadow_over = statuses[i].shadow_over;
+            statuses[i] = peek;
+        } else {
+            statuses.push(peek);
+        }
+    }
+    Ok(Outcome {
+        over: true,
+        statuses,
+    })
+}
+
+fn store_of(hit: &Hit) -> Option<&ratelimit_core::BoxStore<String>> {
+    hit.rule.as_ref()?.store.as_ref()
+}
+
+async fn check_one(hit: &Hit, cost: u64, now: u64) -> Result<Status, StoreError> {
+    let Some(store) = store_of(hit) else {
+        return Ok(Status {
+            rule: hit.rule.clone(),
+            decision: None,
+            over: false,
+            shadow_over: false,
+        });
+    };
+    let decision = store.check(&hit.key, cost, now).await?;
+    let shadow = hit.rule.as_ref().is_some_and(|r| r.config.shadow);
+    Ok(Status {
+        rule: hit.rule.clone(),
+        decision: Some(decision),
+        over: !decision.allowed && !shadow,
+        shadow_over: !decision.allowed && shadow,
+    })
+}
