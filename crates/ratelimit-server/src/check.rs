@@ -5,6 +5,31 @@ use crate::rule::{Entry, Rule};
 use ratelimit_core::{Decision, Store, StoreError};
 use std::sync::Arc;
 
+/// The longest state key, in bytes: memory per key stays bounded
+/// whatever a caller sends.
+pub const MAX_KEY_BYTES: usize = 512;
+
+/// A state key longer than [`MAX_KEY_BYTES`]: the call is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyTooLong {
+    /// The limit.
+    pub limit: String,
+    /// The key's length in bytes.
+    pub len: usize,
+}
+
+impl std::fmt::Display for KeyTooLong {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "limit {:?}: a key of {} bytes, longer than {MAX_KEY_BYTES}",
+            self.limit, self.len
+        )
+    }
+}
+
+impl std::error::Error for KeyTooLong {}
+
 /// One descriptor resolved to its limit and state key, with its cost.
 #[derive(Debug, Clone)]
 pub struct Hit {
@@ -29,24 +54,42 @@ impl Hit {
     ///     algorithm = "fixed-window 10/1m"
     ///     descriptors = [{ key = "remote_address" }]
     /// "#, "inline").unwrap();
-    /// let limits = Limits::new(&config);
-    /// let hit = Hit::resolve(&limits, "edge", &[("remote_address", "10.0.0.1")], 1);
+    /// let limits = Limits::new(&config).unwrap();
+    /// let hit = Hit::resolve(&limits, "edge", &[("remote_address", "10.0.0.1")], 1).unwrap();
     /// assert_eq!(hit.key, "10.0.0.1");
     /// assert_eq!(hit.rule.unwrap().config.name, "per-ip");
+    /// let long = "x".repeat(ratelimit_server::MAX_KEY_BYTES + 1);
+    /// assert!(Hit::resolve(&limits, "edge", &[("remote_address", &long)], 1).is_err());
     /// ```
-    pub fn resolve(limits: &Limits, domain: &str, entries: &[Entry<'_>], cost: u64) -> Self {
+    pub fn resolve(
+        limits: &Limits,
+        domain: &str,
+        entries: &[Entry<'_>],
+        cost: u64,
+    ) -> Result<Self, KeyTooLong> {
         match limits.find(domain, entries) {
-            Some(rule) => Self {
-                key: rule.key(entries),
-                rule: Some(Arc::clone(rule)),
-                cost,
-            },
-            None => Self {
+            Some(rule) => Self::of(rule, rule.key(entries), cost),
+            None => Ok(Self {
                 rule: None,
                 key: String::new(),
                 cost,
-            },
+            }),
         }
+    }
+
+    /// The hit of `key` on `rule`, of `cost`.
+    pub fn of(rule: &Arc<Rule>, key: String, cost: u64) -> Result<Self, KeyTooLong> {
+        if key.len() > MAX_KEY_BYTES {
+            return Err(KeyTooLong {
+                limit: rule.config.name.clone(),
+                len: key.len(),
+            });
+        }
+        Ok(Self {
+            rule: Some(Arc::clone(rule)),
+            key,
+            cost,
+        })
     }
 }
 

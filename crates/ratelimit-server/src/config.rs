@@ -1,6 +1,7 @@
 //! The configuration file: `[server]` settings and `[[limit]]` entries, read and checked.
 
 use ratelimit_core::{is_valid_limit_name, AnyAlgorithm, LIMIT_NAME_RULE};
+use ratelimit_redis::StoreSettings;
 use serde::Deserialize;
 use std::fmt;
 use std::net::SocketAddr;
@@ -10,7 +11,7 @@ use std::path::Path;
 pub const DEFAULT_HTTP: &str = "127.0.0.1:8080";
 /// The default gRPC address.
 pub const DEFAULT_GRPC: &str = "127.0.0.1:8081";
-/// The default cap on keys per limit.
+/// The cap on keys per limit of a memory store whose `max-keys` is not given.
 pub const DEFAULT_MAX_KEYS: usize = 1_000_000;
 /// The default request header that `GET /check` reads a key from.
 pub const DEFAULT_KEY_HEADER: &str = "x-real-ip";
@@ -32,8 +33,14 @@ pub const DEFAULT_KEY_HEADER: &str = "x-real-ip";
 /// ```
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// The file it was read from (or the origin given to [`Config::parse`]).
+    pub file: String,
     /// The `[server]` table.
     pub server: ServerSettings,
+    /// The `[store]` table: where limits keep their state (memory by
+    /// default, capped at [`DEFAULT_MAX_KEYS`] keys per limit unless
+    /// `max-keys` says otherwise; or Redis, shared by every instance).
+    pub store: StoreSettings,
     /// The `[[limit]]` entries, in file order.
     pub limits: Vec<LimitConfig>,
 }
@@ -49,8 +56,6 @@ pub struct ServerSettings {
     pub headers: bool,
     /// The status `GET /check` refuses with: 429 (the default) or 403 (`refuse-status`).
     pub refuse_status: u16,
-    /// The cap on keys of each limit (`max-keys`): past it, the key nearest to full is evicted.
-    pub max_keys: usize,
 }
 
 /// One `[[limit]]` entry, checked.
@@ -106,6 +111,7 @@ impl std::error::Error for ConfigFileError {}
 struct FileToml {
     #[serde(default)]
     server: ServerToml,
+    store: Option<StoreSettings>,
     #[serde(default, rename = "limit")]
     limits: Vec<LimitToml>,
 }
@@ -118,7 +124,6 @@ struct ServerToml {
     #[serde(default)]
     headers: bool,
     refuse_status: Option<u16>,
-    max_keys: Option<usize>,
 }
 
 #[derive(Deserialize)]
@@ -184,7 +189,24 @@ impl Config {
             }
             limits.push(limit);
         }
-        Ok(Self { server, limits })
+        let store = match raw.store {
+            None | Some(StoreSettings::Memory { max_keys: None }) => StoreSettings::Memory {
+                max_keys: Some(DEFAULT_MAX_KEYS),
+            },
+            Some(StoreSettings::Memory { max_keys: Some(0) }) => {
+                return Err(err(
+                    None,
+                    "[store] max-keys = 0: expected at least 1".into(),
+                ))
+            }
+            Some(store) => store,
+        };
+        Ok(Self {
+            file: origin.to_owned(),
+            server,
+            store,
+            limits,
+        })
     }
 }
 
@@ -201,16 +223,11 @@ fn server_settings(raw: ServerToml) -> Result<ServerSettings, String> {
             "[server] refuse-status = {refuse_status}: expected 429 or 403"
         ));
     }
-    let max_keys = raw.max_keys.unwrap_or(DEFAULT_MAX_KEYS);
-    if max_keys == 0 {
-        return Err("[server] max-keys = 0: expected at least 1".into());
-    }
     Ok(ServerSettings {
         grpc: address(raw.grpc, DEFAULT_GRPC, "grpc")?,
         http: address(raw.http, DEFAULT_HTTP, "http")?,
         headers: raw.headers,
         refuse_status,
-        max_keys,
     })
 }
 

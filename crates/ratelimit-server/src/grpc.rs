@@ -23,7 +23,7 @@ use std::time::Duration;
 /// use ratelimit_server::{grpc::Rls, Config, State};
 /// use std::sync::Arc;
 ///
-/// let state = Arc::new(State::new(&Config::parse("", "inline").unwrap()));
+/// let state = Arc::new(State::new(&Config::parse("", "inline").unwrap()).unwrap());
 /// let _service = Rls::new(state).into_server();
 /// ```
 #[derive(Debug, Clone)]
@@ -82,7 +82,9 @@ fn hits_of(state: &State, request: &RateLimitRequest) -> Result<Vec<Hit>, tonic:
             .map(|e| (e.key.as_str(), e.value.as_str()))
             .collect();
         let cost = d.hits_addend.as_ref().map_or(default_cost, |h| h.value);
-        hits.push(Hit::resolve(&state.limits, &request.domain, &entries, cost));
+        let hit = Hit::resolve(&state.limits, &request.domain, &entries, cost)
+            .map_err(|e| tonic::Status::invalid_argument(format!("descriptors[{i}]: {e}")))?;
+        hits.push(hit);
     }
     Ok(hits)
 }

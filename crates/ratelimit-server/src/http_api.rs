@@ -30,7 +30,7 @@ pub struct HttpState {
 /// use ratelimit_server::{http_api, Config, State};
 /// use std::sync::{atomic::AtomicBool, Arc};
 ///
-/// let state = Arc::new(State::new(&Config::parse("", "inline").unwrap()));
+/// let state = Arc::new(State::new(&Config::parse("", "inline").unwrap()).unwrap());
 /// let shared = Arc::new(http_api::HttpState { state, ready: AtomicBool::new(true) });
 /// let _router = http_api::router(shared);
 /// ```
@@ -131,7 +131,7 @@ fn hits_of(state: &State, body: CheckBody) -> Result<Vec<Hit>, ApiError> {
             }
             // As in the gRPC protocol: 0 or unset means 1.
             let cost = hits_addend.unwrap_or(1).max(1);
-            Ok(descriptors
+            descriptors
                 .iter()
                 .map(|d| {
                     let entries: Vec<(&str, &str)> = d
@@ -139,8 +139,9 @@ fn hits_of(state: &State, body: CheckBody) -> Result<Vec<Hit>, ApiError> {
                         .map(|e| (e.key.as_str(), e.value.as_str()))
                         .collect();
                     Hit::resolve(&state.limits, &domain, &entries, cost)
+                        .map_err(|e| error(StatusCode::BAD_REQUEST, e.to_string()))
                 })
-                .collect())
+                .collect()
         }
         CheckBody {
             domain: None,
@@ -173,11 +174,7 @@ fn hit_by_name(state: &State, limit: &str, key: String, cost: u64) -> Result<Hit
             ),
         ));
     }
-    Ok(Hit {
-        rule: Some(Arc::clone(rule)),
-        key,
-        cost,
-    })
+    Hit::of(rule, key, cost).map_err(|e| error(StatusCode::BAD_REQUEST, e.to_string()))
 }
 
 async fn decide(state: &State, hits: &[Hit]) -> Result<Outcome, ApiError> {

@@ -17,8 +17,8 @@
 //!     algorithm = "fixed-window 2/1m"
 //!     descriptors = [{ key = "remote_address" }]
 //! "#, "inline").unwrap();
-//! let state = State::new(&config);
-//! let hit = Hit::resolve(&state.limits, "edge", &[("remote_address", "10.0.0.1")], 1);
+//! let state = State::new(&config).unwrap();
+//! let hit = Hit::resolve(&state.limits, "edge", &[("remote_address", "10.0.0.1")], 1).unwrap();
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 //! let admitted = |o: ratelimit_server::Outcome| !o.over;
 //! assert!(admitted(check_all(&[hit.clone()], state.now()).await.unwrap()));
@@ -38,7 +38,7 @@ mod server;
 mod state;
 pub mod unit;
 
-pub use check::{check_all, Hit, Outcome, Status};
+pub use check::{check_all, Hit, KeyTooLong, Outcome, Status, MAX_KEY_BYTES};
 pub use config::{
     Config, ConfigFileError, EntryPattern, LimitConfig, ServerSettings, DEFAULT_GRPC, DEFAULT_HTTP,
     DEFAULT_KEY_HEADER, DEFAULT_MAX_KEYS,

@@ -1,6 +1,6 @@
 //! The limits of a configuration, found by domain and descriptor or by name.
 
-use crate::config::Config;
+use crate::config::{Config, ConfigFileError};
 use crate::rule::{more_specific, Entry, Rule};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -23,7 +23,7 @@ use std::sync::Arc;
 ///     unlimited = true
 ///     descriptors = [{ key = "remote_address", value = "10.0.0.1" }]
 /// "#, "inline").unwrap();
-/// let limits = Limits::new(&config);
+/// let limits = Limits::new(&config).unwrap();
 /// let find = |ip| limits.find("edge", &[("remote_address", ip)]).map(|r| r.config.name.as_str());
 /// assert_eq!(find("10.0.0.1"), Some("office"));
 /// assert_eq!(find("10.0.0.2"), Some("per-ip"));
@@ -37,12 +37,19 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// The limits of `config`, each with its own store.
-    pub fn new(config: &Config) -> Self {
+    /// The limits of `config`, each with its own store; an error names
+    /// the limit whose store cannot be built (a bad Redis URL, an
+    /// algorithm the Redis scripts cannot decide exactly).
+    pub fn new(config: &Config) -> Result<Self, ConfigFileError> {
         let mut by_domain: HashMap<String, Vec<Arc<Rule>>> = HashMap::new();
         let mut by_name = HashMap::new();
         for limit in &config.limits {
-            let rule = Arc::new(Rule::new(limit.clone(), config.server.max_keys));
+            let rule = Rule::new(limit.clone(), &config.store).map_err(|e| ConfigFileError {
+                file: config.file.clone(),
+                limit: Some(limit.name.clone()),
+                message: format!("its store: {e}"),
+            })?;
+            let rule = Arc::new(rule);
             by_name.insert(limit.name.clone(), Arc::clone(&rule));
             by_domain
                 .entry(limit.domain.clone())
@@ -55,7 +62,7 @@ impl Limits {
                 a.len().cmp(&b.len()).then_with(|| more_specific(a, b))
             });
         }
-        Self { by_domain, by_name }
+        Ok(Self { by_domain, by_name })
     }
 
     /// The limit a descriptor of `entries` in `domain` answers to, if any

@@ -47,32 +47,37 @@ fn load() -> Result<Config, String> {
     Ok(config)
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = ctrl_c => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = ctrl_c.await;
-            }
+/// SIGTERM or ctrl-c, their handlers installed now (a signal that comes
+/// once the server listens is never the default action, which kills).
+#[cfg(unix)]
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
         }
-    }
-    #[cfg(not(unix))]
-    let _ = ctrl_c.await;
+    })
+}
+
+/// Ctrl-c.
+#[cfg(not(unix))]
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    Ok(async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt().with_env_filter(filter).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
     let config = match load() {
         Ok(config) => config,
         Err(e) => {
@@ -81,15 +86,34 @@ async fn main() -> ExitCode {
         }
     };
     let limits = config.limits.len();
-    let running = match Running::start(Arc::new(State::new(&config))).await {
+    let signal = match shutdown_signal() {
+        Ok(signal) => signal,
+        Err(e) => {
+            eprintln!("ratelimitd: cannot handle signals: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let state = match State::new(&config) {
+        Ok(state) => Arc::new(state),
+        Err(e) => {
+            eprintln!("ratelimitd: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let running = match Running::start(state).await {
         Ok(running) => running,
         Err(e) => {
             eprintln!("ratelimitd: cannot listen: {e}");
             return ExitCode::FAILURE;
         }
     };
-    tracing::info!(grpc = %running.grpc_addr, http = %running.http_addr, limits, "ratelimitd serving");
-    running.run_until(shutdown_signal()).await;
+    tracing::info!(
+        grpc = %running.grpc_addr,
+        limits,
+        "ratelimitd listening on {} (HTTP)",
+        running.http_addr
+    );
+    running.run_until(signal).await;
     tracing::info!("ratelimitd stopped");
     ExitCode::SUCCESS
 }

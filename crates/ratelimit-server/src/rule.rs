@@ -1,7 +1,8 @@
 //! One limit as the server runs it: its pattern, its algorithm and its store.
 
 use crate::config::{EntryPattern, LimitConfig};
-use ratelimit_core::{AnyAlgorithm, BoxStore, MemoryStore};
+use ratelimit_core::BoxStore;
+use ratelimit_redis::{BuildError, StoreSettings};
 use std::cmp::Ordering;
 
 /// A request descriptor's entry: a key and its value.
@@ -19,7 +20,7 @@ pub type Entry<'a> = (&'a str, &'a str);
 ///     algorithm = "gcra 5/1m"
 ///     descriptors = [{ key = "path", value = "/login" }, { key = "remote_address" }]
 /// "#, "inline").unwrap();
-/// let rule = Rule::new(config.limits[0].clone(), 100);
+/// let rule = Rule::new(config.limits[0].clone(), &config.store).unwrap();
 /// assert!(rule.matches(&[("path", "/login"), ("remote_address", "10.0.0.1")]));
 /// assert!(!rule.matches(&[("path", "/"), ("remote_address", "10.0.0.1")]));
 /// assert_eq!(rule.key(&[("path", "/login"), ("remote_address", "10.0.0.1")]), "10.0.0.1");
@@ -33,16 +34,14 @@ pub struct Rule {
 }
 
 impl Rule {
-    /// The limit of `config`, with a memory store of at most `max_keys` keys.
-    pub fn new(config: LimitConfig, max_keys: usize) -> Self {
-        let store = config.algorithm.map(|a: AnyAlgorithm| {
-            BoxStore::new(
-                MemoryStore::<AnyAlgorithm, String>::builder(a)
-                    .max_keys(Some(max_keys))
-                    .build(),
-            )
-        });
-        Self { config, store }
+    /// The limit of `config`, with its store of `settings` (nothing
+    /// connects here: a Redis store connects on first use).
+    pub fn new(config: LimitConfig, settings: &StoreSettings) -> Result<Self, BuildError> {
+        let store = match config.algorithm {
+            Some(a) => Some(BoxStore::new(settings.build::<String>(&config.name, a)?)),
+            None => None,
+        };
+        Ok(Self { config, store })
     }
 
     /// Whether a descriptor of `entries` is this limit's: the same keys in

@@ -24,7 +24,7 @@ pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// use std::sync::Arc;
 ///
 /// let config = Config::load("ratelimitd.toml".as_ref()).unwrap();
-/// let running = Running::start(Arc::new(State::new(&config))).await?;
+/// let running = Running::start(Arc::new(State::new(&config).unwrap())).await?;
 /// println!("gRPC on {}, HTTP on {}", running.grpc_addr, running.http_addr);
 /// running.stop().await;
 /// # Ok(()) }

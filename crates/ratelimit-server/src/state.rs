@@ -1,6 +1,6 @@
 //! What the gRPC and HTTP services share: the limits, the settings and the clock.
 
-use crate::config::{Config, ServerSettings};
+use crate::config::{Config, ConfigFileError, ServerSettings};
 use crate::limits::Limits;
 use ratelimit_core::{Clock, SystemClock};
 use std::sync::Arc;
@@ -11,7 +11,7 @@ use std::sync::Arc;
 /// use ratelimit_server::{Config, State};
 ///
 /// let config = Config::parse("", "inline").unwrap();
-/// let state = State::new(&config);
+/// let state = State::new(&config).unwrap();
 /// assert!(state.limits.named("nothing").is_none());
 /// ```
 pub struct State {
@@ -33,18 +33,19 @@ impl std::fmt::Debug for State {
 }
 
 impl State {
-    /// The state of `config`, on the system clock.
-    pub fn new(config: &Config) -> Self {
+    /// The state of `config`, on the system clock (a Redis store uses
+    /// the server's clock instead); fails as [`Limits::new`] does.
+    pub fn new(config: &Config) -> Result<Self, ConfigFileError> {
         Self::with_clock(config, Arc::new(SystemClock::new()))
     }
 
     /// The state of `config`, on `clock`.
-    pub fn with_clock(config: &Config, clock: Arc<dyn Clock>) -> Self {
-        Self {
-            limits: Limits::new(config),
+    pub fn with_clock(config: &Config, clock: Arc<dyn Clock>) -> Result<Self, ConfigFileError> {
+        Ok(Self {
+            limits: Limits::new(config)?,
             settings: config.server.clone(),
             clock,
-        }
+        })
     }
 
     /// The clock's now, in nanoseconds.

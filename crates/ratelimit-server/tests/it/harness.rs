@@ -35,9 +35,8 @@ impl Harness {
         let mut config = Config::parse(toml, "test.toml").expect("test config");
         config.server.grpc = "127.0.0.1:0".parse().unwrap();
         config.server.http = "127.0.0.1:0".parse().unwrap();
-        let running = Running::start(Arc::new(State::new(&config)))
-            .await
-            .expect("listen");
+        let state = State::new(&config).expect("stores");
+        let running = Running::start(Arc::new(state)).await.expect("listen");
         let grpc = RateLimitServiceClient::connect(format!("http://{}", running.grpc_addr))
             .await
             .expect("gRPC connect");
