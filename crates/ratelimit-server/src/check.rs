@@ -1,7 +1,7 @@
 //! A request's descriptors checked all or nothing: if one is over, none takes anything.
 
 use crate::limits::Limits;
-use crate::rule::{Entry, Rule};
+use crate::rule::{Entry, Rule, LOG_SHADOW, LOG_STORE};
 use ratelimit_core::{Decision, Store, StoreError};
 use std::sync::Arc;
 
@@ -140,7 +140,7 @@ pub async fn check_all(hits: &[Hit], now: u64) -> Result<Outcome, StoreError> {
     };
     for (hit, status) in hits.iter().zip(&statuses).take(over_at) {
         let took = status.decision.is_some_and(|d| d.allowed) && hit.cost > 0;
-        if let (true, Some(store)) = (took, store_of(hit)) {
+        if let (true, Some((_, store))) = (took, store_of(hit)) {
             store.refund(&hit.key, hit.cost, now, now).await?;
         }
     }
@@ -163,12 +163,14 @@ pub async fn check_all(hits: &[Hit], now: u64) -> Result<Outcome, StoreError> {
     })
 }
 
-fn store_of(hit: &Hit) -> Option<&ratelimit_core::BoxStore<String>> {
-    hit.rule.as_ref()?.store.as_ref()
+/// The hit's limit and its store, for a limit that has one.
+fn store_of(hit: &Hit) -> Option<(&Rule, &ratelimit_core::BoxStore<String>)> {
+    let rule = hit.rule.as_deref()?;
+    Some((rule, rule.store.as_ref()?))
 }
 
 async fn check_one(hit: &Hit, cost: u64, now: u64) -> Result<Status, StoreError> {
-    let Some(store) = store_of(hit) else {
+    let Some((rule, store)) = store_of(hit) else {
         return Ok(Status {
             rule: hit.rule.clone(),
             decision: None,
@@ -176,12 +178,26 @@ async fn check_one(hit: &Hit, cost: u64, now: u64) -> Result<Status, StoreError>
             shadow_over: false,
         });
     };
-    let decision = store.check(&hit.key, cost, now).await?;
-    let shadow = hit.rule.as_ref().is_some_and(|r| r.config.shadow);
+    let decision = match store.check(&hit.key, cost, now).await {
+        Ok(decision) => decision,
+        Err(e) => {
+            if let Some(held) = rule.logs.admit(LOG_STORE, now) {
+                tracing::warn!(limit = %rule.config.name, error = %e, held_back = held, "store failed: the call is answered as an error");
+            }
+            return Err(e);
+        }
+    };
+    let shadow = rule.config.shadow;
+    let shadow_over = !decision.allowed && shadow;
+    if shadow_over {
+        if let Some(held) = rule.logs.admit(LOG_SHADOW, now) {
+            tracing::info!(limit = %rule.config.name, held_back = held, "shadow limit would refuse (admitted: dry run)");
+        }
+    }
     Ok(Status {
         rule: hit.rule.clone(),
         decision: Some(decision),
         over: !decision.allowed && !shadow,
-        shadow_over: !decision.allowed && shadow,
+        shadow_over,
     })
 }

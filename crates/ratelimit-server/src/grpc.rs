@@ -51,10 +51,9 @@ impl RateLimitService for Rls {
     ) -> Result<tonic::Response<RateLimitResponse>, tonic::Status> {
         let request = request.into_inner();
         let hits = hits_of(&self.state, &request)?;
-        let outcome = check_all(&hits, self.state.now()).await.map_err(|e| {
-            tracing::warn!(domain = %request.domain, error = %e, "store failed: answering UNAVAILABLE");
-            tonic::Status::unavailable(format!("the store failed: {e}"))
-        })?;
+        let outcome = check_all(&hits, self.state.now())
+            .await
+            .map_err(|e| tonic::Status::unavailable(format!("the store failed: {e}")))?;
         Ok(tonic::Response::new(response(
             &outcome,
             self.state.settings.headers,

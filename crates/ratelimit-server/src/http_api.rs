@@ -179,7 +179,6 @@ fn hit_by_name(state: &State, limit: &str, key: String, cost: u64) -> Result<Hit
 
 async fn decide(state: &State, hits: &[Hit]) -> Result<Outcome, ApiError> {
     check_all(hits, state.now()).await.map_err(|e| {
-        tracing::warn!(error = %e, "store failed: answering 503");
         error(
             StatusCode::SERVICE_UNAVAILABLE,
             format!("the store failed: {e}"),

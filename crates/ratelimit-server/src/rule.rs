@@ -1,7 +1,7 @@
 //! One limit as the server runs it: its pattern, its algorithm and its store.
 
 use crate::config::{EntryPattern, LimitConfig};
-use ratelimit_core::BoxStore;
+use ratelimit_core::{BoxStore, LogThrottle};
 use ratelimit_redis::{BuildError, StoreSettings};
 use std::cmp::Ordering;
 
@@ -31,7 +31,14 @@ pub struct Rule {
     pub config: LimitConfig,
     /// Its store (`None` for an unlimited limit).
     pub store: Option<BoxStore<String>>,
+    /// Its log lines ([`LOG_SHADOW`], [`LOG_STORE`]): one per kind per minute.
+    pub logs: LogThrottle<2>,
 }
+
+/// The kind of a shadow limit's would-be refusal, in [`Rule::logs`].
+pub const LOG_SHADOW: usize = 0;
+/// The kind of a store's failure, in [`Rule::logs`].
+pub const LOG_STORE: usize = 1;
 
 impl Rule {
     /// The limit of `config`, with its store of `settings` (nothing
@@ -41,7 +48,11 @@ impl Rule {
             Some(a) => Some(BoxStore::new(settings.build::<String>(&config.name, a)?)),
             None => None,
         };
-        Ok(Self { config, store })
+        Ok(Self {
+            config,
+            store,
+            logs: LogThrottle::new(std::time::Duration::from_secs(60)),
+        })
     }
 
     /// Whether a descriptor of `entries` is this limit's: the same keys in

@@ -60,3 +60,25 @@ fn a_bad_redis_url_is_refused_naming_the_limit() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn a_store_failure_is_unavailable_in_grpc_and_503_in_http() {
+    // Nothing listens on port 1: every check fails at once.
+    let h = Harness::start(&limits("redis://127.0.0.1:1/")).await;
+    let err = h
+        .grpc
+        .clone()
+        .should_rate_limit(request(
+            "edge",
+            vec![descriptor(&[("remote_address", "10.2.0.3")], None)],
+            0,
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), tonic::Code::Unavailable, "{err:?}");
+    let body = r#"{"limit":"per-ip","key":"10.2.0.3"}"#;
+    let a = h.http("POST", "/check", &[], body).await;
+    assert_eq!(a.status, 503, "{}", a.body);
+    assert!(a.body.contains("the store failed"), "{}", a.body);
+    h.running.stop().await;
+}
