@@ -3,7 +3,7 @@
 use crate::check::{check_all, Hit, Outcome, Status};
 use crate::headers::fields;
 use crate::state::State;
-use crate::unit::{rate_of, to_rls, RlsUnit};
+use crate::unit::{to_rls, RlsUnit};
 use envoy_types::pb::envoy::config::core::v3::HeaderValue;
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::{
@@ -143,7 +143,7 @@ fn descriptor_status(status: &Status) -> DescriptorStatus {
         out.limit_remaining = u32::MAX;
         return out;
     };
-    let (limit, period) = rate_of(algorithm);
+    let (limit, period) = algorithm.rate();
     let (requests_per_unit, unit) = to_rls(limit, period);
     out.current_limit = Some(RateLimit {
         name: rule.config.name.clone(),

@@ -1,6 +1,5 @@
 //! An algorithm's rate in the RLS protocol's units (second, minute, hour, day).
 
-use ratelimit_core::AnyAlgorithm;
 use std::time::Duration;
 
 /// The RLS units this server reports, with their length in seconds.
@@ -23,19 +22,6 @@ pub enum RlsUnit {
     Hour,
     /// `DAY`.
     Day,
-}
-
-/// The rate `L per P` an algorithm admits over time: the token bucket's
-/// refill, every other algorithm's limit and period.
-pub fn rate_of(algorithm: &AnyAlgorithm) -> (u64, Duration) {
-    match algorithm {
-        AnyAlgorithm::Gcra(a) => (a.rate_limit(), a.period()),
-        AnyAlgorithm::TokenBucket(a) => (a.refill(), a.period()),
-        AnyAlgorithm::LeakyBucket(a) => (a.rate_limit(), a.period()),
-        AnyAlgorithm::FixedWindow(a) => (a.rate_limit(), a.period()),
-        AnyAlgorithm::SlidingLog(a) => (a.rate_limit(), a.period()),
-        AnyAlgorithm::SlidingWindow(a) => (a.rate_limit(), a.period()),
-    }
 }
 
 /// `limit` per `period` as `requests_per_unit` and a unit: exact when the
