@@ -150,6 +150,17 @@ async fn a_request_hits_addend_of_0_counts_1_and_others_count_as_given() {
         ip(&h, "10.0.0.5", Some(0), 0).await.statuses[0].limit_remaining,
         5
     );
+    // Costs that can never fit: over, no retry time, nothing taken.
+    for (hits, addend) in [(None, u32::MAX), (Some(u64::MAX), 0)] {
+        let r = ip(&h, "10.0.0.5", hits, addend).await;
+        assert_eq!(r.overall_code, OVER);
+        assert!(!r
+            .response_headers_to_add
+            .iter()
+            .any(|h| h.key == "retry-after"));
+    }
+    let left = ip(&h, "10.0.0.5", Some(0), 0).await.statuses[0].limit_remaining;
+    assert_eq!(left, 5);
     h.running.stop().await;
 }
 
