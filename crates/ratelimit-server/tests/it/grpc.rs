@@ -299,5 +299,21 @@ async fn what_the_server_cannot_honour_is_invalid_argument() {
         "{}",
         err.message()
     );
+    // A key past the bound on memory per key.
+    let long = "x".repeat(ratelimit_server::MAX_KEY_BYTES + 1);
+    let err = client
+        .should_rate_limit(request(
+            "edge",
+            vec![descriptor(&[("user", &long)], None)],
+            0,
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), tonic::Code::InvalidArgument);
+    assert!(
+        err.message().contains("longer than 512"),
+        "{}",
+        err.message()
+    );
     h.running.stop().await;
 }

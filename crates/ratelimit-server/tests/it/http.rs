@@ -95,6 +95,10 @@ async fn bad_bodies_are_400_naming_the_fault() {
         assert_eq!(a.status, 400, "{body}: {}", a.body);
         assert!(a.body.contains("\"error\""), "{body}: {}", a.body);
     }
+    let long = format!(r#"{{"limit":"per-ip","key":"{}"}}"#, "x".repeat(513));
+    let a = h.http("POST", "/check", &[], &long).await;
+    assert_eq!(a.status, 400, "{}", a.body);
+    assert!(a.body.contains("longer than 512"), "{}", a.body);
     let a = h
         .http("POST", "/check", &[], r#"{"limit":"nope","key":"k"}"#)
         .await;
