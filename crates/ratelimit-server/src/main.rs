@@ -24,10 +24,18 @@ fn config_path() -> Result<PathBuf, String> {
             other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
         }
     }
-    let path = path
+    let path: PathBuf = path
         .or_else(|| std::env::var("RATELIMIT_CONFIG").ok())
-        .unwrap_or_else(|| "ratelimitd.toml".into());
-    Ok(path.into())
+        .unwrap_or_else(|| "ratelimitd.toml".into())
+        .into();
+    if !path.exists() {
+        return Err(format!(
+            "no configuration at {}: give --config PATH or RATELIMIT_CONFIG \
+             (an example: crates/ratelimit-server/ratelimitd.toml)",
+            path.display()
+        ));
+    }
+    Ok(path)
 }
 
 /// The configuration, with the environment's addresses over the file's.
