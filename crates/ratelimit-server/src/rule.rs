@@ -31,8 +31,9 @@ pub struct Rule {
     pub config: LimitConfig,
     /// Its store (`None` for an unlimited limit).
     pub store: Option<BoxStore<String>>,
-    /// Its log lines ([`LOG_SHADOW`], [`LOG_STORE`]): one per kind per minute.
-    pub logs: LogThrottle<2>,
+    /// Its log lines (a shadow limit's would-be refusals, store
+    /// failures): one per kind per minute.
+    pub(crate) logs: LogThrottle<2>,
 }
 
 /// The kind of a shadow limit's would-be refusal, in [`Rule::logs`].
