@@ -124,7 +124,14 @@ pub async fn check_all(hits: &[Hit], now: u64) -> Result<Outcome, StoreError> {
     let mut statuses = Vec::with_capacity(hits.len());
     let mut over_at = None;
     for (i, hit) in hits.iter().enumerate() {
-        let status = check_one(hit, hit.cost, now).await?;
+        let status = match check_one(hit, hit.cost, now).await {
+            Ok(status) => status,
+            Err(e) => {
+                // The call fails: it takes nothing either (best effort).
+                let _ = refund_taken(hits, &statuses, now).await;
+                return Err(e);
+            }
+        };
         let over = status.over;
         statuses.push(status);
         if over {
@@ -138,12 +145,7 @@ pub async fn check_all(hits: &[Hit], now: u64) -> Result<Outcome, StoreError> {
             statuses,
         });
     };
-    for (hit, status) in hits.iter().zip(&statuses).take(over_at) {
-        let took = status.decision.is_some_and(|d| d.allowed) && hit.cost > 0;
-        if let (true, Some((_, store))) = (took, store_of(hit)) {
-            store.refund(&hit.key, hit.cost, now, now).await?;
-        }
-    }
+    refund_taken(hits, &statuses[..over_at], now).await?;
     for (i, hit) in hits.iter().enumerate() {
         if i == over_at {
             continue;
@@ -161,6 +163,22 @@ pub async fn check_all(hits: &[Hit], now: u64) -> Result<Outcome, StoreError> {
         over: true,
         statuses,
     })
+}
+
+/// Gives back what the first `statuses.len()` hits took: every refund is
+/// tried; the first failure is the answer.
+async fn refund_taken(hits: &[Hit], statuses: &[Status], now: u64) -> Result<(), StoreError> {
+    let mut first_error = Ok(());
+    for (hit, status) in hits.iter().zip(statuses) {
+        let took = status.decision.is_some_and(|d| d.allowed) && hit.cost > 0;
+        if let (true, Some((_, store))) = (took, store_of(hit)) {
+            let refunded = store.refund(&hit.key, hit.cost, now, now).await;
+            if first_error.is_ok() {
+                first_error = refunded;
+            }
+        }
+    }
+    first_error
 }
 
 /// The hit's limit and its store, for a limit that has one.
