@@ -43,14 +43,7 @@ impl AlgorithmSpec {
     /// The rate `L per P` the algorithm enforces in the long run: `(L, P)`
     /// (for the token bucket, `(R, P)`).
     pub fn rate(&self) -> (u64, Duration) {
-        match &self.algorithm {
-            AnyAlgorithm::Gcra(a) => (a.rate_limit(), a.period()),
-            AnyAlgorithm::TokenBucket(a) => (a.refill(), a.period()),
-            AnyAlgorithm::LeakyBucket(a) => (a.rate_limit(), a.period()),
-            AnyAlgorithm::FixedWindow(a) => (a.rate_limit(), a.period()),
-            AnyAlgorithm::SlidingLog(a) => (a.rate_limit(), a.period()),
-            AnyAlgorithm::SlidingWindow(a) => (a.rate_limit(), a.period()),
-        }
+        self.algorithm.rate()
     }
 }
 

@@ -238,6 +238,29 @@ impl AnyAlgorithm {
             Self::SlidingWindow(a) => a,
         }
     }
+
+    /// The rate `L per P` the algorithm admits in the long run: `(L, P)`
+    /// (for the token bucket, its refill `(R, P)`).
+    ///
+    /// ```
+    /// use ratelimit_core::AnyAlgorithm;
+    /// use std::time::Duration;
+    ///
+    /// let a: AnyAlgorithm = "token-bucket 500 refill 100/1s".parse().unwrap();
+    /// assert_eq!(a.rate(), (100, Duration::from_secs(1)));
+    /// let b: AnyAlgorithm = "gcra 5/1m burst 2".parse().unwrap();
+    /// assert_eq!(b.rate(), (5, Duration::from_secs(60)));
+    /// ```
+    pub fn rate(&self) -> (u64, Duration) {
+        match self {
+            Self::Gcra(a) => (a.rate_limit(), a.period()),
+            Self::TokenBucket(a) => (a.refill(), a.period()),
+            Self::LeakyBucket(a) => (a.rate_limit(), a.period()),
+            Self::FixedWindow(a) => (a.rate_limit(), a.period()),
+            Self::SlidingLog(a) => (a.rate_limit(), a.period()),
+            Self::SlidingWindow(a) => (a.rate_limit(), a.period()),
+        }
+    }
 }
 
 /// The object-safe part of [`Algorithm`].

@@ -1,0 +1,50 @@
+//! `ratelimitd`: the limiter as a service.
+//!
+//! It answers Envoy's rate limit protocol
+//! (`envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit`, gRPC)
+//! and an HTTP check (`POST /check` with JSON, `GET /check?limit=NAME` for
+//! nginx `auth_request` and Traefik `forwardAuth`), from limits in a TOML
+//! file, each on one of `ratelimit-core`'s algorithms and a memory store.
+//! The guide is `docs/ratelimitd.md`.
+//!
+//! ```
+//! use ratelimit_server::{check_all, Config, Hit, State};
+//!
+//! let config = Config::parse(r#"
+//!     [[limit]]
+//!     name = "per-ip"
+//!     domain = "edge"
+//!     algorithm = "fixed-window 2/1m"
+//!     descriptors = [{ key = "remote_address" }]
+//! "#, "inline").unwrap();
+//! let state = State::new(&config).unwrap();
+//! let hit = Hit::resolve(&state.limits, "edge", &[("remote_address", "10.0.0.1")], 1).unwrap();
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! let admitted = |o: ratelimit_server::Outcome| !o.over;
+//! assert!(admitted(check_all(&[hit.clone()], state.now()).await.unwrap()));
+//! assert!(admitted(check_all(&[hit.clone()], state.now()).await.unwrap()));
+//! assert!(!admitted(check_all(&[hit], state.now()).await.unwrap()));
+//! # });
+//! ```
+
+mod check;
+mod config;
+pub mod grpc;
+mod headers;
+pub mod http_api;
+mod limits;
+mod rule;
+mod server;
+mod state;
+pub mod unit;
+
+pub use check::{check_all, Hit, KeyTooLong, Outcome, Status, MAX_KEY_BYTES};
+pub use config::{
+    Config, ConfigFileError, EntryPattern, LimitConfig, ServerSettings, DEFAULT_GRPC, DEFAULT_HTTP,
+    DEFAULT_KEY_HEADER, DEFAULT_MAX_KEYS,
+};
+pub use headers::fields;
+pub use limits::Limits;
+pub use rule::{Entry, Rule};
+pub use server::{Running, DRAIN_TIMEOUT};
+pub use state::State;

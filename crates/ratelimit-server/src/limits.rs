@@ -1,0 +1,86 @@
+//! The limits of a configuration, found by domain and descriptor or by name.
+
+use crate::config::{Config, ConfigFileError};
+use crate::rule::{more_specific, Entry, Rule};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Every limit of a configuration, indexed for lookups.
+///
+/// ```
+/// use ratelimit_server::{Config, Limits};
+///
+/// let config = Config::parse(r#"
+///     [[limit]]
+///     name = "per-ip"
+///     domain = "edge"
+///     algorithm = "fixed-window 10/1m"
+///     descriptors = [{ key = "remote_address" }]
+///
+///     [[limit]]
+///     name = "office"
+///     domain = "edge"
+///     unlimited = true
+///     descriptors = [{ key = "remote_address", value = "10.0.0.1" }]
+/// "#, "inline").unwrap();
+/// let limits = Limits::new(&config).unwrap();
+/// let find = |ip| limits.find("edge", &[("remote_address", ip)]).map(|r| r.config.name.as_str());
+/// assert_eq!(find("10.0.0.1"), Some("office"));
+/// assert_eq!(find("10.0.0.2"), Some("per-ip"));
+/// assert!(limits.find("other", &[("remote_address", "10.0.0.2")]).is_none());
+/// ```
+#[derive(Debug)]
+pub struct Limits {
+    /// Each domain's limits, the most specific first.
+    by_domain: HashMap<String, Vec<Arc<Rule>>>,
+    by_name: HashMap<String, Arc<Rule>>,
+}
+
+impl Limits {
+    /// The limits of `config`, each with its own store; an error names
+    /// the limit whose store cannot be built (a bad Redis URL, an
+    /// algorithm the Redis scripts cannot decide exactly).
+    pub fn new(config: &Config) -> Result<Self, ConfigFileError> {
+        let mut by_domain: HashMap<String, Vec<Arc<Rule>>> = HashMap::new();
+        let mut by_name = HashMap::new();
+        for limit in &config.limits {
+            let rule = Rule::new(limit.clone(), &config.store).map_err(|e| ConfigFileError {
+                file: config.file.clone(),
+                limit: Some(limit.name.clone()),
+                message: format!("its store: {e}"),
+            })?;
+            let rule = Arc::new(rule);
+            by_name.insert(limit.name.clone(), Arc::clone(&rule));
+            by_domain
+                .entry(limit.domain.clone())
+                .or_default()
+                .push(rule);
+        }
+        for rules in by_domain.values_mut() {
+            rules.sort_by(|a, b| {
+                let (a, b) = (&a.config.entries, &b.config.entries);
+                a.len().cmp(&b.len()).then_with(|| more_specific(a, b))
+            });
+        }
+        Ok(Self { by_domain, by_name })
+    }
+
+    /// The limit a descriptor of `entries` in `domain` answers to, if any
+    /// (the most specific of those that match).
+    pub fn find(&self, domain: &str, entries: &[Entry<'_>]) -> Option<&Arc<Rule>> {
+        self.by_domain
+            .get(domain)?
+            .iter()
+            .find(|rule| rule.matches(entries))
+    }
+
+    /// The limit named `name`.
+    pub fn named(&self, name: &str) -> Option<&Arc<Rule>> {
+        self.by_name.get(name)
+    }
+
+    /// Every limit.
+    pub fn all(&self) -> impl Iterator<Item = &Arc<Rule>> {
+        self.by_name.values()
+    }
+}

@@ -1,0 +1,127 @@
+//! The running server: both listeners, store upkeep, and a graceful stop.
+
+use crate::grpc::Rls;
+use crate::http_api::{router, HttpState};
+use crate::state::State;
+use ratelimit_core::Store;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+/// How long a stop waits for calls in flight before it drops them.
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A started server: its addresses, and the handle that stops it.
+///
+/// ```no_run
+/// # async fn run() -> std::io::Result<()> {
+/// use ratelimit_server::{Config, Running, State};
+/// use std::sync::Arc;
+///
+/// let config = Config::load("ratelimitd.toml".as_ref()).unwrap();
+/// let running = Running::start(Arc::new(State::new(&config).unwrap())).await?;
+/// println!("gRPC on {}, HTTP on {}", running.grpc_addr, running.http_addr);
+/// running.stop().await;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct Running {
+    /// Where the gRPC service listens.
+    pub grpc_addr: SocketAddr,
+    /// Where the HTTP API listens.
+    pub http_addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    http: Arc<HttpState>,
+    tasks: JoinSet<()>,
+}
+
+impl Running {
+    /// Binds the settings' addresses (port 0 picks a free port) and serves.
+    pub async fn start(state: Arc<State>) -> std::io::Result<Self> {
+        let grpc = TcpListener::bind(state.settings.grpc).await?;
+        let http = TcpListener::bind(state.settings.http).await?;
+        let (grpc_addr, http_addr) = (grpc.local_addr()?, http.local_addr()?);
+        let (stop, stopped) = watch::channel(false);
+        let shared = Arc::new(HttpState {
+            state: Arc::clone(&state),
+            ready: AtomicBool::new(true),
+        });
+        let mut tasks = JoinSet::new();
+        let signal = until_stopped(stopped);
+        let rls = Rls::new(Arc::clone(&state)).into_server();
+        tasks.spawn(async move {
+            let incoming = tonic::transport::server::TcpIncoming::from(grpc);
+            let served = tonic::transport::Server::builder()
+                .add_service(rls)
+                .serve_with_incoming_shutdown(incoming, signal)
+                .await;
+            if let Err(e) = served {
+                tracing::error!(error = %e, "the gRPC server failed");
+            }
+        });
+        let app = router(Arc::clone(&shared));
+        let signal = until_stopped(stop.subscribe());
+        tasks.spawn(async move {
+            let served = axum::serve(http, app).with_graceful_shutdown(signal).await;
+            if let Err(e) = served {
+                tracing::error!(error = %e, "the HTTP server failed");
+            }
+        });
+        tasks.spawn(upkeep(Arc::clone(&shared.state), stop.subscribe()));
+        Ok(Self {
+            grpc_addr,
+            http_addr,
+            stop,
+            http: shared,
+            tasks,
+        })
+    }
+
+    /// Serves until `signal`, then stops gracefully.
+    pub async fn run_until(self, signal: impl Future<Output = ()>) {
+        signal.await;
+        self.stop().await;
+    }
+
+    /// Stops: `/ready` answers 503, no new calls are accepted, and calls
+    /// in flight finish (for at most [`DRAIN_TIMEOUT`]).
+    pub async fn stop(mut self) {
+        self.http.ready.store(false, Ordering::Release);
+        let _ = self.stop.send(true);
+        let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
+            while self.tasks.join_next().await.is_some() {}
+        })
+        .await;
+        if drained.is_err() {
+            tracing::warn!("calls still in flight after {DRAIN_TIMEOUT:?}: dropped");
+            self.tasks.abort_all();
+        }
+    }
+}
+
+async fn until_stopped(mut stopped: watch::Receiver<bool>) {
+    let _ = stopped.wait_for(|s| *s).await;
+}
+
+/// Every second, each store's bounded upkeep (keys back to full dropped).
+async fn upkeep(state: Arc<State>, mut stopped: watch::Receiver<bool>) {
+    let mut every = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tokio::select! {
+            _ = every.tick() => {
+                let now = state.now();
+                for rule in state.limits.all() {
+                    if let Some(store) = &rule.store {
+                        store.maintain(now);
+                    }
+                }
+            }
+            _ = stopped.wait_for(|s| *s) => return,
+        }
+    }
+}

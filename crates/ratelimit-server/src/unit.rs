@@ -1,0 +1,60 @@
+//! An algorithm's rate in the RLS protocol's units (second, minute, hour, day).
+
+use std::time::Duration;
+
+/// The RLS units this server reports, with their length in seconds.
+pub const UNITS: [(RlsUnit, u64); 4] = [
+    (RlsUnit::Second, 1),
+    (RlsUnit::Minute, 60),
+    (RlsUnit::Hour, 3_600),
+    (RlsUnit::Day, 86_400),
+];
+
+/// An RLS `RateLimit.Unit` this server reports (never the calendar units
+/// week, month and year: no algorithm here has calendar periods).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RlsUnit {
+    /// `SECOND`.
+    Second,
+    /// `MINUTE`.
+    Minute,
+    /// `HOUR`.
+    Hour,
+    /// `DAY`.
+    Day,
+}
+
+/// `limit` per `period` as `requests_per_unit` and a unit: exact when the
+/// period is one second, minute, hour or day; otherwise the rate in the
+/// longest unit not longer than the period (a second for shorter periods),
+/// rounded down, or in the next longer unit when that rounds to 0.
+///
+/// ```
+/// use ratelimit_server::unit::{to_rls, RlsUnit};
+/// use std::time::Duration;
+///
+/// let s = Duration::from_secs;
+/// assert_eq!(to_rls(10, s(60)), (10, RlsUnit::Minute));
+/// assert_eq!(to_rls(10, s(300)), (2, RlsUnit::Minute));
+/// assert_eq!(to_rls(1, s(300)), (12, RlsUnit::Hour));
+/// assert_eq!(to_rls(10, Duration::from_millis(100)), (100, RlsUnit::Second));
+/// ```
+pub fn to_rls(limit: u64, period: Duration) -> (u32, RlsUnit) {
+    let period_ns = period.as_nanos().max(1);
+    let scaled = |unit_secs: u64| {
+        let n = u128::from(limit) * u128::from(unit_secs) * 1_000_000_000 / period_ns;
+        u32::try_from(n).unwrap_or(u32::MAX)
+    };
+    let at = UNITS
+        .iter()
+        .rposition(|(_, secs)| u128::from(*secs) * 1_000_000_000 <= period_ns)
+        .unwrap_or(0);
+    for (unit, secs) in &UNITS[at..] {
+        let n = scaled(*secs);
+        if n > 0 || limit == 0 {
+            return (n, *unit);
+        }
+    }
+    let (unit, secs) = UNITS[UNITS.len() - 1];
+    (scaled(secs), unit)
+}

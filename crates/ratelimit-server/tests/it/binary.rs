@@ -1,0 +1,149 @@
+//! The `ratelimitd` binary as a process: its file, its environment, both protocols, SIGTERM.
+
+use crate::harness::{descriptor, request};
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::Code;
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use ratelimit_test_support::spawned::{run_to_exit, Spawned};
+use ratelimit_test_support::{DelayProxy, RedisServer};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+/// `text` in a file of its own under the temporary directory.
+fn config_file(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ratelimitd-it-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+const LIMITS: &str = r#"
+[server]
+grpc = "127.0.0.1:1"   # replaced by GRPC_BIND_ADDR
+http = "127.0.0.1:1"   # replaced by BIND_ADDR
+
+[[limit]]
+name = "per-ip"
+domain = "edge"
+algorithm = "gcra 1/1h"
+descriptors = [{ key = "remote_address" }]
+"#;
+
+fn ratelimitd(config: &PathBuf) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ratelimitd"));
+    cmd.env("RATELIMIT_CONFIG", config)
+        .env("BIND_ADDR", "127.0.0.1:0")
+        .env("GRPC_BIND_ADDR", "127.0.0.1:0")
+        .env("RUST_LOG", "info");
+    cmd
+}
+
+/// The gRPC address in `server`'s `listening on` line.
+fn grpc_addr(server: &Spawned) -> String {
+    let line = server
+        .log
+        .iter()
+        .find(|l| l.contains("listening on"))
+        .cloned()
+        .unwrap();
+    line.split("grpc=")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no grpc= in {line:?}"))
+        .to_owned()
+}
+
+/// SIGTERM, waited for on another thread (the client's connection answers
+/// the server's GOAWAY on this runtime): the exit status and the server.
+async fn terminate(mut server: Spawned) -> (std::process::ExitStatus, Spawned) {
+    tokio::task::spawn_blocking(move || (server.terminate(), server))
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_binary_serves_both_protocols_and_stops_on_sigterm() {
+    let path = config_file("good.toml", LIMITS);
+    let server = Spawned::start(ratelimitd(&path));
+    let grpc = grpc_addr(&server);
+    assert_eq!(
+        server.status("GET /health HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"),
+        200
+    );
+    let body = r#"{"limit":"per-ip","key":"10.3.0.1"}"#;
+    let post = format!(
+        "POST /check HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    assert_eq!(server.status(&post), 200);
+    let mut client = RateLimitServiceClient::connect(format!("http://{grpc}"))
+        .await
+        .expect("gRPC connect");
+    let answer = client
+        .should_rate_limit(request(
+            "edge",
+            vec![descriptor(&[("remote_address", "10.3.0.1")], None)],
+            0,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(answer.overall_code, Code::OverLimit as i32);
+    let (status, server) = terminate(server).await;
+    drop(client);
+    assert!(status.success(), "{status:?}: {:#?}", server.log);
+    assert!(
+        server.log.iter().any(|l| l.contains("ratelimitd stopped")),
+        "{:#?}",
+        server.log
+    );
+}
+
+#[test]
+fn a_bad_file_stops_the_binary_naming_the_file_and_the_limit() {
+    let path = config_file("bad.toml", &LIMITS.replace("gcra 1/1h", "gcra 1/1hour"));
+    let (status, stderr) = run_to_exit(ratelimitd(&path));
+    assert!(!status.success());
+    let want = format!(
+        "{}: limit \"per-ip\": algorithm = \"gcra 1/1hour\"",
+        path.display()
+    );
+    assert!(stderr.contains(&want), "{stderr}");
+}
+
+#[tokio::test]
+async fn sigterm_lets_a_call_in_flight_finish() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    // Each Redis round trip takes at least 300 ms (within the store's 1 s
+    // connect timeout).
+    let proxy = DelayProxy::start(redis.port, Duration::from_millis(150));
+    let store = format!(
+        "[store]\nkind = \"redis\"\nurl = \"{}\"\ntimeout = \"20s\"\n",
+        proxy.url()
+    );
+    let path = config_file("drain.toml", &format!("{store}{LIMITS}"));
+    let server = Spawned::start(ratelimitd(&path));
+    let client = RateLimitServiceClient::connect(format!("http://{}", grpc_addr(&server)))
+        .await
+        .expect("gRPC connect");
+    let call = || {
+        let mut client = client.clone();
+        async move {
+            let ip = descriptor(&[("remote_address", "10.3.0.2")], None);
+            client.should_rate_limit(request("edge", vec![ip], 0)).await
+        }
+    };
+    // The first call connects to Redis; the second is waiting on Redis
+    // when the signal comes.
+    call().await.expect("first call");
+    let in_flight = tokio::spawn(call());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (status, server) = terminate(server).await;
+    let answer = in_flight.await.unwrap().expect("answered, not dropped");
+    assert_eq!(answer.into_inner().overall_code, Code::OverLimit as i32);
+    assert!(status.success(), "{status:?}: {:#?}", server.log);
+}

@@ -1,0 +1,119 @@
+//! Starts a server of a configuration on free ports, and its clients.
+
+use envoy_types::pb::envoy::extensions::common::ratelimit::v3::{
+    rate_limit_descriptor::Entry, RateLimitDescriptor,
+};
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use envoy_types::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
+use envoy_types::pb::google::protobuf::UInt64Value;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use ratelimit_server::{Config, Running, State};
+use std::sync::Arc;
+use tonic::transport::Channel;
+
+/// A running server and clients of it.
+pub struct Harness {
+    pub running: Running,
+    pub grpc: RateLimitServiceClient<Channel>,
+    http: Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>,
+}
+
+/// An HTTP answer.
+pub struct Answer {
+    pub status: u16,
+    pub headers: http::HeaderMap,
+    pub body: String,
+}
+
+impl Harness {
+    /// The server of the `[[limit]]` entries in `toml` (and `[server]`
+    /// settings, whose addresses are replaced by free ports).
+    pub async fn start(toml: &str) -> Self {
+        let mut config = Config::parse(toml, "test.toml").expect("test config");
+        config.server.grpc = "127.0.0.1:0".parse().unwrap();
+        config.server.http = "127.0.0.1:0".parse().unwrap();
+        let state = State::new(&config).expect("stores");
+        let running = Running::start(Arc::new(state)).await.expect("listen");
+        let grpc = RateLimitServiceClient::connect(format!("http://{}", running.grpc_addr))
+            .await
+            .expect("gRPC connect");
+        let http = Client::builder(TokioExecutor::new()).build_http();
+        Self {
+            running,
+            grpc,
+            http,
+        }
+    }
+
+    /// `ShouldRateLimit` of `request`.
+    pub async fn rls(&self, request: RateLimitRequest) -> RateLimitResponse {
+        self.grpc
+            .clone()
+            .should_rate_limit(request)
+            .await
+            .expect("ShouldRateLimit")
+            .into_inner()
+    }
+
+    /// An HTTP call.
+    pub async fn http(
+        &self,
+        method: &str,
+        path_and_query: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> Answer {
+        let mut request = http::Request::builder()
+            .method(method)
+            .uri(format!("http://{}{path_and_query}", self.running.http_addr));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        if !body.is_empty() {
+            request = request.header("content-type", "application/json");
+        }
+        let request = request
+            .body(Full::new(Bytes::from(body.to_owned())))
+            .unwrap();
+        let response = self.http.request(request).await.expect("HTTP call");
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        Answer {
+            status,
+            headers,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        }
+    }
+}
+
+/// A descriptor of `entries`, with a per-descriptor `hits_addend` if given.
+pub fn descriptor(entries: &[(&str, &str)], hits: Option<u64>) -> RateLimitDescriptor {
+    RateLimitDescriptor {
+        entries: entries
+            .iter()
+            .map(|(k, v)| Entry {
+                key: (*k).into(),
+                value: (*v).into(),
+            })
+            .collect(),
+        hits_addend: hits.map(|value| UInt64Value { value }),
+        ..RateLimitDescriptor::default()
+    }
+}
+
+/// A request in `domain` of `descriptors`, with the request-level `hits_addend`.
+pub fn request(
+    domain: &str,
+    descriptors: Vec<RateLimitDescriptor>,
+    hits_addend: u32,
+) -> RateLimitRequest {
+    RateLimitRequest {
+        domain: domain.into(),
+        descriptors,
+        hits_addend,
+    }
+}

@@ -1,0 +1,213 @@
+//! The HTTP API: `POST /check` in both forms, `GET /check` for forward auth, `/ready`, `/health`, and config errors.
+
+use crate::harness::Harness;
+use ratelimit_server::Config;
+
+const LIMITS: &str = r#"
+[[limit]]
+name = "per-ip"
+domain = "edge"
+algorithm = "fixed-window 3/1m anchor first-request"
+descriptors = [{ key = "remote_address" }]
+
+[[limit]]
+name = "login"
+domain = "edge"
+algorithm = "fixed-window 2/1m anchor first-request"
+descriptors = [{ key = "path", value = "/login" }, { key = "remote_address" }]
+key-header = "x-client"
+
+[[limit]]
+name = "pair"
+domain = "edge"
+algorithm = "gcra 5/1s"
+descriptors = [{ key = "tenant" }, { key = "user" }]
+"#;
+
+fn by_descriptor(ip: &str) -> String {
+    format!(r#"{{"domain":"edge","descriptors":[[{{"key":"remote_address","value":"{ip}"}}]]}}"#)
+}
+
+#[tokio::test]
+async fn post_check_by_descriptors_answers_200_then_429_with_fields() {
+    let h = Harness::start(LIMITS).await;
+    for left in [2, 1, 0] {
+        let a = h
+            .http("POST", "/check", &[], &by_descriptor("10.1.0.1"))
+            .await;
+        assert_eq!(a.status, 200, "{}", a.body);
+        assert!(a.body.contains("\"allowed\":true"), "{}", a.body);
+        assert!(
+            a.body.contains(&format!("\"remaining\":{left}")),
+            "{}",
+            a.body
+        );
+        assert_eq!(a.headers["ratelimit-policy"], "\"per-ip\";q=3;w=60");
+    }
+    let a = h
+        .http("POST", "/check", &[], &by_descriptor("10.1.0.1"))
+        .await;
+    assert_eq!(a.status, 429, "{}", a.body);
+    assert!(
+        a.body.contains("\"overall_code\":\"OVER_LIMIT\""),
+        "{}",
+        a.body
+    );
+    let retry: u64 = a.headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=60).contains(&retry), "{retry}");
+    assert!(a.headers["ratelimit"]
+        .to_str()
+        .unwrap()
+        .starts_with("\"per-ip\";r=0;t="));
+    h.running.stop().await;
+}
+
+#[tokio::test]
+async fn post_check_by_limit_and_key_shares_the_descriptors_counter() {
+    let h = Harness::start(LIMITS).await;
+    let by_key = |cost: u64| format!(r#"{{"limit":"per-ip","key":"10.1.0.2","cost":{cost}}}"#);
+    assert_eq!(h.http("POST", "/check", &[], &by_key(2)).await.status, 200);
+    // A cost of 0 peeks.
+    let peek = h.http("POST", "/check", &[], &by_key(0)).await;
+    assert!(peek.body.contains("\"remaining\":1"), "{}", peek.body);
+    assert_eq!(
+        h.http("POST", "/check", &[], &by_descriptor("10.1.0.2"))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(h.http("POST", "/check", &[], &by_key(1)).await.status, 429);
+    h.running.stop().await;
+}
+
+#[tokio::test]
+async fn bad_bodies_are_400_naming_the_fault() {
+    let h = Harness::start(LIMITS).await;
+    for body in [
+        "{",
+        r#"{"limit":"per-ip"}"#,
+        r#"{"limit":"per-ip","key":"k","domain":"edge"}"#,
+        r#"{"domain":"edge","descriptors":[[]]}"#,
+        r#"{"limit":"per-ip","key":"k","colour":"red"}"#,
+        r#"{"limit":"pair","key":"k"}"#,
+    ] {
+        let a = h.http("POST", "/check", &[], body).await;
+        assert_eq!(a.status, 400, "{body}: {}", a.body);
+        assert!(a.body.contains("\"error\""), "{body}: {}", a.body);
+    }
+    let long = format!(r#"{{"limit":"per-ip","key":"{}"}}"#, "x".repeat(513));
+    let a = h.http("POST", "/check", &[], &long).await;
+    assert_eq!(a.status, 400, "{}", a.body);
+    assert!(a.body.contains("longer than 512"), "{}", a.body);
+    let a = h
+        .http("POST", "/check", &[], r#"{"limit":"nope","key":"k"}"#)
+        .await;
+    assert_eq!(a.status, 404, "{}", a.body);
+    h.running.stop().await;
+}
+
+#[tokio::test]
+async fn get_check_keys_on_the_limits_header_for_forward_auth() {
+    let h = Harness::start(LIMITS).await;
+    let ip = [("x-real-ip", "10.1.0.3")];
+    for _ in 0..3 {
+        assert_eq!(
+            h.http("GET", "/check?limit=per-ip", &ip, "").await.status,
+            204
+        );
+    }
+    let a = h.http("GET", "/check?limit=per-ip", &ip, "").await;
+    assert_eq!(a.status, 429);
+    assert!(a.headers.contains_key("retry-after"));
+    // No key header: 400, naming it.
+    let a = h.http("GET", "/check?limit=per-ip", &[], "").await;
+    assert_eq!(a.status, 400);
+    assert!(a.body.contains("x-real-ip"), "{}", a.body);
+    // A limit with a fixed entry and one varying entry keys on its own header.
+    let client = [("x-client", "c1")];
+    assert_eq!(
+        h.http("GET", "/check?limit=login", &client, "")
+            .await
+            .status,
+        204
+    );
+    h.running.stop().await;
+}
+
+#[tokio::test]
+async fn refuse_status_403_is_for_nginx_auth_request() {
+    let h = Harness::start(&format!("[server]\nrefuse-status = 403\n{LIMITS}")).await;
+    let ip = [("x-real-ip", "10.1.0.4")];
+    for _ in 0..3 {
+        assert_eq!(
+            h.http("GET", "/check?limit=per-ip", &ip, "").await.status,
+            204
+        );
+    }
+    assert_eq!(
+        h.http("GET", "/check?limit=per-ip", &ip, "").await.status,
+        403
+    );
+    h.running.stop().await;
+}
+
+#[tokio::test]
+async fn ready_and_health_answer_and_stop_closes_the_ports() {
+    let h = Harness::start(LIMITS).await;
+    assert_eq!(h.http("GET", "/ready", &[], "").await.status, 200);
+    assert_eq!(h.http("GET", "/health", &[], "").await.status, 200);
+    let (grpc, http) = (h.running.grpc_addr, h.running.http_addr);
+    h.running.stop().await;
+    assert!(tokio::net::TcpStream::connect(http).await.is_err());
+    assert!(tokio::net::TcpStream::connect(grpc).await.is_err());
+}
+
+#[test]
+fn config_errors_name_the_file_the_limit_and_the_value() {
+    let cases = [
+        (
+            "[[limit]]\nname = \"a\"\ndomain = \"d\"\nalgorithm = \"gcra 10/1q\"\ndescriptors = [{ key = \"k\" }]\n",
+            "f.toml: limit \"a\": algorithm = \"gcra 10/1q\"",
+        ),
+        (
+            "[[limit]]\nname = \"a\"\ndomain = \"d\"\ndescriptors = [{ key = \"k\" }]\n",
+            "f.toml: limit \"a\": no algorithm",
+        ),
+        (
+            "[[limit]]\nname = \"a\"\ndomain = \"d\"\nunlimited = true\nalgorithm = \"gcra 1/1s\"\ndescriptors = [{ key = \"k\" }]\n",
+            "and unlimited = true",
+        ),
+        (
+            "[server]\nrefuse-status = 500\n",
+            "f.toml: [server] refuse-status = 500",
+        ),
+        (
+            "[server]\ngrpc = \"nowhere\"\n",
+            "[server] grpc = \"nowhere\"",
+        ),
+        (
+            "[[limit]]\nname = \"a\"\ndomain = \"d\"\nalgorithm = \"gcra 1/1s\"\ndescriptors = [{ key = \"k\", value = \"\" }]\n",
+            "value = \"\"",
+        ),
+        (
+            "[[limit]]\nname = \"a\"\ndomain = \"d\"\nalgorithm = \"gcra 1/1s\"\ndescriptors = [{ key = \"k\" }]\n\
+             [[limit]]\nname = \"b\"\ndomain = \"d\"\nalgorithm = \"gcra 2/1s\"\ndescriptors = [{ key = \"k\" }]\n",
+            "limit \"b\": same domain and descriptors as limit \"a\"",
+        ),
+        (
+            "[[limit]]\nname = \"a\"\ndomain = \"d\"\nalgorithm = \"gcra 1/1s\"\ndescriptors = [{ key = \"k\" }]\nshadw = true\n",
+            "shadw",
+        ),
+    ];
+    for (text, want) in cases {
+        let err = Config::parse(text, "f.toml").unwrap_err().to_string();
+        assert!(err.contains(want), "{err:?} lacks {want:?}");
+    }
+}
+
+#[test]
+fn the_example_configuration_loads() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/ratelimitd.toml");
+    let config = Config::load(path.as_ref()).expect("the example loads");
+    assert!(!config.limits.is_empty());
+}
