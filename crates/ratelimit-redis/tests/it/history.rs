@@ -416,6 +416,9 @@ fn hourly_with_fallback(target: impl Into<Target>, prefix: &str, limit: u64) -> 
         .time_source(TimeSource::Caller)
         .timeout(Duration::from_millis(200))
         .fallback_to_memory(1_000)
+        // The bound checked here is the fallback's without the share
+        // (`outage_share.rs` checks the share's).
+        .outage_share(false)
         .deny_cache(0)
         .build()
         .unwrap()
