@@ -47,6 +47,7 @@ mod api_keys;
 mod chat;
 mod download;
 mod redis_stores;
+pub mod served_routes;
 pub use api_keys::{ApiKeys, API_KEY_CHALLENGE};
 pub use chat::{EVENT_GAP, MAX_TOKENS_PER_CALL, TOKENS_PER_EVENT};
 pub use download::DOWNLOAD_BYTES;
@@ -272,11 +273,14 @@ pub fn app_with<S: Stores>(config: &Config, stores: &S) -> Router {
 /// `app:known-api-key` (a key listed in [`Config::api_keys`]; none for
 /// an absent or unknown key, 400 for a malformed one) and
 /// `app:anonymous-ip` (the client IP, for requests without a known key).
+/// A limit on a route the app does not serve is an error naming it (see
+/// [`served_routes`]).
 pub fn app_with_policy<S: Stores>(
     config: &Config,
     stores: &S,
     policy: &PolicyTable,
 ) -> Result<(Router, PolicyHandle), PolicyError> {
+    served_routes::check(policy)?;
     let keys = config.api_keys.clone();
     let list_items = move |req: Parts| list_items(keys, req);
     let chat_keys = config.api_keys.clone();

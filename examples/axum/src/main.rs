@@ -92,7 +92,10 @@ async fn main() {
         }
     };
     let (app, entries) = app;
-    let (app, limits) = app.unwrap_or_else(|e| fail(2, &format!("RATELIMIT_CONFIG: {e}")));
+    let (app, limits) = app.unwrap_or_else(|mut e| {
+        e.file = e.file.or_else(|| Some(policy_path.clone()));
+        fail(2, &format!("RATELIMIT_CONFIG: {e}"))
+    });
     // Reloaded on SIGHUP and when the file changes; kept alive until exit.
     let limits = Arc::new(limits);
     // The admin API's run-time entries, shared through Redis by every copy.

@@ -3,7 +3,8 @@
 //! reloads, logs and metrics (`startup`), the Grafana dashboard's metrics
 //! (`dashboard`), two processes on one Redis (`two_processes`), the AI
 //! gateway (`chat`), paced downloads (`download`) and the server's
-//! connections: h2c, idle timeouts, caps (`connections`).
+//! connections: h2c, idle timeouts, caps (`connections`); a policy's
+//! routes checked against the served ones (`served_routes`).
 
 mod admin;
 mod chat;
@@ -11,5 +12,6 @@ mod connections;
 mod dashboard;
 mod download;
 mod fleet;
+mod served_routes;
 mod startup;
 mod two_processes;

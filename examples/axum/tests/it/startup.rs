@@ -169,7 +169,18 @@ fn a_bad_policy_file_at_start_exits_naming_the_file() {
         p.replace("sliding-log 2/1d", "sliding-log 2/1dd")
     });
     let missing = bad.with_file_name("missing.toml");
+    let typo = policy_file("typo", |p| {
+        p.replacen(
+            r#"routes = ["POST /login"]"#,
+            r#"routes = ["POST /login/"]"#,
+            1,
+        )
+    });
     for (path, wants) in [
+        (
+            &typo,
+            vec![r#"ratelimit.toml: limit "login-failures": route "POST /login/" is not served"#],
+        ),
         (
             &bad,
             vec!["ratelimit.toml:36: limit \"accounts\": bad duration \"1dd\""],
@@ -187,6 +198,7 @@ fn a_bad_policy_file_at_start_exits_naming_the_file() {
         assert!(!err.contains("listening"), "{err}");
     }
     std::fs::remove_dir_all(bad.parent().unwrap()).unwrap();
+    std::fs::remove_dir_all(typo.parent().unwrap()).unwrap();
 }
 
 /// Editing a limit and sending SIGHUP applies it within 1 s, keeping the
