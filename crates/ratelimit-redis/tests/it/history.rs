@@ -265,10 +265,15 @@ async fn two_instances_on_server_time_are_linearizable() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leases_stay_within_their_bound() {
     let server = server!();
+    leases_within_their_bound(server.url(), "one server").await;
+}
+
+/// `leases_stay_within_their_bound` on `target`.
+async fn leases_within_their_bound(target: impl Into<Target> + Clone, what: &str) {
     let (limit, n, k) = (12, 3, 2);
     let fixed = FixedWindow::new(limit, Duration::from_secs(1)).unwrap();
     let leased = || {
-        RedisStore::builder(server.url(), fixed)
+        RedisStore::builder(target.clone(), fixed)
             .prefix("l:")
             .time_source(TimeSource::Caller)
             .timeout(Duration::from_secs(5))
@@ -293,11 +298,11 @@ async fn leases_stay_within_their_bound() {
             .filter(|e| e.now > T0 + SECOND - 1)
             .collect();
         for (_, admitted) in admitted_cost(&second) {
-            assert!(admitted <= limit + k * (n - 1), "{admitted}");
+            assert!(admitted <= limit + k * (n - 1), "{what}: {admitted}");
             worst = worst.max(admitted.saturating_sub(limit));
         }
     }
-    eprintln!("leases of {n} on {k} instances, limit {limit}: largest overshoot {worst}");
+    eprintln!("{what}: leases of {n} on {k} instances, limit {limit}: largest overshoot {worst}");
 }
 
 /// Does `op` at `now`, recorded in `rec`.
@@ -377,33 +382,47 @@ async fn two_instances_through_a_slow_network_are_linearizable() {
     linearizable(&both, Checker::new(GCRA), Mix::ALL, SECOND / 5, what).await;
 }
 
-/// Two instances on a Cluster of three masters: every operation, exact.
+/// Every mode on a Cluster of three masters: two instances exact, two
+/// with deny caches checking, one with its deny cache doing everything
+/// (all linearizable), and leases within their bound.
 #[cfg(feature = "cluster")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_instances_on_a_cluster_are_linearizable() {
+async fn every_mode_on_a_cluster_keeps_its_bound() {
     let Some(cluster) = ratelimit_test_support::RedisCluster::start(3, 0) else {
         return;
     };
     let target = Target::parse(&cluster.url(), None).unwrap();
-    exact_on(target, "gcra, exact, cluster").await;
+    every_mode_on(target, "cluster").await;
 }
 
-/// Two instances through a Sentinel's master: every operation, exact.
+/// Every mode through a Sentinel's master, as on a Cluster.
 #[cfg(feature = "sentinel")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_instances_through_a_sentinel_are_linearizable() {
+async fn every_mode_through_a_sentinel_keeps_its_bound() {
     let Some(sentinel) = ratelimit_test_support::redis_sentinel::RedisSentinel::start() else {
         return;
     };
     let target = Target::parse(&sentinel.url(), None).unwrap();
-    exact_on(target, "gcra, exact, sentinel").await;
+    every_mode_on(target, "sentinel").await;
 }
 
-/// Two instances on `target`, no deny cache, every operation of GCRA.
+/// On `target`: two instances without deny caches, every operation of
+/// GCRA; two with deny caches, checks; one with its deny cache, every
+/// operation: each linearizable; then leases of 3 within their bound.
 #[cfg(any(feature = "cluster", feature = "sentinel"))]
-async fn exact_on(target: Target, what: &str) {
-    let both = [0, 1].map(|_| store((target.clone(), "t:"), gcra(), TimeSource::Caller, 0));
-    linearizable(&both, Checker::new(GCRA), SETTLES, SECOND / 5, what).await;
+async fn every_mode_on(target: Target, what: &str) {
+    let at = |prefix| (target.clone(), prefix);
+    let gcra_at = |prefix, cache| store(at(prefix), gcra(), TimeSource::Caller, cache);
+    let both = [gcra_at("t:", 0), gcra_at("t:", 0)];
+    let exact = format!("{what}: gcra, exact");
+    linearizable(&both, Checker::new(GCRA), SETTLES, SECOND / 5, &exact).await;
+    let both = [gcra_at("c:", 1024), gcra_at("c:", 1024)];
+    let cached = format!("{what}: gcra, two deny caches, checks");
+    linearizable(&both, Checker::new(GCRA), Mix::CHECKS, SECOND / 5, &cached).await;
+    let one = [gcra_at("o:", 1024)];
+    let cached = format!("{what}: gcra, one deny cache, every operation");
+    linearizable(&one, Checker::new(GCRA), Mix::ALL, SECOND / 5, &cached).await;
+    leases_within_their_bound(target, what).await;
 }
 
 /// A fixed window of `limit` per hour on `target`, the caller's time, a
