@@ -74,7 +74,7 @@ async fn limits_hold_across_a_cluster() {
 
 /// Whether a check of `key` on `store` was decided in the Cluster: its
 /// state is there afterwards.
-async fn decided_in(
+pub(crate) async fn decided_in(
     store: &RedisStore,
     key: &str,
     cluster: &mut ratelimit_redis::Connection,

@@ -1,7 +1,10 @@
 //! A private redis-server per test: the workspace's one harness
-//! (`ratelimit-test-support`), plus a client and the `server!` macro.
+//! (`ratelimit-test-support`), plus a client, the `server!` macro and a
+//! bounded wait.
 
 pub use ratelimit_test_support::{RedisServer, SplitMix64 as Rng};
+use std::future::Future;
+use std::time::{Duration, Instant};
 
 /// A connection to the test server.
 pub trait Client {
@@ -79,4 +82,18 @@ pub async fn command_calls(c: &mut redis::aio::MultiplexedConnection, command: &
         .find_map(|l| l.strip_prefix(prefix.as_str()))
         .and_then(|l| l.split(',').next())
         .map_or(0, |n| n.parse().unwrap())
+}
+
+/// Waits until `ready` holds, polling every 50 ms; panics naming `what`
+/// after `bound` (generous: a loaded machine is slow, never wrong).
+pub async fn until<F, Fut>(bound: Duration, what: &str, mut ready: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let start = Instant::now();
+    while !ready().await {
+        assert!(start.elapsed() < bound, "not within {bound:?}: {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

@@ -28,9 +28,9 @@ const HOT: u64 = 4;
 const SPAN: u64 = 3;
 /// Operations per task and burst: 16 * 4 * 3 / 4 = 48 per key.
 const EACH: u64 = 4;
-const SECOND: u64 = 1_000_000_000;
+pub(crate) const SECOND: u64 = 1_000_000_000;
 /// The first burst's instant: whole seconds since the epoch.
-const T0: u64 = 1_700_000_000 * SECOND;
+pub(crate) const T0: u64 = 1_700_000_000 * SECOND;
 
 /// A check's answer, in the checker's terms.
 fn answer(d: &Decision) -> Answer {
@@ -38,7 +38,7 @@ fn answer(d: &Decision) -> Answer {
 }
 
 /// Does `op` on `store` at `now`: a check's answer.
-async fn call(store: &RedisStore, key: u64, op: Op, now: u64) -> Option<Answer> {
+pub(crate) async fn call(store: &RedisStore, key: u64, op: Op, now: u64) -> Option<Answer> {
     let key = format!("h{key}");
     let key = key.as_str();
     match op {
@@ -70,18 +70,18 @@ async fn call(store: &RedisStore, key: u64, op: Op, now: u64) -> Option<Answer> 
 
 /// What a run does: its operations, the bursts' instants, the key sets.
 #[derive(Debug, Clone, Copy)]
-struct Plan {
-    mix: Mix,
+pub(crate) struct Plan {
+    pub(crate) mix: Mix,
     /// The first burst's instant, and the time between bursts (0: the
     /// same instant throughout).
-    t0: u64,
-    step: u64,
-    seed: u64,
+    pub(crate) t0: u64,
+    pub(crate) step: u64,
+    pub(crate) seed: u64,
 }
 
 /// `TASKS` tasks, alternately on the stores of `stores`, doing the plan's
 /// bursts: the history.
-async fn run(stores: &[RedisStore], plan: Plan) -> Vec<Event<u64>> {
+pub(crate) async fn run(stores: &[RedisStore], plan: Plan) -> Vec<Event<u64>> {
     let rec = Arc::new(Recorder::new());
     let meet = Arc::new(Barrier::new(TASKS as usize));
     let mut handles = Vec::new();
@@ -265,10 +265,15 @@ async fn two_instances_on_server_time_are_linearizable() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leases_stay_within_their_bound() {
     let server = server!();
+    leases_within_their_bound(server.url(), "one server").await;
+}
+
+/// `leases_stay_within_their_bound` on `target`.
+async fn leases_within_their_bound(target: impl Into<Target> + Clone, what: &str) {
     let (limit, n, k) = (12, 3, 2);
     let fixed = FixedWindow::new(limit, Duration::from_secs(1)).unwrap();
     let leased = || {
-        RedisStore::builder(server.url(), fixed)
+        RedisStore::builder(target.clone(), fixed)
             .prefix("l:")
             .time_source(TimeSource::Caller)
             .timeout(Duration::from_secs(5))
@@ -293,11 +298,11 @@ async fn leases_stay_within_their_bound() {
             .filter(|e| e.now > T0 + SECOND - 1)
             .collect();
         for (_, admitted) in admitted_cost(&second) {
-            assert!(admitted <= limit + k * (n - 1), "{admitted}");
+            assert!(admitted <= limit + k * (n - 1), "{what}: {admitted}");
             worst = worst.max(admitted.saturating_sub(limit));
         }
     }
-    eprintln!("leases of {n} on {k} instances, limit {limit}: largest overshoot {worst}");
+    eprintln!("{what}: leases of {n} on {k} instances, limit {limit}: largest overshoot {worst}");
 }
 
 /// Does `op` at `now`, recorded in `rec`.
@@ -377,55 +382,72 @@ async fn two_instances_through_a_slow_network_are_linearizable() {
     linearizable(&both, Checker::new(GCRA), Mix::ALL, SECOND / 5, what).await;
 }
 
-/// Two instances on a Cluster of three masters: every operation, exact.
+/// Every mode on a Cluster of three masters: two instances exact, two
+/// with deny caches checking, one with its deny cache doing everything
+/// (all linearizable), and leases within their bound.
 #[cfg(feature = "cluster")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_instances_on_a_cluster_are_linearizable() {
+async fn every_mode_on_a_cluster_keeps_its_bound() {
     let Some(cluster) = ratelimit_test_support::RedisCluster::start(3, 0) else {
         return;
     };
     let target = Target::parse(&cluster.url(), None).unwrap();
-    exact_on(target, "gcra, exact, cluster").await;
+    every_mode_on(target, "cluster").await;
 }
 
-/// Two instances through a Sentinel's master: every operation, exact.
+/// Every mode through a Sentinel's master, as on a Cluster.
 #[cfg(feature = "sentinel")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_instances_through_a_sentinel_are_linearizable() {
+async fn every_mode_through_a_sentinel_keeps_its_bound() {
     let Some(sentinel) = ratelimit_test_support::redis_sentinel::RedisSentinel::start() else {
         return;
     };
     let target = Target::parse(&sentinel.url(), None).unwrap();
-    exact_on(target, "gcra, exact, sentinel").await;
+    every_mode_on(target, "sentinel").await;
 }
 
-/// Two instances on `target`, no deny cache, every operation of GCRA.
+/// On `target`: two instances without deny caches, every operation of
+/// GCRA; two with deny caches, checks; one with its deny cache, every
+/// operation: each linearizable; then leases of 3 within their bound.
 #[cfg(any(feature = "cluster", feature = "sentinel"))]
-async fn exact_on(target: Target, what: &str) {
-    let both = [0, 1].map(|_| store((target.clone(), "t:"), gcra(), TimeSource::Caller, 0));
-    linearizable(&both, Checker::new(GCRA), SETTLES, SECOND / 5, what).await;
+async fn every_mode_on(target: Target, what: &str) {
+    let at = |prefix| (target.clone(), prefix);
+    let gcra_at = |prefix, cache| store(at(prefix), gcra(), TimeSource::Caller, cache);
+    let both = [gcra_at("t:", 0), gcra_at("t:", 0)];
+    let exact = format!("{what}: gcra, exact");
+    linearizable(&both, Checker::new(GCRA), SETTLES, SECOND / 5, &exact).await;
+    let both = [gcra_at("c:", 1024), gcra_at("c:", 1024)];
+    let cached = format!("{what}: gcra, two deny caches, checks");
+    linearizable(&both, Checker::new(GCRA), Mix::CHECKS, SECOND / 5, &cached).await;
+    let one = [gcra_at("o:", 1024)];
+    let cached = format!("{what}: gcra, one deny cache, every operation");
+    linearizable(&one, Checker::new(GCRA), Mix::ALL, SECOND / 5, &cached).await;
+    leases_within_their_bound(target, what).await;
 }
 
 /// A fixed window of `limit` per hour on `target`, the caller's time, a
-/// fallback, a 200 ms timeout, no deny cache (its cached denials would
-/// answer while Redis fails).
-fn hourly_with_fallback(target: impl Into<Target>, prefix: &str, limit: u64) -> RedisStore {
+/// fallback (with the outage share if `share`), a 200 ms timeout, no deny
+/// cache (its cached denials would answer while Redis fails).
+pub(crate) fn hourly_with_fallback(
+    target: impl Into<Target>,
+    prefix: &str,
+    limit: u64,
+    share: bool,
+) -> RedisStore {
     let hour = FixedWindow::new(limit, Duration::from_secs(3600)).unwrap();
     RedisStore::builder(target, hour)
         .prefix(prefix)
         .time_source(TimeSource::Caller)
         .timeout(Duration::from_millis(200))
         .fallback_to_memory(1_000)
-        // The bound checked here is the fallback's without the share
-        // (`outage_share.rs` checks the share's).
-        .outage_share(false)
+        .outage_share(share)
         .deny_cache(0)
         .build()
         .unwrap()
 }
 
 /// Checks of cost 1, every burst at `T0`.
-const ONE_INSTANT: Plan = Plan {
+pub(crate) const ONE_INSTANT: Plan = Plan {
     mix: Mix {
         max_cost: 1,
         ..Mix::CHECKS
@@ -445,7 +467,7 @@ const ONE_INSTANT: Plan = Plan {
 async fn the_fallback_stays_within_its_bound() {
     let mut server = server!();
     let (limit, k) = (5, 2);
-    let both = [0, 1].map(|_| hourly_with_fallback(server.url(), "f:", limit));
+    let both = [0, 1].map(|_| hourly_with_fallback(server.url(), "f:", limit, false));
     let plan = ONE_INSTANT;
     let mut events = run(&both, plan).await;
     server.kill();
@@ -459,11 +481,12 @@ async fn the_fallback_stays_within_its_bound() {
 }
 
 /// A Sentinel failover (`SENTINEL FAILOVER`, the old master alive) under
-/// 16 tasks on two instances with fallbacks: the contract states no
-/// number for what it may admit past the limit (writes the old master
-/// took after the switch are lost: "more for the keys touched in that
-/// second, never less"), so the largest overshoot is reported; once both
-/// decide in Redis again, the new master's histories are linearizable.
+/// 16 tasks on two instances with fallbacks (no share), a limit of 10 an
+/// hour: each key admits at most `(k + 2) * L` = 40 (ALGORITHMS.md,
+/// "Bounds per mode": the fallback's `(k + 1) * L`, plus at most one `L`
+/// the old master admitted that the new one never got), and the largest
+/// overshoot is reported; once both decide in Redis again, the new
+/// master's histories are linearizable.
 #[cfg(feature = "sentinel")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_a_sentinel_failover_the_limit_is_exact_again() {
@@ -471,8 +494,8 @@ async fn after_a_sentinel_failover_the_limit_is_exact_again() {
         return;
     };
     let target = Target::parse(&sentinel.url(), None).unwrap();
-    let limit = 10;
-    let both = [0, 1].map(|_| hourly_with_fallback(target.clone(), "o:", limit));
+    let (limit, k) = (10, 2);
+    let both = [0, 1].map(|_| hourly_with_fallback(target.clone(), "o:", limit, false));
     let plan = ONE_INSTANT;
     let sentinel = Arc::new(sentinel);
     let failing = tokio::task::spawn_blocking({
@@ -490,21 +513,36 @@ async fn after_a_sentinel_failover_the_limit_is_exact_again() {
     };
     crate::topology::until(Duration::from_secs(60), "both decide in Redis", in_redis).await;
     events.extend(run(&both, plan).await);
-    let worst = admitted_cost(&events).into_values().max().unwrap() - limit;
+    let bound = (k + 2) * limit;
+    let mut most = 0;
+    for (key, admitted) in admitted_cost(&events) {
+        assert!(admitted <= bound, "key {key}: {admitted} > {bound}");
+        most = most.max(admitted);
+    }
     eprintln!(
-        "sentinel failover, {k} instances, limit {limit}: largest overshoot {worst}",
-        k = 2
+        "sentinel failover, {k} instances, limit {limit}: at most {most} a key (bound {bound})"
     );
+    linearizable_after(&both, limit, "after the failover").await;
+}
+
+/// Every operation but bans on fresh keys of `stores` (hourly windows of
+/// `limit`, as `hourly_with_fallback` makes), all deciding in Redis: the
+/// histories must be linearizable.
+#[cfg(any(feature = "cluster", feature = "sentinel"))]
+pub(crate) async fn linearizable_after(stores: &[RedisStore], limit: u64, what: &str) {
     let spec = Spec::Fixed {
         limit,
         period: 3600 * SECOND,
         anchor: ratelimit_test_support::model::Anchor::Aligned,
     };
-    let after = Plan { seed: 8, ..plan };
     let mix = Mix { ban: 0, ..Mix::ALL };
-    let after = Plan { mix, ..after };
-    let events = run(&both, after).await;
+    let after = Plan {
+        mix,
+        seed: 8,
+        ..ONE_INSTANT
+    };
+    let events = run(stores, after).await;
     if let Err(v) = Checker::new(spec).check(&events) {
-        panic!("after the failover: {v}");
+        panic!("{what}: {v}");
     }
 }

@@ -16,6 +16,7 @@ mod errors;
 mod exact;
 mod failure;
 mod history;
+mod history_faults;
 mod invalidation;
 mod lease;
 #[cfg(feature = "live")]

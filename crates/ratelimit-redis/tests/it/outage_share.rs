@@ -25,7 +25,7 @@ fn store(url: &str, limit: u64, share: bool) -> RedisStore {
 }
 
 /// Waits (at most 20 s) until every store has counted `k` instances.
-async fn until_counted(stores: &[RedisStore], k: u64) {
+pub(crate) async fn until_counted(stores: &[RedisStore], k: u64) {
     let start = Instant::now();
     while stores.iter().any(|s| s.instances() != k) {
         let seen: Vec<u64> = stores.iter().map(RedisStore::instances).collect();

@@ -3,25 +3,12 @@
 
 use ratelimit_core::Store;
 use ratelimit_redis::RedisStore;
-use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::task::JoinHandle;
 
-/// Waits until `ready` holds, polling every 50 ms; panics naming `what`
-/// after `bound` (generous: a loaded machine is slow, never wrong).
-pub async fn until<F, Fut>(bound: Duration, what: &str, mut ready: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let start = Instant::now();
-    while !ready().await {
-        assert!(start.elapsed() < bound, "not within {bound:?}: {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
+pub use crate::harness::until;
 
 /// `n` cost-1 checks of `key`, alternately on `a` and `b`: how many were
 /// admitted (a failed check panics).
