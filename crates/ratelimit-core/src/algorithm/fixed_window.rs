@@ -186,7 +186,8 @@ impl FixedWindow {
             remaining: self.limit.saturating_sub(s.count),
             wait: wait.map(Duration::from_nanos),
             limit: self.limit,
-            window: Duration::from_nanos(self.length(s.start)),
+            // A calendar unit's longest length: the same for every window.
+            window: Duration::from_nanos(self.period),
             reset: Duration::from_nanos(reset),
             // Full: nothing comes back before the window ends.
             next: Duration::from_nanos(if s.count < self.limit { 0 } else { reset }),

@@ -118,10 +118,10 @@ fn month_resets_on_the_first() {
     resets_at(spec, utc(2024, 2, 28, 12), utc(2024, 3, 1, 0));
     resets_at(spec, utc(2024, 2, 29, 23), utc(2024, 3, 1, 0));
     resets_at(spec, utc(2025, 12, 31, 23), utc(2026, 1, 1, 0));
-    // The window's length is the month's.
+    // The decision's window is the longest month's, in every month.
     let clock = ManualClock::new();
     clock.set_nanos(utc(2024, 2, 1, 0));
-    assert_eq!(check(&store(spec), &clock).window.as_secs(), 29 * 86_400);
+    assert_eq!(check(&store(spec), &clock).window.as_secs(), 31 * 86_400);
 }
 
 #[test]

@@ -5,7 +5,7 @@ use crate::harness::Client as _;
 use crate::harness::Rng;
 use crate::server;
 use ratelimit_core::{
-    Algorithm, Anchor, AnyAlgorithm, FixedWindow, Gcra, LeakyBucket, MemoryStore, SlidingLog,
+    Algorithm, Anchor, AnyAlgorithm, CalendarUnit, FixedWindow, Gcra, LeakyBucket, MemoryStore, SlidingLog,
     SlidingWindow, Store, TokenBucket,
 };
 use ratelimit_redis::{RedisStore, TimeSource};
@@ -186,6 +186,16 @@ async fn fixed_window_matches_core() {
             FixedWindow::new(100, Duration::from_secs(86_400))
                 .unwrap()
                 .into(),
+            // Calendar weeks (from Monday) and months of the UTC calendar.
+            FixedWindow::per_calendar_unit(5, CalendarUnit::Week)
+                .unwrap()
+                .into(),
+            FixedWindow::per_calendar_unit(5, CalendarUnit::Month)
+                .unwrap()
+                .into(),
+            FixedWindow::per_calendar_unit(2, CalendarUnit::Month)
+                .unwrap()
+                .into(),
         ],
         seeds(),
         OPS,
@@ -326,6 +336,11 @@ fn unsupported_configurations_are_rejected() {
         .build()
         .unwrap_err();
     assert!(e.to_string().contains("2^51"), "{e}");
+    let yearly = FixedWindow::per_calendar_unit(10, CalendarUnit::Year).unwrap();
+    let e = RedisStore::builder("redis://127.0.0.1/", yearly)
+        .build()
+        .unwrap_err();
+    assert!(e.to_string().contains("calendar year"), "{e}");
     let e = RedisStore::builder("redis://127.0.0.1/", Gcra::new(3, S).unwrap())
         .prefix("a{b")
         .build()
