@@ -218,10 +218,13 @@ pub(crate) fn fixed_window(
     period: Period,
     anchor: Option<&str>,
 ) -> Result<FixedWindow, SpecError> {
-    let anchor = anchor.map(|a| parse_anchor(a).map(|p| (a, p))).transpose()?;
+    let anchor = anchor
+        .map(|a| parse_anchor(a).map(|p| (a, p)))
+        .transpose()?;
     match (period, anchor) {
-        (Period::Fixed(d), anchor) => Ok(FixedWindow::new(limit, d)?
-            .with_anchor(anchor.map(|(_, a)| a).unwrap_or_default())),
+        (Period::Fixed(d), anchor) => {
+            Ok(FixedWindow::new(limit, d)?.with_anchor(anchor.map(|(_, a)| a).unwrap_or_default()))
+        }
         (Period::Calendar(_), Some((word, a))) if a != Anchor::Aligned => {
             Err(SpecError::CalendarAnchor(word.to_owned()))
         }
@@ -430,8 +433,7 @@ impl fmt::Display for AnyAlgorithm {
 mod serde_impl {
     use super::{fixed_window, parse_period, AnyAlgorithm, Period, SpecError};
     use crate::algorithm::{
-        AnyGcra, AnyLeakyBucket, AnyTokenBucket, SlidingLog, SlidingWindow,
-        DEFAULT_MAX_LOG_ENTRIES,
+        AnyGcra, AnyLeakyBucket, AnyTokenBucket, SlidingLog, SlidingWindow, DEFAULT_MAX_LOG_ENTRIES,
     };
     use serde::de::{self, Deserializer, MapAccess, Visitor};
     use serde::{Deserialize, Serialize, Serializer};
@@ -602,7 +604,10 @@ mod tests {
             ("gcra  10/s", "gcra 10/1s"),
             ("gcra 10/60s burst 10", "gcra 10/1m"),
             ("fixed-window 5/1000ms anchor aligned", "fixed-window 5/1s"),
-            ("fixed-window 5/month anchor aligned", "fixed-window 5/month"),
+            (
+                "fixed-window 5/month anchor aligned",
+                "fixed-window 5/month",
+            ),
             ("sliding-log 5/90m max-entries 7", "sliding-log 5/90m"),
             ("leaky-bucket 1/1s queue 0", "leaky-bucket 1/1s"),
             ("gcra 1/1s burst 3", "gcra 1/1s burst 3"),
@@ -653,7 +658,10 @@ mod tests {
                 "fixed-window 1/month anchor key-offset",
                 CalendarAnchor("key-offset".into()),
             ),
-            ("fixed-window 0/month", Invalid(ConfigError::ZeroLimit("limit"))),
+            (
+                "fixed-window 0/month",
+                Invalid(ConfigError::ZeroLimit("limit")),
+            ),
             ("gcra 1/1.5s", BadDuration("1.5s".into())),
             (
                 "gcra 1/1s burst -1",

@@ -173,11 +173,7 @@ impl FixedWindow {
     }
 
     fn decision(&self, allowed: bool, s: &WindowState, now: u64, wait: Option<u64>) -> Decision {
-        let reset = if s.count > 0 {
-            self.left(s, now)
-        } else {
-            0
-        };
+        let reset = if s.count > 0 { self.left(s, now) } else { 0 };
         Decision {
             banned: false,
             allowed,
@@ -245,9 +241,7 @@ impl Algorithm for FixedWindow {
             s.count = s.count.saturating_add(cost).min(cap);
         }
         let debt = s.count > self.limit;
-        let wait = if debt { self.left(s, now) } else {
-            0
-        };
+        let wait = if debt { self.left(s, now) } else { 0 };
         self.decision(!debt, s, now, Some(wait))
     }
 

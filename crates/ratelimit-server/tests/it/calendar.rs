@@ -22,8 +22,12 @@ const SEC: u64 = 1_000_000_000;
 const MARCH_1: u64 = 1_709_251_200 * SEC;
 
 async fn user(h: &Harness) -> RateLimitResponse {
-    h.rls(request("edge", vec![descriptor(&[("user", "ann")], None)], 0))
-        .await
+    h.rls(request(
+        "edge",
+        vec![descriptor(&[("user", "ann")], None)],
+        0,
+    ))
+    .await
 }
 
 /// The code, the unit and `duration_until_reset` of the one status.
