@@ -245,7 +245,8 @@ impl AnyAlgorithm {
     }
 
     /// The rate `L per P` the algorithm admits in the long run: `(L, P)`
-    /// (for the token bucket, its refill `(R, P)`).
+    /// (for the token bucket, its refill `(R, P)`; for a fixed window of a
+    /// calendar unit, `P` is the unit's longest length).
     ///
     /// ```
     /// use ratelimit_core::AnyAlgorithm;
