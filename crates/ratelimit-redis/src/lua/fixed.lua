@@ -55,7 +55,8 @@ local function next_end()
 end
 
 -- Live settings: the stamp 'f:P:L:anchor', the algorithm's sixth
--- parameter (see common.lua).
+-- parameter (see common.lua); the anchor is a (aligned), r (first
+-- request), k (key offset), w (calendar week) or M (calendar month).
 local STAMP = ARGV[13]
 
 local es, en, cnt
