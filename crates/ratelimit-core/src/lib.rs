@@ -34,6 +34,7 @@
 struct ReadmeDoctests;
 
 mod algorithm;
+mod calendar;
 mod clock;
 mod decision;
 mod duration;
@@ -54,6 +55,7 @@ pub use algorithm::{
 };
 #[cfg(feature = "live")]
 pub use algorithm::{LiveAlgorithm, LiveError, LiveState, MAX_OVERRIDES};
+pub use calendar::CalendarUnit;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::Decision;
 pub use duration::{ceil_secs, format_duration, parse_duration, saturating_nanos};

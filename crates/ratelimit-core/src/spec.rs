@@ -9,7 +9,7 @@ use crate::algorithm::{
     SlidingWindow, DEFAULT_MAX_LOG_ENTRIES,
 };
 use crate::duration::{format_duration, parse_fine_duration};
-use crate::ConfigError;
+use crate::{CalendarUnit, ConfigError};
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
@@ -59,6 +59,20 @@ pub enum SpecError {
     },
     /// An anchor other than `aligned`, `first-request` and `key-offset`.
     BadAnchor(String),
+    /// A period that looks like a calendar unit but is not spelled `week`,
+    /// `month` or `year` (`1mo`, `1w`, `2month`, `years`).
+    BadCalendarPeriod(String),
+    /// A calendar period (`week`, `month`, `year`) given to an algorithm
+    /// other than the fixed window.
+    CalendarUnsupported {
+        /// The algorithm.
+        algorithm: &'static str,
+        /// The period's word.
+        period: String,
+    },
+    /// An anchor other than `aligned` with a calendar period: calendar
+    /// windows are aligned on the UTC calendar.
+    CalendarAnchor(String),
     /// Well formed, but the algorithm's constructor rejects the settings.
     Invalid(ConfigError),
 }
@@ -98,6 +112,21 @@ impl fmt::Display for SpecError {
                 f,
                 "bad anchor {w:?}: expected aligned, first-request or key-offset"
             ),
+            Self::BadCalendarPeriod(w) => write!(
+                f,
+                "bad period {w:?}: a calendar period is written week, month or year \
+                 (one unit, no number; m is minutes)"
+            ),
+            Self::CalendarUnsupported { algorithm, period } => write!(
+                f,
+                "{algorithm} cannot take the calendar period {period:?}: only fixed-window \
+                 follows the calendar; write a duration (7d is a week)"
+            ),
+            Self::CalendarAnchor(w) => write!(
+                f,
+                "anchor {w:?} does not apply to a calendar period: its windows are \
+                 aligned on the UTC calendar"
+            ),
             Self::Invalid(e) => e.fmt(f),
         }
     }
@@ -128,19 +157,79 @@ const NAMES: [&str; 6] = [
     "sliding-window",
 ];
 
-/// Parses `L/P`.
-pub(crate) fn parse_rate(word: &str) -> Result<(u64, Duration), SpecError> {
-    let bad = || SpecError::BadRate(word.to_owned());
-    let (l, p) = word.split_once('/').ok_or_else(bad)?;
-    let limit = parse_number(l, "limit").map_err(|_| bad())?;
-    // `10/s` is `10/1s`.
-    let period = if p.starts_with(|c: char| c.is_ascii_digit()) {
+/// A rate's period: a duration, or a unit of the UTC calendar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Period {
+    Fixed(Duration),
+    Calendar(CalendarUnit),
+}
+
+impl Period {
+    /// The duration, or for a calendar unit the error naming `algorithm`
+    /// (only the fixed window follows the calendar).
+    fn fixed(self, algorithm: &'static str) -> Result<Duration, SpecError> {
+        match self {
+            Self::Fixed(d) => Ok(d),
+            Self::Calendar(unit) => Err(SpecError::CalendarUnsupported {
+                algorithm,
+                period: unit.name().to_owned(),
+            }),
+        }
+    }
+}
+
+/// Units a reader may take for a calendar unit: refused, with the spelling.
+const CALENDAR_LOOKALIKES: [&str; 12] = [
+    "w", "wk", "week", "weeks", "mo", "mon", "month", "months", "y", "yr", "year", "years",
+];
+
+/// Parses a period: `week`, `month`, `year`, or a duration (`10/s` is
+/// `10/1s`).
+pub(crate) fn parse_period(p: &str) -> Result<Period, SpecError> {
+    if let Some(unit) = CalendarUnit::from_name(p) {
+        return Ok(Period::Calendar(unit));
+    }
+    let unit = p.trim_start_matches(|c: char| c.is_ascii_digit());
+    if CALENDAR_LOOKALIKES.contains(&unit.to_ascii_lowercase().as_str()) {
+        return Err(SpecError::BadCalendarPeriod(p.to_owned()));
+    }
+    let period = if unit.len() < p.len() {
         parse_fine_duration(p)
     } else {
         parse_fine_duration(&format!("1{p}"))
     };
-    let period = period.map_err(|_| SpecError::BadDuration(p.to_owned()))?;
-    Ok((limit, period))
+    period
+        .map(Period::Fixed)
+        .map_err(|_| SpecError::BadDuration(p.to_owned()))
+}
+
+/// Parses `L/P`.
+pub(crate) fn parse_rate(word: &str) -> Result<(u64, Period), SpecError> {
+    let bad = || SpecError::BadRate(word.to_owned());
+    let (l, p) = word.split_once('/').ok_or_else(bad)?;
+    let limit = parse_number(l, "limit").map_err(|_| bad())?;
+    Ok((limit, parse_period(p)?))
+}
+
+/// A fixed window of `limit` per `period`, anchored at `anchor` (the
+/// default when `None`; a calendar period takes only `aligned`).
+pub(crate) fn fixed_window(
+    limit: u64,
+    period: Period,
+    anchor: Option<&str>,
+) -> Result<FixedWindow, SpecError> {
+    let anchor = anchor
+        .map(|a| parse_anchor(a).map(|p| (a, p)))
+        .transpose()?;
+    match (period, anchor) {
+        (Period::Fixed(d), anchor) => {
+            Ok(FixedWindow::new(limit, d)?.with_anchor(anchor.map(|(_, a)| a).unwrap_or_default()))
+        }
+        (Period::Calendar(_), Some((word, a))) if a != Anchor::Aligned => {
+            Err(SpecError::CalendarAnchor(word.to_owned()))
+        }
+        (Period::Calendar(unit), _) => Ok(FixedWindow::per_calendar_unit(limit, unit)?),
+    }
 }
 
 fn parse_number(word: &str, what: &'static str) -> Result<u64, SpecError> {
@@ -238,7 +327,10 @@ impl FromStr for AnyAlgorithm {
         let rate = words.next().ok_or(SpecError::MissingRate { algorithm })?;
         // `token-bucket C refill R/P`: the first word is the capacity alone.
         let (limit, period) = if algorithm == "token-bucket" {
-            (parse_number(rate, "capacity")?, Duration::ZERO)
+            (
+                parse_number(rate, "capacity")?,
+                Period::Fixed(Duration::ZERO),
+            )
         } else {
             parse_rate(rate)?
         };
@@ -251,6 +343,10 @@ impl FromStr for AnyAlgorithm {
             _ => &[],
         };
         let options = Options::parse(algorithm, allowed, words)?;
+        if algorithm == "fixed-window" {
+            return Ok(fixed_window(limit, period, options.get("anchor"))?.into());
+        }
+        let period = period.fixed(algorithm)?;
         Ok(match algorithm {
             "gcra" => {
                 let burst = options.number("burst")?.unwrap_or(limit);
@@ -258,17 +354,11 @@ impl FromStr for AnyAlgorithm {
             }
             "token-bucket" => {
                 let (refill, period) = parse_rate(options.required("refill")?)?;
-                AnyTokenBucket::new(limit, refill, period)?.into()
+                AnyTokenBucket::new(limit, refill, period.fixed(algorithm)?)?.into()
             }
             "leaky-bucket" => {
                 let queue = options.number("queue")?.unwrap_or(0);
                 AnyLeakyBucket::new(limit, period, queue)?.into()
-            }
-            "fixed-window" => {
-                let anchor = options.get("anchor").map(parse_anchor).transpose()?;
-                FixedWindow::new(limit, period)?
-                    .with_anchor(anchor.unwrap_or_default())
-                    .into()
             }
             "sliding-log" => {
                 let max = options
@@ -317,7 +407,10 @@ impl fmt::Display for AnyAlgorithm {
                 Ok(())
             }
             Self::FixedWindow(a) => {
-                write!(f, "{name} {}", Rate(a.rate_limit(), a.period()))?;
+                match a.calendar_unit() {
+                    Some(unit) => write!(f, "{name} {}/{unit}", a.rate_limit())?,
+                    None => write!(f, "{name} {}", Rate(a.rate_limit(), a.period()))?,
+                }
                 if a.anchor() != Anchor::Aligned {
                     write!(f, " anchor {}", anchor_name(a.anchor()))?;
                 }
@@ -338,16 +431,13 @@ impl fmt::Display for AnyAlgorithm {
 /// The serde forms, documented on [`AnyAlgorithm`].
 #[cfg(feature = "serde")]
 mod serde_impl {
-    use super::{parse_anchor, AnyAlgorithm, SpecError};
+    use super::{fixed_window, parse_period, AnyAlgorithm, Period, SpecError};
     use crate::algorithm::{
-        AnyGcra, AnyLeakyBucket, AnyTokenBucket, FixedWindow, SlidingLog, SlidingWindow,
-        DEFAULT_MAX_LOG_ENTRIES,
+        AnyGcra, AnyLeakyBucket, AnyTokenBucket, SlidingLog, SlidingWindow, DEFAULT_MAX_LOG_ENTRIES,
     };
-    use crate::duration::parse_fine_duration;
     use serde::de::{self, Deserializer, MapAccess, Visitor};
     use serde::{Deserialize, Serialize, Serializer};
     use std::fmt;
-    use std::time::Duration;
 
     impl Serialize for AnyAlgorithm {
         fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -355,9 +445,9 @@ mod serde_impl {
         }
     }
 
-    fn period<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    fn period<'de, D: Deserializer<'de>>(d: D) -> Result<Period, D::Error> {
         let s = String::deserialize(d)?;
-        parse_fine_duration(&s).map_err(|_| de::Error::custom(SpecError::BadDuration(s)))
+        parse_period(&s).map_err(de::Error::custom)
     }
 
     #[derive(Deserialize)]
@@ -366,38 +456,38 @@ mod serde_impl {
         Gcra {
             limit: u64,
             #[serde(deserialize_with = "period")]
-            period: Duration,
+            period: Period,
             burst: Option<u64>,
         },
         TokenBucket {
             capacity: u64,
             refill: u64,
             #[serde(deserialize_with = "period")]
-            period: Duration,
+            period: Period,
         },
         LeakyBucket {
             limit: u64,
             #[serde(deserialize_with = "period")]
-            period: Duration,
+            period: Period,
             queue: Option<u64>,
         },
         FixedWindow {
             limit: u64,
             #[serde(deserialize_with = "period")]
-            period: Duration,
+            period: Period,
             anchor: Option<String>,
         },
         SlidingLog {
             limit: u64,
             #[serde(deserialize_with = "period")]
-            period: Duration,
+            period: Period,
             #[serde(rename = "max-entries")]
             max_entries: Option<u64>,
         },
         SlidingWindow {
             limit: u64,
             #[serde(deserialize_with = "period")]
-            period: Duration,
+            period: Period,
         },
     }
 
@@ -410,38 +500,41 @@ mod serde_impl {
                     limit,
                     period,
                     burst,
-                } => AnyGcra::with_burst(limit, period, burst.unwrap_or(limit))?.into(),
+                } => {
+                    let period = period.fixed("gcra")?;
+                    AnyGcra::with_burst(limit, period, burst.unwrap_or(limit))?.into()
+                }
                 Table::TokenBucket {
                     capacity,
                     refill,
                     period,
-                } => AnyTokenBucket::new(capacity, refill, period)?.into(),
+                } => AnyTokenBucket::new(capacity, refill, period.fixed("token-bucket")?)?.into(),
                 Table::LeakyBucket {
                     limit,
                     period,
                     queue,
-                } => AnyLeakyBucket::new(limit, period, queue.unwrap_or(0))?.into(),
+                } => {
+                    let period = period.fixed("leaky-bucket")?;
+                    AnyLeakyBucket::new(limit, period, queue.unwrap_or(0))?.into()
+                }
                 Table::FixedWindow {
                     limit,
                     period,
                     anchor,
-                } => {
-                    let anchor = anchor.as_deref().map(parse_anchor).transpose()?;
-                    FixedWindow::new(limit, period)?
-                        .with_anchor(anchor.unwrap_or_default())
-                        .into()
-                }
+                } => fixed_window(limit, period, anchor.as_deref())?.into(),
                 Table::SlidingLog {
                     limit,
                     period,
                     max_entries,
                 } => SlidingLog::with_max_entries(
                     limit,
-                    period,
+                    period.fixed("sliding-log")?,
                     max_entries.unwrap_or(DEFAULT_MAX_LOG_ENTRIES),
                 )?
                 .into(),
-                Table::SlidingWindow { limit, period } => SlidingWindow::new(limit, period)?.into(),
+                Table::SlidingWindow { limit, period } => {
+                    SlidingWindow::new(limit, period.fixed("sliding-window")?)?.into()
+                }
             })
         }
     }
@@ -491,6 +584,9 @@ mod tests {
             "fixed-window 200/1d anchor key-offset",
             "fixed-window 200/1d anchor first-request",
             "fixed-window 200/1d",
+            "fixed-window 1000/week",
+            "fixed-window 1000/month",
+            "fixed-window 1/year",
             "sliding-log 2/1d",
             "sliding-log 20000/1h max-entries 20000",
             "sliding-window 60/1m",
@@ -508,6 +604,10 @@ mod tests {
             ("gcra  10/s", "gcra 10/1s"),
             ("gcra 10/60s burst 10", "gcra 10/1m"),
             ("fixed-window 5/1000ms anchor aligned", "fixed-window 5/1s"),
+            (
+                "fixed-window 5/month anchor aligned",
+                "fixed-window 5/month",
+            ),
             ("sliding-log 5/90m max-entries 7", "sliding-log 5/90m"),
             ("leaky-bucket 1/1s queue 0", "leaky-bucket 1/1s"),
             ("gcra 1/1s burst 3", "gcra 1/1s burst 3"),
@@ -527,7 +627,41 @@ mod tests {
             ("gcra 10", BadRate("10".into())),
             ("gcra x/1s", BadRate("x/1s".into())),
             ("gcra +1/1s", BadRate("+1/1s".into())),
-            ("gcra 1/1y", BadDuration("1y".into())),
+            ("gcra 1/1y", BadCalendarPeriod("1y".into())),
+            ("fixed-window 1/1mo", BadCalendarPeriod("1mo".into())),
+            ("fixed-window 1/1w", BadCalendarPeriod("1w".into())),
+            ("fixed-window 1/2month", BadCalendarPeriod("2month".into())),
+            ("fixed-window 1/years", BadCalendarPeriod("years".into())),
+            ("fixed-window 1/1x", BadDuration("1x".into())),
+            (
+                "gcra 1/month",
+                CalendarUnsupported {
+                    algorithm: "gcra",
+                    period: "month".into(),
+                },
+            ),
+            (
+                "token-bucket 5 refill 1/week",
+                CalendarUnsupported {
+                    algorithm: "token-bucket",
+                    period: "week".into(),
+                },
+            ),
+            (
+                "sliding-window 1/year",
+                CalendarUnsupported {
+                    algorithm: "sliding-window",
+                    period: "year".into(),
+                },
+            ),
+            (
+                "fixed-window 1/month anchor key-offset",
+                CalendarAnchor("key-offset".into()),
+            ),
+            (
+                "fixed-window 0/month",
+                Invalid(ConfigError::ZeroLimit("limit")),
+            ),
             ("gcra 1/1.5s", BadDuration("1.5s".into())),
             (
                 "gcra 1/1s burst -1",

@@ -33,6 +33,27 @@ impl Arg for bool {
     }
 }
 
+/// How a fixed window's windows fall (`lua/fixed.lua`'s `windows`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WindowsArg {
+    /// `0`: in phase with `phase` (aligned, key offset, calendar week).
+    Phased,
+    /// `1`: opened by the first admitted request.
+    FirstRequest,
+    /// `M`: the months of the UTC calendar.
+    Month,
+}
+
+impl Arg for WindowsArg {
+    fn write<W: ?Sized + RedisWrite>(&self, out: &mut W) {
+        out.write_arg(match self {
+            WindowsArg::Phased => b"0",
+            WindowsArg::FirstRequest => b"1",
+            WindowsArg::Month => b"M",
+        });
+    }
+}
+
 /// A number, or the empty string when absent (the scripts test `== ''`).
 impl Arg for Option<u64> {
     fn write<W: ?Sized + RedisWrite>(&self, out: &mut W) {
@@ -170,7 +191,7 @@ script_args! {
         limit: u64,
         period_g: u64,
         phase: u64,
-        first: bool,
+        windows: WindowsArg,
         stamp: Option<Arc<str>>,
     }
 }
@@ -444,7 +465,7 @@ mod tests {
             limit: 9,
             period_g: 10,
             phase: 0,
-            first: true,
+            windows: WindowsArg::FirstRequest,
             stamp: None,
         });
         let one = CallArgs {
@@ -531,7 +552,7 @@ mod tests {
             limit: 2,
             period_g: 3,
             phase: 4,
-            first: false,
+            windows: WindowsArg::Phased,
             stamp: Some("f:1:2:k".into()),
         };
         let mut plain: Vec<Vec<u8>> = Vec::new();

@@ -141,7 +141,11 @@
 //! State is stored as decimal strings (`seconds:nanoseconds:rest`). This
 //! holds while windows stay below 2^51 ns (26 days) and `limit` (burst,
 //! queue) times `L / gcd(L, P)` below 2^51; [`RedisStoreBuilder::build`]
-//! rejects anything larger rather than decide inexactly. The integration
+//! rejects anything larger rather than decide inexactly. A fixed window of
+//! calendar weeks runs as 7-day windows in phase with Monday, one of
+//! calendar months finds its bounds by the calendar in the script (a month,
+//! at most 31 days, stays below 2^53 ns); calendar years are rejected.
+//! The integration
 //! tests compare every decision with ratelimit-core's on random traces at
 //! real epoch times, including `3 per 1s` and `7 per 1s`.
 //!

@@ -5,11 +5,11 @@
 //! checks, once at build time, that a configuration stays inside the range
 //! where that holds, and rejects it otherwise.
 
-use crate::args::{FixedArgs, GcraArgs, LeakyArgs, LogArgs, Params, SlidingArgs};
+use crate::args::{FixedArgs, GcraArgs, LeakyArgs, LogArgs, Params, SlidingArgs, WindowsArg};
 use crate::BuildError;
 use ratelimit_core::{
-    saturating_nanos, Algorithm, Anchor, AnyAlgorithm, AnyGcra, AnyLeakyBucket, FixedWindow,
-    SlidingLog, SlidingWindow,
+    saturating_nanos, Algorithm, Anchor, AnyAlgorithm, AnyGcra, AnyLeakyBucket, CalendarUnit,
+    FixedWindow, SlidingLog, SlidingWindow,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,6 +23,7 @@ const WINDOW: &str = include_str!("lua/window.lua");
 /// few additions below 2^53.
 const LIMIT: u128 = 1 << 51;
 const NANOS_PER_SEC: u64 = 1_000_000_000;
+const DAY_NS: u64 = 86_400 * NANOS_PER_SEC;
 
 /// What a store sends with every call of its script.
 #[derive(Debug, Clone)]
@@ -200,10 +201,12 @@ impl Plan {
         };
         let mut stamp = format!("{kind}:{}", self.params.texts()[..numbers].join(":"));
         if let AnyAlgorithm::FixedWindow(w) = algorithm {
-            stamp.push_str(match w.anchor() {
-                Anchor::Aligned => ":a",
-                Anchor::FirstRequest => ":r",
-                Anchor::KeyOffset => ":k",
+            stamp.push_str(match (w.calendar_unit(), w.anchor()) {
+                (Some(CalendarUnit::Week), _) => ":w",
+                (Some(_), _) => ":M",
+                (None, Anchor::Aligned) => ":a",
+                (None, Anchor::FirstRequest) => ":r",
+                (None, Anchor::KeyOffset) => ":k",
             });
         }
         *self.params.stamp_mut() = Some(Arc::from(stamp));
@@ -244,15 +247,32 @@ fn short_name(algorithm: &AnyAlgorithm) -> &'static str {
 }
 
 fn fixed_params(algorithm: &AnyAlgorithm, w: &FixedWindow) -> Result<Params, BuildError> {
-    let [period, limit, period_g] = window(algorithm, w.rate_limit(), w.period())?;
+    let (period, phase, windows) = match w.calendar_unit() {
+        None if w.anchor() == Anchor::FirstRequest => (w.period(), 0, WindowsArg::FirstRequest),
+        // The key-offset phase depends on the key: the store fills it in
+        // per call (see `key_phase`); here it is 0.
+        None => (w.period(), 0, WindowsArg::Phased),
+        // Weeks are 7 days in phase with Monday 1970-01-05, 4 days in.
+        Some(CalendarUnit::Week) => (w.period(), 4 * DAY_NS, WindowsArg::Phased),
+        // A month is at most 31 days: its times stay below 2^53 ns as one
+        // number, and the script finds its bounds by the calendar, never
+        // by `t mod P` (which needs P below 2^51).
+        Some(CalendarUnit::Month) => (Duration::from_secs(86_400), 0, WindowsArg::Month),
+        Some(CalendarUnit::Year) => {
+            return Err(unsupported(
+                algorithm,
+                "a calendar year (up to 366 days) is too long for exact arithmetic in Lua \
+                 (its times in ns pass 2^53); use a month, or a memory store",
+            ))
+        }
+    };
+    let [period, limit, period_g] = window(algorithm, w.rate_limit(), period)?;
     Ok(Params::Fixed(FixedArgs {
         period,
         limit,
         period_g,
-        // The key-offset phase depends on the key: the store fills it in
-        // per call (see `key_phase`); here it is 0.
-        phase: 0,
-        first: w.anchor() == Anchor::FirstRequest,
+        phase,
+        windows,
         stamp: None,
     }))
 }

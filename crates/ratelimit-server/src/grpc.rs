@@ -3,7 +3,7 @@
 use crate::check::{check_all, Hit, Outcome, Status};
 use crate::headers::fields;
 use crate::state::State;
-use crate::unit::{to_rls, RlsUnit};
+use crate::unit::{rls_rate, RlsUnit};
 use envoy_types::pb::envoy::config::core::v3::HeaderValue;
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::{
@@ -122,6 +122,9 @@ fn unit_code(unit: RlsUnit) -> Unit {
         RlsUnit::Minute => Unit::Minute,
         RlsUnit::Hour => Unit::Hour,
         RlsUnit::Day => Unit::Day,
+        RlsUnit::Week => Unit::Week,
+        RlsUnit::Month => Unit::Month,
+        RlsUnit::Year => Unit::Year,
     }
 }
 
@@ -143,8 +146,7 @@ fn descriptor_status(status: &Status) -> DescriptorStatus {
         out.limit_remaining = u32::MAX;
         return out;
     };
-    let (limit, period) = algorithm.rate();
-    let (requests_per_unit, unit) = to_rls(limit, period);
+    let (requests_per_unit, unit) = rls_rate(algorithm);
     out.current_limit = Some(RateLimit {
         name: rule.config.name.clone(),
         requests_per_unit,

@@ -1,5 +1,7 @@
-//! An algorithm's rate in the RLS protocol's units (second, minute, hour, day).
+//! An algorithm's rate in the RLS protocol's units (second, minute, hour,
+//! day; week, month, year for calendar windows).
 
+use ratelimit_core::{AnyAlgorithm, CalendarUnit};
 use std::time::Duration;
 
 /// The RLS units this server reports, with their length in seconds.
@@ -10,8 +12,8 @@ pub const UNITS: [(RlsUnit, u64); 4] = [
     (RlsUnit::Day, 86_400),
 ];
 
-/// An RLS `RateLimit.Unit` this server reports (never the calendar units
-/// week, month and year: no algorithm here has calendar periods).
+/// An RLS `RateLimit.Unit` this server reports (week, month and year only
+/// for fixed windows of those calendar units).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RlsUnit {
     /// `SECOND`.
@@ -22,6 +24,42 @@ pub enum RlsUnit {
     Hour,
     /// `DAY`.
     Day,
+    /// `WEEK`.
+    Week,
+    /// `MONTH`.
+    Month,
+    /// `YEAR`.
+    Year,
+}
+
+/// `algorithm`'s rate as `requests_per_unit` and a unit: a fixed window of
+/// a calendar unit (`fixed-window 1000/month`) is its limit per `WEEK`,
+/// `MONTH` or `YEAR` exactly; every other algorithm's rate is
+/// [`to_rls`] of its [`rate`](AnyAlgorithm::rate).
+///
+/// ```
+/// use ratelimit_core::AnyAlgorithm;
+/// use ratelimit_server::unit::{rls_rate, RlsUnit};
+///
+/// let monthly: AnyAlgorithm = "fixed-window 1000/month".parse().unwrap();
+/// assert_eq!(rls_rate(&monthly), (1000, RlsUnit::Month));
+/// let minute: AnyAlgorithm = "gcra 10/1m".parse().unwrap();
+/// assert_eq!(rls_rate(&minute), (10, RlsUnit::Minute));
+/// ```
+pub fn rls_rate(algorithm: &AnyAlgorithm) -> (u32, RlsUnit) {
+    if let AnyAlgorithm::FixedWindow(w) = algorithm {
+        if let Some(unit) = w.calendar_unit() {
+            let limit = u32::try_from(w.rate_limit()).unwrap_or(u32::MAX);
+            let unit = match unit {
+                CalendarUnit::Week => RlsUnit::Week,
+                CalendarUnit::Month => RlsUnit::Month,
+                CalendarUnit::Year => RlsUnit::Year,
+            };
+            return (limit, unit);
+        }
+    }
+    let (limit, period) = algorithm.rate();
+    to_rls(limit, period)
 }
 
 /// `limit` per `period` as `requests_per_unit` and a unit: exact when the

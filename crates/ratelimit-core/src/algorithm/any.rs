@@ -35,14 +35,19 @@ use std::time::Duration;
 ///
 /// `NAME RATE [OPTION VALUE]...`, words separated by white space, where
 /// `RATE` is `L/P`: an integer and a duration (`100/1m`; `10/s` is
-/// `10/1s`). Durations are an integer and a unit, one of `ns us ms s m h d`.
+/// `10/1s`). Durations are an integer and a unit, one of `ns us ms s m h d`
+/// (`m` is minutes). The fixed window also takes a unit of the UTC calendar
+/// as its period, written `week`, `month` or `year` with no number
+/// (`fixed-window 1000/month`; see [`CalendarUnit`](crate::CalendarUnit)):
+/// `1mo`, `1w`, `2month`, `years` are refused naming the word, and the other
+/// algorithms refuse calendar periods naming themselves.
 ///
 /// | algorithm | form | options |
 /// |---|---|---|
 /// | [`Gcra`](crate::Gcra) | `gcra L/P [burst B]` | `burst` defaults to `L` |
 /// | [`TokenBucket`](crate::TokenBucket) | `token-bucket C refill R/P` | `C` the capacity, `R/P` the refill rate |
 /// | [`LeakyBucket`](crate::LeakyBucket) | `leaky-bucket L/P [queue Q]` | `queue` defaults to 0 (a strict pacer) |
-/// | [`FixedWindow`](crate::FixedWindow) | `fixed-window L/P [anchor A]` | `A`: `aligned` (default), `first-request`, `key-offset` |
+/// | [`FixedWindow`](crate::FixedWindow) | `fixed-window L/P [anchor A]` | `A`: `aligned` (default), `first-request`, `key-offset`; only `aligned` with `week`, `month`, `year` |
 /// | [`SlidingLog`](crate::SlidingLog) | `sliding-log L/P [max-entries M]` | `M` the bound on `L`, default [`DEFAULT_MAX_LOG_ENTRIES`](crate::DEFAULT_MAX_LOG_ENTRIES) |
 /// | [`SlidingWindow`](crate::SlidingWindow) | `sliding-window L/P` | |
 ///
@@ -240,7 +245,8 @@ impl AnyAlgorithm {
     }
 
     /// The rate `L per P` the algorithm admits in the long run: `(L, P)`
-    /// (for the token bucket, its refill `(R, P)`).
+    /// (for the token bucket, its refill `(R, P)`; for a fixed window of a
+    /// calendar unit, `P` is the unit's longest length).
     ///
     /// ```
     /// use ratelimit_core::AnyAlgorithm;

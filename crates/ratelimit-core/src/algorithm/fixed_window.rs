@@ -1,7 +1,8 @@
-//! The fixed window: at most `L` per window of length `P`.
+//! The fixed window: at most `L` per window of length `P`, or per unit of
+//! the UTC calendar.
 
 use super::{nonzero, period_nanos, stable_hash, Algorithm, StableKey};
-use crate::{ConfigError, Decision};
+use crate::{CalendarUnit, ConfigError, Decision};
 use std::time::Duration;
 
 /// Where a fixed window starts.
@@ -54,8 +55,11 @@ pub struct WindowState {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FixedWindow {
     limit: u64,
+    /// `P` in ns; with a calendar unit, the unit's longest length.
     period: u64,
     anchor: Anchor,
+    /// Windows that are the units of the UTC calendar.
+    calendar: Option<CalendarUnit>,
 }
 
 impl FixedWindow {
@@ -65,13 +69,45 @@ impl FixedWindow {
             limit: nonzero(limit, "limit")?,
             period: period_nanos(period)?,
             anchor: Anchor::Aligned,
+            calendar: None,
         })
     }
 
-    /// The same limit with windows anchored as `anchor` says.
+    /// `limit` per unit of the UTC calendar: the window is the week (from
+    /// Monday 00:00 UTC), month or year holding the instant, and the count
+    /// resets at the start of the next one. Instants are nanoseconds since
+    /// the Unix epoch (a [`SystemClock`](crate::SystemClock)'s).
+    ///
+    /// ```
+    /// use ratelimit_core::{Algorithm, CalendarUnit, FixedWindow};
+    ///
+    /// const DAY: u64 = 86_400_000_000_000;
+    /// let monthly = FixedWindow::per_calendar_unit(2, CalendarUnit::Month).unwrap();
+    /// let jan_31 = 30 * DAY; // 1970-01-31 00:00 UTC
+    /// let mut s = monthly.fresh("key", jan_31);
+    /// let d = monthly.check(&mut s, 2, jan_31);
+    /// assert_eq!(d.reset.as_secs(), 86_400); // February 1st
+    /// ```
+    pub fn per_calendar_unit(limit: u64, unit: CalendarUnit) -> Result<Self, ConfigError> {
+        let mut w = Self::new(limit, unit.longest())?;
+        w.calendar = Some(unit);
+        Ok(w)
+    }
+
+    /// The same limit with windows anchored as `anchor` says. A calendar
+    /// window ([`per_calendar_unit`](Self::per_calendar_unit)) is always
+    /// aligned on the calendar: it is returned unchanged.
     pub fn with_anchor(mut self, anchor: Anchor) -> Self {
-        self.anchor = anchor;
+        if self.calendar.is_none() {
+            self.anchor = anchor;
+        }
         self
+    }
+
+    /// The calendar unit of a calendar window, `None` for a window of
+    /// fixed length.
+    pub fn calendar_unit(&self) -> Option<CalendarUnit> {
+        self.calendar
     }
 
     /// The limit `L`.
@@ -79,7 +115,8 @@ impl FixedWindow {
         self.limit
     }
 
-    /// The period `P`.
+    /// The period `P`; with a calendar unit, its longest length (31 days
+    /// for a month).
     pub fn period(&self) -> Duration {
         Duration::from_nanos(self.period)
     }
@@ -104,12 +141,31 @@ impl FixedWindow {
         now.wrapping_sub(s.start)
     }
 
+    /// The length of the window starting at `start`: `P`, or the length
+    /// of the calendar unit starting there (a week's start may be before
+    /// time 0, a month's or a year's never).
+    #[inline]
+    fn length(&self, start: u64) -> u64 {
+        match self.calendar {
+            Some(unit @ (CalendarUnit::Month | CalendarUnit::Year)) => unit.window(start).1,
+            _ => self.period,
+        }
+    }
+
+    /// Time left in `s`'s window at `now` (which is in it).
+    #[inline]
+    fn left(&self, s: &WindowState, now: u64) -> u64 {
+        self.length(s.start) - Self::elapsed(s, now)
+    }
+
     /// Closes the window if it has ended; aligned windows move on in phase.
     fn roll(&self, s: &mut WindowState, now: u64) {
         let elapsed = Self::elapsed(s, now);
-        if elapsed >= self.period {
+        if elapsed >= self.length(s.start) {
             s.count = 0;
-            if self.anchor != Anchor::FirstRequest {
+            if let Some(unit) = self.calendar {
+                s.start = unit.window(now).0;
+            } else if self.anchor != Anchor::FirstRequest {
                 // start + k*P for the largest k that is not after now.
                 s.start = now - elapsed % self.period;
             }
@@ -117,11 +173,7 @@ impl FixedWindow {
     }
 
     fn decision(&self, allowed: bool, s: &WindowState, now: u64, wait: Option<u64>) -> Decision {
-        let reset = if s.count > 0 {
-            self.period - Self::elapsed(s, now)
-        } else {
-            0
-        };
+        let reset = if s.count > 0 { self.left(s, now) } else { 0 };
         Decision {
             banned: false,
             allowed,
@@ -130,6 +182,7 @@ impl FixedWindow {
             remaining: self.limit.saturating_sub(s.count),
             wait: wait.map(Duration::from_nanos),
             limit: self.limit,
+            // A calendar unit's longest length: the same for every window.
             window: Duration::from_nanos(self.period),
             reset: Duration::from_nanos(reset),
             // Full: nothing comes back before the window ends.
@@ -167,7 +220,7 @@ impl Algorithm for FixedWindow {
             self.decision(true, s, now, Some(0))
         } else {
             // Denied with cost <= L, so count > 0: the window is open.
-            let wait = self.period - Self::elapsed(s, now);
+            let wait = self.left(s, now);
             self.decision(false, s, now, Some(wait))
         }
     }
@@ -188,23 +241,19 @@ impl Algorithm for FixedWindow {
             s.count = s.count.saturating_add(cost).min(cap);
         }
         let debt = s.count > self.limit;
-        let wait = if debt {
-            self.period - Self::elapsed(s, now)
-        } else {
-            0
-        };
+        let wait = if debt { self.left(s, now) } else { 0 };
         self.decision(!debt, s, now, Some(wait))
     }
 
     fn refund(&self, s: &mut WindowState, cost: u64, admitted_at: u64, now: u64) {
         self.roll(s, now);
-        if admitted_at <= now && admitted_at.wrapping_sub(s.start) < self.period {
+        if admitted_at <= now && admitted_at.wrapping_sub(s.start) < self.length(s.start) {
             s.count = s.count.saturating_sub(cost);
         }
     }
 
     fn is_full(&self, s: &WindowState, now: u64) -> bool {
-        s.count == 0 || Self::elapsed(s, now) >= self.period
+        s.count == 0 || Self::elapsed(s, now) >= self.length(s.start)
     }
 
     fn limit(&self) -> u64 {
@@ -223,11 +272,12 @@ impl Algorithm for FixedWindow {
 impl FixedWindow {
     /// A fresh state for the key whose [`stable_hash`] is `hash`.
     pub(crate) fn fresh_hashed(&self, hash: u64, now: u64) -> WindowState {
-        let start = match self.anchor {
-            Anchor::Aligned => self.window_start(now, 0),
+        let start = match (self.calendar, self.anchor) {
+            (Some(unit), _) => unit.window(now).0,
+            (None, Anchor::Aligned) => self.window_start(now, 0),
             // No window is open until a request is admitted.
-            Anchor::FirstRequest => now,
-            Anchor::KeyOffset => self.window_start(now, hash % self.period),
+            (None, Anchor::FirstRequest) => now,
+            (None, Anchor::KeyOffset) => self.window_start(now, hash % self.period),
         };
         WindowState { start, count: 0 }
     }

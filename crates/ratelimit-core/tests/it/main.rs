@@ -7,6 +7,7 @@
 mod ban;
 mod boundaries;
 mod boxed;
+mod calendar;
 mod capacity;
 mod concurrency;
 mod eviction;

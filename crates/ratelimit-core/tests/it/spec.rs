@@ -116,6 +116,8 @@ mod serde_forms {
             big-log = { algorithm = "sliding-log", limit = 20000, period = "1h", max-entries = 20000 }
             window = { algorithm = "sliding-window", limit = 60, period = "1m" }
             plain = { algorithm = "gcra", limit = 3, period = "1s" }
+            monthly = { algorithm = "fixed-window", limit = 1000, period = "month" }
+            weekly = "fixed-window 10/week"
             "#,
         )
         .unwrap();
@@ -132,6 +134,8 @@ mod serde_forms {
         assert_eq!(text["big-log"], "sliding-log 20000/1h max-entries 20000");
         assert_eq!(text["window"], "sliding-window 60/1m");
         assert_eq!(text["plain"], "gcra 3/1s");
+        assert_eq!(text["monthly"], "fixed-window 1000/month");
+        assert_eq!(text["weekly"], "fixed-window 10/week");
     }
 
     #[test]
@@ -167,6 +171,14 @@ mod serde_forms {
                 ["limit must be at least 1", "line 2"],
             ),
             ("[limits]\nf = 7\n", ["algorithm spec", "line 2"]),
+            (
+                "[limits]\ng = { algorithm = \"fixed-window\", limit = 5, period = \"1mo\" }\n",
+                ["\"1mo\"", "line 2"],
+            ),
+            (
+                "[limits]\nh = { algorithm = \"gcra\", limit = 5, period = \"month\" }\n",
+                ["gcra cannot take the calendar period \"month\"", "line 2"],
+            ),
         ] {
             let err = toml::from_str::<File>(doc).err().expect(doc).to_string();
             for want in wants {

@@ -5,8 +5,8 @@ use crate::harness::Client as _;
 use crate::harness::Rng;
 use crate::server;
 use ratelimit_core::{
-    Algorithm, Anchor, AnyAlgorithm, FixedWindow, Gcra, LeakyBucket, MemoryStore, SlidingLog,
-    SlidingWindow, Store, TokenBucket,
+    Algorithm, Anchor, AnyAlgorithm, CalendarUnit, FixedWindow, Gcra, LeakyBucket, MemoryStore,
+    SlidingLog, SlidingWindow, Store, TokenBucket,
 };
 use ratelimit_redis::{RedisStore, TimeSource};
 use std::time::Duration;
@@ -186,11 +186,59 @@ async fn fixed_window_matches_core() {
             FixedWindow::new(100, Duration::from_secs(86_400))
                 .unwrap()
                 .into(),
+            // Calendar weeks (from Monday) and months of the UTC calendar.
+            FixedWindow::per_calendar_unit(5, CalendarUnit::Week)
+                .unwrap()
+                .into(),
+            FixedWindow::per_calendar_unit(5, CalendarUnit::Month)
+                .unwrap()
+                .into(),
+            FixedWindow::per_calendar_unit(2, CalendarUnit::Month)
+                .unwrap()
+                .into(),
         ],
         seeds(),
         OPS,
     )
     .await;
+}
+
+/// A monthly limit on both sides of month ends (leap and non-leap
+/// Februaries, 2000 and 2100 among them, and a new year): Redis decides
+/// as memory does, and a denial 1 ns before the first waits 1 ns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calendar_months_end_on_the_first_as_in_memory() {
+    let server = server!();
+    let monthly: AnyAlgorithm = FixedWindow::per_calendar_unit(2, CalendarUnit::Month)
+        .unwrap()
+        .into();
+    let redis = RedisStore::builder(server.url(), monthly)
+        .prefix("months:")
+        .time_source(TimeSource::Caller)
+        .build()
+        .unwrap();
+    let memory: MemoryStore<AnyAlgorithm, String> = MemoryStore::new(monthly);
+    // The first of: March 2024, 2023, 2000, 2100; February 2025; January 2026.
+    let firsts: [u64; 6] = [
+        1_709_251_200,
+        1_677_628_800,
+        951_868_800,
+        4_107_542_400,
+        1_738_368_000,
+        1_767_225_600,
+    ];
+    for (i, first) in firsts.into_iter().enumerate() {
+        let at = first * 1_000_000_000;
+        let key = format!("k{i}");
+        // Full 1 ns before the first (a denial waits 1 ns), fresh at it.
+        for (now, cost, allowed) in [(at - 1, 2, true), (at - 1, 1, false), (at, 2, true)] {
+            let m = memory.check_now(&key, cost, now).unwrap();
+            let r = Store::<str>::check(&redis, &key, cost, now).await.unwrap();
+            assert_eq!(r, m, "{key} cost {cost} at {now}");
+            let wait = Duration::from_nanos(u64::from(!allowed));
+            assert_eq!((m.allowed, m.wait), (allowed, Some(wait)), "{key} at {now}");
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -326,6 +374,11 @@ fn unsupported_configurations_are_rejected() {
         .build()
         .unwrap_err();
     assert!(e.to_string().contains("2^51"), "{e}");
+    let yearly = FixedWindow::per_calendar_unit(10, CalendarUnit::Year).unwrap();
+    let e = RedisStore::builder("redis://127.0.0.1/", yearly)
+        .build()
+        .unwrap_err();
+    assert!(e.to_string().contains("calendar year"), "{e}");
     let e = RedisStore::builder("redis://127.0.0.1/", Gcra::new(3, S).unwrap())
         .prefix("a{b")
         .build()

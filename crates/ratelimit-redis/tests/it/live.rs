@@ -93,6 +93,14 @@ const PAIRS: &[(&str, &str)] = &[
     ("fixed-window 4/1h", "leaky-bucket 1/1h queue 0"),
     ("sliding-log 2/1s", "fixed-window 5/1s anchor first-request"),
     ("sliding-window 4/1h", "token-bucket 1 refill 1/1h"),
+    // Calendar weeks and months (a week is not an aligned 7d).
+    ("fixed-window 3/7d", "fixed-window 4/week"),
+    ("fixed-window 3/week", "fixed-window 5/month"),
+    (
+        "fixed-window 3/month",
+        "fixed-window 2/1d anchor first-request",
+    ),
+    ("gcra 3/1h", "fixed-window 4/month"),
     ("gcra 3/1h", "fixed-window 4/1h"),
     ("fixed-window 3/1h", "sliding-log 4/1h"),
     ("sliding-log 3/1h", "sliding-window 4/1h"),

@@ -10,6 +10,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
+use ratelimit_core::{Clock, SystemClock};
 use ratelimit_server::{Config, Running, State};
 use std::sync::Arc;
 use tonic::transport::Channel;
@@ -32,10 +33,15 @@ impl Harness {
     /// The server of the `[[limit]]` entries in `toml` (and `[server]`
     /// settings, whose addresses are replaced by free ports).
     pub async fn start(toml: &str) -> Self {
+        Self::start_with_clock(toml, Arc::new(SystemClock::new())).await
+    }
+
+    /// As [`start`](Self::start), the stores on `clock`.
+    pub async fn start_with_clock(toml: &str, clock: Arc<dyn Clock>) -> Self {
         let mut config = Config::parse(toml, "test.toml").expect("test config");
         config.server.grpc = "127.0.0.1:0".parse().unwrap();
         config.server.http = "127.0.0.1:0".parse().unwrap();
-        let state = State::new(&config).expect("stores");
+        let state = State::with_clock(&config, clock).expect("stores");
         let running = Running::start(Arc::new(state)).await.expect("listen");
         let grpc = RateLimitServiceClient::connect(format!("http://{}", running.grpc_addr))
             .await

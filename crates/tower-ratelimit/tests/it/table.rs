@@ -131,6 +131,35 @@ async fn a_table_limits_each_route_as_written() {
     );
 }
 
+/// A monthly limit from the table resets on the first of the next UTC
+/// month (2025-01-31 23:00 to 2025-02-01 00:00), to the nanosecond.
+#[tokio::test]
+async fn a_monthly_limit_resets_on_the_first() {
+    let table = PolicyTable::from_toml(
+        "[[limit]]\nname = \"monthly\"\nalgorithm = \"fixed-window 1/month\"\nkey = \"peer-ip\"\nroutes = [\"GET /items/{id}\"]\n",
+        None,
+    )
+    .unwrap();
+    let feb_1 = 1_738_368_000 * 1_000_000_000; // 2025-02-01 00:00 UTC
+    let clock = ManualClock::new();
+    clock.set_nanos(feb_1 - 3_600 * 1_000_000_000);
+    let app = app(&table, &clock);
+    assert_eq!(
+        status(&app, Method::GET, "/items/1", &[]).await,
+        StatusCode::OK
+    );
+    clock.set_nanos(feb_1 - 1);
+    assert_eq!(
+        status(&app, Method::GET, "/items/1", &[]).await,
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    clock.set_nanos(feb_1);
+    assert_eq!(
+        status(&app, Method::GET, "/items/1", &[]).await,
+        StatusCode::OK
+    );
+}
+
 /// axum answers HEAD with the GET handler: a GET route's limit covers
 /// HEAD, and HEAD uses up the same quota.
 #[tokio::test]
@@ -178,6 +207,14 @@ fn every_validation_error_names_file_line_and_entry() {
         (
             entry("b", "algorithm = \"gcra 0/1s\"\nkey = \"global\""),
             "limits.toml:4: limit \"b\": limit must be at least 1",
+        ),
+        (
+            entry("b2", "algorithm = \"fixed-window 5/1mo\"\nkey = \"global\""),
+            "limits.toml:4: limit \"b2\": bad period \"1mo\": a calendar period is written week, month or year",
+        ),
+        (
+            entry("b3", "algorithm = \"gcra 5/month\"\nkey = \"global\""),
+            "limits.toml:4: limit \"b3\": gcra cannot take the calendar period \"month\"",
         ),
         (
             entry("c", "algorithm = \"gcra 1/1s\"\nkey = \"baerer\""),
