@@ -4,4 +4,6 @@ mod binary;
 mod grpc;
 mod harness;
 mod http;
+mod nginx;
 mod redis;
+mod settle;
