@@ -5,5 +5,6 @@ mod grpc;
 mod harness;
 mod http;
 mod nginx;
+mod python;
 mod redis;
 mod settle;
