@@ -1,6 +1,7 @@
 //! ratelimitd's tests: the real server on free ports, called by real clients.
 
 mod binary;
+mod envoy;
 mod grpc;
 mod harness;
 mod http;
