@@ -32,7 +32,7 @@ fn nginx_or_skip(test: &str) -> Option<PathBuf> {
     found
 }
 
-/// A running nginx, killed on drop.
+/// A running nginx (one process, `master_process off`), killed on drop.
 struct Nginx {
     child: Child,
     addr: SocketAddr,
@@ -69,7 +69,11 @@ impl Nginx {
             .arg(dir.join("error.log"))
             .arg("-c")
             .arg(dir.join("nginx.conf"))
+            // One process: killing it leaves no worker behind.
+            .args(["-g", "master_process off;"])
             .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
             .spawn()
             .expect("nginx starts");
         let mut nginx = Self { child, addr };

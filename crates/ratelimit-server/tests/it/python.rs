@@ -3,20 +3,10 @@
 //! Without python3 or grpcio the test is skipped, loudly; under `CI=true`
 //! it fails (CI installs a pinned grpcio).
 
+use crate::grpc::LIMITS;
 use crate::harness::Harness;
 use serde_json::Value;
 use std::process::Command;
-
-const LIMITS: &str = r#"
-[server]
-headers = true
-
-[[limit]]
-name = "per-ip"
-domain = "edge"
-algorithm = "fixed-window 3/1m"
-descriptors = [{ key = "remote_address" }]
-"#;
 
 /// The script's JSON lines for `calls` calls of `descriptors` in
 /// `domain`, or `None` after saying why the test is skipped.
@@ -61,7 +51,7 @@ async fn python_grpcio_calls_should_rate_limit_with_raw_protobuf() {
     let h = Harness::start(LIMITS).await;
     let addr = h.running.grpc_addr.to_string();
     let calls = tokio::task::spawn_blocking(move || {
-        let over = python_calls(&addr, "edge", 4, &["remote_address=10.3.0.1"])?;
+        let over = python_calls(&addr, "edge", 11, &["remote_address=10.3.0.1"])?;
         let bad = python_calls(&addr, "", 1, &["remote_address=10.3.0.1"])?;
         Some((over, bad))
     })
@@ -75,20 +65,20 @@ async fn python_grpcio_calls_should_rate_limit_with_raw_protobuf() {
     for (i, answer) in over.iter().enumerate() {
         let status = &answer["statuses"][0];
         assert_eq!(status["name"], "per-ip", "{answer}");
-        assert_eq!(status["requests_per_unit"], 3, "{answer}");
+        assert_eq!(status["requests_per_unit"], 10, "{answer}");
         assert_eq!(status["unit"], 2, "{answer}");
         let reset = status["reset_secs"].as_u64().unwrap();
         assert!((1..=60).contains(&reset), "{answer}");
-        if i < 3 {
+        if i < 10 {
             assert_eq!(answer["overall_code"], 1, "{answer}");
-            assert_eq!(status["remaining"], 2 - i, "{answer}");
+            assert_eq!(status["remaining"], 9 - i, "{answer}");
         } else {
             assert_eq!(answer["overall_code"], 2, "{answer}");
             assert_eq!(status["code"], 2, "{answer}");
             assert!(answer["headers"]["retry-after"].is_string(), "{answer}");
         }
     }
-    assert_eq!(over.len(), 4);
+    assert_eq!(over.len(), 11);
     assert_eq!(bad[0]["error"], "INVALID_ARGUMENT", "{}", bad[0]);
     h.running.stop().await;
 }
