@@ -36,6 +36,7 @@ fn nginx_or_skip(test: &str) -> Option<PathBuf> {
 struct Nginx {
     child: Child,
     addr: SocketAddr,
+    dir: PathBuf,
 }
 
 impl Nginx {
@@ -76,7 +77,11 @@ impl Nginx {
             .stderr(Stdio::null())
             .spawn()
             .expect("nginx starts");
-        let mut nginx = Self { child, addr };
+        let mut nginx = Self {
+            child,
+            addr,
+            dir: dir.clone(),
+        };
         let deadline = Instant::now() + Duration::from_secs(10);
         while TcpStream::connect(addr).is_err() {
             let log = std::fs::read_to_string(dir.join("error.log")).unwrap_or_default();
@@ -95,6 +100,7 @@ impl Drop for Nginx {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
