@@ -205,17 +205,25 @@ async fn check_one(hit: &Hit, cost: u64, now: u64) -> Result<Status, StoreError>
             return Err(e);
         }
     };
-    let shadow = rule.config.shadow;
-    let shadow_over = !decision.allowed && shadow;
-    if shadow_over {
-        if let Some(held) = rule.logs.admit(LOG_SHADOW, now) {
-            tracing::info!(limit = %rule.config.name, held_back = held, "shadow limit would refuse (admitted: dry run)");
+    Ok(Status::of(hit, decision, now))
+}
+
+impl Status {
+    /// The status of `hit` given the store's `decision` at `now`: over
+    /// when refused, unless its limit is a shadow (then logged).
+    pub(crate) fn of(hit: &Hit, decision: Decision, now: u64) -> Self {
+        let shadow = hit.rule.as_ref().is_some_and(|r| r.config.shadow);
+        let shadow_over = !decision.allowed && shadow;
+        if let (true, Some(rule)) = (shadow_over, &hit.rule) {
+            if let Some(held) = rule.logs.admit(LOG_SHADOW, now) {
+                tracing::info!(limit = %rule.config.name, held_back = held, "shadow limit would refuse (admitted: dry run)");
+            }
+        }
+        Self {
+            rule: hit.rule.clone(),
+            decision: Some(decision),
+            over: !decision.allowed && !shadow,
+            shadow_over,
         }
     }
-    Ok(Status {
-        rule: hit.rule.clone(),
-        decision: Some(decision),
-        over: !decision.allowed && !shadow,
-        shadow_over,
-    })
 }

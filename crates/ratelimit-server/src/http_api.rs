@@ -1,16 +1,16 @@
 //! The HTTP API: `POST /check` (JSON), `GET /check` (forward auth), `/ready`, `/health`.
 
-use crate::check::{check_all, Hit, Outcome, Status};
-use crate::headers::fields;
+use crate::check::{check_all, Hit, Outcome};
+use crate::http_json::{error, hit_by_name, outcome_answer, with_fields, ApiError, EntryJson};
+use crate::settle::settle_post;
 use crate::state::State;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Query, State as Extract};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::{Json, Router};
-use ratelimit_core::ceil_secs;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -37,17 +37,10 @@ pub struct HttpState {
 pub fn router(shared: Arc<HttpState>) -> Router {
     Router::new()
         .route("/check", get(check_get).post(check_post))
+        .route("/settle", post(settle_post))
         .route("/ready", get(ready))
         .route("/health", get(|| async { "ok\n" }))
         .with_state(shared)
-}
-
-/// One descriptor entry of `POST /check`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct EntryJson {
-    key: String,
-    value: String,
 }
 
 /// `POST /check`'s body: `domain` and `descriptors` (and `hits_addend`),
@@ -61,46 +54,6 @@ struct CheckBody {
     limit: Option<String>,
     key: Option<String>,
     cost: Option<u64>,
-}
-
-#[derive(Debug, Serialize)]
-struct StatusJson {
-    code: &'static str,
-    limit: Option<String>,
-    remaining: Option<u64>,
-    quota: Option<u64>,
-    window_secs: Option<u64>,
-    reset_secs: Option<u64>,
-    retry_after_secs: Option<u64>,
-}
-
-#[derive(Debug, Serialize)]
-struct OutcomeJson {
-    allowed: bool,
-    overall_code: &'static str,
-    statuses: Vec<StatusJson>,
-}
-
-/// A refusal of a call: its status and what is wrong, answered as
-/// `{"error": message}`.
-#[derive(Debug)]
-struct ApiError {
-    status: StatusCode,
-    message: String,
-}
-
-fn error(status: StatusCode, message: impl Into<String>) -> ApiError {
-    ApiError {
-        status,
-        message: message.into(),
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let body = serde_json::json!({ "error": self.message });
-        (self.status, Json(body)).into_response()
-    }
 }
 
 async fn ready(Extract(shared): Extract<Arc<HttpState>>) -> Response {
@@ -134,11 +87,7 @@ fn hits_of(state: &State, body: CheckBody) -> Result<Vec<Hit>, ApiError> {
             descriptors
                 .iter()
                 .map(|d| {
-                    let entries: Vec<(&str, &str)> = d
-                        .iter()
-                        .map(|e| (e.key.as_str(), e.value.as_str()))
-                        .collect();
-                    Hit::resolve(&state.limits, &domain, &entries, cost)
+                    Hit::resolve(&state.limits, &domain, &EntryJson::entries(d), cost)
                         .map_err(|e| error(StatusCode::BAD_REQUEST, e.to_string()))
                 })
                 .collect()
@@ -157,61 +106,14 @@ fn hits_of(state: &State, body: CheckBody) -> Result<Vec<Hit>, ApiError> {
     }
 }
 
-/// The hit of `key` on the limit named `limit`.
-fn hit_by_name(state: &State, limit: &str, key: String, cost: u64) -> Result<Hit, ApiError> {
-    let Some(rule) = state.limits.named(limit) else {
-        return Err(error(
-            StatusCode::NOT_FOUND,
-            format!("no limit named {limit:?}"),
-        ));
-    };
-    if rule.varying() != 1 {
-        return Err(error(
-            StatusCode::BAD_REQUEST,
-            format!(
-                "limit {limit:?} has {} entries that take any value: check it by domain and descriptors",
-                rule.varying()
-            ),
-        ));
-    }
-    Hit::of(rule, key, cost).map_err(|e| error(StatusCode::BAD_REQUEST, e.to_string()))
-}
-
-async fn decide(state: &State, hits: &[Hit]) -> Result<Outcome, ApiError> {
-    check_all(hits, state.now()).await.map_err(|e| {
+/// The outcome of `hits` at `now`, or a 503 for a store that failed.
+async fn decide(hits: &[Hit], now: u64) -> Result<Outcome, ApiError> {
+    check_all(hits, now).await.map_err(|e| {
         error(
             StatusCode::SERVICE_UNAVAILABLE,
             format!("the store failed: {e}"),
         )
     })
-}
-
-fn status_json(s: &Status) -> StatusJson {
-    let d = s.decision;
-    StatusJson {
-        code: if s.over { "OVER_LIMIT" } else { "OK" },
-        limit: s.rule.as_ref().map(|r| r.config.name.clone()),
-        remaining: d.map(|d| d.remaining),
-        quota: d.map(|d| d.limit),
-        window_secs: d.map(|d| ceil_secs(d.window)),
-        reset_secs: d.map(|d| ceil_secs(d.reset)),
-        retry_after_secs: d
-            .filter(|_| s.over)
-            .and_then(|d| d.retry_after())
-            .map(ceil_secs),
-    }
-}
-
-/// `outcome`'s header fields on `response`.
-fn with_fields(mut response: Response, outcome: &Outcome) -> Response {
-    for (name, value) in fields(outcome) {
-        if let Ok(value) = HeaderValue::from_str(&value) {
-            response
-                .headers_mut()
-                .insert(HeaderName::from_static(name), value);
-        }
-    }
-    response
 }
 
 async fn check_post(
@@ -221,18 +123,14 @@ async fn check_post(
     let Json(body) = body.map_err(|e| error(StatusCode::BAD_REQUEST, e.body_text()))?;
     let state = &shared.state;
     let hits = hits_of(state, body)?;
-    let outcome = decide(state, &hits).await?;
-    let json = OutcomeJson {
-        allowed: !outcome.over,
-        overall_code: if outcome.over { "OVER_LIMIT" } else { "OK" },
-        statuses: outcome.statuses.iter().map(status_json).collect(),
-    };
+    let now = state.now();
+    let outcome = decide(&hits, now).await?;
     let status = if outcome.over {
         StatusCode::TOO_MANY_REQUESTS
     } else {
         StatusCode::OK
     };
-    Ok(with_fields((status, Json(json)).into_response(), &outcome))
+    Ok(outcome_answer(&outcome, now, status))
 }
 
 /// `GET /check`'s query.
@@ -266,7 +164,7 @@ async fn check_get(
         }
     };
     let hit = hit_by_name(state, &query.limit, key, 1)?;
-    let outcome = decide(state, &[hit]).await?;
+    let outcome = decide(&[hit], state.now()).await?;
     let status = if !outcome.over {
         StatusCode::NO_CONTENT
     } else if state.settings.refuse_status == 403 {

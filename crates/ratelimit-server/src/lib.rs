@@ -3,7 +3,8 @@
 //! It answers Envoy's rate limit protocol
 //! (`envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit`, gRPC)
 //! and an HTTP check (`POST /check` with JSON, `GET /check?limit=NAME` for
-//! nginx `auth_request` and Traefik `forwardAuth`), from limits in a TOML
+//! nginx `auth_request` and Traefik `forwardAuth`, `POST /settle` for costs
+//! known after the response), from limits in a TOML
 //! file, each on one of `ratelimit-core`'s algorithms and a memory store.
 //! The guide is `docs/ratelimitd.md`.
 //!
@@ -32,9 +33,11 @@ mod config;
 pub mod grpc;
 mod headers;
 pub mod http_api;
+mod http_json;
 mod limits;
 mod rule;
 mod server;
+mod settle;
 mod state;
 pub mod unit;
 

@@ -10,7 +10,7 @@ const OVER: i32 = Code::OverLimit as i32;
 /// Per IP 10 a minute, per user 2 a minute, a shadow limit of 2 a minute on
 /// `shadow`, `office` unlimited. Windows start at a key's first request,
 /// so no test straddles a boundary.
-const LIMITS: &str = r#"
+pub const LIMITS: &str = r#"
 [server]
 headers = true
 

@@ -19,7 +19,7 @@ use tonic::transport::Channel;
 pub struct Harness {
     pub running: Running,
     pub grpc: RateLimitServiceClient<Channel>,
-    http: Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>,
+    http: HttpClient,
 }
 
 /// An HTTP answer.
@@ -46,7 +46,7 @@ impl Harness {
         let grpc = RateLimitServiceClient::connect(format!("http://{}", running.grpc_addr))
             .await
             .expect("gRPC connect");
-        let http = Client::builder(TokioExecutor::new()).build_http();
+        let http = http_client();
         Self {
             running,
             grpc,
@@ -64,7 +64,7 @@ impl Harness {
             .into_inner()
     }
 
-    /// An HTTP call.
+    /// An HTTP call to the server's HTTP API.
     pub async fn http(
         &self,
         method: &str,
@@ -72,27 +72,45 @@ impl Harness {
         headers: &[(&str, &str)],
         body: &str,
     ) -> Answer {
-        let mut request = http::Request::builder()
-            .method(method)
-            .uri(format!("http://{}{path_and_query}", self.running.http_addr));
-        for (name, value) in headers {
-            request = request.header(*name, *value);
-        }
-        if !body.is_empty() {
-            request = request.header("content-type", "application/json");
-        }
-        let request = request
-            .body(Full::new(Bytes::from(body.to_owned())))
-            .unwrap();
-        let response = self.http.request(request).await.expect("HTTP call");
-        let status = response.status().as_u16();
-        let headers = response.headers().clone();
-        let body = response.into_body().collect().await.unwrap().to_bytes();
-        Answer {
-            status,
-            headers,
-            body: String::from_utf8_lossy(&body).into_owned(),
-        }
+        let uri = format!("http://{}{path_and_query}", self.running.http_addr);
+        call(&self.http, method, &uri, headers, body).await
+    }
+}
+
+/// A plain HTTP/1.1 client.
+pub type HttpClient = Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>;
+
+/// A new [`HttpClient`].
+pub fn http_client() -> HttpClient {
+    Client::builder(TokioExecutor::new()).build_http()
+}
+
+/// An HTTP call to `uri` (a JSON body if not empty).
+pub async fn call(
+    client: &HttpClient,
+    method: &str,
+    uri: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Answer {
+    let mut request = http::Request::builder().method(method).uri(uri);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    if !body.is_empty() {
+        request = request.header("content-type", "application/json");
+    }
+    let request = request
+        .body(Full::new(Bytes::from(body.to_owned())))
+        .unwrap();
+    let response = client.request(request).await.expect("HTTP call");
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    Answer {
+        status,
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
     }
 }
 

@@ -2,7 +2,11 @@
 
 mod binary;
 mod calendar;
+mod envoy;
 mod grpc;
 mod harness;
 mod http;
+mod nginx;
+mod python;
 mod redis;
+mod settle;

@@ -82,3 +82,39 @@ async fn a_store_failure_is_unavailable_in_grpc_and_503_in_http() {
     assert!(a.body.contains("the store failed"), "{}", a.body);
     h.running.stop().await;
 }
+
+#[tokio::test]
+async fn a_settlement_on_one_server_is_seen_by_the_other() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let toml = limits(&redis.url());
+    let (a, b) = (Harness::start(&toml).await, Harness::start(&toml).await);
+    let check = r#"{"limit":"per-ip","key":"10.2.0.3"}"#;
+    let r = a.http("POST", "/check", &[], check).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let at = r
+        .body
+        .split("\"at\":")
+        .nth(1)
+        .unwrap()
+        .trim_end_matches('}');
+    let settle = |reserved: u64, actual: u64| {
+        format!(
+            r#"{{"limit":"per-ip","key":"10.2.0.3","reserved":{reserved},"actual":{actual},"admitted_at":{at}}}"#
+        )
+    };
+    // 1 reserved, 15 used: past the 10, in debt on both servers.
+    let s = b.http("POST", "/settle", &[], &settle(1, 15)).await;
+    assert_eq!(s.status, 200, "{}", s.body);
+    assert!(s.body.contains("\"allowed\":false"), "{}", s.body);
+    assert_eq!(a.http("POST", "/check", &[], check).await.status, 429);
+    // Given back down to 6 (a refund of 9, within the burst): 4 left.
+    let s = b.http("POST", "/settle", &[], &settle(15, 6)).await;
+    assert!(s.body.contains("\"remaining\":4"), "{}", s.body);
+    // On the server that settled at once (the other's deny cache may
+    // keep its denial for up to 1 s: ALGORITHMS.md's bound).
+    assert_eq!(b.http("POST", "/check", &[], check).await.status, 200);
+    a.running.stop().await;
+    b.running.stop().await;
+}
