@@ -507,7 +507,12 @@ async fn after_a_sentinel_failover_the_limit_is_exact_again() {
         events.extend(run(&both, plan).await);
     }
     failing.await.unwrap();
+    // Each store peeks a key (cost 0: it takes nothing) so that a breaker
+    // the failover opened lets its probe through and closes.
     let in_redis = || async {
+        for s in &both {
+            let _ = Store::<str>::check(s, "probe", 0, T0).await;
+        }
         both.iter()
             .all(|s| s.state() == ratelimit_redis::StoreState::Redis)
     };
