@@ -1,151 +1,14 @@
-//! Algorithms as text: one line names an algorithm and its settings
-//! (`gcra 100/1m burst 20`), parsed by [`AnyAlgorithm`]'s `FromStr` and
-//! printed back by its `Display`.
-//!
-//! The form is documented on [`AnyAlgorithm`].
+//! Parsing: a line of text to an [`AnyAlgorithm`] (its `FromStr`).
 
+use super::SpecError;
 use crate::algorithm::{
     Anchor, AnyAlgorithm, AnyGcra, AnyLeakyBucket, AnyTokenBucket, FixedWindow, SlidingLog,
     SlidingWindow, DEFAULT_MAX_LOG_ENTRIES,
 };
-use crate::duration::{format_duration, parse_fine_duration};
-use crate::{CalendarUnit, ConfigError};
-use std::fmt;
+use crate::duration::parse_fine_duration;
+use crate::CalendarUnit;
 use std::str::FromStr;
 use std::time::Duration;
-
-/// Why a text spec is not an algorithm. Every variant names the word at
-/// fault.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum SpecError {
-    /// Nothing but white space.
-    Empty,
-    /// The first word is not one of the six algorithms' names.
-    UnknownAlgorithm(String),
-    /// The rate word is missing.
-    MissingRate {
-        /// The algorithm.
-        algorithm: &'static str,
-    },
-    /// A word that should be a rate `L/P` is not one.
-    BadRate(String),
-    /// A word that should be a non-negative integer is not one.
-    BadNumber {
-        /// What the number is (`burst`, `limit`, ...).
-        what: &'static str,
-        /// The word.
-        token: String,
-    },
-    /// A duration that could not be parsed.
-    BadDuration(String),
-    /// An option this algorithm does not have.
-    UnknownOption {
-        /// The algorithm.
-        algorithm: &'static str,
-        /// The word.
-        token: String,
-    },
-    /// An option with no value after it.
-    MissingValue(String),
-    /// An option given twice.
-    Duplicate(String),
-    /// A required option left out (`refill` of the token bucket).
-    MissingOption {
-        /// The algorithm.
-        algorithm: &'static str,
-        /// The option.
-        option: &'static str,
-    },
-    /// An anchor other than `aligned`, `first-request` and `key-offset`.
-    BadAnchor(String),
-    /// A period that looks like a calendar unit but is not spelled `week`,
-    /// `month` or `year` (`1mo`, `1w`, `2month`, `years`).
-    BadCalendarPeriod(String),
-    /// A calendar period (`week`, `month`, `year`) given to an algorithm
-    /// other than the fixed window.
-    CalendarUnsupported {
-        /// The algorithm.
-        algorithm: &'static str,
-        /// The period's word.
-        period: String,
-    },
-    /// An anchor other than `aligned` with a calendar period: calendar
-    /// windows are aligned on the UTC calendar.
-    CalendarAnchor(String),
-    /// Well formed, but the algorithm's constructor rejects the settings.
-    Invalid(ConfigError),
-}
-
-impl fmt::Display for SpecError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Empty => f.write_str("empty algorithm spec"),
-            Self::UnknownAlgorithm(w) => write!(
-                f,
-                "unknown algorithm {w:?}: expected gcra, token-bucket, leaky-bucket, \
-                 fixed-window, sliding-log or sliding-window"
-            ),
-            Self::MissingRate { algorithm } => {
-                write!(f, "{algorithm}: missing the rate, like 100/1m")
-            }
-            Self::BadRate(w) => write!(
-                f,
-                "bad rate {w:?}: expected an integer, a slash and a duration, like 100/1m"
-            ),
-            Self::BadNumber { what, token } => {
-                write!(f, "bad {what} {token:?}: expected a non-negative integer")
-            }
-            Self::BadDuration(w) => write!(
-                f,
-                "bad duration {w:?}: expected an integer and a unit (ns, us, ms, s, m, h, d), like 500ms or 1h"
-            ),
-            Self::UnknownOption { algorithm, token } => {
-                write!(f, "{algorithm} has no option {token:?}")
-            }
-            Self::MissingValue(w) => write!(f, "option {w:?} has no value"),
-            Self::Duplicate(w) => write!(f, "option {w:?} given twice"),
-            Self::MissingOption { algorithm, option } => {
-                write!(f, "{algorithm} needs the option {option:?}")
-            }
-            Self::BadAnchor(w) => write!(
-                f,
-                "bad anchor {w:?}: expected aligned, first-request or key-offset"
-            ),
-            Self::BadCalendarPeriod(w) => write!(
-                f,
-                "bad period {w:?}: a calendar period is written week, month or year \
-                 (one unit, no number; m is minutes)"
-            ),
-            Self::CalendarUnsupported { algorithm, period } => write!(
-                f,
-                "{algorithm} cannot take the calendar period {period:?}: only fixed-window \
-                 follows the calendar; write a duration (7d is a week)"
-            ),
-            Self::CalendarAnchor(w) => write!(
-                f,
-                "anchor {w:?} does not apply to a calendar period: its windows are \
-                 aligned on the UTC calendar"
-            ),
-            Self::Invalid(e) => e.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for SpecError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Invalid(e) => Some(e),
-            _ => None,
-        }
-    }
-}
-
-impl From<ConfigError> for SpecError {
-    fn from(e: ConfigError) -> Self {
-        Self::Invalid(e)
-    }
-}
 
 /// The names, in the contract's spelling.
 const NAMES: [&str; 6] = [
@@ -167,7 +30,7 @@ pub(crate) enum Period {
 impl Period {
     /// The duration, or for a calendar unit the error naming `algorithm`
     /// (only the fixed window follows the calendar).
-    fn fixed(self, algorithm: &'static str) -> Result<Duration, SpecError> {
+    pub(super) fn fixed(self, algorithm: &'static str) -> Result<Duration, SpecError> {
         match self {
             Self::Fixed(d) => Ok(d),
             Self::Calendar(unit) => Err(SpecError::CalendarUnsupported {
@@ -372,202 +235,11 @@ impl FromStr for AnyAlgorithm {
 }
 
 /// `L/P` with the period in its largest exact unit.
-struct Rate(u64, Duration);
-
-impl fmt::Display for Rate {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.0, format_duration(self.1))
-    }
-}
-
-impl fmt::Display for AnyAlgorithm {
-    /// The canonical text form (see [`AnyAlgorithm`]).
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        use crate::Algorithm;
-        let name = self.name();
-        match self {
-            Self::Gcra(a) => {
-                write!(f, "{name} {}", Rate(a.rate_limit(), a.period()))?;
-                if a.burst() != a.rate_limit() {
-                    write!(f, " burst {}", a.burst())?;
-                }
-                Ok(())
-            }
-            Self::TokenBucket(a) => write!(
-                f,
-                "{name} {} refill {}",
-                a.capacity(),
-                Rate(a.refill(), a.period())
-            ),
-            Self::LeakyBucket(a) => {
-                write!(f, "{name} {}", Rate(a.rate_limit(), a.period()))?;
-                if a.queue() != 0 {
-                    write!(f, " queue {}", a.queue())?;
-                }
-                Ok(())
-            }
-            Self::FixedWindow(a) => {
-                match a.calendar_unit() {
-                    Some(unit) => write!(f, "{name} {}/{unit}", a.rate_limit())?,
-                    None => write!(f, "{name} {}", Rate(a.rate_limit(), a.period()))?,
-                }
-                if a.anchor() != Anchor::Aligned {
-                    write!(f, " anchor {}", anchor_name(a.anchor()))?;
-                }
-                Ok(())
-            }
-            Self::SlidingLog(a) => {
-                write!(f, "{name} {}", Rate(a.rate_limit(), a.period()))?;
-                if a.rate_limit() > DEFAULT_MAX_LOG_ENTRIES {
-                    write!(f, " max-entries {}", a.rate_limit())?;
-                }
-                Ok(())
-            }
-            Self::SlidingWindow(a) => write!(f, "{name} {}", Rate(a.rate_limit(), a.period())),
-        }
-    }
-}
-
-/// The serde forms, documented on [`AnyAlgorithm`].
-#[cfg(feature = "serde")]
-mod serde_impl {
-    use super::{fixed_window, parse_period, AnyAlgorithm, Period, SpecError};
-    use crate::algorithm::{
-        AnyGcra, AnyLeakyBucket, AnyTokenBucket, SlidingLog, SlidingWindow, DEFAULT_MAX_LOG_ENTRIES,
-    };
-    use serde::de::{self, Deserializer, MapAccess, Visitor};
-    use serde::{Deserialize, Serialize, Serializer};
-    use std::fmt;
-
-    impl Serialize for AnyAlgorithm {
-        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-            serializer.collect_str(self)
-        }
-    }
-
-    fn period<'de, D: Deserializer<'de>>(d: D) -> Result<Period, D::Error> {
-        let s = String::deserialize(d)?;
-        parse_period(&s).map_err(de::Error::custom)
-    }
-
-    #[derive(Deserialize)]
-    #[serde(tag = "algorithm", rename_all = "kebab-case", deny_unknown_fields)]
-    enum Table {
-        Gcra {
-            limit: u64,
-            #[serde(deserialize_with = "period")]
-            period: Period,
-            burst: Option<u64>,
-        },
-        TokenBucket {
-            capacity: u64,
-            refill: u64,
-            #[serde(deserialize_with = "period")]
-            period: Period,
-        },
-        LeakyBucket {
-            limit: u64,
-            #[serde(deserialize_with = "period")]
-            period: Period,
-            queue: Option<u64>,
-        },
-        FixedWindow {
-            limit: u64,
-            #[serde(deserialize_with = "period")]
-            period: Period,
-            anchor: Option<String>,
-        },
-        SlidingLog {
-            limit: u64,
-            #[serde(deserialize_with = "period")]
-            period: Period,
-            #[serde(rename = "max-entries")]
-            max_entries: Option<u64>,
-        },
-        SlidingWindow {
-            limit: u64,
-            #[serde(deserialize_with = "period")]
-            period: Period,
-        },
-    }
-
-    impl TryFrom<Table> for AnyAlgorithm {
-        type Error = SpecError;
-
-        fn try_from(t: Table) -> Result<Self, SpecError> {
-            Ok(match t {
-                Table::Gcra {
-                    limit,
-                    period,
-                    burst,
-                } => {
-                    let period = period.fixed("gcra")?;
-                    AnyGcra::with_burst(limit, period, burst.unwrap_or(limit))?.into()
-                }
-                Table::TokenBucket {
-                    capacity,
-                    refill,
-                    period,
-                } => AnyTokenBucket::new(capacity, refill, period.fixed("token-bucket")?)?.into(),
-                Table::LeakyBucket {
-                    limit,
-                    period,
-                    queue,
-                } => {
-                    let period = period.fixed("leaky-bucket")?;
-                    AnyLeakyBucket::new(limit, period, queue.unwrap_or(0))?.into()
-                }
-                Table::FixedWindow {
-                    limit,
-                    period,
-                    anchor,
-                } => fixed_window(limit, period, anchor.as_deref())?.into(),
-                Table::SlidingLog {
-                    limit,
-                    period,
-                    max_entries,
-                } => SlidingLog::with_max_entries(
-                    limit,
-                    period.fixed("sliding-log")?,
-                    max_entries.unwrap_or(DEFAULT_MAX_LOG_ENTRIES),
-                )?
-                .into(),
-                Table::SlidingWindow { limit, period } => {
-                    SlidingWindow::new(limit, period.fixed("sliding-window")?)?.into()
-                }
-            })
-        }
-    }
-
-    struct SpecVisitor;
-
-    impl<'de> Visitor<'de> for SpecVisitor {
-        type Value = AnyAlgorithm;
-
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("an algorithm spec like \"gcra 100/1m burst 20\", or a table with an `algorithm` field")
-        }
-
-        fn visit_str<E: de::Error>(self, s: &str) -> Result<AnyAlgorithm, E> {
-            s.parse().map_err(E::custom)
-        }
-
-        fn visit_map<M: MapAccess<'de>>(self, map: M) -> Result<AnyAlgorithm, M::Error> {
-            let table = Table::deserialize(de::value::MapAccessDeserializer::new(map))?;
-            AnyAlgorithm::try_from(table).map_err(de::Error::custom)
-        }
-    }
-
-    impl<'de> Deserialize<'de> for AnyAlgorithm {
-        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            d.deserialize_any(SpecVisitor)
-        }
-    }
-}
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ConfigError;
 
     fn parse(s: &str) -> Result<AnyAlgorithm, SpecError> {
         s.parse()
@@ -617,16 +289,31 @@ mod tests {
         }
     }
 
+    fn assert_errors(cases: Vec<(&str, SpecError)>) {
+        for (s, e) in cases {
+            assert_eq!(parse(s).unwrap_err(), e, "{s}");
+            assert!(!e.to_string().is_empty());
+        }
+    }
+
     #[test]
     fn errors_name_the_word() {
         use SpecError::*;
-        let cases: Vec<(&str, SpecError)> = vec![
+        assert_errors(vec![
             ("", Empty),
             ("gcar 1/1s", UnknownAlgorithm("gcar".into())),
             ("gcra", MissingRate { algorithm: "gcra" }),
             ("gcra 10", BadRate("10".into())),
             ("gcra x/1s", BadRate("x/1s".into())),
             ("gcra +1/1s", BadRate("+1/1s".into())),
+            ("gcra 1/1.5s", BadDuration("1.5s".into())),
+        ]);
+    }
+
+    #[test]
+    fn calendar_errors_name_the_period() {
+        use SpecError::*;
+        assert_errors(vec![
             ("gcra 1/1y", BadCalendarPeriod("1y".into())),
             ("fixed-window 1/1mo", BadCalendarPeriod("1mo".into())),
             ("fixed-window 1/1w", BadCalendarPeriod("1w".into())),
@@ -662,7 +349,13 @@ mod tests {
                 "fixed-window 0/month",
                 Invalid(ConfigError::ZeroLimit("limit")),
             ),
-            ("gcra 1/1.5s", BadDuration("1.5s".into())),
+        ]);
+    }
+
+    #[test]
+    fn option_errors_name_the_option() {
+        use SpecError::*;
+        assert_errors(vec![
             (
                 "gcra 1/1s burst -1",
                 BadNumber {
@@ -716,10 +409,6 @@ mod tests {
                     token: "anchor".into(),
                 },
             ),
-        ];
-        for (s, e) in cases {
-            assert_eq!(parse(s).unwrap_err(), e, "{s}");
-            assert!(!e.to_string().is_empty());
-        }
+        ]);
     }
 }
