@@ -1,8 +1,10 @@
 //! The client's IP address behind trusted proxies (`X-Forwarded-For`, `Forwarded`, `X-Real-IP`...).
 
+use super::forwarded::{forwarded_for, parse_node, RSplit};
 use super::header::trim;
 use super::ip::{normalize, IpKey, IpPrefixes};
 use super::peer_ip::{peer_addr, NO_PEER};
+use super::proxy_header::{ProxyHeader, X_FORWARDED_FOR};
 use super::proxy_watch::{is_private, ProxyWatch, Untrusted};
 use super::{KeyError, KeyExtractor};
 use crate::BuildError;
@@ -10,111 +12,7 @@ use http::header::{HeaderName, HeaderValue, FORWARDED};
 use http::request::Parts;
 use ipnet::IpNet;
 use std::net::IpAddr;
-use std::str::FromStr;
 use std::sync::Arc;
-
-/// Which header the trusted proxies write the client's address to. Name
-/// the one your proxies set (and overwrite or append to): every other
-/// header is client-controlled and never read.
-///
-/// Parses case-insensitively from `x-forwarded-for`, `forwarded`, `either`,
-/// or any other header name (a single-value header), as in a
-/// `TRUSTED_PROXY_HEADER` variable:
-///
-/// ```
-/// use tower_ratelimit::key::ProxyHeader;
-///
-/// assert_eq!("Forwarded".parse(), Ok(ProxyHeader::Forwarded));
-/// assert_eq!("X-Real-IP".parse(), Ok(ProxyHeader::X_REAL_IP));
-/// assert!("not a header".parse::<ProxyHeader>().is_err());
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum ProxyHeader {
-    /// `X-Forwarded-For: client, proxy1, proxy2` (the default), which each
-    /// proxy appends to.
-    #[default]
-    XForwardedFor,
-    /// RFC 7239 `Forwarded: for=client, for="[2001:db8::1]:4711"`, which
-    /// each proxy appends to.
-    Forwarded,
-    /// `X-Forwarded-For` when the request has one, else `Forwarded`.
-    ///
-    /// **Risk:** safe only when every trusted proxy sets
-    /// `X-Forwarded-For`, or when those that set only `Forwarded` drop a
-    /// client's `X-Forwarded-For`. Otherwise a client behind a proxy that
-    /// writes only `Forwarded` sends its own `X-Forwarded-For`, which
-    /// wins, and picks its key. Prefer naming the one header your proxies
-    /// write.
-    Either,
-    /// A header holding only the client's address, which the trusted
-    /// proxy sets, replacing any the client sent (nginx's `X-Real-IP`,
-    /// Cloudflare's `CF-Connecting-IP`...). See the constants.
-    ///
-    /// The trimmed value is one address (`1.2.3.4`, `1.2.3.4:80`, `::1`,
-    /// `[::1]:80`). Absent or blank: the peer's address (the trusted proxy).
-    /// Several lines: the last one counts (a proxy that appends rather than
-    /// replaces adds its line after the client's). `unknown` or an
-    /// obfuscated `_name`: the peer's address. Anything else (a list,
-    /// garbage, non-ASCII bytes) is a malformed key (400): a trusted proxy
-    /// wrote it.
-    Single(HeaderName),
-}
-
-impl ProxyHeader {
-    /// `X-Real-IP` (nginx: `proxy_set_header X-Real-IP $remote_addr`).
-    pub const X_REAL_IP: Self = Self::Single(HeaderName::from_static("x-real-ip"));
-    /// `CF-Connecting-IP` (Cloudflare).
-    pub const CF_CONNECTING_IP: Self = Self::Single(HeaderName::from_static("cf-connecting-ip"));
-    /// `True-Client-IP` (Akamai, Cloudflare Enterprise).
-    pub const TRUE_CLIENT_IP: Self = Self::Single(HeaderName::from_static("true-client-ip"));
-    /// `Fly-Client-IP` (Fly.io).
-    pub const FLY_CLIENT_IP: Self = Self::Single(HeaderName::from_static("fly-client-ip"));
-
-    /// The header's name (`x-forwarded-for`; `either` for [`Either`](Self::Either)).
-    pub fn name(&self) -> &str {
-        match self {
-            Self::XForwardedFor => "x-forwarded-for",
-            Self::Forwarded => "forwarded",
-            Self::Either => "either",
-            Self::Single(name) => name.as_str(),
-        }
-    }
-
-    /// Whether `req` carries this header (either, for `Either`).
-    fn is_in(&self, req: &Parts) -> bool {
-        match self {
-            Self::XForwardedFor => req.headers.contains_key(X_FORWARDED_FOR),
-            Self::Forwarded => req.headers.contains_key(FORWARDED),
-            Self::Either => {
-                req.headers.contains_key(X_FORWARDED_FOR) || req.headers.contains_key(FORWARDED)
-            }
-            Self::Single(name) => req.headers.contains_key(name),
-        }
-    }
-}
-
-impl FromStr for ProxyHeader {
-    type Err = BuildError;
-
-    /// `x-forwarded-for`, `forwarded`, `either` (any case), or another
-    /// header name; the error names the rejected text.
-    fn from_str(s: &str) -> Result<Self, BuildError> {
-        let name = s.trim();
-        Ok(if name.eq_ignore_ascii_case("x-forwarded-for") {
-            Self::XForwardedFor
-        } else if name.eq_ignore_ascii_case("forwarded") {
-            Self::Forwarded
-        } else if name.eq_ignore_ascii_case("either") {
-            Self::Either
-        } else {
-            HeaderName::from_bytes(name.as_bytes())
-                .map(Self::Single)
-                .map_err(|_| BuildError::BadProxyHeader(s.to_owned()))?
-        })
-    }
-}
-
-const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 
 const BAD_XFF: KeyError = KeyError::malformed("X-Forwarded-For header");
 const BAD_FORWARDED: KeyError = KeyError::malformed("Forwarded header");
@@ -386,129 +284,6 @@ fn parse_cidr(s: &str) -> Result<IpNet, BuildError> {
     s.parse::<IpAddr>()
         .map(IpNet::from)
         .map_err(|_| BuildError::BadCidr(s.to_owned()))
-}
-
-/// A node of either header (RFC 7239 section 6): an address, optionally
-/// with a port (`1.2.3.4`, `1.2.3.4:80`, `::1`, `[::1]`, `[::1]:80`), or a
-/// hop that hides the client (`unknown`, an obfuscated `_name`), which is
-/// `Some(None)`. `None` when malformed.
-fn parse_node(s: &[u8]) -> Option<Option<IpAddr>> {
-    if s.is_empty() || s.len() > 64 {
-        return None;
-    }
-    let s = std::str::from_utf8(s).ok()?;
-    if let Ok(ip) = s.parse::<IpAddr>() {
-        return Some(Some(ip)); // Bare, IPv6 included.
-    }
-    let (name, port) = match s.strip_prefix('[') {
-        Some(rest) => {
-            let (v6, port) = rest.split_once(']')?;
-            let port = match port {
-                "" => None,
-                p => Some(p.strip_prefix(':')?),
-            };
-            return port
-                .is_none_or(is_port)
-                .then_some(Some(IpAddr::V6(v6.parse().ok()?)));
-        }
-        None => match s.split_once(':') {
-            Some((name, port)) => (name, Some(port)),
-            None => (s, None),
-        },
-    };
-    if !port.is_none_or(is_port) {
-        return None;
-    }
-    if name.eq_ignore_ascii_case("unknown") || is_obfuscated(name) {
-        return Some(None);
-    }
-    name.parse::<std::net::Ipv4Addr>()
-        .ok()
-        .map(|ip| Some(IpAddr::V4(ip)))
-}
-
-/// `1*5DIGIT`, or an obfuscated port.
-fn is_port(p: &str) -> bool {
-    (!p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit())) || is_obfuscated(p)
-}
-
-/// `"_" 1*(ALPHA / DIGIT / "." / "_" / "-")` (RFC 7239, 6.3).
-fn is_obfuscated(s: &str) -> bool {
-    s.strip_prefix('_').is_some_and(|rest| {
-        !rest.is_empty()
-            && rest
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-    })
-}
-
-/// The comma-separated elements of a header value, from the right: only
-/// the elements actually reached are ever looked at, so whatever the client
-/// wrote left of its address (non-ASCII bytes, a stray quote) is never
-/// read. `None` when a quote opened (right to left) is not closed.
-struct RSplit<'a> {
-    rest: Option<&'a [u8]>,
-    quotes: bool,
-}
-
-impl<'a> RSplit<'a> {
-    /// The elements of `value`, split at commas outside quoted strings
-    /// when `quotes` (`Forwarded`), at every comma otherwise
-    /// (`X-Forwarded-For`).
-    fn new(value: &'a [u8], quotes: bool) -> Self {
-        Self {
-            rest: Some(value),
-            quotes,
-        }
-    }
-}
-
-impl<'a> Iterator for RSplit<'a> {
-    type Item = Option<&'a [u8]>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        let s = self.rest?;
-        let mut quoted = false;
-        for i in (0..s.len()).rev() {
-            match s[i] {
-                b'"' if self.quotes && quoted => {
-                    // The opening quote, unless escaped by an odd number
-                    // of backslashes.
-                    let escapes = s[..i].iter().rev().take_while(|&&b| b == b'\\').count();
-                    quoted = escapes % 2 == 1;
-                }
-                b'"' if self.quotes => quoted = true,
-                b',' if !quoted => {
-                    self.rest = Some(&s[..i]);
-                    return Some(Some(&s[i + 1..]));
-                }
-                _ => {}
-            }
-        }
-        self.rest = None;
-        Some((!quoted).then_some(s))
-    }
-}
-
-/// The `for=` node of one `Forwarded` element, unquoted: `Some(None)` when
-/// the element has none, `None` when it is malformed.
-fn forwarded_for(element: &[u8]) -> Option<Option<&[u8]>> {
-    for pair in element.split(|&b| b == b';') {
-        let pair = trim(pair);
-        let eq = pair.iter().position(|&b| b == b'=')?;
-        let (name, value) = (trim(&pair[..eq]), trim(&pair[eq + 1..]));
-        if name.eq_ignore_ascii_case(b"for") {
-            let value = match value.strip_prefix(b"\"") {
-                Some(rest) => rest.strip_suffix(b"\"")?,
-                None => value,
-            };
-            if value.iter().any(|b| matches!(b, b'"' | b'\\')) {
-                return None;
-            }
-            return Some(Some(value));
-        }
-    }
-    Some(None)
 }
 
 #[cfg(test)]
