@@ -685,7 +685,17 @@ fn sliding_window(l: u128, p: u128, windows: &mut BTreeMap<u128, u128>, t: u128,
             wait: Some(0),
         };
     }
-    let wait = if cur + n <= l {
+    Out {
+        allowed: false,
+        remaining: remaining(cur),
+        wait: Some(sliding_window_wait(l, p, e, cur, prev, n)),
+    }
+}
+
+/// The sliding window's wait for a denied cost `n`, `e` into the current
+/// window of count `cur`, after a previous window of count `prev`.
+fn sliding_window_wait(l: u128, p: u128, e: u128, cur: u128, prev: u128, n: u128) -> u128 {
+    if cur + n <= l {
         // room >= 0: wait = (P - e) - room*P/prev, the exact value rounded
         // up, i.e. (P - e) - floor(room*P/prev).
         let room = l - cur - n;
@@ -693,10 +703,5 @@ fn sliding_window(l: u128, p: u128, windows: &mut BTreeMap<u128, u128>, t: u128,
     } else {
         // room < 0: wait = (P - e) + max(0, P - (L - n)*P/cur).
         (p - e) + p.saturating_sub((l - n) * p / cur)
-    };
-    Out {
-        allowed: false,
-        remaining: remaining(cur),
-        wait: Some(wait),
     }
 }
