@@ -2,6 +2,7 @@
 
 use super::entry::PolicyEntry;
 use super::key::KeyPart;
+use crate::key::IpPrefixes;
 
 impl PolicyEntry {
     /// Why the entry's `ban` could ban clients other than the one that
@@ -41,12 +42,21 @@ impl PolicyEntry {
 }
 
 /// Whether `part` tells one client from another by something the client
-/// cannot choose: its address, or a key the app defines (a checked user).
+/// cannot choose: its address or network (a site's at most), or a key the
+/// app defines (a checked user).
 fn names_a_client(part: &KeyPart) -> bool {
-    matches!(
-        part,
-        KeyPart::PeerIp(_) | KeyPart::ClientIp(_) | KeyPart::App(_)
-    )
+    match part {
+        KeyPart::PeerIp(p) | KeyPart::ClientIp(p) => !wider_than_a_site(p),
+        KeyPart::App(_) => true,
+        _ => false,
+    }
+}
+
+/// Whether an address key's prefixes hold more than one site: shorter
+/// than [`IpPrefixes::SITE`] (IPv4 /24, IPv6 /48) in either family.
+fn wider_than_a_site(prefixes: &Option<IpPrefixes>) -> bool {
+    let p = prefixes.unwrap_or_default();
+    p.v4() < IpPrefixes::SITE.v4() || p.v6() < IpPrefixes::SITE.v6()
 }
 
 /// Whether `part` is a credential: only its holder should send it.
@@ -59,11 +69,19 @@ fn is_credential(part: &KeyPart) -> bool {
 
 /// Why a key of `parts`, none naming a client nor a credential, is shared.
 fn shared_because(parts: &[KeyPart]) -> String {
-    match parts.iter().find_map(|p| match p {
+    let header = parts.iter().find_map(|p| match p {
         KeyPart::Header(name, false) => Some(name),
         _ => None,
-    }) {
+    });
+    let wide = parts.iter().any(|p| match p {
+        KeyPart::PeerIp(p) | KeyPart::ClientIp(p) => wider_than_a_site(p),
+        _ => false,
+    });
+    match header {
         Some(name) => format!("any client can send any value of {name}"),
+        None if wide => "its address prefix is wider than a site's, IPv4 /24 or IPv6 /48, \
+                         so many sites' clients share it"
+            .to_owned(),
         None => "every client shares it".to_owned(),
     }
 }

@@ -116,7 +116,7 @@ fn with_key(key: &str, count: Option<&str>, any_key: bool) -> String {
 }
 
 /// A ban on a key many clients share (`global`, `route`, a header's
-/// value, a composite of them) is refused at load, naming the limit, its
+/// value, an address prefix wider than a site, a composite of them) is refused at load, naming the limit, its
 /// line and the key; so is one on a credential counted on failures.
 #[test]
 fn a_ban_on_a_key_that_is_not_one_clients_is_refused() {
@@ -131,6 +131,14 @@ fn a_ban_on_a_key_that_is_not_one_clients_is_refused() {
         ("api-key", Some("[200, 403]"), "count has 403, a failure"),
         ("secret-header:x-token", Some("[500]"), "count has 500"),
         ("bearer+route", None, "every response counts"),
+        ("client-ip(v4/8, v6/64)", Some("[401]"), "wider than a site"),
+        ("peer-ip(v4/23, v6/64)", Some("[401]"), "wider than a site"),
+        (
+            "client-ip(v4/32, v6/32)",
+            Some("[401]"),
+            "wider than a site",
+        ),
+        ("client-ip(v4/16, v6/64)+route", None, "wider than a site"),
     ] {
         let e = PolicyTable::from_toml(&with_key(key, count, false), None).unwrap_err();
         assert_eq!(e.entry.as_deref(), Some("login"), "{key}: {e}");
@@ -154,6 +162,7 @@ fn a_ban_on_one_clients_key_loads() {
         ("client-ip", Some("[401]")),
         ("peer-ip", Some("[401]")),
         ("client-ip(v4/24, v6/48)", None),
+        ("client-ip(v4/8)+app:user", Some("[401]")),
         ("peer-ip(v6/56)", Some("[401]")),
         ("client-ip+route", Some("[401]")),
         ("client-ip+bearer", Some("[401]")),
