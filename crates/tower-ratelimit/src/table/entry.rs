@@ -37,6 +37,19 @@ where
         .collect()
 }
 
+/// `routes`: a list of at least one route, as `routes = []` reads as "no
+/// route" to a reader but the empty list is the default, every route.
+fn routes<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<RouteSpec>, D::Error> {
+    let routes: Vec<RouteSpec> = parsed_list(d)?;
+    if routes.is_empty() {
+        return Err(serde::de::Error::custom(
+            "routes = [] would match no route: leave routes out to limit every route, \
+             or list at least one",
+        ));
+    }
+    Ok(routes)
+}
+
 pub(super) fn statuses<'de, D: Deserializer<'de>>(
     d: D,
 ) -> Result<Option<Vec<StatusCode>>, D::Error> {
@@ -126,8 +139,9 @@ pub struct PolicyEntry {
     /// What the limit keys on.
     #[serde(deserialize_with = "parsed")]
     pub key: KeySpec,
-    /// The routes it applies to; empty: every route.
-    #[serde(default, deserialize_with = "parsed_list")]
+    /// The routes it applies to; left out: every route (`routes = []`,
+    /// which would match none, is refused).
+    #[serde(default, deserialize_with = "routes")]
     pub routes: Vec<RouteSpec>,
     /// The cost of each request (default 1).
     #[serde(default = "one")]

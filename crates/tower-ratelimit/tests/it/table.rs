@@ -328,6 +328,10 @@ fn every_validation_error_names_file_line_and_entry() {
             "limits.toml:2: limit \"u\": count = [] counts no response",
         ),
         (
+            entry("v", &format!("{base}\nroutes = []")),
+            "limits.toml:6: limit \"v\": routes = [] would match no route",
+        ),
+        (
             "[[limits]]\nname = \"p\"\n".to_owned(),
             "limits.toml:1: unknown field `limits`",
         ),
