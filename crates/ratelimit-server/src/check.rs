@@ -140,10 +140,12 @@ pub async fn check_all(hits: &[Hit], now: u64) -> Result<Outcome, StoreError> {
         }
     }
     let Some(over_at) = over_at else {
-        return Ok(Outcome {
+        let outcome = Outcome {
             over: false,
             statuses,
-        });
+        };
+        crate::metrics::count(hits, &outcome);
+        return Ok(outcome);
     };
     refund_taken(hits, &statuses[..over_at], now).await?;
     for (i, hit) in hits.iter().enumerate() {
@@ -159,10 +161,12 @@ pub async fn check_all(hits: &[Hit], now: u64) -> Result<Outcome, StoreError> {
             statuses.push(peek);
         }
     }
-    Ok(Outcome {
+    let outcome = Outcome {
         over: true,
         statuses,
-    })
+    };
+    crate::metrics::count(hits, &outcome);
+    Ok(outcome)
 }
 
 /// Gives back what the first `statuses.len()` hits took: every refund is
@@ -199,6 +203,7 @@ async fn check_one(hit: &Hit, cost: u64, now: u64) -> Result<Status, StoreError>
     let decision = match store.check(&hit.key, cost, now).await {
         Ok(decision) => decision,
         Err(e) => {
+            rule.metrics().error();
             if let Some(held) = rule.logs.admit(LOG_STORE, now) {
                 tracing::warn!(limit = %rule.config.name, error = %e, held_back = held, "store failed: the call is answered as an error");
             }

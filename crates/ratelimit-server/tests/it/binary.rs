@@ -102,12 +102,12 @@ async fn the_binary_serves_both_protocols_and_stops_on_sigterm() {
 }
 
 #[test]
-fn a_bad_file_stops_the_binary_naming_the_file_and_the_limit() {
+fn a_bad_file_stops_the_binary_naming_the_file_the_line_and_the_limit() {
     let path = config_file("bad.toml", &LIMITS.replace("gcra 1/1h", "gcra 1/1hour"));
     let (status, stderr) = run_to_exit(ratelimitd(&path));
     assert!(!status.success());
     let want = format!(
-        "{}: limit \"per-ip\": algorithm = \"gcra 1/1hour\"",
+        "{}:6: limit \"per-ip\": algorithm = \"gcra 1/1hour\"",
         path.display()
     );
     assert!(stderr.contains(&want), "{stderr}");
@@ -145,5 +145,52 @@ async fn sigterm_lets_a_call_in_flight_finish() {
     let (status, server) = terminate(server).await;
     let answer = in_flight.await.unwrap().expect("answered, not dropped");
     assert_eq!(answer.into_inner().overall_code, Code::OverLimit as i32);
+    assert!(status.success(), "{status:?}: {:#?}", server.log);
+}
+
+/// `POST /check` of `per-ip` for `key` on the binary: the status.
+fn check_ip(server: &Spawned, key: &str) -> u16 {
+    let body = format!(r#"{{"limit":"per-ip","key":"{key}"}}"#);
+    server.status(&format!(
+        "POST /check HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    ))
+}
+
+fn hangup(server: &Spawned) {
+    let sent = Command::new("kill")
+        .args(["-HUP", &server.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(sent.success(), "kill -HUP failed");
+}
+
+#[test]
+fn sighup_reloads_the_file_keeping_used_quota_and_refuses_a_bad_one() {
+    let path = config_file("hup.toml", LIMITS);
+    let mut server = Spawned::start(ratelimitd(&path));
+    assert_eq!(check_ip(&server, "10.3.0.9"), 200);
+    assert_eq!(check_ip(&server, "10.3.0.9"), 429);
+    // 1 used of 1, then of 3: 2 left.
+    std::fs::write(&path, LIMITS.replace("gcra 1/1h", "gcra 3/1h")).unwrap();
+    hangup(&server);
+    let line = server.wait_for("configuration reloaded", Duration::from_secs(20));
+    assert!(line.is_some(), "{:#?}", server.log);
+    assert_eq!(check_ip(&server, "10.3.0.9"), 200);
+    assert_eq!(check_ip(&server, "10.3.0.9"), 200);
+    assert_eq!(check_ip(&server, "10.3.0.9"), 429);
+    // A bad file: logged naming the file, the line and the limit; the
+    // running limits stay (3 used of 3).
+    std::fs::write(&path, LIMITS.replace("gcra 1/1h", "gcra 3/1hour")).unwrap();
+    hangup(&server);
+    let line = server
+        .wait_for("configuration not reloaded", Duration::from_secs(20))
+        .unwrap_or_else(|| panic!("{:#?}", server.log));
+    let want = format!("{}:6: limit \"per-ip\": algorithm", path.display());
+    assert!(line.contains(&want), "{line}");
+    assert_eq!(check_ip(&server, "10.3.0.9"), 429);
+    assert_eq!(check_ip(&server, "10.3.0.10"), 200);
+    let status = server.terminate();
     assert!(status.success(), "{status:?}: {:#?}", server.log);
 }
