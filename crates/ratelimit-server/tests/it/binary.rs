@@ -194,3 +194,56 @@ fn sighup_reloads_the_file_keeping_used_quota_and_refuses_a_bad_one() {
     let status = server.terminate();
     assert!(status.success(), "{status:?}: {:#?}", server.log);
 }
+
+/// The status of `GET path` on `addr`, with `headers` (raw HTTP/1.1), and the body.
+fn get(addr: &str, path: &str, headers: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: t\r\n{headers}Connection: close\r\n\r\n");
+    s.write_all(request.as_bytes()).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).expect("an answer");
+    let status = out.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
+    (status, out)
+}
+
+/// The address logged as `field=Some(ADDR)` in the `listening on` line.
+fn logged_addr(server: &Spawned, field: &str) -> String {
+    let line = server
+        .log
+        .iter()
+        .find(|l| l.contains("listening on"))
+        .unwrap();
+    let rest = line
+        .split(&format!("{field}=Some("))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no {field} in {line:?}"));
+    rest[..rest.find(')').unwrap()].to_owned()
+}
+
+#[test]
+fn metrics_and_admin_listen_where_the_environment_says() {
+    let path = config_file("ops.toml", LIMITS);
+    let token = "binary-admin-token-0123456789";
+    let mut cmd = ratelimitd(&path);
+    cmd.env("METRICS_ADDR", "127.0.0.1:0")
+        .env("ADMIN_ADDR", "127.0.0.1:0")
+        .env("ADMIN_TOKEN", token);
+    let server = Spawned::start(cmd);
+    assert_eq!(check_ip(&server, "10.3.0.20"), 200);
+    let (status, body) = get(&logged_addr(&server, "metrics"), "/metrics", "");
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains(
+            r#"ratelimitd_decisions_total{limit="per-ip",domain="edge",code="admitted"} 1"#
+        ),
+        "{body}"
+    );
+    let admin = logged_addr(&server, "admin");
+    assert_eq!(get(&admin, "/limits", "").0, 401);
+    let auth = format!("Authorization: Bearer {token}\r\n");
+    let (status, body) = get(&admin, "/limits/per-ip/keys/10.3.0.20", &auth);
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"remaining\":0"), "{body}");
+}

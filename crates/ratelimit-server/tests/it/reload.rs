@@ -161,3 +161,34 @@ descriptors = [{ key = "user" }]
     }
     h.running.stop().await;
 }
+
+#[tokio::test]
+async fn a_redis_store_refuses_a_reload_to_what_its_scripts_cannot_decide() {
+    // Nothing needs to answer there: the check builds no connection.
+    let store = "[store]\nkind = \"redis\"\nurl = \"redis://127.0.0.1:1/\"\n";
+    let h = Harness::start_config(
+        config(&policy(store, "gcra 3/1d")),
+        Arc::new(ManualClock::new()),
+    )
+    .await;
+    let err = h
+        .reload(config(&policy(store, "fixed-window 3/year")))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("reload.toml:6: limit \"login\": its store:"),
+        "{err}"
+    );
+    assert_eq!(
+        h.state
+            .limits()
+            .named("login")
+            .unwrap()
+            .config
+            .algorithm
+            .unwrap()
+            .to_string(),
+        "gcra 3/1d"
+    );
+    h.running.stop().await;
+}
