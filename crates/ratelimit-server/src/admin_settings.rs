@@ -107,7 +107,7 @@ impl AdminToml {
             );
         }
         Ok(AdminSettings {
-            addr: crate::config::optional_address(self.addr, "[admin] addr")?,
+            addr: crate::address::optional_address(self.addr, "[admin] addr")?,
             token_file: self.token_file,
             token: None,
         })

@@ -144,7 +144,7 @@ pub async fn check_all(hits: &[Hit], now: u64) -> Result<Outcome, StoreError> {
             over: false,
             statuses,
         };
-        crate::metrics::count(hits, &outcome);
+        count(hits, &outcome);
         return Ok(outcome);
     };
     refund_taken(hits, &statuses[..over_at], now).await?;
@@ -165,7 +165,7 @@ pub async fn check_all(hits: &[Hit], now: u64) -> Result<Outcome, StoreError> {
         over: true,
         statuses,
     };
-    crate::metrics::count(hits, &outcome);
+    count(hits, &outcome);
     Ok(outcome)
 }
 
@@ -203,7 +203,7 @@ async fn check_one(hit: &Hit, cost: u64, now: u64) -> Result<Status, StoreError>
     let decision = match store.check(&hit.key, cost, now).await {
         Ok(decision) => decision,
         Err(e) => {
-            rule.metrics().error();
+            rule.metrics().error.increment(1);
             if let Some(held) = rule.logs.admit(LOG_STORE, now) {
                 tracing::warn!(limit = %rule.config.name, error = %e, held_back = held, "store failed: the call is answered as an error");
             }
@@ -230,5 +230,31 @@ impl Status {
             over: !decision.allowed && !shadow,
             shadow_over,
         }
+    }
+}
+
+/// Counts a request's decisions: the descriptor that refused it
+/// (`refused`), or each descriptor of an admitted request (`admitted`,
+/// `peek` for a cost of 0, `shadow_refused` for a shadow limit's
+/// would-be refusal). The others of a refused request took nothing and
+/// count nothing.
+fn count(hits: &[Hit], outcome: &Outcome) {
+    for (hit, status) in hits.iter().zip(&outcome.statuses) {
+        let Some(rule) = status.rule.as_deref().filter(|r| r.store.is_some()) else {
+            continue;
+        };
+        let m = rule.metrics();
+        let counter = if status.over {
+            &m.refused
+        } else if outcome.over {
+            continue;
+        } else if status.shadow_over {
+            &m.shadow_refused
+        } else if hit.cost == 0 {
+            &m.peek
+        } else {
+            &m.admitted
+        };
+        counter.increment(1);
     }
 }

@@ -1,5 +1,6 @@
 //! The configuration file: `[server]`, `[store]`, `[metrics]` and `[admin]` settings and `[[limit]]` entries, read and checked.
 
+use crate::address::optional_address;
 use crate::admin_settings::{AdminSettings, AdminToml};
 use ratelimit_core::{is_valid_limit_name, AnyAlgorithm, LIMIT_NAME_RULE};
 use ratelimit_redis::StoreSettings;
@@ -282,20 +283,6 @@ impl Config {
             limit: Some(name.to_owned()),
             message,
         }
-    }
-}
-
-/// An optional address, `what` naming it in the error.
-pub(crate) fn optional_address(
-    value: Option<String>,
-    what: &str,
-) -> Result<Option<SocketAddr>, String> {
-    match value.as_deref().map(str::trim) {
-        None | Some("") => Ok(None),
-        Some(text) => text
-            .parse()
-            .map(Some)
-            .map_err(|_| format!("{what} = {text:?} is not an address like 127.0.0.1:9090")),
     }
 }
 

@@ -1,6 +1,7 @@
 //! The environment's settings over the file's: addresses and the admin token.
 
-use crate::config::{optional_address, Config, ConfigFileError};
+use crate::address::optional_address;
+use crate::config::{Config, ConfigFileError};
 
 impl Config {
     /// This configuration with the environment's settings over the

@@ -31,6 +31,7 @@
 //! # });
 //! ```
 
+mod address;
 pub mod admin;
 mod admin_auth;
 mod admin_settings;

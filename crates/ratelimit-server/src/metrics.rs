@@ -1,6 +1,5 @@
 //! Prometheus metrics: decisions per limit, check latency, reloads; the recorder and `GET /metrics`.
 
-use crate::check::{Hit, Outcome};
 use axum::routing::get;
 use axum::Router;
 use metrics::Counter;
@@ -23,11 +22,11 @@ const BUCKETS: &[f64] = &[
 /// One limit's decision counters, by code.
 #[derive(Debug)]
 pub(crate) struct RuleMetrics {
-    admitted: Counter,
-    refused: Counter,
-    shadow_refused: Counter,
-    peek: Counter,
-    error: Counter,
+    pub(crate) admitted: Counter,
+    pub(crate) refused: Counter,
+    pub(crate) shadow_refused: Counter,
+    pub(crate) peek: Counter,
+    pub(crate) error: Counter,
 }
 
 impl RuleMetrics {
@@ -41,37 +40,6 @@ impl RuleMetrics {
             peek: counter("peek"),
             error: counter("error"),
         }
-    }
-
-    /// A store failure.
-    pub(crate) fn error(&self) {
-        self.error.increment(1);
-    }
-}
-
-/// Counts a request's decisions: the descriptor that refused it
-/// (`refused`), or each descriptor of an admitted request (`admitted`,
-/// `peek` for a cost of 0, `shadow_refused` for a shadow limit's
-/// would-be refusal). The others of a refused request took nothing and
-/// count nothing.
-pub(crate) fn count(hits: &[Hit], outcome: &Outcome) {
-    for (hit, status) in hits.iter().zip(&outcome.statuses) {
-        let Some(rule) = status.rule.as_deref().filter(|r| r.store.is_some()) else {
-            continue;
-        };
-        let m = rule.metrics();
-        let counter = if status.over {
-            &m.refused
-        } else if outcome.over {
-            continue;
-        } else if status.shadow_over {
-            &m.shadow_refused
-        } else if hit.cost == 0 {
-            &m.peek
-        } else {
-            &m.admitted
-        };
-        counter.increment(1);
     }
 }
 
