@@ -10,6 +10,24 @@ use std::time::Duration;
 const PROBE_KEY: &str = "\u{0}ratelimitd-ready";
 
 /// Why an operation on a key could not be done.
+///
+/// ```
+/// use ratelimit_server::{Config, KeyOpError, State};
+///
+/// let config = Config::parse(r#"
+///     [[limit]]
+///     name = "office"
+///     domain = "edge"
+///     unlimited = true
+///     descriptors = [{ key = "remote_address", value = "192.0.2.10" }]
+/// "#, "inline").unwrap();
+/// let state = State::new(&config).unwrap();
+/// let rule = state.limits().named("office").unwrap().clone();
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let err = rule.reset_key(&"192.0.2.10".to_owned()).await.unwrap_err();
+/// assert!(matches!(err, KeyOpError::Unlimited));
+/// # });
+/// ```
 #[derive(Debug)]
 pub enum KeyOpError {
     /// The limit is unlimited: it keeps no state.
@@ -30,6 +48,27 @@ impl std::fmt::Display for KeyOpError {
 impl std::error::Error for KeyOpError {}
 
 /// A key's state, as a peek and its ban tell it.
+///
+/// ```
+/// use ratelimit_server::{Config, State};
+///
+/// let config = Config::parse(r#"
+///     [[limit]]
+///     name = "per-ip"
+///     domain = "edge"
+///     algorithm = "fixed-window 10/1m"
+///     descriptors = [{ key = "remote_address" }]
+/// "#, "inline").unwrap();
+/// let state = State::new(&config).unwrap();
+/// let rule = state.limits().named("per-ip").unwrap().clone();
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+/// let key = "10.0.0.1".to_owned();
+/// rule.ban_key(&key, std::time::Duration::from_secs(60), state.now()).await.unwrap();
+/// let seen = rule.key_state(&key, state.now()).await.unwrap();
+/// assert_eq!(seen.peek.remaining, 10);
+/// assert!(seen.banned.is_some());
+/// # });
+/// ```
 #[derive(Debug, Clone, Copy)]
 pub struct KeyState {
     /// What a check of cost 0 answers now.

@@ -39,6 +39,22 @@ pub struct Reloaded {
 
 /// One limit's change: its algorithm before and after (`unlimited` for
 /// none), equal when only other settings changed.
+///
+/// ```
+/// use ratelimit_server::{Config, State};
+///
+/// let text = |extra: &str| format!(r#"
+///     [[limit]]
+///     name = "office"
+///     domain = "edge"
+///     {extra}
+///     descriptors = [{{ key = "remote_address", value = "192.0.2.10" }}]
+/// "#);
+/// let state = State::new(&Config::parse(&text("unlimited = true"), "f.toml").unwrap()).unwrap();
+/// let limited = Config::parse(&text("algorithm = \"gcra 5/1s\""), "f.toml").unwrap();
+/// let change = &state.reload(&limited).unwrap().changed[0];
+/// assert_eq!((change.from.as_str(), change.to.as_str()), ("unlimited", "gcra 5/1s"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LimitChange {
     /// The limit's name.
