@@ -1,12 +1,15 @@
 //! ratelimitd's throughput and latency on one core: `ShouldRateLimit` next
 //! to a tonic unary echo of the same service (no limiting), and
-//! `GET /check` next to a bare axum handler answering 204.
+//! `GET /check` next to a bare axum handler answering 204; and
+//! `ShouldRateLimit` on Redis (`rls-redis`: a private redis-server started
+//! by the server's process, so on the same core).
 //!
 //! Run: `cargo bench -p ratelimit-server --bench rls` (options after `--`:
 //! `--secs N` per run, default 3; `--callers N` in flight, default 16).
 //! Each server runs in a process of its own pinned to core 0
 //! (`taskset -c 0`), on a one-worker runtime, with an in-memory store of
-//! 10,000 keys; the client runs pinned to core 1. It prints a Markdown
+//! 10,000 keys (or Redis's, for `rls-redis`: skipped without
+//! redis-server); the client runs pinned to core 1. It prints a Markdown
 //! table: calls per second and p50/p99 latency as the client sees it.
 
 #![allow(missing_docs)]
@@ -43,8 +46,8 @@ algorithm = "gcra 1000000000/1s"
 descriptors = [{ key = "remote_address" }]
 "#;
 
-/// The four servers.
-const KINDS: [&str; 4] = ["rls", "echo", "check", "axum"];
+/// The servers.
+const KINDS: [&str; 5] = ["rls", "echo", "check", "axum", "rls-redis"];
 
 fn main() {
     let args: Vec<String> = std::env::args()
@@ -73,6 +76,7 @@ fn orchestrate(secs: u64, callers: u64) {
             .args(["-c", "0"])
             .arg(&me)
             .args(["serve", kind])
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
             .expect("taskset runs the server");
@@ -80,7 +84,11 @@ fn orchestrate(secs: u64, callers: u64) {
         BufReader::new(server.stdout.take().unwrap())
             .read_line(&mut line)
             .unwrap();
-        let addr = line.trim().rsplit(' ').next().unwrap().to_owned();
+        let Some(addr) = line.trim().strip_prefix("listening on ").map(str::to_owned) else {
+            let _ = server.wait();
+            println!("| {kind} | skipped: {} | | |", line.trim());
+            continue;
+        };
         let out = Command::new("taskset")
             .args(["-c", "1"])
             .arg(&me)
@@ -88,7 +96,7 @@ fn orchestrate(secs: u64, callers: u64) {
             .args(["--callers", &callers.to_string()])
             .output()
             .expect("taskset runs the client");
-        let _ = server.kill();
+        drop(server.stdin.take());
         let _ = server.wait();
         print!("{}", String::from_utf8_lossy(&out.stdout));
     }
@@ -131,49 +139,76 @@ impl RateLimitService for Echo {
     }
 }
 
-/// Serves `kind` on a free port; prints `listening on ADDR`; runs until killed.
+/// Serves `kind` on a free port; prints `listening on ADDR`; runs until
+/// its stdin closes (then a Redis it started is stopped too).
 fn serve(kind: &str) {
+    let (closed, stdin_closed) = tokio::sync::oneshot::channel::<()>();
+    std::thread::spawn(move || {
+        let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
+        let _ = closed.send(());
+    });
     runtime().block_on(async {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        match kind {
-            "rls" | "check" => {
-                drop(listener);
-                let state = State::new(&Config::parse(POLICY, "bench").unwrap()).unwrap();
-                let running = Running::start(Arc::new(state)).await.unwrap();
-                let addr = if kind == "rls" {
-                    running.grpc_addr
-                } else {
-                    running.http_addr
-                };
-                println!("listening on {addr}");
-                std::future::pending::<()>().await;
-            }
-            "echo" => {
-                println!("listening on {addr}");
-                let incoming = tonic::transport::server::TcpIncoming::from(listener);
-                tonic::transport::Server::builder()
-                    .add_service(RateLimitServiceServer::new(Echo))
-                    .serve_with_incoming(incoming)
-                    .await
-                    .unwrap();
-            }
-            _ => {
-                println!("listening on {addr}");
-                let app = axum::Router::new().route(
-                    "/check",
-                    axum::routing::get(|| async { http::StatusCode::NO_CONTENT }),
-                );
-                axum::serve(listener, app).await.unwrap();
-            }
+        tokio::select! {
+            _ = serve_kind(kind) => {}
+            _ = stdin_closed => {}
         }
     });
+}
+
+/// Serves `kind` (see [`serve`]).
+async fn serve_kind(kind: &str) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    match kind {
+        "rls" | "check" | "rls-redis" => {
+            drop(listener);
+            let mut policy = POLICY.to_owned();
+            // Kept while serving: its drop stops the server.
+            let _redis = if kind == "rls-redis" {
+                let Some(redis) = ratelimit_test_support::RedisServer::start() else {
+                    println!("no redis-server");
+                    return;
+                };
+                let url = redis.url();
+                policy = format!("[store]\nkind = \"redis\"\nurl = \"{url}\"\n{policy}");
+                Some(redis)
+            } else {
+                None
+            };
+            let state = State::new(&Config::parse(&policy, "bench").unwrap()).unwrap();
+            let running = Running::start(Arc::new(state)).await.unwrap();
+            let addr = if kind != "check" {
+                running.grpc_addr
+            } else {
+                running.http_addr
+            };
+            println!("listening on {addr}");
+            std::future::pending::<()>().await;
+        }
+        "echo" => {
+            println!("listening on {addr}");
+            let incoming = tonic::transport::server::TcpIncoming::from(listener);
+            tonic::transport::Server::builder()
+                .add_service(RateLimitServiceServer::new(Echo))
+                .serve_with_incoming(incoming)
+                .await
+                .unwrap();
+        }
+        _ => {
+            println!("listening on {addr}");
+            let app = axum::Router::new().route(
+                "/check",
+                axum::routing::get(|| async { http::StatusCode::NO_CONTENT }),
+            );
+            axum::serve(listener, app).await.unwrap();
+        }
+    }
 }
 
 /// `callers` loops calling `kind` at `addr` for `secs`: one table row.
 fn client(kind: &str, addr: &str, secs: u64, callers: u64) {
     let mut latencies: Vec<u32> = runtime().block_on(async {
-        let grpc = kind == "rls" || kind == "echo";
+        let grpc = kind != "check" && kind != "axum";
         let channel = if grpc {
             Some(
                 RateLimitServiceClient::connect(format!("http://{addr}"))

@@ -140,10 +140,12 @@ pub async fn check_all(hits: &[Hit], now: u64) -> Result<Outcome, StoreError> {
         }
     }
     let Some(over_at) = over_at else {
-        return Ok(Outcome {
+        let outcome = Outcome {
             over: false,
             statuses,
-        });
+        };
+        count(hits, &outcome);
+        return Ok(outcome);
     };
     refund_taken(hits, &statuses[..over_at], now).await?;
     for (i, hit) in hits.iter().enumerate() {
@@ -159,10 +161,12 @@ pub async fn check_all(hits: &[Hit], now: u64) -> Result<Outcome, StoreError> {
             statuses.push(peek);
         }
     }
-    Ok(Outcome {
+    let outcome = Outcome {
         over: true,
         statuses,
-    })
+    };
+    count(hits, &outcome);
+    Ok(outcome)
 }
 
 /// Gives back what the first `statuses.len()` hits took: every refund is
@@ -199,6 +203,7 @@ async fn check_one(hit: &Hit, cost: u64, now: u64) -> Result<Status, StoreError>
     let decision = match store.check(&hit.key, cost, now).await {
         Ok(decision) => decision,
         Err(e) => {
+            rule.metrics().error.increment(1);
             if let Some(held) = rule.logs.admit(LOG_STORE, now) {
                 tracing::warn!(limit = %rule.config.name, error = %e, held_back = held, "store failed: the call is answered as an error");
             }
@@ -225,5 +230,31 @@ impl Status {
             over: !decision.allowed && !shadow,
             shadow_over,
         }
+    }
+}
+
+/// Counts a request's decisions: the descriptor that refused it
+/// (`refused`), or each descriptor of an admitted request (`admitted`,
+/// `peek` for a cost of 0, `shadow_refused` for a shadow limit's
+/// would-be refusal). The others of a refused request took nothing and
+/// count nothing.
+fn count(hits: &[Hit], outcome: &Outcome) {
+    for (hit, status) in hits.iter().zip(&outcome.statuses) {
+        let Some(rule) = status.rule.as_deref().filter(|r| r.store.is_some()) else {
+            continue;
+        };
+        let m = rule.metrics();
+        let counter = if status.over {
+            &m.refused
+        } else if outcome.over {
+            continue;
+        } else if status.shadow_over {
+            &m.shadow_refused
+        } else if hit.cost == 0 {
+            &m.peek
+        } else {
+            &m.admitted
+        };
+        counter.increment(1);
     }
 }

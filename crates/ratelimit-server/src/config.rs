@@ -1,5 +1,7 @@
-//! The configuration file: `[server]` settings and `[[limit]]` entries, read and checked.
+//! The configuration file: `[server]`, `[store]`, `[metrics]` and `[admin]` settings and `[[limit]]` entries, read and checked.
 
+use crate::address::optional_address;
+use crate::admin_settings::{AdminSettings, AdminToml};
 use ratelimit_core::{is_valid_limit_name, AnyAlgorithm, LIMIT_NAME_RULE};
 use ratelimit_redis::StoreSettings;
 use serde::Deserialize;
@@ -43,10 +45,31 @@ pub struct Config {
     pub store: StoreSettings,
     /// The `[[limit]]` entries, in file order.
     pub limits: Vec<LimitConfig>,
+    /// The `[metrics]` table.
+    pub metrics: MetricsSettings,
+    /// The `[admin]` table.
+    pub admin: AdminSettings,
+    /// The line of each `[[limit]]`, by name, for errors found later.
+    lines: std::collections::HashMap<String, usize>,
+}
+
+/// The `[metrics]` table: where Prometheus scrapes `GET /metrics`.
+///
+/// ```
+/// use ratelimit_server::Config;
+///
+/// let config = Config::parse("[metrics]\naddr = \"127.0.0.1:9090\"", "inline").unwrap();
+/// assert_eq!(config.metrics.addr.unwrap().port(), 9090);
+/// assert!(Config::parse("", "inline").unwrap().metrics.addr.is_none());
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MetricsSettings {
+    /// The metrics listener's address (`addr`, or `METRICS_ADDR`); `None`: no metrics.
+    pub addr: Option<SocketAddr>,
 }
 
 /// The `[server]` table.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerSettings {
     /// Where the gRPC service listens (`grpc`).
     pub grpc: SocketAddr,
@@ -59,7 +82,7 @@ pub struct ServerSettings {
 }
 
 /// One `[[limit]]` entry, checked.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LimitConfig {
     /// Its name (`name`).
     pub name: String,
@@ -84,11 +107,13 @@ pub struct EntryPattern {
     pub value: Option<String>,
 }
 
-/// Why a configuration was refused: the file, the limit and what is wrong.
+/// Why a configuration was refused: the file, the line, the limit and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigFileError {
     /// The file (or the origin given to [`Config::parse`]).
     pub file: String,
+    /// The line (1-based) of the fault or of its `[[limit]]`, when known.
+    pub line: Option<usize>,
     /// The limit at fault, if one is.
     pub limit: Option<String>,
     /// What is wrong, naming the bad value.
@@ -97,10 +122,14 @@ pub struct ConfigFileError {
 
 impl fmt::Display for ConfigFileError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.limit {
-            Some(limit) => write!(f, "{}: limit {limit:?}: {}", self.file, self.message),
-            None => write!(f, "{}: {}", self.file, self.message),
+        match self.line {
+            Some(line) => write!(f, "{}:{line}: ", self.file)?,
+            None => write!(f, "{}: ", self.file)?,
         }
+        if let Some(limit) = &self.limit {
+            write!(f, "limit {limit:?}: ")?;
+        }
+        f.write_str(&self.message)
     }
 }
 
@@ -113,7 +142,17 @@ struct FileToml {
     server: ServerToml,
     store: Option<StoreSettings>,
     #[serde(default, rename = "limit")]
-    limits: Vec<LimitToml>,
+    limits: Vec<toml::Spanned<LimitToml>>,
+    #[serde(default)]
+    metrics: MetricsToml,
+    #[serde(default)]
+    admin: AdminToml,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct MetricsToml {
+    addr: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -153,33 +192,51 @@ impl Config {
         let file = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|e| ConfigFileError {
             file: file.clone(),
+            line: None,
             limit: None,
             message: format!("cannot read it: {e}"),
         })?;
         Self::parse(&text, &file)
     }
 
-    /// Checks the TOML `text`; errors name `origin` as the file.
+    /// Checks the TOML `text`; errors name `origin` as the file, and the
+    /// line when known.
     pub fn parse(text: &str, origin: &str) -> Result<Self, ConfigFileError> {
-        let err = |limit: Option<&str>, message: String| ConfigFileError {
+        let line_of = |at: usize| text[..at.min(text.len())].matches('\n').count() + 1;
+        let err = |at: Option<usize>, limit: Option<&str>, message: String| ConfigFileError {
             file: origin.to_owned(),
+            line: at.map(line_of),
             limit: limit.map(str::to_owned),
             message,
         };
-        let raw: FileToml = toml::from_str(text).map_err(|e| err(None, e.to_string()))?;
-        let server = server_settings(raw.server).map_err(|m| err(None, m))?;
+        let raw: FileToml = toml::from_str(text).map_err(|e| {
+            err(
+                e.span().map(|s| s.start),
+                None,
+                e.message().trim().to_owned(),
+            )
+        })?;
+        let server = server_settings(raw.server).map_err(|m| err(None, None, m))?;
         let mut limits: Vec<LimitConfig> = Vec::with_capacity(raw.limits.len());
-        for entry in raw.limits {
+        let mut lines = std::collections::HashMap::new();
+        for spanned in raw.limits {
+            let at = Some(spanned.span().start);
+            lines.insert(
+                spanned.get_ref().name.clone(),
+                line_of(spanned.span().start),
+            );
+            let entry = spanned.into_inner();
             let name = entry.name.clone();
-            let limit = limit_config(entry).map_err(|m| err(Some(&name), m))?;
-            if let Some(other) = limits.iter().find(|l| l.name == limit.name) {
-                return Err(err(Some(&other.name), "name given twice".into()));
+            let limit = limit_config(entry).map_err(|m| err(at, Some(&name), m))?;
+            if limits.iter().any(|l| l.name == limit.name) {
+                return Err(err(at, Some(&name), "name given twice".into()));
             }
             if let Some(other) = limits
                 .iter()
                 .find(|l| l.domain == limit.domain && l.entries == limit.entries)
             {
                 return Err(err(
+                    at,
                     Some(&name),
                     format!(
                         "same domain and descriptors as limit {:?}: a descriptor would match both",
@@ -196,17 +253,36 @@ impl Config {
             Some(StoreSettings::Memory { max_keys: Some(0) }) => {
                 return Err(err(
                     None,
+                    None,
                     "[store] max-keys = 0: expected at least 1".into(),
                 ))
             }
             Some(store) => store,
         };
+        let metrics = MetricsSettings {
+            addr: optional_address(raw.metrics.addr, "[metrics] addr")
+                .map_err(|m| err(None, None, m))?,
+        };
+        let admin = raw.admin.checked().map_err(|m| err(None, None, m))?;
         Ok(Self {
             file: origin.to_owned(),
             server,
             store,
             limits,
+            metrics,
+            admin,
+            lines,
         })
+    }
+
+    /// An error about the limit `name`, at its line.
+    pub(crate) fn limit_error(&self, name: &str, message: String) -> ConfigFileError {
+        ConfigFileError {
+            file: self.file.clone(),
+            line: self.lines.get(name).copied(),
+            limit: Some(name.to_owned()),
+            message,
+        }
     }
 }
 

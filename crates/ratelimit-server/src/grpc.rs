@@ -50,13 +50,15 @@ impl RateLimitService for Rls {
         request: tonic::Request<RateLimitRequest>,
     ) -> Result<tonic::Response<RateLimitResponse>, tonic::Status> {
         let request = request.into_inner();
+        let started = std::time::Instant::now();
         let hits = hits_of(&self.state, &request)?;
         let outcome = check_all(&hits, self.state.now())
             .await
             .map_err(|e| tonic::Status::unavailable(format!("the store failed: {e}")))?;
+        crate::metrics::check_took("grpc", started.elapsed());
         Ok(tonic::Response::new(response(
             &outcome,
-            self.state.settings.headers,
+            self.state.settings().headers,
         )))
     }
 }
@@ -72,6 +74,7 @@ fn hits_of(state: &State, request: &RateLimitRequest) -> Result<Vec<Hit>, tonic:
     }
     // Proto3 cannot tell 0 from unset: both mean 1, as in the protocol.
     let default_cost = u64::from(request.hits_addend.max(1));
+    let limits = state.limits();
     let mut hits = Vec::with_capacity(request.descriptors.len());
     for (i, d) in request.descriptors.iter().enumerate() {
         check_descriptor(i, d)?;
@@ -81,7 +84,7 @@ fn hits_of(state: &State, request: &RateLimitRequest) -> Result<Vec<Hit>, tonic:
             .map(|e| (e.key.as_str(), e.value.as_str()))
             .collect();
         let cost = d.hits_addend.as_ref().map_or(default_cost, |h| h.value);
-        let hit = Hit::resolve(&state.limits, &request.domain, &entries, cost)
+        let hit = Hit::resolve(&limits, &request.domain, &entries, cost)
             .map_err(|e| tonic::Status::invalid_argument(format!("descriptors[{i}]: {e}")))?;
         hits.push(hit);
     }

@@ -2,6 +2,7 @@
 
 use crate::check::{check_all, Hit, Outcome};
 use crate::http_json::{error, hit_by_name, outcome_answer, with_fields, ApiError, EntryJson};
+use crate::key_ops::stores_answer;
 use crate::settle::settle_post;
 use crate::state::State;
 use axum::extract::rejection::JsonRejection;
@@ -56,11 +57,21 @@ struct CheckBody {
     cost: Option<u64>,
 }
 
+/// 200 while serving with stores that answer; 503 once stopping, or
+/// while a shared store (Redis) fails, naming the limit.
 async fn ready(Extract(shared): Extract<Arc<HttpState>>) -> Response {
-    if shared.ready.load(Ordering::Acquire) {
-        (StatusCode::OK, "ready\n").into_response()
-    } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "stopping\n").into_response()
+    if !shared.ready.load(Ordering::Acquire) {
+        return (StatusCode::SERVICE_UNAVAILABLE, "stopping\n").into_response();
+    }
+    let state = &shared.state;
+    let limits = Arc::clone(&state.limits());
+    match stores_answer(&limits, state.stores_shared(), state.now()).await {
+        Ok(()) => (StatusCode::OK, "ready\n").into_response(),
+        Err(e) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("a store does not answer: {e}\n"),
+        )
+            .into_response(),
     }
 }
 
@@ -84,10 +95,11 @@ fn hits_of(state: &State, body: CheckBody) -> Result<Vec<Hit>, ApiError> {
             }
             // As in the gRPC protocol: 0 or unset means 1.
             let cost = hits_addend.unwrap_or(1).max(1);
+            let limits = state.limits();
             descriptors
                 .iter()
                 .map(|d| {
-                    Hit::resolve(&state.limits, &domain, &EntryJson::entries(d), cost)
+                    Hit::resolve(&limits, &domain, &EntryJson::entries(d), cost)
                         .map_err(|e| error(StatusCode::BAD_REQUEST, e.to_string()))
                 })
                 .collect()
@@ -108,12 +120,15 @@ fn hits_of(state: &State, body: CheckBody) -> Result<Vec<Hit>, ApiError> {
 
 /// The outcome of `hits` at `now`, or a 503 for a store that failed.
 async fn decide(hits: &[Hit], now: u64) -> Result<Outcome, ApiError> {
-    check_all(hits, now).await.map_err(|e| {
+    let started = std::time::Instant::now();
+    let outcome = check_all(hits, now).await.map_err(|e| {
         error(
             StatusCode::SERVICE_UNAVAILABLE,
             format!("the store failed: {e}"),
         )
-    })
+    })?;
+    crate::metrics::check_took("http", started.elapsed());
+    Ok(outcome)
 }
 
 async fn check_post(
@@ -147,7 +162,7 @@ async fn check_get(
 ) -> Result<Response, ApiError> {
     let Query(query) = query.map_err(|e| error(StatusCode::BAD_REQUEST, e.body_text()))?;
     let state = &shared.state;
-    let Some(rule) = state.limits.named(&query.limit) else {
+    let Some(rule) = state.limits().named(&query.limit).cloned() else {
         return Err(error(
             StatusCode::NOT_FOUND,
             format!("no limit named {:?}", query.limit),
@@ -167,7 +182,7 @@ async fn check_get(
     let outcome = decide(&[hit], state.now()).await?;
     let status = if !outcome.over {
         StatusCode::NO_CONTENT
-    } else if state.settings.refuse_status == 403 {
+    } else if state.settings().refuse_status == 403 {
         StatusCode::FORBIDDEN
     } else {
         StatusCode::TOO_MANY_REQUESTS

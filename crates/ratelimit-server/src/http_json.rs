@@ -79,7 +79,8 @@ pub(crate) fn hit_by_name(
     key: String,
     cost: u64,
 ) -> Result<Hit, ApiError> {
-    let Some(rule) = state.limits.named(limit) else {
+    let limits = state.limits();
+    let Some(rule) = limits.named(limit) else {
         return Err(error(
             StatusCode::NOT_FOUND,
             format!("no limit named {limit:?}"),

@@ -5,7 +5,10 @@
 //! and an HTTP check (`POST /check` with JSON, `GET /check?limit=NAME` for
 //! nginx `auth_request` and Traefik `forwardAuth`, `POST /settle` for costs
 //! known after the response), from limits in a TOML
-//! file, each on one of `ratelimit-core`'s algorithms and a memory store.
+//! file, each on one of `ratelimit-core`'s algorithms, in memory or on
+//! Redis. Operations: a reload that keeps what each key has used
+//! ([`State::reload`], SIGHUP), Prometheus metrics ([`metrics`]),
+//! readiness that asks the stores, and an admin API ([`admin`]).
 //! The guide is `docs/ratelimitd.md`.
 //!
 //! ```
@@ -19,7 +22,7 @@
 //!     descriptors = [{ key = "remote_address" }]
 //! "#, "inline").unwrap();
 //! let state = State::new(&config).unwrap();
-//! let hit = Hit::resolve(&state.limits, "edge", &[("remote_address", "10.0.0.1")], 1).unwrap();
+//! let hit = Hit::resolve(&state.limits(), "edge", &[("remote_address", "10.0.0.1")], 1).unwrap();
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 //! let admitted = |o: ratelimit_server::Outcome| !o.over;
 //! assert!(admitted(check_all(&[hit.clone()], state.now()).await.unwrap()));
@@ -28,26 +31,38 @@
 //! # });
 //! ```
 
+mod address;
+pub mod admin;
+mod admin_auth;
+mod admin_settings;
 mod check;
 mod config;
+mod env;
 pub mod grpc;
 mod headers;
 pub mod http_api;
 mod http_json;
+mod key_ops;
 mod limits;
+pub mod metrics;
+mod reload;
 mod rule;
 mod server;
 mod settle;
 mod state;
 pub mod unit;
 
+pub use admin_auth::WRONG_TOKENS_PER_MINUTE;
+pub use admin_settings::{AdminSettings, AdminToken, MIN_TOKEN};
 pub use check::{check_all, Hit, KeyTooLong, Outcome, Status, MAX_KEY_BYTES};
 pub use config::{
-    Config, ConfigFileError, EntryPattern, LimitConfig, ServerSettings, DEFAULT_GRPC, DEFAULT_HTTP,
-    DEFAULT_KEY_HEADER, DEFAULT_MAX_KEYS,
+    Config, ConfigFileError, EntryPattern, LimitConfig, MetricsSettings, ServerSettings,
+    DEFAULT_GRPC, DEFAULT_HTTP, DEFAULT_KEY_HEADER, DEFAULT_MAX_KEYS,
 };
 pub use headers::fields;
+pub use key_ops::{KeyOpError, KeyState};
 pub use limits::Limits;
+pub use reload::{LimitChange, Reloaded};
 pub use rule::{Entry, Rule};
 pub use server::{Running, DRAIN_TIMEOUT};
 pub use state::State;

@@ -41,18 +41,23 @@ impl Limits {
     /// the limit whose store cannot be built (a bad Redis URL, an
     /// algorithm the Redis scripts cannot decide exactly).
     pub fn new(config: &Config) -> Result<Self, ConfigFileError> {
+        let mut rules = Vec::with_capacity(config.limits.len());
+        for limit in &config.limits {
+            let rule = Rule::new(limit.clone(), &config.store)
+                .map_err(|e| config.limit_error(&limit.name, format!("its store: {e}")))?;
+            rules.push(Arc::new(rule));
+        }
+        Ok(Self::of(rules))
+    }
+
+    /// The limits `rules`, indexed.
+    pub(crate) fn of(rules: Vec<Arc<Rule>>) -> Self {
         let mut by_domain: HashMap<String, Vec<Arc<Rule>>> = HashMap::new();
         let mut by_name = HashMap::new();
-        for limit in &config.limits {
-            let rule = Rule::new(limit.clone(), &config.store).map_err(|e| ConfigFileError {
-                file: config.file.clone(),
-                limit: Some(limit.name.clone()),
-                message: format!("its store: {e}"),
-            })?;
-            let rule = Arc::new(rule);
-            by_name.insert(limit.name.clone(), Arc::clone(&rule));
+        for rule in rules {
+            by_name.insert(rule.config.name.clone(), Arc::clone(&rule));
             by_domain
-                .entry(limit.domain.clone())
+                .entry(rule.config.domain.clone())
                 .or_default()
                 .push(rule);
         }
@@ -62,7 +67,7 @@ impl Limits {
                 a.len().cmp(&b.len()).then_with(|| more_specific(a, b))
             });
         }
-        Ok(Self { by_domain, by_name })
+        Self { by_domain, by_name }
     }
 
     /// The limit a descriptor of `entries` in `domain` answers to, if any

@@ -1,7 +1,7 @@
-//! `ratelimitd`: reads its configuration, serves gRPC and HTTP, stops on SIGTERM or ctrl-c.
+//! `ratelimitd`: reads its configuration, serves gRPC and HTTP, reloads on SIGHUP, stops on SIGTERM or ctrl-c.
 
-use ratelimit_server::{Config, Running, State};
-use std::path::PathBuf;
+use ratelimit_server::{Config, ConfigFileError, Reloaded, Running, State};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -11,7 +11,13 @@ const USAGE: &str = "usage: ratelimitd [--config PATH]
 environment:
   BIND_ADDR       the HTTP address, over [server] http
   GRPC_BIND_ADDR  the gRPC address, over [server] grpc
-  RUST_LOG        the log filter (default info)";
+  METRICS_ADDR    the Prometheus metrics address, over [metrics] addr
+  ADMIN_ADDR      the admin API's address, over [admin] addr
+  ADMIN_TOKEN     the admin API's bearer token, over [admin] token-file
+  RUST_LOG        the log filter (default info)
+signals:
+  SIGHUP          reload the configuration (a bad file is refused and logged)
+  SIGTERM, ctrl-c stop gracefully";
 
 /// The configuration's path from the arguments or `RATELIMIT_CONFIG`.
 fn config_path() -> Result<PathBuf, String> {
@@ -38,21 +44,53 @@ fn config_path() -> Result<PathBuf, String> {
     Ok(path)
 }
 
-/// The configuration, with the environment's addresses over the file's.
-fn load() -> Result<Config, String> {
-    let path = config_path()?;
-    let mut config = Config::load(&path).map_err(|e| e.to_string())?;
-    for (var, addr) in [
-        ("BIND_ADDR", &mut config.server.http),
-        ("GRPC_BIND_ADDR", &mut config.server.grpc),
-    ] {
-        if let Ok(text) = std::env::var(var) {
-            *addr = text
-                .parse()
-                .map_err(|_| format!("{var}={text:?} is not an address like 127.0.0.1:8080"))?;
+/// The configuration at `path`, with the environment's settings over the file's.
+fn load(path: &Path) -> Result<Config, String> {
+    Config::load(path)
+        .and_then(|c| c.with_env(|v| std::env::var(v).ok()))
+        .map_err(|e| e.to_string())
+}
+
+/// Reloads `path` into `state` at every SIGHUP, its handler installed
+/// now (SIGHUP's default action ends the process).
+#[cfg(unix)]
+fn reload_on_hangup(state: Arc<State>, path: PathBuf) -> std::io::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut hangup = signal(SignalKind::hangup())?;
+    tokio::spawn(async move {
+        while hangup.recv().await.is_some() {
+            log_reload(&path, state.reload_file(&path));
+        }
+    });
+    Ok(())
+}
+
+/// No SIGHUP here: no reload.
+#[cfg(not(unix))]
+fn reload_on_hangup(_state: Arc<State>, _path: PathBuf) -> std::io::Result<()> {
+    Ok(())
+}
+
+/// Logs a reload: each change, then the sum; or why it was refused.
+fn log_reload(path: &Path, result: Result<Reloaded, ConfigFileError>) {
+    match result {
+        Ok(r) => {
+            for c in &r.changed {
+                tracing::info!(limit = %c.limit, from = %c.from, to = %c.to, "limit changed");
+            }
+            tracing::info!(
+                file = %path.display(),
+                added = ?r.added,
+                removed = ?r.removed,
+                changed = r.changed.len(),
+                unchanged = r.unchanged,
+                "configuration reloaded"
+            );
+        }
+        Err(e) => {
+            tracing::error!("configuration not reloaded (the running one stays): {e}");
         }
     }
-    Ok(config)
 }
 
 /// SIGTERM or ctrl-c, their handlers installed now (a signal that comes
@@ -86,7 +124,14 @@ async fn main() -> ExitCode {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
-    let config = match load() {
+    let path = match config_path() {
+        Ok(path) => path,
+        Err(e) => {
+            eprintln!("ratelimitd: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let config = match load(&path) {
         Ok(config) => config,
         Err(e) => {
             eprintln!("ratelimitd: {e}");
@@ -108,6 +153,10 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Err(e) = reload_on_hangup(Arc::clone(&state), path) {
+        eprintln!("ratelimitd: cannot handle SIGHUP: {e}");
+        return ExitCode::FAILURE;
+    }
     let running = match Running::start(state).await {
         Ok(running) => running,
         Err(e) => {
@@ -117,6 +166,8 @@ async fn main() -> ExitCode {
     };
     tracing::info!(
         grpc = %running.grpc_addr,
+        metrics = ?running.metrics_addr,
+        admin = ?running.admin_addr,
         limits,
         "ratelimitd listening on {} (HTTP)",
         running.http_addr

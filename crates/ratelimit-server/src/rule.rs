@@ -1,9 +1,11 @@
-//! One limit as the server runs it: its pattern, its algorithm and its store.
+//! One limit as the server runs it: its pattern, its live algorithm and its store (built here, and only here).
 
 use crate::config::{EntryPattern, LimitConfig};
-use ratelimit_core::{BoxStore, LogThrottle};
+use crate::metrics::RuleMetrics;
+use ratelimit_core::{AnyAlgorithm, BoxStore, LiveAlgorithm, LogThrottle};
 use ratelimit_redis::{BuildError, StoreSettings};
 use std::cmp::Ordering;
+use std::sync::OnceLock;
 
 /// A request descriptor's entry: a key and its value.
 pub type Entry<'a> = (&'a str, &'a str);
@@ -31,9 +33,14 @@ pub struct Rule {
     pub config: LimitConfig,
     /// Its store (`None` for an unlimited limit).
     pub store: Option<BoxStore<String>>,
+    /// The algorithm its store follows: a reload changes it in place,
+    /// and each key keeps what it has used (`None` for an unlimited limit).
+    live: Option<LiveAlgorithm>,
     /// Its log lines (a shadow limit's would-be refusals, store
     /// failures): one per kind per minute.
     pub(crate) logs: LogThrottle<2>,
+    /// Its counters, registered on first use.
+    metrics: OnceLock<RuleMetrics>,
 }
 
 /// The kind of a shadow limit's would-be refusal, in [`Rule::logs`].
@@ -45,15 +52,48 @@ impl Rule {
     /// The limit of `config`, with its store of `settings` (nothing
     /// connects here: a Redis store connects on first use).
     pub fn new(config: LimitConfig, settings: &StoreSettings) -> Result<Self, BuildError> {
-        let store = match config.algorithm {
-            Some(a) => Some(BoxStore::new(settings.build::<String>(&config.name, a)?)),
-            None => None,
+        let (live, store) = match config.algorithm {
+            Some(a) => {
+                let live = LiveAlgorithm::new(a);
+                let store = build_store(settings, &config.name, &live)?;
+                (Some(live), Some(store))
+            }
+            None => (None, None),
         };
-        Ok(Self {
+        Ok(Self::of(config, live, store))
+    }
+
+    fn of(
+        config: LimitConfig,
+        live: Option<LiveAlgorithm>,
+        store: Option<BoxStore<String>>,
+    ) -> Self {
+        Self {
             config,
             store,
+            live,
             logs: LogThrottle::new(std::time::Duration::from_secs(60)),
-        })
+            metrics: OnceLock::new(),
+        }
+    }
+
+    /// The limit under `config` (its name unchanged, an algorithm on
+    /// both), on this limit's store and live algorithm: what each key has
+    /// used stays. The algorithm changes when [`LiveAlgorithm::set`] is
+    /// called on [`live`](Self::live), not here.
+    pub(crate) fn sharing(&self, config: LimitConfig) -> Self {
+        Self::of(config, self.live.clone(), self.store.clone())
+    }
+
+    /// The live algorithm its store follows (`None` when unlimited).
+    pub(crate) fn live(&self) -> Option<&LiveAlgorithm> {
+        self.live.as_ref()
+    }
+
+    /// Its counters.
+    pub(crate) fn metrics(&self) -> &RuleMetrics {
+        self.metrics
+            .get_or_init(|| RuleMetrics::new(&self.config.name, &self.config.domain))
     }
 
     /// Whether a descriptor of `entries` is this limit's: the same keys in
@@ -111,4 +151,33 @@ pub fn more_specific(a: &[EntryPattern], b: &[EntryPattern]) -> Ordering {
         }
     }
     Ordering::Equal
+}
+
+/// The store of the limit `name` following `live` on `settings`: the one
+/// place a store is built.
+fn build_store(
+    settings: &StoreSettings,
+    name: &str,
+    live: &LiveAlgorithm,
+) -> Result<BoxStore<String>, BuildError> {
+    Ok(BoxStore::new(settings.build_live::<String>(name, live)?))
+}
+
+/// Whether `settings`' stores can decide `algorithm` (a Redis store
+/// refuses what its scripts cannot decide exactly, such as `/year`),
+/// found by building one on a thread without a tokio runtime, so that
+/// nothing connects.
+pub(crate) fn check_algorithm(
+    settings: &StoreSettings,
+    name: &str,
+    algorithm: AnyAlgorithm,
+) -> Result<(), BuildError> {
+    if matches!(settings, StoreSettings::Memory { .. }) {
+        return Ok(());
+    }
+    std::thread::scope(|s| {
+        s.spawn(|| settings.build::<String>(name, algorithm).map(drop))
+            .join()
+            .unwrap_or_else(|_| Err(BuildError::Unsupported(format!("{algorithm}"))))
+    })
 }

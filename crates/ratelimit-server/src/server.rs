@@ -1,4 +1,4 @@
-//! The running server: both listeners, store upkeep, and a graceful stop.
+//! The running server: its listeners (gRPC, HTTP, metrics and admin if configured), store upkeep, and a graceful stop.
 
 use crate::grpc::Rls;
 use crate::http_api::{router, HttpState};
@@ -7,7 +7,7 @@ use ratelimit_core::Store;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -35,17 +35,31 @@ pub struct Running {
     pub grpc_addr: SocketAddr,
     /// Where the HTTP API listens.
     pub http_addr: SocketAddr,
+    /// Where `GET /metrics` listens, if `[metrics]` is on.
+    pub metrics_addr: Option<SocketAddr>,
+    /// Where the admin API listens, if `[admin]` is on.
+    pub admin_addr: Option<SocketAddr>,
     stop: watch::Sender<bool>,
     http: Arc<HttpState>,
     tasks: JoinSet<()>,
 }
 
 impl Running {
-    /// Binds the settings' addresses (port 0 picks a free port) and serves.
+    /// Binds the settings' addresses (port 0 picks a free port) and
+    /// serves. Metrics install the process's Prometheus recorder
+    /// ([`metrics::recorder`](crate::metrics::recorder)).
     pub async fn start(state: Arc<State>) -> std::io::Result<Self> {
-        let grpc = TcpListener::bind(state.settings.grpc).await?;
-        let http = TcpListener::bind(state.settings.http).await?;
+        let (grpc, http) = {
+            let settings = state.settings();
+            (settings.grpc, settings.http)
+        };
+        let grpc = TcpListener::bind(grpc).await?;
+        let http = TcpListener::bind(http).await?;
         let (grpc_addr, http_addr) = (grpc.local_addr()?, http.local_addr()?);
+        let (metrics_at, admin_at) = {
+            let config = state.config.lock().unwrap_or_else(PoisonError::into_inner);
+            (config.metrics.addr, config.admin.addr)
+        };
         let (stop, stopped) = watch::channel(false);
         let shared = Arc::new(HttpState {
             state: Arc::clone(&state),
@@ -72,10 +86,27 @@ impl Running {
                 tracing::error!(error = %e, "the HTTP server failed");
             }
         });
+        let metrics_addr = match metrics_at {
+            Some(addr) => {
+                let handle = crate::metrics::recorder().map_err(std::io::Error::other)?;
+                let app = crate::metrics::router(handle);
+                Some(serve(&mut tasks, addr, app, &stop, "metrics").await?)
+            }
+            None => None,
+        };
+        let admin_addr = match admin_at {
+            Some(addr) => {
+                let app = crate::admin::router(Arc::clone(&state));
+                Some(serve(&mut tasks, addr, app, &stop, "admin").await?)
+            }
+            None => None,
+        };
         tasks.spawn(upkeep(Arc::clone(&shared.state), stop.subscribe()));
         Ok(Self {
             grpc_addr,
             http_addr,
+            metrics_addr,
+            admin_addr,
             stop,
             http: shared,
             tasks,
@@ -104,6 +135,33 @@ impl Running {
     }
 }
 
+/// Serves `app` on `addr` (with each peer's address, for the admin
+/// API's per-source count of wrong tokens) until the stop: the bound address.
+async fn serve(
+    tasks: &mut JoinSet<()>,
+    addr: SocketAddr,
+    app: axum::Router,
+    stop: &watch::Sender<bool>,
+    what: &'static str,
+) -> std::io::Result<SocketAddr> {
+    let listener = TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    if !bound.ip().is_loopback() {
+        tracing::warn!(%bound, "the {what} listener is on a non-loopback address: keep it behind a firewall");
+    }
+    let signal = until_stopped(stop.subscribe());
+    tasks.spawn(async move {
+        let app = app.into_make_service_with_connect_info::<SocketAddr>();
+        let served = axum::serve(listener, app)
+            .with_graceful_shutdown(signal)
+            .await;
+        if let Err(e) = served {
+            tracing::error!(error = %e, "the {what} server failed");
+        }
+    });
+    Ok(bound)
+}
+
 async fn until_stopped(mut stopped: watch::Receiver<bool>) {
     let _ = stopped.wait_for(|s| *s).await;
 }
@@ -115,7 +173,7 @@ async fn upkeep(state: Arc<State>, mut stopped: watch::Receiver<bool>) {
         tokio::select! {
             _ = every.tick() => {
                 let now = state.now();
-                for rule in state.limits.all() {
+                for rule in state.limits().all() {
                     if let Some(store) = &rule.store {
                         store.maintain(now);
                     }

@@ -57,7 +57,7 @@ fn hit_of(state: &State, body: SettleBody) -> Result<Hit, ApiError> {
                 return bad("domain and descriptor must not be empty");
             }
             Hit::resolve(
-                &state.limits,
+                &state.limits(),
                 &domain,
                 &EntryJson::entries(&descriptor),
                 reserved,

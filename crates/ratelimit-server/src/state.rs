@@ -1,9 +1,11 @@
-//! What the gRPC and HTTP services share: the limits, the settings and the clock.
+//! What the gRPC and HTTP services share: the limits and settings in force (swapped by a reload), and the clock.
 
+use crate::admin_settings::AdminToken;
 use crate::config::{Config, ConfigFileError, ServerSettings};
 use crate::limits::Limits;
+use arc_swap::{ArcSwap, ArcSwapOption, Guard};
 use ratelimit_core::{Clock, SystemClock};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// The server's shared state.
 ///
@@ -12,13 +14,18 @@ use std::sync::Arc;
 ///
 /// let config = Config::parse("", "inline").unwrap();
 /// let state = State::new(&config).unwrap();
-/// assert!(state.limits.named("nothing").is_none());
+/// assert!(state.limits().named("nothing").is_none());
 /// ```
 pub struct State {
-    /// The limits.
-    pub limits: Limits,
-    /// The `[server]` settings.
-    pub settings: ServerSettings,
+    /// The limits in force.
+    limits: ArcSwap<Limits>,
+    /// The `[server]` settings in force.
+    settings: ArcSwap<ServerSettings>,
+    /// The admin token in force.
+    admin_token: ArcSwapOption<AdminToken>,
+    /// The configuration in force: a reload compares with it, one at a
+    /// time.
+    pub(crate) config: Mutex<Config>,
     /// The stores' clock.
     pub clock: Arc<dyn Clock>,
 }
@@ -42,10 +49,41 @@ impl State {
     /// The state of `config`, on `clock`.
     pub fn with_clock(config: &Config, clock: Arc<dyn Clock>) -> Result<Self, ConfigFileError> {
         Ok(Self {
-            limits: Limits::new(config)?,
-            settings: config.server.clone(),
+            limits: ArcSwap::from_pointee(Limits::new(config)?),
+            settings: ArcSwap::from_pointee(config.server.clone()),
+            admin_token: ArcSwapOption::from(config.admin.token.clone().map(Arc::new)),
+            config: Mutex::new(config.clone()),
             clock,
         })
+    }
+
+    /// The limits in force (a call in flight keeps those it started with).
+    pub fn limits(&self) -> Guard<Arc<Limits>> {
+        self.limits.load()
+    }
+
+    /// The `[server]` settings in force.
+    pub fn settings(&self) -> Guard<Arc<ServerSettings>> {
+        self.settings.load()
+    }
+
+    /// The admin token in force.
+    pub(crate) fn admin_token(&self) -> Option<Arc<AdminToken>> {
+        self.admin_token.load_full()
+    }
+
+    /// Puts `config`'s limits, settings and token in force.
+    pub(crate) fn swap(&self, limits: Limits, config: &Config) {
+        self.limits.store(Arc::new(limits));
+        self.settings.store(Arc::new(config.server.clone()));
+        self.admin_token
+            .store(config.admin.token.clone().map(Arc::new));
+    }
+
+    /// Whether the stores are shared (Redis), so that readiness asks them.
+    pub(crate) fn stores_shared(&self) -> bool {
+        let config = self.config.lock().unwrap_or_else(PoisonError::into_inner);
+        !matches!(config.store, ratelimit_redis::StoreSettings::Memory { .. })
     }
 
     /// The clock's now, in nanoseconds.

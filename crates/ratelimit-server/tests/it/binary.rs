@@ -102,12 +102,12 @@ async fn the_binary_serves_both_protocols_and_stops_on_sigterm() {
 }
 
 #[test]
-fn a_bad_file_stops_the_binary_naming_the_file_and_the_limit() {
+fn a_bad_file_stops_the_binary_naming_the_file_the_line_and_the_limit() {
     let path = config_file("bad.toml", &LIMITS.replace("gcra 1/1h", "gcra 1/1hour"));
     let (status, stderr) = run_to_exit(ratelimitd(&path));
     assert!(!status.success());
     let want = format!(
-        "{}: limit \"per-ip\": algorithm = \"gcra 1/1hour\"",
+        "{}:6: limit \"per-ip\": algorithm = \"gcra 1/1hour\"",
         path.display()
     );
     assert!(stderr.contains(&want), "{stderr}");
@@ -146,4 +146,104 @@ async fn sigterm_lets_a_call_in_flight_finish() {
     let answer = in_flight.await.unwrap().expect("answered, not dropped");
     assert_eq!(answer.into_inner().overall_code, Code::OverLimit as i32);
     assert!(status.success(), "{status:?}: {:#?}", server.log);
+}
+
+/// `POST /check` of `per-ip` for `key` on the binary: the status.
+fn check_ip(server: &Spawned, key: &str) -> u16 {
+    let body = format!(r#"{{"limit":"per-ip","key":"{key}"}}"#);
+    server.status(&format!(
+        "POST /check HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    ))
+}
+
+fn hangup(server: &Spawned) {
+    let sent = Command::new("kill")
+        .args(["-HUP", &server.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(sent.success(), "kill -HUP failed");
+}
+
+#[test]
+fn sighup_reloads_the_file_keeping_used_quota_and_refuses_a_bad_one() {
+    let path = config_file("hup.toml", LIMITS);
+    let mut server = Spawned::start(ratelimitd(&path));
+    assert_eq!(check_ip(&server, "10.3.0.9"), 200);
+    assert_eq!(check_ip(&server, "10.3.0.9"), 429);
+    // 1 used of 1, then of 3: 2 left.
+    std::fs::write(&path, LIMITS.replace("gcra 1/1h", "gcra 3/1h")).unwrap();
+    hangup(&server);
+    let line = server.wait_for("configuration reloaded", Duration::from_secs(20));
+    assert!(line.is_some(), "{:#?}", server.log);
+    assert_eq!(check_ip(&server, "10.3.0.9"), 200);
+    assert_eq!(check_ip(&server, "10.3.0.9"), 200);
+    assert_eq!(check_ip(&server, "10.3.0.9"), 429);
+    // A bad file: logged naming the file, the line and the limit; the
+    // running limits stay (3 used of 3).
+    std::fs::write(&path, LIMITS.replace("gcra 1/1h", "gcra 3/1hour")).unwrap();
+    hangup(&server);
+    let line = server
+        .wait_for("configuration not reloaded", Duration::from_secs(20))
+        .unwrap_or_else(|| panic!("{:#?}", server.log));
+    let want = format!("{}:6: limit \"per-ip\": algorithm", path.display());
+    assert!(line.contains(&want), "{line}");
+    assert_eq!(check_ip(&server, "10.3.0.9"), 429);
+    assert_eq!(check_ip(&server, "10.3.0.10"), 200);
+    let status = server.terminate();
+    assert!(status.success(), "{status:?}: {:#?}", server.log);
+}
+
+/// The status of `GET path` on `addr`, with `headers` (raw HTTP/1.1), and the body.
+fn get(addr: &str, path: &str, headers: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: t\r\n{headers}Connection: close\r\n\r\n");
+    s.write_all(request.as_bytes()).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).expect("an answer");
+    let status = out.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
+    (status, out)
+}
+
+/// The address logged as `field=Some(ADDR)` in the `listening on` line.
+fn logged_addr(server: &Spawned, field: &str) -> String {
+    let line = server
+        .log
+        .iter()
+        .find(|l| l.contains("listening on"))
+        .unwrap();
+    let rest = line
+        .split(&format!("{field}=Some("))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no {field} in {line:?}"));
+    rest[..rest.find(')').unwrap()].to_owned()
+}
+
+#[test]
+fn metrics_and_admin_listen_where_the_environment_says() {
+    let path = config_file("ops.toml", LIMITS);
+    let token = "binary-admin-token-0123456789";
+    let mut cmd = ratelimitd(&path);
+    cmd.env("METRICS_ADDR", "127.0.0.1:0")
+        .env("ADMIN_ADDR", "127.0.0.1:0")
+        .env("ADMIN_TOKEN", token);
+    let server = Spawned::start(cmd);
+    assert_eq!(check_ip(&server, "10.3.0.20"), 200);
+    let (status, body) = get(&logged_addr(&server, "metrics"), "/metrics", "");
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains(
+            r#"ratelimitd_decisions_total{limit="per-ip",domain="edge",code="admitted"} 1"#
+        ),
+        "{body}"
+    );
+    let admin = logged_addr(&server, "admin");
+    assert_eq!(get(&admin, "/limits", "").0, 401);
+    let auth = format!("Authorization: Bearer {token}\r\n");
+    let (status, body) = get(&admin, "/limits/per-ip/keys/10.3.0.20", &auth);
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"remaining\":0"), "{body}");
 }

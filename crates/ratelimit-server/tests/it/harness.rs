@@ -11,13 +11,14 @@ use hyper::body::Bytes;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use ratelimit_core::{Clock, SystemClock};
-use ratelimit_server::{Config, Running, State};
+use ratelimit_server::{Config, ConfigFileError, Reloaded, Running, State};
 use std::sync::Arc;
 use tonic::transport::Channel;
 
 /// A running server and clients of it.
 pub struct Harness {
     pub running: Running,
+    pub state: Arc<State>,
     pub grpc: RateLimitServiceClient<Channel>,
     http: HttpClient,
 }
@@ -38,20 +39,32 @@ impl Harness {
 
     /// As [`start`](Self::start), the stores on `clock`.
     pub async fn start_with_clock(toml: &str, clock: Arc<dyn Clock>) -> Self {
-        let mut config = Config::parse(toml, "test.toml").expect("test config");
-        config.server.grpc = "127.0.0.1:0".parse().unwrap();
-        config.server.http = "127.0.0.1:0".parse().unwrap();
-        let state = State::with_clock(&config, clock).expect("stores");
-        let running = Running::start(Arc::new(state)).await.expect("listen");
+        let config = Config::parse(toml, "test.toml").expect("test config");
+        Self::start_config(config, clock).await
+    }
+
+    /// The server of `config`, its addresses (and those of metrics and
+    /// admin, when on) replaced by free ports, the stores on `clock`.
+    pub async fn start_config(mut config: Config, clock: Arc<dyn Clock>) -> Self {
+        free_ports(&mut config);
+        let state = Arc::new(State::with_clock(&config, clock).expect("stores"));
+        let running = Running::start(Arc::clone(&state)).await.expect("listen");
         let grpc = RateLimitServiceClient::connect(format!("http://{}", running.grpc_addr))
             .await
             .expect("gRPC connect");
         let http = http_client();
         Self {
             running,
+            state,
             grpc,
             http,
         }
+    }
+
+    /// Reloads `config`, its addresses replaced as at start.
+    pub fn reload(&self, mut config: Config) -> Result<Reloaded, ConfigFileError> {
+        free_ports(&mut config);
+        self.state.reload(&config)
     }
 
     /// `ShouldRateLimit` of `request`.
@@ -75,6 +88,30 @@ impl Harness {
         let uri = format!("http://{}{path_and_query}", self.running.http_addr);
         call(&self.http, method, &uri, headers, body).await
     }
+
+    /// An HTTP call to `addr` (the metrics or admin listener).
+    pub async fn http_at(
+        &self,
+        addr: Option<std::net::SocketAddr>,
+        method: &str,
+        path_and_query: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> Answer {
+        let addr = addr.expect("that listener is on");
+        let uri = format!("http://{addr}{path_and_query}");
+        call(&self.http, method, &uri, headers, body).await
+    }
+}
+
+/// `config`'s addresses (those of metrics and admin, when on) replaced by
+/// port 0: free ports.
+fn free_ports(config: &mut Config) {
+    let free: std::net::SocketAddr = "127.0.0.1:0".parse().unwrap();
+    config.server.grpc = free;
+    config.server.http = free;
+    config.metrics.addr = config.metrics.addr.map(|_| free);
+    config.admin.addr = config.admin.addr.map(|_| free);
 }
 
 /// A plain HTTP/1.1 client.

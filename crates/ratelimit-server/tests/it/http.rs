@@ -163,15 +163,15 @@ async fn ready_and_health_answer_and_stop_closes_the_ports() {
 }
 
 #[test]
-fn config_errors_name_the_file_the_limit_and_the_value() {
+fn config_errors_name_the_file_the_line_the_limit_and_the_value() {
     let cases = [
         (
             "[[limit]]\nname = \"a\"\ndomain = \"d\"\nalgorithm = \"gcra 10/1q\"\ndescriptors = [{ key = \"k\" }]\n",
-            "f.toml: limit \"a\": algorithm = \"gcra 10/1q\"",
+            "f.toml:1: limit \"a\": algorithm = \"gcra 10/1q\"",
         ),
         (
             "[[limit]]\nname = \"a\"\ndomain = \"d\"\ndescriptors = [{ key = \"k\" }]\n",
-            "f.toml: limit \"a\": no algorithm",
+            "f.toml:1: limit \"a\": no algorithm",
         ),
         (
             "[[limit]]\nname = \"a\"\ndomain = \"d\"\nunlimited = true\nalgorithm = \"gcra 1/1s\"\ndescriptors = [{ key = \"k\" }]\n",

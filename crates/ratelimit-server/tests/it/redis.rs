@@ -56,7 +56,7 @@ fn a_bad_redis_url_is_refused_naming_the_limit() {
     let config = Config::parse(&limits("http://nowhere"), "f.toml").unwrap();
     let err = State::new(&config).unwrap_err().to_string();
     assert!(
-        err.starts_with("f.toml: limit \"per-ip\": its store:"),
+        err.starts_with("f.toml:7: limit \"per-ip\": its store:"),
         "{err}"
     );
 }

@@ -1,0 +1,194 @@
+//! A configuration reloaded while the server runs: all or nothing, each kept limit keeping what its keys have used.
+
+use crate::config::{Config, ConfigFileError};
+use crate::limits::Limits;
+use crate::rule::{check_algorithm, Rule};
+use crate::state::State;
+use ratelimit_core::{AnyAlgorithm, LiveAlgorithm};
+use std::path::Path;
+use std::sync::{Arc, PoisonError};
+
+/// What a reload changed, by limit name.
+///
+/// ```
+/// use ratelimit_server::{Config, State};
+///
+/// let text = |rate: &str| format!(r#"
+///     [[limit]]
+///     name = "per-ip"
+///     domain = "edge"
+///     algorithm = "fixed-window {rate}/1m"
+///     descriptors = [{{ key = "remote_address" }}]
+/// "#);
+/// let state = State::new(&Config::parse(&text("10"), "f.toml").unwrap()).unwrap();
+/// let reloaded = state.reload(&Config::parse(&text("20"), "f.toml").unwrap()).unwrap();
+/// assert_eq!(reloaded.changed[0].limit, "per-ip");
+/// assert_eq!(reloaded.changed[0].to, "fixed-window 20/1m");
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reloaded {
+    /// Limits new in the file.
+    pub added: Vec<String>,
+    /// Limits gone from the file (their state is dropped).
+    pub removed: Vec<String>,
+    /// Limits whose settings changed.
+    pub changed: Vec<LimitChange>,
+    /// How many limits are unchanged.
+    pub unchanged: usize,
+}
+
+/// One limit's change: its algorithm before and after (`unlimited` for
+/// none), equal when only other settings changed.
+///
+/// ```
+/// use ratelimit_server::{Config, State};
+///
+/// let text = |extra: &str| format!(r#"
+///     [[limit]]
+///     name = "office"
+///     domain = "edge"
+///     {extra}
+///     descriptors = [{{ key = "remote_address", value = "192.0.2.10" }}]
+/// "#);
+/// let state = State::new(&Config::parse(&text("unlimited = true"), "f.toml").unwrap()).unwrap();
+/// let limited = Config::parse(&text("algorithm = \"gcra 5/1s\""), "f.toml").unwrap();
+/// let change = &state.reload(&limited).unwrap().changed[0];
+/// assert_eq!((change.from.as_str(), change.to.as_str()), ("unlimited", "gcra 5/1s"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LimitChange {
+    /// The limit's name.
+    pub limit: String,
+    /// Its algorithm before.
+    pub from: String,
+    /// Its algorithm after.
+    pub to: String,
+}
+
+/// A live algorithm and the settings it takes once the reload is applied.
+type Pending = (LiveAlgorithm, AnyAlgorithm);
+
+impl State {
+    /// Puts `config` in force, all or nothing: an error leaves the
+    /// running configuration as it was.
+    ///
+    /// A limit is the same limit by name. Unchanged, it keeps its state
+    /// untouched. Changed, it keeps its store: a new algorithm is set on
+    /// its live algorithm, which carries each key's used quota over
+    /// (ALGORITHMS.md, "Live settings: carry-over": a change frees
+    /// nothing, through any number of reloads); a new domain, descriptors,
+    /// `shadow` or `key-header` apply at once. A limit turned unlimited
+    /// drops its state; one turned limited, or new, starts empty. The
+    /// addresses, `[store]` and `[admin] addr` need a restart: a file
+    /// changing them is refused. The admin token is read again.
+    pub fn reload(&self, config: &Config) -> Result<Reloaded, ConfigFileError> {
+        let result = self.try_reload(config);
+        crate::metrics::reloaded(result.is_ok());
+        result
+    }
+
+    fn try_reload(&self, config: &Config) -> Result<Reloaded, ConfigFileError> {
+        let mut running = self.config.lock().unwrap_or_else(PoisonError::into_inner);
+        fixed_unchanged(&running, config)?;
+        let old = self.limits();
+        let mut reloaded = Reloaded::default();
+        let mut pending: Vec<Pending> = Vec::new();
+        let mut rules = Vec::with_capacity(config.limits.len());
+        for limit in &config.limits {
+            let rule = match old.named(&limit.name) {
+                Some(rule) if rule.config == *limit => {
+                    reloaded.unchanged += 1;
+                    Arc::clone(rule)
+                }
+                Some(rule) => {
+                    reloaded.changed.push(LimitChange {
+                        limit: limit.name.clone(),
+                        from: algorithm_text(rule.config.algorithm),
+                        to: algorithm_text(limit.algorithm),
+                    });
+                    Arc::new(changed(rule, limit.clone(), config, &mut pending)?)
+                }
+                None => {
+                    reloaded.added.push(limit.name.clone());
+                    Arc::new(new_rule(limit.clone(), config)?)
+                }
+            };
+            rules.push(rule);
+        }
+        reloaded.removed = old
+            .all()
+            .map(|r| r.config.name.clone())
+            .filter(|name| !config.limits.iter().any(|l| &l.name == name))
+            .collect();
+        reloaded.removed.sort();
+        for (live, algorithm) in pending {
+            live.set(algorithm);
+        }
+        self.swap(Limits::of(rules), config);
+        *running = config.clone();
+        Ok(reloaded)
+    }
+
+    /// Reads the file at `path`, puts the environment's settings over it
+    /// (as at start), and [reloads](Self::reload) it.
+    pub fn reload_file(&self, path: &Path) -> Result<Reloaded, ConfigFileError> {
+        let config = Config::load(path).and_then(|c| c.with_env(|v| std::env::var(v).ok()));
+        match config {
+            Ok(config) => self.reload(&config),
+            Err(e) => {
+                crate::metrics::reloaded(false);
+                Err(e)
+            }
+        }
+    }
+}
+
+/// The limit `rule` under its changed settings `limit`: on its store when
+/// both have an algorithm (the new one, checked against the store, set
+/// once the whole reload is accepted), else a new limit.
+fn changed(
+    rule: &Rule,
+    limit: crate::LimitConfig,
+    config: &Config,
+    pending: &mut Vec<Pending>,
+) -> Result<Rule, ConfigFileError> {
+    let (Some(live), Some(algorithm)) = (rule.live(), limit.algorithm) else {
+        return new_rule(limit, config);
+    };
+    if rule.config.algorithm != Some(algorithm) {
+        check_algorithm(&config.store, &limit.name, algorithm)
+            .map_err(|e| config.limit_error(&limit.name, format!("its store: {e}")))?;
+        pending.push((live.clone(), algorithm));
+    }
+    Ok(rule.sharing(limit))
+}
+
+fn new_rule(limit: crate::LimitConfig, config: &Config) -> Result<Rule, ConfigFileError> {
+    let name = limit.name.clone();
+    Rule::new(limit, &config.store)
+        .map_err(|e| config.limit_error(&name, format!("its store: {e}")))
+}
+
+fn algorithm_text(algorithm: Option<AnyAlgorithm>) -> String {
+    algorithm.map_or_else(|| "unlimited".to_owned(), |a| a.to_string())
+}
+
+/// Refuses a change of what only a restart can change, naming it.
+fn fixed_unchanged(running: &Config, new: &Config) -> Result<(), ConfigFileError> {
+    let fields = [
+        ("[server] grpc", running.server.grpc != new.server.grpc),
+        ("[server] http", running.server.http != new.server.http),
+        ("[store]", running.store != new.store),
+        ("[metrics] addr", running.metrics.addr != new.metrics.addr),
+        ("[admin] addr", running.admin.addr != new.admin.addr),
+    ];
+    match fields.iter().find(|(_, differs)| *differs) {
+        Some((field, _)) => Err(ConfigFileError {
+            file: new.file.clone(),
+            line: None,
+            limit: None,
+            message: format!("{field} changed: that needs a restart (nothing was reloaded)"),
+        }),
+        None => Ok(()),
+    }
+}
