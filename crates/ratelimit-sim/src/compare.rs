@@ -382,7 +382,7 @@ mod tests {
 
     #[test]
     fn the_readme_table() {
-        // The README's compare table: two window-edge attacks (1s, 3s), then
+        // The guide's compare table (docs/guide/algorithms.md): two window-edge attacks (1s, 3s), then
         // 20 per second from 4s to 8s (every 50ms, 80 requests).
         let mut evs = events("window-edge --limit 10 --period 1s --duration 4s");
         evs.extend(events(

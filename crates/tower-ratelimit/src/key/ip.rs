@@ -94,7 +94,7 @@ impl IpPrefixes {
     /// IPv4 /24, IPv6 /48: a whole site (RFC 6177 assigns an end site a
     /// /48 to /56; a /24 is the smallest IPv4 block routed on the
     /// internet). Shared by many users behind a carrier's NAT: see the
-    /// README's "Limits over address prefixes".
+    /// guide's [Limits over address prefixes](https://github.com/ratelimit-rs/ratelimit/blob/main/docs/guide/proxies.md#limits-over-address-prefixes).
     pub const SITE: Self = Self { v4: 24, v6: 48 };
 
     /// Custom prefix lengths: IPv4 in `1..=32`, IPv6 in `1..=128`.
