@@ -14,6 +14,19 @@ use std::time::Duration;
 pub const MAX_OVERRIDES: usize = 1024;
 
 /// Why a change to a [`LiveAlgorithm`] was refused.
+///
+/// ```
+/// use ratelimit_core::{Gcra, LiveAlgorithm, LiveError, MAX_OVERRIDES};
+/// use std::time::Duration;
+///
+/// let gcra = Gcra::new(10, Duration::from_secs(1)).unwrap();
+/// let live = LiveAlgorithm::new(gcra);
+/// for key in 0..MAX_OVERRIDES as u64 {
+///     live.set_override(&key, gcra).unwrap();
+/// }
+/// let refused = live.set_override(&u64::MAX, gcra);
+/// assert_eq!(refused, Err(LiveError::TooManyOverrides { max: MAX_OVERRIDES }));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LiveError {
@@ -73,6 +86,16 @@ impl Version {
 /// The state of a key of a [`LiveAlgorithm`]: the settings it was last
 /// written under (shared, not copied), the key's [`stable_hash`] (for its
 /// override), and the state itself.
+///
+/// ```
+/// use ratelimit_core::{Algorithm, Gcra, LiveAlgorithm};
+/// use std::time::Duration;
+///
+/// let live = LiveAlgorithm::new(Gcra::new(1, Duration::from_secs(1)).unwrap());
+/// let mut state = live.fresh("key", 0); // a LiveState
+/// assert!(live.check(&mut state, 1, 0).allowed);
+/// assert!(!live.check(&mut state, 1, 0).allowed);
+/// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct LiveState {
     version: Arc<Version>,
@@ -93,6 +116,22 @@ impl fmt::Debug for LiveState {
 /// An [`AnyAlgorithm`] whose settings can be changed while a store uses
 /// it, with per-key overrides; clones share the settings, so a clone is
 /// the handle that changes them.
+///
+/// ```
+/// use ratelimit_core::{AnyAlgorithm, LiveAlgorithm, MemoryStore};
+///
+/// let spec = |s: &str| s.parse::<AnyAlgorithm>().unwrap();
+/// let live = LiveAlgorithm::new(spec("gcra 3/1h"));
+/// let store = MemoryStore::new(live.clone());
+/// store.check_now("k", 2, 0).unwrap();
+/// live.set(spec("gcra 4/1h"));
+/// assert_eq!(store.check_now("k", 0, 0).unwrap().remaining, 2);
+/// // Lowered and raised again: the 2 used are still used.
+/// live.set(spec("gcra 1/1h"));
+/// live.set(spec("gcra 4/1h"));
+/// assert_eq!(store.check_now("k", 0, 0).unwrap().remaining, 2);
+/// # let _: &MemoryStore<LiveAlgorithm, String> = &store;
+/// ```
 ///
 /// Every check reads the settings once (one atomic pointer load), so each
 /// decision is made wholly under one version: no decision mixes two. A
@@ -129,22 +168,6 @@ impl fmt::Debug for LiveState {
 /// deny cache off for it ([`Algorithm::caches_denials`]). GCRA and the
 /// buckets are kept in their 16-byte state, so that no state wraps in a
 /// lifetime ([`idle_horizon`](Algorithm::idle_horizon) is `u64::MAX`).
-///
-/// ```
-/// use ratelimit_core::{AnyAlgorithm, LiveAlgorithm, MemoryStore};
-///
-/// let spec = |s: &str| s.parse::<AnyAlgorithm>().unwrap();
-/// let live = LiveAlgorithm::new(spec("gcra 3/1h"));
-/// let store = MemoryStore::new(live.clone());
-/// store.check_now("k", 2, 0).unwrap();
-/// live.set(spec("gcra 4/1h"));
-/// assert_eq!(store.check_now("k", 0, 0).unwrap().remaining, 2);
-/// // Lowered and raised again: the 2 used are still used.
-/// live.set(spec("gcra 1/1h"));
-/// live.set(spec("gcra 4/1h"));
-/// assert_eq!(store.check_now("k", 0, 0).unwrap().remaining, 2);
-/// # let _: &MemoryStore<LiveAlgorithm, String> = &store;
-/// ```
 #[derive(Clone)]
 pub struct LiveAlgorithm {
     current: Arc<ArcSwap<Version>>,
