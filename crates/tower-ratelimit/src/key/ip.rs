@@ -5,7 +5,16 @@ use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::str::FromStr;
 
-/// A client's IP address as a key: `Copy`, 20 bytes, no allocation.
+/// A client's IP address as a key: `Copy`, no allocation.
+///
+/// ```
+/// use tower_ratelimit::key::{IpKey, IpPrefixes};
+///
+/// let key: IpKey = IpPrefixes::DEFAULT.key("2001:db8::1".parse().unwrap());
+/// assert_eq!(key.to_string(), "2001:db8::/64");
+/// let mapped = IpPrefixes::DEFAULT.key("::ffff:198.51.100.7".parse().unwrap());
+/// assert_eq!(mapped.to_string(), "198.51.100.7");
+/// ```
 ///
 /// IPv6 clients usually own a whole /64, so by default an IPv6 address is
 /// keyed by its /64 prefix: rotating addresses inside it does not escape the
