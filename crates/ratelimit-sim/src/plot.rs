@@ -29,6 +29,15 @@ use std::io::{BufRead, Write};
 use std::time::Duration;
 
 /// `ratelimit-sim plot [OPTIONS] [< TRACE]`.
+///
+/// ```
+/// use clap::Parser;
+/// use ratelimit_sim::{Cli, Command};
+///
+/// let cli = Cli::try_parse_from(["ratelimit-sim", "plot", "--limit", "10", "--period", "1s", "-o", "out.svg"]).unwrap();
+/// let Some(Command::Plot(args)) = cli.command else { panic!() };
+/// assert_eq!(args.svg.as_deref(), Some("out.svg"));
+/// ```
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "plot",
@@ -78,6 +87,17 @@ Examples:
   $ ratelimit-sim plot --algo \"gcra --limit 10 --period 1s; fixed-window --limit 10 --period 1s\" < trace.txt > chart.svg";
 
 /// What one panel draws.
+///
+/// ```
+/// use ratelimit_sim::{chart_data, parse_generator, AlgorithmSpec, Chart};
+///
+/// let specs = [AlgorithmSpec::parse("gcra 10/1s").unwrap()];
+/// let words = ["steady", "--rate", "20", "--period", "1s", "--duration", "2s"];
+/// let events = parse_generator(&words.map(String::from)).unwrap().events();
+/// let chart: Chart = chart_data(&specs, &events, None, None).unwrap();
+/// let panel = &chart.panels[0];
+/// assert_eq!(panel.admitted + panel.denied, 40);
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Panel {
     /// The algorithm as written.
@@ -95,6 +115,17 @@ pub struct Panel {
 }
 
 /// Everything the chart draws.
+///
+/// ```
+/// use ratelimit_sim::{chart_data, parse_generator, AlgorithmSpec, Chart};
+///
+/// let specs = [AlgorithmSpec::parse("gcra 10/1s").unwrap()];
+/// let words = ["steady", "--rate", "20", "--period", "1s", "--duration", "2s"];
+/// let events = parse_generator(&words.map(String::from)).unwrap().events();
+/// let chart: Chart = chart_data(&specs, &events, None, None).unwrap();
+/// let panel = &chart.panels[0];
+/// assert_eq!(panel.admitted + panel.denied, 40);
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Chart {
     /// The key drawn.
