@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """An hour of nginx access log (combined, with "$http_x_forwarded_for" and
 $request_time appended) behind a proxy at 10.0.0.1, for `ratelimit-sim
-what-if` on examples/axum/ratelimit.toml: the README's run and the speed
+what-if` on examples/axum/ratelimit.toml: the guide's run and the speed
 benchmark in BENCHMARKS.md.
 
     python3 benches/what-if/access_log.py LINES > access.log

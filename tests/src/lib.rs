@@ -8,9 +8,62 @@
 
 pub use ratelimit_test_support::{redis_server, spawned};
 
-/// The top-level README's Rust snippets, compiled as doctests (they need
+/// The top-level README's Rust blocks, compiled as doctests (they need
 /// `tower-ratelimit`, `ratelimit-redis`, axum and tokio, which this crate
 /// has; the published crates cannot see the workspace README).
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 struct ReadmeDoctests;
+
+/// The guide's Rust blocks (`docs/guide/`), compiled as doctests here for
+/// the same reason: this crate has every crate they use.
+#[cfg(doctest)]
+mod guide {
+    #[cfg(doctest)]
+    #[doc = include_str!("../../docs/guide/quick-start.md")]
+    struct QuickStart;
+
+    #[cfg(doctest)]
+    #[doc = include_str!("../../docs/guide/cookbook.md")]
+    struct Cookbook;
+
+    #[cfg(doctest)]
+    #[doc = include_str!("../../docs/guide/responses.md")]
+    struct Responses;
+
+    #[cfg(doctest)]
+    #[doc = include_str!("../../docs/guide/policy-file.md")]
+    struct PolicyFile;
+
+    #[cfg(doctest)]
+    #[doc = include_str!("../../docs/guide/costs.md")]
+    struct Costs;
+
+    #[cfg(doctest)]
+    #[doc = include_str!("../../docs/guide/proxies.md")]
+    struct Proxies;
+
+    #[cfg(doctest)]
+    #[doc = include_str!("../../docs/guide/redis.md")]
+    struct Redis;
+
+    #[cfg(doctest)]
+    #[doc = include_str!("../../docs/guide/beyond-http.md")]
+    struct BeyondHttp;
+
+    #[cfg(doctest)]
+    #[doc = include_str!("../../docs/guide/operations.md")]
+    struct Operations;
+
+    #[cfg(doctest)]
+    #[doc = include_str!("../../docs/guide/security.md")]
+    struct Security;
+
+    #[cfg(doctest)]
+    #[doc = include_str!("../../docs/guide/algorithms.md")]
+    struct Algorithms;
+
+    #[cfg(doctest)]
+    #[doc = include_str!("../../docs/guide/what-if.md")]
+    struct WhatIf;
+}

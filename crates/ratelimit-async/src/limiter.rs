@@ -11,6 +11,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Why [`Limiter::until_ready`] gave up.
+///
+/// ```
+/// use ratelimit_async::{Limiter, WaitError};
+/// use ratelimit_core::{Gcra, MemoryStore};
+/// use std::time::Duration;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let limiter = Limiter::new(MemoryStore::new(Gcra::new(3, Duration::from_secs(1)).unwrap()));
+/// let err = limiter.until_ready(&"key".to_string(), 5).await.unwrap_err();
+/// assert_eq!(err, WaitError::Never { cost: 5, limit: 3 });
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WaitError {
     /// The store failed (Redis down, timed out, breaker open): nothing

@@ -13,6 +13,19 @@ use std::time::Instant;
 
 /// A source of monotonic time, in nanoseconds since the clock's origin.
 ///
+/// ```
+/// use ratelimit_core::{Clock, ManualClock};
+///
+/// fn elapsed(clock: &impl Clock, since: u64) -> u64 {
+///     clock.now() - since
+/// }
+/// let clock = ManualClock::new();
+/// clock.advance(std::time::Duration::from_millis(5));
+/// assert_eq!(elapsed(&clock, 0), 5_000_000);
+/// let fixed = || 42u64; // closures are clocks too
+/// assert_eq!(fixed.now(), 42);
+/// ```
+///
 /// Implementations must never go backwards. Closures `Fn() -> u64` are
 /// clocks too.
 pub trait Clock: Send + Sync + 'static {
@@ -33,6 +46,15 @@ where
 /// The system clock: nanoseconds since the Unix epoch, read from the wall
 /// clock once per process and carried on by the monotonic clock.
 ///
+/// ```
+/// use ratelimit_core::{Clock, SystemClock};
+/// use std::time::{SystemTime, UNIX_EPOCH};
+///
+/// let wall = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+/// let now = SystemClock::new().now() / 1_000_000_000;
+/// assert!(now.abs_diff(wall.as_secs()) <= 60);
+/// ```
+///
 /// Every `SystemClock` of a process shares one base: the wall-clock time
 /// (`SystemTime`) read the first time one is made, and the monotonic
 /// clock's reading at that moment. From then on it moves only with the
@@ -52,15 +74,6 @@ where
 /// operating system's monotonic clock itself. A read is about half the
 /// cost of [`std::time::Instant::now`] on x86-64 Linux. Without the feature
 /// it reads [`std::time::Instant`].
-///
-/// ```
-/// use ratelimit_core::{Clock, SystemClock};
-/// use std::time::{SystemTime, UNIX_EPOCH};
-///
-/// let wall = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
-/// let now = SystemClock::new().now() / 1_000_000_000;
-/// assert!(now.abs_diff(wall.as_secs()) <= 60);
-/// ```
 #[derive(Debug, Clone, Copy)]
 pub struct SystemClock {
     base: &'static Base,

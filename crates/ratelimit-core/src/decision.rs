@@ -4,6 +4,18 @@ use std::time::Duration;
 
 /// What an algorithm decided for one request.
 ///
+/// ```
+/// use ratelimit_core::{Decision, Gcra, MemoryStore};
+/// use std::time::Duration;
+///
+/// let store = MemoryStore::new(Gcra::new(1, Duration::from_secs(1)).unwrap());
+/// let decision: Decision = store.check_now("alice", 1, 0).unwrap();
+/// assert!(decision.allowed);
+/// let denied = store.check_now("alice", 1, 0).unwrap();
+/// assert_eq!(denied.retry_after(), Some(Duration::from_secs(1)));
+/// # let _: &MemoryStore<Gcra, String> = &store;
+/// ```
+///
 /// Outside this crate, make one with [`Decision::new`]: fields may be
 /// added.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

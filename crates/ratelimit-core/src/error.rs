@@ -7,6 +7,14 @@ use std::time::Duration;
 
 /// A rate-limit setting that cannot be honoured exactly. Returned by every
 /// constructor; nothing panics on bad input.
+///
+/// ```
+/// use ratelimit_core::{ConfigError, Gcra};
+/// use std::time::Duration;
+///
+/// let err = Gcra::new(0, Duration::from_secs(1)).unwrap_err();
+/// assert!(matches!(err, ConfigError::ZeroLimit(_)));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ConfigError {
@@ -173,6 +181,15 @@ impl Error for StoreError {
 /// it gave one, and the source error, kept as it came (a
 /// `redis::RedisError`, an I/O error, ...) and shared, so the error stays
 /// cheap to clone.
+///
+/// ```
+/// use ratelimit_core::{RemoteError, StoreError};
+///
+/// let remote = RemoteError::new("timeout", "no answer in time").in_store("redis");
+/// assert_eq!((remote.kind(), remote.store()), ("timeout", Some("redis")));
+/// let err = StoreError::Unavailable(remote);
+/// assert!(err.is_unavailable());
+/// ```
 ///
 /// Two remote errors are equal when their kinds, stores and messages are.
 #[derive(Clone)]

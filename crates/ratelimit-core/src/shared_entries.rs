@@ -19,6 +19,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Which table an entry is in.
+///
+/// ```
+/// use ratelimit_core::EntryTable;
+///
+/// assert_eq!(EntryTable::Deny.as_str(), "deny");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum EntryTable {
     /// The allow list of every limit.
@@ -44,6 +50,20 @@ impl EntryTable {
 }
 
 /// One entry.
+///
+/// ```
+/// use ratelimit_core::{EntryTable, SharedEntry};
+/// use std::time::Duration;
+///
+/// let ban_net = SharedEntry {
+///     table: EntryTable::Deny,
+///     scope: String::new(),
+///     name: "198.51.100.0/24".into(),
+///     value: String::new(),
+///     left: Some(Duration::from_secs(3600)),
+/// };
+/// # let _ = ban_net;
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SharedEntry {
     /// Its table.
@@ -63,6 +83,14 @@ pub struct SharedEntry {
 /// keyed with a secret that every instance sharing the entries holds
 /// (Redis's: SipHash-2-4 with the secret the instances share), so that
 /// every instance computes the same. `Debug` shows nothing of its key.
+///
+/// ```
+/// use ratelimit_core::EntryDigest;
+///
+/// let digest = EntryDigest::new(|text| text.len() as u128); // a real one is keyed
+/// let name = digest.of("an-api-key");
+/// assert!(EntryDigest::is_digest(&name));
+/// ```
 #[derive(Clone)]
 pub struct EntryDigest(Arc<dyn Fn(&str) -> u128 + Send + Sync>);
 
@@ -97,14 +125,60 @@ impl std::fmt::Debug for EntryDigest {
 
 /// The future of a [`SharedEntries`] call; an error says why, naming the
 /// cap when it is the reason.
+///
+/// ```
+/// use ratelimit_core::EntriesFuture;
+///
+/// let removed: EntriesFuture<bool> = Box::pin(async { Ok(true) });
+/// # let _ = removed;
+/// ```
 pub type EntriesFuture<T> = Pin<Box<dyn Future<Output = Result<T, String>> + Send + 'static>>;
 
 /// What receives every standing entry, each time they may have changed,
 /// with the digest the entries that may be credentials were written with.
+///
+/// ```
+/// use ratelimit_core::EntriesSink;
+/// use std::sync::Arc;
+///
+/// let sink: EntriesSink = Arc::new(|entries, _digest| println!("{} entries", entries.len()));
+/// # let _ = sink;
+/// ```
 pub type EntriesSink = Arc<dyn Fn(Vec<SharedEntry>, EntryDigest) + Send + Sync>;
 
 /// Where instances share the entries set at run time. Without one, an
 /// instance keeps its entries in its own memory only.
+///
+/// ```
+/// use ratelimit_core::{EntriesFuture, EntriesSink, EntryDigest, EntryTable};
+/// use ratelimit_core::{SharedEntries, SharedEntry};
+/// use std::sync::Mutex;
+///
+/// /// Entries kept in this process only.
+/// struct Local(Mutex<Vec<SharedEntry>>);
+///
+/// impl SharedEntries for Local {
+///     fn digest(&self) -> EntriesFuture<EntryDigest> {
+///         Box::pin(async { Ok(EntryDigest::new(|text| text.len() as u128)) })
+///     }
+///     fn put(&self, entry: SharedEntry, _cap: usize) -> EntriesFuture<()> {
+///         self.0.lock().unwrap().push(entry);
+///         Box::pin(async { Ok(()) })
+///     }
+///     fn remove(&self, table: EntryTable, scope: &str, name: &str) -> EntriesFuture<bool> {
+///         let mut entries = self.0.lock().unwrap();
+///         let before = entries.len();
+///         entries.retain(|e| (e.table, e.scope.as_str(), e.name.as_str()) != (table, scope, name));
+///         let removed = entries.len() < before;
+///         Box::pin(async move { Ok(removed) })
+///     }
+///     fn follow(&self, sink: EntriesSink) {
+///         let digest = EntryDigest::new(|text| text.len() as u128);
+///         sink(self.0.lock().unwrap().clone(), digest);
+///     }
+/// }
+/// # let _ = Local(Mutex::new(Vec::new()));
+/// ```
 pub trait SharedEntries: Send + Sync {
     /// The digest that an entry which may be a credential is written
     /// with (its `name` the digest of its text): every instance sharing

@@ -5,6 +5,13 @@ use crate::Clock;
 
 /// Tokio's clock (`tokio::time::Instant`): follows `tokio::time::pause` and
 /// `advance`, so tests of shaping and refills run without real sleeps.
+///
+/// ```
+/// use ratelimit_core::{Clock, TokioClock};
+///
+/// let clock = TokioClock::new();
+/// assert!(clock.now() < 1_000_000_000); // nanoseconds since its creation
+/// ```
 #[derive(Debug, Clone, Copy)]
 pub struct TokioClock {
     origin: tokio::time::Instant,

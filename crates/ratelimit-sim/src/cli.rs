@@ -7,6 +7,15 @@ use crate::plot::PlotArgs;
 use clap::{Parser, Subcommand};
 
 /// `ratelimit-sim`: its arguments.
+///
+/// ```
+/// use clap::Parser;
+/// use ratelimit_sim::{Cli, Command};
+///
+/// let cli = Cli::try_parse_from(["ratelimit-sim", "gcra", "--limit", "10", "--period", "1s"]).unwrap();
+/// let Some(Command::Algorithm(algorithm)) = cli.command else { panic!() };
+/// assert!(algorithm.build().is_ok());
+/// ```
 #[derive(Debug, Parser)]
 #[command(
     name = "ratelimit-sim",
@@ -25,6 +34,16 @@ pub struct Cli {
 }
 
 /// What `ratelimit-sim` runs.
+///
+/// ```
+/// use clap::Parser;
+/// use ratelimit_sim::{run, Cli};
+///
+/// let cli = Cli::try_parse_from(["ratelimit-sim", "gcra", "--limit", "1", "--period", "1s"]).unwrap();
+/// let mut out = Vec::new();
+/// run(&cli.command.unwrap(), "0 a\n0 a\n".as_bytes(), &mut out).unwrap();
+/// assert_eq!(String::from_utf8(out).unwrap(), "0 a allow 0 0\n0 a deny 0 1000\n");
+/// ```
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Replays the trace on standard input through this algorithm.

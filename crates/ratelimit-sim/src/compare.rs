@@ -34,6 +34,15 @@ use std::io::{BufRead, Write};
 use std::time::Duration;
 
 /// `ratelimit-sim compare [OPTIONS] [< TRACE]`.
+///
+/// ```
+/// use clap::Parser;
+/// use ratelimit_sim::{Cli, Command};
+///
+/// let cli = Cli::try_parse_from(["ratelimit-sim", "compare", "--limit", "10", "--period", "1s"]).unwrap();
+/// let Some(Command::Compare(args)) = cli.command else { panic!() };
+/// assert_eq!(args.setup.limit, Some(10));
+/// ```
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "compare",
@@ -64,6 +73,16 @@ Example:
   $ ratelimit-sim compare --generator \"window-edge --limit 10 --period 1s\"";
 
 /// One row of the table.
+///
+/// ```
+/// use ratelimit_sim::{compare, parse_generator, AlgorithmSpec, Row};
+///
+/// let specs = [AlgorithmSpec::parse("sliding-log 10/1s").unwrap()];
+/// let words = ["window-edge", "--limit", "10", "--period", "1s", "--duration", "4s"];
+/// let events = parse_generator(&words.map(String::from)).unwrap().events();
+/// let rows: Vec<Row> = compare(&specs, &events, None).unwrap();
+/// assert_eq!(rows[0].max_in_interval, 10);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Row {
     /// The algorithm as written.
@@ -382,7 +401,7 @@ mod tests {
 
     #[test]
     fn the_readme_table() {
-        // The README's compare table: two window-edge attacks (1s, 3s), then
+        // The guide's compare table (docs/guide/algorithms.md): two window-edge attacks (1s, 3s), then
         // 20 per second from 4s to 8s (every 50ms, 80 requests).
         let mut evs = events("window-edge --limit 10 --period 1s --duration 4s");
         evs.extend(events(

@@ -4,6 +4,13 @@ use ratelimit_core::ConfigError;
 use std::fmt;
 
 /// Why the sim stopped: bad options or a bad input line.
+///
+/// ```
+/// use ratelimit_sim::{parse_line, SimError};
+///
+/// let err: SimError = parse_line("-1 alice").unwrap_err();
+/// assert!(!err.to_string().is_empty());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SimError(pub String);
 

@@ -34,6 +34,15 @@ use clap::{Args, Parser, Subcommand};
 
 /// A generator and its options, as written after `generate` and in
 /// `--generator`. Durations are kept in milliseconds.
+///
+/// ```
+/// use clap::Parser;
+/// use ratelimit_sim::{Cli, Command};
+///
+/// let cli = Cli::try_parse_from(["ratelimit-sim", "generate", "poisson", "--rate", "20", "--period", "1s"]).unwrap();
+/// let Some(Command::Generate { generator }) = cli.command else { panic!() };
+/// assert!(generator.build().is_ok());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
 pub enum GeneratorArgs {
     /// N requests per P, evenly spaced, each pushed later by a random [0, J)
@@ -96,6 +105,15 @@ pub enum GeneratorArgs {
 }
 
 /// The options every generator takes.
+///
+/// ```
+/// use clap::Parser;
+/// use ratelimit_sim::{Cli, Command};
+///
+/// let cli = Cli::try_parse_from(["ratelimit-sim", "generate", "steady", "--rate", "5", "--period", "1s", "--seed", "7"]).unwrap();
+/// let Some(Command::Generate { generator }) = cli.command else { panic!() };
+/// assert_eq!(generator.build().unwrap().seed, 7);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Args)]
 pub struct CommonArgs {
     /// Requests at times below D (before the shift by --start)
@@ -139,6 +157,14 @@ fn positive_millis(s: &str) -> Result<u64, String> {
 }
 
 /// The shape of the traffic.
+///
+/// ```
+/// use ratelimit_sim::{parse_generator, Shape};
+///
+/// let words = ["window-edge", "--limit", "10", "--period", "1s"];
+/// let generator = parse_generator(&words.map(String::from)).unwrap();
+/// assert!(matches!(generator.shape, Shape::WindowEdge { limit: 10, period_ms: 1000, .. }));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Shape {
     /// `rate` requests per `period`, evenly spaced, each delayed by a
@@ -181,6 +207,15 @@ pub enum Shape {
 }
 
 /// A generator: a shape and the common options.
+///
+/// ```
+/// use ratelimit_sim::{parse_generator, Generator, Shape};
+///
+/// let words = ["steady", "--rate", "10", "--period", "1s", "--duration", "2s"];
+/// let generator: Generator = parse_generator(&words.map(String::from)).unwrap();
+/// assert!(matches!(generator.shape, Shape::Steady { rate: 10, .. }));
+/// assert_eq!(generator.events().len(), 20);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Generator {
     /// The shape of the traffic.

@@ -48,6 +48,15 @@ Example:
 
 /// An algorithm and its settings, as written on the command line
 /// (`gcra --limit 10 --period 1s`) and in `--algo`.
+///
+/// ```
+/// use clap::Parser;
+/// use ratelimit_sim::{Cli, Command};
+///
+/// let cli = Cli::try_parse_from(["ratelimit-sim", "fixed-window", "--limit", "10", "--period", "1m"]).unwrap();
+/// let Some(Command::Algorithm(algorithm)) = cli.command else { panic!() };
+/// assert_eq!(algorithm.build().unwrap().to_string(), "fixed-window 10/1m");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
 pub enum AlgorithmArgs {
     /// GCRA: L per P, with bursts of up to B
@@ -125,6 +134,13 @@ pub enum AlgorithmArgs {
 }
 
 /// Where a fixed window starts (`--anchor`).
+///
+/// ```
+/// use ratelimit_sim::parse_algorithm;
+///
+/// let words = ["fixed-window", "--limit", "10", "--period", "1s", "--anchor", "first-request"];
+/// assert!(parse_algorithm(&words.map(String::from)).is_ok());
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum AnchorArg {
     /// Windows [k*P, (k+1)*P) counted from time 0

@@ -6,6 +6,15 @@ use std::io::{BufRead, Write};
 
 /// Decides events in order through a [`MemoryStore`] on a [`ManualClock`]:
 /// the same code path a service uses.
+///
+/// ```
+/// use ratelimit_sim::{parse_line, Replayer};
+///
+/// let mut replayer = Replayer::new("gcra 1/1s".parse().unwrap());
+/// let event = parse_line("0 alice").unwrap().unwrap();
+/// assert!(replayer.decide(&event).unwrap().allowed);
+/// assert!(!replayer.decide(&event).unwrap().allowed);
+/// ```
 #[derive(Debug)]
 pub struct Replayer {
     store: MemoryStore<AnyAlgorithm, String>,

@@ -11,6 +11,14 @@ use std::io::BufRead;
 use std::time::Duration;
 
 /// One algorithm to run, with the text it was written as.
+///
+/// ```
+/// use ratelimit_sim::AlgorithmSpec;
+/// use std::time::Duration;
+///
+/// let spec = AlgorithmSpec::parse("gcra --limit 10 --period 1s").unwrap();
+/// assert_eq!(spec.rate(), (10, Duration::from_secs(1)));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AlgorithmSpec {
     /// The spec as written, whitespace collapsed: `gcra --limit 10 --period 1s`.
@@ -99,6 +107,15 @@ pub fn read_trace(input: impl BufRead) -> Result<Vec<Event>, SimError> {
 }
 
 /// The options `plot` and `compare` share: the algorithms and the traffic.
+///
+/// ```
+/// use clap::Parser;
+/// use ratelimit_sim::{Cli, Command};
+///
+/// let cli = Cli::try_parse_from(["ratelimit-sim", "compare", "--algo", "gcra 10/1s; sliding-log 10/1s"]).unwrap();
+/// let Some(Command::Compare(args)) = cli.command else { panic!() };
+/// assert_eq!(args.setup.algo[0].0.len(), 2);
+/// ```
 #[derive(Debug, Clone, Args)]
 pub struct SetupArgs {
     /// An algorithm as in replay mode (`gcra --limit 10 --period 1s`) or as a spec (`gcra 10/1s burst 5`); repeat it, or separate several with ';'
@@ -121,6 +138,13 @@ pub struct SetupArgs {
 }
 
 /// The algorithms of one `--algo`.
+///
+/// ```
+/// use ratelimit_sim::{parse_specs, Specs};
+///
+/// let specs = Specs(parse_specs(&["gcra 10/1s; sliding-log 10/1s".to_string()]).unwrap());
+/// assert_eq!(specs.0[1].label, "sliding-log 10/1s");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Specs(pub Vec<AlgorithmSpec>);
 

@@ -3,6 +3,13 @@
 use crate::SimError;
 
 /// One request of a trace.
+///
+/// ```
+/// use ratelimit_sim::{parse_line, Event};
+///
+/// let event = parse_line("250 bob 3").unwrap().unwrap();
+/// assert_eq!(event, Event { t_ms: 250, key: "bob".into(), cost: 3 });
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
     /// Milliseconds since time 0.

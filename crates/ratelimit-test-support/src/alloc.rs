@@ -25,6 +25,14 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// `System`, counting the bytes currently allocated.
+///
+/// ```
+/// use ratelimit_test_support::CountingAlloc;
+///
+/// // Counts only as the process's `#[global_allocator]` (see the module docs).
+/// static COUNTER: CountingAlloc = CountingAlloc::new();
+/// assert_eq!(COUNTER.allocated(), 0);
+/// ```
 #[derive(Debug, Default)]
 pub struct CountingAlloc {
     allocated: AtomicUsize,

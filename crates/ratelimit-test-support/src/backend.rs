@@ -17,6 +17,15 @@ use std::time::Duration;
 use tower_service::Service;
 
 /// The backend's response future.
+///
+/// ```
+/// use ratelimit_test_support::backend::BoxFut;
+///
+/// fn answered() -> BoxFut {
+///     Box::pin(async { Ok(http::Response::new(bytes::Bytes::new())) })
+/// }
+/// # let _ = answered();
+/// ```
 pub type BoxFut = Pin<Box<dyn Future<Output = Result<Response<Bytes>, Infallible>> + Send>>;
 
 /// A backend of `capacity` whose latency is `base` up to its capacity and
@@ -24,6 +33,15 @@ pub type BoxFut = Pin<Box<dyn Future<Output = Result<Response<Bytes>, Infallible
 /// the capacity: its throughput at 4 x capacity is 40 % of its best. A
 /// request whose future is dropped (its client went away) stops using the
 /// backend, as a hyper server drops the handler's future.
+///
+/// ```
+/// use ratelimit_test_support::Backend;
+/// use std::time::Duration;
+///
+/// let backend = Backend::new(Duration::from_millis(10), 20);
+/// assert_eq!(backend.latency(20), Duration::from_millis(10)); // at capacity
+/// assert!(backend.latency(80) > Duration::from_millis(10)); // overloaded
+/// ```
 #[derive(Clone)]
 pub struct Backend {
     base: Duration,
@@ -60,6 +78,15 @@ impl Backend {
 
 /// What the simulated clients call: the backend, bare or behind layers,
 /// owned by a spawned task.
+///
+/// ```
+/// use ratelimit_test_support::backend::BackendService;
+/// use ratelimit_test_support::Backend;
+/// use std::time::Duration;
+///
+/// fn simulate(_service: impl BackendService) {}
+/// simulate(Backend::new(Duration::from_millis(10), 20));
+/// ```
 pub trait BackendService:
     Service<Request<()>, Response = Response<Bytes>, Error = Infallible, Future: Send>
     + Clone

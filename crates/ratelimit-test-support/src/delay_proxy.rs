@@ -11,6 +11,17 @@ use std::time::{Duration, Instant};
 
 /// A proxy on 127.0.0.1 to `127.0.0.1:upstream`; stops accepting on drop
 /// (open connections end with their peers).
+///
+/// ```no_run
+/// use ratelimit_test_support::{DelayProxy, RedisServer};
+/// use std::time::Duration;
+///
+/// let Some(server) = RedisServer::start() else { return };
+/// // Every byte 5 ms late each way: Redis 10 ms away.
+/// let proxy = DelayProxy::start(server.port, Duration::from_millis(5));
+/// let url = proxy.url();
+/// # let _ = url;
+/// ```
 pub struct DelayProxy {
     /// The port it listens on.
     pub port: u16,

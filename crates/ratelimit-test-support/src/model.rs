@@ -17,6 +17,15 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
 
 /// Where a fixed window's windows start (`ratelimit_core::Anchor`).
+///
+/// ```
+/// use ratelimit_test_support::model::{Anchor, Model, Spec};
+///
+/// let spec = Spec::Fixed { limit: 1, period: 1_000, anchor: Anchor::FirstRequest };
+/// let mut model = Model::new(spec);
+/// assert!(model.check(&"k", 1, 500).allowed);
+/// assert!(!model.check(&"k", 1, 1_400).allowed); // its window opened at 500
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Anchor {
     /// Windows `[k*P, (k+1)*P)`.
@@ -30,6 +39,13 @@ pub enum Anchor {
 
 /// An algorithm and its settings, as the contract names them. Periods are
 /// in nanoseconds.
+///
+/// ```
+/// use ratelimit_test_support::model::Spec;
+///
+/// let gcra = Spec::Gcra { limit: 10, period: 1_000_000_000, burst: 5 };
+/// assert_eq!(gcra.capacity(), 5);
+/// ```
 // The fields are the contract's settings, named in each variant's doc.
 #[allow(missing_docs)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -88,6 +104,15 @@ impl Spec {
 }
 
 /// What the contract says a request gets.
+///
+/// ```
+/// use ratelimit_test_support::model::{Model, Out, Spec};
+///
+/// let mut model = Model::new(Spec::Log { limit: 1, period: 1_000 });
+/// model.check(&"k", 1, 0);
+/// let out: Out = model.check(&"k", 1, 0);
+/// assert_eq!(out, Out { allowed: false, remaining: 0, wait: Some(1_000) });
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Out {
     /// Admitted?
@@ -116,6 +141,14 @@ enum St {
 }
 
 /// A keyed reference model.
+///
+/// ```
+/// use ratelimit_test_support::model::{Model, Spec};
+///
+/// let mut model = Model::new(Spec::Window { limit: 2, period: 1_000 });
+/// assert!(model.check(&"k", 2, 0).allowed);
+/// assert!(!model.check(&"k", 1, 10).allowed);
+/// ```
 #[derive(Debug, Clone)]
 pub struct Model<K> {
     spec: Spec,

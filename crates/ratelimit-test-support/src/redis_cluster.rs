@@ -7,6 +7,16 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// The nodes of a running Cluster, masters first as `redis-cli` made them.
+///
+/// ```no_run
+/// use ratelimit_test_support::RedisCluster;
+///
+/// // None, said loudly, where redis-cli or the server is missing.
+/// let Some(cluster) = RedisCluster::start(3, 1) else { return };
+/// assert_eq!(cluster.masters(), 3);
+/// let urls = cluster.url(); // comma-separated node URLs
+/// # let _ = urls;
+/// ```
 pub struct RedisCluster {
     /// Every node (a killed one stays, dead).
     pub nodes: Vec<RedisServer>,

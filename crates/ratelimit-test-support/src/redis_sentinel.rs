@@ -10,6 +10,15 @@ use std::time::{Duration, Instant};
 pub const SERVICE: &str = "ratelimit-it";
 
 /// A master, its replica, and a Sentinel; all killed on drop.
+///
+/// ```no_run
+/// use ratelimit_test_support::redis_sentinel::RedisSentinel;
+///
+/// let Some(sentinel) = RedisSentinel::start() else { return };
+/// let url = sentinel.url(); // redis+sentinel://127.0.0.1:PORT/ratelimit-it
+/// sentinel.fail_over();
+/// # let _ = url;
+/// ```
 pub struct RedisSentinel {
     /// The master the Sentinel was started on.
     pub master: RedisServer,

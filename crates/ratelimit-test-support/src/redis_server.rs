@@ -15,6 +15,15 @@ use std::time::{Duration, Instant};
 
 /// A running server ([`server_binary`]), killed (and its temp dir
 /// removed) on drop.
+///
+/// ```no_run
+/// use ratelimit_test_support::RedisServer;
+///
+/// // None, said loudly, where no server binary is installed.
+/// let Some(server) = RedisServer::start() else { return };
+/// let url = server.url(); // redis://127.0.0.1:PORT/
+/// # let _ = url;
+/// ```
 pub struct RedisServer {
     child: Option<Child>,
     /// The port it listens on (127.0.0.1).

@@ -10,6 +10,17 @@ use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 /// A running example, killed on drop.
+///
+/// ```no_run
+/// use ratelimit_test_support::Spawned;
+/// use std::process::Command;
+///
+/// let mut cmd = Command::new("target/debug/axum-example");
+/// cmd.env("BIND_ADDR", "127.0.0.1:0");
+/// let mut app = Spawned::start(cmd); // waits for its `listening on` line
+/// assert_eq!(app.status("GET /health HTTP/1.1\r\nHost: x\r\n\r\n"), 200);
+/// app.terminate();
+/// ```
 pub struct Spawned {
     child: Child,
     lines: Receiver<String>,

@@ -11,6 +11,16 @@ use std::time::{Duration, Instant};
 
 /// The files of a private CA, a server certificate it signed (for
 /// 127.0.0.1 and localhost), and another CA that signed nothing here.
+///
+/// ```no_run
+/// use ratelimit_test_support::tls::{tls_server, Pki};
+///
+/// let pki = Pki::new("my-test"); // files under a temp dir
+/// if let Some((server, tls_port)) = tls_server(&pki) {
+///     let url = format!("rediss://127.0.0.1:{tls_port}/");
+///     # let _ = (server, url);
+/// }
+/// ```
 pub struct Pki {
     dir: PathBuf,
     /// The CA that signed the server certificate.

@@ -188,6 +188,17 @@ pub(crate) struct RuntimeLists {
 }
 
 /// Which run-time list.
+///
+/// ```
+/// use axum::{routing::get, Router};
+/// use tower_ratelimit::table::{ListKind, PolicyOptions, PolicyTable};
+///
+/// let text = "[[limit]]\nname = \"api\"\nalgorithm = \"gcra 100/1m\"\nkey = \"peer-ip\"\nroutes = [\"GET /\"]\n";
+/// let table = PolicyTable::from_toml(text, None).unwrap();
+/// let app: Router = Router::new().route("/", get(|| async { "hello" }));
+/// let (_app, limits) = table.apply_in_memory(app, &PolicyOptions::default(), None).unwrap();
+/// assert!(!limits.remove_from_list(ListKind::Deny, "198.51.100.0/24")); // none was added
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ListKind {
     /// Never limited.

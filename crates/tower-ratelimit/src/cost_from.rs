@@ -8,6 +8,14 @@ use std::str::FromStr;
 /// run, to settle the estimate it reserved at admission
 /// ([`RateLimitBuilder::settle`](crate::RateLimitBuilder::settle)).
 ///
+/// ```
+/// use tower_ratelimit::CostFrom;
+///
+/// let from: CostFrom = "response-header:x-tokens-used".parse().unwrap();
+/// assert_eq!(from.to_string(), "response-header:x-tokens-used");
+/// assert!("response-header:".parse::<CostFrom>().is_err());
+/// ```
+///
 /// | text | actual cost | when it settles |
 /// |---|---|---|
 /// | `response-header:NAME` | the decimal (ASCII digits) in response header `NAME` | with the response head |
@@ -30,14 +38,6 @@ use std::str::FromStr;
 /// end (a client that disconnects) settles what was counted up to then,
 /// and a request for which nothing was ever counted (no value, nothing
 /// added to its report) keeps the estimate: nothing is refunded or added.
-///
-/// ```
-/// use tower_ratelimit::CostFrom;
-///
-/// let from: CostFrom = "response-header:x-tokens-used".parse().unwrap();
-/// assert_eq!(from.to_string(), "response-header:x-tokens-used");
-/// assert!("response-header:".parse::<CostFrom>().is_err());
-/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CostFrom {
     /// A decimal in this response header (`response-header:x-tokens-used`).

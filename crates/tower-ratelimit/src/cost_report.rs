@@ -6,6 +6,20 @@ use std::sync::Arc;
 
 /// What a request actually cost, set by the handler as a response
 /// extension, read by a limit with [`CostFrom::Extension`].
+///
+/// ```
+/// use axum::{http::StatusCode, response::IntoResponse};
+/// use tower_ratelimit::ActualCost;
+///
+/// // A handler whose limit reads the cost from the extension
+/// // (`CostFrom::Extension`): this request cost 42 units.
+/// async fn handler() -> impl IntoResponse {
+///     let mut res = StatusCode::OK.into_response();
+///     res.extensions_mut().insert(ActualCost(42));
+///     res
+/// }
+/// # let _ = handler;
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ActualCost(pub u64);
 

@@ -5,6 +5,13 @@ use std::fmt;
 /// A layer or extractor setting that cannot work. Constructors and
 /// [`RateLimitBuilder::build`](crate::RateLimitBuilder::build) return it;
 /// nothing panics on bad configuration.
+///
+/// ```
+/// use tower_ratelimit::{key::Global, BuildError, MemoryStore, Gcra, RateLimitLayer};
+///
+/// let err = RateLimitLayer::<_, MemoryStore<Gcra, _>>::builder(Global).build().unwrap_err();
+/// assert_eq!(err, BuildError::NoLimits);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum BuildError {

@@ -40,6 +40,27 @@ pin_project! {
     /// future (admitted with an in-memory store: no allocation), an
     /// immediate rejection, or, for remote stores, shaping and counted
     /// responses, a boxed future.
+    ///
+    /// ```
+    /// use axum::body::Body;
+    /// use http::{Request, Response};
+    /// use std::{convert::Infallible, time::Duration};
+    /// use tower::{Layer, Service, ServiceExt};
+    /// use tower_ratelimit::{key::Global, Gcra, MemoryStore, RateLimitLayer, ResponseFuture};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let store = MemoryStore::new(Gcra::new(1, Duration::from_secs(60)).unwrap());
+    /// let inner = tower::service_fn(|_: Request<Body>| async {
+    ///     Ok::<_, Infallible>(Response::new(Body::empty()))
+    /// });
+    /// let mut svc = RateLimitLayer::new(store, Global).layer(inner);
+    /// let fut: ResponseFuture<_> = svc.ready().await.unwrap().call(Request::new(Body::empty()));
+    /// assert_eq!(fut.await.unwrap().status(), 200);
+    /// let second = svc.ready().await.unwrap().call(Request::new(Body::empty()));
+    /// assert_eq!(second.await.unwrap().status(), 429);
+    /// # }
+    /// ```
     pub struct ResponseFuture<F: Future> {
         #[pin]
         kind: Kind<F>,

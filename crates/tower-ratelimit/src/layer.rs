@@ -12,6 +12,17 @@ use tower_layer::Layer;
 
 /// Applies rate limits to an HTTP service: see the [crate docs](crate).
 ///
+/// ```
+/// use axum::{routing::get, Router};
+/// use std::time::Duration;
+/// use tower_ratelimit::{key::PeerIp, Gcra, MemoryStore, RateLimitLayer};
+///
+/// let store = MemoryStore::new(Gcra::new(100, Duration::from_secs(60)).unwrap());
+/// let layer = RateLimitLayer::new(store, PeerIp::new());
+/// let app: Router = Router::new().route("/", get(|| async { "hello" })).layer(layer);
+/// # let _ = app;
+/// ```
+///
 /// `X` extracts the key, `St` is the store ([`MemoryStore`] or a remote
 /// one), `R` builds rejections. Clones share everything, including the
 /// stores: the limit holds across clones, threads and routes that use the

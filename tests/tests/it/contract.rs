@@ -1,5 +1,5 @@
 //! The worked examples of the contract, `docs/ALGORITHMS.md`, and of the
-//! README, replayed through `ratelimit-sim`'s library: every
+//! guide (`docs/guide/algorithms.md`), replayed through `ratelimit-sim`'s library: every
 //! `printf '...' | cargo run -q -p ratelimit-sim -- ...` block must print
 //! exactly the lines the page shows.
 
@@ -82,6 +82,6 @@ fn the_contracts_examples_are_what_the_sim_prints() {
 }
 
 #[test]
-fn the_readmes_example_is_what_the_sim_prints() {
-    check("README.md", 1);
+fn the_guides_example_is_what_the_sim_prints() {
+    check("docs/guide/algorithms.md", 1);
 }

@@ -1,5 +1,5 @@
 //! The cross-crate integration tests, one binary: the contract's and the
-//! README's worked examples replayed through the simulator (`contract`),
+//! guide's worked examples replayed through the simulator (`contract`),
 //! the example apps probed as a client would (`examples`), and the axum
 //! example's reports under a flood (`reports`).
 

@@ -29,6 +29,17 @@ pub fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
 }
 
 /// One policy's state from a `RateLimit` field: `"name";r=REMAINING;t=SECONDS`.
+///
+/// ```
+/// use http::HeaderMap;
+/// use ratelimit_async::client::{quotas, Quota};
+/// use std::time::Duration;
+///
+/// let mut headers = HeaderMap::new();
+/// headers.insert("ratelimit", "\"api\";r=0;t=12".parse().unwrap());
+/// let quota = Quota { policy: "api".into(), remaining: 0, reset: Some(Duration::from_secs(12)) };
+/// assert_eq!(quotas(&headers), vec![quota]);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Quota {
     /// The policy's name (a string or token), empty when it is neither.
@@ -40,6 +51,17 @@ pub struct Quota {
 }
 
 /// One policy from a `RateLimit-Policy` field: `"name";q=QUOTA;w=WINDOW`.
+///
+/// ```
+/// use http::HeaderMap;
+/// use ratelimit_async::client::{policies, Policy};
+/// use std::time::Duration;
+///
+/// let mut headers = HeaderMap::new();
+/// headers.insert("ratelimit-policy", "\"api\";q=100;w=60".parse().unwrap());
+/// let policy = Policy { policy: "api".into(), quota: 100, window: Some(Duration::from_secs(60)) };
+/// assert_eq!(policies(&headers), vec![policy]);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Policy {
     /// The policy's name.

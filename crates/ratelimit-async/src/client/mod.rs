@@ -83,6 +83,13 @@ use tower::{Layer, Service, ServiceExt};
 
 /// The error of a [`Client`]: the inner service's, or the pacing
 /// limiter's ([`WaitError`]), boxed as tower's errors are.
+///
+/// ```
+/// use ratelimit_async::{client::BoxError, WaitError};
+///
+/// let err: BoxError = Box::new(WaitError::Never { cost: 5, limit: 3 });
+/// assert!(err.to_string().contains('5'));
+/// ```
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 trait Pace<K>: Send + Sync {
@@ -162,6 +169,20 @@ struct Settings {
 
 /// The layer: see the [module docs](self). Clones share the pacing
 /// limiter, the holds and the retry budget.
+///
+/// ```
+/// use ratelimit_async::{client::ClientLayer, Limiter};
+/// use ratelimit_core::{Gcra, MemoryStore};
+/// use std::time::Duration;
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // Obeys Retry-After and RateLimit, retries GETs, and paces 10 per minute per host.
+/// let per_host = Limiter::new(MemoryStore::new(Gcra::new(10, Duration::from_secs(60))?));
+/// let layer = ClientLayer::new().pace(per_host).max_retries(2);
+/// # let _ = layer;
+/// # Ok(())
+/// # }
+/// ```
 pub struct ClientLayer<KX: RequestKey = Host> {
     key: KX,
     pacer: Option<Arc<dyn Pace<KX::Key>>>,
@@ -309,6 +330,21 @@ impl<Svc, KX: RequestKey> Layer<Svc> for ClientLayer<KX> {
 }
 
 /// The service of [`ClientLayer`].
+///
+/// ```
+/// use bytes::Bytes;
+/// use http_body_util::Empty;
+/// use hyper_util::{client::legacy::Client as Hyper, rt::TokioExecutor};
+/// use ratelimit_async::client::{Client, ClientLayer};
+/// use tower::Layer;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let http = Hyper::builder(TokioExecutor::new()).build_http::<Empty<Bytes>>();
+/// let client: Client<_> = ClientLayer::new().layer(http);
+/// # let _ = client;
+/// # }
+/// ```
 pub struct Client<Svc, KX: RequestKey = Host> {
     inner: Svc,
     layer: ClientLayer<KX>,

@@ -104,6 +104,14 @@ pub enum AnyAlgorithm {
 }
 
 /// The state of an [`AnyAlgorithm`] key.
+///
+/// ```
+/// use ratelimit_core::{Algorithm, AnyAlgorithm};
+///
+/// let any: AnyAlgorithm = "fixed-window 10/1m".parse().unwrap();
+/// let mut state = any.fresh("key", 0); // an AnyState
+/// assert!(any.check(&mut state, 1, 0).allowed);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AnyState {
     /// GCRA, token bucket or leaky bucket with the 8-byte state.

@@ -6,6 +6,16 @@ use crate::{CalendarUnit, ConfigError, Decision};
 use std::time::Duration;
 
 /// Where a fixed window starts.
+///
+/// ```
+/// use ratelimit_core::{Anchor, FixedWindow};
+/// use std::time::Duration;
+///
+/// let window = FixedWindow::new(10, Duration::from_secs(60))
+///     .unwrap()
+///     .with_anchor(Anchor::KeyOffset);
+/// assert_eq!(window.anchor(), Anchor::KeyOffset);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Anchor {
     /// Windows `[k*P, (k+1)*P)` counted from time 0 (the default).
@@ -22,6 +32,16 @@ pub enum Anchor {
 }
 
 /// A fixed window's per-key state: 16 bytes.
+///
+/// ```
+/// use ratelimit_core::{Algorithm, FixedWindow};
+/// use std::time::Duration;
+///
+/// let window = FixedWindow::new(2, Duration::from_secs(1)).unwrap();
+/// let mut state = window.fresh("key", 0); // a WindowState
+/// assert!(window.check(&mut state, 2, 0).allowed);
+/// assert!(!window.check(&mut state, 1, 0).allowed);
+/// ```
 ///
 /// It keeps the window's start rather than its end: the end `start + P` of
 /// a window near the end of time may not fit in `u64` nanoseconds, and a

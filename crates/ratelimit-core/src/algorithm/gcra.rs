@@ -10,6 +10,25 @@ use std::time::Duration;
 
 /// GCRA: `limit` per `period`, with up to `burst` at once.
 ///
+/// ```
+/// use ratelimit_core::{Algorithm, Gcra};
+/// use std::time::Duration;
+///
+/// let gcra = Gcra::new(3, Duration::from_secs(1)).unwrap();
+/// let mut state = gcra.fresh("key", 0);
+/// assert!(gcra.check(&mut state, 3, 0).allowed);
+/// let denied = gcra.check(&mut state, 1, 0);
+/// assert!(!denied.allowed);
+/// assert_eq!(denied.wait, Some(Duration::from_nanos(333_333_334)));
+///
+/// // 30001 per day needs the wide state.
+/// let day = Duration::from_secs(86_400);
+/// assert!(Gcra::new(30_001, day).is_err());
+/// let wide: Gcra<u128> = Gcra::new_wide(30_001, day).unwrap();
+/// let mut state = wide.fresh("key", 0);
+/// assert_eq!(wide.check(&mut state, 1, 0).remaining, 30_000);
+/// ```
+///
 /// `T = P / L`; the state is the theoretical arrival time `TAT`. A request
 /// of cost `n` at `t` is admitted iff `max(TAT, t) + n*T <= t + B*T`.
 ///
@@ -32,25 +51,6 @@ use std::time::Duration;
 /// (The wide constructors have their own names because `Gcra::new` must
 /// keep meaning `Gcra<u64>`: Rust does not use a type parameter's default
 /// to pick between two inherent functions of the same name.)
-///
-/// ```
-/// use ratelimit_core::{Algorithm, Gcra};
-/// use std::time::Duration;
-///
-/// let gcra = Gcra::new(3, Duration::from_secs(1)).unwrap();
-/// let mut state = gcra.fresh("key", 0);
-/// assert!(gcra.check(&mut state, 3, 0).allowed);
-/// let denied = gcra.check(&mut state, 1, 0);
-/// assert!(!denied.allowed);
-/// assert_eq!(denied.wait, Some(Duration::from_nanos(333_333_334)));
-///
-/// // 30001 per day needs the wide state.
-/// let day = Duration::from_secs(86_400);
-/// assert!(Gcra::new(30_001, day).is_err());
-/// let wide: Gcra<u128> = Gcra::new_wide(30_001, day).unwrap();
-/// let mut state = wide.fresh("key", 0);
-/// assert_eq!(wide.check(&mut state, 1, 0).remaining, 30_000);
-/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Gcra<W: StateWord = u64> {
     interval: Interval<W>,

@@ -10,6 +10,15 @@ use std::time::Duration;
 /// scaled time in: `u64` (the default, 8 bytes per key) or `u128` (16 bytes
 /// per key, for settings the 8-byte state cannot hold exactly).
 ///
+/// ```
+/// use ratelimit_core::Gcra;
+/// use std::time::Duration;
+///
+/// let narrow: Gcra<u64> = Gcra::new(100, Duration::from_secs(60)).unwrap();
+/// let wide: Gcra<u128> = Gcra::new_wide(100, Duration::from_secs(60)).unwrap();
+/// # let _ = (narrow, wide);
+/// ```
+///
 /// A state word of `N` bits holds scaled times modulo `2^N`, in units of
 /// `1 / (L / gcd(L, P))` ns. A setting is accepted when every span the
 /// algorithm keeps ahead of `now` (`B * T` for GCRA, `(Q + 2) * T` for the

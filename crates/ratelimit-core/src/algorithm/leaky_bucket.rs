@@ -15,6 +15,17 @@ use std::time::Duration;
 /// of cost `n` takes `n` consecutive departure slots, and is admitted with
 /// the time to hold it ([`Decision::hold`]) before it goes on.
 ///
+/// ```
+/// use ratelimit_core::{Algorithm, LeakyBucket};
+/// use std::time::Duration;
+///
+/// let bucket = LeakyBucket::new(2, Duration::from_secs(1), 1).unwrap();
+/// let mut s = bucket.fresh("key", 0);
+/// assert_eq!(bucket.check(&mut s, 1, 0).hold(), Duration::ZERO);
+/// assert_eq!(bucket.check(&mut s, 1, 0).hold(), Duration::from_millis(500));
+/// assert!(!bucket.check(&mut s, 1, 0).allowed);
+/// ```
+///
 /// With `queue = 0` it is a strict pacer: one request per `T`, none held.
 ///
 /// It takes no debt: [`charge`](Algorithm::charge) (a settlement) fills
@@ -30,17 +41,6 @@ use std::time::Duration;
 /// [`new_wide`](LeakyBucket::new_wide), keeps 16 bytes and holds up to
 /// 2^125 units. See [`Gcra`](crate::Gcra)'s "State width", and
 /// [`AnyLeakyBucket`](crate::AnyLeakyBucket), which picks the width.
-///
-/// ```
-/// use ratelimit_core::{Algorithm, LeakyBucket};
-/// use std::time::Duration;
-///
-/// let bucket = LeakyBucket::new(2, Duration::from_secs(1), 1).unwrap();
-/// let mut s = bucket.fresh("key", 0);
-/// assert_eq!(bucket.check(&mut s, 1, 0).hold(), Duration::ZERO);
-/// assert_eq!(bucket.check(&mut s, 1, 0).hold(), Duration::from_millis(500));
-/// assert!(!bucket.check(&mut s, 1, 0).allowed);
-/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LeakyBucket<W: StateWord = u64> {
     interval: Interval<W>,

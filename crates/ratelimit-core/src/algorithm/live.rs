@@ -14,6 +14,19 @@ use std::time::Duration;
 pub const MAX_OVERRIDES: usize = 1024;
 
 /// Why a change to a [`LiveAlgorithm`] was refused.
+///
+/// ```
+/// use ratelimit_core::{Gcra, LiveAlgorithm, LiveError, MAX_OVERRIDES};
+/// use std::time::Duration;
+///
+/// let gcra = Gcra::new(10, Duration::from_secs(1)).unwrap();
+/// let live = LiveAlgorithm::new(gcra);
+/// for key in 0..MAX_OVERRIDES as u64 {
+///     live.set_override(&key, gcra).unwrap();
+/// }
+/// let refused = live.set_override(&u64::MAX, gcra);
+/// assert_eq!(refused, Err(LiveError::TooManyOverrides { max: MAX_OVERRIDES }));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LiveError {
@@ -73,6 +86,16 @@ impl Version {
 /// The state of a key of a [`LiveAlgorithm`]: the settings it was last
 /// written under (shared, not copied), the key's [`stable_hash`] (for its
 /// override), and the state itself.
+///
+/// ```
+/// use ratelimit_core::{Algorithm, Gcra, LiveAlgorithm};
+/// use std::time::Duration;
+///
+/// let live = LiveAlgorithm::new(Gcra::new(1, Duration::from_secs(1)).unwrap());
+/// let mut state = live.fresh("key", 0); // a LiveState
+/// assert!(live.check(&mut state, 1, 0).allowed);
+/// assert!(!live.check(&mut state, 1, 0).allowed);
+/// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct LiveState {
     version: Arc<Version>,
@@ -94,42 +117,6 @@ impl fmt::Debug for LiveState {
 /// it, with per-key overrides; clones share the settings, so a clone is
 /// the handle that changes them.
 ///
-/// Every check reads the settings once (one atomic pointer load), so each
-/// decision is made wholly under one version: no decision mixes two. A
-/// key's state holds the version it was last written under, and the first
-/// check after a change carries it over, in the store's lock. The rule: **a
-/// change frees nothing**. The quota a key has used at the change (`L -
-/// remaining`, in whole requests, rounded up, and past `L` if it was over
-/// it) is still used under the new settings, which free it at their own
-/// pace from then on; nothing is capped at the new limit, so a limit
-/// lowered and raised again gives nothing back (3 used of `3/1d`, then
-/// `2/1d`, then `3/1d`: still 0 left):
-///
-/// | old and new kind | what carries over |
-/// |---|---|
-/// | gcra or token-bucket, to either | the quota used: the TAT is rescaled to the new `T` (rounded up), past the new burst if so, so 2 used of a new 4 leaves 2 |
-/// | leaky-bucket | the queue's length, in requests, past the new queue if so |
-/// | fixed-window | the count of the window open now, whole, in the new window holding now (a first-request window keeps its start while the new period has not passed since, else opens now) |
-/// | sliding-log | every entry counting now; those a shorter period would drop at once count as made at `now - P' + 1` |
-/// | sliding-window | the same period: both counts; another: the old estimate now (rounded up), as the new window's count |
-/// | any other change of kind | the quota used, in whole requests, charged at the change under the new settings |
-///
-/// A change that changes nothing (equal settings, the same overrides)
-/// makes no version: states are untouched. There is no history to run
-/// out of: a key untouched through any number of changes still carries
-/// over from the version it holds (each version lives while a state holds
-/// it). Overrides are keyed by the key's [`stable_hash`] (for the HTTP
-/// layer's keys, the hash of the key's text), at most [`MAX_OVERRIDES`].
-///
-/// A key's state is 56 bytes (plus a sliding log's entries), against 8 to
-/// 24 for a fixed algorithm: the price of changing settings in place.
-///
-/// A store of a live algorithm must not cache denials (a change may admit
-/// a denied key at once): [`MemoryStore`](crate::MemoryStore) turns its
-/// deny cache off for it ([`Algorithm::caches_denials`]). GCRA and the
-/// buckets are kept in their 16-byte state, so that no state wraps in a
-/// lifetime ([`idle_horizon`](Algorithm::idle_horizon) is `u64::MAX`).
-///
 /// ```
 /// use ratelimit_core::{AnyAlgorithm, LiveAlgorithm, MemoryStore};
 ///
@@ -145,6 +132,29 @@ impl fmt::Debug for LiveState {
 /// assert_eq!(store.check_now("k", 0, 0).unwrap().remaining, 2);
 /// # let _: &MemoryStore<LiveAlgorithm, String> = &store;
 /// ```
+///
+/// Every check reads the settings once (one atomic pointer load), so each
+/// decision is made wholly under one version: no decision mixes two. A
+/// key's state holds the version it was last written under, and the first
+/// check after a change carries it over, in the store's lock. **A change
+/// frees nothing**: what a key has used stays used under the new
+/// settings, which free it at their own pace. What each kind carries
+/// over to each other, and the bound that follows, are the contract's
+/// [Live settings: carry-over](https://github.com/ratelimit-rs/ratelimit/blob/main/docs/ALGORITHMS.md#live-settings-carry-over).
+///
+/// A change that changes nothing makes no version. A key untouched
+/// through any number of changes still carries over from the version it
+/// holds. Overrides are keyed by the key's [`stable_hash`] (for the HTTP
+/// layer's keys, the hash of the key's text), at most [`MAX_OVERRIDES`].
+///
+/// A key's state is 56 bytes (plus a sliding log's entries), against 8 to
+/// 24 for a fixed algorithm: the price of changing settings in place.
+///
+/// A store of a live algorithm must not cache denials (a change may admit
+/// a denied key at once): [`MemoryStore`](crate::MemoryStore) turns its
+/// deny cache off for it ([`Algorithm::caches_denials`]). GCRA and the
+/// buckets are kept in their 16-byte state, so that no state wraps in a
+/// lifetime ([`idle_horizon`](Algorithm::idle_horizon) is `u64::MAX`).
 #[derive(Clone)]
 pub struct LiveAlgorithm {
     current: Arc<ArcSwap<Version>>,

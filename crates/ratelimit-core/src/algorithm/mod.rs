@@ -46,6 +46,16 @@ use std::time::Duration;
 /// and the time. It owns no keys and reads no clock; a store keeps the state
 /// per key and makes each check atomic.
 ///
+/// ```
+/// use ratelimit_core::{Algorithm, Gcra};
+/// use std::time::Duration;
+///
+/// let gcra = Gcra::new(2, Duration::from_secs(1)).unwrap();
+/// let mut state = gcra.fresh("key", 0);
+/// assert!(gcra.check(&mut state, 2, 0).allowed);
+/// assert!(!gcra.check(&mut state, 1, 0).allowed);
+/// ```
+///
 /// Times are nanoseconds since the clock's origin and never decrease for a
 /// key. Arguments come in one order here and in [`Store`](crate::Store):
 /// the state (or key), the cost, then times, `now` last.

@@ -13,6 +13,17 @@ pub const DEFAULT_MAX_LOG_ENTRIES: u64 = 10_000;
 /// A sliding log's per-key state: the admitted `(time, cost)` entries of the
 /// last period (requests at the same instant share one entry) and their sum.
 ///
+/// ```
+/// use ratelimit_core::{Algorithm, SlidingLog};
+/// use std::time::Duration;
+///
+/// let log = SlidingLog::new(2, Duration::from_secs(1)).unwrap();
+/// let mut state = log.fresh("key", 0); // a LogState
+/// assert!(log.check(&mut state, 1, 0).allowed);
+/// assert!(log.check(&mut state, 1, 0).allowed);
+/// assert!(!log.check(&mut state, 1, 500_000_000).allowed);
+/// ```
+///
 /// Memory is O(limit) per key by nature: 40 bytes plus 16 bytes per entry.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LogState {

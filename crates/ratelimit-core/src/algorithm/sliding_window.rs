@@ -6,6 +6,16 @@ use crate::{ConfigError, Decision};
 use std::time::Duration;
 
 /// A sliding window's per-key state: 24 bytes.
+///
+/// ```
+/// use ratelimit_core::{Algorithm, SlidingWindow};
+/// use std::time::Duration;
+///
+/// let window = SlidingWindow::new(2, Duration::from_secs(1)).unwrap();
+/// let mut state = window.fresh("key", 0); // a SlidingWindowState
+/// assert!(window.check(&mut state, 2, 0).allowed);
+/// assert!(!window.check(&mut state, 1, 0).allowed);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SlidingWindowState {
     /// Index `k` of the current window `[k*P, (k+1)*P)`.

@@ -33,6 +33,15 @@ pub fn stable_hash<K: StableKey + ?Sized>(key: &K) -> u64 {
 
 /// 64-bit FNV-1a over the bytes written: what [`stable_hash`] runs.
 ///
+/// ```
+/// use ratelimit_core::{stable_hash, StableHasher};
+/// use std::fmt::Write as _;
+///
+/// let mut h = StableHasher::new();
+/// write!(h, "{}", "alice").unwrap();
+/// assert_eq!(h.finish(), stable_hash("alice"));
+/// ```
+///
 /// It also implements [`fmt::Write`], so a key can write its `Display`
 /// text without allocating: `write!(h, "{key}")` hashes the same as
 /// `h.write(key.to_string().as_bytes())`.

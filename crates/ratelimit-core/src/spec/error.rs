@@ -5,6 +5,13 @@ use std::fmt;
 
 /// Why a text spec is not an algorithm. Every variant names the word at
 /// fault.
+///
+/// ```
+/// use ratelimit_core::{AnyAlgorithm, SpecError};
+///
+/// let err = "gcrra 10/1s".parse::<AnyAlgorithm>().unwrap_err();
+/// assert_eq!(err, SpecError::UnknownAlgorithm("gcrra".into()));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SpecError {

@@ -353,8 +353,8 @@ fn wait_for_readers(count: &AtomicU32) {
 }
 
 /// Rounds a waiter spins before it yields its core: enough for a holder
-/// running on another core (a few tens of nanoseconds), short enough that
-/// a holder preempted on this core gets it back soon. With more threads
+/// running on another core, short enough that a holder preempted on this
+/// core gets it back soon. With more threads
 /// than cores, a longer spin mostly waits on a preempted holder: see
 /// BENCHMARKS.md, "Keyed check", the hot key admitted by 4 and 8 threads.
 const SPINS: u32 = 4;

@@ -10,6 +10,15 @@ use std::io::{BufRead, Write};
 use std::time::Duration;
 
 /// `ratelimit-sim plot [OPTIONS] [< TRACE]`.
+///
+/// ```
+/// use clap::Parser;
+/// use ratelimit_sim::{Cli, Command};
+///
+/// let cli = Cli::try_parse_from(["ratelimit-sim", "plot", "--limit", "10", "--period", "1s", "-o", "out.svg"]).unwrap();
+/// let Some(Command::Plot(args)) = cli.command else { panic!() };
+/// assert_eq!(args.svg.as_deref(), Some("out.svg"));
+/// ```
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "plot",

@@ -6,6 +6,17 @@ use ratelimit_core::Decision;
 use std::time::Duration;
 
 /// What one panel draws.
+///
+/// ```
+/// use ratelimit_sim::{chart_data, parse_generator, AlgorithmSpec, Chart};
+///
+/// let specs = [AlgorithmSpec::parse("gcra 10/1s").unwrap()];
+/// let words = ["steady", "--rate", "20", "--period", "1s", "--duration", "2s"];
+/// let events = parse_generator(&words.map(String::from)).unwrap().events();
+/// let chart: Chart = chart_data(&specs, &events, None, None).unwrap();
+/// let panel = &chart.panels[0];
+/// assert_eq!(panel.admitted + panel.denied, 40);
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Panel {
     /// The algorithm as written.
@@ -23,6 +34,17 @@ pub struct Panel {
 }
 
 /// Everything the chart draws.
+///
+/// ```
+/// use ratelimit_sim::{chart_data, parse_generator, AlgorithmSpec, Chart};
+///
+/// let specs = [AlgorithmSpec::parse("gcra 10/1s").unwrap()];
+/// let words = ["steady", "--rate", "20", "--period", "1s", "--duration", "2s"];
+/// let events = parse_generator(&words.map(String::from)).unwrap().events();
+/// let chart: Chart = chart_data(&specs, &events, None, None).unwrap();
+/// let panel = &chart.panels[0];
+/// assert_eq!(panel.admitted + panel.denied, 40);
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Chart {
     /// The key drawn.

@@ -4,6 +4,15 @@ use super::format::Format;
 use clap::Parser;
 
 /// `ratelimit-sim what-if --policy FILE --log FILE [OPTIONS]`.
+///
+/// ```
+/// use clap::Parser;
+/// use ratelimit_sim::{Cli, Command};
+///
+/// let cli = Cli::try_parse_from(["ratelimit-sim", "what-if", "--policy", "ratelimit.toml", "--log", "access.log"]).unwrap();
+/// let Some(Command::WhatIf(args)) = cli.command else { panic!() };
+/// assert_eq!((args.policy.as_str(), args.log.as_str()), ("ratelimit.toml", "access.log"));
+/// ```
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "what-if",

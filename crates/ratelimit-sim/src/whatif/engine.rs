@@ -31,6 +31,14 @@ use tower_service::Service;
 type LimitStore = Arc<MemoryStore<LiveAlgorithm, PolicyKey>>;
 
 /// What a policy makes of one request.
+///
+/// ```
+/// use ratelimit_sim::whatif::engine::{Limited, Outcome};
+///
+/// let refused = Limited { limit: 0, key: "192.0.2.7".into(), dry_run: false };
+/// let outcome = Outcome { seen: 0b1, limited: Some(refused), key_error: None, route: None };
+/// assert_eq!(outcome.limited.map(|l| l.limit), Some(0)); // see Engine for a replay
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcome {
     /// The limits whose layer checked it (bit `i`: the table's entry `i`).
@@ -47,6 +55,13 @@ pub struct Outcome {
 }
 
 /// A refusal: by which limit, of which key.
+///
+/// ```
+/// use ratelimit_sim::whatif::engine::Limited;
+///
+/// let refused = Limited { limit: 2, key: "203.0.113.0/24".into(), dry_run: true };
+/// assert!(refused.dry_run); // the request went on: see Engine for a replay
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limited {
     /// The limit's index in the table.
@@ -71,6 +86,19 @@ struct Echoed(Option<RateLimitInfo>, Option<MatchedPath>);
 const EVERY_PATH: &str = "/{*rest}";
 
 /// How the engine names keys and rebuilds requests.
+///
+/// ```
+/// use ratelimit_sim::whatif::engine::EngineOptions;
+/// use tower_ratelimit::table::PolicyOptions;
+///
+/// let options = EngineOptions {
+///     policy: PolicyOptions::default(),
+///     proxy_header: http::HeaderName::from_static("x-forwarded-for"),
+///     max_keys: 1_000_000,
+///     redact: true, // every key shown as a hash
+/// };
+/// # let _ = options;
+/// ```
 #[derive(Clone)]
 pub struct EngineOptions {
     /// The table's options: client IPs (trusted proxies), app keys, clock.
@@ -84,6 +112,30 @@ pub struct EngineOptions {
 }
 
 /// A policy table's layers, ready to replay requests.
+///
+/// ```
+/// use ratelimit_sim::whatif::engine::{Engine, EngineOptions, Outcome};
+/// use ratelimit_sim::whatif::LogLine;
+/// use tower_ratelimit::table::{PolicyOptions, PolicyTable};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let text = "[[limit]]\nname = \"api\"\nalgorithm = \"fixed-window 1/1m\"\nkey = \"peer-ip\"\nroutes = [\"GET /api\"]\n";
+/// let table = PolicyTable::from_toml(text, None).unwrap();
+/// let options = EngineOptions {
+///     policy: PolicyOptions::default(),
+///     proxy_header: http::HeaderName::from_static("x-forwarded-for"),
+///     max_keys: 1000,
+///     redact: false,
+/// };
+/// let mut engine = Engine::new(&table, options).unwrap();
+/// let line = |t| LogLine::new(t, "192.0.2.7".parse().unwrap(), ("GET", "/api"), 200, None);
+/// let first: Outcome = engine.decide(&line(1_000_000_000)).await.unwrap();
+/// assert!(first.limited.is_none());
+/// let second = engine.decide(&line(2_000_000_000)).await.unwrap();
+/// assert_eq!(second.limited.unwrap().key, "192.0.2.7");
+/// # }
+/// ```
 pub struct Engine {
     router: Router,
     clock: Arc<ManualClock>,

@@ -4,6 +4,13 @@
 use std::net::IpAddr;
 
 /// One request of an access log.
+///
+/// ```
+/// use ratelimit_sim::whatif::LogLine;
+///
+/// let line = LogLine::new(0, "192.0.2.7".parse().unwrap(), ("POST", "/login"), 401, None);
+/// assert!(!line.succeeded());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogLine {
     /// When, in nanoseconds since the Unix epoch (UTC).

@@ -11,6 +11,15 @@ const MALFORMED: KeyError = KeyError::malformed("API key");
 
 /// Keys by an API key header.
 ///
+/// ```
+/// use std::time::Duration;
+/// use tower_ratelimit::{key::ApiKey, Gcra, MemoryStore, RateLimitLayer};
+///
+/// // 100 per minute per API key (the `X-API-Key` header).
+/// let layer = RateLimitLayer::new(MemoryStore::new(Gcra::new(100, Duration::from_secs(60)).unwrap()), ApiKey::new());
+/// # let _ = layer;
+/// ```
+///
 /// Absent or blank: missing (401 when rejected). Repeated, longer than 256
 /// bytes, or not visible ASCII without spaces: malformed (400). The key is
 /// not checked against anything: authenticate before or after the limit as

@@ -15,6 +15,15 @@ const MALFORMED: KeyError = KeyError::malformed("bearer token")
 
 /// Keys by the bearer token (RFC 6750) of the `Authorization` header.
 ///
+/// ```
+/// use std::time::Duration;
+/// use tower_ratelimit::{key::Bearer, Gcra, MemoryStore, RateLimitLayer};
+///
+/// // 100 per minute per bearer token.
+/// let layer = RateLimitLayer::new(MemoryStore::new(Gcra::new(100, Duration::from_secs(60)).unwrap()), Bearer::new());
+/// # let _ = layer;
+/// ```
+///
 /// As RFC 6750 (section 3.1) asks, when rejected:
 /// - no `Authorization`, another scheme, or an empty token are *missing*:
 ///   401 with `WWW-Authenticate: Bearer`;

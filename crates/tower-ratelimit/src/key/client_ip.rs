@@ -20,6 +20,22 @@ const BAD_SINGLE: KeyError = KeyError::malformed("client address header");
 
 /// Keys by the client's IP address as reported by trusted proxies.
 ///
+/// ```
+/// use tower_ratelimit::key::{ClientIp, IpPrefixes, KeyExtractor, PeerAddr};
+///
+/// let per_host = ClientIp::new(["10.0.0.0/8"]).unwrap(); // v4/32, v6/64
+/// let per_site = per_host.clone().prefixes(IpPrefixes::SITE); // v4/24, v6/48
+/// let mut req = http::Request::builder()
+///     .header("x-forwarded-for", "2001:db8:7:1::9")
+///     .body(())
+///     .unwrap()
+///     .into_parts()
+///     .0;
+/// req.extensions.insert(PeerAddr("10.0.0.1:5000".parse().unwrap()));
+/// assert_eq!(per_host.extract(&req).unwrap().to_string(), "2001:db8:7:1::/64");
+/// assert_eq!(per_site.extract(&req).unwrap().to_string(), "2001:db8:7::/48");
+/// ```
+///
 /// - A request whose peer is not a trusted proxy is keyed by the peer's
 ///   address: its forwarding headers are ignored, so clients cannot forge
 ///   them.
@@ -48,22 +64,6 @@ const BAD_SINGLE: KeyError = KeyError::malformed("client address header");
 /// IPv4-mapped addresses as IPv4, unless [`prefixes`](Self::prefixes)
 /// says otherwise. To limit a client's /64 and its /48 at once, give each
 /// limit its own extractor:
-///
-/// ```
-/// use tower_ratelimit::key::{ClientIp, IpPrefixes, KeyExtractor, PeerAddr};
-///
-/// let per_host = ClientIp::new(["10.0.0.0/8"]).unwrap(); // v4/32, v6/64
-/// let per_site = per_host.clone().prefixes(IpPrefixes::SITE); // v4/24, v6/48
-/// let mut req = http::Request::builder()
-///     .header("x-forwarded-for", "2001:db8:7:1::9")
-///     .body(())
-///     .unwrap()
-///     .into_parts()
-///     .0;
-/// req.extensions.insert(PeerAddr("10.0.0.1:5000".parse().unwrap()));
-/// assert_eq!(per_host.extract(&req).unwrap().to_string(), "2001:db8:7:1::/64");
-/// assert_eq!(per_site.extract(&req).unwrap().to_string(), "2001:db8:7::/48");
-/// ```
 ///
 /// ```
 /// use tower_ratelimit::key::{ClientIp, KeyExtractor, PeerAddr};

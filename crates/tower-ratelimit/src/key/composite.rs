@@ -6,6 +6,16 @@ use std::fmt;
 
 /// Two extractors whose keys together form the key; fails if either fails.
 /// `Composite::new(Route, PeerIp::new())` limits each client per route.
+///
+/// ```
+/// use std::time::Duration;
+/// use tower_ratelimit::key::{Composite, PeerIp, Route};
+/// use tower_ratelimit::{Gcra, MemoryStore, RateLimitLayer};
+///
+/// // 100 per minute per client IP on each route.
+/// let layer = RateLimitLayer::new(MemoryStore::new(Gcra::new(100, Duration::from_secs(60)).unwrap()), Composite::new(Route, PeerIp::new()));
+/// # let _ = layer;
+/// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Composite<A, B> {
     first: A,
@@ -20,6 +30,13 @@ impl<A, B> Composite<A, B> {
 }
 
 /// The key of [`Composite`]; displays as `first|second`.
+///
+/// ```
+/// use tower_ratelimit::key::{CompositeKey, GlobalKey, IpPrefixes};
+///
+/// let ip = IpPrefixes::DEFAULT.key("203.0.113.7".parse().unwrap());
+/// assert_eq!(CompositeKey(ip, GlobalKey).to_string(), "203.0.113.7|global");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CompositeKey<A, B>(pub A, pub B);
 

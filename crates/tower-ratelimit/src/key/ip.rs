@@ -5,7 +5,16 @@ use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::str::FromStr;
 
-/// A client's IP address as a key: `Copy`, 20 bytes, no allocation.
+/// A client's IP address as a key: `Copy`, no allocation.
+///
+/// ```
+/// use tower_ratelimit::key::{IpKey, IpPrefixes};
+///
+/// let key: IpKey = IpPrefixes::DEFAULT.key("2001:db8::1".parse().unwrap());
+/// assert_eq!(key.to_string(), "2001:db8::/64");
+/// let mapped = IpPrefixes::DEFAULT.key("::ffff:198.51.100.7".parse().unwrap());
+/// assert_eq!(mapped.to_string(), "198.51.100.7");
+/// ```
 ///
 /// IPv6 clients usually own a whole /64, so by default an IPv6 address is
 /// keyed by its /64 prefix: rotating addresses inside it does not escape the
@@ -94,7 +103,7 @@ impl IpPrefixes {
     /// IPv4 /24, IPv6 /48: a whole site (RFC 6177 assigns an end site a
     /// /48 to /56; a /24 is the smallest IPv4 block routed on the
     /// internet). Shared by many users behind a carrier's NAT: see the
-    /// README's "Limits over address prefixes".
+    /// guide's [Limits over address prefixes](https://github.com/ratelimit-rs/ratelimit/blob/main/docs/guide/proxies.md#limits-over-address-prefixes).
     pub const SITE: Self = Self { v4: 24, v6: 48 };
 
     /// Custom prefix lengths: IPv4 in `1..=32`, IPv6 in `1..=128`.

@@ -9,6 +9,17 @@ use std::net::{IpAddr, SocketAddr};
 /// The address of the connection's peer, as a request extension, for
 /// servers without axum's `ConnectInfo` (plain hyper: insert it per
 /// connection).
+///
+/// ```
+/// use std::net::SocketAddr;
+/// use tower_ratelimit::key::{peer_addr, PeerAddr};
+///
+/// let peer: SocketAddr = "203.0.113.7:50000".parse().unwrap();
+/// let mut req = http::Request::new(());
+/// req.extensions_mut().insert(PeerAddr(peer)); // once per connection, in plain hyper
+/// let (parts, ()) = req.into_parts();
+/// assert_eq!(peer_addr(&parts), Some(peer.ip()));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PeerAddr(pub SocketAddr);
 

@@ -14,10 +14,27 @@ use std::hash::{Hash, Hasher};
 /// client sends (see the [module docs](super#memory-per-key)). Combine it with
 /// a client key through [`Composite`](super::Composite) to limit each client on each route
 /// separately with one store.
+///
+/// ```
+/// use std::time::Duration;
+/// use tower_ratelimit::{key::Route, Gcra, MemoryStore, RateLimitLayer};
+///
+/// // 100 per minute on each route, all clients together.
+/// let layer = RateLimitLayer::new(MemoryStore::new(Gcra::new(100, Duration::from_secs(60)).unwrap()), Route);
+/// # let _ = layer;
+/// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Route;
 
 /// The key of [`Route`]: `POST /users/{id}`.
+///
+/// ```
+/// use tower_ratelimit::key::{KeyExtractor, Route};
+///
+/// let (parts, ()) = http::Request::post("/users/7").body(()).unwrap().into_parts();
+/// let key = Route.extract(&parts).unwrap(); // a RouteKey
+/// assert_eq!((key.method().as_str(), key.path()), ("POST", "/users/7"));
+/// ```
 #[derive(Debug, Clone)]
 pub struct RouteKey {
     method: Method,

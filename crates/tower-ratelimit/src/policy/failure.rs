@@ -3,6 +3,18 @@
 /// What to do when the store fails ([`StoreError`](ratelimit_core::StoreError),
 /// including [`CapacityExceeded`](ratelimit_core::StoreError::CapacityExceeded)
 /// from a capped `MemoryStore`).
+///
+/// ```
+/// use std::time::Duration;
+/// use tower_ratelimit::{key::PeerIp, policy::FailurePolicy, Gcra, MemoryStore, RateLimitLayer};
+///
+/// let layer = RateLimitLayer::builder(PeerIp::new())
+///     .limit("api", MemoryStore::new(Gcra::new(100, Duration::from_secs(60)).unwrap()))
+///     .on_store_error(FailurePolicy::Closed) // 503 while the store fails
+///     .build()
+///     .unwrap();
+/// # let _ = layer;
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FailurePolicy {
     /// Admit the request as if that limit did not exist; log a warning and

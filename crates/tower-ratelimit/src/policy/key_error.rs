@@ -3,6 +3,19 @@
 /// What to do with a request whose key cannot be extracted
 /// ([`KeyError`](crate::key::KeyError)). With feature `serde` it is read
 /// from its name in kebab-case: `reject`, `allow`, `allow-missing`.
+///
+/// ```
+/// use std::time::Duration;
+/// use tower_ratelimit::{key::ApiKey, policy::KeyErrorPolicy, Gcra, MemoryStore, RateLimitLayer};
+///
+/// // Requests without an API key pass unlimited here (another limit takes them).
+/// let layer = RateLimitLayer::builder(ApiKey::new())
+///     .limit("api-key", MemoryStore::new(Gcra::new(100, Duration::from_secs(60)).unwrap()))
+///     .on_key_error(KeyErrorPolicy::AllowMissing)
+///     .build()
+///     .unwrap();
+/// # let _ = layer;
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[cfg_attr(
     feature = "serde",

@@ -2,6 +2,19 @@
 
 /// What the layer does with a decision. With feature `serde` it is read
 /// from its name in kebab-case: `enforce`, `dry-run`, `shape`.
+///
+/// ```
+/// use std::time::Duration;
+/// use tower_ratelimit::{key::PeerIp, policy::Mode, Gcra, MemoryStore, RateLimitLayer};
+///
+/// // Count and log what would be refused, refuse nothing.
+/// let layer = RateLimitLayer::builder(PeerIp::new())
+///     .limit("trial", MemoryStore::new(Gcra::new(100, Duration::from_secs(60)).unwrap()))
+///     .mode(Mode::DryRun)
+///     .build()
+///     .unwrap();
+/// # let _ = layer;
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[cfg_attr(
     feature = "serde",

@@ -129,6 +129,21 @@ pub(super) fn one() -> u64 {
 }
 
 /// One named limit of a [`PolicyTable`](super::PolicyTable).
+///
+/// ```
+/// use tower_ratelimit::table::PolicyTable;
+///
+/// let text = r#"
+/// [[limit]]
+/// name = "api"
+/// algorithm = "gcra 100/1m"
+/// key = "peer-ip"
+/// routes = ["GET /items"]
+/// "#;
+/// let table = PolicyTable::from_toml(text, None).unwrap();
+/// let entry = table.entry("api").unwrap(); // a PolicyEntry
+/// assert_eq!(entry.algorithm.to_string(), "gcra 100/1m");
+/// ```
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct PolicyEntry {

@@ -5,6 +5,15 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// Why a policy table was rejected: where, which entry, and what.
+///
+/// ```
+/// use tower_ratelimit::table::PolicyTable;
+///
+/// let text = "[[limit]]\nname = \"api\"\nalgorithm = \"gcra 100/1m brust 5\"\nkey = \"peer-ip\"\n";
+/// let err = PolicyTable::from_toml(text, None).unwrap_err();
+/// assert_eq!(err.line, Some(3)); // the algorithm's line
+/// assert!(err.message.contains("brust"), "{err}");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyError {
     /// The file, when the table was read from one.

@@ -17,9 +17,34 @@ use std::sync::Arc;
 
 /// A key the app defines (`key = "app:NAME"`): the key of a request, or
 /// why there is none (as a [`KeyExtractor`] answers).
+///
+/// ```
+/// use std::sync::Arc;
+/// use tower_ratelimit::key::{HeaderKey, KeyExtractor, PeerIp};
+/// use tower_ratelimit::table::{AppKey, PolicyKey, PolicyOptions};
+///
+/// // `key = "app:tenant"`: the X-Tenant header, or the peer's address.
+/// let peer = PeerIp::new();
+/// let tenant: AppKey = Arc::new(move |req| match req.headers.get("x-tenant") {
+///     Some(v) => Ok(PolicyKey::Text(HeaderKey::new(v.as_bytes()))),
+///     None => peer.extract(req).map(PolicyKey::Ip),
+/// });
+/// let mut options = PolicyOptions::default();
+/// options.app_keys.insert("tenant".into(), tenant);
+/// ```
 pub type AppKey = Arc<dyn Fn(&Parts) -> Result<PolicyKey, KeyError> + Send + Sync>;
 
 /// Whether a request comes from an authenticated client.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tower_ratelimit::table::{Authenticated, PolicyOptions};
+///
+/// // Tier "authenticated": requests with a session cookie.
+/// let authenticated: Authenticated = Arc::new(|req| req.headers.contains_key("cookie"));
+/// let options = PolicyOptions { authenticated: Some(authenticated), ..PolicyOptions::default() };
+/// # let _ = options;
+/// ```
 pub type Authenticated = Arc<dyn Fn(&Parts) -> bool + Send + Sync>;
 
 impl KeySpec {
@@ -59,6 +84,14 @@ pub(super) fn has_credentials(req: &Parts) -> bool {
 }
 
 /// What the table's layers need from the app.
+///
+/// ```
+/// use tower_ratelimit::key::{ClientIp, ProxyHeader};
+/// use tower_ratelimit::table::PolicyOptions;
+///
+/// let mut options = PolicyOptions::default();
+/// options.client_ip = Some(ClientIp::from_list("10.0.0.0/8").unwrap().header(ProxyHeader::X_REAL_IP));
+/// ```
 #[derive(Clone, Default)]
 pub struct PolicyOptions {
     /// Tells authenticated clients (tier `authenticated`) from anonymous

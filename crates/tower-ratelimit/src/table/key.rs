@@ -25,6 +25,14 @@ pub(super) enum KeyPart {
 }
 
 /// What an entry keys on: one part, or several joined by `+`.
+///
+/// ```
+/// use tower_ratelimit::table::{KeySpec, PolicyOptions};
+///
+/// let spec: KeySpec = "client-ip(v4/24, v6/48)+route".parse().unwrap();
+/// assert!(spec.extractor(&PolicyOptions::default()).is_ok());
+/// assert!("client-ip/48".parse::<KeySpec>().is_err()); // which family?
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeySpec(pub(super) Vec<KeyPart>);
 
@@ -144,6 +152,16 @@ impl fmt::Display for KeySpec {
 }
 
 /// The key of a table's limit: whichever its `key` names.
+///
+/// ```
+/// use tower_ratelimit::table::{KeySpec, PolicyKey, PolicyOptions};
+///
+/// let key = "peer-ip".parse::<KeySpec>().unwrap().extractor(&PolicyOptions::default()).unwrap();
+/// let mut req = http::Request::new(());
+/// req.extensions_mut().insert("203.0.113.7:50000".parse::<std::net::SocketAddr>().unwrap());
+/// let (parts, ()) = req.into_parts();
+/// assert!(matches!(key(&parts), Ok(PolicyKey::Ip(_))));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum PolicyKey {

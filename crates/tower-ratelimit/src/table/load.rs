@@ -22,6 +22,23 @@ pub(super) struct File {
 }
 
 /// Every limit of an app: see the [module docs](super) for the file.
+///
+/// ```
+/// use axum::{routing::get, Router};
+/// use tower_ratelimit::table::{PolicyOptions, PolicyTable};
+///
+/// let text = r#"
+/// [[limit]]
+/// name = "api"
+/// algorithm = "gcra 100/1m"
+/// key = "peer-ip"
+/// routes = ["GET /items"]
+/// "#;
+/// let table = PolicyTable::from_toml(text, None).unwrap(); // or PolicyTable::load(path)
+/// let app: Router = Router::new().route("/items", get(|| async { "[]" }));
+/// let (app, limits) = table.apply_in_memory(app, &PolicyOptions::default(), None).unwrap();
+/// # let _ = (app, limits);
+/// ```
 #[derive(Debug, Clone)]
 pub struct PolicyTable {
     pub(super) entries: Vec<PolicyEntry>,

@@ -12,12 +12,20 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// Changes a table's limits while they run: from another table (a
-/// reload), or one key at a time (overrides, through
-/// [`limit`](Self::limit)).
-///
 /// What a reload changed of one limit: its algorithm (`from` and `to`
 /// are equal when only overrides changed) and its overrides.
+///
+/// ```
+/// use axum::{routing::get, Router};
+/// use tower_ratelimit::table::{PolicyOptions, PolicyTable};
+///
+/// let file = |rate: &str| format!("[[limit]]\nname = \"api\"\nalgorithm = \"gcra {rate}\"\nkey = \"peer-ip\"\n");
+/// let app = || Router::new().route("/", get(|| async { "hello" }));
+/// let table = PolicyTable::from_toml(&file("100/1m"), None).unwrap();
+/// let (_app, limits) = table.apply_in_memory(app(), &PolicyOptions::default(), None).unwrap();
+/// let changes = limits.reload(&PolicyTable::from_toml(&file("200/1m"), None).unwrap()).unwrap();
+/// assert_eq!(changes[0].to.to_string(), "gcra 200/1m");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LimitChange {
     /// The limit's name.
@@ -64,6 +72,22 @@ impl LimitChange {
     }
 }
 
+/// Changes a table's limits while they run: from another table (a
+/// reload), or one key at a time (overrides, through
+/// [`limit`](Self::limit)).
+///
+/// ```
+/// use axum::{routing::get, Router};
+/// use tower_ratelimit::table::{PolicyOptions, PolicyTable};
+///
+/// let text = "[[limit]]\nname = \"api\"\nalgorithm = \"gcra 100/1m\"\nkey = \"peer-ip\"\n";
+/// let table = PolicyTable::from_toml(text, None).unwrap();
+/// let app = Router::new().route("/", get(|| async { "hello" }));
+/// let (_app, limits) = table.apply_in_memory(app, &PolicyOptions::default(), None).unwrap();
+/// assert_eq!(limits.limit("api").unwrap().get().to_string(), "gcra 100/1m");
+/// assert!(limits.get("api").is_some()); // a LimitHandle on its store
+/// ```
+///
 /// A reload changes each entry's algorithm and overrides (see
 /// [`LiveAlgorithm`] for what each key keeps: a change frees nothing; an
 /// entry whose algorithm and overrides are unchanged is not touched);

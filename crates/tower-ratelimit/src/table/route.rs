@@ -17,6 +17,14 @@ impl fmt::Display for RouteSpec {
 }
 
 /// A route an entry applies to: a method (or any) and a path.
+///
+/// ```
+/// use tower_ratelimit::table::RouteSpec;
+///
+/// let route: RouteSpec = "POST /login".parse().unwrap();
+/// assert_eq!(route.to_string(), "POST /login");
+/// assert!("FETCH login".parse::<RouteSpec>().is_err());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RouteSpec {
     method: Option<Method>,

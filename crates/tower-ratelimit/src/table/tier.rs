@@ -4,6 +4,14 @@ use serde::Deserialize;
 
 /// Which clients an entry applies to, as [`PolicyOptions::authenticated`](super::PolicyOptions::authenticated)
 /// tells them apart.
+///
+/// ```
+/// use tower_ratelimit::table::{PolicyTable, Tier};
+///
+/// let text = "[[limit]]\nname = \"anon\"\nalgorithm = \"gcra 10/1m\"\nkey = \"client-ip\"\ntier = \"anonymous\"\n";
+/// let table = PolicyTable::from_toml(text, None).unwrap();
+/// assert_eq!(table.entry("anon").unwrap().tier, Tier::Anonymous);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Tier {

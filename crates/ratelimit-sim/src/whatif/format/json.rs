@@ -18,6 +18,13 @@ use crate::whatif::time::{parse_any, parse_epoch};
 use serde_json::Value;
 
 /// Which JSON fields hold which part of a request.
+///
+/// ```
+/// use ratelimit_sim::whatif::JsonFields;
+///
+/// assert!(JsonFields::new(&["time=ts".to_string(), "header:x-api-key=api_key".to_string()]).is_ok());
+/// assert!(JsonFields::new(&["nonsense=x".to_string()]).is_err());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JsonFields {
     time: Vec<String>,

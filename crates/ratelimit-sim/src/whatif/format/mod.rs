@@ -13,6 +13,14 @@ use super::line::LogLine;
 use clap::ValueEnum;
 
 /// An access-log format.
+///
+/// ```
+/// use ratelimit_sim::whatif::Format;
+///
+/// let line = r#"{"time":"2025-12-02T10:00:00Z","remote":"192.0.2.7","method":"GET","path":"/","status":200}"#;
+/// assert_eq!(Format::of(line), Some(Format::Json));
+/// assert_eq!(Format::Json.name(), "json");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     /// nginx `combined`, optionally with `"$http_x_forwarded_for"` and
