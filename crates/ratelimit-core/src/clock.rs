@@ -14,10 +14,30 @@ use std::time::Instant;
 /// A source of monotonic time, in nanoseconds since the clock's origin.
 ///
 /// Implementations must never go backwards. Closures `Fn() -> u64` are
-/// clocks too.
+/// clocks too, and so is an `Arc<dyn Clock>`: a clock shared by several
+/// users.
 pub trait Clock: Send + Sync + 'static {
     /// Nanoseconds elapsed since this clock's origin.
     fn now(&self) -> u64;
+
+    /// This clock, shared: in an `Arc`, unless it is one already.
+    fn into_shared(self) -> Arc<dyn Clock>
+    where
+        Self: Sized,
+    {
+        Arc::new(self)
+    }
+}
+
+impl Clock for Arc<dyn Clock> {
+    #[inline]
+    fn now(&self) -> u64 {
+        (**self).now()
+    }
+
+    fn into_shared(self) -> Arc<dyn Clock> {
+        self
+    }
 }
 
 impl<F> Clock for F

@@ -5,7 +5,7 @@ use super::ip::{normalize, IpKey, IpPrefixes};
 use super::peer_ip::{peer_addr, NO_PEER};
 use super::proxy_watch::{is_private, ProxyWatch, Untrusted};
 use super::{KeyError, KeyExtractor};
-use crate::BuildError;
+use crate::LayerBuildError;
 use http::header::{HeaderName, HeaderValue, FORWARDED};
 use http::request::Parts;
 use ipnet::IpNet;
@@ -94,11 +94,11 @@ impl ProxyHeader {
 }
 
 impl FromStr for ProxyHeader {
-    type Err = BuildError;
+    type Err = LayerBuildError;
 
     /// `x-forwarded-for`, `forwarded`, `either` (any case), or another
     /// header name; the error names the rejected text.
-    fn from_str(s: &str) -> Result<Self, BuildError> {
+    fn from_str(s: &str) -> Result<Self, LayerBuildError> {
         let name = s.trim();
         Ok(if name.eq_ignore_ascii_case("x-forwarded-for") {
             Self::XForwardedFor
@@ -109,7 +109,7 @@ impl FromStr for ProxyHeader {
         } else {
             HeaderName::from_bytes(name.as_bytes())
                 .map(Self::Single)
-                .map_err(|_| BuildError::BadProxyHeader(s.to_owned()))?
+                .map_err(|_| LayerBuildError::BadProxyHeader(s.to_owned()))?
         })
     }
 }
@@ -192,7 +192,7 @@ pub struct ClientIp {
 impl ClientIp {
     /// Trusts the proxies in `cidrs` (`"10.0.0.0/8"`, `"2001:db8::/32"`, or
     /// a bare address). Fails on the first one that does not parse.
-    pub fn new<I>(cidrs: I) -> Result<Self, BuildError>
+    pub fn new<I>(cidrs: I) -> Result<Self, LayerBuildError>
     where
         I: IntoIterator,
         I::Item: AsRef<str>,
@@ -206,7 +206,7 @@ impl ClientIp {
 
     /// Trusts the comma-separated CIDRs in `list` (as in a `TRUSTED_PROXIES`
     /// variable); blank entries are skipped, so `""` trusts nobody.
-    pub fn from_list(list: &str) -> Result<Self, BuildError> {
+    pub fn from_list(list: &str) -> Result<Self, LayerBuildError> {
         Self::new(list.split(',').map(str::trim).filter(|s| !s.is_empty()))
     }
 
@@ -236,13 +236,13 @@ impl ClientIp {
     }
 
     /// Keys IPv4 addresses by a prefix of `prefix` bits (1..=32).
-    pub fn ipv4_prefix(self, prefix: u8) -> Result<Self, BuildError> {
+    pub fn ipv4_prefix(self, prefix: u8) -> Result<Self, LayerBuildError> {
         let prefixes = IpPrefixes::new(prefix, self.prefixes.v6())?;
         Ok(self.prefixes(prefixes))
     }
 
     /// Keys IPv6 addresses by a prefix of `prefix` bits (1..=128).
-    pub fn ipv6_prefix(self, prefix: u8) -> Result<Self, BuildError> {
+    pub fn ipv6_prefix(self, prefix: u8) -> Result<Self, LayerBuildError> {
         let prefixes = IpPrefixes::new(self.prefixes.v4(), prefix)?;
         Ok(self.prefixes(prefixes))
     }
@@ -378,14 +378,14 @@ impl KeyExtractor for ClientIp {
     }
 }
 
-fn parse_cidr(s: &str) -> Result<IpNet, BuildError> {
+fn parse_cidr(s: &str) -> Result<IpNet, LayerBuildError> {
     let s = s.trim();
     if let Ok(net) = s.parse::<IpNet>() {
         return Ok(net);
     }
     s.parse::<IpAddr>()
         .map(IpNet::from)
-        .map_err(|_| BuildError::BadCidr(s.to_owned()))
+        .map_err(|_| LayerBuildError::BadCidr(s.to_owned()))
 }
 
 /// A node of either header (RFC 7239 section 6): an address, optionally
@@ -820,7 +820,7 @@ mod tests {
         for bad in ["", "x real ip", "x-real-ip:", "caf\u{e9}"] {
             assert_eq!(
                 bad.parse::<ProxyHeader>(),
-                Err(BuildError::BadProxyHeader(bad.to_owned()))
+                Err(LayerBuildError::BadProxyHeader(bad.to_owned()))
             );
         }
         let e = "x y".parse::<ProxyHeader>().unwrap_err().to_string();

@@ -17,8 +17,8 @@ async fn idle_stores_are_swept_every_second() {
     let store = Arc::new(MemoryStore::new(
         Gcra::new(10, Duration::from_secs(1)).unwrap(),
     ));
-    let layer = RateLimitLayer::builder(PeerIp::new())
-        .limit_shared("flood", Arc::clone(&store))
+    let layer = RateLimitLayer::<_, MemoryStore<Gcra, tower_ratelimit::key::IpKey>>::builder(PeerIp::new())
+        .limit("flood", Arc::clone(&store))
         .clock(clock.clone())
         .build()
         .unwrap();
