@@ -48,10 +48,7 @@ fn app() -> Result<Router, Box<dyn Error>> {
         .build()?;
     let day = Duration::from_secs(86_400);
     let tokens = RateLimitLayer::builder(ApiKey::new())
-        .limit(
-            "tokens",
-            MemoryStore::new(FixedWindow::new(10_000, day)?),
-        )
+        .limit("tokens", MemoryStore::new(FixedWindow::new(10_000, day)?))
         .cost(
             HeaderCost::new(http::HeaderName::from_static("x-max-tokens"), MAX_TOKENS)?
                 .at_most(MAX_TOKENS)?,

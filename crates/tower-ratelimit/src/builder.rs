@@ -5,7 +5,7 @@ use crate::key::KeyExtractor;
 use crate::policy::{Cost, FailurePolicy, KeyErrorPolicy, LimitSelector, Mode, ResponsePredicate};
 use crate::response::{Fields, Headers, ProblemJson};
 use crate::shared::{Limit, Shared, Stripes};
-use crate::{LayerBuildError, CostFrom, RateLimitLayer};
+use crate::{CostFrom, LayerBuildError, RateLimitLayer};
 use ratelimit_core::{Clock, Store};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;

@@ -421,11 +421,7 @@ async fn remove_override(
         Ok(found) => found,
         Err(r) => return r.into_response(),
     };
-    match admin
-        .limits
-        .remove_override(limit.name(), &key)
-        .await
-    {
+    match admin.limits.remove_override(limit.name(), &key).await {
         Ok(had) => {
             tracing::info!(target: "axum_example::admin", limit = limit.name(), key = %loggable(&policy_key), had, "admin: override removed");
             Json(json!({ "limit": limit.name(), "removed": had })).into_response()

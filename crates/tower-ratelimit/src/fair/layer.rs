@@ -2,7 +2,7 @@
 
 use super::queue::State;
 use super::shared::Shared;
-use super::{AdaptiveLimit, FairQueueBuildError, Capacity, FairQueue};
+use super::{AdaptiveLimit, Capacity, FairQueue, FairQueueBuildError};
 use crate::key::{Global, KeyExtractor};
 use crate::policy::Cost;
 use crate::response::ProblemJson;

@@ -1,7 +1,7 @@
 //! A `[[limit]]`'s `estimate` and `cost-from`: a cost reserved at admission and settled after the response, and their checks.
 
 use crate::policy::{Cost, FixedCost, HeaderCost};
-use crate::{LayerBuildError, CostFrom};
+use crate::{CostFrom, LayerBuildError};
 use http::HeaderName;
 use serde::{Deserialize, Deserializer};
 use std::str::FromStr;

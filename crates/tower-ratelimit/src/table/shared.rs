@@ -90,11 +90,7 @@ impl PolicyHandle {
 
     /// Removes `entry` added by [`add_to_list`](Self::add_to_list), on
     /// every instance sharing the entries; whether it was there.
-    pub async fn remove_from_list(
-        &self,
-        kind: ListKind,
-        entry: &str,
-    ) -> Result<bool, String> {
+    pub async fn remove_from_list(&self, kind: ListKind, entry: &str) -> Result<bool, String> {
         let Ok(name) = AccessList::canonical(entry) else {
             return Ok(false);
         };

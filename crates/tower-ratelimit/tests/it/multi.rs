@@ -23,7 +23,10 @@ async fn all_must_admit_and_denials_consume_nothing() {
     let per_minute = Arc::new(MemoryStore::new(AnyAlgorithm::from(
         FixedWindow::new(5, 60 * SEC).unwrap(),
     )));
-    let layer = RateLimitLayer::<_, MemoryStore<AnyAlgorithm, tower_ratelimit::key::IpKey>>::builder(PeerIp::new())
+    let layer =
+        RateLimitLayer::<_, MemoryStore<AnyAlgorithm, tower_ratelimit::key::IpKey>>::builder(
+            PeerIp::new(),
+        )
         .limit("per-second", per_second.clone())
         .limit("per-minute", per_minute.clone())
         .clock(clock.clone())

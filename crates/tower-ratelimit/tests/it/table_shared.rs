@@ -179,10 +179,7 @@ async fn entries_added_through_one_handle_apply_on_the_other() {
     .unwrap();
     assert_eq!(b.runtime_overrides("daily"), 1);
     assert_eq!(status(&b_app, "203.0.113.9").await, StatusCode::OK);
-    assert!(a
-        .remove_override("daily", "203.0.113.9")
-        .await
-        .unwrap());
+    assert!(a.remove_override("daily", "203.0.113.9").await.unwrap());
     assert_eq!(b.runtime_overrides("daily"), 0);
     assert_eq!(
         status(&b_app, "203.0.113.9").await,
