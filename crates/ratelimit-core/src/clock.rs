@@ -230,4 +230,15 @@ mod tests {
         let c = || 42u64;
         assert_eq!(Clock::now(&c), 42);
     }
+
+    #[test]
+    fn a_shared_clock_is_shared_as_it_is() {
+        let manual = ManualClock::new();
+        let shared: Arc<dyn Clock> = Arc::new(manual.clone());
+        let again = Arc::clone(&shared).into_shared();
+        assert!(Arc::ptr_eq(&shared, &again), "not wrapped again");
+        manual.advance(Duration::from_nanos(7));
+        assert_eq!(again.now(), 7);
+        assert_eq!(manual.clone().into_shared().now(), 7);
+    }
 }
