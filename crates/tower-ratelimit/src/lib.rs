@@ -207,6 +207,7 @@ mod net_set;
 mod observe;
 #[cfg(feature = "serde")]
 mod override_key;
+mod render;
 mod reserve;
 mod reserved;
 mod service;
