@@ -79,7 +79,9 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
     /// once, at startup, not per request.
     ///
     /// `store` is a store, or an `Arc` of one to share it with other layers
-    /// or inspect it elsewhere.
+    /// or inspect it elsewhere. An `Arc` could be the store type itself
+    /// (an `Arc` of a store is a store): when no limit names the type, say
+    /// it, as `RateLimitLayer::<_, MemoryStore<Gcra, IpKey>>::builder(key)`.
     pub fn limit(mut self, name: impl Into<String>, store: impl Into<Arc<St>>) -> Self {
         self.limits.push((name.into(), store.into()));
         self
