@@ -6,7 +6,7 @@
 //!   decision's wait on tokio's timer, then takes the permit (cancel-safe,
 //!   optional jitter).
 //! - [`Limiter::pace`]: a [`Stream`](futures_core::Stream) adapter that
-//!   passes items at each key's rate ([`Paced`]).
+//!   passes items at each key's rate ([`PacedStream`]).
 //! - With the `client` feature, the `client` module: a tower layer for outgoing
 //!   HTTP requests that paces them per host (or any key), obeys
 //!   `Retry-After` and the IETF `RateLimit` fields, and retries idempotent
@@ -41,4 +41,4 @@ mod stream;
 
 pub use limiter::{Limiter, WaitError};
 pub use ratelimit_core::TokioClock;
-pub use stream::{Paced, Rejected};
+pub use stream::{PacedStream, Rejected};

@@ -132,22 +132,19 @@ where
     ///
     /// A [`MemoryStore`](ratelimit_core::MemoryStore) shared with other
     /// users (an HTTP layer) must get the same clock as they do: use
-    /// [`with_clock`](Self::with_clock).
-    pub fn new(store: S) -> Self {
+    /// [`with_clock`](Self::with_clock). `store` is a store, or an `Arc`
+    /// of one shared with other users.
+    pub fn new(store: impl Into<Arc<S>>) -> Self {
         Self::with_clock(store, TokioClock::new())
     }
 
     /// A limiter on `store` whose `now` comes from `clock` (nanoseconds
-    /// since its origin). Waits are still slept on tokio's timer.
-    pub fn with_clock(store: S, clock: impl Clock) -> Self {
-        Self::with_clock_shared(Arc::new(store), Arc::new(clock))
-    }
-
-    /// A limiter on a shared store and clock.
-    pub fn with_clock_shared(store: Arc<S>, clock: Arc<dyn Clock>) -> Self {
+    /// since its origin; an `Arc<dyn Clock>` to share one). Waits are
+    /// still slept on tokio's timer.
+    pub fn with_clock(store: impl Into<Arc<S>>, clock: impl Clock) -> Self {
         Self {
-            store,
-            clock,
+            store: store.into(),
+            clock: clock.into_shared(),
             jitter: Duration::ZERO,
             queues: Arc::default(),
             key: PhantomData,

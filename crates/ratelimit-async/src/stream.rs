@@ -1,4 +1,4 @@
-//! [`Paced`]: a stream whose items pass at each key's rate.
+//! [`PacedStream`]: a stream whose items pass at each key's rate.
 
 use crate::{Limiter, WaitError};
 use futures_core::Stream;
@@ -13,7 +13,7 @@ use std::hash::Hash;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-/// An item [`Paced`] could not pass: the item itself and why.
+/// An item [`PacedStream`] could not pass: the item itself and why.
 #[derive(Debug)]
 pub struct Rejected<T> {
     /// The item, handed back.
@@ -46,7 +46,7 @@ pin_project! {
     /// one timer for the head of its queue, so memory is bounded by
     /// `buffer` items and keys. An item that can never be admitted, or
     /// whose check failed, comes out as `Err(Rejected)` in its turn.
-    pub struct Paced<St: Stream, K, S, F> {
+    pub struct PacedStream<St: Stream, K, S, F> {
         #[pin]
         stream: St,
         done: bool,
@@ -59,12 +59,12 @@ pin_project! {
     }
 }
 
-impl<St, K, S, F> fmt::Debug for Paced<St, K, S, F>
+impl<St, K, S, F> fmt::Debug for PacedStream<St, K, S, F>
 where
     St: Stream,
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Paced")
+        f.debug_struct("PacedStream")
             .field("buffer", &self.buffer)
             .field("buffered", &self.buffered)
             .field("keys", &self.queues.len())
@@ -83,12 +83,12 @@ where
     ///
     /// The adapter is `Unpin` when `stream` is; otherwise pin it
     /// (`std::pin::pin!`) before calling `next`.
-    pub fn pace<St, F>(&self, stream: St, buffer: usize, key_of: F) -> Paced<St, K, S, F>
+    pub fn pace<St, F>(&self, stream: St, buffer: usize, key_of: F) -> PacedStream<St, K, S, F>
     where
         St: Stream,
         F: FnMut(&St::Item) -> K,
     {
-        Paced {
+        PacedStream {
             stream,
             done: false,
             limiter: self.clone(),
@@ -113,7 +113,7 @@ where
     })
 }
 
-impl<St, K, S, F> Stream for Paced<St, K, S, F>
+impl<St, K, S, F> Stream for PacedStream<St, K, S, F>
 where
     St: Stream,
     K: Hash + Eq + Clone + Send + Sync + 'static,

@@ -27,10 +27,30 @@ use std::time::Instant;
 /// ```
 ///
 /// Implementations must never go backwards. Closures `Fn() -> u64` are
-/// clocks too.
+/// clocks too, and so is an `Arc<dyn Clock>`: a clock shared by several
+/// users.
 pub trait Clock: Send + Sync + 'static {
     /// Nanoseconds elapsed since this clock's origin.
     fn now(&self) -> u64;
+
+    /// This clock, shared: in an `Arc`, unless it is one already.
+    fn into_shared(self) -> Arc<dyn Clock>
+    where
+        Self: Sized,
+    {
+        Arc::new(self)
+    }
+}
+
+impl Clock for Arc<dyn Clock> {
+    #[inline]
+    fn now(&self) -> u64 {
+        (**self).now()
+    }
+
+    fn into_shared(self) -> Arc<dyn Clock> {
+        self
+    }
 }
 
 impl<F> Clock for F
@@ -222,5 +242,16 @@ mod tests {
     fn closures_are_clocks() {
         let c = || 42u64;
         assert_eq!(Clock::now(&c), 42);
+    }
+
+    #[test]
+    fn a_shared_clock_is_shared_as_it_is() {
+        let manual = ManualClock::new();
+        let shared: Arc<dyn Clock> = Arc::new(manual.clone());
+        let again = Arc::clone(&shared).into_shared();
+        assert!(Arc::ptr_eq(&shared, &again), "not wrapped again");
+        manual.advance(Duration::from_nanos(7));
+        assert_eq!(again.now(), 7);
+        assert_eq!(manual.clone().into_shared().now(), 7);
     }
 }

@@ -19,7 +19,7 @@
 use axum::extract::{Extension, Request};
 use axum::response::IntoResponse;
 use axum::{routing::get, Router};
-use std::{error::Error, net::SocketAddr, sync::Arc, time::Duration};
+use std::{error::Error, net::SocketAddr, time::Duration};
 use tower_ratelimit::policy::HeaderCost;
 use tower_ratelimit::{
     key::ApiKey, CostFrom, CostReport, FixedWindow, MemoryStore, RateLimitLayer,
@@ -48,10 +48,7 @@ fn app() -> Result<Router, Box<dyn Error>> {
         .build()?;
     let day = Duration::from_secs(86_400);
     let tokens = RateLimitLayer::builder(ApiKey::new())
-        .limit_shared(
-            "tokens",
-            Arc::new(MemoryStore::new(FixedWindow::new(10_000, day)?)),
-        )
+        .limit("tokens", MemoryStore::new(FixedWindow::new(10_000, day)?))
         .cost(
             HeaderCost::new(http::HeaderName::from_static("x-max-tokens"), MAX_TOKENS)?
                 .at_most(MAX_TOKENS)?,

@@ -2,14 +2,10 @@
 
 use crate::clock::default_clock;
 use crate::key::KeyExtractor;
-use crate::policy::{
-    Cost, FailurePolicy, KeyErrorPolicy, LimitSelector, Mode, ResponsePredicate, Selection,
-};
-use crate::response::{Fields, Headers, ProblemJson, Rejection};
+use crate::policy::{Cost, FailurePolicy, KeyErrorPolicy, LimitSelector, Mode, ResponsePredicate};
+use crate::response::{Fields, Headers, ProblemJson};
 use crate::shared::{Limit, Shared, Stripes};
-use crate::{BuildError, CostFrom, RateLimitLayer};
-use http::request::Parts;
-use http::Response;
+use crate::{CostFrom, LayerBuildError, RateLimitLayer};
 use ratelimit_core::{Clock, Store};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -81,63 +77,48 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
     /// Names are kept for the life of the program (so that every decision
     /// is `Copy` and the hot path does no reference counting): build layers
     /// once, at startup, not per request.
-    pub fn limit(self, name: impl Into<String>, store: St) -> Self {
-        self.limit_shared(name, Arc::new(store))
-    }
-
-    /// Like [`limit`](Self::limit), with a store shared with other layers
-    /// or inspected elsewhere.
-    pub fn limit_shared(mut self, name: impl Into<String>, store: Arc<St>) -> Self {
-        self.limits.push((name.into(), store));
+    ///
+    /// `store` is a store, or an `Arc` of one to share it with other layers
+    /// or inspect it elsewhere. An `Arc` could be the store type itself
+    /// (an `Arc` of a store is a store): when no limit names the type, say
+    /// it, as `RateLimitLayer::<_, MemoryStore<Gcra, IpKey>>::builder(key)`.
+    pub fn limit(mut self, name: impl Into<String>, store: impl Into<Arc<St>>) -> Self {
+        self.limits.push((name.into(), store.into()));
         self
     }
 
     /// The cost of each request (default 1): a [`Cost`] such as
-    /// [`FixedCost`](crate::policy::FixedCost). For a closure,
-    /// [`cost_fn`](Self::cost_fn) infers its argument's type. A cost of 0
-    /// is a peek: the request passes, is counted nowhere and sees the
-    /// quota left (the policy file refuses `cost = 0`). A cost above a
-    /// limit's capacity is refused with a 429 that says it can never be
-    /// admitted.
+    /// [`FixedCost`](crate::policy::FixedCost), or a closure of the request
+    /// head. A cost of 0 is a peek: the request passes, is counted nowhere
+    /// and sees the quota left (the policy file refuses `cost = 0`). A cost
+    /// above a limit's capacity is refused with a 429 that says it can
+    /// never be admitted.
+    ///
+    /// ```
+    /// # use tower_ratelimit::{key::PeerIp, Gcra, MemoryStore, RateLimitLayer};
+    /// # use std::time::Duration;
+    /// use http::request::Parts;
+    ///
+    /// // Writes cost 5, reads 1.
+    /// let layer = RateLimitLayer::builder(PeerIp::new())
+    ///     .limit("api", MemoryStore::new(Gcra::new(100, Duration::from_secs(60)).unwrap()))
+    ///     .cost(|req: &Parts| if req.method == http::Method::GET { 1 } else { 5 })
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = layer;
+    /// ```
     pub fn cost(mut self, cost: impl Cost) -> Self {
         self.cost = Some(Box::new(cost));
         self
     }
 
-    /// The cost of each request, computed by a closure from the request
-    /// head; no type annotations needed.
+    /// Chooses the limits per request (default: all of them): a
+    /// [`LimitSelector`], or a closure of the request head and its key (of
+    /// the extractor's key type).
     ///
     /// ```
-    /// # use tower_ratelimit::{key::PeerIp, Gcra, MemoryStore, RateLimitLayer};
-    /// # use std::time::Duration;
-    /// // Writes cost 5, reads 1.
-    /// let layer = RateLimitLayer::builder(PeerIp::new())
-    ///     .limit("api", MemoryStore::new(Gcra::new(100, Duration::from_secs(60)).unwrap()))
-    ///     .cost_fn(|req| if req.method == http::Method::GET { 1 } else { 5 })
-    ///     .build()
-    ///     .unwrap();
-    /// # let _ = layer;
-    /// ```
-    pub fn cost_fn<F>(self, cost: F) -> Self
-    where
-        F: Fn(&Parts) -> u64 + Send + Sync + 'static,
-    {
-        self.cost(cost)
-    }
-
-    /// Chooses the limits per request (default: all of them). For a
-    /// closure, [`select_fn`](Self::select_fn) infers its arguments' types.
-    pub fn select(mut self, selector: impl LimitSelector<X::Key>) -> Self {
-        self.select = Some(Box::new(selector));
-        self
-    }
-
-    /// Chooses the limits per request with a closure of the request head
-    /// and its key (of the extractor's key type); no type annotations
-    /// needed.
-    ///
-    /// ```
-    /// use tower_ratelimit::key::Header;
+    /// use http::request::Parts;
+    /// use tower_ratelimit::key::{Header, HeaderKey};
     /// use tower_ratelimit::policy::Selection;
     /// use tower_ratelimit::{Gcra, MemoryStore, RateLimitLayer};
     /// # use std::time::Duration;
@@ -147,7 +128,7 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
     /// let layer = RateLimitLayer::builder(Header::named("x-api-key").unwrap())
     ///     .limit("free", store(60))
     ///     .limit("pro", store(6000))
-    ///     .select_fn(|_req, key| {
+    ///     .select(|_req: &Parts, key: &HeaderKey| {
     ///         if key.as_str().starts_with("pro-") {
     ///             Selection::only(1)
     ///         } else {
@@ -158,15 +139,15 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
     ///     .unwrap();
     /// # let _ = layer;
     /// ```
-    pub fn select_fn<F>(self, selector: F) -> Self
-    where
-        F: Fn(&Parts, &X::Key) -> Selection + Send + Sync + 'static,
-    {
-        self.select(selector)
+    pub fn select(mut self, selector: impl LimitSelector<X::Key>) -> Self {
+        self.select = Some(Box::new(selector));
+        self
     }
 
     /// Counts only the responses that match `predicate` (failed logins:
-    /// [`StatusIs`](crate::policy::StatusIs)`::new(StatusCode::UNAUTHORIZED)`).
+    /// [`StatusIs`](crate::policy::StatusIs)`::new(StatusCode::UNAUTHORIZED)`,
+    /// or a closure of the response head: `|res: &http::response::Parts|
+    /// res.status.is_server_error()`).
     ///
     /// The cost is reserved before the inner service is called, so
     /// concurrent requests cannot slip past the limit (at most `L`
@@ -191,27 +172,6 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
     pub fn count_if(mut self, predicate: impl ResponsePredicate) -> Self {
         self.count_if = Some(Box::new(predicate));
         self
-    }
-
-    /// Like [`count_if`](Self::count_if), with a closure of the response
-    /// head; no type annotations needed.
-    ///
-    /// ```
-    /// # use tower_ratelimit::{key::PeerIp, MemoryStore, RateLimitLayer, SlidingLog};
-    /// # use std::time::Duration;
-    /// // Only failures count: 10 errors a minute per client IP.
-    /// let layer = RateLimitLayer::builder(PeerIp::new())
-    ///     .limit("errors", MemoryStore::new(SlidingLog::new(10, Duration::from_secs(60)).unwrap()))
-    ///     .count_if_fn(|res| res.status.is_client_error() || res.status.is_server_error())
-    ///     .build()
-    ///     .unwrap();
-    /// # let _ = layer;
-    /// ```
-    pub fn count_if_fn<F>(self, predicate: F) -> Self
-    where
-        F: Fn(&http::response::Parts) -> bool + Send + Sync + 'static,
-    {
-        self.count_if(predicate)
     }
 
     /// Resets the key on every limit that admitted the request when its
@@ -242,7 +202,7 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
     }
 
     /// Settles each admitted request after its response: the cost
-    /// ([`cost`](Self::cost), [`cost_fn`](Self::cost_fn)) is then an
+    /// ([`cost`](Self::cost)) is then an
     /// estimate, reserved at admission, and the actual cost read from
     /// `from` replaces it on every limit that admitted the request. Above
     /// the estimate, the difference is charged unconditionally (the key may
@@ -303,22 +263,41 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
         self
     }
 
-    /// The clock (default: a process-wide [`SystemClock`](ratelimit_core::SystemClock)).
+    /// The clock (default: a process-wide [`SystemClock`](ratelimit_core::SystemClock)),
+    /// or an `Arc<dyn Clock>` shared with other layers.
     pub fn clock(mut self, clock: impl Clock) -> Self {
-        self.clock = Some(Arc::new(clock));
-        self
-    }
-
-    /// The clock, shared with other layers.
-    pub fn clock_shared(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = Some(clock);
+        self.clock = Some(clock.into_shared());
         self
     }
 
     /// How rejections are answered (default: [`ProblemJson`]): a
-    /// [`ResponseBuilder`](crate::response::ResponseBuilder). For a
-    /// closure, [`response_fn`](Self::response_fn) infers its argument's
-    /// type.
+    /// [`ResponseBuilder`](crate::response::ResponseBuilder), or a closure of
+    /// the [`Rejection`](crate::response::Rejection). Its body type must be
+    /// the inner service's (axum's `Body` in a `Router`).
+    ///
+    /// ```
+    /// use axum::{body::Body, routing::get, Router};
+    /// use http::{Response, StatusCode};
+    /// use tower_ratelimit::response::Rejection;
+    /// # use tower_ratelimit::{key::PeerIp, Gcra, MemoryStore, RateLimitLayer};
+    /// # use std::time::Duration;
+    ///
+    /// // Plain text instead of problem+json.
+    /// let layer = RateLimitLayer::builder(PeerIp::new())
+    ///     .limit("api", MemoryStore::new(Gcra::new(100, Duration::from_secs(60)).unwrap()))
+    ///     .response(|rejection: Rejection<'_>| {
+    ///         let (status, text) = match rejection {
+    ///             Rejection::Limited(_) => (StatusCode::TOO_MANY_REQUESTS, "slow down"),
+    ///             Rejection::KeyError(e) => (e.status(), "who are you?"),
+    ///             _ => (StatusCode::SERVICE_UNAVAILABLE, "try again later"),
+    ///         };
+    ///         Response::builder().status(status).body(Body::from(text)).unwrap()
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// let app: Router = Router::new().route("/", get(|| async { "hi" })).layer(layer);
+    /// # let _ = app;
+    /// ```
     pub fn response<R2>(self, response: R2) -> RateLimitBuilder<X, St, R2> {
         RateLimitBuilder {
             key: self.key,
@@ -338,56 +317,22 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
         }
     }
 
-    /// Answers rejections with a closure of the [`Rejection`]; no type
-    /// annotations needed. Its body type must be the inner service's
-    /// (axum's `Body` in a `Router`).
-    ///
-    /// ```
-    /// use axum::{body::Body, routing::get, Router};
-    /// use http::{Response, StatusCode};
-    /// use tower_ratelimit::response::Rejection;
-    /// # use tower_ratelimit::{key::PeerIp, Gcra, MemoryStore, RateLimitLayer};
-    /// # use std::time::Duration;
-    ///
-    /// // Plain text instead of problem+json.
-    /// let layer = RateLimitLayer::builder(PeerIp::new())
-    ///     .limit("api", MemoryStore::new(Gcra::new(100, Duration::from_secs(60)).unwrap()))
-    ///     .response_fn(|rejection| {
-    ///         let (status, text) = match rejection {
-    ///             Rejection::Limited(_) => (StatusCode::TOO_MANY_REQUESTS, "slow down"),
-    ///             Rejection::KeyError(e) => (e.status(), "who are you?"),
-    ///             _ => (StatusCode::SERVICE_UNAVAILABLE, "try again later"),
-    ///         };
-    ///         Response::builder().status(status).body(Body::from(text)).unwrap()
-    ///     })
-    ///     .build()
-    ///     .unwrap();
-    /// let app: Router = Router::new().route("/", get(|| async { "hi" })).layer(layer);
-    /// # let _ = app;
-    /// ```
-    pub fn response_fn<F, B>(self, response: F) -> RateLimitBuilder<X, St, F>
-    where
-        F: Fn(Rejection<'_>) -> Response<B> + Send + Sync + 'static,
-    {
-        self.response(response)
-    }
-
     /// The layer, or why the configuration cannot work.
-    pub fn build(mut self) -> Result<RateLimitLayer<X, St, R>, BuildError> {
+    pub fn build(mut self) -> Result<RateLimitLayer<X, St, R>, LayerBuildError> {
         let n = self.limits.len();
         if n == 0 {
-            return Err(BuildError::NoLimits);
+            return Err(LayerBuildError::NoLimits);
         }
         if n > 64 {
-            return Err(BuildError::TooManyLimits(n));
+            return Err(LayerBuildError::TooManyLimits(n));
         }
         let mut limits = Vec::with_capacity(n);
         for (name, store) in std::mem::take(&mut self.limits) {
             if !ratelimit_core::is_valid_limit_name(&name) {
-                return Err(BuildError::BadLimitName(name));
+                return Err(LayerBuildError::BadLimitName(name));
             }
             if limits.iter().any(|l: &Limit<St>| l.name == name) {
-                return Err(BuildError::DuplicateLimitName(name));
+                return Err(LayerBuildError::DuplicateLimitName(name));
             }
             // Names live as long as the program: layers are built once,
             // and a `&'static str` makes every decision `Copy` (no

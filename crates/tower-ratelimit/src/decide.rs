@@ -1,43 +1,49 @@
-//! What a checked request gets: the response to its rejection, or the [`Forward`] of an admitted (or dry-run) request.
+//! What a checked request gets: its [`Refusal`] (rendered by `render.rs`), or the [`Forward`] of an admitted (or dry-run) request.
 
 use crate::check::{Spent, Verdict};
 use crate::future::HeaderPlan;
-use crate::info::{Body, LimitDecision, Limited, RateLimitInfo};
+use crate::info::{LimitDecision, RateLimitInfo};
 use crate::key::KeyExtractor;
 use crate::observe;
 use crate::policy::Mode;
 use crate::reserve::{Forward, Reserved};
-use crate::response::{Rejection, ResponseBuilder};
 use crate::shared::Shared;
 use http::request::Parts;
-use http::Response;
-use ratelimit_core::Decision;
+use ratelimit_core::{Decision, StoreError};
 use smallvec::SmallVec;
 use std::time::Duration;
 
 /// What to do with a checked request.
 #[allow(clippy::large_enum_variant)] // Transient, moved once.
-pub(crate) enum Next<B, K> {
-    /// Answer it: a rejection.
-    Respond(Response<B>),
+pub(crate) enum Next<K> {
+    /// Answer it with a rejection.
+    Refuse(Refusal),
     /// Call the inner service.
     Forward(Forward<K>),
+}
+
+/// Why a checked request is refused: the data its response is rendered
+/// from.
+pub(crate) enum Refusal {
+    /// A limit denied it, as the info says.
+    Limited(RateLimitInfo),
+    /// A store failed, and the policy is fail-closed.
+    Unavailable(StoreError),
 }
 
 /// What to do with a request whose limits in `checked` (limit index,
 /// decision) gave `verdict`. A forwarded request gets its
 /// [`RateLimitInfo`] in `parts`.
 #[inline]
-pub(crate) fn decide<X, St, R, B>(
+pub(crate) fn decide<X, St, R>(
     shared: &Shared<X, St, R>,
     parts: &mut Parts,
     spent: Spent<X::Key>,
     checked: &[(usize, Decision)],
     verdict: Verdict,
-) -> Next<B, X::Key>
+) -> Next<X::Key>
 where
     X: KeyExtractor,
-    R: ResponseBuilder<B>,
 {
     let entry = |&(i, decision): &(usize, Decision)| LimitDecision {
         name: shared.limits[i].name,
@@ -48,64 +54,39 @@ where
         _ => checked.iter().map(entry).collect(),
     };
     match verdict {
-        Verdict::Unavailable(e) => Next::Respond(shared.response.build(Rejection::Unavailable(&e))),
+        Verdict::Unavailable(e) => Next::Refuse(Refusal::Unavailable(e)),
         Verdict::Denied => denied(shared, parts, spent.now, checked, entries),
         Verdict::Admitted => Next::Forward(admit(shared, parts, spent, checked, entries)),
     }
 }
 
-/// The last entry denied: the rejection, or in dry-run mode the request
+/// The last entry denied: the refusal, or in dry-run mode the request
 /// forwarded with the denial in its info, reserving nothing.
 #[inline]
-fn denied<X, St, R, B>(
+fn denied<X, St, R>(
     shared: &Shared<X, St, R>,
     parts: &mut Parts,
     now: u64,
     checked: &[(usize, Decision)],
     entries: SmallVec<[LimitDecision; 1]>,
-) -> Next<B, X::Key>
+) -> Next<X::Key>
 where
     X: KeyExtractor,
-    R: ResponseBuilder<B>,
 {
     let dry_run = shared.mode == Mode::DryRun;
     let i = entries.len() - 1;
-    let limit = &shared.limits[checked[i].0];
     let info = RateLimitInfo {
         entries,
         denied: Some(i),
         dry_run,
-        body: Body(Some(limit.body)),
     };
     let denied = &info.entries[i];
-    observe::limited(denied.name, &denied.decision, dry_run);
+    let summary = shared.limits[checked[i].0].summary;
+    observe::limited(denied.name, &denied.decision, dry_run, summary, now);
     if dry_run {
         return Next::Forward(forward(shared, parts, checked, info, Duration::ZERO, None));
     }
-    limit.summary.refused(now);
-    Next::Respond(reject(shared, parts, checked, &info))
-}
-
-/// The response to a request denied as `info` says, with its fields.
-#[inline]
-fn reject<X, St, R, B>(
-    shared: &Shared<X, St, R>,
-    parts: &Parts,
-    checked: &[(usize, Decision)],
-    info: &RateLimitInfo,
-) -> Response<B>
-where
-    X: KeyExtractor,
-    R: ResponseBuilder<B>,
-{
-    let mut res = shared.response.build(Rejection::Limited(info));
-    if parts.extensions.get::<RateLimitInfo>().is_some() {
-        // An outer rate-limit layer ran: tell it (only then, as the marker
-        // costs an allocation).
-        res.extensions_mut().insert(Limited);
-    }
-    shared.fields.write(res.headers_mut(), checked, info.denied);
-    res
+    Next::Refuse(Refusal::Limited(info))
 }
 
 /// Every limit admitted: the forwarding, with its hold (shape mode) and
@@ -152,7 +133,6 @@ where
         entries,
         denied: None,
         dry_run: false,
-        body: Body::default(),
     };
     forward(shared, parts, checked, info, hold, reserved)
 }

@@ -14,7 +14,7 @@ use std::fmt;
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum BuildError {
+pub enum LayerBuildError {
     /// No limit was added.
     NoLimits,
     /// More than 64 limits on one layer.
@@ -52,7 +52,7 @@ pub enum BuildError {
     BadHeaderCost(String),
 }
 
-impl fmt::Display for BuildError {
+impl fmt::Display for LayerBuildError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::NoLimits => f.write_str("a rate-limit layer needs at least one limit"),
@@ -91,4 +91,4 @@ impl fmt::Display for BuildError {
     }
 }
 
-impl std::error::Error for BuildError {}
+impl std::error::Error for LayerBuildError {}

@@ -1,9 +1,7 @@
 //! The decisions a request got, as handlers see them in the request extensions.
 
-use crate::response::LimitedBody;
 use ratelimit_core::Decision;
 use smallvec::SmallVec;
-use std::fmt;
 use std::time::Duration;
 
 /// One limit's decision for a request.
@@ -25,28 +23,6 @@ pub struct RateLimitInfo {
     pub(crate) entries: SmallVec<[LimitDecision; 1]>,
     pub(crate) denied: Option<usize>,
     pub(crate) dry_run: bool,
-    /// For a rejection by a layer: the fixed parts of the denying limit's
-    /// default 429 body, rendered when the layer was built.
-    pub(crate) body: Body,
-}
-
-/// [`LimitedBody`]; derived from the limit's name, so it takes no part in
-/// comparisons.
-#[derive(Clone, Copy, Default)]
-pub(crate) struct Body(pub(crate) Option<&'static LimitedBody>);
-
-impl PartialEq for Body {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
-impl Eq for Body {}
-
-impl fmt::Debug for Body {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("..")
-    }
 }
 
 impl RateLimitInfo {
@@ -97,14 +73,7 @@ impl RateLimitInfo {
             entries: SmallVec::from_buf([entry]),
             denied: None,
             dry_run: false,
-            body: Body::default(),
         }
-    }
-
-    /// The fixed parts of the denying limit's 429 body, if a layer made
-    /// this.
-    pub(crate) fn body(&self) -> Option<&LimitedBody> {
-        self.body.0
     }
 
     #[inline]
@@ -125,7 +94,6 @@ impl RateLimitInfo {
                 existing.entries.extend_from_slice(&self.entries);
                 if existing.denied.is_none() && self.denied.is_some() {
                     existing.denied = self.denied.map(|i| i + offset);
-                    existing.body = self.body;
                 }
                 existing.dry_run |= self.dry_run;
             }

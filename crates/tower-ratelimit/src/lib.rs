@@ -102,33 +102,33 @@
 //! reserve, then refund), shaping for the leaky bucket, dry-run, and the
 //! store failure policy (fail open by default, or 503). See [`policy`].
 //! Every strategy (key, cost, selector, counted responses, rejection)
-//! can be a closure: [`key::key_fn`] and the builder's
-//! [`cost_fn`](RateLimitBuilder::cost_fn),
-//! [`select_fn`](RateLimitBuilder::select_fn),
-//! [`count_if_fn`](RateLimitBuilder::count_if_fn) and
-//! [`response_fn`](RateLimitBuilder::response_fn) take one without type
-//! annotations.
+//! is a trait that closures implement, with one builder method each
+//! ([`cost`](RateLimitBuilder::cost), [`select`](RateLimitBuilder::select),
+//! [`count_if`](RateLimitBuilder::count_if),
+//! [`response`](RateLimitBuilder::response)); a closure names its
+//! arguments' types.
 //!
 //! ```
-//! use tower_ratelimit::key::{key_fn, HeaderKey, KeyError};
+//! use http::request::Parts;
+//! use tower_ratelimit::key::{HeaderKey, KeyError};
 //! use tower_ratelimit::policy::Selection;
 //! use tower_ratelimit::{Gcra, MemoryStore, RateLimitLayer};
 //! # use std::time::Duration;
 //! # let store = |n| MemoryStore::new(Gcra::new(n, Duration::from_secs(60)).unwrap());
 //!
-//! let layer = RateLimitLayer::builder(key_fn(|req| {
+//! let layer = RateLimitLayer::builder(|req: &Parts| {
 //!     req.headers
 //!         .get("x-tenant")
 //!         .map(|v| HeaderKey::new(v.as_bytes()))
 //!         .ok_or(KeyError::missing("X-Tenant header"))
-//! }))
+//! })
 //! .limit("tenant", store(1000))
-//! .cost_fn(|req| if req.uri.path().starts_with("/bulk") { 10 } else { 1 })
-//! .select_fn(|_req, tenant| match tenant.as_str() {
+//! .cost(|req: &Parts| if req.uri.path().starts_with("/bulk") { 10 } else { 1 })
+//! .select(|_req: &Parts, tenant: &HeaderKey| match tenant.as_str() {
 //!     "internal" => Selection::NONE,
 //!     _ => Selection::ALL,
 //! })
-//! .count_if_fn(|res| !res.status.is_server_error())
+//! .count_if(|res: &http::response::Parts| !res.status.is_server_error())
 //! .build()
 //! .unwrap();
 //! # let _ = layer;
@@ -207,6 +207,7 @@ mod net_set;
 mod observe;
 #[cfg(feature = "serde")]
 mod override_key;
+mod render;
 mod reserve;
 mod reserved;
 mod service;
@@ -227,7 +228,9 @@ pub mod table;
 pub use builder::RateLimitBuilder;
 pub use cost_from::CostFrom;
 pub use cost_report::{ActualCost, CostReport};
-pub use error::BuildError;
+pub use error::LayerBuildError;
+/// The name `key/header.rs` and `key/secret.rs` still use.
+pub(crate) use error::LayerBuildError as BuildError;
 pub use future::ResponseFuture;
 pub use info::{LimitDecision, Limited, RateLimitInfo};
 pub use layer::RateLimitLayer;

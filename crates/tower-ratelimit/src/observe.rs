@@ -2,6 +2,7 @@
 
 use crate::key::peer_ip::is_no_peer;
 use crate::key::KeyError;
+use crate::summary::Summary;
 use ratelimit_core::{saturating_nanos, Decision, LogThrottle, StoreError};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
@@ -59,7 +60,15 @@ pub(crate) fn allowed(_limit: &'static str) {
     count(names::ALLOWED, _limit);
 }
 
-pub(crate) fn limited(limit: &'static str, d: &Decision, dry_run: bool) {
+/// A denial by `limit`: logged, counted, and (unless in dry-run mode) in
+/// the limit's `summary` at `now`.
+pub(crate) fn limited(
+    limit: &'static str,
+    d: &Decision,
+    dry_run: bool,
+    summary: &'static Summary,
+    now: u64,
+) {
     if dry_run {
         tracing::debug!(limit = %limit, remaining = d.remaining, wait = ?d.wait, "rate limit exceeded (dry run: let through)");
         #[cfg(feature = "metrics")]
@@ -73,6 +82,7 @@ pub(crate) fn limited(limit: &'static str, d: &Decision, dry_run: bool) {
                 count(names::BANNED, limit);
             }
         }
+        summary.refused(now);
     }
 }
 

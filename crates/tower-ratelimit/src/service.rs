@@ -1,4 +1,4 @@
-//! [`RateLimit`]: the service that checks each request in `call` and answers or forwards it (forwarding and reservations: `reserve.rs`).
+//! [`RateLimit`]: the service whose `call` runs each request forward: check (`check.rs`), decide (`decide.rs`), then render a refusal (`render.rs`) or forward (`reserve.rs`).
 
 use crate::check::{outcome, Checker, Spent, Verdict};
 use crate::decide::{decide, Next};
@@ -6,6 +6,7 @@ use crate::future::{HeaderPlan, ResponseFuture};
 use crate::info::{LimitDecision, RateLimitInfo};
 use crate::key::{KeyError, KeyExtractor};
 use crate::observe;
+use crate::render::render;
 use crate::response::{ProblemJson, Rejection, ResponseBuilder};
 use crate::shared::Shared;
 use http::request::Parts;
@@ -265,7 +266,9 @@ where
         ReqBody: Send + 'static,
     {
         match decide(&self.shared, &mut parts, spent, checked, verdict) {
-            Next::Respond(res) => ResponseFuture::ready(Ok(res)),
+            Next::Refuse(refusal) => {
+                ResponseFuture::ready(Ok(render(&self.shared, &parts, checked, refusal)))
+            }
             Next::Forward(forward) if forward.is_direct() => self.pass(parts, body, forward.plan),
             Next::Forward(forward) => {
                 let req = Request::from_parts(parts, body);
@@ -298,7 +301,7 @@ where
             .await;
             let (spent, checked) = checker.into_parts();
             match decide(&shared, &mut parts, spent, &checked, verdict) {
-                Next::Respond(res) => Ok(res),
+                Next::Refuse(refusal) => Ok(render(&shared, &parts, &checked, refusal)),
                 Next::Forward(forward) => {
                     let req = Request::from_parts(parts, body);
                     forward.call(inner, &shared, req).await

@@ -2,7 +2,7 @@
 
 use crate::key::KeyExtractor;
 use crate::policy::{Cost, FailurePolicy, KeyErrorPolicy, LimitSelector, Mode, ResponsePredicate};
-use crate::response::{Fields, LimitedBody};
+use crate::response::Fields;
 use crate::summary::Summary;
 use ratelimit_core::Clock;
 use std::hash::{BuildHasher, Hash, RandomState};
@@ -13,10 +13,6 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 pub(crate) struct Limit<St> {
     pub(crate) name: &'static str,
     pub(crate) store: Arc<St>,
-    /// The fixed parts of its default 429 body, kept for the life of the
-    /// program like the name (so a rejection's info copies a reference,
-    /// with no reference count).
-    pub(crate) body: &'static LimitedBody,
     /// Its once-a-minute `info` line of refusals.
     pub(crate) summary: &'static Summary,
 }
@@ -26,7 +22,6 @@ impl<St> Limit<St> {
         Self {
             name,
             store,
-            body: Box::leak(Box::new(LimitedBody::new(name))),
             summary: Summary::leak(name),
         }
     }

@@ -401,7 +401,7 @@ async fn set_override(
     };
     match admin
         .limits
-        .set_override_shared(limit.name(), &key, algorithm)
+        .set_override(limit.name(), &key, algorithm)
         .await
     {
         Ok(()) => {
@@ -421,11 +421,7 @@ async fn remove_override(
         Ok(found) => found,
         Err(r) => return r.into_response(),
     };
-    match admin
-        .limits
-        .remove_override_shared(limit.name(), &key)
-        .await
-    {
+    match admin.limits.remove_override(limit.name(), &key).await {
         Ok(had) => {
             tracing::info!(target: "axum_example::admin", limit = limit.name(), key = %loggable(&policy_key), had, "admin: override removed");
             Json(json!({ "limit": limit.name(), "removed": had })).into_response()
@@ -479,7 +475,7 @@ async fn add_entry(kind: ListKind, admin: Admin, entry: String, body: Bytes) -> 
         Ok(d) => d,
         Err(r) => return r.into_response(),
     };
-    match admin.limits.add_to_list_shared(kind, &entry, ttl).await {
+    match admin.limits.add_to_list(kind, &entry, ttl).await {
         Ok(()) => {
             let ttl = ratelimit_core::format_duration(ttl);
             let shown = if entry.parse::<ipnet::IpNet>().is_ok()
@@ -499,7 +495,7 @@ async fn add_entry(kind: ListKind, admin: Admin, entry: String, body: Bytes) -> 
 
 async fn remove_entry(kind: ListKind, admin: Admin, entry: String) -> Response {
     let list = list_name(kind);
-    match admin.limits.remove_from_list_shared(kind, &entry).await {
+    match admin.limits.remove_from_list(kind, &entry).await {
         Ok(true) => {}
         Ok(false) => {
             return problem(StatusCode::NOT_FOUND, "No such entry added at run time.")

@@ -39,7 +39,7 @@ use tower_ratelimit::key::{ClientIp, KeyError, KeyExtractor, ProxyHeader};
 use tower_ratelimit::table::{
     AppKey, PolicyEntry, PolicyError, PolicyHandle, PolicyKey, PolicyOptions, PolicyTable,
 };
-use tower_ratelimit::{BuildError, RateLimitInfo};
+use tower_ratelimit::{LayerBuildError, RateLimitInfo};
 
 pub mod admin;
 pub mod admin_auth;
@@ -69,13 +69,13 @@ pub struct Config {
 impl Config {
     /// Trusts the comma-separated CIDRs in `trusted_proxies`, reading the
     /// client's address from their `X-Forwarded-For`.
-    pub fn new(trusted_proxies: &str) -> Result<Self, BuildError> {
+    pub fn new(trusted_proxies: &str) -> Result<Self, LayerBuildError> {
         Self::behind(trusted_proxies, ProxyHeader::XForwardedFor)
     }
 
     /// Trusts the comma-separated CIDRs in `trusted_proxies`, reading the
     /// client's address from `header` only: the one those proxies write.
-    pub fn behind(trusted_proxies: &str, header: ProxyHeader) -> Result<Self, BuildError> {
+    pub fn behind(trusted_proxies: &str, header: ProxyHeader) -> Result<Self, LayerBuildError> {
         Ok(Self {
             client_ip: ClientIp::from_list(trusted_proxies)?.header(header),
             ..Self::default()
@@ -116,7 +116,7 @@ pub struct ConfigError {
     /// The variable (`TRUSTED_PROXY_HEADER`).
     pub var: &'static str,
     /// What is wrong with its value.
-    pub error: BuildError,
+    pub error: LayerBuildError,
 }
 
 impl std::fmt::Display for ConfigError {

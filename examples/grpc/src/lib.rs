@@ -148,7 +148,7 @@ pub fn rate_limit(config: &Config) -> Result<Layer, BoxError> {
             echo::SAY => Selection::only(1),
             _ => Selection::NONE,
         })
-        .clock_shared(config.clock.clone())
+        .clock(config.clock.clone())
         .response(Grpc::new())
         .build()?;
     Ok(layer)

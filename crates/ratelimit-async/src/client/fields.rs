@@ -8,9 +8,9 @@ use sfv::{BareItem, ListEntry, Parser};
 use std::time::{Duration, SystemTime};
 
 /// The `RateLimit` field.
-pub static RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
+pub const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
 /// The `RateLimit-Policy` field.
-pub static RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
+pub const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
 
 /// `Retry-After` as a wait from `now` (the wall clock, for the HTTP-date
 /// form): whole seconds (`120`) or an HTTP-date (`Wed, 21 Oct 2015

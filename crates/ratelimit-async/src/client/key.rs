@@ -1,10 +1,9 @@
 //! What outgoing requests are paced and held by.
 
 use http::Request;
-use std::fmt;
-use std::marker::PhantomData;
 
-/// Picks the key an outgoing request is paced by.
+/// Picks the key an outgoing request is paced by: [`Host`], or a closure
+/// `Fn(&Method, &Uri, &HeaderMap) -> Option<K>` (see the impl below).
 pub trait RequestKey: Clone + Send + Sync + 'static {
     /// The key.
     type Key: std::hash::Hash + Send + Sync + 'static;
@@ -52,52 +51,20 @@ pub(crate) fn host<B>(req: &Request<B>) -> Option<String> {
     })
 }
 
-/// A key computed from the request's method, URI and headers by a
-/// function: made by [`key_fn`].
-pub struct KeyFn<F, K> {
-    f: F,
-    key: PhantomData<fn() -> K>,
-}
-
-impl<F: Clone, K> Clone for KeyFn<F, K> {
-    fn clone(&self) -> Self {
-        Self {
-            f: self.f.clone(),
-            key: PhantomData,
-        }
-    }
-}
-
-impl<F, K> fmt::Debug for KeyFn<F, K> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("KeyFn")
-    }
-}
-
-/// Paces requests by `f(method, uri, headers)`; `None`: not paced. The
-/// closure's argument types are inferred.
+/// Closures of the request's method, URI and headers are keys too;
+/// `None`: not paced.
 ///
 /// ```
-/// use ratelimit_async::client::{key_fn, RequestKey};
+/// use http::{HeaderMap, Method, Uri};
+/// use ratelimit_async::client::RequestKey;
 /// // One limit per API token, whatever the host.
-/// let by_token = key_fn(|_, _, headers| {
+/// let by_token = |_: &Method, _: &Uri, headers: &HeaderMap| {
 ///     headers.get("x-api-token").map(|t| t.as_bytes().to_vec())
-/// });
+/// };
 /// let req = http::Request::get("/").header("x-api-token", "t1").body(()).unwrap();
 /// assert_eq!(by_token.key(&req), Some(b"t1".to_vec()));
 /// ```
-pub fn key_fn<F, K>(f: F) -> KeyFn<F, K>
-where
-    F: Fn(&http::Method, &http::Uri, &http::HeaderMap) -> Option<K> + Clone + Send + Sync + 'static,
-    K: std::hash::Hash + Send + Sync + 'static,
-{
-    KeyFn {
-        f,
-        key: PhantomData,
-    }
-}
-
-impl<F, K> RequestKey for KeyFn<F, K>
+impl<F, K> RequestKey for F
 where
     F: Fn(&http::Method, &http::Uri, &http::HeaderMap) -> Option<K> + Clone + Send + Sync + 'static,
     K: std::hash::Hash + Send + Sync + 'static,
@@ -105,7 +72,7 @@ where
     type Key = K;
 
     fn key<B>(&self, req: &Request<B>) -> Option<K> {
-        (self.f)(req.method(), req.uri(), req.headers())
+        self(req.method(), req.uri(), req.headers())
     }
 }
 

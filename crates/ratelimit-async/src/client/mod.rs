@@ -64,7 +64,7 @@ mod key;
 pub use fields::{
     exhausted_for, policies, quotas, retry_after, Policy, Quota, RATELIMIT, RATELIMIT_POLICY,
 };
-pub use key::{key_fn, Host, KeyFn, RequestKey};
+pub use key::{Host, RequestKey};
 pub use tower::retry::budget::TpsBudget;
 
 use crate::{jitter, Limiter, WaitError};

@@ -284,11 +284,10 @@ async fn pacing_per_host_with_a_limiter() {
 
 #[tokio::test(start_paused = true)]
 async fn pacing_by_a_key_of_our_own() {
-    use ratelimit_async::client::key_fn;
     let server = Server::new(vec![]);
-    let by_tenant = key_fn(|_: &Method, _: &http::Uri, h: &http::HeaderMap| {
+    let by_tenant = |_: &Method, _: &http::Uri, h: &http::HeaderMap| {
         h.get("x-tenant").map(|v| v.as_bytes().to_vec())
-    });
+    };
     let limiter = Limiter::new(MemoryStore::new(Gcra::with_burst(1, S1, 1).unwrap()));
     let mut client = ClientLayer::new()
         .key_by(by_tenant)

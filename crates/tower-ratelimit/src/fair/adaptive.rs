@@ -2,7 +2,7 @@
 //! (AIMD of each round's p99 against a target), and [`Capacity`], the concurrency a fair queue
 //! serves.
 
-use super::BuildError;
+use super::FairQueueBuildError;
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -335,21 +335,21 @@ impl AdaptiveLimitBuilder {
     }
 
     /// The limit, or what is wrong with its settings.
-    pub fn build(self) -> Result<AdaptiveLimit, BuildError> {
+    pub fn build(self) -> Result<AdaptiveLimit, FairQueueBuildError> {
         if self.min == 0 {
-            return Err(BuildError::ZeroMinimum);
+            return Err(FairQueueBuildError::ZeroMinimum);
         }
         if self.max < self.min {
-            return Err(BuildError::MaxBelowMin {
+            return Err(FairQueueBuildError::MaxBelowMin {
                 min: self.min,
                 max: self.max,
             });
         }
         if self.target.is_zero() {
-            return Err(BuildError::ZeroTarget);
+            return Err(FairQueueBuildError::ZeroTarget);
         }
         if !(self.backoff > 0.0 && self.backoff < 1.0) {
-            return Err(BuildError::Backoff(self.backoff));
+            return Err(FairQueueBuildError::Backoff(self.backoff));
         }
         let initial = self.initial.unwrap_or(10).clamp(self.min, self.max);
         #[cfg(feature = "metrics")]
@@ -386,15 +386,15 @@ mod tests {
         let t = Duration::from_millis(10);
         assert_eq!(
             AdaptiveLimit::builder(t).min(0).build().unwrap_err(),
-            BuildError::ZeroMinimum
+            FairQueueBuildError::ZeroMinimum
         );
         assert_eq!(
             AdaptiveLimit::builder(t).min(5).max(4).build().unwrap_err(),
-            BuildError::MaxBelowMin { min: 5, max: 4 }
+            FairQueueBuildError::MaxBelowMin { min: 5, max: 4 }
         );
         assert_eq!(
             AdaptiveLimit::builder(Duration::ZERO).build().unwrap_err(),
-            BuildError::ZeroTarget
+            FairQueueBuildError::ZeroTarget
         );
         assert!(AdaptiveLimit::builder(t).backoff(1.0).build().is_err());
         let a = AdaptiveLimit::builder(t).min(3).initial(1).build().unwrap();

@@ -5,7 +5,7 @@ use std::fmt;
 /// What is wrong with a fair queue's or an adaptive limit's settings.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
-pub enum BuildError {
+pub enum FairQueueBuildError {
     /// The adaptive limit's minimum is 0: it could stop admitting for good.
     ZeroMinimum,
     /// The adaptive limit's maximum is below its minimum.
@@ -32,7 +32,7 @@ pub enum BuildError {
     ZeroQuantum,
 }
 
-impl fmt::Display for BuildError {
+impl fmt::Display for FairQueueBuildError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::ZeroMinimum => f.write_str("the adaptive limit's minimum must be at least 1"),
@@ -54,4 +54,4 @@ impl fmt::Display for BuildError {
     }
 }
 
-impl std::error::Error for BuildError {}
+impl std::error::Error for FairQueueBuildError {}

@@ -2,7 +2,7 @@
 
 use super::queue::State;
 use super::shared::Shared;
-use super::{AdaptiveLimit, BuildError, Capacity, FairQueue};
+use super::{AdaptiveLimit, Capacity, FairQueue, FairQueueBuildError};
 use crate::key::{Global, KeyExtractor};
 use crate::policy::Cost;
 use crate::response::ProblemJson;
@@ -139,31 +139,24 @@ where
     }
 
     /// What a request costs in the round robin (1 by default; clamped to
-    /// 1..=64 quanta, so a cost of 0 counts as 1): a key is served about `quantum` cost units per
-    /// turn.
-    pub fn cost(mut self, cost: impl Cost) -> Self {
-        self.cost = Some(Box::new(cost));
-        self
-    }
-
-    /// Like [`cost`](Self::cost), with a closure of the request head; no
-    /// type annotations needed.
+    /// 1..=64 quanta, so a cost of 0 counts as 1): a key is served about
+    /// `quantum` cost units per turn. A [`Cost`], or a closure of the
+    /// request head.
     ///
     /// ```
+    /// use http::request::Parts;
     /// use tower_ratelimit::{fair::FairQueueLayer, key::PeerIp};
     ///
     /// // An export takes ten turns' worth of the queue.
     /// let layer = FairQueueLayer::builder(PeerIp::new())
-    ///     .cost_fn(|req| if req.uri.path().starts_with("/export") { 10 } else { 1 })
+    ///     .cost(|req: &Parts| if req.uri.path().starts_with("/export") { 10 } else { 1 })
     ///     .build()
     ///     .unwrap();
     /// # let _ = layer;
     /// ```
-    pub fn cost_fn<F>(self, cost: F) -> Self
-    where
-        F: Fn(&http::request::Parts) -> u64 + Send + Sync + 'static,
-    {
-        self.cost(cost)
+    pub fn cost(mut self, cost: impl Cost) -> Self {
+        self.cost = Some(Box::new(cost));
+        self
     }
 
     /// The cost units a key is credited per turn (1 by default).
@@ -180,7 +173,22 @@ where
     }
 
     /// Answers refused requests with `response` instead of
-    /// [`ProblemJson`].
+    /// [`ProblemJson`]: a [`ResponseBuilder`](crate::response::ResponseBuilder),
+    /// or a closure of the [`Rejection`](crate::response::Rejection).
+    ///
+    /// ```
+    /// use axum::body::Body;
+    /// use tower_ratelimit::response::Rejection;
+    /// use tower_ratelimit::{fair::FairQueueLayer, key::PeerIp};
+    ///
+    /// let layer = FairQueueLayer::builder(PeerIp::new())
+    ///     .response(|_rejection: Rejection<'_>| {
+    ///         http::Response::builder().status(503).body(Body::from("busy")).unwrap()
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = layer;
+    /// ```
     pub fn response<R2>(self, response: R2) -> FairQueueBuilder<X, R2> {
         FairQueueBuilder {
             key: self.key,
@@ -195,42 +203,19 @@ where
         }
     }
 
-    /// Answers refused requests with a closure of the
-    /// [`Rejection`](crate::response::Rejection); no
-    /// type annotations needed.
-    ///
-    /// ```
-    /// use axum::body::Body;
-    /// use tower_ratelimit::{fair::FairQueueLayer, key::PeerIp};
-    ///
-    /// let layer = FairQueueLayer::builder(PeerIp::new())
-    ///     .response_fn(|_rejection| {
-    ///         http::Response::builder().status(503).body(Body::from("busy")).unwrap()
-    ///     })
-    ///     .build()
-    ///     .unwrap();
-    /// # let _ = layer;
-    /// ```
-    pub fn response_fn<F, B>(self, response: F) -> FairQueueBuilder<X, F>
-    where
-        F: Fn(crate::response::Rejection<'_>) -> http::Response<B> + Send + Sync + 'static,
-    {
-        self.response(response)
-    }
-
     /// The layer, or what is wrong with its settings.
-    pub fn build(self) -> Result<FairQueueLayer<X, R>, BuildError> {
+    pub fn build(self) -> Result<FairQueueLayer<X, R>, FairQueueBuildError> {
         if let Capacity::Fixed(0) = self.capacity {
-            return Err(BuildError::ZeroConcurrency);
+            return Err(FairQueueBuildError::ZeroConcurrency);
         }
         if self.max_per_key > self.max_total {
-            return Err(BuildError::PerKeyAboveTotal {
+            return Err(FairQueueBuildError::PerKeyAboveTotal {
                 per_key: self.max_per_key,
                 total: self.max_total,
             });
         }
         if self.quantum == 0 {
-            return Err(BuildError::ZeroQuantum);
+            return Err(FairQueueBuildError::ZeroQuantum);
         }
         Ok(FairQueueLayer {
             shared: Arc::new(Shared {

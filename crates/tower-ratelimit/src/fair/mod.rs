@@ -85,7 +85,7 @@ mod service;
 mod shared;
 
 pub use adaptive::{AdaptiveLimit, AdaptiveLimitBuilder, Capacity};
-pub use error::BuildError;
+pub use error::FairQueueBuildError;
 pub use layer::{FairQueueBuilder, FairQueueLayer};
 pub use service::{FairFuture, FairQueue};
 

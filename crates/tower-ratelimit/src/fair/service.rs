@@ -203,7 +203,6 @@ fn reject<X: KeyExtractor, R: ResponseBuilder<B>, B>(
                 }],
                 denied: Some(0),
                 dry_run: false,
-                body: Default::default(),
             };
             shared.response.build(Rejection::Limited(&info))
         }

@@ -7,7 +7,7 @@ use super::peer_ip::{peer_addr, NO_PEER};
 use super::proxy_header::{ProxyHeader, X_FORWARDED_FOR};
 use super::proxy_watch::{is_private, ProxyWatch, Untrusted};
 use super::{KeyError, KeyExtractor};
-use crate::BuildError;
+use crate::LayerBuildError;
 use http::header::{HeaderName, HeaderValue, FORWARDED};
 use http::request::Parts;
 use ipnet::IpNet;
@@ -90,7 +90,7 @@ pub struct ClientIp {
 impl ClientIp {
     /// Trusts the proxies in `cidrs` (`"10.0.0.0/8"`, `"2001:db8::/32"`, or
     /// a bare address). Fails on the first one that does not parse.
-    pub fn new<I>(cidrs: I) -> Result<Self, BuildError>
+    pub fn new<I>(cidrs: I) -> Result<Self, LayerBuildError>
     where
         I: IntoIterator,
         I::Item: AsRef<str>,
@@ -104,7 +104,7 @@ impl ClientIp {
 
     /// Trusts the comma-separated CIDRs in `list` (as in a `TRUSTED_PROXIES`
     /// variable); blank entries are skipped, so `""` trusts nobody.
-    pub fn from_list(list: &str) -> Result<Self, BuildError> {
+    pub fn from_list(list: &str) -> Result<Self, LayerBuildError> {
         Self::new(list.split(',').map(str::trim).filter(|s| !s.is_empty()))
     }
 
@@ -134,13 +134,13 @@ impl ClientIp {
     }
 
     /// Keys IPv4 addresses by a prefix of `prefix` bits (1..=32).
-    pub fn ipv4_prefix(self, prefix: u8) -> Result<Self, BuildError> {
+    pub fn ipv4_prefix(self, prefix: u8) -> Result<Self, LayerBuildError> {
         let prefixes = IpPrefixes::new(prefix, self.prefixes.v6())?;
         Ok(self.prefixes(prefixes))
     }
 
     /// Keys IPv6 addresses by a prefix of `prefix` bits (1..=128).
-    pub fn ipv6_prefix(self, prefix: u8) -> Result<Self, BuildError> {
+    pub fn ipv6_prefix(self, prefix: u8) -> Result<Self, LayerBuildError> {
         let prefixes = IpPrefixes::new(self.prefixes.v4(), prefix)?;
         Ok(self.prefixes(prefixes))
     }
@@ -276,14 +276,14 @@ impl KeyExtractor for ClientIp {
     }
 }
 
-fn parse_cidr(s: &str) -> Result<IpNet, BuildError> {
+fn parse_cidr(s: &str) -> Result<IpNet, LayerBuildError> {
     let s = s.trim();
     if let Ok(net) = s.parse::<IpNet>() {
         return Ok(net);
     }
     s.parse::<IpAddr>()
         .map(IpNet::from)
-        .map_err(|_| BuildError::BadCidr(s.to_owned()))
+        .map_err(|_| LayerBuildError::BadCidr(s.to_owned()))
 }
 
 #[cfg(test)]
@@ -595,7 +595,7 @@ mod tests {
         for bad in ["", "x real ip", "x-real-ip:", "caf\u{e9}"] {
             assert_eq!(
                 bad.parse::<ProxyHeader>(),
-                Err(BuildError::BadProxyHeader(bad.to_owned()))
+                Err(LayerBuildError::BadProxyHeader(bad.to_owned()))
             );
         }
         let e = "x y".parse::<ProxyHeader>().unwrap_err().to_string();

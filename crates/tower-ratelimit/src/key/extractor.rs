@@ -8,9 +8,8 @@ use std::fmt;
 ///
 /// Extractors see the request head ([`Parts`]: method, URI, headers and
 /// extensions), never the body, so one extractor serves every body type.
-/// Closures `Fn(&Parts) -> Result<K, KeyError>` are extractors too: wrap
-/// one in [`key_fn`] and its argument's type is inferred (a closure given
-/// straight to the layer needs `|req: &Parts|`).
+/// Closures `Fn(&Parts) -> Result<K, KeyError>` are extractors too (a
+/// closure given to a layer names its argument's type: `|req: &Parts|`).
 ///
 /// A key lives as long as its limit's state, so it must own small data:
 /// never return a clone of a `HeaderValue`, `Bytes` or `Uri` of the request
@@ -51,33 +50,6 @@ where
     fn extract(&self, req: &Parts) -> Result<K, KeyError> {
         self(req)
     }
-}
-
-/// A closure as a [`KeyExtractor`], its argument's type inferred: `key_fn`
-/// gives back `f`, now known to take a `&Parts` of any lifetime.
-///
-/// ```
-/// use std::time::Duration;
-/// use tower_ratelimit::key::{key_fn, HeaderKey, KeyError};
-/// use tower_ratelimit::{Gcra, MemoryStore, RateLimitLayer};
-///
-/// // Per tenant, from the X-Tenant header.
-/// let tenant = key_fn(|req| {
-///     req.headers
-///         .get("x-tenant")
-///         .map(|v| HeaderKey::new(v.as_bytes()))
-///         .ok_or(KeyError::missing("X-Tenant header"))
-/// });
-/// let store = MemoryStore::new(Gcra::new(100, Duration::from_secs(60)).unwrap());
-/// let layer = RateLimitLayer::new(store, tenant);
-/// # let _ = layer;
-/// ```
-pub fn key_fn<F, K>(f: F) -> F
-where
-    F: Fn(&Parts) -> Result<K, KeyError> + Send + Sync + 'static,
-    K: Send + Sync + 'static,
-{
-    f
 }
 
 /// Whether the key was absent or present but unusable.

@@ -1,6 +1,6 @@
 //! IP keys: IPv4 addresses and IPv6 prefixes, with IPv4-mapped addresses normalised.
 
-use crate::BuildError;
+use crate::LayerBuildError;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::str::FromStr;
@@ -107,15 +107,15 @@ impl IpPrefixes {
     pub const SITE: Self = Self { v4: 24, v6: 48 };
 
     /// Custom prefix lengths: IPv4 in `1..=32`, IPv6 in `1..=128`.
-    pub const fn new(v4: u8, v6: u8) -> Result<Self, BuildError> {
+    pub const fn new(v4: u8, v6: u8) -> Result<Self, LayerBuildError> {
         if v4 == 0 || v4 > 32 {
-            return Err(BuildError::BadPrefix {
+            return Err(LayerBuildError::BadPrefix {
                 family: "IPv4",
                 prefix: v4 as u32,
             });
         }
         if v6 == 0 || v6 > 128 {
-            return Err(BuildError::BadPrefix {
+            return Err(LayerBuildError::BadPrefix {
                 family: "IPv6",
                 prefix: v6 as u32,
             });
@@ -165,12 +165,12 @@ impl fmt::Display for IpPrefixes {
 }
 
 impl FromStr for IpPrefixes {
-    type Err = BuildError;
+    type Err = LayerBuildError;
 
     /// `v4/N`, `v6/N`, or both joined by a comma; the error names the
     /// rejected text or length.
-    fn from_str(s: &str) -> Result<Self, BuildError> {
-        let bad = || BuildError::BadPrefixList(s.to_owned());
+    fn from_str(s: &str) -> Result<Self, LayerBuildError> {
+        let bad = || LayerBuildError::BadPrefixList(s.to_owned());
         let (mut v4, mut v6) = (None, None);
         for part in s.split(',') {
             let (family, length) = part.trim().split_once('/').ok_or_else(bad)?;
@@ -186,7 +186,7 @@ impl FromStr for IpPrefixes {
             // Digits only: too long to parse is out of range too.
             let n = length.parse::<u32>().unwrap_or(u32::MAX);
             if n == 0 || n > max {
-                return Err(BuildError::BadPrefix {
+                return Err(LayerBuildError::BadPrefix {
                     family: name,
                     prefix: n,
                 });
@@ -271,7 +271,7 @@ mod tests {
         ] {
             assert_eq!(
                 bad.parse::<IpPrefixes>(),
-                Err(BuildError::BadPrefixList(bad.to_owned())),
+                Err(LayerBuildError::BadPrefixList(bad.to_owned())),
                 "{bad:?}"
             );
         }
@@ -284,7 +284,7 @@ mod tests {
         ] {
             assert_eq!(
                 bad.parse::<IpPrefixes>(),
-                Err(BuildError::BadPrefix { family, prefix }),
+                Err(LayerBuildError::BadPrefix { family, prefix }),
                 "{bad:?}"
             );
         }

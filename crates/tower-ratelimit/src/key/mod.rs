@@ -1,8 +1,7 @@
 //! Key extractors: what a request is limited by (client IP, token, user, route...).
 //!
 //! Every extractor implements [`KeyExtractor`]; closures
-//! `Fn(&http::request::Parts) -> Result<K, KeyError>` do too ([`key_fn`]
-//! infers their argument's type). Built-in keys
+//! `Fn(&http::request::Parts) -> Result<K, KeyError>` do too. Built-in keys
 //! implement `Display`, `Hash` and `Eq`, as in-memory and remote stores
 //! need.
 //!
@@ -53,7 +52,7 @@ pub use api_key::ApiKey;
 pub use bearer::Bearer;
 pub use client_ip::ClientIp;
 pub use composite::{Composite, CompositeKey};
-pub use extractor::{key_fn, KeyError, KeyErrorKind, KeyExtractor};
+pub use extractor::{KeyError, KeyErrorKind, KeyExtractor};
 pub use from_extension::FromExtension;
 pub use global::{Global, GlobalKey};
 pub use header::{Header, HeaderKey};

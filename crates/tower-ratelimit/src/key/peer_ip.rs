@@ -2,7 +2,7 @@
 
 use super::ip::{IpKey, IpPrefixes};
 use super::{KeyError, KeyExtractor};
-use crate::BuildError;
+use crate::LayerBuildError;
 use http::request::Parts;
 use std::net::{IpAddr, SocketAddr};
 
@@ -108,12 +108,12 @@ impl PeerIp {
     }
 
     /// Keys IPv6 addresses by a prefix of `prefix` bits (1..=128).
-    pub fn ipv6_prefix(self, prefix: u8) -> Result<Self, BuildError> {
+    pub fn ipv6_prefix(self, prefix: u8) -> Result<Self, LayerBuildError> {
         IpPrefixes::new(self.prefixes.v4(), prefix).map(|prefixes| Self { prefixes })
     }
 
     /// Keys IPv4 addresses by a prefix of `prefix` bits (1..=32).
-    pub fn ipv4_prefix(self, prefix: u8) -> Result<Self, BuildError> {
+    pub fn ipv4_prefix(self, prefix: u8) -> Result<Self, LayerBuildError> {
         IpPrefixes::new(prefix, self.prefixes.v6()).map(|prefixes| Self { prefixes })
     }
 }

@@ -1,6 +1,6 @@
 //! Which header the trusted proxies write the client's address to.
 
-use crate::BuildError;
+use crate::LayerBuildError;
 use http::header::{HeaderName, FORWARDED};
 use http::request::Parts;
 use std::str::FromStr;
@@ -89,11 +89,11 @@ impl ProxyHeader {
 }
 
 impl FromStr for ProxyHeader {
-    type Err = BuildError;
+    type Err = LayerBuildError;
 
     /// `x-forwarded-for`, `forwarded`, `either` (any case), or another
     /// header name; the error names the rejected text.
-    fn from_str(s: &str) -> Result<Self, BuildError> {
+    fn from_str(s: &str) -> Result<Self, LayerBuildError> {
         let name = s.trim();
         Ok(if name.eq_ignore_ascii_case("x-forwarded-for") {
             Self::XForwardedFor
@@ -104,7 +104,7 @@ impl FromStr for ProxyHeader {
         } else {
             HeaderName::from_bytes(name.as_bytes())
                 .map(Self::Single)
-                .map_err(|_| BuildError::BadProxyHeader(s.to_owned()))?
+                .map_err(|_| LayerBuildError::BadProxyHeader(s.to_owned()))?
         })
     }
 }

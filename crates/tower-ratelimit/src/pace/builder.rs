@@ -1,6 +1,6 @@
 //! [`PaceBuilder`]: a pace layer's settings, checked once in `build`.
 
-use super::error::{BuildError, MAX_PIECE};
+use super::error::{PaceBuildError, MAX_PIECE};
 use super::layer::PaceLayer;
 use super::paced::Paced;
 use super::shared::PaceShared;
@@ -14,7 +14,9 @@ use std::sync::Arc;
 impl<X: KeyExtractor, St: Store<X::Key>> PaceLayer<X, St> {
     /// Paces response bodies of each key (found by `key`) to the rate of
     /// `store`'s algorithm, charging pieces of at most `piece` bytes, with
-    /// the defaults of [`builder`](Self::builder).
+    /// the defaults of [`builder`](Self::builder). The store comes before
+    /// the key, as in [`RateLimitLayer::new`](crate::RateLimitLayer::new),
+    /// named by `name` (in logs and metric labels).
     ///
     /// ```
     /// use std::time::Duration;
@@ -23,16 +25,21 @@ impl<X: KeyExtractor, St: Store<X::Key>> PaceLayer<X, St> {
     ///
     /// // 256 KiB/s per client IP, 64 KiB of burst, in pieces of 16 KiB.
     /// let bytes = TokenBucket::new(64 << 10, 256 << 10, Duration::from_secs(1)).unwrap();
-    /// let layer = PaceLayer::new("download", PeerIp::new(), MemoryStore::new(bytes), 16 << 10).unwrap();
+    /// let layer = PaceLayer::new("download", MemoryStore::new(bytes), PeerIp::new(), 16 << 10).unwrap();
     /// # let _ = layer;
     /// ```
-    pub fn new(name: impl Into<String>, key: X, store: St, piece: u64) -> Result<Self, BuildError> {
-        Self::builder(name, key, store, piece).build()
+    pub fn new(
+        name: impl Into<String>,
+        store: St,
+        key: X,
+        piece: u64,
+    ) -> Result<Self, PaceBuildError> {
+        Self::builder(name, store, key, piece).build()
     }
 
     /// A builder: which bodies ([`Paced`](super::Paced)), bytes let
     /// through unpaced first, the clock, key errors.
-    pub fn builder(name: impl Into<String>, key: X, store: St, piece: u64) -> PaceBuilder<X, St> {
+    pub fn builder(name: impl Into<String>, store: St, key: X, piece: u64) -> PaceBuilder<X, St> {
         PaceBuilder::new(name.into(), key, Arc::new(store), piece)
     }
 }
@@ -84,14 +91,10 @@ impl<X: KeyExtractor, St, R> PaceBuilder<X, St, R> {
 
     /// The clock of the checks (default: the system clock every layer
     /// shares; tests give a [`TokioClock`](crate::TokioClock), which
-    /// follows `tokio::time::pause`). Sleeps are tokio's.
-    pub fn clock(self, clock: impl Clock) -> Self {
-        self.clock_shared(Arc::new(clock))
-    }
-
-    /// [`clock`](Self::clock), shared with other layers.
-    pub fn clock_shared(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = Some(clock);
+    /// follows `tokio::time::pause`), or an `Arc<dyn Clock>` shared with
+    /// other layers. Sleeps are tokio's.
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Some(clock.into_shared());
         self
     }
 
@@ -128,16 +131,16 @@ impl<X: KeyExtractor, St, R> PaceBuilder<X, St, R> {
     }
 
     /// The layer, or the first setting that cannot work.
-    pub fn build(self) -> Result<PaceLayer<X, St, R>, BuildError> {
+    pub fn build(self) -> Result<PaceLayer<X, St, R>, PaceBuildError> {
         if self.piece == 0 {
-            return Err(BuildError::ZeroPiece);
+            return Err(PaceBuildError::ZeroPiece);
         }
         if self.piece > MAX_PIECE {
-            return Err(BuildError::PieceTooLarge(self.piece));
+            return Err(PaceBuildError::PieceTooLarge(self.piece));
         }
         let printable = |b: u8| (0x21..=0x7e).contains(&b);
         if self.name.is_empty() || self.name.len() > 64 || !self.name.bytes().all(printable) {
-            return Err(BuildError::BadName(self.name));
+            return Err(PaceBuildError::BadName(self.name));
         }
         let shared = PaceShared {
             name: Box::leak(self.name.into_boxed_str()),

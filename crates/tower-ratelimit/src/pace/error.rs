@@ -1,4 +1,4 @@
-//! [`BuildError`]: a pacing setting that cannot work, naming the bad value.
+//! [`PaceBuildError`]: a pacing setting that cannot work, naming the bad value.
 
 use std::fmt;
 
@@ -10,7 +10,7 @@ pub const MAX_PIECE: u64 = 16 << 20;
 /// its value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum BuildError {
+pub enum PaceBuildError {
     /// A piece of 0 bytes: nothing would ever be charged or sent.
     ZeroPiece,
     /// A piece above [`MAX_PIECE`] bytes (the size given).
@@ -20,7 +20,7 @@ pub enum BuildError {
     BadName(String),
 }
 
-impl fmt::Display for BuildError {
+impl fmt::Display for PaceBuildError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::ZeroPiece => f.write_str(
@@ -40,4 +40,4 @@ impl fmt::Display for BuildError {
     }
 }
 
-impl std::error::Error for BuildError {}
+impl std::error::Error for PaceBuildError {}

@@ -40,7 +40,7 @@
 //! use tower_ratelimit::{key::PeerIp, MemoryStore, TokenBucket};
 //!
 //! let bytes = TokenBucket::new(64 << 10, 256 << 10, Duration::from_secs(1)).unwrap();
-//! let pace = PaceLayer::builder("download", PeerIp::new(), MemoryStore::new(bytes), 16 << 10)
+//! let pace = PaceLayer::builder("download", MemoryStore::new(bytes), PeerIp::new(), 16 << 10)
 //!     .paced(Paced::Responses)
 //!     .after(64 << 10)
 //!     .build()
@@ -67,7 +67,7 @@ mod shared;
 
 pub use body::PacedBody;
 pub use builder::PaceBuilder;
-pub use error::{BuildError, MAX_PIECE};
+pub use error::{PaceBuildError, MAX_PIECE};
 pub use future::PaceFuture;
 pub use layer::PaceLayer;
 pub use paced::Paced;

@@ -4,9 +4,9 @@ use http::request::Parts;
 
 /// How many units of the limit a request uses (1 by default). A cost of 0
 /// is a peek: always admitted, consumes nothing. Closures
-/// `Fn(&Parts) -> u64` are costs too: give one to
-/// [`cost_fn`](crate::RateLimitBuilder::cost_fn) and its argument's type is
-/// inferred (given to `cost`, it needs `|req: &Parts|`).
+/// `Fn(&Parts) -> u64` are costs too (given to
+/// [`cost`](crate::RateLimitBuilder::cost), a closure names its argument's
+/// type: `|req: &Parts|`).
 ///
 /// ```
 /// use http::request::Parts;

@@ -2,7 +2,7 @@
 
 use super::cost::Cost;
 use crate::decimal::decimal;
-use crate::BuildError;
+use crate::LayerBuildError;
 use http::request::Parts;
 use http::HeaderName;
 
@@ -34,7 +34,7 @@ use http::HeaderName;
 /// assert_eq!(cost.cost(&with("0").into_parts().0), 4000);
 /// let without = http::Request::post("/v1/chat").body(()).unwrap();
 /// assert_eq!(cost.cost(&without.into_parts().0), 4000);
-/// # Ok::<(), tower_ratelimit::BuildError>(())
+/// # Ok::<(), tower_ratelimit::LayerBuildError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeaderCost {
@@ -46,9 +46,9 @@ pub struct HeaderCost {
 impl HeaderCost {
     /// The positive decimal in `name`, or `fallback`. A `fallback` of 0
     /// is refused: every request without the header would be a peek.
-    pub fn new(name: HeaderName, fallback: u64) -> Result<Self, BuildError> {
+    pub fn new(name: HeaderName, fallback: u64) -> Result<Self, LayerBuildError> {
         if fallback == 0 {
-            return Err(BuildError::BadHeaderCost(format!(
+            return Err(LayerBuildError::BadHeaderCost(format!(
                 "{name}: a fallback of 0 makes a request without the header a peek \
                  (admitted even past the limit); the fallback is at least 1"
             )));
@@ -62,9 +62,9 @@ impl HeaderCost {
 
     /// Caps the header's value at `max`. A `max` below the fallback is
     /// refused: a request would pay more without the header than with it.
-    pub fn at_most(mut self, max: u64) -> Result<Self, BuildError> {
+    pub fn at_most(mut self, max: u64) -> Result<Self, LayerBuildError> {
         if max < self.fallback {
-            return Err(BuildError::BadHeaderCost(format!(
+            return Err(LayerBuildError::BadHeaderCost(format!(
                 "{}: the cap {max} is below the fallback {}",
                 self.name, self.fallback
             )));

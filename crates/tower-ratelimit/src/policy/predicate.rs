@@ -7,9 +7,8 @@ use http::StatusCode;
 /// [`count_if`](crate::RateLimitBuilder::count_if) the layer reserves the
 /// cost before calling the service (so concurrent requests cannot slip
 /// past) and refunds it when the response does not count. Closures
-/// `Fn(&http::response::Parts) -> bool` are predicates too: give one to
-/// [`count_if_fn`](crate::RateLimitBuilder::count_if_fn) and its
-/// argument's type is inferred.
+/// `Fn(&http::response::Parts) -> bool` are predicates too (a closure
+/// names its argument's type: `|res: &http::response::Parts|`).
 pub trait ResponsePredicate: Send + Sync + 'static {
     /// Whether `response` counts.
     fn counts(&self, response: &Parts) -> bool;

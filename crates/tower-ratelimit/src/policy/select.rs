@@ -38,10 +38,9 @@ impl Selection {
 }
 
 /// Chooses which limits apply to a request, given its head and key.
-/// Closures `Fn(&Parts, &K) -> Selection` are selectors too: give one to
-/// [`select_fn`](crate::RateLimitBuilder::select_fn) and its arguments'
-/// types are inferred (given to `select`, it needs
-/// `|req: &Parts, key: &K|`).
+/// Closures `Fn(&Parts, &K) -> Selection` are selectors too (given to
+/// [`select`](crate::RateLimitBuilder::select), a closure names its
+/// arguments' types: `|req: &Parts, key: &K|`).
 ///
 /// ```
 /// use http::request::Parts;

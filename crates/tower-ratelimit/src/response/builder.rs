@@ -21,10 +21,9 @@ pub enum Rejection<'a> {
 }
 
 /// Builds the response for a [`Rejection`], in the inner service's body
-/// type `B`. Closures `Fn(Rejection<'_>) -> Response<B>` are builders too:
-/// give one to [`response_fn`](crate::RateLimitBuilder::response_fn) and
-/// its argument's type is inferred (given to `response`, it needs
-/// `|r: Rejection<'_>|`).
+/// type `B`. Closures `Fn(Rejection<'_>) -> Response<B>` are builders too
+/// (given to [`response`](crate::RateLimitBuilder::response), a closure
+/// names its argument's type: `|r: Rejection<'_>|`).
 ///
 /// The layer then adds the rate-limit headers (`Retry-After`,
 /// `RateLimit-Policy`, `RateLimit`, legacy ones if enabled) to limited

@@ -7,7 +7,8 @@
 //! one whose values never repeat (`ours-draining` in
 //! `benches/http/instructions.sh`) pays for the lookup (BENCHMARKS.md,
 //! "Response memos"). Keys are values, never addresses: a limit is told by an id
-//! drawn once per limit when its layer is built, and never reused.
+//! drawn once per limit when its layer is built, and never reused, or by
+//! its name.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -45,14 +46,7 @@ impl<K: Copy + Eq, V: Clone, const N: usize> Memo<K, V, N> {
         key: K,
         make: impl FnOnce() -> Option<V>,
     ) -> Option<V> {
-        let hit = memo.with(|m| {
-            let m = m.borrow();
-            m.entries
-                .iter()
-                .flatten()
-                .find(|e| e.0 == key)
-                .map(|e| e.1.clone())
-        });
+        let hit = memo.with(|m| m.borrow().find(&key));
         if hit.is_some() {
             return hit;
         }
@@ -61,14 +55,43 @@ impl<K: Copy + Eq, V: Clone, const N: usize> Memo<K, V, N> {
         Some(value)
     }
 
+    /// The value for `key`, from the memo of this thread, or made by `make`
+    /// and kept at once (in place of the oldest): for values that are dear
+    /// to make and few.
+    pub(crate) fn keep(
+        memo: &'static LocalKey<RefCell<Self>>,
+        key: K,
+        make: impl FnOnce() -> V,
+    ) -> V {
+        if let Some(hit) = memo.with(|m| m.borrow().find(&key)) {
+            return hit;
+        }
+        let value = make();
+        memo.with(|m| m.borrow_mut().put(key, value.clone()));
+        value
+    }
+
+    #[inline]
+    fn find(&self, key: &K) -> Option<V> {
+        self.entries
+            .iter()
+            .flatten()
+            .find(|e| e.0 == *key)
+            .map(|e| e.1.clone())
+    }
+
     #[cold]
     fn miss(&mut self, key: K, value: &V) {
         if self.missed == Some(key) {
-            self.entries[self.next] = Some((key, value.clone()));
-            self.next = (self.next + 1) % N;
+            self.put(key, value.clone());
         } else {
             self.missed = Some(key);
         }
+    }
+
+    fn put(&mut self, key: K, value: V) {
+        self.entries[self.next] = Some((key, value));
+        self.next = (self.next + 1) % N;
     }
 }
 
@@ -99,5 +122,21 @@ mod tests {
         get(2);
         assert_eq!(made.get(), 5, "2 and 3 alternate: never twice in a row");
         assert!(Memo::get(&MEMO, 9, || None).is_none());
+    }
+
+    #[test]
+    fn kept_at_once_by_keep() {
+        let made = std::cell::Cell::new(0);
+        let keep = |k: u64| {
+            Memo::keep(&MEMO, k, || {
+                made.set(made.get() + 1);
+                k.to_string()
+            })
+        };
+        assert_eq!(keep(7), "7");
+        assert_eq!(keep(8), "8");
+        assert_eq!(keep(7), "7");
+        assert_eq!(keep(8), "8");
+        assert_eq!(made.get(), 2, "each made once");
     }
 }

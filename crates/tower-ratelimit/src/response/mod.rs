@@ -15,5 +15,4 @@ pub use headers::{
     Headers, RATELIMIT, RATELIMIT_POLICY, X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING,
     X_RATELIMIT_RESET,
 };
-pub(crate) use problem::LimitedBody;
 pub use problem::{ProblemJson, PROBLEM_JSON};

@@ -1,6 +1,6 @@
 //! The default rejection: RFC 9457 `application/problem+json` bodies.
 
-use super::memo::{next_id, Memo};
+use super::memo::Memo;
 use super::{Rejection, ResponseBuilder};
 use crate::key::KeyError;
 use bytes::Bytes;
@@ -8,12 +8,29 @@ use http::header::{HeaderValue, CONTENT_TYPE, WWW_AUTHENTICATE};
 use http::{Response, StatusCode};
 use ratelimit_core::{ceil_secs, Decision};
 use std::cell::RefCell;
+use std::rc::Rc;
 
 thread_local! {
-    /// 429 bodies of one limit, by `(limit id, seconds)`: a limited client
-    /// gets the same body for a whole second.
-    static BODIES: RefCell<Memo<(u64, u64), Bytes, 4>> = const { RefCell::new(Memo::new()) };
+    /// 429 bodies of one limit, by `(limit name, seconds)`: a limited
+    /// client gets the same body for a whole second.
+    static BODIES: RefCell<Memo<(Name, u64), Bytes, 4>> = const { RefCell::new(Memo::new()) };
+    /// The fixed parts of the 429 bodies of a few limits, by name.
+    static PARTS: RefCell<Memo<Name, Rc<LimitedBody>, 4>> = const { RefCell::new(Memo::new()) };
 }
+
+/// A limit's name as a memo's key: equal names are one key (the same
+/// name, as every decision of a layer's limit carries, is told at once).
+#[derive(Clone, Copy)]
+struct Name(&'static str);
+
+impl PartialEq for Name {
+    #[inline]
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self.0, other.0) || self.0 == other.0
+    }
+}
+
+impl Eq for Name {}
 
 /// `application/problem+json`.
 pub const PROBLEM_JSON: HeaderValue = HeaderValue::from_static("application/problem+json");
@@ -88,15 +105,10 @@ fn body(parts: &[&[u8]]) -> Bytes {
 }
 
 /// The parts of a limit's 429 bodies that its name fixes, rendered (and
-/// escaped, by `serde_json`) once, when the layer is built; per request
-/// only the numbers are written between them. The layer hands them to
-/// [`ProblemJson`] with the [`RateLimitInfo`](crate::RateLimitInfo) of a
-/// rejection.
+/// escaped, by `serde_json`) once per thread for its last few limits; per
+/// request only the numbers are written between them.
 #[derive(Debug)]
-pub(crate) struct LimitedBody {
-    /// Tells the limit in the per-thread memo of bodies; 0 for parts made
-    /// outside a layer, which are not memoized.
-    id: u64,
+struct LimitedBody {
     /// Up to `retry in `.
     retry: Box<[u8]>,
     /// From ` seconds.` to `"retry_after":`, and the same with `second`.
@@ -108,16 +120,8 @@ pub(crate) struct LimitedBody {
 }
 
 impl LimitedBody {
-    /// The parts of a layer's limit `name`.
-    pub(crate) fn new(name: &str) -> Self {
-        Self {
-            id: next_id(),
-            ..Self::unshared(name)
-        }
-    }
-
-    /// The parts, for a body made outside a layer.
-    fn unshared(name: &str) -> Self {
+    /// The parts of the limit `name`.
+    fn new(name: &str) -> Self {
         let head = head(StatusCode::TOO_MANY_REQUESTS);
         let limit = json(name);
         let mid = |unit: &str| {
@@ -127,7 +131,6 @@ impl LimitedBody {
             )
         };
         Self {
-            id: 0,
             retry: format!(
                 "{head}{}",
                 open(&format!("Rate limit \"{name}\" exceeded: retry in "))
@@ -162,30 +165,37 @@ impl LimitedBody {
         }
     }
 
-    fn render(&self, d: &Decision) -> Bytes {
+    /// The parts of the limit `name`, kept by this thread for its last
+    /// few limits.
+    fn of(name: &'static str) -> Rc<Self> {
+        Memo::keep(&PARTS, Name(name), || Rc::new(Self::new(name)))
+    }
+
+    /// The body of the limit `name`'s decision `d`.
+    fn render(name: &'static str, d: &Decision) -> Bytes {
         if d.banned {
             let secs = ceil_secs(d.wait.unwrap_or_default()).max(1);
             let mut n = itoa::Buffer::new();
             let n = n.format(secs).as_bytes();
-            return body(&[&self.ban[0], n, &self.ban[1], n, &self.ban[2]]);
+            let ban = &Self::of(name).ban;
+            return body(&[&ban[0], n, &ban[1], n, &ban[2]]);
         }
         match d.retry_after() {
             Some(wait) => {
                 let secs = ceil_secs(wait).max(1);
                 let make = || {
+                    let parts = Self::of(name);
                     let mut n = itoa::Buffer::new();
                     let n = n.format(secs).as_bytes();
-                    let mid = &self.retry_mid[usize::from(secs == 1)];
-                    Some(body(&[&self.retry, n, mid, n, b"}"]))
+                    let mid = &parts.retry_mid[usize::from(secs == 1)];
+                    Some(body(&[&parts.retry, n, mid, n, b"}"]))
                 };
-                if self.id == 0 {
-                    return make().unwrap_or_default();
-                }
-                Memo::get(&BODIES, (self.id, secs), make).unwrap_or_default()
+                Memo::get(&BODIES, (Name(name), secs), make).unwrap_or_default()
             }
             None => {
+                let never = &Self::of(name).never;
                 let mut n = itoa::Buffer::new();
-                body(&[&self.never[0], n.format(d.limit).as_bytes(), &self.never[1]])
+                body(&[&never[0], n.format(d.limit).as_bytes(), &never[1]])
             }
         }
     }
@@ -198,11 +208,7 @@ impl ProblemJson {
             Rejection::Limited(info) => {
                 let status = StatusCode::TOO_MANY_REQUESTS;
                 let body = match info.denied() {
-                    Some(denied) => match info.body() {
-                        Some(parts) => parts.render(&denied.decision),
-                        // Made outside a layer: the same parts, now.
-                        None => LimitedBody::unshared(denied.name).render(&denied.decision),
-                    },
+                    Some(denied) => LimitedBody::render(denied.name, &denied.decision),
                     None => problem(status, "Rate limit exceeded."),
                 };
                 (status, body)
@@ -268,8 +274,10 @@ mod tests {
     #[test]
     fn limited_bodies_are_json_with_the_name_escaped() {
         let name = "a \"quoted\" \\ name";
-        let parts = LimitedBody::new(name);
-        let body = parsed(&parts.render(&denied(Some(Duration::from_millis(11_500)))));
+        let body = parsed(&LimitedBody::render(
+            name,
+            &denied(Some(Duration::from_millis(11_500))),
+        ));
         assert_eq!(body["type"], "about:blank");
         assert_eq!(body["title"], "Too Many Requests");
         assert_eq!(body["status"], 429);
@@ -279,13 +287,16 @@ mod tests {
             body["detail"],
             format!("Rate limit \"{name}\" exceeded: retry in 12 seconds.")
         );
-        let one = parsed(&parts.render(&denied(Some(Duration::from_millis(1)))));
+        let one = parsed(&LimitedBody::render(
+            name,
+            &denied(Some(Duration::from_millis(1))),
+        ));
         assert_eq!(one["retry_after"], 1);
         assert!(one["detail"]
             .as_str()
             .unwrap()
             .ends_with("retry in 1 second."));
-        let never = parsed(&parts.render(&denied(None)));
+        let never = parsed(&LimitedBody::render(name, &denied(None)));
         assert_eq!(never["limit"], name);
         assert!(never.get("retry_after").is_none());
         assert_eq!(
@@ -299,10 +310,10 @@ mod tests {
 
     #[test]
     fn a_ban_says_so() {
-        let parts = LimitedBody::new("login");
+        let name = "login";
         let window = Duration::from_secs(60);
         let d = Decision::ban(5, window, Duration::from_millis(3_599_500));
-        let body = parsed(&parts.render(&d));
+        let body = parsed(&LimitedBody::render(name, &d));
         assert_eq!(body["status"], 429);
         assert_eq!(body["banned"], true);
         assert_eq!(body["retry_after"], 3600);

@@ -10,7 +10,7 @@ use super::runtime_overrides::RuntimeOverrides;
 use crate::access_list::{AccessList, RuntimeLists};
 use crate::limit_handle::LimitHandle;
 use crate::policy::Selection;
-use crate::{BuildError, RateLimitLayer};
+use crate::{LayerBuildError, RateLimitLayer};
 use axum::Router;
 use http::request::Parts;
 use ratelimit_core::{BoxStore, Clock, LiveAlgorithm, MemoryStore, Store};
@@ -161,7 +161,7 @@ fn layer<St>(
     store: Arc<St>,
     clock: &Arc<dyn Clock>,
     refund_on_inner: bool,
-) -> Result<RateLimitLayer<PolicyExtractor, St>, BuildError>
+) -> Result<RateLimitLayer<PolicyExtractor, St>, LayerBuildError>
 where
     St: Store<PolicyKey, CheckFuture: Unpin, RefundFuture: Unpin>,
 {
@@ -170,7 +170,7 @@ where
         _ => Selection::ALL,
     };
     let mut builder = RateLimitLayer::builder(extractor)
-        .limit_shared(entry.name.clone(), store)
+        .limit(entry.name.clone(), store)
         .select(skip)
         .mode(entry.mode)
         .headers(entry.headers)
@@ -191,7 +191,7 @@ where
         builder =
             builder.reset_if(move |res: &http::response::Parts| reset_on.contains(&res.status));
     }
-    builder.clock_shared(Arc::clone(clock)).build()
+    builder.clock(Arc::clone(clock)).build()
 }
 
 /// The live algorithm of `entry`: its algorithm and its file's overrides.

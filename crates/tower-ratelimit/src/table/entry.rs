@@ -8,7 +8,7 @@ use super::tier::Tier;
 use crate::override_key::{canonical, OverridePart};
 use crate::policy::{Cost, FixedCost, KeyErrorPolicy, Mode};
 use crate::response::Headers;
-use crate::BuildError;
+use crate::LayerBuildError;
 use http::request::Parts;
 use http::StatusCode;
 use ratelimit_core::{AnyAlgorithm, BanPolicy};
@@ -406,7 +406,7 @@ impl PolicyEntry {
     }
 
     /// The cost the entry's layer reserves: its estimate, or its cost.
-    pub(super) fn reserved_cost(&self) -> Result<Option<Box<dyn Cost>>, BuildError> {
+    pub(super) fn reserved_cost(&self) -> Result<Option<Box<dyn Cost>>, LayerBuildError> {
         match &self.estimate {
             Some(estimate) => estimate.cost(self.max_cost).map(Some),
             None => Ok((self.cost != 1).then(|| Box::new(FixedCost(self.cost)) as Box<dyn Cost>)),

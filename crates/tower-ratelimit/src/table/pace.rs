@@ -85,11 +85,11 @@ impl PolicyEntry {
     {
         let paced = self.pace.unwrap_or_default();
         let piece = self.pace_piece.unwrap_or(DEFAULT_PACE_PIECE);
-        let layer = PaceLayer::builder(self.name.clone(), extractor, store, piece)
+        let layer = PaceLayer::builder(self.name.clone(), store, extractor, piece)
             .paced(paced)
             .after(self.pace_after.unwrap_or(0))
             .on_key_error(self.on_key_error)
-            .clock_shared(Arc::clone(clock))
+            .clock(Arc::clone(clock))
             .skip(|key| matches!(key, PolicyKey::Skip))
             .build();
         let layer = layer.map_err(|e| e.to_string())?;

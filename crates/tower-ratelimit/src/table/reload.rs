@@ -122,12 +122,9 @@ impl fmt::Debug for PolicyHandle {
 }
 
 impl PolicyHandle {
-    /// Adds `entry` (a CIDR, an address or a key, as in the file) to the
-    /// allow or deny list of every limit for `ttl`, or renews it; at most
-    /// [`MAX_RUNTIME_ENTRIES`](super::MAX_RUNTIME_ENTRIES) per list. Kept in this instance's memory,
-    /// and across reloads; [`add_to_list_shared`](Self::add_to_list_shared)
-    /// adds it on every instance.
-    pub fn add_to_list(
+    /// Adds `entry` (canonical) to this instance's lists (see
+    /// [`add_to_list`](Self::add_to_list)).
+    pub(super) fn add_to_list_here(
         &self,
         kind: ListKind,
         entry: &str,
@@ -139,20 +136,14 @@ impl PolicyHandle {
             .add(kind, entry.trim(), now.saturating_add(ttl), now)
     }
 
-    /// Removes `entry` added by [`add_to_list`](Self::add_to_list);
-    /// whether it was there.
-    pub fn remove_from_list(&self, kind: ListKind, entry: &str) -> bool {
+    /// Removes `entry` from this instance's lists; whether it was there.
+    pub(super) fn remove_from_list_here(&self, kind: ListKind, entry: &str) -> bool {
         self.runtime.remove(kind, entry.trim())
     }
 
-    /// Gives `key` (written as the limit's key extractor writes keys: an
-    /// IP, a network as `2001:db8::/64`, an API key) its own algorithm on
-    /// the limit `limit`, now and across reloads (it wins over the
-    /// file's override of that key). Refused: an unknown limit, a key
-    /// the limit cannot have, an algorithm whose capacity is below the
-    /// limit's cost (every request refused), or more than
-    /// [`MAX_OVERRIDES`](ratelimit_core::MAX_OVERRIDES).
-    pub fn set_override(
+    /// Sets `key`'s override on `limit` in this instance (see
+    /// [`set_override`](Self::set_override)).
+    pub(super) fn set_override_here(
         &self,
         limit: &str,
         key: &str,
@@ -174,10 +165,9 @@ impl PolicyHandle {
         Ok(())
     }
 
-    /// Takes away the override [`set_override`](Self::set_override) gave
-    /// `key` on `limit`: the key follows the file again (its override
-    /// there, else the limit's algorithm). Whether there was one.
-    pub fn remove_override(&self, limit: &str, key: &str) -> Result<bool, String> {
+    /// Takes `key`'s run-time override on `limit` away in this instance
+    /// (see [`remove_override`](Self::remove_override)).
+    pub(super) fn remove_override_here(&self, limit: &str, key: &str) -> Result<bool, String> {
         let (entry, live) = self.limit_of(limit)?;
         let text = self.key_text(limit, key)?;
         if !self.overrides.remove(limit, &text) {

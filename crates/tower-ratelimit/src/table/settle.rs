@@ -1,7 +1,7 @@
 //! A `[[limit]]`'s `estimate` and `cost-from`: a cost reserved at admission and settled after the response, and their checks.
 
 use crate::policy::{Cost, FixedCost, HeaderCost};
-use crate::{BuildError, CostFrom};
+use crate::{CostFrom, LayerBuildError};
 use http::HeaderName;
 use serde::{Deserialize, Deserializer};
 use std::str::FromStr;
@@ -81,12 +81,12 @@ impl Estimate {
     }
 
     /// The cost the layer reserves (`max_cost` checked at load).
-    pub(super) fn cost(&self, max_cost: Option<u64>) -> Result<Box<dyn Cost>, BuildError> {
+    pub(super) fn cost(&self, max_cost: Option<u64>) -> Result<Box<dyn Cost>, LayerBuildError> {
         match self {
             Self::Fixed(n) => Ok(Box::new(FixedCost(*n))),
             Self::Header(name) => {
                 let max = max_cost.ok_or_else(|| {
-                    BuildError::BadHeaderCost(format!(
+                    LayerBuildError::BadHeaderCost(format!(
                         "{name}: estimate = \"header:{name}\" needs max-cost"
                     ))
                 })?;

@@ -40,11 +40,11 @@ type Hashed<'a> = BTreeMap<&'a str, HashMap<String, AnyAlgorithm>>;
 impl PolicyHandle {
     /// Shares the entries added at run time (allow and deny list entries,
     /// overrides) with every instance through `shared` (a Redis one:
-    /// `ratelimit_redis::RedisEntries`): the `*_shared` methods write
+    /// `ratelimit_redis::RedisEntries`): [`add_to_list`](Self::add_to_list),
+    /// [`set_override`](Self::set_override) and their removals write
     /// there first, and every instance's copy is applied here whenever
     /// `shared` hands it over (replacing this instance's run-time list
-    /// entries and overrides: once shared, entries added with the local
-    /// methods last until the next copy). Requests read only the local
+    /// entries and overrides). Requests read only the local
     /// copy. A list's key entry, and an override's key on a limit keyed
     /// on a secret (an API key, a token), are written as their digest
     /// only; a request matches them by its key's digest (computed once,
@@ -63,9 +63,12 @@ impl PolicyHandle {
         Ok(())
     }
 
-    /// [`add_to_list`](Self::add_to_list) on every instance sharing the
-    /// entries (see [`share`](Self::share)); here only when not shared.
-    pub async fn add_to_list_shared(
+    /// Adds `entry` (a CIDR, an address or a key, as in the file) to the
+    /// allow or deny list of every limit for `ttl`, or renews it; at most
+    /// [`MAX_RUNTIME_ENTRIES`](super::MAX_RUNTIME_ENTRIES) per list. Kept
+    /// in memory and across reloads, on every instance sharing the entries
+    /// (see [`share`](Self::share)); here only when not shared.
+    pub async fn add_to_list(
         &self,
         kind: ListKind,
         entry: &str,
@@ -82,16 +85,12 @@ impl PolicyHandle {
             };
             shared.put(entry, MAX_RUNTIME_ENTRIES).await?;
         }
-        self.add_to_list(kind, &name, ttl)
+        self.add_to_list_here(kind, &name, ttl)
     }
 
-    /// [`remove_from_list`](Self::remove_from_list) on every instance
-    /// sharing the entries; whether it was there.
-    pub async fn remove_from_list_shared(
-        &self,
-        kind: ListKind,
-        entry: &str,
-    ) -> Result<bool, String> {
+    /// Removes `entry` added by [`add_to_list`](Self::add_to_list), on
+    /// every instance sharing the entries; whether it was there.
+    pub async fn remove_from_list(&self, kind: ListKind, entry: &str) -> Result<bool, String> {
         let Ok(name) = AccessList::canonical(entry) else {
             return Ok(false);
         };
@@ -102,7 +101,7 @@ impl PolicyHandle {
             }
             None => false,
         };
-        Ok(self.remove_from_list(kind, &name) || there)
+        Ok(self.remove_from_list_here(kind, &name) || there)
     }
 
     /// The name `key` of `limit` is shared under: its digest when the
@@ -125,16 +124,22 @@ impl PolicyHandle {
         }
     }
 
-    /// [`set_override`](Self::set_override) on every instance sharing the
+    /// Gives `key` (written as the limit's key extractor writes keys: an
+    /// IP, a network as `2001:db8::/64`, an API key) its own algorithm on
+    /// the limit `limit`, now and across reloads (it wins over the
+    /// file's override of that key), on every instance sharing the
     /// entries: set here (and checked) first, then written for the others
-    /// (and taken back here if that fails).
-    pub async fn set_override_shared(
+    /// (and taken back here if that fails). Refused: an unknown limit, a
+    /// key the limit cannot have, an algorithm whose capacity is below the
+    /// limit's cost (every request refused), or more than
+    /// [`MAX_OVERRIDES`](ratelimit_core::MAX_OVERRIDES).
+    pub async fn set_override(
         &self,
         limit: &str,
         key: &str,
         algorithm: AnyAlgorithm,
     ) -> Result<(), String> {
-        self.set_override(limit, key, algorithm)?;
+        self.set_override_here(limit, key, algorithm)?;
         let Some(shared) = self.shared.get() else {
             return Ok(());
         };
@@ -153,15 +158,17 @@ impl PolicyHandle {
             Err(e) => Err(e),
         };
         if let Err(e) = written {
-            let _ = self.remove_override(limit, key);
+            let _ = self.remove_override_here(limit, key);
             return Err(e);
         }
         Ok(())
     }
 
-    /// [`remove_override`](Self::remove_override) on every instance
-    /// sharing the entries; whether there was one.
-    pub async fn remove_override_shared(&self, limit: &str, key: &str) -> Result<bool, String> {
+    /// Takes away the override [`set_override`](Self::set_override) gave
+    /// `key` on `limit`, on every instance sharing the entries: the key
+    /// follows the file again (its override there, else the limit's
+    /// algorithm). Whether there was one.
+    pub async fn remove_override(&self, limit: &str, key: &str) -> Result<bool, String> {
         let there = match self.shared.get() {
             Some(shared) => {
                 let name = self.override_name(shared.as_ref(), limit, key).await?;
@@ -170,7 +177,7 @@ impl PolicyHandle {
             }
             None => false,
         };
-        Ok(self.remove_override(limit, key)? || there)
+        Ok(self.remove_override_here(limit, key)? || there)
     }
 
     /// Forgets `limit`'s override known by the digest `name` (if it is
@@ -256,7 +263,7 @@ impl PolicyHandle {
                     .is_some_and(|h| h.contains_key(&digest.of(key)))
             };
             if !plain.contains_key(&(limit.as_str(), key.as_str())) && !by_digest() {
-                let _ = self.remove_override(limit, key);
+                let _ = self.remove_override_here(limit, key);
             }
         }
         for (&(limit, key), algorithm) in plain {
@@ -266,7 +273,7 @@ impl PolicyHandle {
             if held {
                 continue;
             }
-            if let Err(e) = self.set_override(limit, key, *algorithm) {
+            if let Err(e) = self.set_override_here(limit, key, *algorithm) {
                 tracing::warn!(limit, error = %e, "a shared override is not applied here");
             }
         }

@@ -227,18 +227,18 @@ async fn missing_connect_info_is_logged_once_whatever_the_policy() {
 #[test]
 fn invalid_configuration_is_an_error() {
     use tower_ratelimit::key::{ClientIp, Header, IpPrefixes};
-    use tower_ratelimit::BuildError;
+    use tower_ratelimit::LayerBuildError;
     assert!(matches!(
         ClientIp::new(["10.0.0.0/99"]),
-        Err(BuildError::BadCidr(_))
+        Err(LayerBuildError::BadCidr(_))
     ));
     assert!(matches!(
         PeerIp::new().ipv6_prefix(0),
-        Err(BuildError::BadPrefix { .. })
+        Err(LayerBuildError::BadPrefix { .. })
     ));
     assert!(matches!(
         PeerIp::new().ipv6_prefix(129),
-        Err(BuildError::BadPrefix { .. })
+        Err(LayerBuildError::BadPrefix { .. })
     ));
     assert!(IpPrefixes::new(32, 48).is_ok());
     assert!(Header::named("").is_err());
@@ -249,19 +249,19 @@ fn invalid_configuration_is_an_error() {
             Global,
         )
         .build();
-    assert_eq!(no_limits.unwrap_err(), BuildError::NoLimits);
+    assert_eq!(no_limits.unwrap_err(), LayerBuildError::NoLimits);
     let dup = RateLimitLayer::builder(Global)
         .limit("a", store())
         .limit("a", store())
         .build();
-    assert!(matches!(dup, Err(BuildError::DuplicateLimitName(_))));
+    assert!(matches!(dup, Err(LayerBuildError::DuplicateLimitName(_))));
     let bad = RateLimitLayer::builder(Global).limit("é", store()).build();
-    assert!(matches!(bad, Err(BuildError::BadLimitName(_))));
+    assert!(matches!(bad, Err(LayerBuildError::BadLimitName(_))));
     let mut b = RateLimitLayer::builder(Global);
     for i in 0..65 {
         b = b.limit(format!("l{i}"), store());
     }
-    assert!(matches!(b.build(), Err(BuildError::TooManyLimits(65))));
+    assert!(matches!(b.build(), Err(LayerBuildError::TooManyLimits(65))));
 }
 
 #[tokio::test]

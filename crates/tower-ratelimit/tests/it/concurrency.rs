@@ -59,7 +59,7 @@ async fn several_limits_under_concurrency_are_exact() {
     let narrow: AnyAlgorithm = FixedWindow::new(7, minute).unwrap().into();
     let first = std::sync::Arc::new(MemoryStore::new(wide));
     let layer = RateLimitLayer::builder(Global)
-        .limit_shared("wide", first.clone())
+        .limit("wide", first.clone())
         .limit("narrow", MemoryStore::new(narrow))
         .clock(clock.clone())
         .build()

@@ -23,9 +23,12 @@ async fn all_must_admit_and_denials_consume_nothing() {
     let per_minute = Arc::new(MemoryStore::new(AnyAlgorithm::from(
         FixedWindow::new(5, 60 * SEC).unwrap(),
     )));
-    let layer = RateLimitLayer::builder(PeerIp::new())
-        .limit_shared("per-second", per_second.clone())
-        .limit_shared("per-minute", per_minute.clone())
+    let layer =
+        RateLimitLayer::<_, MemoryStore<AnyAlgorithm, tower_ratelimit::key::IpKey>>::builder(
+            PeerIp::new(),
+        )
+        .limit("per-second", per_second.clone())
+        .limit("per-minute", per_minute.clone())
         .clock(clock.clone())
         .build()
         .unwrap();
@@ -183,8 +186,8 @@ async fn outer_layer_refunds_when_an_inner_layer_limits() {
     use tower_ratelimit::key::{Global, IpKey};
     let clock = ManualClock::new();
     let per_ip_store = Arc::new(MemoryStore::new(Gcra::new(5, 60 * SEC).unwrap()));
-    let per_ip = RateLimitLayer::builder(PeerIp::new())
-        .limit_shared("per-ip", per_ip_store.clone())
+    let per_ip = RateLimitLayer::<_, MemoryStore<Gcra, IpKey>>::builder(PeerIp::new())
+        .limit("per-ip", per_ip_store.clone())
         .refund_on_inner_limit()
         .clock(clock.clone())
         .build()

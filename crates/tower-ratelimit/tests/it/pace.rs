@@ -15,7 +15,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tower::ServiceExt;
 use tower_ratelimit::key::{Global, GlobalKey, IpKey, PeerIp};
-use tower_ratelimit::pace::{BuildError, PaceLayer, Paced};
+use tower_ratelimit::pace::{PaceBuildError, PaceLayer, Paced};
 use tower_ratelimit::TokioClock;
 
 const KIB: u64 = 1024;
@@ -107,7 +107,7 @@ async fn timed(app: &Router, req: axum::http::Request<Body>) -> (u64, Duration) 
 
 #[tokio::test(start_paused = true)]
 async fn a_download_goes_at_the_rate() {
-    let layer = PaceLayer::builder("download", PeerIp::new(), MemoryStore::new(bucket()), BURST)
+    let layer = PaceLayer::builder("download", MemoryStore::new(bucket()), PeerIp::new(), BURST)
         .clock(TokioClock::new())
         .build()
         .unwrap();
@@ -119,7 +119,7 @@ async fn a_download_goes_at_the_rate() {
 
 #[tokio::test(start_paused = true)]
 async fn an_upload_goes_at_the_rate() {
-    let layer = PaceLayer::builder("upload", Global, MemoryStore::new(bucket()), BURST)
+    let layer = PaceLayer::builder("upload", MemoryStore::new(bucket()), Global, BURST)
         .paced(Paced::Requests)
         .clock(TokioClock::new())
         .build()
@@ -139,7 +139,7 @@ async fn an_upload_goes_at_the_rate() {
 
 #[tokio::test(start_paused = true)]
 async fn both_directions_share_one_budget() {
-    let layer = PaceLayer::builder("both", Global, MemoryStore::new(bucket()), BURST)
+    let layer = PaceLayer::builder("both", MemoryStore::new(bucket()), Global, BURST)
         .paced(Paced::Both)
         .clock(TokioClock::new())
         .build()
@@ -158,7 +158,7 @@ async fn both_directions_share_one_budget() {
 
 #[tokio::test(start_paused = true)]
 async fn the_first_bytes_after_go_unpaced() {
-    let layer = PaceLayer::builder("download", Global, MemoryStore::new(bucket()), BURST)
+    let layer = PaceLayer::builder("download", MemoryStore::new(bucket()), Global, BURST)
         .after(MIB / 2)
         .clock(TokioClock::new())
         .build()
@@ -170,7 +170,7 @@ async fn the_first_bytes_after_go_unpaced() {
     // All of it unpaced: no wait at all.
     let (len, took) = timed(
         &download(MIB / 4).layer(
-            PaceLayer::builder("small", Global, MemoryStore::new(bucket()), BURST)
+            PaceLayer::builder("small", MemoryStore::new(bucket()), Global, BURST)
                 .after(MIB / 2)
                 .clock(TokioClock::new())
                 .build()
@@ -189,7 +189,7 @@ async fn a_dropped_body_stops_charging() {
         inner: MemoryStore::<_, GlobalKey>::new(bucket()),
         admitted: admitted.clone(),
     };
-    let layer = PaceLayer::builder("download", Global, store, BURST)
+    let layer = PaceLayer::builder("download", store, Global, BURST)
         .clock(TokioClock::new())
         .build()
         .unwrap();
@@ -213,7 +213,7 @@ async fn a_dropped_body_stops_charging() {
 
 #[tokio::test(start_paused = true)]
 async fn two_keys_are_paced_apart() {
-    let layer = PaceLayer::builder("download", PeerIp::new(), MemoryStore::new(bucket()), BURST)
+    let layer = PaceLayer::builder("download", MemoryStore::new(bucket()), PeerIp::new(), BURST)
         .clock(TokioClock::new())
         .build()
         .unwrap();
@@ -235,7 +235,7 @@ async fn two_keys_are_paced_apart() {
 
 #[tokio::test(start_paused = true)]
 async fn a_failing_store_lets_bodies_through() {
-    let layer = PaceLayer::builder("download", Global, Down, BURST)
+    let layer = PaceLayer::builder("download", Down, Global, BURST)
         .clock(TokioClock::new())
         .build()
         .unwrap();
@@ -246,7 +246,7 @@ async fn a_failing_store_lets_bodies_through() {
 
 #[tokio::test(start_paused = true)]
 async fn a_piece_above_the_capacity_is_cut_to_it() {
-    let layer = PaceLayer::builder("download", Global, MemoryStore::new(bucket()), 4 * BURST)
+    let layer = PaceLayer::builder("download", MemoryStore::new(bucket()), Global, 4 * BURST)
         .clock(TokioClock::new())
         .build()
         .unwrap();
@@ -259,7 +259,7 @@ async fn a_piece_above_the_capacity_is_cut_to_it() {
 #[tokio::test]
 async fn a_key_error_is_answered_by_the_policy() {
     let store = MemoryStore::<_, IpKey>::new(bucket());
-    let layer = PaceLayer::new("download", PeerIp::new(), store, BURST).unwrap();
+    let layer = PaceLayer::new("download", store, PeerIp::new(), BURST).unwrap();
     let app = download(KIB).layer(layer);
     // No peer address: the key error's 400.
     let req = axum::http::Request::get("/download")
@@ -272,18 +272,18 @@ async fn a_key_error_is_answered_by_the_policy() {
 #[test]
 fn bad_settings_are_refused_by_name() {
     let layer = |name: &str, piece| {
-        PaceLayer::new(name, Global, MemoryStore::new(bucket()), piece).map(|_| ())
+        PaceLayer::new(name, MemoryStore::new(bucket()), Global, piece).map(|_| ())
     };
-    assert_eq!(layer("download", 0), Err(BuildError::ZeroPiece));
+    assert_eq!(layer("download", 0), Err(PaceBuildError::ZeroPiece));
     assert_eq!(
         layer("download", 1 << 30),
-        Err(BuildError::PieceTooLarge(1 << 30))
+        Err(PaceBuildError::PieceTooLarge(1 << 30))
     );
     assert_eq!(
         layer("two words", 1),
-        Err(BuildError::BadName("two words".into()))
+        Err(PaceBuildError::BadName("two words".into()))
     );
-    assert!(BuildError::ZeroPiece.to_string().contains("0 bytes"));
+    assert!(PaceBuildError::ZeroPiece.to_string().contains("0 bytes"));
 }
 
 /// Two layers (two instances of an app) on one redis-server share one
@@ -301,7 +301,7 @@ async fn one_budget_across_two_instances_on_redis() {
             .prefix("pace-test")
             .build()
             .unwrap();
-        download(MIB / 2).layer(PaceLayer::new("download", Global, store, 16 * KIB).unwrap())
+        download(MIB / 2).layer(PaceLayer::new("download", store, Global, 16 * KIB).unwrap())
     };
     let (a, b) = (instance(), instance());
     // Connect both stores first.

@@ -8,7 +8,7 @@ use ratelimit_core::{ManualClock, MemoryStore, SlidingLog};
 use std::time::Duration;
 use tower::ServiceExt;
 use tower_ratelimit::key::{ClientIp, IpPrefixes, KeyExtractor, PeerIp};
-use tower_ratelimit::{BuildError, RateLimitLayer};
+use tower_ratelimit::{LayerBuildError, RateLimitLayer};
 
 const HOUR: Duration = Duration::from_secs(3600);
 
@@ -73,7 +73,7 @@ fn prefix_lengths_are_checked_when_set() {
     let c = ClientIp::new(["10.0.0.0/8"]).unwrap();
     assert_eq!(
         c.clone().ipv6_prefix(129).unwrap_err(),
-        BuildError::BadPrefix {
+        LayerBuildError::BadPrefix {
             family: "IPv6",
             prefix: 129
         }

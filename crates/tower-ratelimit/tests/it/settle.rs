@@ -62,8 +62,8 @@ async fn handler(report: Option<Extension<CostReport>>, req: Request) -> Respons
 
 /// A layer settling from `from` over one limit of `store`.
 fn app(store: &Arc<Fixed>, from: CostFrom, estimate: u64, clock: &ManualClock) -> Router {
-    let layer = RateLimitLayer::builder(Global)
-        .limit_shared("tokens", Arc::clone(store))
+    let layer = RateLimitLayer::<_, Fixed>::builder(Global)
+        .limit("tokens", Arc::clone(store))
         .cost(FixedCost(estimate))
         .settle(from)
         .clock(clock.clone())
@@ -125,8 +125,8 @@ async fn settling_down_refunds_and_a_missing_value_keeps_the_estimate() {
     drain(call(&app, 40).await).await;
     assert_eq!(peek(&store, &clock).remaining, 960, "300 reserved, 40 used");
     // A handler that names no cost: the estimate stands.
-    let layer = RateLimitLayer::builder(Global)
-        .limit_shared("tokens", Arc::clone(&store))
+    let layer = RateLimitLayer::<_, Fixed>::builder(Global)
+        .limit("tokens", Arc::clone(&store))
         .cost(FixedCost(300))
         .settle("response-header:x-tokens-used".parse().unwrap())
         .clock(clock.clone())
@@ -146,8 +146,8 @@ async fn settling_up_goes_into_debt_and_denies_until_it_is_repaid() {
     let store = Arc::new(MemoryStore::new(
         Gcra::new(100, Duration::from_secs(100)).unwrap(),
     ));
-    let layer = RateLimitLayer::builder(Global)
-        .limit_shared("tokens", Arc::clone(&store))
+    let layer = RateLimitLayer::<_, MemoryStore<Gcra, GlobalKey>>::builder(Global)
+        .limit("tokens", Arc::clone(&store))
         .settle("response-header:x-tokens-used".parse().unwrap())
         .clock(clock.clone())
         .build()
@@ -229,14 +229,14 @@ async fn a_request_the_token_limit_refuses_takes_nothing_from_the_request_limit(
     let clock = ManualClock::new();
     let requests = fixed(60);
     let tokens = fixed(100);
-    let outer = RateLimitLayer::builder(Global)
-        .limit_shared("requests", Arc::clone(&requests))
+    let outer = RateLimitLayer::<_, Fixed>::builder(Global)
+        .limit("requests", Arc::clone(&requests))
         .refund_on_inner_limit()
         .clock(clock.clone())
         .build()
         .unwrap();
-    let inner = RateLimitLayer::builder(Global)
-        .limit_shared("tokens", Arc::clone(&tokens))
+    let inner = RateLimitLayer::<_, Fixed>::builder(Global)
+        .limit("tokens", Arc::clone(&tokens))
         .settle("response-header:x-tokens-used".parse().unwrap())
         .clock(clock.clone())
         .build()
@@ -267,9 +267,9 @@ async fn one_layer_s_limits_consume_only_when_all_admit() {
     let clock = ManualClock::new();
     let first = fixed(10);
     let second = fixed(1);
-    let layer = RateLimitLayer::builder(Global)
-        .limit_shared("first", Arc::clone(&first))
-        .limit_shared("second", Arc::clone(&second))
+    let layer = RateLimitLayer::<_, Fixed>::builder(Global)
+        .limit("first", Arc::clone(&first))
+        .limit("second", Arc::clone(&second))
         .clock(clock.clone())
         .build()
         .unwrap();
@@ -288,8 +288,8 @@ async fn stacked_settling_layers_each_settle_what_the_handler_reports() {
     let clock = ManualClock::new();
     let (outer, inner) = (fixed(100_000), fixed(100_000));
     let layer = |store: &Arc<Fixed>, name: &'static str| {
-        RateLimitLayer::builder(Global)
-            .limit_shared(name, Arc::clone(store))
+        RateLimitLayer::<_, Fixed>::builder(Global)
+            .limit(name, Arc::clone(store))
             .cost(FixedCost(1))
             .settle(CostFrom::Reported)
             .clock(clock.clone())
@@ -312,8 +312,8 @@ async fn stacked_settling_layers_each_settle_what_the_handler_reports() {
 /// handler adds `?added=` on its report and answers `x-tokens-used:
 /// ?used=` as written (and an `ActualCost` of it, 0 when not a number).
 fn reporting(store: &Arc<Fixed>, from: &str, estimate: u64, clock: &ManualClock) -> Router {
-    let layer = RateLimitLayer::builder(Global)
-        .limit_shared("tokens", Arc::clone(store))
+    let layer = RateLimitLayer::<_, Fixed>::builder(Global)
+        .limit("tokens", Arc::clone(store))
         .cost(FixedCost(estimate))
         .settle(from.parse().unwrap())
         .clock(clock.clone())
@@ -376,8 +376,8 @@ async fn a_malformed_response_value_settles_to_at_least_the_reservation() {
 async fn a_malformed_trailer_settles_to_at_least_the_reservation() {
     let clock = ManualClock::new();
     let store = fixed(10_000);
-    let layer = RateLimitLayer::builder(Global)
-        .limit_shared("tokens", Arc::clone(&store))
+    let layer = RateLimitLayer::<_, Fixed>::builder(Global)
+        .limit("tokens", Arc::clone(&store))
         .cost(FixedCost(300))
         .settle("trailer:x-tokens-used".parse().unwrap())
         .clock(clock.clone())
@@ -424,8 +424,8 @@ async fn a_report_tells_the_handler_what_was_reserved() {
         .at_most(4000)
         .unwrap();
     let layer = |name: &'static str, cost: Box<dyn tower_ratelimit::policy::Cost>| {
-        RateLimitLayer::builder(Global)
-            .limit_shared(name, Arc::clone(&store))
+        RateLimitLayer::<_, Fixed>::builder(Global)
+            .limit(name, Arc::clone(&store))
             .cost(cost)
             .settle(CostFrom::Reported)
             .clock(clock.clone())

@@ -416,6 +416,7 @@ async fn a_reload_keeps_used_quota_and_overrides_follow_the_file() {
     // no change for it (the file did not change).
     handle
         .set_override("tickets", "carol", "gcra 8/1h".parse().unwrap())
+        .await
         .unwrap();
     assert_eq!(handle.reload(&edited_table).unwrap(), vec![]);
     assert_eq!(tickets(&app, "carol", 10).await, 8);

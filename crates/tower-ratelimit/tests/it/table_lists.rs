@@ -181,6 +181,7 @@ async fn entries_added_at_run_time_hold_for_their_ttl() {
     let (app, limits) = table.apply_in_memory(router, &options, Some(1000)).unwrap();
     limits
         .add_to_list(ListKind::Allow, "203.0.113.0/24", Duration::from_secs(60))
+        .await
         .unwrap();
     for _ in 0..10 {
         assert_eq!(
@@ -190,6 +191,7 @@ async fn entries_added_at_run_time_hold_for_their_ttl() {
     }
     limits
         .add_to_list(ListKind::Deny, "192.0.2.99", Duration::from_secs(60))
+        .await
         .unwrap();
     assert_eq!(
         via_proxy(&app, "192.0.2.99", "/items").await.0,
@@ -214,14 +216,22 @@ async fn entries_added_at_run_time_hold_for_their_ttl() {
     // Removed before its TTL ends.
     limits
         .add_to_list(ListKind::Deny, "192.0.2.98", Duration::from_secs(60))
+        .await
         .unwrap();
-    assert!(limits.remove_from_list(ListKind::Deny, "192.0.2.98"));
-    assert!(!limits.remove_from_list(ListKind::Deny, "192.0.2.98"));
+    assert!(limits
+        .remove_from_list(ListKind::Deny, "192.0.2.98")
+        .await
+        .unwrap());
+    assert!(!limits
+        .remove_from_list(ListKind::Deny, "192.0.2.98")
+        .await
+        .unwrap());
     assert_eq!(
         via_proxy(&app, "192.0.2.98", "/items").await.0,
         StatusCode::OK
     );
     assert!(limits
         .add_to_list(ListKind::Allow, "10.0.0.0/99", Duration::from_secs(1))
+        .await
         .is_err());
 }

@@ -139,12 +139,12 @@ async fn entries_added_through_one_handle_apply_on_the_other() {
     let (b_app, b) = instance(&shared);
     let hour = Duration::from_secs(3600);
     // Deny, shared.
-    a.add_to_list_shared(ListKind::Deny, "198.51.100.0/24", hour)
+    a.add_to_list(ListKind::Deny, "198.51.100.0/24", hour)
         .await
         .unwrap();
     assert_eq!(status(&b_app, "198.51.100.7").await, StatusCode::FORBIDDEN);
     assert!(a
-        .remove_from_list_shared(ListKind::Deny, "198.51.100.0/24")
+        .remove_from_list(ListKind::Deny, "198.51.100.0/24")
         .await
         .unwrap());
     assert_eq!(status(&b_app, "198.51.100.7").await, StatusCode::OK);
@@ -156,13 +156,13 @@ async fn entries_added_through_one_handle_apply_on_the_other() {
         status(&b_app, "203.0.113.9").await,
         StatusCode::TOO_MANY_REQUESTS
     );
-    a.add_to_list_shared(ListKind::Allow, "203.0.113.9", hour)
+    a.add_to_list(ListKind::Allow, "203.0.113.9", hour)
         .await
         .unwrap();
     assert_eq!(status(&b_app, "203.0.113.9").await, StatusCode::OK);
     // The entry as one form writes it: removed by its other form.
     assert!(a
-        .remove_from_list_shared(ListKind::Allow, "203.0.113.9/32")
+        .remove_from_list(ListKind::Allow, "203.0.113.9/32")
         .await
         .unwrap());
     assert_eq!(
@@ -170,7 +170,7 @@ async fn entries_added_through_one_handle_apply_on_the_other() {
         StatusCode::TOO_MANY_REQUESTS
     );
     // An override, shared, then removed.
-    a.set_override_shared(
+    a.set_override(
         "daily",
         "203.0.113.9",
         "fixed-window 10/1d".parse().unwrap(),
@@ -179,10 +179,7 @@ async fn entries_added_through_one_handle_apply_on_the_other() {
     .unwrap();
     assert_eq!(b.runtime_overrides("daily"), 1);
     assert_eq!(status(&b_app, "203.0.113.9").await, StatusCode::OK);
-    assert!(a
-        .remove_override_shared("daily", "203.0.113.9")
-        .await
-        .unwrap());
+    assert!(a.remove_override("daily", "203.0.113.9").await.unwrap());
     assert_eq!(b.runtime_overrides("daily"), 0);
     assert_eq!(
         status(&b_app, "203.0.113.9").await,
@@ -190,17 +187,14 @@ async fn entries_added_through_one_handle_apply_on_the_other() {
     );
     // Bad input is refused before anything is shared.
     assert!(a
-        .add_to_list_shared(ListKind::Deny, "10.0.0.0/33", hour)
+        .add_to_list(ListKind::Deny, "10.0.0.0/33", hour)
         .await
         .is_err());
     assert!(a
-        .set_override_shared("nope", "10.0.0.1", "gcra 1/1s".parse().unwrap())
+        .set_override("nope", "10.0.0.1", "gcra 1/1s".parse().unwrap())
         .await
         .is_err());
     assert!(shared.0.entries.lock().unwrap().is_empty());
-    // A local entry stays local (until the next copy is handed over).
-    a.add_to_list(ListKind::Deny, "192.0.2.77", hour).unwrap();
-    assert_eq!(status(&b_app, "192.0.2.77").await, StatusCode::OK);
     // Sharing twice is refused.
     assert!(a.share(Arc::new(shared.clone())).is_err());
 }
@@ -239,7 +233,7 @@ async fn secret_keys_are_shared_as_digests_and_match_on_both() {
     // A too once A's own copy replaced what A set.
     exhaust(&b_app, "sk-live-override").await;
     exhaust(&a_app, "sk-live-override").await;
-    a.set_override_shared(
+    a.set_override(
         "per-key",
         "sk-live-override",
         "fixed-window 10/1d".parse().unwrap(),
@@ -253,7 +247,7 @@ async fn secret_keys_are_shared_as_digests_and_match_on_both() {
     assert_eq!(keyed(&b_app, "sk-live-other").await, StatusCode::OK);
     // Removed through B (which never had its text but from requests).
     assert!(b
-        .remove_override_shared("per-key", "sk-live-override")
+        .remove_override("per-key", "sk-live-override")
         .await
         .unwrap());
     for app in [&a_app, &b_app] {
@@ -262,7 +256,7 @@ async fn secret_keys_are_shared_as_digests_and_match_on_both() {
     }
     assert!(shared.0.entries.lock().unwrap().is_empty());
     // A deny entry that is a key: its digest only; 403 on both.
-    a.add_to_list_shared(ListKind::Deny, "sk-live-denied", hour)
+    a.add_to_list(ListKind::Deny, "sk-live-denied", hour)
         .await
         .unwrap();
     assert!(!holds(&shared, "sk-live"));
@@ -274,7 +268,7 @@ async fn secret_keys_are_shared_as_digests_and_match_on_both() {
     // counts in its own memory here).
     exhaust(&a_app, "sk-live-vip").await;
     exhaust(&b_app, "sk-live-vip").await;
-    b.add_to_list_shared(ListKind::Allow, "sk-live-vip", hour)
+    b.add_to_list(ListKind::Allow, "sk-live-vip", hour)
         .await
         .unwrap();
     assert!(!holds(&shared, "sk-live"));
@@ -283,11 +277,11 @@ async fn secret_keys_are_shared_as_digests_and_match_on_both() {
     }
     // Removed by their text, through either instance.
     assert!(a
-        .remove_from_list_shared(ListKind::Allow, "sk-live-vip")
+        .remove_from_list(ListKind::Allow, "sk-live-vip")
         .await
         .unwrap());
     assert!(b
-        .remove_from_list_shared(ListKind::Deny, "sk-live-denied")
+        .remove_from_list(ListKind::Deny, "sk-live-denied")
         .await
         .unwrap());
     assert!(shared.0.entries.lock().unwrap().is_empty());
@@ -297,10 +291,10 @@ async fn secret_keys_are_shared_as_digests_and_match_on_both() {
     );
     assert_eq!(keyed(&a_app, "sk-live-denied").await, StatusCode::OK);
     // An address's entries and a client-ip limit's overrides stay text.
-    a.add_to_list_shared(ListKind::Deny, "192.0.2.99", hour)
+    a.add_to_list(ListKind::Deny, "192.0.2.99", hour)
         .await
         .unwrap();
-    a.set_override_shared("daily", "192.0.2.98", "fixed-window 10/1d".parse().unwrap())
+    a.set_override("daily", "192.0.2.98", "fixed-window 10/1d".parse().unwrap())
         .await
         .unwrap();
     assert!(holds(&shared, "192.0.2.99/32") && holds(&shared, "192.0.2.98"));

@@ -17,11 +17,12 @@ async fn idle_stores_are_swept_every_second() {
     let store = Arc::new(MemoryStore::new(
         Gcra::new(10, Duration::from_secs(1)).unwrap(),
     ));
-    let layer = RateLimitLayer::builder(PeerIp::new())
-        .limit_shared("flood", Arc::clone(&store))
-        .clock(clock.clone())
-        .build()
-        .unwrap();
+    let layer =
+        RateLimitLayer::<_, MemoryStore<Gcra, tower_ratelimit::key::IpKey>>::builder(PeerIp::new())
+            .limit("flood", Arc::clone(&store))
+            .clock(clock.clone())
+            .build()
+            .unwrap();
     let app = Router::new()
         .route("/", get(|| async { "ok" }))
         .layer(layer);
