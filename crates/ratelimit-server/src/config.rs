@@ -1,6 +1,7 @@
 //! The configuration file: `[server]` settings and `[[limit]]` entries, read and checked.
 
-use ratelimit_core::{is_valid_limit_name, AnyAlgorithm, LIMIT_NAME_RULE};
+use ratelimit_core::plumbing::{is_valid_limit_name, LIMIT_NAME_RULE};
+use ratelimit_core::AnyAlgorithm;
 use ratelimit_redis::StoreSettings;
 use serde::Deserialize;
 use std::fmt;

@@ -1,7 +1,8 @@
 //! One limit as the server runs it: its pattern, its algorithm and its store.
 
 use crate::config::{EntryPattern, LimitConfig};
-use ratelimit_core::{BoxStore, LogThrottle};
+use ratelimit_core::plumbing::LogThrottle;
+use ratelimit_core::BoxStore;
 use ratelimit_redis::{BuildError, StoreSettings};
 use std::cmp::Ordering;
 

@@ -4,12 +4,11 @@
 //!
 //! The form is documented on [`AnyAlgorithm`].
 
-use crate::algorithm::{
-    Anchor, AnyAlgorithm, AnyGcra, AnyLeakyBucket, AnyTokenBucket, FixedWindow, SlidingLog,
-    SlidingWindow, DEFAULT_MAX_LOG_ENTRIES,
-};
-use crate::duration::{format_duration, parse_fine_duration};
-use crate::{CalendarUnit, ConfigError};
+use crate::algorithm::CalendarUnit;
+use crate::algorithm::{Anchor, AnyGcra, AnyLeakyBucket, AnyTokenBucket, DEFAULT_MAX_LOG_ENTRIES};
+use crate::plumbing::{format_duration, parse_fine_duration};
+use crate::ConfigError;
+use crate::{AnyAlgorithm, FixedWindow, SlidingLog, SlidingWindow};
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
@@ -431,10 +430,10 @@ impl fmt::Display for AnyAlgorithm {
 /// The serde forms, documented on [`AnyAlgorithm`].
 #[cfg(feature = "serde")]
 mod serde_impl {
-    use super::{fixed_window, parse_period, AnyAlgorithm, Period, SpecError};
-    use crate::algorithm::{
-        AnyGcra, AnyLeakyBucket, AnyTokenBucket, SlidingLog, SlidingWindow, DEFAULT_MAX_LOG_ENTRIES,
-    };
+    use super::{fixed_window, parse_period, Period};
+    use crate::algorithm::{AnyGcra, AnyLeakyBucket, AnyTokenBucket, DEFAULT_MAX_LOG_ENTRIES};
+    use crate::{AnyAlgorithm, SpecError};
+    use crate::{SlidingLog, SlidingWindow};
     use serde::de::{self, Deserializer, MapAccess, Visitor};
     use serde::{Deserialize, Serialize, Serializer};
     use std::fmt;

@@ -1,5 +1,5 @@
 //! A policy table: every limit of an app as data, read from a TOML file and
-//! turned into layers of an axum [`Router`] by one call (feature `serde`).
+//! turned into layers of an axum [`Router`] by one call (feature `table`).
 //!
 //! ```toml
 //! # Each [[limit]] is one layer; they are checked in this order.
@@ -174,7 +174,7 @@
 //! use axum::{routing::post, Router};
 //! use ratelimit_core::{LiveAlgorithm, MemoryStore};
 //! use std::convert::Infallible;
-//! use tower_ratelimit::table::{PolicyKey, PolicyOptions, PolicyTable};
+//! use tower_ratelimit::policy::{PolicyKey, PolicyOptions, PolicyTable};
 //!
 //! let table = PolicyTable::from_toml(
 //!     "[[limit]]\nname = \"login\"\nalgorithm = \"gcra 5/1m\"\nkey = \"client-ip\"\nroutes = [\"POST /login\"]\n",
@@ -185,7 +185,7 @@
 //!     Ok::<_, Infallible>(MemoryStore::<_, PolicyKey>::new(live.clone()))
 //! })?;
 //! # let _ = (router, handle);
-//! # Ok::<(), tower_ratelimit::table::PolicyError>(())
+//! # Ok::<(), tower_ratelimit::policy::PolicyError>(())
 //! ```
 //!
 //! [`Router`]: axum::Router
@@ -219,7 +219,7 @@ pub use extractor::{AppKey, Authenticated, PolicyOptions};
 pub use key::{KeySpec, PolicyKey};
 pub use load::PolicyTable;
 pub use pace::DEFAULT_PACE_PIECE;
-pub use ratelimit_core::{
+pub use ratelimit_core::plumbing::{
     EntriesFuture, EntriesSink, EntryDigest, EntryTable, SharedEntries, SharedEntry,
 };
 pub use reload::{LimitChange, PolicyHandle};

@@ -6,7 +6,8 @@ use super::load::PolicyTable;
 use super::runtime_overrides::RuntimeOverrides;
 use crate::access_list::{ListKind, RuntimeLists};
 use crate::limit_handle::LimitHandle;
-use ratelimit_core::{saturating_nanos, AnyAlgorithm, Clock, LiveAlgorithm};
+use ratelimit_core::plumbing::saturating_nanos;
+use ratelimit_core::{AnyAlgorithm, Clock, LiveAlgorithm};
 use std::fmt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -84,7 +85,7 @@ pub struct PolicyHandle {
     /// Overrides set at run time ([`set_override`](Self::set_override)).
     pub(super) overrides: RuntimeOverrides,
     /// Where the run-time entries are shared, if they are (see `share`).
-    pub(super) shared: std::sync::OnceLock<Arc<dyn ratelimit_core::SharedEntries>>,
+    pub(super) shared: std::sync::OnceLock<Arc<dyn ratelimit_core::plumbing::SharedEntries>>,
 }
 
 impl fmt::Debug for PolicyHandle {
@@ -127,7 +128,7 @@ impl PolicyHandle {
     /// file's override of that key). Refused: an unknown limit, a key
     /// the limit cannot have, an algorithm whose capacity is below the
     /// limit's cost (every request refused), or more than
-    /// [`MAX_OVERRIDES`](ratelimit_core::MAX_OVERRIDES).
+    /// [`MAX_OVERRIDES`](ratelimit_core::algorithm::MAX_OVERRIDES).
     pub fn set_override(
         &self,
         limit: &str,

@@ -1,4 +1,5 @@
-//! Policies: modes, costs, per-request limit selection, counted responses and failure handling.
+//! Strategies and settings of a layer: modes, costs, per-request limit
+//! selection, counted responses and failure handling.
 //!
 //! Per-route and per-method limits need nothing special: put a layer on a
 //! route with axum's `route_layer` (or on a `MethodRouter`), or choose limits

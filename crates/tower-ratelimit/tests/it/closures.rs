@@ -10,8 +10,8 @@ use std::time::Duration;
 use tower::ServiceExt;
 use tower_ratelimit::fair::FairQueueLayer;
 use tower_ratelimit::key::{key_fn, HeaderKey, KeyError};
-use tower_ratelimit::policy::Selection;
 use tower_ratelimit::response::Rejection;
+use tower_ratelimit::strategy::Selection;
 use tower_ratelimit::RateLimitLayer;
 
 fn request(method: Method, uri: &str, user: Option<&str>) -> Request<Body> {
