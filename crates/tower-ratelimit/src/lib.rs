@@ -102,7 +102,7 @@
 //! selection (plan tiers), counting only some responses (failed logins:
 //! reserve, then refund), shaping for the leaky bucket, dry-run, and the
 //! store failure policy (fail open by default, or 503). See [`strategy`];
-//! the policy table ([`policy`], feature `table`) keeps every limit of an
+//! the policy table (`policy`, feature `table`) keeps every limit of an
 //! app in one file.
 //! Every strategy (key, cost, selector, counted responses, rejection)
 //! can be a closure: [`key::key_fn`] and the builder's

@@ -52,7 +52,7 @@
 //! ```
 //!
 //! In a policy table, a `[[limit]]` with `pace = "response"` is a pace
-//! layer (see [`policy`](crate::policy), feature `table`).
+//! layer (see `policy`, feature `table`).
 
 mod body;
 mod budget;
