@@ -1,6 +1,6 @@
 //! Random delays for jitter and backoff.
 
-use ratelimit_core::saturating_nanos;
+use ratelimit_core::plumbing::saturating_nanos;
 use std::time::Duration;
 
 /// A random duration, uniform in `[0, max]` (to the nanosecond); zero for

@@ -126,7 +126,7 @@ fn base() -> &'static Base {
         let origin = Instant::now();
         let epoch = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, crate::duration::saturating_nanos);
+            .map_or(0, crate::plumbing::saturating_nanos);
         Base {
             epoch,
             #[cfg(feature = "quanta")]
@@ -158,7 +158,7 @@ impl Clock for SystemClock {
         // lags the one the origin was read on.
         let elapsed = base.clock.delta_as_nanos(base.origin, base.clock.raw());
         #[cfg(not(feature = "quanta"))]
-        let elapsed = crate::duration::saturating_nanos(base.origin.elapsed());
+        let elapsed = crate::plumbing::saturating_nanos(base.origin.elapsed());
         base.epoch.saturating_add(elapsed)
     }
 }
@@ -186,7 +186,7 @@ impl ManualClock {
 
     /// Moves the clock forward by `by` (saturating).
     pub fn advance(&self, by: Duration) {
-        let by = crate::duration::saturating_nanos(by);
+        let by = crate::plumbing::saturating_nanos(by);
         let _ = self
             .nanos
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {

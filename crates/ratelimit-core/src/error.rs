@@ -94,7 +94,7 @@ impl Error for ConfigError {}
 pub enum StoreError {
     /// The in-memory store holds its configured maximum number of keys, and
     /// none of them could be dropped. See
-    /// [`MemoryStoreBuilder::max_keys`](crate::MemoryStoreBuilder::max_keys).
+    /// [`MemoryStoreBuilder::max_keys`](crate::store::MemoryStoreBuilder::max_keys).
     CapacityExceeded {
         /// The configured cap.
         max_keys: usize,

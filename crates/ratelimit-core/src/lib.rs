@@ -14,6 +14,12 @@
 //! The algorithm decides, the store ([`MemoryStore`]) owns atomicity and
 //! memory, and the clock ([`Clock`]) is passed in.
 //!
+//! The root holds what an app names: the algorithms, the stores, the
+//! clocks, [`Decision`] and the errors. Three modules hold the rest:
+//! [`algorithm`] the algorithms' options, states and key hashing,
+//! [`store`] the stores' options, futures and counts, and [`plumbing`]
+//! what the sibling crates share.
+//!
 //! ```
 //! use ratelimit_core::{Clock, Gcra, ManualClock, MemoryStore};
 //! use std::time::Duration;
@@ -33,42 +39,32 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
-mod algorithm;
-mod calendar;
+pub mod algorithm;
 mod clock;
 mod decision;
-mod duration;
 mod error;
-mod limit_name;
-mod log_throttle;
-mod shared_entries;
-mod spec;
-mod store;
+pub mod plumbing;
+pub mod store;
 #[cfg(feature = "tokio")]
 mod tokio_clock;
 
-pub use algorithm::{
-    stable_hash, Algorithm, Anchor, AnyAlgorithm, AnyGcra, AnyLeakyBucket, AnyState,
-    AnyTokenBucket, FixedWindow, Gcra, LeakyBucket, LogState, SlidingLog, SlidingWindow,
-    SlidingWindowState, StableHasher, StableKey, StateWord, TokenBucket, WindowState,
-    DEFAULT_MAX_LOG_ENTRIES,
-};
+pub use algorithm::any::AnyAlgorithm;
+pub use algorithm::fixed_window::FixedWindow;
+pub use algorithm::gcra::Gcra;
+pub use algorithm::leaky_bucket::LeakyBucket;
 #[cfg(feature = "live")]
-pub use algorithm::{LiveAlgorithm, LiveError, LiveState, MAX_OVERRIDES};
-pub use calendar::CalendarUnit;
+pub use algorithm::live::LiveAlgorithm;
+pub use algorithm::sliding_log::SlidingLog;
+pub use algorithm::sliding_window::SlidingWindow;
+pub use algorithm::spec::SpecError;
+pub use algorithm::token_bucket::TokenBucket;
+pub use algorithm::Algorithm;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::Decision;
-pub use duration::{ceil_secs, format_duration, parse_duration, saturating_nanos};
-pub use error::{ConfigError, RemoteError, StoreError};
-pub use limit_name::{is_valid_limit_name, LIMIT_NAME_RULE};
-pub use log_throttle::LogThrottle;
-pub use shared_entries::{
-    EntriesFuture, EntriesSink, EntryDigest, EntryTable, SharedEntries, SharedEntry,
-};
-pub use spec::SpecError;
-pub use store::{
-    AdminFuture, AtCapacity, BanLeftFuture, BanPolicy, BoxStore, MemoryStore, MemoryStoreBuilder,
-    SettleFuture, Store, StoreCounts,
-};
+pub use error::{ConfigError, StoreError};
+pub use store::ban::BanPolicy;
+pub use store::boxed::BoxStore;
+pub use store::memory::MemoryStore;
+pub use store::Store;
 #[cfg(feature = "tokio")]
 pub use tokio_clock::TokioClock;

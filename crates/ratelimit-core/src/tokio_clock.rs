@@ -1,6 +1,6 @@
 //! Tokio's clock (feature `tokio`): follows `tokio::time::pause` and `advance`.
 
-use crate::duration::saturating_nanos;
+use crate::plumbing::saturating_nanos;
 use crate::Clock;
 
 /// Tokio's clock (`tokio::time::Instant`): follows `tokio::time::pause` and

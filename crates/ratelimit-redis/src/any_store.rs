@@ -7,10 +7,9 @@ use crate::{
     BreakerConfig, BuildError, CheckFuture, RedisStore, RedisStoreBuilder, SettingsSecret,
     StoreFuture, Target, DEFAULT_PREFIX, DEFAULT_TIMEOUT,
 };
-use ratelimit_core::{
-    AdminFuture, AnyAlgorithm, BanLeftFuture, Decision, MemoryStore, SettleFuture, StableKey,
-    Store, StoreCounts, StoreError,
-};
+use ratelimit_core::algorithm::StableKey;
+use ratelimit_core::store::{AdminFuture, BanLeftFuture, SettleFuture, StoreCounts};
+use ratelimit_core::{AnyAlgorithm, Decision, MemoryStore, Store, StoreError};
 #[cfg(feature = "live")]
 use ratelimit_core::{BanPolicy, LiveAlgorithm};
 use std::fmt;
@@ -25,7 +24,7 @@ use std::time::Duration;
 /// writes no glue between the two stores.
 ///
 /// With the `serde` feature it deserializes from a table whose `kind` is
-/// `memory` or `redis`, durations written as in `ratelimit_core::parse_duration`:
+/// `memory` or `redis`, durations written as in `ratelimit_core::plumbing::parse_duration`:
 ///
 /// ```toml
 /// [store]
@@ -60,7 +59,7 @@ pub enum StoreSettings {
     /// A [`MemoryStore`] per limit, on this instance only.
     Memory {
         /// The cap on keys with state per limit (see
-        /// [`MemoryStoreBuilder::max_keys`](ratelimit_core::MemoryStoreBuilder::max_keys));
+        /// [`MemoryStoreBuilder::max_keys`](ratelimit_core::store::MemoryStoreBuilder::max_keys));
         /// `None`: no cap.
         #[cfg_attr(feature = "serde", serde(default, rename = "max-keys"))]
         max_keys: Option<usize>,
@@ -125,7 +124,7 @@ impl StoreSettings {
     /// `{prefix}{name}:{{key}}:{algorithm}:{fingerprint}`: two limits never
     /// share state, even with the same algorithm. Fails on a bad URL, a
     /// prefix with braces, a name that breaks the rule
-    /// ([`is_valid_limit_name`](ratelimit_core::is_valid_limit_name)), or an algorithm the Redis scripts
+    /// ([`is_valid_limit_name`](ratelimit_core::plumbing::is_valid_limit_name)), or an algorithm the Redis scripts
     /// cannot decide exactly (see [`RedisStoreBuilder::build`](crate::RedisStoreBuilder::build)).
     /// Nothing connects here: a Redis store connects on first use.
     pub fn build<K>(
@@ -243,7 +242,7 @@ impl StoreSettings {
 
 /// `Ok` for a name that keeps the limit-name rule.
 fn check_name(name: &str) -> Result<(), BuildError> {
-    if ratelimit_core::is_valid_limit_name(name) {
+    if ratelimit_core::plumbing::is_valid_limit_name(name) {
         Ok(())
     } else {
         Err(BuildError::LimitName(name.to_owned()))
@@ -257,7 +256,7 @@ mod serde_duration {
 
     pub(super) fn option<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
         let s = String::deserialize(d)?;
-        ratelimit_core::parse_duration(&s)
+        ratelimit_core::plumbing::parse_duration(&s)
             .map(Some)
             .map_err(serde::de::Error::custom)
     }

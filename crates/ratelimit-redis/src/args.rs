@@ -509,7 +509,8 @@ mod tests {
     /// when built as text: the structs changed neither.
     #[test]
     fn arguments_and_keys_are_unchanged() {
-        use ratelimit_core::{Anchor, FixedWindow, Gcra, SlidingLog};
+        use ratelimit_core::algorithm::Anchor;
+        use ratelimit_core::{FixedWindow, Gcra, SlidingLog};
         use std::time::Duration;
         let s = Duration::from_secs(1);
         let store = crate::RedisStore::builder(

@@ -17,9 +17,9 @@ use crate::write_back::WriteBack;
 use crate::BuildError;
 #[cfg(doc)]
 use crate::{INSTANCE_ANNOUNCE_EVERY, INSTANCE_SEEN_WITHIN};
-use ratelimit_core::{Algorithm, AnyAlgorithm, BanPolicy};
 #[cfg(doc)]
-use ratelimit_core::{Decision, StableKey, Store};
+use ratelimit_core::{algorithm::StableKey, Decision, Store};
+use ratelimit_core::{Algorithm, AnyAlgorithm, BanPolicy};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 

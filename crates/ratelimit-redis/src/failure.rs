@@ -3,7 +3,8 @@
 //! rate-limited warnings, and the class of the [`StoreError`] returned
 //! (unavailable or refused).
 
-use ratelimit_core::{RemoteError, StoreError};
+use ratelimit_core::store::RemoteError;
+use ratelimit_core::StoreError;
 use redis::{ErrorKind, RedisError, ServerErrorKind};
 use std::error::Error;
 use std::fmt;

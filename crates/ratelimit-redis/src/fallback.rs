@@ -9,9 +9,8 @@ use crate::live_fallback::LiveMemory;
 use crate::log_throttle::{LogThrottle, LOG_EVERY};
 use crate::outage_share::Share;
 use crate::roster::Roster;
-use ratelimit_core::{
-    Algorithm, AnyAlgorithm, BanPolicy, Decision, MemoryStore, StoreCounts, StoreError,
-};
+use ratelimit_core::store::StoreCounts;
+use ratelimit_core::{Algorithm, AnyAlgorithm, BanPolicy, Decision, MemoryStore, StoreError};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::sync::{Mutex, PoisonError};

@@ -8,7 +8,7 @@ use crate::failure::{Failure, Kind};
 use crate::store::RedisStore;
 use crate::StoreState;
 #[cfg(doc)]
-use ratelimit_core::StableKey;
+use ratelimit_core::algorithm::StableKey;
 use ratelimit_core::{AnyAlgorithm, StoreError};
 use redis::ToRedisArgs;
 use std::fmt;

@@ -16,7 +16,8 @@
 //! flight then (its units read from Redis before the change) is not
 //! recorded, so no lease outlives a ban it raced with.
 
-use ratelimit_core::{saturating_nanos, Decision};
+use ratelimit_core::plumbing::saturating_nanos;
+use ratelimit_core::Decision;
 use std::hash::{BuildHasher, RandomState};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};

@@ -77,7 +77,7 @@
 //!
 //! # Secret keys
 //!
-//! A key marked secret (`ratelimit_core::StableKey::is_secret`: the keys
+//! A key marked secret (`ratelimit_core::algorithm::StableKey::is_secret`: the keys
 //! of tower-ratelimit's `ApiKey` and `Bearer` extractors, of a `Header`
 //! marked secret or carrying credentials, and a composite holding one)
 //! never reaches Redis as text, whatever its length: the store names it
@@ -498,7 +498,7 @@ pub enum BuildError {
     /// path, and why).
     TlsCa(String),
     /// A limit name that breaks the rule
-    /// ([`is_valid_limit_name`](ratelimit_core::is_valid_limit_name)).
+    /// ([`is_valid_limit_name`](ratelimit_core::plumbing::is_valid_limit_name)).
     LimitName(String),
 }
 
@@ -513,7 +513,7 @@ impl fmt::Display for BuildError {
             Self::LimitName(n) => write!(
                 f,
                 "bad limit name {n:?}: a name is {}",
-                ratelimit_core::LIMIT_NAME_RULE
+                ratelimit_core::plumbing::LIMIT_NAME_RULE
             ),
         }
     }

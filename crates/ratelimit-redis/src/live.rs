@@ -4,7 +4,9 @@
 use crate::lease::Unspent;
 use crate::{BuildError, RedisStore, RedisStoreBuilder};
 use arc_swap::ArcSwap;
-use ratelimit_core::{AnyAlgorithm, LiveAlgorithm, StableKey, Store, StoreCounts, MAX_OVERRIDES};
+use ratelimit_core::algorithm::{StableKey, MAX_OVERRIDES};
+use ratelimit_core::store::StoreCounts;
+use ratelimit_core::{AnyAlgorithm, LiveAlgorithm, Store};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};

@@ -11,12 +11,12 @@ use tokio::time::Instant;
 /// minute.
 pub(crate) const LOG_EVERY: Duration = Duration::from_secs(20);
 
-/// [`ratelimit_core::LogThrottle`] on tokio's clock (so that tests can
+/// [`ratelimit_core::plumbing::LogThrottle`] on tokio's clock (so that tests can
 /// pause it): `N` kinds, each on its own schedule, fixed memory.
 #[derive(Debug)]
 pub(crate) struct LogThrottle<const N: usize> {
     base: Instant,
-    inner: ratelimit_core::LogThrottle<N>,
+    inner: ratelimit_core::plumbing::LogThrottle<N>,
 }
 
 impl<const N: usize> LogThrottle<N> {
@@ -24,7 +24,7 @@ impl<const N: usize> LogThrottle<N> {
     pub(crate) fn new(every: Duration) -> Self {
         Self {
             base: Instant::now(),
-            inner: ratelimit_core::LogThrottle::new(every),
+            inner: ratelimit_core::plumbing::LogThrottle::new(every),
         }
     }
 

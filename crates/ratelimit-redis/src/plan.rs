@@ -7,10 +7,9 @@
 
 use crate::args::{FixedArgs, GcraArgs, LeakyArgs, LogArgs, Params, SlidingArgs, WindowsArg};
 use crate::BuildError;
-use ratelimit_core::{
-    saturating_nanos, Algorithm, Anchor, AnyAlgorithm, AnyGcra, AnyLeakyBucket, CalendarUnit,
-    FixedWindow, SlidingLog, SlidingWindow,
-};
+use ratelimit_core::algorithm::{Anchor, AnyGcra, AnyLeakyBucket, CalendarUnit};
+use ratelimit_core::plumbing::saturating_nanos;
+use ratelimit_core::{Algorithm, AnyAlgorithm, FixedWindow, SlidingLog, SlidingWindow};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -179,7 +178,7 @@ fn tag(algorithm: &AnyAlgorithm, params: &Params) -> String {
     format!(
         "{}:{:08x}",
         short_name(algorithm),
-        ratelimit_core::stable_hash(&fingerprint) as u32
+        ratelimit_core::algorithm::stable_hash(&fingerprint) as u32
     )
 }
 
@@ -306,7 +305,7 @@ pub(crate) fn key_phase(algorithm: &AnyAlgorithm, key: &str) -> Option<u64> {
     match algorithm {
         AnyAlgorithm::FixedWindow(w) if w.anchor() == Anchor::KeyOffset => {
             let p = saturating_nanos(w.period());
-            Some(ratelimit_core::stable_hash(key) % p)
+            Some(ratelimit_core::algorithm::stable_hash(key) % p)
         }
         _ => None,
     }

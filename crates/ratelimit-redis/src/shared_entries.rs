@@ -34,7 +34,7 @@ use crate::key_secret::{hash128, SecretSource, SECRET_SUFFIX};
 use crate::log_throttle::{LogThrottle, LOG_EVERY};
 use crate::{BuildError, Target};
 use futures_core::Stream;
-use ratelimit_core::{
+use ratelimit_core::plumbing::{
     EntriesFuture, EntriesSink, EntryDigest, EntryTable, SharedEntries, SharedEntry,
 };
 use std::fmt;
@@ -72,7 +72,7 @@ return 1
 
 /// The run-time entries of a policy table, shared by every instance
 /// through Redis (see the module docs); give it to
-/// `tower_ratelimit::table::PolicyHandle::share`. Lookups never reach
+/// `tower_ratelimit::policy::PolicyHandle::share`. Lookups never reach
 /// Redis: each instance keeps a copy.
 ///
 /// ```

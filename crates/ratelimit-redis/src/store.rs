@@ -14,12 +14,12 @@ use crate::roster::Roster;
 use crate::script::{Op, Script};
 use crate::time_source::TimeSource;
 use crate::write_back::{WriteBack, WRITE_BACK_EVERY};
+use ratelimit_core::algorithm::StableKey;
+use ratelimit_core::plumbing::saturating_nanos;
+use ratelimit_core::store::{AdminFuture, BanLeftFuture, SettleFuture, StoreCounts};
 #[cfg(doc)]
 use ratelimit_core::MemoryStore;
-use ratelimit_core::{
-    saturating_nanos, AdminFuture, Algorithm, BanLeftFuture, Decision, SettleFuture, StableKey,
-    Store, StoreCounts, StoreError,
-};
+use ratelimit_core::{Algorithm, Decision, Store, StoreError};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;

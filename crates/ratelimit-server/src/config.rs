@@ -2,7 +2,8 @@
 
 use crate::address::optional_address;
 use crate::admin_settings::{AdminSettings, AdminToml};
-use ratelimit_core::{is_valid_limit_name, AnyAlgorithm, LIMIT_NAME_RULE};
+use ratelimit_core::plumbing::{is_valid_limit_name, LIMIT_NAME_RULE};
+use ratelimit_core::AnyAlgorithm;
 use ratelimit_redis::StoreSettings;
 use serde::Deserialize;
 use std::fmt;

@@ -1,7 +1,7 @@
 //! The IETF `RateLimit-Policy` and `RateLimit` fields and `Retry-After` of an outcome.
 
 use crate::check::{Outcome, Status};
-use ratelimit_core::ceil_secs;
+use ratelimit_core::plumbing::ceil_secs;
 
 /// The header fields of `outcome`, as `(name, value)` pairs: one list
 /// member per limited descriptor (on a refusal, only the one that

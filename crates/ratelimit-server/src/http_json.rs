@@ -6,7 +6,7 @@ use crate::state::State;
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use ratelimit_core::ceil_secs;
+use ratelimit_core::plumbing::ceil_secs;
 use serde::{Deserialize, Serialize};
 
 /// One descriptor entry of `POST /check` and `POST /settle`.

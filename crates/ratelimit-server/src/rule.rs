@@ -2,7 +2,8 @@
 
 use crate::config::{EntryPattern, LimitConfig};
 use crate::metrics::RuleMetrics;
-use ratelimit_core::{AnyAlgorithm, BoxStore, LiveAlgorithm, LogThrottle};
+use ratelimit_core::plumbing::LogThrottle;
+use ratelimit_core::{AnyAlgorithm, BoxStore, LiveAlgorithm};
 use ratelimit_redis::{BuildError, StoreSettings};
 use std::cmp::Ordering;
 use std::sync::OnceLock;

@@ -1,7 +1,8 @@
 //! An algorithm's rate in the RLS protocol's units (second, minute, hour,
 //! day; week, month, year for calendar windows).
 
-use ratelimit_core::{AnyAlgorithm, CalendarUnit};
+use ratelimit_core::algorithm::CalendarUnit;
+use ratelimit_core::AnyAlgorithm;
 use std::time::Duration;
 
 /// The RLS units this server reports, with their length in seconds.

@@ -3,10 +3,8 @@
 use crate::error::SimError;
 use crate::values::{cli_error, duration};
 use clap::{Parser, Subcommand, ValueEnum};
-use ratelimit_core::{
-    Anchor, AnyAlgorithm, AnyGcra, AnyLeakyBucket, AnyTokenBucket, FixedWindow, SlidingLog,
-    SlidingWindow,
-};
+use ratelimit_core::algorithm::{Anchor, AnyGcra, AnyLeakyBucket, AnyTokenBucket};
+use ratelimit_core::{AnyAlgorithm, FixedWindow, SlidingLog, SlidingWindow};
 use std::time::Duration;
 
 /// What `ratelimit-sim ALGORITHM` reads and writes: shown by `--help` of

@@ -2,7 +2,7 @@
 
 use crate::error::SimError;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
-use ratelimit_core::parse_duration;
+use ratelimit_core::plumbing::parse_duration;
 use std::time::Duration;
 
 /// Parses a duration option with [`parse_duration`].

@@ -11,7 +11,7 @@
 //! Used by `ratelimit-core`'s and `ratelimit-sim`'s tests. It depends on
 //! none of the workspace's crates: the fixed window's anchor is its own
 //! [`Anchor`], and the key-offset anchor takes the key hash as a function
-//! ([`Model::with_key_hash`], `ratelimit_core::stable_hash` in the tests).
+//! ([`Model::with_key_hash`], `ratelimit_core::algorithm::stable_hash` in the tests).
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;

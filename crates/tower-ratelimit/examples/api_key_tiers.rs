@@ -16,7 +16,7 @@ use axum::http::{header::WWW_AUTHENTICATE, HeaderMap, StatusCode};
 use axum::{response::IntoResponse, routing::get, Router};
 use std::{error::Error, net::SocketAddr, time::Duration};
 use tower_ratelimit::key::{ApiKey, HeaderKey, IpKey, PeerIp};
-use tower_ratelimit::policy::{KeyErrorPolicy, Selection};
+use tower_ratelimit::strategy::{KeyErrorPolicy, Selection};
 use tower_ratelimit::{AnyAlgorithm, FixedWindow, MemoryStore, RateLimitLayer, TokenBucket};
 
 /// The keys and their plans: 0 is `free`, 1 is `pro` (the order of the

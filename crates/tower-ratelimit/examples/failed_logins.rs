@@ -12,7 +12,7 @@
 
 use axum::{http::StatusCode, routing::post, Router};
 use std::{error::Error, net::SocketAddr, time::Duration};
-use tower_ratelimit::policy::StatusIs;
+use tower_ratelimit::strategy::StatusIs;
 use tower_ratelimit::{key::PeerIp, MemoryStore, RateLimitLayer, SlidingLog};
 
 fn app() -> Result<Router, Box<dyn Error>> {

@@ -12,7 +12,7 @@
 
 use axum::{routing::get, Router};
 use std::{error::Error, net::SocketAddr, time::Duration};
-use tower_ratelimit::policy::Mode;
+use tower_ratelimit::strategy::Mode;
 use tower_ratelimit::{key::PeerIp, Clock, LeakyBucket, MemoryStore, RateLimitLayer, SystemClock};
 
 /// The app on `clock` (tests use tokio's paused clock).

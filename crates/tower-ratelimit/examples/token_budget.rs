@@ -20,7 +20,7 @@ use axum::extract::{Extension, Request};
 use axum::response::IntoResponse;
 use axum::{routing::get, Router};
 use std::{error::Error, net::SocketAddr, time::Duration};
-use tower_ratelimit::policy::HeaderCost;
+use tower_ratelimit::strategy::HeaderCost;
 use tower_ratelimit::{
     key::ApiKey, CostFrom, CostReport, FixedWindow, MemoryStore, RateLimitLayer,
 };

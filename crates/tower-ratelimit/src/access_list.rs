@@ -6,7 +6,7 @@ use crate::key::{peer_addr, ClientIp};
 use crate::net_set::NetMap;
 use http::request::Parts;
 use ipnet::IpNet;
-use ratelimit_core::EntryDigest;
+use ratelimit_core::plumbing::EntryDigest;
 use std::cell::OnceCell;
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
@@ -393,7 +393,7 @@ mod tests {
         let u = std::sync::Arc::clone(&uses);
         let digest = EntryDigest::new(move |t: &str| {
             u.fetch_add(1, Ordering::Relaxed);
-            ratelimit_core::stable_hash(t).into()
+            ratelimit_core::algorithm::stable_hash(t).into()
         });
         (digest, uses)
     }

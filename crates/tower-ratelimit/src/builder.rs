@@ -2,7 +2,7 @@
 
 use crate::clock::default_clock;
 use crate::key::KeyExtractor;
-use crate::policy::{Cost, FailurePolicy, KeyErrorPolicy, LimitSelector, Mode, ResponsePredicate};
+use crate::strategy::{Cost, FailurePolicy, KeyErrorPolicy, LimitSelector, Mode, ResponsePredicate};
 use crate::response::{Fields, Headers, ProblemJson};
 use crate::shared::{Limit, Shared, Stripes};
 use crate::{CostFrom, LayerBuildError, RateLimitLayer};
@@ -66,7 +66,7 @@ impl<X: KeyExtractor, St: Store<X::Key>> RateLimitBuilder<X, St> {
 
 impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
     /// Adds a limit named `name` (1 to 64 visible ASCII characters, without
-    /// quotes or braces: [`is_valid_limit_name`](ratelimit_core::is_valid_limit_name);
+    /// quotes or braces: [`is_valid_limit_name`](ratelimit_core::plumbing::is_valid_limit_name);
     /// shown in the `RateLimit` headers) kept in `store`. A request is admitted
     /// only if every selected limit admits it; limits are checked in the
     /// order they are added.
@@ -88,7 +88,7 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
     }
 
     /// The cost of each request (default 1): a [`Cost`] such as
-    /// [`FixedCost`](crate::policy::FixedCost), or a closure of the request
+    /// [`FixedCost`](crate::strategy::FixedCost), or a closure of the request
     /// head. A cost of 0 is a peek: the request passes, is counted nowhere
     /// and sees the quota left (the policy file refuses `cost = 0`). A cost
     /// above a limit's capacity is refused with a 429 that says it can
@@ -119,7 +119,7 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
     /// ```
     /// use http::request::Parts;
     /// use tower_ratelimit::key::{Header, HeaderKey};
-    /// use tower_ratelimit::policy::Selection;
+    /// use tower_ratelimit::strategy::Selection;
     /// use tower_ratelimit::{Gcra, MemoryStore, RateLimitLayer};
     /// # use std::time::Duration;
     /// # let store = |n| MemoryStore::new(Gcra::new(n, Duration::from_secs(60)).unwrap());
@@ -145,7 +145,7 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
     }
 
     /// Counts only the responses that match `predicate` (failed logins:
-    /// [`StatusIs`](crate::policy::StatusIs)`::new(StatusCode::UNAUTHORIZED)`,
+    /// [`StatusIs`](crate::strategy::StatusIs)`::new(StatusCode::UNAUTHORIZED)`,
     /// or a closure of the response head: `|res: &http::response::Parts|
     /// res.status.is_server_error()`).
     ///
@@ -159,7 +159,7 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
     /// use http::StatusCode;
     /// use ratelimit_core::{MemoryStore, SlidingLog};
     /// use std::time::Duration;
-    /// use tower_ratelimit::{key::PeerIp, policy::StatusIs, RateLimitLayer};
+    /// use tower_ratelimit::{key::PeerIp, strategy::StatusIs, RateLimitLayer};
     ///
     /// // 5 failed logins per hour per client IP; successes are free.
     /// let failures = RateLimitLayer::builder(PeerIp::new())
@@ -185,7 +185,7 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
     /// use http::StatusCode;
     /// use ratelimit_core::{MemoryStore, SlidingLog};
     /// use std::time::Duration;
-    /// use tower_ratelimit::{key::PeerIp, policy::StatusIs, RateLimitLayer};
+    /// use tower_ratelimit::{key::PeerIp, strategy::StatusIs, RateLimitLayer};
     ///
     /// // 5 failed logins per hour per client IP; a success forgets them.
     /// let failures = RateLimitLayer::builder(PeerIp::new())
@@ -208,7 +208,7 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
     /// the estimate, the difference is charged unconditionally (the key may
     /// go into debt, and its next requests are denied until it is repaid);
     /// below, it is given back. Reserve the most a call may use
-    /// ([`HeaderCost`](crate::policy::HeaderCost) with a fallback and a
+    /// ([`HeaderCost`](crate::strategy::HeaderCost) with a fallback and a
     /// cap, or a fixed cost) and have the handler deliver at most
     /// [`CostReport::reserved`](crate::CostReport::reserved): a key then
     /// admits at most its limit however many calls overlap (an estimate
@@ -328,7 +328,7 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
         }
         let mut limits = Vec::with_capacity(n);
         for (name, store) in std::mem::take(&mut self.limits) {
-            if !ratelimit_core::is_valid_limit_name(&name) {
+            if !ratelimit_core::plumbing::is_valid_limit_name(&name) {
                 return Err(LayerBuildError::BadLimitName(name));
             }
             if limits.iter().any(|l: &Limit<St>| l.name == name) {

@@ -2,8 +2,8 @@
 
 use crate::key::KeyExtractor;
 use crate::observe;
-use crate::policy::FailurePolicy;
 use crate::shared::{Limit, Shared};
+use crate::strategy::FailurePolicy;
 use ratelimit_core::{Decision, Store, StoreError};
 use smallvec::SmallVec;
 use std::future::Future;

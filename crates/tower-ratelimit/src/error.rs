@@ -20,7 +20,7 @@ pub enum LayerBuildError {
     /// More than 64 limits on one layer.
     TooManyLimits(usize),
     /// A limit name that breaks the rule
-    /// ([`is_valid_limit_name`](ratelimit_core::is_valid_limit_name)): 1 to
+    /// ([`is_valid_limit_name`](ratelimit_core::plumbing::is_valid_limit_name)): 1 to
     /// 64 visible ASCII characters, without quotes or braces.
     BadLimitName(String),
     /// Two limits with the same name.
@@ -47,7 +47,7 @@ pub enum LayerBuildError {
     BadKeySecret(String),
     /// Another key secret is already in use in this process.
     KeySecretAlreadySet,
-    /// A [`HeaderCost`](crate::policy::HeaderCost) that would let a
+    /// A [`HeaderCost`](crate::strategy::HeaderCost) that would let a
     /// request through for free, or that cannot work (the text says why).
     BadHeaderCost(String),
 }
@@ -60,7 +60,7 @@ impl fmt::Display for LayerBuildError {
             Self::BadLimitName(n) => write!(
                 f,
                 "bad limit name {n:?}: a name is {}",
-                ratelimit_core::LIMIT_NAME_RULE
+                ratelimit_core::plumbing::LIMIT_NAME_RULE
             ),
             Self::DuplicateLimitName(n) => write!(f, "two limits are named {n:?}"),
             Self::BadCidr(c) => write!(

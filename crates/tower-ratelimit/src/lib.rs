@@ -7,10 +7,11 @@
 //! [`ratelimit_core`]) decides, the store owns atomicity, the
 //! [`KeyExtractor`](key::KeyExtractor) says who is limited, and the
 //! [`ResponseBuilder`](response::ResponseBuilder) says what a rejected
-//! client gets. The algorithms, stores and clocks of `ratelimit-core` are
-//! re-exported here ([`Gcra`], [`MemoryStore`], [`AnyAlgorithm`], ...; the
-//! whole crate as [`ratelimit_core`]), so an app needs this one
-//! dependency. What each algorithm decides, to the last boundary, is in
+//! client gets. The algorithms, stores, clocks and errors of
+//! `ratelimit-core` are re-exported here, each once ([`Gcra`],
+//! [`MemoryStore`], [`AnyAlgorithm`], ...). Their options (a fixed
+//! window's anchor, a memory store's builder) are in `ratelimit-core`'s
+//! modules. What each algorithm decides, to the last boundary, is in
 //! [`docs/ALGORITHMS.md`](https://github.com/ratelimit-rs/ratelimit/blob/main/docs/ALGORITHMS.md).
 //!
 //! ```
@@ -92,7 +93,7 @@
 //! extensions, a global key and composite keys. Keys own at most about a
 //! hundred bytes each, never the request's buffers.
 //! A request without a usable key gets a 4xx, or goes through unlimited,
-//! as [`KeyErrorPolicy`](policy::KeyErrorPolicy) says: never a 5xx.
+//! as [`KeyErrorPolicy`](strategy::KeyErrorPolicy) says: never a 5xx.
 //!
 //! # Policies
 //!
@@ -100,7 +101,9 @@
 //! all admit; nothing consumed otherwise), per-request costs and limit
 //! selection (plan tiers), counting only some responses (failed logins:
 //! reserve, then refund), shaping for the leaky bucket, dry-run, and the
-//! store failure policy (fail open by default, or 503). See [`policy`].
+//! store failure policy (fail open by default, or 503). See [`strategy`];
+//! the policy table (`policy`, feature `table`) keeps every limit of an
+//! app in one file.
 //! Every strategy (key, cost, selector, counted responses, rejection)
 //! is a trait that closures implement, with one builder method each
 //! ([`cost`](RateLimitBuilder::cost), [`select`](RateLimitBuilder::select),
@@ -111,7 +114,7 @@
 //! ```
 //! use http::request::Parts;
 //! use tower_ratelimit::key::{HeaderKey, KeyError};
-//! use tower_ratelimit::policy::Selection;
+//! use tower_ratelimit::strategy::Selection;
 //! use tower_ratelimit::{Gcra, MemoryStore, RateLimitLayer};
 //! # use std::time::Duration;
 //! # let store = |n| MemoryStore::new(Gcra::new(n, Duration::from_secs(60)).unwrap());
@@ -164,7 +167,7 @@
 //! the in-memory store, whose ready futures make the hot path free of
 //! allocation and await points, or a remote one (Redis) whose checks may
 //! fail with [`StoreError`]; failures go
-//! through the [`FailurePolicy`](policy::FailurePolicy). Keys of built-in
+//! through the [`FailurePolicy`](strategy::FailurePolicy). Keys of built-in
 //! extractors implement `Display` for remote stores.
 //!
 //! # How this differs from `tower::limit::RateLimit`
@@ -186,7 +189,7 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
-#[cfg(feature = "serde")]
+#[cfg(feature = "table")]
 mod access_list;
 mod builder;
 mod check;
@@ -199,13 +202,13 @@ mod error;
 mod future;
 mod info;
 mod layer;
-#[cfg(feature = "serde")]
+#[cfg(feature = "table")]
 mod limit_handle;
 mod metered_body;
-#[cfg(feature = "serde")]
+#[cfg(feature = "table")]
 mod net_set;
 mod observe;
-#[cfg(feature = "serde")]
+#[cfg(feature = "table")]
 mod override_key;
 mod render;
 mod reserve;
@@ -220,10 +223,10 @@ mod upkeep;
 pub mod fair;
 pub mod key;
 pub mod pace;
+#[cfg(feature = "table")]
 pub mod policy;
 pub mod response;
-#[cfg(feature = "serde")]
-pub mod table;
+pub mod strategy;
 
 pub use builder::RateLimitBuilder;
 pub use cost_from::CostFrom;
@@ -235,19 +238,15 @@ pub use future::ResponseFuture;
 pub use info::{LimitDecision, Limited, RateLimitInfo};
 pub use layer::RateLimitLayer;
 pub use metered_body::MeteredBody;
-pub use ratelimit_core::TokioClock;
 pub use service::RateLimit;
 
-// What an app needs from `ratelimit-core`, so that one dependency is enough.
+// What an app names from `ratelimit-core`, each once: the algorithms,
+// stores, clocks, decisions and errors. The rest of ratelimit-core (the
+// algorithms' options and states, the stores' options) is reached through
+// a dependency on it.
 #[doc(no_inline)]
 pub use ratelimit_core::{
-    parse_duration, Algorithm, Anchor, AnyAlgorithm, AnyGcra, AnyLeakyBucket, AnyTokenBucket,
-    AtCapacity, Clock, ConfigError, Decision, FixedWindow, Gcra, LeakyBucket, ManualClock,
-    MemoryStore, MemoryStoreBuilder, SlidingLog, SlidingWindow, Store, StoreError, SystemClock,
-    TokenBucket,
+    Algorithm, AnyAlgorithm, BanPolicy, BoxStore, Clock, ConfigError, Decision, FixedWindow, Gcra,
+    LeakyBucket, ManualClock, MemoryStore, SlidingLog, SlidingWindow, Store, StoreError,
+    SystemClock, TokenBucket, TokioClock,
 };
-
-/// The whole of `ratelimit-core` (algorithms, stores, clocks), for what the
-/// re-exports above leave out.
-#[doc(no_inline)]
-pub use ratelimit_core;

@@ -3,7 +3,7 @@
 
 use crate::key::{HeaderKey, IpPrefixes};
 use crate::override_key::{ip_key, NotIpKey};
-use crate::table::key::PolicyKey;
+use crate::policy::key::PolicyKey;
 use ipnet::IpNet;
 use ratelimit_core::{BoxStore, Clock, Decision, LiveAlgorithm, Store, StoreError};
 use std::fmt;
@@ -28,12 +28,12 @@ pub(crate) enum TextPart {
     App,
 }
 
-/// One limit of a [`PolicyTable`](crate::table::PolicyTable), from
-/// [`PolicyHandle::get`](crate::table::PolicyHandle::get): the store its
+/// One limit of a [`PolicyTable`](crate::policy::PolicyTable), from
+/// [`PolicyHandle::get`](crate::policy::PolicyHandle::get): the store its
 /// layer uses (no wrapper), its clock and its live algorithm.
 ///
 /// ```
-/// # async fn demo(limits: &tower_ratelimit::table::PolicyHandle) -> Result<(), Box<dyn std::error::Error>> {
+/// # async fn demo(limits: &tower_ratelimit::policy::PolicyHandle) -> Result<(), Box<dyn std::error::Error>> {
 /// let login = limits.get("login-failures").ok_or("no such limit")?;
 /// let ip = login.key("203.0.113.7")?;
 /// login.reset(&ip).await?;                                   // after a password reset

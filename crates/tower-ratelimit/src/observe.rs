@@ -3,7 +3,8 @@
 use crate::key::peer_ip::is_no_peer;
 use crate::key::KeyError;
 use crate::summary::Summary;
-use ratelimit_core::{saturating_nanos, Decision, LogThrottle, StoreError};
+use ratelimit_core::plumbing::{saturating_nanos, LogThrottle};
+use ratelimit_core::{Decision, StoreError};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -21,9 +22,9 @@ pub(crate) mod names {
     pub(crate) const BANNED: &str = "ratelimit_banned_total";
     pub(crate) const RESETS: &str = "ratelimit_resets_total";
     pub(crate) const MALFORMED_COSTS: &str = "ratelimit_malformed_costs_total";
-    #[cfg(feature = "serde")]
+    #[cfg(feature = "table")]
     pub(crate) const ALLOWED_BY_LIST: &str = "ratelimit_allowed_by_list_total";
-    #[cfg(feature = "serde")]
+    #[cfg(feature = "table")]
     pub(crate) const DENIED_BY_LIST: &str = "ratelimit_denied_by_list_total";
     pub(crate) const FAIR_QUEUE_REJECTED: &str = "ratelimit_fair_queue_rejected_total";
     pub(crate) const ADAPTIVE_LIMIT: &str = "ratelimit_adaptive_limit";
@@ -35,14 +36,14 @@ fn count(name: &'static str, limit: &'static str) {
 }
 
 /// A request an allow list exempted from `limit`.
-#[cfg(feature = "serde")]
+#[cfg(feature = "table")]
 pub(crate) fn allowed_by_list(_limit: &'static str) {
     #[cfg(feature = "metrics")]
     count(names::ALLOWED_BY_LIST, _limit);
 }
 
 /// A request a deny list refused (403) on `limit`.
-#[cfg(feature = "serde")]
+#[cfg(feature = "table")]
 pub(crate) fn denied_by_list(_limit: &'static str) {
     #[cfg(feature = "metrics")]
     count(names::DENIED_BY_LIST, _limit);
@@ -96,10 +97,18 @@ pub(crate) fn no_peer_once(e: &KeyError, layer: &'static str, logged: &AtomicBoo
             "requests carry no peer address (axum's ConnectInfo<SocketAddr>): serve the app \
              with into_make_service_with_connect_info::<SocketAddr>() (plain hyper: insert a \
              PeerAddr extension per connection). Until then these requests get the key-error \
-             policy's answer (400 by default). Logged once per layer."
+             policy's answer (400 by default). Logged once per layer.{}",
+            AXUM_HINT
         );
     }
 }
+
+/// What the log adds when axum's connection info cannot be read.
+#[cfg(feature = "axum")]
+const AXUM_HINT: &str = "";
+#[cfg(not(feature = "axum"))]
+const AXUM_HINT: &str = " This build reads no axum ConnectInfo: an axum app switches on \
+                         tower-ratelimit's `axum` feature.";
 
 pub(crate) fn key_error(e: &KeyError) {
     tracing::debug!(error = %e, "no rate-limit key");

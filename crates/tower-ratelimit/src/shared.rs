@@ -1,7 +1,7 @@
 //! The state every clone of a layer and its services shares.
 
 use crate::key::KeyExtractor;
-use crate::policy::{Cost, FailurePolicy, KeyErrorPolicy, LimitSelector, Mode, ResponsePredicate};
+use crate::strategy::{Cost, FailurePolicy, KeyErrorPolicy, LimitSelector, Mode, ResponsePredicate};
 use crate::response::Fields;
 use crate::summary::Summary;
 use ratelimit_core::Clock;

@@ -3,10 +3,10 @@
 //! fixed window's per-key offset ([`Anchor::KeyOffset`]) is the same in
 //! memory and remotely.
 //!
-//! [`Anchor::KeyOffset`]: ratelimit_core::Anchor::KeyOffset
+//! [`Anchor::KeyOffset`]: ratelimit_core::algorithm::Anchor::KeyOffset
 
 use crate::key::{CompositeKey, GlobalKey, HeaderKey, IpKey, RouteKey};
-use ratelimit_core::{StableHasher, StableKey};
+use ratelimit_core::algorithm::{StableHasher, StableKey};
 use std::fmt::{self, Write};
 
 /// Hashes `key`'s `Display` text (no allocation).
@@ -52,7 +52,7 @@ impl<A: fmt::Display + StableKey, B: fmt::Display + StableKey> StableKey for Com
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ratelimit_core::stable_hash;
+    use ratelimit_core::algorithm::stable_hash;
     use std::net::Ipv4Addr;
 
     #[test]

@@ -15,7 +15,8 @@
 //! `ratelimit_store_new_keys_refused_total` (feature `metrics`), and a log
 //! line at most once a minute while they grow.
 
-use ratelimit_core::{Clock, Store, StoreCounts};
+use ratelimit_core::store::StoreCounts;
+use ratelimit_core::{Clock, Store};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 

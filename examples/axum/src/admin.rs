@@ -45,12 +45,12 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use ratelimit_core::parse_duration;
+use ratelimit_core::plumbing::parse_duration;
 use serde_json::json;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
-use tower_ratelimit::table::{LimitHandle, ListKind, PolicyHandle, PolicyKey};
+use tower_ratelimit::policy::{LimitHandle, ListKind, PolicyHandle, PolicyKey};
 
 /// The shortest token accepted.
 const MIN_TOKEN: usize = 16;
@@ -281,7 +281,7 @@ async fn list(State(admin): State<Admin>) -> Response {
                 "algorithm": h.algorithm().get().to_string(),
                 "key": entry.map(|e| e.key.to_string()),
                 "routes": entry.map(|e| e.routes.iter().map(ToString::to_string).collect::<Vec<_>>()),
-                "ban": entry.and_then(|e| e.ban).map(ratelimit_core::format_duration),
+                "ban": entry.and_then(|e| e.ban).map(ratelimit_core::plumbing::format_duration),
             })
         })
         .collect();
@@ -364,7 +364,7 @@ async fn ban(
     };
     match limit.ban(&key, d).await {
         Ok(()) => {
-            let text = ratelimit_core::format_duration(d);
+            let text = ratelimit_core::plumbing::format_duration(d);
             tracing::info!(target: "axum_example::admin", limit = limit.name(), key = %loggable(&key), ban = %text, "admin: key banned");
             Json(json!({ "limit": limit.name(), "banned_for": text })).into_response()
         }
@@ -477,7 +477,7 @@ async fn add_entry(kind: ListKind, admin: Admin, entry: String, body: Bytes) -> 
     };
     match admin.limits.add_to_list(kind, &entry, ttl).await {
         Ok(()) => {
-            let ttl = ratelimit_core::format_duration(ttl);
+            let ttl = ratelimit_core::plumbing::format_duration(ttl);
             let shown = if entry.parse::<ipnet::IpNet>().is_ok()
                 || entry.parse::<std::net::IpAddr>().is_ok()
             {

@@ -31,12 +31,13 @@ use axum::{Json, Router};
 use ratelimit_core::{BanPolicy, Clock, LiveAlgorithm, MemoryStore, Store, SystemClock};
 use ratelimit_redis::StoreState;
 use serde_json::json;
+use server::EnvError;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tower_ratelimit::key::{ClientIp, KeyError, KeyExtractor, ProxyHeader};
-use tower_ratelimit::table::{
+use tower_ratelimit::policy::{
     AppKey, PolicyEntry, PolicyError, PolicyHandle, PolicyKey, PolicyOptions, PolicyTable,
 };
 use tower_ratelimit::{LayerBuildError, RateLimitInfo};
@@ -86,24 +87,21 @@ impl Config {
     /// `TRUSTED_PROXY_HEADER` (`x-forwarded-for`, the default; `forwarded`;
     /// `either`; or a single-address header like `x-real-ip`,
     /// `cf-connecting-ip`, `fly-client-ip`).
-    pub fn from_env() -> Result<Self, ConfigError> {
+    pub fn from_env() -> Result<Self, EnvError> {
         Self::from_vars(|name| std::env::var(name).ok())
     }
 
     /// [`from_env`](Self::from_env) with the variables looked up by `var`.
-    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, EnvError> {
         let header = match var(TRUSTED_PROXY_HEADER) {
-            Some(h) if !h.trim().is_empty() => h.parse().map_err(|error| ConfigError {
-                var: TRUSTED_PROXY_HEADER,
-                error,
-            })?,
+            // The refusal quotes the value: not repeated.
+            Some(h) if !h.trim().is_empty() => h
+                .parse()
+                .map_err(|error| EnvError::new(TRUSTED_PROXY_HEADER, None, error))?,
             _ => ProxyHeader::XForwardedFor,
         };
         let proxies = var(TRUSTED_PROXIES).unwrap_or_default();
-        Self::behind(&proxies, header).map_err(|error| ConfigError {
-            var: TRUSTED_PROXIES,
-            error,
-        })
+        Self::behind(&proxies, header).map_err(|error| EnvError::new(TRUSTED_PROXIES, None, error))
     }
 }
 

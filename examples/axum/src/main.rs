@@ -23,7 +23,7 @@ use axum_example::{app_with_policy, ApiKeys, MemoryStores, RedisStores, POLICY_F
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use tower_ratelimit::table::PolicyTable;
+use tower_ratelimit::policy::PolicyTable;
 
 #[tokio::main]
 async fn main() {

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tower_ratelimit::key::KeySecret;
-use tower_ratelimit::table::PolicyKey;
+use tower_ratelimit::policy::PolicyKey;
 
 /// A limit's name and its store.
 type Built = (String, Arc<AnyStore<PolicyKey>>);

@@ -1,6 +1,6 @@
 //! The routes the app serves (`SERVED`), and the check that every limit of a policy names one of them.
 
-use tower_ratelimit::table::{PolicyError, PolicyTable};
+use tower_ratelimit::policy::{PolicyError, PolicyTable};
 
 /// The routes [`app_with_policy`](crate::app_with_policy) serves, as
 /// `(method, path)`. A policy limit on any other route would never apply.

@@ -29,8 +29,8 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tonic::transport::Server;
 use tower_ratelimit::key::{ClientIp, IpKey, ProxyHeader};
-use tower_ratelimit::policy::Selection;
 use tower_ratelimit::response::Grpc;
+use tower_ratelimit::strategy::Selection;
 use tower_ratelimit::{Clock, Gcra, MemoryStore, RateLimitLayer, SystemClock};
 
 /// The gRPC path of `Health/Check`.

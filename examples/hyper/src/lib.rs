@@ -11,7 +11,8 @@
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::Full;
-use ratelimit_core::{Anchor, FixedWindow, MemoryStore};
+use ratelimit_core::algorithm::Anchor;
+use ratelimit_core::{FixedWindow, MemoryStore};
 use std::convert::Infallible;
 use std::future::Future;
 use std::time::Duration;

@@ -2,10 +2,10 @@
 
 use super::StableKey;
 use super::{
-    Algorithm, AnyGcra, AnyLeakyBucket, AnyTokenBucket, FixedWindow, Gcra, LeakyBucket, LogState,
-    SlidingLog, SlidingWindow, SlidingWindowState, TokenBucket, WindowState,
+    Algorithm, AnyGcra, AnyLeakyBucket, AnyTokenBucket, LogState, SlidingWindowState, WindowState,
 };
 use crate::Decision;
+use crate::{FixedWindow, Gcra, LeakyBucket, SlidingLog, SlidingWindow, TokenBucket};
 use std::convert::identity;
 use std::time::Duration;
 
@@ -20,7 +20,8 @@ use std::time::Duration;
 /// decided exactly.
 ///
 /// ```
-/// use ratelimit_core::{Algorithm, AnyAlgorithm, AnyGcra, Gcra};
+/// use ratelimit_core::{Algorithm, AnyAlgorithm, Gcra};
+/// use ratelimit_core::algorithm::AnyGcra;
 /// use std::time::Duration;
 ///
 /// let day = Duration::from_secs(86_400);
@@ -38,7 +39,7 @@ use std::time::Duration;
 /// `10/1s`). Durations are an integer and a unit, one of `ns us ms s m h d`
 /// (`m` is minutes). The fixed window also takes a unit of the UTC calendar
 /// as its period, written `week`, `month` or `year` with no number
-/// (`fixed-window 1000/month`; see [`CalendarUnit`](crate::CalendarUnit)):
+/// (`fixed-window 1000/month`; see [`CalendarUnit`](crate::algorithm::CalendarUnit)):
 /// `1mo`, `1w`, `2month`, `years` are refused naming the word, and the other
 /// algorithms refuse calendar periods naming themselves.
 ///
@@ -48,7 +49,7 @@ use std::time::Duration;
 /// | [`TokenBucket`](crate::TokenBucket) | `token-bucket C refill R/P` | `C` the capacity, `R/P` the refill rate |
 /// | [`LeakyBucket`](crate::LeakyBucket) | `leaky-bucket L/P [queue Q]` | `queue` defaults to 0 (a strict pacer) |
 /// | [`FixedWindow`](crate::FixedWindow) | `fixed-window L/P [anchor A]` | `A`: `aligned` (default), `first-request`, `key-offset`; only `aligned` with `week`, `month`, `year` |
-/// | [`SlidingLog`](crate::SlidingLog) | `sliding-log L/P [max-entries M]` | `M` the bound on `L`, default [`DEFAULT_MAX_LOG_ENTRIES`](crate::DEFAULT_MAX_LOG_ENTRIES) |
+/// | [`SlidingLog`](crate::SlidingLog) | `sliding-log L/P [max-entries M]` | `M` the bound on `L`, default [`DEFAULT_MAX_LOG_ENTRIES`](crate::algorithm::DEFAULT_MAX_LOG_ENTRIES) |
 /// | [`SlidingWindow`](crate::SlidingWindow) | `sliding-window L/P` | |
 ///
 /// Options come in any order, each at most once. `Display` writes the

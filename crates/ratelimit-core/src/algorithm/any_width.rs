@@ -2,8 +2,8 @@
 //! setting needs: the payloads of [`AnyAlgorithm`](crate::AnyAlgorithm)'s
 //! scaled-time variants.
 
-use super::{Gcra, LeakyBucket, TokenBucket};
 use crate::ConfigError;
+use crate::{Gcra, LeakyBucket, TokenBucket};
 use std::time::Duration;
 
 /// The narrow result if it holds the setting, else the wide one (which
@@ -25,7 +25,7 @@ fn narrow_or_wide<N, W, T: From<N> + From<W>>(
 /// the same either way.
 ///
 /// ```
-/// use ratelimit_core::AnyGcra;
+/// use ratelimit_core::algorithm::AnyGcra;
 /// use std::time::Duration;
 ///
 /// let day = Duration::from_secs(86_400);
@@ -104,7 +104,7 @@ impl From<Gcra<u128>> for AnyGcra {
 /// [`AnyGcra`] it decides like ([`as_gcra`](Self::as_gcra)).
 ///
 /// ```
-/// use ratelimit_core::AnyTokenBucket;
+/// use ratelimit_core::algorithm::AnyTokenBucket;
 /// use std::time::Duration;
 ///
 /// let day = Duration::from_secs(86_400);
@@ -188,7 +188,7 @@ impl From<TokenBucket<u128>> for AnyTokenBucket {
 /// when that holds it, 16 otherwise. It decides the same either way.
 ///
 /// ```
-/// use ratelimit_core::AnyLeakyBucket;
+/// use ratelimit_core::algorithm::AnyLeakyBucket;
 /// use std::time::Duration;
 ///
 /// let day = Duration::from_secs(86_400);

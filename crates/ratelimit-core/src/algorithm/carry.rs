@@ -7,10 +7,8 @@
 //! at their own pace from then on. Nothing is capped at the new limit, so
 //! a limit lowered and raised again gives nothing back.
 
-use super::{
-    Algorithm, AnyAlgorithm, AnyGcra, AnyLeakyBucket, AnyState, AnyTokenBucket, Gcra, LeakyBucket,
-    SlidingLog, TokenBucket,
-};
+use super::{Algorithm, AnyGcra, AnyLeakyBucket, AnyState, AnyTokenBucket};
+use crate::{AnyAlgorithm, Gcra, LeakyBucket, SlidingLog, TokenBucket};
 use AnyAlgorithm as A;
 
 /// `a` in the 16-byte state, where it has one (so that no state wraps in

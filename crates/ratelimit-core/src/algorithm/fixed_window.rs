@@ -2,7 +2,8 @@
 //! the UTC calendar.
 
 use super::{nonzero, period_nanos, stable_hash, Algorithm, StableKey};
-use crate::{CalendarUnit, ConfigError, Decision};
+use crate::algorithm::CalendarUnit;
+use crate::{ConfigError, Decision};
 use std::time::Duration;
 
 /// Where a fixed window starts.
@@ -62,7 +63,8 @@ pub struct WindowState {
 /// window.
 ///
 /// ```
-/// use ratelimit_core::{Algorithm, Anchor, FixedWindow};
+/// use ratelimit_core::{Algorithm, FixedWindow};
+/// use ratelimit_core::algorithm::Anchor;
 /// use std::time::Duration;
 ///
 /// let daily = FixedWindow::new(200, Duration::from_secs(86_400)).unwrap();
@@ -99,7 +101,8 @@ impl FixedWindow {
     /// the Unix epoch (a [`SystemClock`](crate::SystemClock)'s).
     ///
     /// ```
-    /// use ratelimit_core::{Algorithm, CalendarUnit, FixedWindow};
+    /// use ratelimit_core::{Algorithm, FixedWindow};
+    /// use ratelimit_core::algorithm::CalendarUnit;
     ///
     /// const DAY: u64 = 86_400_000_000_000;
     /// let monthly = FixedWindow::per_calendar_unit(2, CalendarUnit::Month).unwrap();

@@ -45,7 +45,7 @@ use std::time::Duration;
 /// but keeps 16 bytes per key (a `u128` as `[low, high]` halves) and holds
 /// `B * T` up to 2^125 units: every setting whose window `B * T` is a
 /// [`Duration`] (up to 584 billion years) and whose period is at most 73
-/// years, whatever the burst. [`AnyGcra`](crate::AnyGcra) picks the
+/// years, whatever the burst. [`AnyGcra`](crate::algorithm::AnyGcra) picks the
 /// narrowest width that holds a setting.
 ///
 /// (The wide constructors have their own names because `Gcra::new` must
@@ -77,7 +77,7 @@ impl Gcra {
     /// `limit` per `period`, burst `limit`, with an 8-byte state.
     ///
     /// Fails with [`ConfigError::Overflow`] when the 8-byte state cannot
-    /// hold the setting: use [`Gcra::new_wide`] or [`AnyGcra`](crate::AnyGcra).
+    /// hold the setting: use [`Gcra::new_wide`] or [`AnyGcra`](crate::algorithm::AnyGcra).
     pub fn new(limit: u64, period: Duration) -> Result<Self, ConfigError> {
         Self::with_burst(limit, period, limit)
     }
@@ -86,7 +86,7 @@ impl Gcra {
     ///
     /// Fails with [`ConfigError::Overflow`] when the 8-byte state cannot
     /// hold the setting: use [`Gcra::with_burst_wide`] or
-    /// [`AnyGcra`](crate::AnyGcra).
+    /// [`AnyGcra`](crate::algorithm::AnyGcra).
     pub fn with_burst(limit: u64, period: Duration, burst: u64) -> Result<Self, ConfigError> {
         Self::build(limit, period, burst, NARROW)
     }

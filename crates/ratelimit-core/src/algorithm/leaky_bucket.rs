@@ -40,7 +40,7 @@ use std::time::Duration;
 /// units with [`ConfigError::Overflow`]; `LeakyBucket<u128>`, built with
 /// [`new_wide`](LeakyBucket::new_wide), keeps 16 bytes and holds up to
 /// 2^125 units. See [`Gcra`](crate::Gcra)'s "State width", and
-/// [`AnyLeakyBucket`](crate::AnyLeakyBucket), which picks the width.
+/// [`AnyLeakyBucket`](crate::algorithm::AnyLeakyBucket), which picks the width.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LeakyBucket<W: StateWord = u64> {
     interval: Interval<W>,
@@ -65,7 +65,7 @@ impl LeakyBucket {
     ///
     /// Fails with [`ConfigError::Overflow`] when the 8-byte state cannot
     /// hold the setting: use [`LeakyBucket::new_wide`] or
-    /// [`AnyLeakyBucket`](crate::AnyLeakyBucket).
+    /// [`AnyLeakyBucket`](crate::algorithm::AnyLeakyBucket).
     pub fn new(limit: u64, period: Duration, queue: u64) -> Result<Self, ConfigError> {
         Self::build(limit, period, queue, NARROW)
     }

@@ -2,7 +2,8 @@
 //! used quota.
 
 use super::carry::{carry, charged, fresh, used, widen};
-use super::{stable_hash, Algorithm, AnyAlgorithm, AnyState, StableKey};
+use super::{stable_hash, Algorithm, AnyState, StableKey};
+use crate::AnyAlgorithm;
 use crate::Decision;
 use arc_swap::ArcSwap;
 use std::collections::HashMap;

@@ -1,4 +1,15 @@
-//! The six algorithms of the contract, behind one [`Algorithm`] trait.
+//! The six algorithms of the contract, behind one [`Algorithm`] trait: the
+//! algorithms are at the crate root, and this module holds their options
+//! ([`Anchor`], [`CalendarUnit`]), their per-key states, the state widths,
+//! and the stable hash of a key ([`StableKey`]).
+//!
+//! ```
+//! use ratelimit_core::algorithm::{Anchor, CalendarUnit};
+//! use ratelimit_core::FixedWindow;
+//!
+//! let monthly = FixedWindow::per_calendar_unit(1000, CalendarUnit::Month).unwrap();
+//! assert_eq!(monthly.anchor(), Anchor::Aligned);
+//! ```
 //!
 //! Every algorithm is exact: times are integer nanoseconds, the emission
 //! interval `T = P / L` is kept as an exact fraction (time is scaled by the
@@ -11,33 +22,33 @@
 //! [`AnyGcra`], [`AnyTokenBucket`] and [`AnyLeakyBucket`], which pick the
 //! width a setting needs.
 
-mod any;
+pub(crate) mod any;
 mod any_width;
+mod calendar;
 #[cfg(feature = "live")]
 mod carry;
-mod fixed_window;
-mod gcra;
+pub(crate) mod fixed_window;
+pub(crate) mod gcra;
 mod interval;
-mod leaky_bucket;
+pub(crate) mod leaky_bucket;
 #[cfg(feature = "live")]
-mod live;
-mod sliding_log;
-mod sliding_window;
+pub(crate) mod live;
+pub(crate) mod sliding_log;
+pub(crate) mod sliding_window;
+pub(crate) mod spec;
 mod stable_hash;
-mod token_bucket;
+pub(crate) mod token_bucket;
 
-pub use any::{AnyAlgorithm, AnyState};
+pub use any::AnyState;
 pub use any_width::{AnyGcra, AnyLeakyBucket, AnyTokenBucket};
-pub use fixed_window::{Anchor, FixedWindow, WindowState};
-pub use gcra::Gcra;
+pub use calendar::CalendarUnit;
+pub use fixed_window::{Anchor, WindowState};
 pub use interval::StateWord;
-pub use leaky_bucket::LeakyBucket;
 #[cfg(feature = "live")]
-pub use live::{LiveAlgorithm, LiveError, LiveState, MAX_OVERRIDES};
-pub use sliding_log::{LogState, SlidingLog, DEFAULT_MAX_LOG_ENTRIES};
-pub use sliding_window::{SlidingWindow, SlidingWindowState};
+pub use live::{LiveError, LiveState, MAX_OVERRIDES};
+pub use sliding_log::{LogState, DEFAULT_MAX_LOG_ENTRIES};
+pub use sliding_window::SlidingWindowState;
 pub use stable_hash::{stable_hash, StableHasher, StableKey};
-pub use token_bucket::TokenBucket;
 
 use crate::Decision;
 use std::time::Duration;

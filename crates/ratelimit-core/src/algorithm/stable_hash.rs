@@ -20,7 +20,7 @@ use std::sync::Arc;
 /// so they do not move with the compiler either.
 ///
 /// ```
-/// use ratelimit_core::stable_hash;
+/// use ratelimit_core::algorithm::stable_hash;
 /// assert_eq!(stable_hash("a"), 0xaf63_dc4c_8601_ec8c);
 /// assert_eq!(stable_hash("a"), stable_hash(&String::from("a")));
 /// assert_eq!(stable_hash(&1u32), stable_hash(&[1u8, 0, 0, 0][..]));
@@ -82,7 +82,7 @@ impl fmt::Write for StableHasher {
 }
 
 /// A key whose bytes are fixed: what [`stable_hash`] (and so a fixed
-/// window's [`Anchor::KeyOffset`](crate::Anchor::KeyOffset)) hashes.
+/// window's [`Anchor::KeyOffset`](crate::algorithm::Anchor::KeyOffset)) hashes.
 ///
 /// Strings write their UTF-8 bytes, byte slices themselves, integers their
 /// little-endian bytes (`usize` and `isize` as 8 bytes), IP addresses their
@@ -92,7 +92,7 @@ impl fmt::Write for StableHasher {
 /// [`StableHasher`]'s `fmt::Write` does that.
 ///
 /// ```
-/// use ratelimit_core::{stable_hash, StableHasher, StableKey};
+/// use ratelimit_core::algorithm::{stable_hash, StableHasher, StableKey};
 /// use std::fmt::Write;
 ///
 /// struct Tenant(u32);

@@ -3,7 +3,8 @@
 use super::gcra::Names;
 use super::interval::StateWord;
 use super::StableKey;
-use super::{nonzero, Algorithm, Gcra};
+use super::{nonzero, Algorithm};
+use crate::Gcra;
 use crate::{ConfigError, Decision};
 use std::time::Duration;
 
@@ -16,7 +17,7 @@ use std::time::Duration;
 /// (for instance a capacity of 1,000,000 refilled at 7 per day);
 /// `TokenBucket<u128>`, built with [`new_wide`](TokenBucket::new_wide),
 /// keeps 16 bytes and holds them. See [`Gcra`]'s "State width", and
-/// [`AnyTokenBucket`](crate::AnyTokenBucket), which picks the width.
+/// [`AnyTokenBucket`](crate::algorithm::AnyTokenBucket), which picks the width.
 ///
 /// ```
 /// use ratelimit_core::{Algorithm, TokenBucket};
@@ -52,7 +53,7 @@ impl TokenBucket {
     ///
     /// Fails with [`ConfigError::Overflow`] when the 8-byte state cannot
     /// hold the setting: use [`TokenBucket::new_wide`] or
-    /// [`AnyTokenBucket`](crate::AnyTokenBucket).
+    /// [`AnyTokenBucket`](crate::algorithm::AnyTokenBucket).
     pub fn new(capacity: u64, refill: u64, period: Duration) -> Result<Self, ConfigError> {
         Self::build(capacity, refill, period, NARROW)
     }

@@ -1,7 +1,7 @@
 //! Bans: a key denied for a while after its limit denied it, whatever the
 //! algorithm says, kept per shard in a table bounded by the store's cap.
 
-use crate::duration::saturating_nanos;
+use crate::plumbing::saturating_nanos;
 use crate::ConfigError;
 use hashbrown::HashTable;
 use std::time::Duration;

@@ -6,7 +6,8 @@ use super::guess;
 use super::shard::{At, Shard, ShardCell, StoreCounts, INSERT_STEP};
 use super::shard_lock::Readers;
 use super::{BanLeftFuture, Store};
-use crate::{Algorithm, Decision, StableKey, StoreError};
+use crate::algorithm::StableKey;
+use crate::{Algorithm, Decision, StoreError};
 use hashbrown::DefaultHashBuilder;
 use std::borrow::Borrow;
 use std::future::{ready, Ready};
@@ -115,7 +116,8 @@ pub enum AtCapacity {
 /// type `K` is the store's, usually inferred from where the store is used.
 ///
 /// ```
-/// use ratelimit_core::{AtCapacity, Gcra, MemoryStore};
+/// use ratelimit_core::{Gcra, MemoryStore};
+/// use ratelimit_core::store::AtCapacity;
 /// use std::time::Duration;
 ///
 /// let store = MemoryStore::builder(Gcra::new(10, Duration::from_secs(1)).unwrap())
@@ -623,7 +625,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         let hash = self.hasher.hash_one(key);
         let (cell, at) = self.cell(hash);
         let (mut shard, now, _) = cell.enter(at, now);
-        let until = now.saturating_add(crate::duration::saturating_nanos(duration));
+        let until = now.saturating_add(crate::plumbing::saturating_nanos(duration));
         shard.bans_mut(self.shard_cap).set(hash, until);
         cell.forget(hash);
     }

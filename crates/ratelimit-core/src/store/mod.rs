@@ -3,25 +3,41 @@
 //! [`Store`] is what the HTTP layer talks to; [`MemoryStore`] implements
 //! it with ready futures (no allocation, no await point) and answers at
 //! once through [`Store::check_now`], and remote stores (Redis) with real
-//! futures. [`BoxStore`] erases the type, so that one layer mixes stores.
+//! futures. [`BoxStore`](crate::BoxStore) erases the type, so that one layer mixes stores.
+//! The stores are at the crate root; this module holds their options
+//! ([`MemoryStoreBuilder`], [`AtCapacity`]), futures and counts.
+//!
+//! ```
+//! use ratelimit_core::store::AtCapacity;
+//! use ratelimit_core::{Gcra, MemoryStore};
+//! use std::time::Duration;
+//!
+//! let store: MemoryStore<Gcra, String> =
+//!     MemoryStore::builder(Gcra::new(5, Duration::from_secs(60)).unwrap())
+//!         .max_keys(Some(1000))
+//!         .at_capacity(AtCapacity::Refuse)
+//!         .build();
+//! # let _ = store;
+//! ```
 
-mod ban;
-mod boxed;
+pub(crate) mod ban;
+pub(crate) mod boxed;
 mod deny_cache;
 mod evicted;
 mod evicted_keys;
 mod guess;
-mod memory;
+pub(crate) mod memory;
 mod prefetch;
 mod shard;
 mod shard_lock;
 mod sync_names;
 
-pub use ban::BanPolicy;
-pub use boxed::BoxStore;
-pub use memory::{AtCapacity, MemoryStore, MemoryStoreBuilder};
+pub use crate::error::RemoteError;
+pub use memory::{AtCapacity, MemoryStoreBuilder};
 pub use shard::StoreCounts;
 
+#[cfg(doc)]
+use crate::MemoryStore;
 use crate::{Decision, StoreError};
 use std::future::{ready, Future};
 use std::pin::Pin;

@@ -6,7 +6,7 @@ use super::deny_cache::{Constants, DenySlots, InUse};
 use super::evicted::Evicted;
 use super::prefetch::Place;
 use super::shard_lock::{ReadGuard, Readers, ShardLock, WriteGuard};
-use crate::duration::saturating_nanos;
+use crate::plumbing::saturating_nanos;
 use crate::Algorithm;
 use crate::Decision;
 use hashbrown::HashTable;
@@ -244,7 +244,7 @@ pub(super) struct Shard<K, S> {
 }
 
 /// How many keys a store holds and what eviction at its cap did: see
-/// [`MemoryStore::counts`](super::MemoryStore::counts) and
+/// [`MemoryStore::counts`](crate::MemoryStore::counts) and
 /// [`Store::counts`](super::Store::counts).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -260,7 +260,7 @@ pub struct StoreCounts {
     /// refused because the key table is full and evicted keys' use
     /// covers it. A steady count means a flood of more evicted keys
     /// within a period than the set of evicted keys holds (see
-    /// [`MemoryStore`](super::MemoryStore), "At the cap").
+    /// [`MemoryStore`](crate::MemoryStore), "At the cap").
     pub refused: u64,
 }
 

@@ -2,8 +2,9 @@
 //! spelled `_now` like [`Store::check_now`](crate::Store::check_now);
 //! deprecated, each calls its `_now` method.
 
-use super::MemoryStore;
-use crate::{Algorithm, Decision, StableKey, StoreError};
+use crate::algorithm::StableKey;
+use crate::MemoryStore;
+use crate::{Algorithm, Decision, StoreError};
 use std::borrow::Borrow;
 use std::hash::Hash;
 use std::time::Duration;

@@ -2,9 +2,9 @@
 //! window's edge (`k*P` and `k*P - 1ns`), cost equal to the capacity, cost
 //! above it (never, state unchanged) and cost 0 (a peek).
 
+use ratelimit_core::algorithm::{stable_hash, Anchor};
 use ratelimit_core::{
-    stable_hash, Algorithm, Anchor, FixedWindow, Gcra, LeakyBucket, MemoryStore, SlidingLog,
-    SlidingWindow, TokenBucket,
+    Algorithm, FixedWindow, Gcra, LeakyBucket, MemoryStore, SlidingLog, SlidingWindow, TokenBucket,
 };
 use std::time::Duration;
 

@@ -4,7 +4,8 @@
 //! holding any instant matches a slow day-by-day count from the epoch.
 
 use proptest::prelude::*;
-use ratelimit_core::{AnyAlgorithm, CalendarUnit, Clock, Decision, ManualClock, MemoryStore};
+use ratelimit_core::algorithm::CalendarUnit;
+use ratelimit_core::{AnyAlgorithm, Clock, Decision, ManualClock, MemoryStore};
 use std::sync::OnceLock;
 
 const SEC: u64 = 1_000_000_000;

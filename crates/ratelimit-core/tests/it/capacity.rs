@@ -1,7 +1,8 @@
 //! The store at its cap (eviction, refusal), the lock-free denied path's
 //! invalidation, and bounded upkeep.
 
-use ratelimit_core::{AtCapacity, Gcra, MemoryStore, SlidingLog, StoreError};
+use ratelimit_core::store::AtCapacity;
+use ratelimit_core::{Gcra, MemoryStore, SlidingLog, StoreError};
 use std::time::Duration;
 
 const HOUR: Duration = Duration::from_secs(3600);

@@ -152,7 +152,7 @@ fn newcomers_after(
     flood: u64,
     uses: u64,
     probe_at: u64,
-) -> (usize, ratelimit_core::StoreCounts) {
+) -> (usize, ratelimit_core::store::StoreCounts) {
     let store = MemoryStore::<_, u64>::builder(SlidingLog::new(5, HOUR).unwrap())
         .max_keys(Some(cap))
         .build();

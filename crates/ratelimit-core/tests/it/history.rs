@@ -201,7 +201,7 @@ fn memory_fixed_window_is_linearizable() {
     let spec = Spec::Fixed {
         limit: 7,
         period: SECOND,
-        anchor: crate::model::anchor(ratelimit_core::Anchor::Aligned),
+        anchor: crate::model::anchor(ratelimit_core::algorithm::Anchor::Aligned),
     };
     let make = || MemoryStore::<FixedWindow, u64>::new(fixed);
     linearizable(make, spec, Mix::ALL, SECOND / 3);

@@ -7,9 +7,8 @@
 use crate::harness::agree;
 use crate::model::Spec;
 use proptest::prelude::*;
-use ratelimit_core::{
-    Algorithm, AnyAlgorithm, AnyGcra, AnyLeakyBucket, Gcra, LeakyBucket, MemoryStore,
-};
+use ratelimit_core::algorithm::{AnyGcra, AnyLeakyBucket};
+use ratelimit_core::{Algorithm, AnyAlgorithm, Gcra, LeakyBucket, MemoryStore};
 use std::time::Duration;
 
 fn gcd(mut a: u64, mut b: u64) -> u64 {

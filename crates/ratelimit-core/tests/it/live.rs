@@ -5,9 +5,8 @@
 //! under 64 threads every decision is made wholly under one version with
 //! exact admission. The random sequences are in `live_props.rs`.
 
-use ratelimit_core::{
-    AnyAlgorithm, Decision, LiveAlgorithm, LiveError, MemoryStore, MAX_OVERRIDES,
-};
+use ratelimit_core::algorithm::{LiveError, MAX_OVERRIDES};
+use ratelimit_core::{AnyAlgorithm, Decision, LiveAlgorithm, MemoryStore};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
@@ -327,7 +326,10 @@ fn a_live_swap_under_64_threads_is_exact_and_never_torn() {
 
 #[test]
 fn a_live_state_is_56_bytes() {
-    assert_eq!(std::mem::size_of::<ratelimit_core::LiveState>(), 56);
+    assert_eq!(
+        std::mem::size_of::<ratelimit_core::algorithm::LiveState>(),
+        56
+    );
 }
 
 #[test]

@@ -4,7 +4,7 @@
 
 pub use ratelimit_test_support::model::{Model, Out, Spec};
 
-use ratelimit_core::{stable_hash, Anchor};
+use ratelimit_core::algorithm::{stable_hash, Anchor};
 use ratelimit_test_support::model::Anchor as ModelAnchor;
 
 /// A model of `spec` for `u64` keys; key offsets by [`stable_hash`].

@@ -7,9 +7,10 @@ use crate::harness::{limit, period, run, run_both, trace, Step};
 use crate::model::{self, Spec};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
+use ratelimit_core::algorithm::{Anchor, AnyGcra, AnyLeakyBucket, AnyTokenBucket};
 use ratelimit_core::{
-    Algorithm, Anchor, AnyAlgorithm, AnyGcra, AnyLeakyBucket, AnyTokenBucket, ConfigError,
-    FixedWindow, Gcra, LeakyBucket, SlidingLog, SlidingWindow, TokenBucket,
+    Algorithm, AnyAlgorithm, ConfigError, FixedWindow, Gcra, LeakyBucket, SlidingLog,
+    SlidingWindow, TokenBucket,
 };
 use ratelimit_test_support::model::Anchor as ModelAnchor;
 use std::time::Duration;

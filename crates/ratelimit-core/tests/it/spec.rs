@@ -4,10 +4,8 @@
 //! forms read from TOML and JSON.
 
 use proptest::prelude::*;
-use ratelimit_core::{
-    Anchor, AnyAlgorithm, AnyGcra, AnyLeakyBucket, AnyTokenBucket, FixedWindow, SlidingLog,
-    SlidingWindow,
-};
+use ratelimit_core::algorithm::{Anchor, AnyGcra, AnyLeakyBucket, AnyTokenBucket};
+use ratelimit_core::{AnyAlgorithm, FixedWindow, SlidingLog, SlidingWindow};
 use std::time::Duration;
 
 fn config() -> ProptestConfig {

@@ -1,9 +1,10 @@
 //! Settings are validated at construction with a typed error, never a
 //! panic.
 
+use ratelimit_core::algorithm::{AnyGcra, AnyLeakyBucket, AnyTokenBucket, DEFAULT_MAX_LOG_ENTRIES};
 use ratelimit_core::{
-    Algorithm, AnyAlgorithm, AnyGcra, AnyLeakyBucket, AnyTokenBucket, ConfigError, FixedWindow,
-    Gcra, LeakyBucket, SlidingLog, SlidingWindow, TokenBucket, DEFAULT_MAX_LOG_ENTRIES,
+    Algorithm, AnyAlgorithm, ConfigError, FixedWindow, Gcra, LeakyBucket, SlidingLog,
+    SlidingWindow, TokenBucket,
 };
 use std::time::Duration;
 
@@ -319,7 +320,7 @@ fn errors_are_one_line_messages() {
         Gcra::new(1, too_long()).unwrap_err(),
         Gcra::new(u64::MAX, SEC).unwrap_err(),
         SlidingLog::new(u64::MAX, SEC).unwrap_err(),
-        ratelimit_core::parse_duration("1.5s").unwrap_err(),
+        ratelimit_core::plumbing::parse_duration("1.5s").unwrap_err(),
     ];
     for e in errors {
         let msg = e.to_string();

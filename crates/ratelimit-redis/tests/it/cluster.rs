@@ -278,7 +278,7 @@ async fn admin_changes_reach_every_instance_of_a_cluster_at_once() {
 /// Entries written through one `RedisEntries` reach another's follower by
 /// its subscription: the refresh is a minute, far past the bound.
 async fn shared_entries_on_a_cluster(cluster: &RedisCluster, urls: &[String]) {
-    use ratelimit_core::{EntryTable, SharedEntries, SharedEntry};
+    use ratelimit_core::plumbing::{EntryTable, SharedEntries, SharedEntry};
     use std::sync::{Arc, Mutex};
     let target = || Target::parse(&urls.join(","), None).unwrap();
     let writer =

@@ -3,7 +3,7 @@
 //! runs out or it is removed; the cap is refused by name.
 
 use crate::server;
-use ratelimit_core::{EntryTable, SharedEntries, SharedEntry};
+use ratelimit_core::plumbing::{EntryTable, SharedEntries, SharedEntry};
 use ratelimit_redis::RedisEntries;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -148,7 +148,7 @@ async fn the_cap_is_refused_by_name() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_instance_computes_the_same_digest() {
     use crate::harness::Client as _;
-    use ratelimit_core::EntryDigest;
+    use ratelimit_core::plumbing::EntryDigest;
     let server = server!();
     let a = RedisEntries::new(server.url(), "dig:").unwrap();
     let b = RedisEntries::new(server.url(), "dig:").unwrap();

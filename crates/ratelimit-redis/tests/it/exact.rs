@@ -4,9 +4,10 @@
 use crate::harness::Client as _;
 use crate::harness::Rng;
 use crate::server;
+use ratelimit_core::algorithm::{Anchor, CalendarUnit};
 use ratelimit_core::{
-    Algorithm, Anchor, AnyAlgorithm, CalendarUnit, FixedWindow, Gcra, LeakyBucket, MemoryStore,
-    SlidingLog, SlidingWindow, Store, TokenBucket,
+    Algorithm, AnyAlgorithm, FixedWindow, Gcra, LeakyBucket, MemoryStore, SlidingLog,
+    SlidingWindow, Store, TokenBucket,
 };
 use ratelimit_redis::{RedisStore, TimeSource};
 use std::time::Duration;

@@ -6,7 +6,8 @@
 
 use crate::harness::Client as _;
 use crate::server;
-use ratelimit_core::{FixedWindow, StableHasher, StableKey, Store};
+use ratelimit_core::algorithm::{StableHasher, StableKey};
+use ratelimit_core::{FixedWindow, Store};
 use ratelimit_redis::RedisStore;
 use std::fmt;
 use std::time::{Duration, Instant};

@@ -5,9 +5,8 @@
 
 use crate::harness::Rng;
 use crate::server;
-use ratelimit_core::{
-    Algorithm, Anchor, AnyAlgorithm, Decision, LiveAlgorithm, MemoryStore, Store,
-};
+use ratelimit_core::algorithm::Anchor;
+use ratelimit_core::{Algorithm, AnyAlgorithm, Decision, LiveAlgorithm, MemoryStore, Store};
 use ratelimit_redis::{LiveRedis, RedisStore, TimeSource};
 use std::sync::Arc;
 use std::time::Duration;
@@ -235,7 +234,7 @@ async fn overrides_come_and_go_in_redis() {
     // none left); overrides are bounded in number.
     live.set_override("vip", spec("fixed-window 5/1h")).unwrap();
     assert_eq!(check(&store, "vip", 0, T0).await.remaining, 0);
-    for i in 1..ratelimit_core::MAX_OVERRIDES {
+    for i in 1..ratelimit_core::algorithm::MAX_OVERRIDES {
         live.set_override(&format!("c{i}"), spec("gcra 9/1h"))
             .unwrap();
     }

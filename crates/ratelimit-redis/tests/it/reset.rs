@@ -5,7 +5,8 @@
 
 use crate::harness::Client;
 use crate::server;
-use ratelimit_core::{AnyAlgorithm, StableHasher, StableKey, Store};
+use ratelimit_core::algorithm::{StableHasher, StableKey};
+use ratelimit_core::{AnyAlgorithm, Store};
 use ratelimit_redis::RedisStore;
 use std::fmt;
 use std::time::Duration;

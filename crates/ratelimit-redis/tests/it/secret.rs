@@ -4,7 +4,8 @@
 
 use crate::harness::Client;
 use crate::server;
-use ratelimit_core::{Gcra, StableHasher, StableKey, Store};
+use ratelimit_core::algorithm::{StableHasher, StableKey};
+use ratelimit_core::{Gcra, Store};
 use ratelimit_redis::RedisStore;
 use std::fmt;
 use std::time::Duration;

@@ -7,7 +7,7 @@
 //! tiers, keys, costs, algorithms, overrides and counted statuses are the
 //! layer's own. Besides the router, the engine asks the table's public
 //! API only to name things: [`PolicyEntry::applies_to`] (which limits saw a
-//! request) and [`KeySpec::extractor`](tower_ratelimit::table::KeySpec::extractor)
+//! request) and [`KeySpec::extractor`](tower_ratelimit::policy::KeySpec::extractor)
 //! (the key a limit refused).
 
 use super::line::LogLine;
@@ -17,13 +17,14 @@ use axum::response::Response;
 use axum::routing::any;
 use axum::Router;
 use http::{HeaderName, HeaderValue, Method, StatusCode, Uri};
-use ratelimit_core::{stable_hash, LiveAlgorithm, ManualClock, MemoryStore, StableKey};
+use ratelimit_core::algorithm::{stable_hash, StableKey};
+use ratelimit_core::{LiveAlgorithm, ManualClock, MemoryStore};
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tower_ratelimit::key::KeyError;
-use tower_ratelimit::policy::KeyErrorPolicy;
-use tower_ratelimit::table::{AppKey, PolicyEntry, PolicyKey, PolicyOptions, PolicyTable};
+use tower_ratelimit::policy::{AppKey, PolicyEntry, PolicyKey, PolicyOptions, PolicyTable};
+use tower_ratelimit::strategy::KeyErrorPolicy;
 use tower_ratelimit::RateLimitInfo;
 use tower_service::Service;
 

@@ -6,7 +6,7 @@
 //! is absent) is read line by line; each line becomes the request the app
 //! received (method, target, the logged `X-Forwarded-For` and headers,
 //! the logged remote address as the peer) and goes through the layers
-//! `tower_ratelimit`'s [`PolicyTable`](tower_ratelimit::table::PolicyTable)
+//! `tower_ratelimit`'s [`PolicyTable`](tower_ratelimit::policy::PolicyTable)
 //! builds from the file, in an axum router answering with the logged
 //! status, on a manual clock set from the line's time (see [`engine`]).
 //!

@@ -10,7 +10,7 @@ use super::pipeline::{Batch, Parser};
 use super::tally::Tally;
 use crate::SimError;
 use std::io::{BufRead, Write};
-use tower_ratelimit::policy::Mode;
+use tower_ratelimit::strategy::Mode;
 
 /// Lines read to detect the format.
 const SNIFF: usize = 20;

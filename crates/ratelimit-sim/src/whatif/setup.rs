@@ -7,7 +7,7 @@ use crate::SimError;
 use http::HeaderName;
 use std::sync::Arc;
 use tower_ratelimit::key::{ClientIp, ProxyHeader};
-use tower_ratelimit::table::{KeySpec, PolicyOptions, PolicyTable};
+use tower_ratelimit::policy::{KeySpec, PolicyOptions, PolicyTable};
 
 /// Reads the policy file at `path`.
 pub fn load(path: &str) -> Result<PolicyTable, SimError> {

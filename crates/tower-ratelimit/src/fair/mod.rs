@@ -75,7 +75,7 @@
 //! (label `limit`).
 //!
 //! [`KeyExtractor`]: crate::key::KeyExtractor
-//! [`Cost`]: crate::policy::Cost
+//! [`Cost`]: crate::strategy::Cost
 
 mod adaptive;
 mod error;

@@ -220,7 +220,7 @@ fn reject<X: KeyExtractor, R: ResponseBuilder<B>, B>(
         }
     };
     if !res.headers().contains_key(RETRY_AFTER) {
-        let secs = ratelimit_core::ceil_secs(wait);
+        let secs = ratelimit_core::plumbing::ceil_secs(wait);
         res.headers_mut()
             .insert(RETRY_AFTER, HeaderValue::from(secs));
     }

@@ -3,8 +3,8 @@
 use super::queue::State;
 use super::Capacity;
 use crate::key::KeyExtractor;
-use crate::policy::Cost;
-use ratelimit_core::saturating_nanos;
+use crate::strategy::Cost;
+use ratelimit_core::plumbing::saturating_nanos;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;

@@ -61,13 +61,13 @@ pub enum KeyErrorKind {
     /// bytes, repeated header...).
     Malformed,
     /// The client is on a deny list: answered 403 whatever the
-    /// [`KeyErrorPolicy`](crate::policy::KeyErrorPolicy).
+    /// [`KeyErrorPolicy`](crate::strategy::KeyErrorPolicy).
     Denied,
 }
 
 /// Why no key could be extracted. It carries the status of the response
 /// sent when the layer rejects such requests (see
-/// [`KeyErrorPolicy`](crate::policy::KeyErrorPolicy)): a 4xx, never a 5xx.
+/// [`KeyErrorPolicy`](crate::strategy::KeyErrorPolicy)): a 4xx, never a 5xx.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KeyError {
     kind: KeyErrorKind,

@@ -6,7 +6,7 @@
 //! need.
 //!
 //! When no key can be extracted the layer applies its
-//! [`KeyErrorPolicy`](crate::policy::KeyErrorPolicy): reject with the
+//! [`KeyErrorPolicy`](crate::strategy::KeyErrorPolicy): reject with the
 //! error's 4xx status (the default), or let the request through unlimited.
 //!
 //! # Memory per key

@@ -66,8 +66,15 @@ pub fn peer_addr(req: &Parts) -> Option<IpAddr> {
 /// No peer address: a server set up without connection info, not a bad
 /// request. The layer logs it once, at `error` (see
 /// `observe::no_peer_once`), and the 400 names the fix.
+#[cfg(feature = "axum")]
 pub(crate) const NO_PEER: KeyError = KeyError::missing(
     "ConnectInfo<SocketAddr>: serve the app with into_make_service_with_connect_info::<SocketAddr>()",
+);
+/// Without the `axum` feature the fix may be the feature itself.
+#[cfg(not(feature = "axum"))]
+pub(crate) const NO_PEER: KeyError = KeyError::missing(
+    "ConnectInfo<SocketAddr>: serve the app with into_make_service_with_connect_info::<SocketAddr>() \
+     and switch on tower-ratelimit's axum feature, or insert a PeerAddr per connection",
 );
 
 /// Whether `e` says the request carries no peer address.

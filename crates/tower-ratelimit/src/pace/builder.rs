@@ -5,8 +5,8 @@ use super::layer::PaceLayer;
 use super::paced::Paced;
 use super::shared::PaceShared;
 use crate::key::KeyExtractor;
-use crate::policy::KeyErrorPolicy;
 use crate::response::ProblemJson;
+use crate::strategy::KeyErrorPolicy;
 use ratelimit_core::{Clock, Store};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -124,7 +124,7 @@ impl<X: KeyExtractor, St, R> PaceBuilder<X, St, R> {
 
     /// Keys whose bodies go unpaced (a table's routes the limit does not
     /// cover).
-    #[cfg(feature = "serde")]
+    #[cfg(feature = "table")]
     pub(crate) fn skip(mut self, skip: fn(&X::Key) -> bool) -> Self {
         self.skip = Some(skip);
         self

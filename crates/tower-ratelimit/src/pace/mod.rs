@@ -29,7 +29,7 @@
 //!   counted as every layer's store errors (`ratelimit_store_errors_total`,
 //!   labelled with the layer's name); the next piece tries the store
 //!   again.
-//! - A key error is answered as [`KeyErrorPolicy`](crate::policy::KeyErrorPolicy)
+//! - A key error is answered as [`KeyErrorPolicy`](crate::strategy::KeyErrorPolicy)
 //!   says (default: the key error's 4xx), or let through unpaced.
 //! - The `RateLimit` header fields are not sent: no request is refused.
 //!
@@ -52,7 +52,7 @@
 //! ```
 //!
 //! In a policy table, a `[[limit]]` with `pace = "response"` is a pace
-//! layer (see [`table`](crate::table), feature `serde`).
+//! layer (see `policy`, feature `table`).
 
 mod body;
 mod budget;

@@ -2,7 +2,7 @@
 
 use super::paced::Paced;
 use crate::key::KeyExtractor;
-use crate::policy::KeyErrorPolicy;
+use crate::strategy::KeyErrorPolicy;
 use ratelimit_core::Clock;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;

@@ -11,11 +11,11 @@ use ratelimit_core::StoreError;
 pub enum Rejection<'a> {
     /// A limit denied the request ([`RateLimitInfo::denied`] says which).
     Limited(&'a RateLimitInfo),
-    /// No key, and the [`KeyErrorPolicy`](crate::policy::KeyErrorPolicy)
+    /// No key, and the [`KeyErrorPolicy`](crate::strategy::KeyErrorPolicy)
     /// rejects: answer with [`KeyError::status`] (a 4xx).
     KeyError(&'a KeyError),
     /// The store failed and the
-    /// [`FailurePolicy`](crate::policy::FailurePolicy) is `Closed`: answer
+    /// [`FailurePolicy`](crate::strategy::FailurePolicy) is `Closed`: answer
     /// 503.
     Unavailable(&'a StoreError),
 }

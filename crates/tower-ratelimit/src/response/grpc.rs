@@ -4,7 +4,7 @@ use super::problem::key_error_detail;
 use super::{Rejection, ResponseBuilder};
 use http::header::{HeaderValue, WWW_AUTHENTICATE};
 use http::{Response, StatusCode};
-use ratelimit_core::ceil_secs;
+use ratelimit_core::plumbing::ceil_secs;
 use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt};
 

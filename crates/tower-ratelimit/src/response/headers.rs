@@ -3,7 +3,8 @@
 use super::memo::{next_id, Memo};
 use bytes::Bytes;
 use http::header::{Entry, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
-use ratelimit_core::{ceil_secs, Decision};
+use ratelimit_core::plumbing::ceil_secs;
+use ratelimit_core::Decision;
 use std::cell::RefCell;
 use std::sync::OnceLock;
 
@@ -50,10 +51,10 @@ pub const X_RATELIMIT_RESET: HeaderName = HeaderName::from_static("x-ratelimit-r
 /// up, never 0 for a positive wait; absent when the request can never be
 /// admitted). Stacked layers append their own members.
 ///
-/// With feature `serde` it is read from a name: `ietf` (the default),
+/// With feature `table` it is read from a name: `ietf` (the default),
 /// `legacy`, `both` or `none`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Deserialize), serde(from = "Named"))]
+#[cfg_attr(feature = "table", derive(serde::Deserialize), serde(from = "Named"))]
 pub struct Headers {
     ietf: bool,
     on_allowed: bool,
@@ -110,7 +111,7 @@ impl Headers {
 }
 
 /// The sets of fields [`Headers`] is read from, by name.
-#[cfg(feature = "serde")]
+#[cfg(feature = "table")]
 #[derive(serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 enum Named {
@@ -120,7 +121,7 @@ enum Named {
     None,
 }
 
-#[cfg(feature = "serde")]
+#[cfg(feature = "table")]
 impl From<Named> for Headers {
     fn from(named: Named) -> Self {
         match named {

@@ -6,7 +6,8 @@ use crate::key::KeyError;
 use bytes::Bytes;
 use http::header::{HeaderValue, CONTENT_TYPE, WWW_AUTHENTICATE};
 use http::{Response, StatusCode};
-use ratelimit_core::{ceil_secs, Decision};
+use ratelimit_core::plumbing::ceil_secs;
+use ratelimit_core::Decision;
 use std::cell::RefCell;
 use std::rc::Rc;
 

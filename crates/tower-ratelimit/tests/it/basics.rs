@@ -201,7 +201,7 @@ async fn missing_connect_info_is_a_4xx_naming_the_fix_logged_once() {
 #[tokio::test]
 async fn missing_connect_info_is_logged_once_whatever_the_policy() {
     use tower_ratelimit::key::ClientIp;
-    use tower_ratelimit::policy::KeyErrorPolicy;
+    use tower_ratelimit::strategy::KeyErrorPolicy;
     let (out, _guard) = capture_warnings();
     let layer = RateLimitLayer::builder(ClientIp::new(["10.0.0.0/8"]).unwrap())
         .limit("proxied", MemoryStore::new(Gcra::new(1, SEC).unwrap()))
@@ -303,8 +303,8 @@ async fn user_id_from_auth_middleware() {
             f.write_str(&self.0)
         }
     }
-    impl ratelimit_core::StableKey for UserId {
-        fn write_stable(&self, h: &mut ratelimit_core::StableHasher) {
+    impl ratelimit_core::algorithm::StableKey for UserId {
+        fn write_stable(&self, h: &mut ratelimit_core::algorithm::StableHasher) {
             self.0.write_stable(h);
         }
     }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use tower::ServiceExt;
 use tower_ratelimit::fair::FairQueueLayer;
 use tower_ratelimit::key::{HeaderKey, KeyError};
-use tower_ratelimit::policy::Selection;
+use tower_ratelimit::strategy::Selection;
 use tower_ratelimit::response::Rejection;
 use tower_ratelimit::RateLimitLayer;
 

@@ -8,7 +8,7 @@ use ratelimit_core::{ManualClock, MemoryStore, SlidingLog};
 use std::time::Duration;
 use tower::ServiceExt;
 use tower_ratelimit::key::PeerIp;
-use tower_ratelimit::policy::StatusIs;
+use tower_ratelimit::strategy::StatusIs;
 use tower_ratelimit::RateLimitLayer;
 
 fn login_app(hits: Hits, clock: &ManualClock) -> Router {

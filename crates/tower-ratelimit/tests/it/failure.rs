@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use tower::ServiceExt;
 use tower_ratelimit::key::{Global, GlobalKey};
-use tower_ratelimit::policy::FailurePolicy;
 use tower_ratelimit::response::RATELIMIT;
+use tower_ratelimit::strategy::FailurePolicy;
 use tower_ratelimit::RateLimitLayer;
 
 type BoxFut<T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send>>;
@@ -126,7 +126,7 @@ async fn capped_memory_store_refusing_new_keys_goes_through_the_policy() {
         )
         .shards(1)
         .max_keys(Some(1))
-        .at_capacity(ratelimit_core::AtCapacity::Refuse)
+        .at_capacity(ratelimit_core::store::AtCapacity::Refuse)
         .build();
         let layer = RateLimitLayer::builder(PeerIp::new())
             .limit("capped", store)

@@ -157,7 +157,7 @@ async fn fields_parse_as_structured_fields() {
     let clock = ManualClock::new();
     let store = || MemoryStore::new(Gcra::new(2, 60 * SEC).unwrap());
     let layer = RateLimitLayer::builder(Global)
-        // One name rule (ratelimit_core::is_valid_limit_name): no spaces or
+        // One name rule (ratelimit_core::plumbing::is_valid_limit_name): no spaces or
         // quotes; a backslash is escaped in the fields' strings.
         .limit(r"per\minute\ip", store())
         .limit("b", store())

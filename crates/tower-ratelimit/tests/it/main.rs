@@ -21,24 +21,24 @@ mod prefixes;
 mod settle;
 mod shaping;
 mod spoofing;
-#[cfg(feature = "serde")]
+#[cfg(feature = "table")]
 mod table;
-#[cfg(feature = "serde")]
+#[cfg(feature = "table")]
 mod table_ban;
-#[cfg(feature = "serde")]
+#[cfg(feature = "table")]
 mod table_handle;
-#[cfg(feature = "serde")]
+#[cfg(feature = "table")]
 mod table_lists;
-#[cfg(feature = "serde")]
+#[cfg(feature = "table")]
 mod table_pace;
-#[cfg(feature = "serde")]
+#[cfg(feature = "table")]
 mod table_prefixes;
-#[cfg(feature = "serde")]
+#[cfg(feature = "table")]
 mod table_reset;
-#[cfg(feature = "serde")]
+#[cfg(feature = "table")]
 mod table_settle;
-#[cfg(feature = "serde")]
+#[cfg(feature = "table")]
 mod table_settle_bound;
-#[cfg(feature = "serde")]
+#[cfg(feature = "table")]
 mod table_shared;
 mod upkeep;

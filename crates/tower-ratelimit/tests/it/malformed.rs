@@ -7,13 +7,13 @@ use proptest::prelude::*;
 use ratelimit_core::{Gcra, MemoryStore};
 use tower::ServiceExt;
 use tower_ratelimit::key::{ApiKey, Bearer, ClientIp, KeyExtractor, ProxyHeader};
-use tower_ratelimit::policy::KeyErrorPolicy;
+use tower_ratelimit::strategy::KeyErrorPolicy;
 use tower_ratelimit::RateLimitLayer;
 
 fn layered<X>(key: X, policy: KeyErrorPolicy) -> Router
 where
     X: KeyExtractor,
-    X::Key: std::hash::Hash + Eq + Clone + ratelimit_core::StableKey,
+    X::Key: std::hash::Hash + Eq + Clone + ratelimit_core::algorithm::StableKey,
 {
     let layer = RateLimitLayer::builder(key)
         .limit("l", MemoryStore::new(Gcra::new(1000, SEC).unwrap()))

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tower::ServiceExt;
 use tower_ratelimit::key::{Global, GlobalKey, Header, HeaderKey, PeerIp};
-use tower_ratelimit::policy::Selection;
 use tower_ratelimit::response::{RATELIMIT, RATELIMIT_POLICY};
+use tower_ratelimit::strategy::Selection;
 use tower_ratelimit::{RateLimitInfo, RateLimitLayer};
 
 #[tokio::test]

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tower::ServiceExt;
 use tower_ratelimit::key::{Global, GlobalKey};
-use tower_ratelimit::policy::{FixedCost, HeaderCost};
+use tower_ratelimit::strategy::{FixedCost, HeaderCost};
 use tower_ratelimit::{ActualCost, CostFrom, CostReport, MeteredBody, RateLimitLayer};
 
 type Fixed = MemoryStore<FixedWindow, GlobalKey>;
@@ -423,7 +423,7 @@ async fn a_report_tells_the_handler_what_was_reserved() {
         .unwrap()
         .at_most(4000)
         .unwrap();
-    let layer = |name: &'static str, cost: Box<dyn tower_ratelimit::policy::Cost>| {
+    let layer = |name: &'static str, cost: Box<dyn tower_ratelimit::strategy::Cost>| {
         RateLimitLayer::<_, Fixed>::builder(Global)
             .limit(name, Arc::clone(&store))
             .cost(cost)

@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tower::ServiceExt;
 use tower_ratelimit::key::Global;
-use tower_ratelimit::policy::Mode;
+use tower_ratelimit::strategy::Mode;
 use tower_ratelimit::{RateLimitLayer, TokioClock};
 
 fn shaped(queue: u64, log: Arc<Mutex<Vec<Duration>>>, start: Instant) -> Router {

@@ -11,7 +11,7 @@ use tower_ratelimit::RateLimitLayer;
 fn app<X>(key: X) -> Router
 where
     X: KeyExtractor,
-    X::Key: std::hash::Hash + Eq + Clone + ratelimit_core::StableKey,
+    X::Key: std::hash::Hash + Eq + Clone + ratelimit_core::algorithm::StableKey,
 {
     let store = MemoryStore::new(Gcra::new(1, 3600 * SEC).unwrap());
     Router::new()

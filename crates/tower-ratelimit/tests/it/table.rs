@@ -10,7 +10,7 @@ use std::convert::Infallible;
 use std::path::Path;
 use std::sync::Arc;
 use tower::ServiceExt;
-use tower_ratelimit::table::{PolicyHandle, PolicyKey, PolicyOptions, PolicyTable};
+use tower_ratelimit::policy::{PolicyHandle, PolicyKey, PolicyOptions, PolicyTable};
 
 const TABLE: &str = r#"
 [[limit]]
@@ -744,7 +744,7 @@ async fn in_memory_with_a_cap_on_keys() {
 /// the same (the startup log and reload lines show them so).
 #[test]
 fn keys_and_routes_print_as_written() {
-    use tower_ratelimit::table::{KeySpec, RouteSpec};
+    use tower_ratelimit::policy::{KeySpec, RouteSpec};
     for key in [
         "bearer",
         "client-ip",

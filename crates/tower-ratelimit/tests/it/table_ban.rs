@@ -11,7 +11,7 @@ use ratelimit_core::ManualClock;
 use std::sync::Arc;
 use std::time::Duration;
 use tower::ServiceExt;
-use tower_ratelimit::table::{PolicyOptions, PolicyTable};
+use tower_ratelimit::policy::{PolicyOptions, PolicyTable};
 
 const TABLE: &str = r#"
 [[limit]]

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tower::ServiceExt;
 use tower_ratelimit::key::{IpPrefixes, PeerIp};
-use tower_ratelimit::table::{PolicyOptions, PolicyTable};
+use tower_ratelimit::policy::{PolicyOptions, PolicyTable};
 use tower_ratelimit::RateLimitLayer;
 
 const TABLE: &str = r#"
@@ -93,7 +93,7 @@ fn ip_keys_are_written_as_the_extractor_writes_them() {
         .apply_in_memory(router, &PolicyOptions::default(), None)
         .unwrap();
     let (login, network) = (limits.get("login").unwrap(), limits.get("network").unwrap());
-    let written = |limit: &tower_ratelimit::table::LimitHandle, text: &str| {
+    let written = |limit: &tower_ratelimit::policy::LimitHandle, text: &str| {
         limit.key(text).map(|k| k.to_string())
     };
     for (text, key) in [

@@ -10,7 +10,7 @@ use axum::Router;
 use std::sync::Arc;
 use tower::ServiceExt;
 use tower_ratelimit::key::ClientIp;
-use tower_ratelimit::table::{PolicyOptions, PolicyTable};
+use tower_ratelimit::policy::{PolicyOptions, PolicyTable};
 
 const TABLE: &str = r#"
 [[limit]]
@@ -169,7 +169,7 @@ fn bad_list_entries_are_refused_naming_the_limit() {
 #[tokio::test]
 async fn entries_added_at_run_time_hold_for_their_ttl() {
     use std::time::Duration;
-    use tower_ratelimit::table::ListKind;
+    use tower_ratelimit::policy::ListKind;
     let table = PolicyTable::from_toml(TABLE, None).unwrap();
     let clock = ratelimit_core::ManualClock::new();
     let options = PolicyOptions {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 use tower::ServiceExt;
-use tower_ratelimit::table::{PolicyOptions, PolicyTable};
+use tower_ratelimit::policy::{PolicyOptions, PolicyTable};
 use tower_ratelimit::TokioClock;
 
 const MIB: usize = 1 << 20;

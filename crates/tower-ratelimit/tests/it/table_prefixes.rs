@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tower::ServiceExt;
 use tower_ratelimit::key::ClientIp;
-use tower_ratelimit::table::{PolicyOptions, PolicyTable};
+use tower_ratelimit::policy::{PolicyOptions, PolicyTable};
 
 /// 5 failed logins per hour per address or /64, 100 per /24 or /48.
 const TABLE: &str = r#"

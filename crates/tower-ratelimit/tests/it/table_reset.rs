@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tower::ServiceExt;
 use tower_ratelimit::key::PeerIp;
-use tower_ratelimit::policy::StatusIs;
-use tower_ratelimit::table::{PolicyOptions, PolicyTable};
+use tower_ratelimit::policy::{PolicyOptions, PolicyTable};
+use tower_ratelimit::strategy::StatusIs;
 use tower_ratelimit::RateLimitLayer;
 
 const TABLE: &str = r#"

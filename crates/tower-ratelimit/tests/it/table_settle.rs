@@ -8,7 +8,7 @@ use axum::Router;
 use ratelimit_core::ManualClock;
 use std::sync::Arc;
 use tower::ServiceExt;
-use tower_ratelimit::table::{Estimate, PolicyHandle, PolicyOptions, PolicyTable};
+use tower_ratelimit::policy::{Estimate, PolicyHandle, PolicyOptions, PolicyTable};
 
 const TABLE: &str = r#"
 [[limit]]

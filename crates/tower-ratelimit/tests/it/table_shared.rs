@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tower::ServiceExt;
 use tower_ratelimit::key::ClientIp;
-use tower_ratelimit::table::{
+use tower_ratelimit::policy::{
     EntriesFuture, EntriesSink, EntryDigest, EntryTable, ListKind, PolicyHandle, PolicyOptions,
     PolicyTable, SharedEntries, SharedEntry,
 };
@@ -37,7 +37,7 @@ routes = ["/keyed"]
 /// The digest every instance computes (a keyed hash in Redis; here any
 /// 128-bit hash will do).
 fn digest() -> EntryDigest {
-    EntryDigest::new(|t: &str| u128::from(ratelimit_core::stable_hash(t)) * 3)
+    EntryDigest::new(|t: &str| u128::from(ratelimit_core::algorithm::stable_hash(t)) * 3)
 }
 
 /// Entries in memory, every follower told of each change at once.

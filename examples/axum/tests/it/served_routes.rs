@@ -5,7 +5,7 @@ use axum::http::{Request, StatusCode};
 use axum_example::served_routes::SERVED;
 use axum_example::{app, app_with_policy, Config, MemoryStores};
 use tower::ServiceExt;
-use tower_ratelimit::table::PolicyTable;
+use tower_ratelimit::policy::PolicyTable;
 
 fn policy(routes: &str) -> PolicyTable {
     let text = format!(

@@ -378,11 +378,11 @@ fn bad_proxy_settings_name_their_variable() {
     let e = Config::from_vars(vars("10.0.0.0/8", "x real ip"))
         .err()
         .unwrap();
-    assert_eq!(e.var, "TRUSTED_PROXY_HEADER");
+    assert_eq!(e.variable, "TRUSTED_PROXY_HEADER");
     assert!(e.to_string().starts_with("TRUSTED_PROXY_HEADER: "), "{e}");
     assert!(e.to_string().contains("\"x real ip\""), "{e}");
     let e = Config::from_vars(vars("10.0.0.0/33", "")).err().unwrap();
-    assert_eq!(e.var, "TRUSTED_PROXIES");
+    assert_eq!(e.variable, "TRUSTED_PROXIES");
     assert!(Config::from_vars(vars("", " ")).is_ok());
     assert!(Config::from_vars(|_| None).is_ok());
 }
@@ -784,7 +784,7 @@ async fn head_is_limited_like_get() {
 #[tokio::test]
 async fn a_route_the_policy_leaves_out_is_served() {
     let (config, _clock) = config("");
-    let policy = tower_ratelimit::table::PolicyTable::from_toml("", None).unwrap();
+    let policy = tower_ratelimit::policy::PolicyTable::from_toml("", None).unwrap();
     let (app, _handle) =
         axum_example::app_with_policy(&config, &axum_example::MemoryStores::default(), &policy)
             .unwrap();

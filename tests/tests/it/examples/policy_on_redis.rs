@@ -9,7 +9,7 @@ use axum::http::{Method, StatusCode};
 use axum::routing::post;
 use integration_tests::redis_server::RedisServer;
 use ratelimit_redis::StoreSettings;
-use tower_ratelimit::table::{PolicyHandle, PolicyOptions, PolicyTable};
+use tower_ratelimit::policy::{PolicyHandle, PolicyOptions, PolicyTable};
 
 const POLICY: &str = r#"
 [[limit]]

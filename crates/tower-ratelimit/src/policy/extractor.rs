@@ -303,7 +303,7 @@ impl KeyExtractor for PolicyExtractor {
             crate::observe::allowed_by_list(self.name);
             return Ok(PolicyKey::Skip);
         }
-        if digests && ratelimit_core::StableKey::is_secret(&key) {
+        if digests && ratelimit_core::algorithm::StableKey::is_secret(&key) {
             self.digests.apply(&key, &probe);
         }
         Ok(key)

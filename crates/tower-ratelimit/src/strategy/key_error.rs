@@ -1,7 +1,7 @@
 //! What to do when no key can be extracted.
 
 /// What to do with a request whose key cannot be extracted
-/// ([`KeyError`](crate::key::KeyError)). With feature `serde` it is read
+/// ([`KeyError`](crate::key::KeyError)). With feature `table` it is read
 /// from its name in kebab-case: `reject`, `allow`, `allow-missing`.
 ///
 /// ```
@@ -18,7 +18,7 @@
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[cfg_attr(
-    feature = "serde",
+    feature = "table",
     derive(serde::Deserialize),
     serde(rename_all = "kebab-case")
 )]

@@ -16,7 +16,7 @@ const DAY: u64 = 86_400_000_000_000;
 /// Unix epoch, as a [`SystemClock`](crate::SystemClock) counts them.
 ///
 /// ```
-/// use ratelimit_core::CalendarUnit;
+/// use ratelimit_core::algorithm::CalendarUnit;
 ///
 /// const DAY: u64 = 86_400_000_000_000;
 /// // 1970-02-10: its month runs from February 1st (day 31) for 28 days.

@@ -6,8 +6,8 @@ use super::route::RouteSpec;
 use super::settle::Estimate;
 use super::tier::Tier;
 use crate::override_key::{canonical, OverridePart};
-use crate::policy::{Cost, FixedCost, KeyErrorPolicy, Mode};
 use crate::response::Headers;
+use crate::strategy::{Cost, FixedCost, KeyErrorPolicy, Mode};
 use crate::LayerBuildError;
 use http::request::Parts;
 use http::StatusCode;
@@ -119,7 +119,7 @@ pub(super) fn duration<'de, D: Deserializer<'de>>(
     d: D,
 ) -> Result<Option<std::time::Duration>, D::Error> {
     let s = String::deserialize(d)?;
-    ratelimit_core::parse_duration(&s)
+    ratelimit_core::plumbing::parse_duration(&s)
         .map(Some)
         .map_err(serde::de::Error::custom)
 }
@@ -229,7 +229,7 @@ pub struct PolicyEntry {
     /// Per-key algorithms, by the key's text (an API key, a bearer token,
     /// an IP, a network as `198.51.100.0/24` or `2001:db8::/48`; for a
     /// composite key, its parts joined by `|`): at most
-    /// [`MAX_OVERRIDES`](ratelimit_core::MAX_OVERRIDES).
+    /// [`MAX_OVERRIDES`](ratelimit_core::algorithm::MAX_OVERRIDES).
     #[serde(default)]
     pub overrides: BTreeMap<String, AnyAlgorithm>,
     /// Clients never limited by this limit: CIDRs matched on the client IP

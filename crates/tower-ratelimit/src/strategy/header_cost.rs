@@ -23,7 +23,7 @@ use http::HeaderName;
 /// however many calls overlap.
 ///
 /// ```
-/// use tower_ratelimit::policy::{Cost, HeaderCost};
+/// use tower_ratelimit::strategy::{Cost, HeaderCost};
 ///
 /// // At most 4000 tokens a call; 4000 reserved without a usable header.
 /// let name = http::HeaderName::from_static("x-max-tokens");

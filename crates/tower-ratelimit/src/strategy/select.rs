@@ -44,7 +44,7 @@ impl Selection {
 ///
 /// ```
 /// use http::request::Parts;
-/// use tower_ratelimit::policy::{LimitSelector, Selection};
+/// use tower_ratelimit::strategy::{LimitSelector, Selection};
 ///
 /// #[derive(Clone, PartialEq)]
 /// enum Plan { Free, Pro }

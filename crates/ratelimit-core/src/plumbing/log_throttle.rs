@@ -4,7 +4,7 @@
 //! interval, and each one it lets through says how many of its kind were
 //! held back since the previous one.
 
-use crate::duration::saturating_nanos;
+use crate::plumbing::saturating_nanos;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -21,7 +21,7 @@ struct Slot {
 /// are nanoseconds of any clock that never goes back.
 ///
 /// ```
-/// use ratelimit_core::LogThrottle;
+/// use ratelimit_core::plumbing::LogThrottle;
 /// use std::time::Duration;
 ///
 /// let throttle = LogThrottle::<1>::new(Duration::from_secs(20));

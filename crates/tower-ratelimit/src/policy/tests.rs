@@ -4,7 +4,7 @@ use super::extractor::{Part, PolicyOptions};
 use super::key::{KeySpec, PolicyKey};
 use super::load::PolicyTable;
 use http::request::Parts;
-use ratelimit_core::StableKey;
+use ratelimit_core::algorithm::StableKey;
 
 /// The key `spec` gives `req`.
 fn key(spec: &str, req: &Parts) -> PolicyKey {

@@ -2,7 +2,7 @@
 
 use crate::key::{HeaderKey, IpKey, IpPrefixes, RouteKey};
 use crate::override_key::OverridePart;
-use ratelimit_core::{StableHasher, StableKey};
+use ratelimit_core::algorithm::{StableHasher, StableKey};
 use std::fmt;
 use std::str::FromStr;
 

@@ -11,4 +11,6 @@ mod parse;
 mod serde_form;
 
 pub use error::SpecError;
-pub(crate) use parse::{anchor_name, fixed_window, parse_period, Period};
+use parse::anchor_name;
+#[cfg(feature = "serde")]
+use parse::{fixed_window, parse_period, Period};

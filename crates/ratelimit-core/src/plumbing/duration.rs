@@ -9,7 +9,7 @@ use std::time::Duration;
 /// Zero is accepted here (`"0s"`); constructors reject zero periods.
 ///
 /// ```
-/// use ratelimit_core::parse_duration;
+/// use ratelimit_core::plumbing::parse_duration;
 /// use std::time::Duration;
 ///
 /// assert_eq!(parse_duration("5m").unwrap(), Duration::from_secs(300));
@@ -56,7 +56,7 @@ fn parse_with_units(s: &str, units: &[(&str, u128)]) -> Result<Duration, ConfigE
 /// (584 years).
 ///
 /// ```
-/// use ratelimit_core::saturating_nanos;
+/// use ratelimit_core::plumbing::saturating_nanos;
 /// use std::time::Duration;
 ///
 /// assert_eq!(saturating_nanos(Duration::from_millis(2)), 2_000_000);
@@ -71,7 +71,7 @@ pub fn saturating_nanos(d: Duration) -> u64 {
 /// (`Retry-After`, the `RateLimit` fields).
 ///
 /// ```
-/// use ratelimit_core::ceil_secs;
+/// use ratelimit_core::plumbing::ceil_secs;
 /// use std::time::Duration;
 ///
 /// assert_eq!(ceil_secs(Duration::from_millis(1001)), 2);
@@ -87,7 +87,7 @@ pub fn ceil_secs(d: Duration) -> u64 {
 /// holds it exactly (`90s` is `90s`, `120s` is `2m`, zero is `0s`).
 ///
 /// ```
-/// use ratelimit_core::format_duration;
+/// use ratelimit_core::plumbing::format_duration;
 /// use std::time::Duration;
 ///
 /// assert_eq!(format_duration(Duration::from_secs(86_400)), "1d");

@@ -1,6 +1,6 @@
 //! What the layer does with a decision: enforce it, only record it, or shape traffic.
 
-/// What the layer does with a decision. With feature `serde` it is read
+/// What the layer does with a decision. With feature `table` it is read
 /// from its name in kebab-case: `enforce`, `dry-run`, `shape`.
 ///
 /// ```
@@ -17,7 +17,7 @@
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[cfg_attr(
-    feature = "serde",
+    feature = "table",
     derive(serde::Deserialize),
     serde(rename_all = "kebab-case")
 )]

@@ -55,7 +55,7 @@ impl PolicyEntry {
             _ => {}
         }
         let refusing = [
-            (self.mode != crate::policy::Mode::Enforce, "mode"),
+            (self.mode != crate::strategy::Mode::Enforce, "mode"),
             (self.cost != 1, "cost"),
             (self.estimate.is_some(), "estimate"),
             (self.max_cost.is_some(), "max-cost"),

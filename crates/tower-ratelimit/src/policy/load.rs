@@ -3,8 +3,9 @@
 use super::entry::PolicyEntry;
 use super::error::{PolicyError, Source};
 use crate::access_list::AccessList;
-use crate::policy::Mode;
-use ratelimit_core::{AnyAlgorithm, MAX_OVERRIDES};
+use crate::strategy::Mode;
+use ratelimit_core::algorithm::MAX_OVERRIDES;
+use ratelimit_core::AnyAlgorithm;
 use serde::Deserialize;
 use std::path::Path;
 
@@ -98,8 +99,11 @@ impl PolicyTable {
 /// `entry` checked, on its own and against the `earlier` entries, with its
 /// overrides written as its extractor writes keys; else what is wrong.
 fn checked(mut entry: PolicyEntry, earlier: &[PolicyEntry]) -> Result<PolicyEntry, String> {
-    if !ratelimit_core::is_valid_limit_name(&entry.name) {
-        return Err(format!("a name is {}", ratelimit_core::LIMIT_NAME_RULE));
+    if !ratelimit_core::plumbing::is_valid_limit_name(&entry.name) {
+        return Err(format!(
+            "a name is {}",
+            ratelimit_core::plumbing::LIMIT_NAME_RULE
+        ));
     }
     if earlier.iter().any(|e| e.name == entry.name) {
         return Err("the name is used twice".to_owned());

@@ -6,8 +6,9 @@
 //! after a reload replaced the overrides).
 
 use crate::access_list::KeyProbe;
-use crate::table::key::PolicyKey;
-use ratelimit_core::{AnyAlgorithm, EntryDigest, LiveAlgorithm};
+use crate::policy::key::PolicyKey;
+use ratelimit_core::plumbing::EntryDigest;
+use ratelimit_core::{AnyAlgorithm, LiveAlgorithm};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -146,7 +147,8 @@ mod tests {
 
     #[test]
     fn an_override_known_by_digest_applies_from_the_keys_first_request() {
-        let digest = EntryDigest::new(|t: &str| u128::from(ratelimit_core::stable_hash(t)));
+        let digest =
+            EntryDigest::new(|t: &str| u128::from(ratelimit_core::algorithm::stable_hash(t)));
         let live = LiveAlgorithm::new(algorithm("fixed-window 2/1d"));
         let overrides = DigestOverrides::new(live.clone());
         assert!(!overrides.is_set());

@@ -1,8 +1,9 @@
 //! Printing: an [`AnyAlgorithm`] back to its line of text (its `Display`).
 
 use super::anchor_name;
-use crate::algorithm::{Anchor, AnyAlgorithm, DEFAULT_MAX_LOG_ENTRIES};
-use crate::duration::format_duration;
+use crate::algorithm::{Anchor, DEFAULT_MAX_LOG_ENTRIES};
+use crate::plumbing::format_duration;
+use crate::AnyAlgorithm;
 use std::fmt;
 use std::time::Duration;
 

@@ -7,10 +7,11 @@
 
 use super::reload::PolicyHandle;
 use crate::access_list::{AccessList, ListKind, MAX_RUNTIME_ENTRIES};
-use ratelimit_core::{
-    saturating_nanos, AnyAlgorithm, EntryDigest, EntryTable, SharedEntries, SharedEntry,
-    MAX_OVERRIDES,
+use ratelimit_core::algorithm::MAX_OVERRIDES;
+use ratelimit_core::plumbing::{
+    saturating_nanos, EntryDigest, EntryTable, SharedEntries, SharedEntry,
 };
+use ratelimit_core::AnyAlgorithm;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
@@ -117,7 +118,7 @@ impl PolicyHandle {
             .ok_or_else(|| format!("no limit named {limit:?}"))?;
         let key = handle.key(key)?;
         let text = key.to_string();
-        if ratelimit_core::StableKey::is_secret(&key) {
+        if ratelimit_core::algorithm::StableKey::is_secret(&key) {
             Ok(shared.digest().await?.of(&text))
         } else {
             Ok(text)

@@ -6,7 +6,8 @@ use super::load::PolicyTable;
 use super::runtime_overrides::RuntimeOverrides;
 use crate::access_list::{ListKind, RuntimeLists};
 use crate::limit_handle::LimitHandle;
-use ratelimit_core::{saturating_nanos, AnyAlgorithm, Clock, LiveAlgorithm};
+use ratelimit_core::plumbing::saturating_nanos;
+use ratelimit_core::{AnyAlgorithm, Clock, LiveAlgorithm};
 use std::fmt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -108,7 +109,7 @@ pub struct PolicyHandle {
     /// Overrides set at run time ([`set_override`](Self::set_override)).
     pub(super) overrides: RuntimeOverrides,
     /// Where the run-time entries are shared, if they are (see `share`).
-    pub(super) shared: std::sync::OnceLock<Arc<dyn ratelimit_core::SharedEntries>>,
+    pub(super) shared: std::sync::OnceLock<Arc<dyn ratelimit_core::plumbing::SharedEntries>>,
 }
 
 impl fmt::Debug for PolicyHandle {

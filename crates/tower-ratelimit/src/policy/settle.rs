@@ -1,6 +1,6 @@
 //! A `[[limit]]`'s `estimate` and `cost-from`: a cost reserved at admission and settled after the response, and their checks.
 
-use crate::policy::{Cost, FixedCost, HeaderCost};
+use crate::strategy::{Cost, FixedCost, HeaderCost};
 use crate::{CostFrom, LayerBuildError};
 use http::HeaderName;
 use serde::{Deserialize, Deserializer};
@@ -14,7 +14,7 @@ use std::str::FromStr;
 /// too.
 ///
 /// ```
-/// use tower_ratelimit::table::{Estimate, PolicyTable};
+/// use tower_ratelimit::policy::{Estimate, PolicyTable};
 ///
 /// let table = PolicyTable::from_toml(r#"
 /// [[limit]]

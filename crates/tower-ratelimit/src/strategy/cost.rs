@@ -10,7 +10,7 @@ use http::request::Parts;
 ///
 /// ```
 /// use http::request::Parts;
-/// use tower_ratelimit::policy::Cost;
+/// use tower_ratelimit::strategy::Cost;
 ///
 /// // Bulk endpoints cost one unit per item in `?count=`.
 /// let per_item = |req: &Parts| {

@@ -9,7 +9,7 @@ use super::reload::PolicyHandle;
 use super::runtime_overrides::RuntimeOverrides;
 use crate::access_list::{AccessList, RuntimeLists};
 use crate::limit_handle::LimitHandle;
-use crate::policy::Selection;
+use crate::strategy::Selection;
 use crate::{LayerBuildError, RateLimitLayer};
 use axum::Router;
 use http::request::Parts;
@@ -134,7 +134,7 @@ impl PolicyTable {
 
     /// [`apply`](Self::apply) with every limit in memory, each holding at
     /// most `max_keys` keys (see
-    /// [`MemoryStoreBuilder::max_keys`](ratelimit_core::MemoryStoreBuilder::max_keys)),
+    /// [`MemoryStoreBuilder::max_keys`](ratelimit_core::store::MemoryStoreBuilder::max_keys)),
     /// live.
     pub fn apply_in_memory(
         &self,

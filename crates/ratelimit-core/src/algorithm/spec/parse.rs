@@ -1,12 +1,10 @@
 //! Parsing: a line of text to an [`AnyAlgorithm`] (its `FromStr`).
 
 use super::SpecError;
-use crate::algorithm::{
-    Anchor, AnyAlgorithm, AnyGcra, AnyLeakyBucket, AnyTokenBucket, FixedWindow, SlidingLog,
-    SlidingWindow, DEFAULT_MAX_LOG_ENTRIES,
-};
-use crate::duration::parse_fine_duration;
-use crate::CalendarUnit;
+use crate::algorithm::{Anchor, AnyGcra, AnyLeakyBucket, AnyTokenBucket, DEFAULT_MAX_LOG_ENTRIES};
+use crate::{AnyAlgorithm, FixedWindow, SlidingLog, SlidingWindow};
+use crate::plumbing::parse_fine_duration;
+use crate::algorithm::CalendarUnit;
 use std::str::FromStr;
 use std::time::Duration;
 

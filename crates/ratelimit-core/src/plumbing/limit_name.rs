@@ -10,7 +10,7 @@ pub const LIMIT_NAME_RULE: &str = "1 to 64 visible ASCII characters, without quo
 /// change the Cluster hash tag).
 ///
 /// ```
-/// use ratelimit_core::is_valid_limit_name;
+/// use ratelimit_core::plumbing::is_valid_limit_name;
 ///
 /// assert!(is_valid_limit_name("per-ip"));
 /// assert!(!is_valid_limit_name(""));
