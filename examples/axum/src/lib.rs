@@ -108,23 +108,6 @@ impl Config {
 const TRUSTED_PROXIES: &str = "TRUSTED_PROXIES";
 const TRUSTED_PROXY_HEADER: &str = "TRUSTED_PROXY_HEADER";
 
-/// A bad setting in the environment: the variable and what is wrong.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigError {
-    /// The variable (`TRUSTED_PROXY_HEADER`).
-    pub var: &'static str,
-    /// What is wrong with its value.
-    pub error: LayerBuildError,
-}
-
-impl std::fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.var, self.error)
-    }
-}
-
-impl std::error::Error for ConfigError {}
-
 impl Default for Config {
     fn default() -> Self {
         Self {
