@@ -1,19 +1,19 @@
 //! The builder of a [`RedisStore`]: its settings, their checks, and the
 //! store they make.
 
-use crate::args::BanArgs;
-use crate::breaker::{Breaker, BreakerConfig};
-use crate::conn::Conn;
-use crate::deny_cache::DenyCache;
-use crate::fallback::{FailurePolicy, Fallback};
-use crate::key_secret::{SecretSource, SECRET_SUFFIX};
-use crate::lease::Leases;
-use crate::plan::Plan;
-use crate::script::{self, Part, Script};
+use crate::connect::conn::Conn;
+use crate::connect::target::Target;
+use crate::connect::time_source::TimeSource;
+use crate::fleet::deny_cache::DenyCache;
+use crate::fleet::key_secret::{SecretSource, SECRET_SUFFIX};
+use crate::fleet::lease::Leases;
+use crate::fleet::write_back::WriteBack;
+use crate::outage::breaker::{Breaker, BreakerConfig};
+use crate::outage::fallback::{FailurePolicy, Fallback};
+use crate::scripts::args::BanArgs;
+use crate::scripts::plan::Plan;
+use crate::scripts::script::{self, Part, Script};
 use crate::store::{Inner, RedisStore};
-use crate::target::Target;
-use crate::time_source::TimeSource;
-use crate::write_back::WriteBack;
 use crate::BuildError;
 #[cfg(doc)]
 use crate::{INSTANCE_ANNOUNCE_EVERY, INSTANCE_SEEN_WITHIN};
@@ -64,7 +64,7 @@ pub struct RedisStoreBuilder {
     /// The fallback memory shared with other stores (a live store's
     /// versions and overrides).
     #[cfg(feature = "live")]
-    pub(crate) live_fallback: Option<Arc<crate::live_fallback::LiveMemory>>,
+    pub(crate) live_fallback: Option<Arc<crate::outage::live_fallback::LiveMemory>>,
 }
 
 impl RedisStoreBuilder {
@@ -274,9 +274,9 @@ impl RedisStoreBuilder {
     pub(crate) fn live_memory(
         &self,
         default: AnyAlgorithm,
-    ) -> Option<crate::live_fallback::LiveMemory> {
+    ) -> Option<crate::outage::live_fallback::LiveMemory> {
         self.fallback
-            .map(|max| crate::live_fallback::LiveMemory::new(default, max, self.ban))
+            .map(|max| crate::outage::live_fallback::LiveMemory::new(default, max, self.ban))
     }
 
     /// The same settings for `algorithm`.

@@ -2,9 +2,9 @@
 //! where its decisions come from, the Redis keys and script of a key, and
 //! whether Redis answers.
 
-use crate::args::OpArg;
-use crate::breaker::BreakerState;
-use crate::failure::{Failure, Kind};
+use crate::outage::breaker::BreakerState;
+use crate::outage::failure::{Failure, Kind};
+use crate::scripts::args::OpArg;
 use crate::store::RedisStore;
 use crate::StoreState;
 #[cfg(doc)]

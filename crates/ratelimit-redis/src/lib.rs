@@ -416,66 +416,40 @@ struct ReadmeDoctests;
 
 mod admin;
 mod any_store;
-mod args;
-mod breaker;
 mod builder;
 mod check_future;
-#[cfg(feature = "cluster")]
-mod cluster_target;
-mod combine;
-mod conn;
-mod deny_cache;
-mod driver;
-mod failure;
-mod fallback;
-mod held;
+mod connect;
+mod fleet;
 mod introspect;
-mod invalidation;
-mod key_name;
-mod key_secret;
-mod lease;
-mod leasing;
-mod listen;
 #[cfg(feature = "live")]
 mod live;
-#[cfg(feature = "live")]
-mod live_fallback;
-mod log_throttle;
-mod outage_share;
-mod plan;
-mod roster;
-mod script;
-#[cfg(feature = "sentinel")]
-mod sentinel;
-mod shared_entries;
+mod outage;
+mod scripts;
 mod store;
 mod store_state;
-mod target;
-mod time_source;
-mod write_back;
 
 pub use any_store::{AnyStore, AnyStoreFuture, StoreSettings};
-pub use breaker::{BreakerConfig, BreakerState};
 pub use builder::{
     RedisStoreBuilder, DEFAULT_DENY_CACHE, DEFAULT_LEASES, DEFAULT_PREFIX, DEFAULT_TIMEOUT,
     MAX_LIMITS,
 };
 pub use check_future::{CheckFuture, StoreFuture};
 #[cfg(feature = "cluster")]
-pub use cluster_target::ClusterTarget;
-pub use conn::Connection;
-pub use key_secret::SettingsSecret;
+pub use connect::cluster_target::ClusterTarget;
+pub use connect::conn::Connection;
+#[cfg(feature = "sentinel")]
+pub use connect::target::SentinelTarget;
+pub use connect::target::Target;
+pub use connect::time_source::TimeSource;
+pub use fleet::key_secret::SettingsSecret;
+pub use fleet::roster::{INSTANCE_ANNOUNCE_EVERY, INSTANCE_SEEN_WITHIN};
+pub use fleet::shared_entries::{RedisEntries, DEFAULT_REFRESH};
+pub use fleet::write_back::WRITE_BACK_EVERY;
 #[cfg(feature = "live")]
 pub use live::LiveRedis;
-pub use roster::{INSTANCE_ANNOUNCE_EVERY, INSTANCE_SEEN_WITHIN};
-pub use shared_entries::{RedisEntries, DEFAULT_REFRESH};
+pub use outage::breaker::{BreakerConfig, BreakerState};
 pub use store::{RedisStore, KEY_SECRET_SYNC};
 pub use store_state::StoreState;
-#[cfg(feature = "sentinel")]
-pub use target::SentinelTarget;
-pub use target::Target;
-pub use time_source::TimeSource;
-pub use write_back::WRITE_BACK_EVERY;
 
 use std::fmt;
 

@@ -1,7 +1,7 @@
 //! A Redis store following a `LiveAlgorithm`: settings changed while it
 //! runs, keeping each key's used quota, with per-key overrides.
 
-use crate::lease::Unspent;
+use crate::fleet::lease::Unspent;
 use crate::{BuildError, RedisStore, RedisStoreBuilder};
 use arc_swap::ArcSwap;
 use ratelimit_core::{AnyAlgorithm, LiveAlgorithm, StableKey, Store, StoreCounts, MAX_OVERRIDES};

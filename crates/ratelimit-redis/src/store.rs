@@ -2,18 +2,18 @@
 //! cache, leases, breaker and timeout, the script, the failure policy),
 //! refunds and settlements, and the [`Store`] impl.
 
-use crate::breaker::{Breaker, BreakerState, Outcome};
 use crate::check_future::{CheckFuture, StoreFuture};
-use crate::combine::settled;
-use crate::conn::Conn;
-use crate::deny_cache::DenyCache;
-use crate::failure::{Failure, Kind};
-use crate::fallback::{FailurePolicy, Fallback};
-use crate::lease::{Leases, Spend};
-use crate::roster::Roster;
-use crate::script::{Op, Script};
-use crate::time_source::TimeSource;
-use crate::write_back::{WriteBack, WRITE_BACK_EVERY};
+use crate::connect::conn::Conn;
+use crate::connect::time_source::TimeSource;
+use crate::fleet::deny_cache::DenyCache;
+use crate::fleet::lease::{Leases, Spend};
+use crate::fleet::roster::Roster;
+use crate::fleet::write_back::{WriteBack, WRITE_BACK_EVERY};
+use crate::outage::breaker::{Breaker, BreakerState, Outcome};
+use crate::outage::failure::{Failure, Kind};
+use crate::outage::fallback::{FailurePolicy, Fallback};
+use crate::scripts::combine::settled;
+use crate::scripts::script::{Op, Script};
 #[cfg(doc)]
 use ratelimit_core::MemoryStore;
 use ratelimit_core::{

@@ -1,10 +1,10 @@
 //! One shared multiplexed connection, (re)established in the background.
 
-use crate::failure::{Failure, Kind};
-use crate::key_secret::{KeySecret, SecretSource};
-use crate::roster::{Rosters, INSTANCE_ANNOUNCE_EVERY};
 #[cfg(feature = "sentinel")]
-use crate::sentinel::{Follower, SentinelBackend};
+use crate::connect::sentinel::{Follower, SentinelBackend};
+use crate::fleet::key_secret::{KeySecret, SecretSource};
+use crate::fleet::roster::{Rosters, INSTANCE_ANNOUNCE_EVERY};
+use crate::outage::failure::{Failure, Kind};
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::{AsyncConnectionConfig, Client, Cmd, Pipeline, RedisFuture, Value};
 use std::pin::pin;
@@ -54,13 +54,13 @@ impl Backend {
 /// next.
 #[cfg(feature = "cluster")]
 pub(crate) struct ClusterBackend {
-    target: crate::cluster_target::ClusterTarget,
+    target: crate::connect::cluster_target::ClusterTarget,
     next: std::sync::atomic::AtomicUsize,
 }
 
 #[cfg(feature = "cluster")]
 impl ClusterBackend {
-    pub(crate) fn new(target: crate::cluster_target::ClusterTarget) -> Self {
+    pub(crate) fn new(target: crate::connect::cluster_target::ClusterTarget) -> Self {
         Self {
             target,
             next: std::sync::atomic::AtomicUsize::new(0),
@@ -297,7 +297,8 @@ impl Conn {
     async fn connect(self: Arc<Self>) {
         let this = Arc::clone(&self);
         let open = async move {
-            let driven = crate::driver::drive(async move { this.backend.open(&this.config).await });
+            let driven =
+                crate::connect::driver::drive(async move { this.backend.open(&this.config).await });
             driven.await.unwrap_or_else(|why| {
                 Err(redis::RedisError::from((
                     redis::ErrorKind::Io,
@@ -361,7 +362,7 @@ impl Conn {
                     if self.rosters.start() {
                         // On the driver thread: it outlives the caller's
                         // runtime, and a busy one does not delay it.
-                        crate::driver::spawn(announcing(Arc::downgrade(&self)));
+                        crate::connect::driver::spawn(announcing(Arc::downgrade(&self)));
                     }
                     tracing::debug!(target: "ratelimit_redis", "connected to redis");
                 }

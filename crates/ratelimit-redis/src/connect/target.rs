@@ -2,8 +2,8 @@
 //! or a Cluster, parsed from one URL form in one place.
 
 #[cfg(feature = "cluster")]
-use crate::cluster_target::ClusterTarget;
-use crate::conn::Backend;
+use crate::connect::cluster_target::ClusterTarget;
+use crate::connect::conn::Backend;
 use crate::BuildError;
 use std::fmt;
 use std::path::Path;
@@ -122,10 +122,12 @@ impl Target {
             Self::Url(url) => return Self::parse(&url, None)?.into_backend(),
             Self::Client(c) => Backend::Single(*c),
             #[cfg(feature = "cluster")]
-            Self::Cluster(c) => Backend::Cluster(Box::new(crate::conn::ClusterBackend::new(*c))),
+            Self::Cluster(c) => {
+                Backend::Cluster(Box::new(crate::connect::conn::ClusterBackend::new(*c)))
+            }
             #[cfg(feature = "sentinel")]
             Self::Sentinel(s) => {
-                Backend::Sentinel(Box::new(crate::sentinel::SentinelBackend::new(
+                Backend::Sentinel(Box::new(crate::connect::sentinel::SentinelBackend::new(
                     s.client()?,
                     s.sentinels.clone(),
                     s.service.clone(),

@@ -2,10 +2,10 @@
 //! unspent units given back (an expired or evicted lease, a release at
 //! shutdown, a live store's change, the store dropped).
 
-use crate::lease::{Leases, Unspent};
-use crate::script::Op;
+use crate::connect::time_source::TimeSource;
+use crate::fleet::lease::{Leases, Unspent};
+use crate::scripts::script::Op;
 use crate::store::{Inner, RedisStore};
-use crate::time_source::TimeSource;
 use ratelimit_core::{Decision, StoreError};
 use std::sync::Arc;
 use std::time::Duration;

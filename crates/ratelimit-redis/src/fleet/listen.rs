@@ -2,9 +2,9 @@
 //! publishes its own admin changes, and applies other stores' changes to
 //! what it holds locally (deny cache, leases, fallback).
 
-use crate::invalidation::{self, Change, Listener};
+use crate::connect::time_source::TimeSource;
+use crate::fleet::invalidation::{self, Change, Listener};
 use crate::store::{Inner, RedisStore};
-use crate::time_source::TimeSource;
 use ratelimit_core::{Algorithm, Decision};
 use std::sync::{Arc, Weak};
 use std::time::Duration;

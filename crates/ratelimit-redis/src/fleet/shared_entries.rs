@@ -28,10 +28,10 @@
 //! same, the digests stored before match no request any more, and those
 //! entries must be added again.
 
-use crate::conn::Conn;
-use crate::failure::{Failure, Kind};
-use crate::key_secret::{hash128, SecretSource, SECRET_SUFFIX};
-use crate::log_throttle::{LogThrottle, LOG_EVERY};
+use crate::connect::conn::Conn;
+use crate::fleet::key_secret::{hash128, SecretSource, SECRET_SUFFIX};
+use crate::outage::failure::{Failure, Kind};
+use crate::outage::log_throttle::{LogThrottle, LOG_EVERY};
 use crate::{BuildError, Target};
 use futures_core::Stream;
 use ratelimit_core::{
@@ -202,7 +202,7 @@ impl Shared {
     /// Runs `work` on the connection within the timeout.
     async fn run<T>(
         &self,
-        work: impl AsyncFnOnce(crate::conn::Handle) -> redis::RedisResult<T>,
+        work: impl AsyncFnOnce(crate::connect::conn::Handle) -> redis::RedisResult<T>,
     ) -> Result<T, Failure> {
         let go = async {
             let (c, _) = self.conn.get(self.timeout).await?;

@@ -27,9 +27,9 @@
 //! each loss seen in `ratelimit_redis_losses_total`; a loss is logged
 //! (`warn` when the store holds keys, else `info`).
 
-use crate::failure::{Failure, Kind};
-use crate::held::Held;
-use crate::script::Op;
+use crate::fleet::held::Held;
+use crate::outage::failure::{Failure, Kind};
+use crate::scripts::script::Op;
 use crate::store::Inner;
 use ratelimit_core::{Decision, StoreError};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -231,7 +231,12 @@ impl Inner {
     }
 
     /// Writes `standing` back, [`IN_FLIGHT`] calls at a time.
-    async fn write_all(&self, standing: Vec<crate::held::Standing>, now: u64, local: u64) -> Tally {
+    async fn write_all(
+        &self,
+        standing: Vec<crate::fleet::held::Standing>,
+        now: u64,
+        local: u64,
+    ) -> Tally {
         let mut tally = Tally::default();
         for batch in standing.chunks(IN_FLIGHT) {
             let calls = batch.iter().map(|s| {
@@ -260,7 +265,7 @@ impl Inner {
     /// value, then `GET`, in one round trip.
     async fn read_marker(&self) -> Result<String, Failure> {
         let key = format!("{}{EPOCH_SUFFIX}", self.script.prefix);
-        let fresh = crate::key_secret::to_hex(&crate::key_secret::random());
+        let fresh = crate::fleet::key_secret::to_hex(&crate::fleet::key_secret::random());
         let (mut c, generation) = self.conn.get(self.timeout).await?;
         let mut pipe = redis::pipe();
         pipe.cmd("SET").arg(&key).arg(fresh).arg("NX").ignore();

@@ -5,7 +5,9 @@
 //! checks, once at build time, that a configuration stays inside the range
 //! where that holds, and rejects it otherwise.
 
-use crate::args::{FixedArgs, GcraArgs, LeakyArgs, LogArgs, Params, SlidingArgs, WindowsArg};
+use crate::scripts::args::{
+    FixedArgs, GcraArgs, LeakyArgs, LogArgs, Params, SlidingArgs, WindowsArg,
+};
 use crate::BuildError;
 use ratelimit_core::{
     saturating_nanos, Algorithm, Anchor, AnyAlgorithm, AnyGcra, AnyLeakyBucket, CalendarUnit,
