@@ -5,9 +5,9 @@
 
 use crate::connect::time_source::TimeSource;
 use crate::fleet::invalidation::Change;
+use crate::inner::Inner;
 use crate::outage::failure::{Failure, Kind};
 use crate::scripts::script::Op;
-use crate::store::Inner;
 use ratelimit_core::StoreError;
 use std::time::Duration;
 

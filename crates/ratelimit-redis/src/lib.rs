@@ -420,7 +420,7 @@ mod builder;
 mod check_future;
 mod connect;
 mod fleet;
-mod introspect;
+mod inner;
 #[cfg(feature = "live")]
 mod live;
 mod outage;
@@ -445,10 +445,11 @@ pub use fleet::key_secret::SettingsSecret;
 pub use fleet::roster::{INSTANCE_ANNOUNCE_EVERY, INSTANCE_SEEN_WITHIN};
 pub use fleet::shared_entries::{RedisEntries, DEFAULT_REFRESH};
 pub use fleet::write_back::WRITE_BACK_EVERY;
+pub use inner::RedisStore;
 #[cfg(feature = "live")]
 pub use live::LiveRedis;
 pub use outage::breaker::{BreakerConfig, BreakerState};
-pub use store::{RedisStore, KEY_SECRET_SYNC};
+pub use store::KEY_SECRET_SYNC;
 pub use store_state::StoreState;
 
 use std::fmt;

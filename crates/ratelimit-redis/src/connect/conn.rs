@@ -118,8 +118,8 @@ impl ConnectionLike for Handle {
     }
 }
 
-/// A connection to a [`Target`](crate::Target), whatever its topology,
-/// for an app's own commands (see [`Target::connect`](crate::Target::connect)).
+/// A connection to a `Target`, whatever its topology,
+/// for an app's own commands (see `Target::connect`).
 #[derive(Clone)]
 pub struct Connection(pub(crate) Handle);
 

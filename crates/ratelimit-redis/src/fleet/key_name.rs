@@ -3,9 +3,9 @@
 //! the key secret when the store does not know it yet.
 
 use crate::fleet::key_secret::hashed;
+use crate::inner::Inner;
 use crate::outage::breaker::Outcome;
 use crate::outage::failure::{Failure, Kind};
-use crate::store::Inner;
 use ratelimit_core::StoreError;
 
 impl Inner {

@@ -14,3 +14,4 @@ pub(crate) mod listen;
 pub(crate) mod roster;
 pub(crate) mod shared_entries;
 pub(crate) mod write_back;
+pub(crate) mod write_back_state;
