@@ -14,7 +14,7 @@ use crate::outage::fallback::{FailurePolicy, Fallback};
 use crate::scripts::args::BanArgs;
 use crate::scripts::plan::Plan;
 use crate::scripts::script::{self, Part, Script};
-use crate::BuildError;
+use crate::RedisBuildError;
 #[cfg(doc)]
 use crate::{INSTANCE_ANNOUNCE_EVERY, INSTANCE_SEEN_WITHIN};
 use ratelimit_core::{Algorithm, AnyAlgorithm, BanPolicy};
@@ -319,9 +319,9 @@ impl RedisStoreBuilder {
     /// Fails on a bad URL, a prefix with braces, or an algorithm whose
     /// numbers exceed the range the scripts compute exactly in (periods up
     /// to 26 days for the windows; see the crate docs).
-    pub fn build(self) -> Result<RedisStore, BuildError> {
+    pub fn build(self) -> Result<RedisStore, RedisBuildError> {
         if self.prefix.contains(['{', '}']) {
-            return Err(BuildError::Prefix(self.prefix));
+            return Err(RedisBuildError::Prefix(self.prefix));
         }
         let backend = self.target.into_backend()?;
         let algorithms = std::iter::once(self.algorithm).chain(self.more).collect();
@@ -385,9 +385,9 @@ fn parts(
     algorithms: Vec<AnyAlgorithm>,
     time: TimeSource,
     live: bool,
-) -> Result<Vec<Part>, BuildError> {
+) -> Result<Vec<Part>, RedisBuildError> {
     if algorithms.len() > MAX_LIMITS {
-        return Err(BuildError::Unsupported(format!(
+        return Err(RedisBuildError::Unsupported(format!(
             "{} limits in one store (at most {MAX_LIMITS})",
             algorithms.len()
         )));
@@ -399,7 +399,7 @@ fn parts(
             plan = plan.live(&algorithm);
         }
         if parts.iter().any(|p| p.plan.tag == plan.tag) {
-            return Err(BuildError::Unsupported(format!(
+            return Err(RedisBuildError::Unsupported(format!(
                 "the same limit twice in one store ({algorithm:?})"
             )));
         }

@@ -428,7 +428,7 @@ mod scripts;
 mod store;
 mod store_state;
 
-pub use any_store::{AnyStore, AnyStoreFuture, StoreSettings};
+pub use any_store::{AnyStore, AnyStoreFuture, LimitSettings, StoreSettings};
 pub use builder::{
     RedisStoreBuilder, DEFAULT_DENY_CACHE, DEFAULT_LEASES, DEFAULT_PREFIX, DEFAULT_TIMEOUT,
     MAX_LIMITS,
@@ -441,7 +441,7 @@ pub use connect::conn::Connection;
 pub use connect::target::SentinelTarget;
 pub use connect::target::Target;
 pub use connect::time_source::TimeSource;
-pub use fleet::key_secret::SettingsSecret;
+pub use fleet::key_secret::KeySecret;
 pub use fleet::roster::{INSTANCE_ANNOUNCE_EVERY, INSTANCE_SEEN_WITHIN};
 pub use fleet::shared_entries::{RedisEntries, DEFAULT_REFRESH};
 pub use fleet::write_back::WRITE_BACK_EVERY;
@@ -457,7 +457,7 @@ use std::fmt;
 /// Why a [`RedisStore`] could not be built.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum BuildError {
+pub enum RedisBuildError {
     /// The connection URL is invalid.
     Url(String),
     /// The key prefix contains `{` or `}`, which would break the Redis
@@ -477,7 +477,7 @@ pub enum BuildError {
     LimitName(String),
 }
 
-impl fmt::Display for BuildError {
+impl fmt::Display for RedisBuildError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Url(e) => write!(f, "bad redis url {e}"),
@@ -494,4 +494,4 @@ impl fmt::Display for BuildError {
     }
 }
 
-impl std::error::Error for BuildError {}
+impl std::error::Error for RedisBuildError {}

@@ -2,7 +2,7 @@
 
 use crate::config::{EntryPattern, LimitConfig};
 use ratelimit_core::{BoxStore, LogThrottle};
-use ratelimit_redis::{BuildError, StoreSettings};
+use ratelimit_redis::{RedisBuildError, StoreSettings};
 use std::cmp::Ordering;
 
 /// A request descriptor's entry: a key and its value.
@@ -44,9 +44,13 @@ pub const LOG_STORE: usize = 1;
 impl Rule {
     /// The limit of `config`, with its store of `settings` (nothing
     /// connects here: a Redis store connects on first use).
-    pub fn new(config: LimitConfig, settings: &StoreSettings) -> Result<Self, BuildError> {
+    pub fn new(config: LimitConfig, settings: &StoreSettings) -> Result<Self, RedisBuildError> {
         let store = match config.algorithm {
-            Some(a) => Some(BoxStore::new(settings.build::<String>(&config.name, a)?)),
+            Some(a) => Some(BoxStore::new(settings.build::<String>(
+                &config.name,
+                a,
+                None,
+            )?)),
             None => None,
         };
         Ok(Self {

@@ -80,7 +80,7 @@ async fn main() {
                 let app = app_with_policy(&config, &stores.max_keys(max_keys), &policy);
                 (app, Some(entries))
             }
-            Err(e @ ratelimit_redis::BuildError::TlsCa(_)) => {
+            Err(e @ ratelimit_redis::RedisBuildError::TlsCa(_)) => {
                 fail(2, &format!("REDIS_TLS_CA: {e}"))
             }
             Err(e) => fail(2, &format!("REDIS_URL: {e}")),

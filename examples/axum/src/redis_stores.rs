@@ -5,7 +5,7 @@ use crate::server::DEFAULT_MAX_KEYS;
 use crate::Stores;
 use ratelimit_core::{BanPolicy, LiveAlgorithm};
 use ratelimit_redis::{
-    AnyStore, BuildError, RedisEntries, StoreSettings, StoreState, Target, DEFAULT_TIMEOUT,
+    AnyStore, RedisBuildError, RedisEntries, StoreSettings, StoreState, Target, DEFAULT_TIMEOUT,
 };
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -41,14 +41,14 @@ impl RedisStores {
     /// Stores on the server at `url` (`redis://host:port/db`, or any form
     /// of [`Target`]: `rediss://`, `redis+sentinel://`, a Cluster's node
     /// list). Nothing connects until the first request.
-    pub fn new(url: &str) -> Result<Self, BuildError> {
+    pub fn new(url: &str) -> Result<Self, RedisBuildError> {
         Self::open(url, None)
     }
 
     /// Stores at `url`, a `rediss://` server's certificate checked
     /// against the CA certificates in the PEM file `tls_ca`
     /// (`REDIS_TLS_CA`) instead of the web roots.
-    pub fn open(url: &str, tls_ca: Option<&Path>) -> Result<Self, BuildError> {
+    pub fn open(url: &str, tls_ca: Option<&Path>) -> Result<Self, RedisBuildError> {
         Ok(Self {
             target: Target::parse(url, tls_ca)?,
             url: url.to_owned(),
@@ -113,7 +113,7 @@ impl RedisStores {
 
     /// The run-time entries of the admin API (allow and deny list
     /// entries, overrides), shared by every copy under `axum-example:`.
-    pub fn entries(&self) -> Result<RedisEntries, BuildError> {
+    pub fn entries(&self) -> Result<RedisEntries, RedisBuildError> {
         RedisEntries::new(self.target.clone(), "axum-example:")
     }
 
@@ -142,7 +142,7 @@ impl Stores for RedisStores {
             lease: self.lease,
             key_secret: None,
         }
-        .build_live_with_ban(name, live, ban)
+        .build(name, live, ban)
         .expect("the example's limits and names suit Redis");
         let store = Arc::new(store);
         self.built

@@ -2,7 +2,7 @@
 
 #[cfg(feature = "sentinel")]
 use crate::connect::sentinel::{Follower, SentinelBackend};
-use crate::fleet::key_secret::{KeySecret, SecretSource};
+use crate::fleet::key_secret::{SecretCell, SecretSource};
 use crate::fleet::roster::{Rosters, INSTANCE_ANNOUNCE_EVERY};
 use crate::outage::failure::{Failure, Kind};
 use redis::aio::{ConnectionLike, MultiplexedConnection};
@@ -178,7 +178,7 @@ pub(crate) struct Conn {
     config: AsyncConnectionConfig,
     connect_timeout: Duration,
     scripts: Mutex<Vec<Arc<ScriptSlot>>>,
-    pub(crate) secret: KeySecret,
+    pub(crate) secret: SecretCell,
     slot: Mutex<Slot>,
     ready: Notify,
     /// When the key secret was last written back and read (see `sync_secret`).
@@ -197,7 +197,7 @@ impl Conn {
                 .set_response_timeout(None),
             connect_timeout,
             scripts: Mutex::default(),
-            secret: KeySecret::new(secret),
+            secret: SecretCell::new(secret),
             slot: Mutex::new(Slot::default()),
             ready: Notify::new(),
             synced: Mutex::new(None),
