@@ -50,17 +50,6 @@ async fn main() {
     let app = match std::env::var("REDIS_URL") {
         Ok(url) => match RedisStores::open(&url, tls_ca_from_env().as_deref()) {
             Ok(stores) => {
-                match stores
-                    .shared_key_secret()
-                    .await
-                    .and_then(|s| s.install().map_err(|e| e.to_string()))
-                {
-                    Ok(()) => tracing::info!("long keys hashed with the secret shared in Redis"),
-                    Err(e) => tracing::warn!(
-                        error = %e,
-                        "no shared key secret: keys longer than 64 bytes get a limit per copy until restart"
-                    ),
-                }
                 tracing::info!(
                     redis = %stores.target(),
                     fallback_max_keys = max_keys,

@@ -10,7 +10,6 @@ use ratelimit_redis::{
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
-use tower_ratelimit::key::KeySecret;
 use tower_ratelimit::table::PolicyKey;
 
 /// A limit's name and its store.
@@ -58,37 +57,6 @@ impl RedisStores {
             lease: None,
             built: Arc::default(),
         })
-    }
-
-    /// The process's secret that keys longer than 64 bytes are hashed
-    /// with in memory, shared by every copy through Redis: the first copy
-    /// to start stores a random one (`SET NX`), the others read it.
-    /// Without a shared secret, each copy would hash a long header value
-    /// to a key of its own and give it its own limit. (API keys and bearer
-    /// tokens reach Redis as a keyed hash of their own whatever their
-    /// length: each store shares that secret at
-    /// `axum-example:{name}:key-secret`.)
-    pub async fn shared_key_secret(&self) -> Result<KeySecret, String> {
-        const KEY: &str = "axum-example:key-secret";
-        let work = async {
-            let mut conn = self.target.connect().await?;
-            let candidate = KeySecret::random().to_hex();
-            redis::cmd("SET")
-                .arg(KEY)
-                .arg(&candidate)
-                .arg("NX")
-                .query_async::<()>(&mut conn)
-                .await?;
-            redis::cmd("GET")
-                .arg(KEY)
-                .query_async::<String>(&mut conn)
-                .await
-        };
-        let hex = tokio::time::timeout(Duration::from_secs(2), work)
-            .await
-            .map_err(|_| "no answer from Redis within 2 s".to_owned())?
-            .map_err(|e| e.to_string())?;
-        KeySecret::from_hex(&hex).map_err(|e| format!("{KEY}: {e}"))
     }
 
     /// How long a check waits for Redis before deciding in memory.

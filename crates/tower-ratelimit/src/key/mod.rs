@@ -17,7 +17,8 @@
 //! request's buffers (hyper keeps a whole request head in one buffer that
 //! every header value and the URI share). Text keys are [`HeaderKey`]s: up
 //! to 64 bytes are kept as they are, longer ones as `#` and the 32 hex
-//! digits of a keyed 128-bit hash (see [`KeySecret`]).
+//! digits of a 128-bit digest, the same in every process (see
+//! [`HeaderKey`]).
 //!
 //! Bytes per key, inline size included, on 64-bit Linux, measured by
 //! `tests/memory.rs` (10,000 keys from requests each carrying a 16 KB
@@ -37,6 +38,7 @@ mod api_key;
 mod bearer;
 mod client_ip;
 mod composite;
+mod digest;
 mod extractor;
 mod from_extension;
 mod global;
@@ -45,7 +47,6 @@ pub(crate) mod ip;
 pub(crate) mod peer_ip;
 mod proxy_watch;
 mod route;
-mod secret;
 
 pub use api_key::ApiKey;
 pub use bearer::Bearer;
@@ -58,4 +59,3 @@ pub use header::{Header, HeaderKey};
 pub use ip::{IpKey, IpPrefixes};
 pub use peer_ip::{peer_addr, PeerAddr, PeerIp};
 pub use route::{Route, RouteKey};
-pub use secret::KeySecret;

@@ -36,7 +36,7 @@ async fn plain_closures_infer_and_take_effect() {
     )
     .cost_fn(|req| if req.method == Method::POST { 2 } else { 1 })
     .select_fn(|_req, key| {
-        if key.as_str() == "staff" {
+        if key.stored() == "staff" {
             Selection::NONE
         } else {
             Selection::ALL
