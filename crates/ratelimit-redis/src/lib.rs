@@ -109,6 +109,11 @@
 //! process's memory only). A fixed window anchored at a key offset derives
 //! a secret key's phase from its hashed name, in Redis and in the fallback.
 //!
+//! Keys longer than 64 bytes (tower-ratelimit's `HeaderKey`) arrive as
+//! `#` and a digest that is the same in every process, so every instance
+//! names them alike with nothing to set up; a long secret key is hashed
+//! again with the key secret, like any secret key.
+//!
 //! Upgrading from a version that stored secret keys as text: their old
 //! keys are simply never read again and expire with their TTL (about a
 //! second after they were full again); each client's count restarts once,
@@ -455,6 +460,16 @@ pub use store_state::StoreState;
 use std::fmt;
 
 /// Why a [`RedisStore`] could not be built.
+///
+/// ```
+/// use ratelimit_core::Gcra;
+/// use ratelimit_redis::{RedisBuildError, RedisStore};
+/// use std::time::Duration;
+///
+/// let gcra = Gcra::new(5, Duration::from_secs(60)).unwrap();
+/// let err = RedisStore::builder("redis://127.0.0.1/", gcra).prefix("{bad}").build();
+/// assert!(matches!(err, Err(RedisBuildError::Prefix(_))));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum RedisBuildError {

@@ -64,12 +64,7 @@ impl PolicyTable {
                 message,
             };
             let algorithm = live_algorithm(entry).map_err(fail)?;
-            let spec = StoreSpec::new(&entry.name, &algorithm, entry.ban_policy());
-            let store = store(&spec).map_err(|e| fail(e.to_string()))?;
-            if let Some(dropped) = spec.dropped() {
-                return Err(fail(dropped));
-            }
-            let store = Arc::new(store);
+            let store = Arc::new(entry_store(entry, &algorithm, &mut store).map_err(fail)?);
             let store_box = BoxStore::new(Arc::clone(&store));
             handles.push(limit_handle(entry, &algorithm, store_box, &clock, options));
             let learned = Arc::new(DigestOverrides::new(algorithm.clone()));
@@ -156,6 +151,21 @@ impl PolicyTable {
                     .build(),
             )
         })
+    }
+}
+
+/// The store of `entry`, made by `factory` from the entry's spec; an
+/// error when the factory fails or leaves a field of the entry out.
+fn entry_store<St, E: fmt::Display>(
+    entry: &PolicyEntry,
+    live: &LiveAlgorithm,
+    factory: &mut impl FnMut(&StoreSpec<'_>) -> Result<St, E>,
+) -> Result<St, String> {
+    let spec = StoreSpec::new(&entry.name, live, entry.ban_policy());
+    let store = factory(&spec).map_err(|e| e.to_string())?;
+    match spec.dropped() {
+        Some(why) => Err(why),
+        None => Ok(store),
     }
 }
 
