@@ -148,7 +148,7 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
     ///     .limit("free", store(60))
     ///     .limit("pro", store(6000))
     ///     .select_fn(|_req, key| {
-    ///         if key.as_str().starts_with("pro-") {
+    ///         if key.stored().starts_with("pro-") {
     ///             Selection::only(1)
     ///         } else {
     ///             Selection::only(0)

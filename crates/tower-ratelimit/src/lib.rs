@@ -124,7 +124,7 @@
 //! }))
 //! .limit("tenant", store(1000))
 //! .cost_fn(|req| if req.uri.path().starts_with("/bulk") { 10 } else { 1 })
-//! .select_fn(|_req, tenant| match tenant.as_str() {
+//! .select_fn(|_req, tenant| match tenant.stored() {
 //!     "internal" => Selection::NONE,
 //!     _ => Selection::ALL,
 //! })
