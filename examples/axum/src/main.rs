@@ -50,6 +50,7 @@ async fn main() {
     let app = match std::env::var("REDIS_URL") {
         Ok(url) => match RedisStores::open(&url, tls_ca_from_env().as_deref()) {
             Ok(stores) => {
+                tracing::info!("every copy names a key alike: long keys by their digest, secret keys with the key secret shared in Redis");
                 tracing::info!(
                     redis = %stores.target(),
                     fallback_max_keys = max_keys,
