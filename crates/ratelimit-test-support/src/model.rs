@@ -16,7 +16,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
 
-/// Where a fixed window's windows start (`ratelimit_core::Anchor`).
+/// Where a fixed window's windows start (`ratelimit_core::algorithm::Anchor`).
 ///
 /// ```
 /// use ratelimit_test_support::model::{Anchor, Model, Spec};

@@ -191,7 +191,7 @@ pub(crate) struct RuntimeLists {
 ///
 /// ```
 /// use axum::{routing::get, Router};
-/// use tower_ratelimit::table::{ListKind, PolicyOptions, PolicyTable};
+/// use tower_ratelimit::policy::{ListKind, PolicyOptions, PolicyTable};
 ///
 /// let text = "[[limit]]\nname = \"api\"\nalgorithm = \"gcra 100/1m\"\nkey = \"peer-ip\"\nroutes = [\"GET /\"]\n";
 /// let table = PolicyTable::from_toml(text, None).unwrap();

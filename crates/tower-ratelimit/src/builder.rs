@@ -2,9 +2,11 @@
 
 use crate::clock::default_clock;
 use crate::key::KeyExtractor;
-use crate::strategy::{Cost, FailurePolicy, KeyErrorPolicy, LimitSelector, Mode, ResponsePredicate};
 use crate::response::{Fields, Headers, ProblemJson};
 use crate::shared::{Limit, Shared, Stripes};
+use crate::strategy::{
+    Cost, FailurePolicy, KeyErrorPolicy, LimitSelector, Mode, ResponsePredicate,
+};
 use crate::{CostFrom, LayerBuildError, RateLimitLayer};
 use ratelimit_core::{Clock, Store};
 use std::sync::atomic::AtomicBool;
@@ -129,7 +131,7 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
     ///     .limit("free", store(60))
     ///     .limit("pro", store(6000))
     ///     .select(|_req: &Parts, key: &HeaderKey| {
-    ///         if key.as_str().starts_with("pro-") {
+    ///         if key.stored().starts_with("pro-") {
     ///             Selection::only(1)
     ///         } else {
     ///             Selection::only(0)

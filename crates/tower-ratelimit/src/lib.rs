@@ -127,7 +127,7 @@
 //! })
 //! .limit("tenant", store(1000))
 //! .cost(|req: &Parts| if req.uri.path().starts_with("/bulk") { 10 } else { 1 })
-//! .select(|_req: &Parts, tenant: &HeaderKey| match tenant.as_str() {
+//! .select(|_req: &Parts, tenant: &HeaderKey| match tenant.stored() {
 //!     "internal" => Selection::NONE,
 //!     _ => Selection::ALL,
 //! })

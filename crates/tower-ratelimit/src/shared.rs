@@ -1,8 +1,10 @@
 //! The state every clone of a layer and its services shares.
 
 use crate::key::KeyExtractor;
-use crate::strategy::{Cost, FailurePolicy, KeyErrorPolicy, LimitSelector, Mode, ResponsePredicate};
 use crate::response::Fields;
+use crate::strategy::{
+    Cost, FailurePolicy, KeyErrorPolicy, LimitSelector, Mode, ResponsePredicate,
+};
 use crate::summary::Summary;
 use ratelimit_core::Clock;
 use std::hash::{BuildHasher, Hash, RandomState};

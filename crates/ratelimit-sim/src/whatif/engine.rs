@@ -90,7 +90,7 @@ const EVERY_PATH: &str = "/{*rest}";
 ///
 /// ```
 /// use ratelimit_sim::whatif::engine::EngineOptions;
-/// use tower_ratelimit::table::PolicyOptions;
+/// use tower_ratelimit::policy::PolicyOptions;
 ///
 /// let options = EngineOptions {
 ///     policy: PolicyOptions::default(),
@@ -117,7 +117,7 @@ pub struct EngineOptions {
 /// ```
 /// use ratelimit_sim::whatif::engine::{Engine, EngineOptions, Outcome};
 /// use ratelimit_sim::whatif::LogLine;
-/// use tower_ratelimit::table::{PolicyOptions, PolicyTable};
+/// use tower_ratelimit::policy::{PolicyOptions, PolicyTable};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
@@ -195,10 +195,11 @@ impl Engine {
         let mut stores = Vec::new();
         let max_keys = options.max_keys;
         let (router, _handle) = table
-            .apply(routes(table), &options.policy, |_, live| {
+            .apply(routes(table), &options.policy, |spec| {
                 let store: LimitStore = Arc::new(
-                    MemoryStore::<LiveAlgorithm, PolicyKey>::builder(live.clone())
+                    MemoryStore::<LiveAlgorithm, PolicyKey>::builder(spec.live().clone())
                         .max_keys(Some(max_keys))
+                        .ban(spec.ban())
                         .shards(1)
                         .build(),
                 );

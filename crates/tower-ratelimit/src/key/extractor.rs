@@ -28,7 +28,7 @@ use std::fmt;
 ///         .ok_or(KeyError::missing("X-Tenant header"))
 /// };
 /// let req = http::Request::builder().header("x-tenant", "acme").body(()).unwrap();
-/// assert_eq!(tenant.extract(&req.into_parts().0).unwrap().as_str(), "acme");
+/// assert_eq!(tenant.extract(&req.into_parts().0).unwrap().stored(), "acme");
 /// ```
 pub trait KeyExtractor: Send + Sync + 'static {
     /// The key. Keys for a remote store also need `Display`; every built-in

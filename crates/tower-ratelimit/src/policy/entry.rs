@@ -131,7 +131,7 @@ pub(super) fn one() -> u64 {
 /// One named limit of a [`PolicyTable`](super::PolicyTable).
 ///
 /// ```
-/// use tower_ratelimit::table::PolicyTable;
+/// use tower_ratelimit::policy::PolicyTable;
 ///
 /// let text = r#"
 /// [[limit]]

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 /// Why a policy table was rejected: where, which entry, and what.
 ///
 /// ```
-/// use tower_ratelimit::table::PolicyTable;
+/// use tower_ratelimit::policy::PolicyTable;
 ///
 /// let text = "[[limit]]\nname = \"api\"\nalgorithm = \"gcra 100/1m brust 5\"\nkey = \"peer-ip\"\n";
 /// let err = PolicyTable::from_toml(text, None).unwrap_err();

@@ -21,7 +21,7 @@ use std::sync::Arc;
 /// ```
 /// use std::sync::Arc;
 /// use tower_ratelimit::key::{HeaderKey, KeyExtractor, PeerIp};
-/// use tower_ratelimit::table::{AppKey, PolicyKey, PolicyOptions};
+/// use tower_ratelimit::policy::{AppKey, PolicyKey, PolicyOptions};
 ///
 /// // `key = "app:tenant"`: the X-Tenant header, or the peer's address.
 /// let peer = PeerIp::new();
@@ -38,7 +38,7 @@ pub type AppKey = Arc<dyn Fn(&Parts) -> Result<PolicyKey, KeyError> + Send + Syn
 ///
 /// ```
 /// use std::sync::Arc;
-/// use tower_ratelimit::table::{Authenticated, PolicyOptions};
+/// use tower_ratelimit::policy::{Authenticated, PolicyOptions};
 ///
 /// // Tier "authenticated": requests with a session cookie.
 /// let authenticated: Authenticated = Arc::new(|req| req.headers.contains_key("cookie"));
@@ -87,7 +87,7 @@ pub(super) fn has_credentials(req: &Parts) -> bool {
 ///
 /// ```
 /// use tower_ratelimit::key::{ClientIp, ProxyHeader};
-/// use tower_ratelimit::table::PolicyOptions;
+/// use tower_ratelimit::policy::PolicyOptions;
 ///
 /// let mut options = PolicyOptions::default();
 /// options.client_ip = Some(ClientIp::from_list("10.0.0.0/8").unwrap().header(ProxyHeader::X_REAL_IP));

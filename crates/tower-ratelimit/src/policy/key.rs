@@ -27,7 +27,7 @@ pub(super) enum KeyPart {
 /// What an entry keys on: one part, or several joined by `+`.
 ///
 /// ```
-/// use tower_ratelimit::table::{KeySpec, PolicyOptions};
+/// use tower_ratelimit::policy::{KeySpec, PolicyOptions};
 ///
 /// let spec: KeySpec = "client-ip(v4/24, v6/48)+route".parse().unwrap();
 /// assert!(spec.extractor(&PolicyOptions::default()).is_ok());
@@ -154,7 +154,7 @@ impl fmt::Display for KeySpec {
 /// The key of a table's limit: whichever its `key` names.
 ///
 /// ```
-/// use tower_ratelimit::table::{KeySpec, PolicyKey, PolicyOptions};
+/// use tower_ratelimit::policy::{KeySpec, PolicyKey, PolicyOptions};
 ///
 /// let key = "peer-ip".parse::<KeySpec>().unwrap().extractor(&PolicyOptions::default()).unwrap();
 /// let mut req = http::Request::new(());

@@ -26,7 +26,7 @@ pub(super) struct File {
 ///
 /// ```
 /// use axum::{routing::get, Router};
-/// use tower_ratelimit::table::{PolicyOptions, PolicyTable};
+/// use tower_ratelimit::policy::{PolicyOptions, PolicyTable};
 ///
 /// let text = r#"
 /// [[limit]]

@@ -18,7 +18,7 @@ use std::sync::Arc;
 ///
 /// ```
 /// use axum::{routing::get, Router};
-/// use tower_ratelimit::table::{PolicyOptions, PolicyTable};
+/// use tower_ratelimit::policy::{PolicyOptions, PolicyTable};
 ///
 /// let file = |rate: &str| format!("[[limit]]\nname = \"api\"\nalgorithm = \"gcra {rate}\"\nkey = \"peer-ip\"\n");
 /// let app = || Router::new().route("/", get(|| async { "hello" }));
@@ -79,7 +79,7 @@ impl LimitChange {
 ///
 /// ```
 /// use axum::{routing::get, Router};
-/// use tower_ratelimit::table::{PolicyOptions, PolicyTable};
+/// use tower_ratelimit::policy::{PolicyOptions, PolicyTable};
 ///
 /// let text = "[[limit]]\nname = \"api\"\nalgorithm = \"gcra 100/1m\"\nkey = \"peer-ip\"\n";
 /// let table = PolicyTable::from_toml(text, None).unwrap();

@@ -19,7 +19,7 @@ impl fmt::Display for RouteSpec {
 /// A route an entry applies to: a method (or any) and a path.
 ///
 /// ```
-/// use tower_ratelimit::table::RouteSpec;
+/// use tower_ratelimit::policy::RouteSpec;
 ///
 /// let route: RouteSpec = "POST /login".parse().unwrap();
 /// assert_eq!(route.to_string(), "POST /login");

@@ -133,7 +133,7 @@ impl PolicyHandle {
     /// (and taken back here if that fails). Refused: an unknown limit, a
     /// key the limit cannot have, an algorithm whose capacity is below the
     /// limit's cost (every request refused), or more than
-    /// [`MAX_OVERRIDES`](ratelimit_core::MAX_OVERRIDES).
+    /// [`MAX_OVERRIDES`](ratelimit_core::algorithm::MAX_OVERRIDES).
     pub async fn set_override(
         &self,
         limit: &str,

@@ -6,7 +6,7 @@ use serde::Deserialize;
 /// tells them apart.
 ///
 /// ```
-/// use tower_ratelimit::table::{PolicyTable, Tier};
+/// use tower_ratelimit::policy::{PolicyTable, Tier};
 ///
 /// let text = "[[limit]]\nname = \"anon\"\nalgorithm = \"gcra 10/1m\"\nkey = \"client-ip\"\ntier = \"anonymous\"\n";
 /// let table = PolicyTable::from_toml(text, None).unwrap();

@@ -6,7 +6,7 @@
 ///
 /// ```
 /// use std::time::Duration;
-/// use tower_ratelimit::{key::PeerIp, policy::FailurePolicy, Gcra, MemoryStore, RateLimitLayer};
+/// use tower_ratelimit::{key::PeerIp, strategy::FailurePolicy, Gcra, MemoryStore, RateLimitLayer};
 ///
 /// let layer = RateLimitLayer::builder(PeerIp::new())
 ///     .limit("api", MemoryStore::new(Gcra::new(100, Duration::from_secs(60)).unwrap()))

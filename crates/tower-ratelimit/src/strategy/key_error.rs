@@ -6,7 +6,7 @@
 ///
 /// ```
 /// use std::time::Duration;
-/// use tower_ratelimit::{key::ApiKey, policy::KeyErrorPolicy, Gcra, MemoryStore, RateLimitLayer};
+/// use tower_ratelimit::{key::ApiKey, strategy::KeyErrorPolicy, Gcra, MemoryStore, RateLimitLayer};
 ///
 /// // Requests without an API key pass unlimited here (another limit takes them).
 /// let layer = RateLimitLayer::builder(ApiKey::new())

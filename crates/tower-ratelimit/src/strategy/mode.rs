@@ -5,7 +5,7 @@
 ///
 /// ```
 /// use std::time::Duration;
-/// use tower_ratelimit::{key::PeerIp, policy::Mode, Gcra, MemoryStore, RateLimitLayer};
+/// use tower_ratelimit::{key::PeerIp, strategy::Mode, Gcra, MemoryStore, RateLimitLayer};
 ///
 /// // Count and log what would be refused, refuse nothing.
 /// let layer = RateLimitLayer::builder(PeerIp::new())

@@ -11,8 +11,8 @@ use std::time::Duration;
 use tower::ServiceExt;
 use tower_ratelimit::fair::FairQueueLayer;
 use tower_ratelimit::key::{HeaderKey, KeyError};
-use tower_ratelimit::strategy::Selection;
 use tower_ratelimit::response::Rejection;
+use tower_ratelimit::strategy::Selection;
 use tower_ratelimit::RateLimitLayer;
 
 fn request(method: Method, uri: &str, user: Option<&str>) -> Request<Body> {
@@ -37,7 +37,7 @@ async fn plain_closures_infer_and_take_effect() {
     )
     .cost(|req: &Parts| if req.method == Method::POST { 2 } else { 1 })
     .select(|_req: &Parts, key: &HeaderKey| {
-        if key.as_str() == "staff" {
+        if key.stored() == "staff" {
             Selection::NONE
         } else {
             Selection::ALL

@@ -1,10 +1,10 @@
 //! Parsing: a line of text to an [`AnyAlgorithm`] (its `FromStr`).
 
 use super::SpecError;
-use crate::algorithm::{Anchor, AnyGcra, AnyLeakyBucket, AnyTokenBucket, DEFAULT_MAX_LOG_ENTRIES};
-use crate::{AnyAlgorithm, FixedWindow, SlidingLog, SlidingWindow};
-use crate::plumbing::parse_fine_duration;
 use crate::algorithm::CalendarUnit;
+use crate::algorithm::{Anchor, AnyGcra, AnyLeakyBucket, AnyTokenBucket, DEFAULT_MAX_LOG_ENTRIES};
+use crate::plumbing::parse_fine_duration;
+use crate::{AnyAlgorithm, FixedWindow, SlidingLog, SlidingWindow};
 use std::str::FromStr;
 use std::time::Duration;
 

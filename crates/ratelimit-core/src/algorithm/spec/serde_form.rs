@@ -1,8 +1,8 @@
 //! The serde forms of an [`AnyAlgorithm`], documented on it.
 
 use super::{fixed_window, parse_period, Period, SpecError};
-use crate::{AnyAlgorithm, SlidingLog, SlidingWindow};
 use crate::algorithm::{AnyGcra, AnyLeakyBucket, AnyTokenBucket, DEFAULT_MAX_LOG_ENTRIES};
+use crate::{AnyAlgorithm, SlidingLog, SlidingWindow};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use std::fmt;
