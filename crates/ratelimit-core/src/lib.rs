@@ -15,15 +15,15 @@
 //! memory, and the clock ([`Clock`]) is passed in.
 //!
 //! ```
-//! use ratelimit_core::{Clock, Gcra, ManualClock, MemoryStore};
+//! use ratelimit_core::{Clock, Gcra, ManualClock, MemoryStore, Store};
 //! use std::time::Duration;
 //!
 //! let clock = ManualClock::new();
 //! let store = MemoryStore::new(Gcra::new(5, Duration::from_secs(60)).unwrap());
 //! for _ in 0..5 {
-//!     assert!(store.check_now("10.0.0.1", 1, clock.now()).unwrap().allowed);
+//!     assert!(store.check("10.0.0.1", 1, clock.now()).value().unwrap().allowed);
 //! }
-//! let denied = store.check_now("10.0.0.1", 1, clock.now()).unwrap();
+//! let denied = store.check("10.0.0.1", 1, clock.now()).value().unwrap();
 //! assert_eq!(denied.retry_after(), Some(Duration::from_secs(12)));
 //! # let _: &MemoryStore<Gcra, String> = &store;
 //! ```
@@ -67,8 +67,8 @@ pub use shared_entries::{
 };
 pub use spec::SpecError;
 pub use store::{
-    AdminFuture, AtCapacity, BanLeftFuture, BanPolicy, BoxStore, MemoryStore, MemoryStoreBuilder,
-    SettleFuture, Store, StoreCounts,
+    Answer, AtCapacity, BanLeftFuture, BanPolicy, BoxStore, MemoryStore, MemoryStoreBuilder,
+    NeverPending, SettleFuture, Store, StoreCounts, Upkeep,
 };
 #[cfg(feature = "tokio")]
 pub use tokio_clock::TokioClock;

@@ -10,7 +10,8 @@ use crate::log_throttle::{LogThrottle, LOG_EVERY};
 use crate::outage_share::Share;
 use crate::roster::Roster;
 use ratelimit_core::{
-    Algorithm, AnyAlgorithm, BanPolicy, Decision, MemoryStore, StoreCounts, StoreError,
+    Algorithm, Answer, AnyAlgorithm, BanPolicy, Decision, MemoryStore, Store, StoreCounts,
+    StoreError,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -170,22 +171,22 @@ impl Fallback {
         let share = self.share();
         #[cfg(feature = "live")]
         if let Some((store, capacity)) = self.live_for(key) {
-            let d = store.check_now(key, share.cost(cost, capacity), now)?;
+            let d = store.check(key, share.cost(cost, capacity), now).value()?;
             return Ok(share.decision(d));
         }
         let memory = self.fixed();
         let cost_of = |store: &FixedStore| share.cost(cost, store.algorithm().limit());
         if let [one] = memory {
-            return Ok(share.decision(one.check_now(key, cost_of(one), now)?));
+            return Ok(share.decision(one.check(key, cost_of(one), now).value()?));
         }
         let _all = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
         let mut decisions = Vec::with_capacity(memory.len());
         for (i, store) in memory.iter().enumerate() {
-            let d = share.decision(store.check_now(key, cost_of(store), now)?);
+            let d = share.decision(store.check(key, cost_of(store), now).value()?);
             if !d.allowed {
                 // Give back what the limits before it took, at once.
                 for earlier in &memory[..i] {
-                    earlier.refund_now(key, cost_of(earlier), now, now);
+                    let _ = earlier.refund(key, cost_of(earlier), now, now);
                 }
                 return Ok(d);
             }
@@ -198,12 +199,12 @@ impl Fallback {
         let share = self.share();
         #[cfg(feature = "live")]
         if let Some((store, capacity)) = self.live_for(key) {
-            store.refund_now(key, share.cost(cost, capacity), admitted_at, now);
+            let _ = store.refund(key, share.cost(cost, capacity), admitted_at, now);
             return;
         }
         for store in self.fixed() {
             let cost = share.cost(cost, store.algorithm().limit());
-            store.refund_now(key, cost, admitted_at, now);
+            let _ = store.refund(key, cost, admitted_at, now);
         }
     }
 
@@ -222,21 +223,24 @@ impl Fallback {
         #[cfg(feature = "live")]
         if let Some((store, capacity)) = self.live_for(key) {
             let c = |n| share.cost(n, capacity);
-            let d = store.settle_now(key, c(reserved), c(actual), admitted_at, now)?;
+            let d = at_once(store.settle(key, c(reserved), c(actual), admitted_at, now))?;
             return Ok(share.decision(d));
         }
         let _all = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
         let mut decisions = Vec::new();
         for store in self.fixed() {
             let c = |n| share.cost(n, store.algorithm().limit());
-            let d = store.settle_now(key, c(reserved), c(actual), admitted_at, now)?;
+            let d = at_once(store.settle(key, c(reserved), c(actual), admitted_at, now))?;
             decisions.push(share.decision(d));
         }
         Ok(settled(decisions).0)
     }
 
-    pub(crate) fn maintain(&self, now: u64) {
-        self.each(|m| m.maintain(now));
+    /// Upkeep of every memory store; the keys dropped.
+    pub(crate) fn maintain(&self, now: u64) -> usize {
+        let mut dropped = 0;
+        self.each(|m| dropped += m.maintain(now));
+        dropped
     }
 
     /// What the fallback's stores hold, summed.
@@ -272,10 +276,21 @@ impl Fallback {
     }
 }
 
+/// A memory store's settlement, which it answers at once (a pending
+/// answer, which it never gives, is an error rather than a wait).
+fn at_once<T, F>(answer: Answer<Result<T, StoreError>, F>) -> Result<T, StoreError> {
+    answer.into_ready().unwrap_or_else(|_| {
+        Err(StoreError::unavailable(
+            "other",
+            "the fallback's memory store did not answer at once",
+        ))
+    })
+}
+
 /// What the fallback does alike to every memory store, whatever its
 /// algorithm.
 trait Upkeep {
-    fn maintain(&self, now: u64);
+    fn maintain(&self, now: u64) -> usize;
     fn counts(&self) -> StoreCounts;
     fn reset(&self, key: &str);
     fn ban(&self, key: &str, duration: Duration, now: u64);
@@ -283,20 +298,21 @@ trait Upkeep {
 }
 
 impl<A: Algorithm> Upkeep for MemoryStore<A, String> {
-    fn maintain(&self, now: u64) {
-        MemoryStore::maintain(self, now);
+    fn maintain(&self, now: u64) -> usize {
+        ratelimit_core::Upkeep::maintain(self, now)
     }
     fn counts(&self) -> StoreCounts {
-        MemoryStore::counts(self)
+        ratelimit_core::Upkeep::counts(self).unwrap_or_default()
     }
+    // A memory store answers these at once, and they cannot fail.
     fn reset(&self, key: &str) {
-        self.reset_now(key);
+        let _ = Store::<str>::reset(self, key);
     }
     fn ban(&self, key: &str, duration: Duration, now: u64) {
-        self.ban_now(key, duration, now);
+        let _ = Store::<str>::ban(self, key, duration, now);
     }
     fn unban(&self, key: &str) {
-        self.unban_now(key);
+        let _ = Store::<str>::unban(self, key);
     }
 }
 

@@ -454,13 +454,13 @@ mod target;
 mod time_source;
 mod write_back;
 
-pub use any_store::{AnyStore, AnyStoreFuture, StoreSettings};
+pub use any_store::{AnyStore, StoreSettings};
 pub use breaker::{BreakerConfig, BreakerState};
 pub use builder::{
     RedisStoreBuilder, DEFAULT_DENY_CACHE, DEFAULT_LEASES, DEFAULT_PREFIX, DEFAULT_TIMEOUT,
     MAX_LIMITS,
 };
-pub use check_future::{CheckFuture, StoreFuture};
+pub use check_future::StoreFuture;
 #[cfg(feature = "cluster")]
 pub use cluster_target::ClusterTarget;
 pub use conn::Connection;

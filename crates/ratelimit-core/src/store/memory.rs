@@ -5,11 +5,10 @@ use super::deny_cache::Constants;
 use super::guess;
 use super::shard::{At, Shard, ShardCell, StoreCounts, INSERT_STEP};
 use super::shard_lock::Readers;
-use super::{BanLeftFuture, Store};
+use super::{Answer, BanLeftFuture, NeverPending, SettleFuture, Store, Upkeep};
 use crate::{Algorithm, Decision, StableKey, StoreError};
 use hashbrown::DefaultHashBuilder;
 use std::borrow::Borrow;
-use std::future::{ready, Ready};
 use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
 use std::time::Duration;
@@ -40,7 +39,7 @@ fn default_shards(max_keys: Option<usize>) -> usize {
     }
 }
 
-/// Buckets each shard sweeps per [`MemoryStore::maintain`] call.
+/// Buckets each shard sweeps per [`Upkeep::maintain`] call.
 const MAINTAIN_STEP: usize = 16 * 1024;
 
 /// A concurrent keyed store: every key has its own state, created full on
@@ -73,7 +72,7 @@ const MAINTAIN_STEP: usize = 16 * 1024;
 /// a writer holds take the locked path; a writer waits for the shard's
 /// readers to finish (one lookup and one decision each). A store with a
 /// ban policy, and a shard while it holds a ban (until the ban is lifted,
-/// or ends and [`maintain`](Self::maintain) or [`sweep`](Self::sweep)
+/// or ends and [`maintain`](Upkeep::maintain) or [`sweep`](Self::sweep)
 /// passes it), decide every check under the lock.
 ///
 /// A cost-1 check that is denied again (the shard's previous denial was of
@@ -121,7 +120,7 @@ const MAINTAIN_STEP: usize = 16 * 1024;
 /// dropped without changing any decision:
 /// - every insert of a new key first sweeps a few buckets of its shard (a
 ///   cursor goes round the table), so full keys go before the table grows;
-/// - [`maintain`](Self::maintain) sweeps a bounded number of buckets of
+/// - [`maintain`](Upkeep::maintain) sweeps a bounded number of buckets of
 ///   every shard; call it every second or so (the HTTP layer of
 ///   `tower-ratelimit` does, on tokio) to give memory back while no new
 ///   keys arrive;
@@ -169,14 +168,14 @@ const MAINTAIN_STEP: usize = 16 * 1024;
 /// policy decides. Known keys are limited exactly either way.
 ///
 /// ```
-/// use ratelimit_core::{Gcra, MemoryStore};
+/// use ratelimit_core::{Gcra, MemoryStore, Store};
 /// use std::time::Duration;
 ///
 /// let store = MemoryStore::new(Gcra::new(2, Duration::from_secs(1)).unwrap());
-/// assert!(store.check_now("alice", 1, 0).unwrap().allowed);
-/// assert!(store.check_now("alice", 1, 0).unwrap().allowed);
-/// assert!(!store.check_now("alice", 1, 0).unwrap().allowed);
-/// assert!(store.check_now("bob", 1, 0).unwrap().allowed);
+/// assert!(store.check("alice", 1, 0).value().unwrap().allowed);
+/// assert!(store.check("alice", 1, 0).value().unwrap().allowed);
+/// assert!(!store.check("alice", 1, 0).value().unwrap().allowed);
+/// assert!(store.check("bob", 1, 0).value().unwrap().allowed);
 /// # let _: &MemoryStore<Gcra, String> = &store;
 /// ```
 pub struct MemoryStore<A: Algorithm, K> {
@@ -221,14 +220,14 @@ pub enum AtCapacity {
 /// type `K` is the store's, usually inferred from where the store is used.
 ///
 /// ```
-/// use ratelimit_core::{AtCapacity, Gcra, MemoryStore};
+/// use ratelimit_core::{AtCapacity, Gcra, MemoryStore, Store};
 /// use std::time::Duration;
 ///
 /// let store = MemoryStore::builder(Gcra::new(10, Duration::from_secs(1)).unwrap())
 ///     .max_keys(Some(100_000))
 ///     .at_capacity(AtCapacity::Evict)
 ///     .build();
-/// assert!(store.check_now("alice", 1, 0).unwrap().allowed);
+/// assert!(store.check("alice", 1, 0).value().unwrap().allowed);
 /// # let _: &MemoryStore<Gcra, String> = &store;
 /// ```
 #[derive(Debug, Clone)]
@@ -409,8 +408,8 @@ impl<A: Algorithm, K> MemoryStore<A, K> {
     /// over the shards (each shard's lock is taken in turn): keys evicted
     /// while they held quota, new keys that started from evicted keys'
     /// use, and those of them refused at once. [`clear`](Self::clear)
-    /// zeroes them.
-    pub fn counts(&self) -> StoreCounts {
+    /// zeroes them. (What [`Upkeep::counts`] answers.)
+    fn sum_counts(&self) -> StoreCounts {
         let mut sum = StoreCounts::default();
         for (cell, at) in self.cells() {
             let shard = cell.write(at);
@@ -451,13 +450,9 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     /// Fails only when a cap on keys is set with [`AtCapacity::Refuse`]
     /// and reached (see the type's docs).
     ///
-    /// This is [`Store::check_now`](crate::Store::check_now) for a store
-    /// that always answers at once: the decision itself, not an `Option`
-    /// of it; it also takes a borrowed key (`&str` for `String` keys). On
-    /// a `MemoryStore` it hides the trait's method; through an `Arc` or a
-    /// generic `S: Store` the trait's method is called.
+    /// What [`Store::check`] answers, at once.
     #[inline(always)]
-    pub fn check_now<Q>(&self, key: &Q, cost: u64, now: u64) -> Result<Decision, StoreError>
+    fn check_key<Q>(&self, key: &Q, cost: u64, now: u64) -> Result<Decision, StoreError>
     where
         K: Borrow<Q>,
         Q: Hash + Eq + StableKey + ToOwned<Owned = K> + ?Sized,
@@ -529,7 +524,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         Some(denied)
     }
 
-    /// [`check_now`](Self::check_now) of a key the store does not hold,
+    /// [`check_key`](Self::check_key) of a key the store does not hold,
     /// with no bans in the store: out of line, as a new key is the rare
     /// case of the check path.
     #[inline(never)]
@@ -551,7 +546,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         Ok(decision)
     }
 
-    /// [`check_now`](Self::check_now) under the shard's lock, when the
+    /// [`check_key`](Self::check_key) under the shard's lock, when the
     /// store has a ban policy or the shard holds bans.
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
@@ -623,9 +618,8 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
 
     /// Gives back `cost` that `key` was admitted at `admitted_at`, for
     /// policies that count only some outcomes (see
-    /// [`Algorithm::refund`]). The synchronous form of
-    /// [`Store::refund`](crate::Store::refund).
-    pub fn refund_now<Q>(&self, key: &Q, cost: u64, admitted_at: u64, now: u64)
+    /// [`Algorithm::refund`]), at once: what [`Store::refund`] does.
+    fn refund_key<Q>(&self, key: &Q, cost: u64, admitted_at: u64, now: u64)
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
@@ -645,10 +639,9 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     /// cost to its `actual` cost at `now`, atomically (under the key's
     /// shard lock): up by charging `actual - reserved` unconditionally
     /// (the key may go into debt, [`Algorithm::charge`]), down by giving
-    /// back `reserved - actual` as [`refund_now`](Self::refund_now)
-    /// does. The synchronous form of [`Store::settle`](crate::Store::settle);
-    /// returns what a peek at `now` tells after it (`allowed` false: in
-    /// debt).
+    /// back `reserved - actual` as [`refund_key`](Self::refund_key)
+    /// does: what [`Store::settle`] answers, at once, what a peek at `now`
+    /// tells after it (`allowed` false: in debt).
     ///
     /// The key's remembered denial is forgotten, so its next check is
     /// decided on the settled state (a key in debt is denied with the
@@ -657,7 +650,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     /// start from (full, or what the sketch of evicted keys says); a key
     /// left in debt is inserted, so this fails as a check does when the
     /// cap is reached with [`AtCapacity::Refuse`].
-    pub fn settle_now<Q>(
+    fn settle_key<Q>(
         &self,
         key: &Q,
         reserved: u64,
@@ -692,7 +685,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         Ok(decision)
     }
 
-    /// One state's settlement (see [`settle_now`](Self::settle_now)).
+    /// One state's settlement (see [`settle_key`](Self::settle_key)).
     fn settle_state(
         &self,
         state: &mut A::State,
@@ -718,10 +711,9 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         Decision::ban(c.limit, c.window, Duration::from_nanos(left))
     }
 
-    /// Bans `key` for `duration` from `now` (see
-    /// [`Store::ban`](crate::Store::ban)), whether or not the store bans
-    /// on denials; replaces a ban already standing.
-    pub fn ban_now<Q>(&self, key: &Q, duration: Duration, now: u64)
+    /// Bans `key` for `duration` from `now` (see [`Store::ban`]), whether
+    /// or not the store bans on denials; replaces a ban already standing.
+    fn ban_key<Q>(&self, key: &Q, duration: Duration, now: u64)
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
@@ -736,7 +728,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
 
     /// Lifts `key`'s ban and forgets its offences (what it used stays
     /// used).
-    pub fn unban_now<Q>(&self, key: &Q)
+    fn unban_key<Q>(&self, key: &Q)
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
@@ -749,7 +741,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     }
 
     /// The time left of `key`'s ban at `now`, if it is banned.
-    pub fn banned_for<Q>(&self, key: &Q, now: u64) -> Option<Duration>
+    fn ban_left_key<Q>(&self, key: &Q, now: u64) -> Option<Duration>
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
@@ -762,8 +754,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     }
 
     /// Forgets `key`'s state: its next check starts full, as a key never
-    /// seen (see [`Store::reset`](crate::Store::reset)); its remembered
-    /// denial goes too. Returns whether the key had state.
+    /// seen (see [`Store::reset`]); its remembered denial goes too.
     ///
     /// The sketch of evicted keys (see the type's docs, "At the cap") is
     /// left as it is: its cells are shared with other evicted keys, and
@@ -771,7 +762,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     /// the cap, then reset while its sketch cells still stand, starts as
     /// used as those cells say (erring toward denying, as eviction does);
     /// a key that had state when reset starts full.
-    pub fn reset_now<Q>(&self, key: &Q) -> bool
+    fn reset_key<Q>(&self, key: &Q)
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
@@ -779,9 +770,21 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         let hash = self.hasher.hash_one(key);
         let (cell, at) = self.cell(hash);
         let (mut shard, _, _) = cell.enter(at, 0);
-        let had = shard.remove(hash, |(k, _)| k.borrow() == key);
+        shard.remove(hash, |(k, _)| k.borrow() == key);
         cell.forget(hash);
-        had
+    }
+
+    /// Whether `key` has state (a key never seen, reset, or dropped once
+    /// full has none).
+    pub fn contains_key<Q>(&self, key: &Q) -> bool
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let hash = self.hasher.hash_one(key);
+        let (cell, at) = self.cell(hash);
+        let shard = cell.write(at);
+        shard.peek_state(hash, |(k, _)| k.borrow() == key).is_some()
     }
 
     /// Drops every key whose state is full at `now`, every ban whose
@@ -790,7 +793,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     /// Returns the number of keys left.
     ///
     /// This is a whole pass over every shard (each shard's lock is held
-    /// for its own pass); [`maintain`](Self::maintain) does the same in
+    /// for its own pass); [`Upkeep::maintain`] does the same in
     /// bounded steps.
     pub fn sweep(&self, now: u64) -> usize {
         let mut left = 0;
@@ -816,8 +819,8 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     ///
     /// Calling it every second gives back the memory of a flood of keys
     /// within a few seconds of their states being full, even while no
-    /// request arrives.
-    pub fn maintain(&self, now: u64) -> usize {
+    /// request arrives. (What [`Upkeep::maintain`] does.)
+    fn maintain_step(&self, now: u64) -> usize {
         let mut dropped = 0;
         for (cell, at) in self.cells() {
             let (mut shard, now, _) = cell.enter(at, now);
@@ -920,87 +923,94 @@ impl<A: Algorithm + std::fmt::Debug, K> std::fmt::Debug for MemoryStore<A, K> {
     }
 }
 
-impl<A, K> Store<K> for MemoryStore<A, K>
+/// A memory store answers every operation at once. Its keys may be
+/// borrowed: a store of `String` keys is checked with a `&str`.
+impl<A, K, Q> Store<Q> for MemoryStore<A, K>
 where
     A: Algorithm,
-    K: Hash + Eq + StableKey + Clone + Send + Sync + 'static,
+    K: Borrow<Q> + Hash + Eq + StableKey + Clone + Send + Sync + 'static,
+    Q: Hash + Eq + StableKey + ToOwned<Owned = K> + ?Sized,
 {
-    type CheckFuture = Ready<Result<Decision, StoreError>>;
-    type RefundFuture = Ready<Result<(), StoreError>>;
+    type CheckFuture = NeverPending<Result<Decision, StoreError>>;
+    type WriteFuture = NeverPending<Result<(), StoreError>>;
 
-    #[inline]
-    fn check(&self, key: &K, cost: u64, now: u64) -> Self::CheckFuture {
-        ready(MemoryStore::check_now(self, key, cost, now))
-    }
-
-    fn refund(&self, key: &K, cost: u64, admitted_at: u64, now: u64) -> Self::RefundFuture {
-        MemoryStore::refund_now(self, key, cost, admitted_at, now);
-        ready(Ok(()))
-    }
-
-    #[inline]
-    fn check_now(&self, key: &K, cost: u64, now: u64) -> Option<Result<Decision, StoreError>> {
-        Some(MemoryStore::check_now(self, key, cost, now))
-    }
-
-    fn refund_now(
+    /// Decides a request of `cost` for `key` at `now` (nanoseconds of the
+    /// caller's clock). Only admitted cost changes the key's state.
+    ///
+    /// Time never goes back within a shard: a `now` older than the latest
+    /// the shard has decided at (a caller preempted between reading its
+    /// clock and this call) is decided at that latest time.
+    ///
+    /// Fails only when a cap on keys is set with [`AtCapacity::Refuse`]
+    /// and reached (see the type's docs).
+    #[inline(always)]
+    fn check(
         &self,
-        key: &K,
+        key: &Q,
+        cost: u64,
+        now: u64,
+    ) -> Answer<Result<Decision, StoreError>, Self::CheckFuture> {
+        Answer::ready(self.check_key(key, cost, now))
+    }
+
+    #[inline]
+    fn refund(
+        &self,
+        key: &Q,
         cost: u64,
         admitted_at: u64,
         now: u64,
-    ) -> Option<Result<(), StoreError>> {
-        MemoryStore::refund_now(self, key, cost, admitted_at, now);
-        Some(Ok(()))
+    ) -> Answer<Result<(), StoreError>, Self::WriteFuture> {
+        self.refund_key(key, cost, admitted_at, now);
+        Answer::ready(Ok(()))
     }
 
-    fn settle_now(
+    fn settle(
         &self,
-        key: &K,
+        key: &Q,
         reserved: u64,
         actual: u64,
         admitted_at: u64,
         now: u64,
-    ) -> Option<Result<Decision, StoreError>> {
-        Some(MemoryStore::settle_now(
-            self,
-            key,
-            reserved,
-            actual,
-            admitted_at,
-            now,
-        ))
+    ) -> Answer<Result<Decision, StoreError>, SettleFuture> {
+        Answer::ready(self.settle_key(key, reserved, actual, admitted_at, now))
     }
 
-    fn reset_now(&self, key: &K) -> Option<Result<(), StoreError>> {
-        MemoryStore::reset_now(self, key);
-        Some(Ok(()))
+    fn reset(&self, key: &Q) -> Answer<Result<(), StoreError>, Self::WriteFuture> {
+        self.reset_key(key);
+        Answer::ready(Ok(()))
     }
 
-    fn ban_now(
+    fn ban(
         &self,
-        key: &K,
-        duration: std::time::Duration,
+        key: &Q,
+        duration: Duration,
         now: u64,
-    ) -> Option<Result<(), StoreError>> {
-        MemoryStore::ban_now(self, key, duration, now);
-        Some(Ok(()))
+    ) -> Answer<Result<(), StoreError>, Self::WriteFuture> {
+        self.ban_key(key, duration, now);
+        Answer::ready(Ok(()))
     }
 
-    fn unban_now(&self, key: &K) -> Option<Result<(), StoreError>> {
-        MemoryStore::unban_now(self, key);
-        Some(Ok(()))
+    fn unban(&self, key: &Q) -> Answer<Result<(), StoreError>, Self::WriteFuture> {
+        self.unban_key(key);
+        Answer::ready(Ok(()))
     }
 
-    fn ban_left(&self, key: &K, now: u64) -> BanLeftFuture {
-        Box::pin(ready(Ok(MemoryStore::banned_for(self, key, now))))
+    fn ban_left(
+        &self,
+        key: &Q,
+        now: u64,
+    ) -> Answer<Result<Option<Duration>, StoreError>, BanLeftFuture> {
+        Answer::ready(Ok(self.ban_left_key(key, now)))
     }
+}
 
-    fn maintain(&self, now: u64) {
-        MemoryStore::maintain(self, now);
+impl<A: Algorithm, K: Hash + Eq> Upkeep for MemoryStore<A, K> {
+    fn maintain(&self, now: u64) -> usize {
+        self.maintain_step(now)
     }
 
     fn counts(&self) -> Option<StoreCounts> {
-        Some(MemoryStore::counts(self))
+        Some(self.sum_counts())
     }
 }

@@ -42,7 +42,7 @@ impl PolicyTable {
         mut store: impl FnMut(&str, &LiveAlgorithm) -> Result<St, E>,
     ) -> Result<(Router, PolicyHandle), PolicyError>
     where
-        St: Store<PolicyKey, CheckFuture: Unpin, RefundFuture: Unpin>,
+        St: Store<PolicyKey, CheckFuture: Unpin, WriteFuture: Unpin>,
         E: fmt::Display,
     {
         let clock = options
@@ -163,7 +163,7 @@ fn layer<St>(
     refund_on_inner: bool,
 ) -> Result<RateLimitLayer<PolicyExtractor, St>, BuildError>
 where
-    St: Store<PolicyKey, CheckFuture: Unpin, RefundFuture: Unpin>,
+    St: Store<PolicyKey, CheckFuture: Unpin, WriteFuture: Unpin>,
 {
     let skip = |_: &Parts, key: &PolicyKey| match key {
         PolicyKey::Skip => Selection::NONE,
