@@ -186,7 +186,7 @@ impl Fallback {
             if !d.allowed {
                 // Give back what the limits before it took, at once.
                 for earlier in &memory[..i] {
-                    let _ = earlier.refund(key, cost_of(earlier), now, now);
+                    let _ = earlier.refund(key, cost_of(earlier), now, now).value();
                 }
                 return Ok(d);
             }
@@ -199,12 +199,14 @@ impl Fallback {
         let share = self.share();
         #[cfg(feature = "live")]
         if let Some((store, capacity)) = self.live_for(key) {
-            let _ = store.refund(key, share.cost(cost, capacity), admitted_at, now);
+            let _ = store
+                .refund(key, share.cost(cost, capacity), admitted_at, now)
+                .value();
             return;
         }
         for store in self.fixed() {
             let cost = share.cost(cost, store.algorithm().limit());
-            let _ = store.refund(key, cost, admitted_at, now);
+            let _ = store.refund(key, cost, admitted_at, now).value();
         }
     }
 
@@ -306,13 +308,13 @@ impl<A: Algorithm> Upkeep for MemoryStore<A, String> {
     }
     // A memory store answers these at once, and they cannot fail.
     fn reset(&self, key: &str) {
-        let _ = Store::<str>::reset(self, key);
+        let _ = Store::<str>::reset(self, key).value();
     }
     fn ban(&self, key: &str, duration: Duration, now: u64) {
-        let _ = Store::<str>::ban(self, key, duration, now);
+        let _ = Store::<str>::ban(self, key, duration, now).value();
     }
     fn unban(&self, key: &str) {
-        let _ = Store::<str>::unban(self, key);
+        let _ = Store::<str>::unban(self, key).value();
     }
 }
 

@@ -101,7 +101,7 @@ impl TokenGate {
         let all = gate.all.check(&(), 1, now).value();
         let all_took = matches!(all, Ok(d) if d.allowed);
         if !all_took && !fresh {
-            let _ = gate.per_source.refund(&source, 1, now, now);
+            let _ = gate.per_source.refund(&source, 1, now, now).value();
             let wait = all
                 .ok()
                 .and_then(|d| d.wait)
@@ -111,9 +111,9 @@ impl TokenGate {
         if !same(given.as_bytes(), gate.token.as_bytes()) {
             return Err(Refused::WrongToken);
         }
-        let _ = gate.per_source.refund(&source, 1, now, now);
+        let _ = gate.per_source.refund(&source, 1, now, now).value();
         if all_took {
-            let _ = gate.all.refund(&(), 1, now, now);
+            let _ = gate.all.refund(&(), 1, now, now).value();
         }
         Ok(())
     }
