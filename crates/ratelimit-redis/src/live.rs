@@ -17,7 +17,7 @@ const OVERRIDE_TABLES: usize = 64;
 /// overrides change while it runs, and each key keeps its used quota, as
 /// in memory. Built by [`RedisStoreBuilder::build_live`] (or
 /// [`StoreSettings::build_live`](crate::StoreSettings::build_live)); used
-/// as a [`Store`] through [`store_for`](Self::store_for), or through
+/// as a [`Store`](ratelimit_core::Store) through [`store_for`](Self::store_for), or through
 /// [`AnyStore`](crate::AnyStore).
 ///
 /// ```no_run

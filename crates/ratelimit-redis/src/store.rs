@@ -24,7 +24,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// How often [`Store::maintain`] writes the shared key secret back and
+/// How often [`Upkeep::maintain`] writes the shared key secret back and
 /// reads it (see [`RedisStoreBuilder::key_secret`](crate::RedisStoreBuilder::key_secret)).
 pub const KEY_SECRET_SYNC: Duration = Duration::from_secs(1);
 
@@ -98,7 +98,7 @@ impl RedisStore {
 
     /// Writes the cached key secret back to Redis if it is gone (`SET
     /// NX`) and reads it again, adopting what Redis holds; what
-    /// [`Store::maintain`] does every [`KEY_SECRET_SYNC`]. Nothing to do
+    /// [`Upkeep::maintain`] does every [`KEY_SECRET_SYNC`]. Nothing to do
     /// with a secret from the builder.
     pub async fn sync_key_secret(&self) -> Result<(), StoreError> {
         self.inner
@@ -119,7 +119,7 @@ impl RedisStore {
     /// Writes back the bans and denials this store holds if Redis lost
     /// its data (its marker `{prefix}epoch` is not the one this store
     /// read last), `now` being the caller's time as at a check; what
-    /// [`Store::maintain`] does every [`WRITE_BACK_EVERY`]. Returns how
+    /// [`Upkeep::maintain`] does every [`WRITE_BACK_EVERY`]. Returns how
     /// many keys were written (0: no loss seen, Redis already refused
     /// them as long, or another write-back of this store was running). An
     /// error when the marker cannot be read, or some
