@@ -255,6 +255,13 @@ impl<K: ?Sized, S: Store<K>> RefundOnDrop<'_, K, S> {
     }
 }
 
+/// Logs the failure of a dropped wait's refund, if it failed.
+fn refund_done(done: Result<(), StoreError>) {
+    if let Err(e) = done {
+        tracing::debug!(error = %e, "refund of a dropped wait failed");
+    }
+}
+
 impl<K: ?Sized, S: Store<K>> Drop for RefundOnDrop<'_, K, S> {
     fn drop(&mut self) {
         let Some(limiter) = self.limiter else { return };
@@ -264,12 +271,12 @@ impl<K: ?Sized, S: Store<K>> Drop for RefundOnDrop<'_, K, S> {
                 .refund(self.key, self.cost, self.admitted_at, limiter.clock.now());
         // The memory store refunds in `refund` itself; a remote store's
         // future has to run, so it runs on its own.
+        let pending = match refund.into_ready() {
+            Ok(done) => return refund_done(done),
+            Err(pending) => pending,
+        };
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                if let Err(e) = refund.await {
-                    tracing::debug!(error = %e, "refund of a dropped wait failed");
-                }
-            });
+            runtime.spawn(async move { refund_done(pending.await) });
         }
     }
 }

@@ -20,7 +20,7 @@ use governor::clock::{Clock as _, FakeRelativeClock};
 use governor::middleware::NoOpMiddleware;
 use governor::state::keyed::DefaultKeyedStateStore;
 use governor::{Quota, RateLimiter};
-use ratelimit_core::{Clock, Gcra, ManualClock, MemoryStore, SystemClock};
+use ratelimit_core::{Clock, Gcra, ManualClock, MemoryStore, Store, SystemClock};
 use ratelimit_test_support::CountingAlloc;
 use std::num::NonZeroU32;
 use std::time::{Duration, Instant};
@@ -133,7 +133,8 @@ fn ours<C: Clock>(path: Path, nkeys: usize, clock: &C) -> MemoryStore<Gcra, u64>
     let store = MemoryStore::new(path.ours());
     for i in 0..nkeys {
         let d = store
-            .check_now(&key(i), path.prefill().into(), clock.now())
+            .check(&key(i), path.prefill().into(), clock.now())
+            .value()
             .unwrap();
         assert!(d.allowed);
     }
@@ -173,7 +174,11 @@ fn assert_path<C: Clock, G: governor::clock::Clock>(
 ) {
     let allowed = path == Path::Allowed;
     assert_eq!(
-        store.check_now(&key(0), 1, clock.now()).unwrap().allowed,
+        store
+            .check(&key(0), 1, clock.now())
+            .value()
+            .unwrap()
+            .allowed,
         allowed
     );
     assert_eq!(limiter.check_key(&key(0)).is_ok(), allowed);
@@ -194,7 +199,7 @@ fn bench_clock<C: Clock, G: governor::clock::Clock + Sync>(
             group.bench_function(BenchmarkId::new("ours", nkeys), |b| {
                 b.iter_custom(|iters| {
                     run(iters, threads, nkeys, &|k| {
-                        let _ = black_box(store.check_now(&k, 1, our_clock.now()));
+                        let _ = black_box(store.check(&k, 1, our_clock.now()).value());
                     })
                 })
             });
@@ -297,7 +302,7 @@ fn interleaved_table<C: Clock, G: governor::clock::Clock + Sync>(
                 threads,
                 nkeys,
                 &|k| {
-                    let _ = black_box(store.check_now(&k, 1, our_clock.now()));
+                    let _ = black_box(store.check(&k, 1, our_clock.now()).value());
                 },
                 &|k| {
                     let _ = black_box(limiter.check_key(&k));

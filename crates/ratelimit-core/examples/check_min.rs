@@ -12,7 +12,7 @@
 
 use governor::clock::FakeRelativeClock;
 use governor::{Quota, RateLimiter};
-use ratelimit_core::{Clock, Gcra, ManualClock, MemoryStore};
+use ratelimit_core::{Clock, Gcra, ManualClock, MemoryStore, Store};
 use std::hint::black_box;
 use std::num::NonZeroU32;
 use std::time::{Duration, Instant};
@@ -69,12 +69,18 @@ fn main() {
     let limiter = RateLimiter::dashmap_with_clock(quota, FakeRelativeClock::default());
     let n = NonZeroU32::new(prefill).unwrap();
     for i in 0..nkeys.max(1) {
-        assert!(store.check_now(&key(i), n.get().into(), 0).unwrap().allowed);
+        assert!(
+            store
+                .check(&key(i), n.get().into(), 0)
+                .value()
+                .unwrap()
+                .allowed
+        );
         assert!(matches!(limiter.check_key_n(&key(i), n), Ok(Ok(()))));
     }
     let nkeys = nkeys.max(1);
     let ours = |k| {
-        black_box(store.check_now(&k, 1, clock.now())).ok();
+        black_box(store.check(&k, 1, clock.now()).value()).ok();
     };
     let theirs = |k| {
         black_box(limiter.check_key(&k)).ok();

@@ -13,7 +13,7 @@
 
 use governor::clock::FakeRelativeClock;
 use governor::{Quota, RateLimiter};
-use ratelimit_core::{Clock, Gcra, ManualClock, MemoryStore, SystemClock};
+use ratelimit_core::{Clock, Gcra, ManualClock, MemoryStore, Store, SystemClock};
 use std::hint::black_box;
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -89,11 +89,11 @@ fn ours<C: Clock + Sync>(path: &str, nkeys: usize, threads: usize, clock: &C, n:
     let (gcra, _, prefill) = quota(path);
     let store = MemoryStore::new(gcra);
     for i in 0..nkeys {
-        let d = store.check_now(&key(i), prefill.into(), clock.now());
+        let d = store.check(&key(i), prefill.into(), clock.now()).value();
         assert!(d.unwrap().allowed);
     }
     run(path, nkeys, threads, n, |k| {
-        black_box(store.check_now(&k, 1, clock.now()))
+        black_box(store.check(&k, 1, clock.now()).value())
             .map(|d| d.allowed)
             .unwrap_or(false)
     });

@@ -9,7 +9,7 @@
 //! `shard_count 1500 2 10000 16 32 64 128`.
 use governor::clock::FakeRelativeClock;
 use governor::{Quota, RateLimiter};
-use ratelimit_core::{Clock, Gcra, ManualClock, MemoryStore};
+use ratelimit_core::{Clock, Gcra, ManualClock, MemoryStore, Store};
 use std::hint::black_box;
 use std::num::NonZeroU32;
 use std::time::{Duration, Instant};
@@ -79,7 +79,7 @@ fn main() {
     let n = NonZeroU32::new(10_000).unwrap();
     for i in 0..nkeys {
         for s in &stores {
-            assert!(s.check_now(&key(i), 10_000, 0).unwrap().allowed);
+            assert!(s.check(&key(i), 10_000, 0).value().unwrap().allowed);
         }
         assert!(matches!(limiter.check_key_n(&key(i), n), Ok(Ok(()))));
     }
@@ -88,7 +88,7 @@ fn main() {
         let mut line = format!("{:7.2} r{r}", t0.elapsed().as_secs_f64());
         for (s, c) in stores.iter().zip(counts) {
             let ns = round(threads, PER_ROUND, nkeys, &|k| {
-                black_box(s.check_now(&k, 1, clock.now())).ok();
+                black_box(s.check(&k, 1, clock.now()).value()).ok();
             });
             line += &format!(" s{c}={ns:.1}");
         }

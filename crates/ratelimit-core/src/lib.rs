@@ -21,15 +21,15 @@
 //! what the sibling crates share.
 //!
 //! ```
-//! use ratelimit_core::{Clock, Gcra, ManualClock, MemoryStore};
+//! use ratelimit_core::{Clock, Gcra, ManualClock, MemoryStore, Store};
 //! use std::time::Duration;
 //!
 //! let clock = ManualClock::new();
 //! let store = MemoryStore::new(Gcra::new(5, Duration::from_secs(60)).unwrap());
 //! for _ in 0..5 {
-//!     assert!(store.check_now("10.0.0.1", 1, clock.now()).unwrap().allowed);
+//!     assert!(store.check("10.0.0.1", 1, clock.now()).value().unwrap().allowed);
 //! }
-//! let denied = store.check_now("10.0.0.1", 1, clock.now()).unwrap();
+//! let denied = store.check("10.0.0.1", 1, clock.now()).value().unwrap();
 //! assert_eq!(denied.retry_after(), Some(Duration::from_secs(12)));
 //! # let _: &MemoryStore<Gcra, String> = &store;
 //! ```
@@ -62,6 +62,7 @@ pub use algorithm::Algorithm;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::Decision;
 pub use error::{ConfigError, StoreError};
+pub use store::answer::Answer;
 pub use store::ban::BanPolicy;
 pub use store::boxed::BoxStore;
 pub use store::memory::MemoryStore;

@@ -6,7 +6,8 @@
 //! `std::alloc::System`, so this is its own test binary (the counter sees
 //! the whole process) with a single test.
 
-use ratelimit_core::{Gcra, MemoryStore};
+use ratelimit_core::store::Upkeep;
+use ratelimit_core::{Gcra, MemoryStore, Store};
 use ratelimit_test_support::CountingAlloc;
 use std::time::Duration;
 
@@ -29,7 +30,7 @@ fn a_million_keys_come_and_go() {
     let baseline = allocated();
 
     for key in 0..KEYS {
-        assert!(store.check_now(&key, 1, 0).unwrap().allowed);
+        assert!(store.check(&key, 1, 0).value().unwrap().allowed);
     }
     assert_eq!(store.len(), KEYS as usize);
     let full = allocated() - baseline;
@@ -40,7 +41,7 @@ fn a_million_keys_come_and_go() {
     // Past the period every state is full again. New keys make the shards
     // drop the old ones instead of growing.
     for key in KEYS..2 * KEYS {
-        assert!(store.check_now(&key, 1, 2 * SEC).unwrap().allowed);
+        assert!(store.check(&key, 1, 2 * SEC).value().unwrap().allowed);
     }
     assert!(store.len() <= KEYS as usize, "{} keys", store.len());
     let lazily = allocated() - baseline;
@@ -49,7 +50,7 @@ fn a_million_keys_come_and_go() {
         "the table grew from {full} to {lazily} bytes"
     );
     // Old keys are back to full: the same decision as a fresh key.
-    let d = store.check_now(&7, 0, 2 * SEC).unwrap();
+    let d = store.check(&7, 0, 2 * SEC).value().unwrap();
     assert_eq!(d.remaining, 10);
 
     // Past the period again, bounded upkeep steps (what the HTTP layer
@@ -70,7 +71,7 @@ fn a_million_keys_come_and_go() {
 
     // A flood again, then a whole sweep does the same at once.
     for key in 0..KEYS {
-        assert!(store.check_now(&key, 1, 6 * SEC).unwrap().allowed);
+        assert!(store.check(&key, 1, 6 * SEC).value().unwrap().allowed);
     }
     assert_eq!(store.sweep(8 * SEC), 0);
     assert_eq!(store.len(), 0);
@@ -103,14 +104,14 @@ fn a_flood_past_the_cap_keeps_its_evicted_keys_within_the_bound() {
         .max_keys(Some(CAP))
         .build();
     for key in 0..CAP as u64 {
-        assert!(store.check_now(&key, 1, 0).unwrap().allowed);
+        assert!(store.check(&key, 1, 0).value().unwrap().allowed);
     }
     let table = allocated() - baseline;
     for key in CAP as u64..150 * CAP as u64 {
-        store.check_now(&key, 1, 0).unwrap();
+        store.check(&key, 1, 0).value().unwrap();
     }
     assert!(store.len() <= CAP);
-    let counts = store.counts();
+    let counts = store.counts().unwrap();
     assert!(counts.evicted >= 80 * CAP as u64, "{counts:?}");
     assert!(counts.refused > 0, "past the set's bound: {counts:?}");
     let flooded = allocated() - baseline;

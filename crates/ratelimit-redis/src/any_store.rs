@@ -4,20 +4,17 @@
 #[cfg(feature = "live")]
 use crate::LiveRedis;
 use crate::{
-    BreakerConfig, CheckFuture, KeySecret, RedisBuildError, RedisStore, RedisStoreBuilder,
-    StoreFuture, Target, DEFAULT_PREFIX, DEFAULT_TIMEOUT,
+    BreakerConfig, KeySecret, RedisBuildError, RedisStore, RedisStoreBuilder, StoreFuture, Target,
+    DEFAULT_PREFIX, DEFAULT_TIMEOUT,
 };
 use ratelimit_core::algorithm::StableKey;
-use ratelimit_core::store::{AdminFuture, BanLeftFuture, SettleFuture, StoreCounts};
+use ratelimit_core::store::{BanLeftFuture, SettleFuture, StoreCounts, Upkeep};
 use ratelimit_core::BanPolicy;
 #[cfg(feature = "live")]
 use ratelimit_core::LiveAlgorithm;
-use ratelimit_core::{AnyAlgorithm, Decision, MemoryStore, Store, StoreError};
+use ratelimit_core::{Answer, AnyAlgorithm, Decision, MemoryStore, Store, StoreError};
 use std::fmt;
-use std::future::Future;
 use std::hash::Hash;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 /// Where limits keep their state, as settings: an app reads this from its
@@ -409,118 +406,48 @@ impl<K> From<RedisStore> for AnyStore<K> {
     }
 }
 
-/// The future of an [`AnyStore`] call: the memory store's answer, ready,
-/// or the Redis store's future.
-#[must_use = "futures do nothing unless polled"]
-pub enum AnyStoreFuture<T, F = StoreFuture<T>> {
-    /// The memory store's answer (taken on the first poll).
-    Ready(Option<Result<T, StoreError>>),
-    /// A Redis call.
-    Redis(F),
-}
-
-impl<T, F> fmt::Debug for AnyStoreFuture<T, F> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Ready(_) => "AnyStoreFuture::Ready",
-            Self::Redis(_) => "AnyStoreFuture::Redis",
-        })
-    }
-}
-
-impl<T, F> Future for AnyStoreFuture<T, F>
-where
-    T: Unpin,
-    F: Future<Output = Result<T, StoreError>> + Unpin,
-{
-    type Output = Result<T, StoreError>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.get_mut() {
-            Self::Ready(answer) => Poll::Ready(answer.take().unwrap_or_else(|| {
-                Err(StoreError::unavailable(
-                    "other",
-                    "store future polled after completion",
-                ))
-            })),
-            Self::Redis(future) => Pin::new(future).poll(cx),
-        }
-    }
-}
-
 impl<K> Store<K> for AnyStore<K>
 where
     K: Hash + Eq + StableKey + Clone + fmt::Display + Send + Sync + 'static,
 {
-    type CheckFuture = AnyStoreFuture<Decision, CheckFuture>;
-    type RefundFuture = AnyStoreFuture<()>;
+    type CheckFuture = StoreFuture<Decision>;
+    type WriteFuture = StoreFuture<()>;
 
+    /// In memory, at once; in Redis, as [`RedisStore`] answers.
     #[inline]
-    fn check(&self, key: &K, cost: u64, now: u64) -> Self::CheckFuture {
+    fn check(
+        &self,
+        key: &K,
+        cost: u64,
+        now: u64,
+    ) -> Answer<Result<Decision, StoreError>, Self::CheckFuture> {
         match self {
-            Self::Memory(m) => AnyStoreFuture::Ready(Some(m.check_now(key, cost, now))),
-            Self::Redis(r) => AnyStoreFuture::Redis(Store::<K>::check(r, key, cost, now)),
+            Self::Memory(m) => Answer::ready(m.check(key, cost, now).value()),
+            Self::Redis(r) => Store::<K>::check(r, key, cost, now),
             #[cfg(feature = "live")]
-            Self::LiveMemory(m) => AnyStoreFuture::Ready(Some(m.check_now(key, cost, now))),
+            Self::LiveMemory(m) => Answer::ready(m.check(key, cost, now).value()),
             #[cfg(feature = "live")]
-            Self::LiveRedis(r) => {
-                AnyStoreFuture::Redis(Store::<K>::check(&r.store_for(key), key, cost, now))
-            }
+            Self::LiveRedis(r) => Store::<K>::check(&r.store_for(key), key, cost, now),
         }
     }
 
-    fn refund(&self, key: &K, cost: u64, admitted_at: u64, now: u64) -> Self::RefundFuture {
-        match self {
-            Self::Memory(m) => {
-                m.refund_now(key, cost, admitted_at, now);
-                AnyStoreFuture::Ready(Some(Ok(())))
-            }
-            Self::Redis(r) => {
-                AnyStoreFuture::Redis(Store::<K>::refund(r, key, cost, admitted_at, now))
-            }
-            #[cfg(feature = "live")]
-            Self::LiveMemory(m) => {
-                m.refund_now(key, cost, admitted_at, now);
-                AnyStoreFuture::Ready(Some(Ok(())))
-            }
-            #[cfg(feature = "live")]
-            Self::LiveRedis(r) => AnyStoreFuture::Redis(Store::<K>::refund(
-                &r.store_for(key),
-                key,
-                cost,
-                admitted_at,
-                now,
-            )),
-        }
-    }
-
-    /// In memory, the check at once (`Some` on every call of a memory
-    /// store); in Redis, `None`.
-    #[inline]
-    fn check_now(&self, key: &K, cost: u64, now: u64) -> Option<Result<Decision, StoreError>> {
-        match self {
-            Self::Memory(m) => Some(m.check_now(key, cost, now)),
-            #[cfg(feature = "live")]
-            Self::LiveMemory(m) => Some(m.check_now(key, cost, now)),
-            _ => None,
-        }
-    }
-
-    /// In memory, the refund at once; in Redis, `None`.
-    fn refund_now(
+    fn refund(
         &self,
         key: &K,
         cost: u64,
         admitted_at: u64,
         now: u64,
-    ) -> Option<Result<(), StoreError>> {
+    ) -> Answer<Result<(), StoreError>, Self::WriteFuture> {
         match self {
-            Self::Memory(m) => m.refund_now(key, cost, admitted_at, now),
+            Self::Memory(m) => Answer::ready(m.refund(key, cost, admitted_at, now).value()),
+            Self::Redis(r) => Store::<K>::refund(r, key, cost, admitted_at, now),
             #[cfg(feature = "live")]
-            Self::LiveMemory(m) => m.refund_now(key, cost, admitted_at, now),
-            _ => return None,
+            Self::LiveMemory(m) => Answer::ready(m.refund(key, cost, admitted_at, now).value()),
+            #[cfg(feature = "live")]
+            Self::LiveRedis(r) => {
+                Store::<K>::refund(&r.store_for(key), key, cost, admitted_at, now)
+            }
         }
-        Some(Ok(()))
     }
 
     fn settle(
@@ -530,142 +457,80 @@ where
         actual: u64,
         admitted_at: u64,
         now: u64,
-    ) -> SettleFuture {
+    ) -> Answer<Result<Decision, StoreError>, SettleFuture> {
         match self {
+            Self::Memory(m) => m.settle(key, reserved, actual, admitted_at, now),
             Self::Redis(r) => Store::<K>::settle(r, key, reserved, actual, admitted_at, now),
+            #[cfg(feature = "live")]
+            Self::LiveMemory(m) => m.settle(key, reserved, actual, admitted_at, now),
             #[cfg(feature = "live")]
             Self::LiveRedis(r) => {
                 Store::<K>::settle(&r.store_for(key), key, reserved, actual, admitted_at, now)
             }
-            Self::Memory(m) => Box::pin(std::future::ready(m.settle_now(
-                key,
-                reserved,
-                actual,
-                admitted_at,
-                now,
-            ))),
-            #[cfg(feature = "live")]
-            Self::LiveMemory(m) => Box::pin(std::future::ready(m.settle_now(
-                key,
-                reserved,
-                actual,
-                admitted_at,
-                now,
-            ))),
         }
     }
 
-    /// In memory, the settlement at once; in Redis, `None`.
-    fn settle_now(
-        &self,
-        key: &K,
-        reserved: u64,
-        actual: u64,
-        admitted_at: u64,
-        now: u64,
-    ) -> Option<Result<Decision, StoreError>> {
+    fn reset(&self, key: &K) -> Answer<Result<(), StoreError>, Self::WriteFuture> {
         match self {
-            Self::Memory(m) => Some(m.settle_now(key, reserved, actual, admitted_at, now)),
-            #[cfg(feature = "live")]
-            Self::LiveMemory(m) => Some(m.settle_now(key, reserved, actual, admitted_at, now)),
-            _ => None,
-        }
-    }
-
-    fn reset(&self, key: &K) -> AdminFuture {
-        match self {
+            Self::Memory(m) => Answer::ready(m.reset(key).value()),
             Self::Redis(r) => Store::<K>::reset(r, key),
             #[cfg(feature = "live")]
+            Self::LiveMemory(m) => Answer::ready(m.reset(key).value()),
+            #[cfg(feature = "live")]
             Self::LiveRedis(r) => Store::<K>::reset(&r.store_for(key), key),
-            _ => {
-                let done = Store::<K>::reset_now(self, key).unwrap_or(Ok(()));
-                Box::pin(std::future::ready(done))
-            }
         }
     }
 
-    fn ban(&self, key: &K, duration: Duration, now: u64) -> AdminFuture {
+    fn ban(
+        &self,
+        key: &K,
+        duration: Duration,
+        now: u64,
+    ) -> Answer<Result<(), StoreError>, Self::WriteFuture> {
         match self {
+            Self::Memory(m) => Answer::ready(m.ban(key, duration, now).value()),
             Self::Redis(r) => Store::<K>::ban(r, key, duration, now),
             #[cfg(feature = "live")]
-            Self::LiveRedis(r) => Store::<K>::ban(&r.store_for(key), key, duration, now),
-            _ => {
-                let done = Store::<K>::ban_now(self, key, duration, now).unwrap_or(Ok(()));
-                Box::pin(std::future::ready(done))
-            }
-        }
-    }
-
-    /// In memory, the ban at once; in Redis, `None`.
-    fn ban_now(&self, key: &K, duration: Duration, now: u64) -> Option<Result<(), StoreError>> {
-        match self {
-            Self::Memory(m) => m.ban_now(key, duration, now),
+            Self::LiveMemory(m) => Answer::ready(m.ban(key, duration, now).value()),
             #[cfg(feature = "live")]
-            Self::LiveMemory(m) => m.ban_now(key, duration, now),
-            _ => return None,
+            Self::LiveRedis(r) => Store::<K>::ban(&r.store_for(key), key, duration, now),
         }
-        Some(Ok(()))
     }
 
-    fn unban(&self, key: &K) -> AdminFuture {
+    fn unban(&self, key: &K) -> Answer<Result<(), StoreError>, Self::WriteFuture> {
         match self {
+            Self::Memory(m) => Answer::ready(m.unban(key).value()),
             Self::Redis(r) => Store::<K>::unban(r, key),
             #[cfg(feature = "live")]
+            Self::LiveMemory(m) => Answer::ready(m.unban(key).value()),
+            #[cfg(feature = "live")]
             Self::LiveRedis(r) => Store::<K>::unban(&r.store_for(key), key),
-            _ => {
-                let done = Store::<K>::unban_now(self, key).unwrap_or(Ok(()));
-                Box::pin(std::future::ready(done))
-            }
         }
     }
 
-    fn ban_left(&self, key: &K, now: u64) -> BanLeftFuture {
+    fn ban_left(
+        &self,
+        key: &K,
+        now: u64,
+    ) -> Answer<Result<Option<Duration>, StoreError>, BanLeftFuture> {
         match self {
-            Self::Memory(m) => Box::pin(std::future::ready(Ok(m.banned_for(key, now)))),
+            Self::Memory(m) => m.ban_left(key, now),
             Self::Redis(r) => Store::<K>::ban_left(r, key, now),
             #[cfg(feature = "live")]
-            Self::LiveMemory(m) => Box::pin(std::future::ready(Ok(m.banned_for(key, now)))),
+            Self::LiveMemory(m) => m.ban_left(key, now),
             #[cfg(feature = "live")]
             Self::LiveRedis(r) => Store::<K>::ban_left(&r.store_for(key), key, now),
         }
     }
+}
 
-    /// In memory, the unban at once; in Redis, `None`.
-    fn unban_now(&self, key: &K) -> Option<Result<(), StoreError>> {
+impl<K: Hash + Eq> Upkeep for AnyStore<K> {
+    fn maintain(&self, now: u64) -> usize {
         match self {
-            Self::Memory(m) => m.unban_now(key),
+            Self::Memory(m) => m.maintain(now),
+            Self::Redis(r) => r.maintain(now),
             #[cfg(feature = "live")]
-            Self::LiveMemory(m) => m.unban_now(key),
-            _ => return None,
-        }
-        Some(Ok(()))
-    }
-
-    /// In memory, the reset at once; in Redis, `None`.
-    fn reset_now(&self, key: &K) -> Option<Result<(), StoreError>> {
-        match self {
-            Self::Memory(m) => {
-                m.reset_now(key);
-            }
-            #[cfg(feature = "live")]
-            Self::LiveMemory(m) => {
-                m.reset_now(key);
-            }
-            _ => return None,
-        }
-        Some(Ok(()))
-    }
-
-    fn maintain(&self, now: u64) {
-        match self {
-            Self::Memory(m) => {
-                m.maintain(now);
-            }
-            Self::Redis(r) => Store::<K>::maintain(r, now),
-            #[cfg(feature = "live")]
-            Self::LiveMemory(m) => {
-                m.maintain(now);
-            }
+            Self::LiveMemory(m) => m.maintain(now),
             #[cfg(feature = "live")]
             Self::LiveRedis(r) => r.maintain(now),
         }
@@ -673,10 +538,10 @@ where
 
     fn counts(&self) -> Option<StoreCounts> {
         match self {
-            Self::Memory(m) => Some(m.counts()),
-            Self::Redis(r) => Store::<K>::counts(r),
+            Self::Memory(m) => m.counts(),
+            Self::Redis(r) => r.counts(),
             #[cfg(feature = "live")]
-            Self::LiveMemory(m) => Some(m.counts()),
+            Self::LiveMemory(m) => m.counts(),
             #[cfg(feature = "live")]
             Self::LiveRedis(r) => r.counts(),
         }

@@ -231,7 +231,7 @@ impl RedisStoreBuilder {
     /// trip, for up to `ttl`; the units still unspent then
     /// are given back (refunded, with the take's time as `admitted_at`),
     /// as are those of a lease evicted from the table ([`DEFAULT_LEASES`]
-    /// keys) and, at [`maintain`](Store::maintain), those of expired
+    /// keys) and, at [`maintain`](ratelimit_core::store::Upkeep::maintain), those of expired
     /// leases. [`release_leases`](RedisStore::release_leases) gives every
     /// lease back (at shutdown); dropping the store spawns the same on
     /// the current tokio runtime, if any. When not even 2 units are left,

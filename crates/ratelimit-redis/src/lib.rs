@@ -96,7 +96,7 @@
 //!   Redis lose it (`FLUSHALL`, a failover to an empty replica), each
 //!   instance writes its cached one back, the same way, at its next
 //!   connect and every [`KEY_SECRET_SYNC`] at
-//!   [`maintain`](ratelimit_core::Store::maintain) (the HTTP layer calls
+//!   [`maintain`](ratelimit_core::store::Upkeep::maintain) (the HTTP layer calls
 //!   it every second): the names do not change. An instance finding
 //!   another secret there (two fleets on one prefix, or a new instance
 //!   that wrote first after a flush) adopts it, logs a warning, and its
@@ -232,7 +232,7 @@
 //! 2 or more), and this store spends them on that key's next cost-1
 //! checks locally, for up to `ttl`: a hot key costs one round trip per `n`
 //! requests. Unspent units are refunded when the lease expires (at the
-//! key's next check or at [`maintain`](ratelimit_core::Store::maintain)),
+//! key's next check or at [`maintain`](ratelimit_core::store::Upkeep::maintain)),
 //! when the table ([`DEFAULT_LEASES`] keys) evicts it, at
 //! [`release_leases`](RedisStore::release_leases), or in a task when the
 //! store is dropped on a tokio runtime. A request served from a lease
@@ -404,7 +404,7 @@
 //! (`remaining` 0), with the instant each ends (4,096
 //! keys at most per store), and notices the loss
 //! by a marker, `{prefix}epoch`, read at
-//! [`maintain`](ratelimit_core::Store::maintain) every
+//! [`maintain`](ratelimit_core::store::Upkeep::maintain) every
 //! [`WRITE_BACK_EVERY`] and at once when Redis admits a key it holds as
 //! refused. It then writes them back ([`RedisStore::write_back`]): a ban
 //! for what is left of it, a denial as a refusal until its instant. A
@@ -433,12 +433,12 @@ mod scripts;
 mod store;
 mod store_state;
 
-pub use any_store::{AnyStore, AnyStoreFuture, LimitSettings, StoreSettings};
+pub use any_store::{AnyStore, LimitSettings, StoreSettings};
 pub use builder::{
     RedisStoreBuilder, DEFAULT_DENY_CACHE, DEFAULT_LEASES, DEFAULT_PREFIX, DEFAULT_TIMEOUT,
     MAX_LIMITS,
 };
-pub use check_future::{CheckFuture, StoreFuture};
+pub use check_future::StoreFuture;
 #[cfg(feature = "cluster")]
 pub use connect::cluster_target::ClusterTarget;
 pub use connect::conn::Connection;

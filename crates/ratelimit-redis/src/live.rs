@@ -5,8 +5,8 @@ use crate::fleet::lease::Unspent;
 use crate::{RedisBuildError, RedisStore, RedisStoreBuilder};
 use arc_swap::ArcSwap;
 use ratelimit_core::algorithm::{StableKey, MAX_OVERRIDES};
-use ratelimit_core::store::StoreCounts;
-use ratelimit_core::{AnyAlgorithm, LiveAlgorithm, Store};
+use ratelimit_core::store::{StoreCounts, Upkeep};
+use ratelimit_core::{AnyAlgorithm, LiveAlgorithm};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -215,23 +215,24 @@ impl LiveRedis {
     }
 
     /// Gives back every lease's unspent units and runs the fallback's
-    /// upkeep (see [`Store::maintain`]).
-    pub fn maintain(&self, now: u64) {
+    /// upkeep (see [`Upkeep::maintain`]); the keys the fallback dropped.
+    pub fn maintain(&self, now: u64) -> usize {
         let version = self.current.load();
-        Store::<str>::maintain(&version.store, now);
+        let mut dropped = version.store.maintain(now);
         let map = version
             .overrides
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         for store in map.values() {
-            Store::<str>::maintain(store, now);
+            dropped += store.maintain(now);
         }
+        dropped
     }
 
     /// The in-memory fallback's keys and evictions (see
-    /// [`Store::counts`]): one memory, shared by every version's stores.
+    /// [`Upkeep::counts`]): one memory, shared by every version's stores.
     pub fn counts(&self) -> Option<StoreCounts> {
-        Store::<str>::counts(&self.current.load().store)
+        self.current.load().store.counts()
     }
 
     /// Moves to version `id`: new stores (no deny cache or lease crosses a

@@ -4,7 +4,7 @@
 //! impl, which resolves a key's name and hands the call to `Inner`.
 
 use crate::builder::RedisStoreBuilder;
-use crate::check_future::{CheckFuture, StoreFuture};
+use crate::check_future::StoreFuture;
 #[cfg(feature = "live")]
 use crate::connect::conn::Conn;
 use crate::connect::target::Target;
@@ -21,23 +21,23 @@ use crate::outage::fallback::Fallback;
 use crate::scripts::args::OpArg;
 use crate::StoreState;
 use ratelimit_core::algorithm::StableKey;
-use ratelimit_core::store::{AdminFuture, BanLeftFuture, SettleFuture, StoreCounts};
+use ratelimit_core::store::{BanLeftFuture, SettleFuture, StoreCounts, Upkeep};
 #[cfg(doc)]
 use ratelimit_core::MemoryStore;
-use ratelimit_core::{AnyAlgorithm, Store, StoreError};
+use ratelimit_core::{Answer, AnyAlgorithm, Decision, Store, StoreError};
 use redis::ToRedisArgs;
 use std::fmt;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-/// How often [`Store::maintain`] writes the shared key secret back and
+/// How often [`Upkeep::maintain`] writes the shared key secret back and
 /// reads it (see [`RedisStoreBuilder::key_secret`](crate::RedisStoreBuilder::key_secret)).
 pub const KEY_SECRET_SYNC: Duration = Duration::from_secs(1);
 
 impl RedisStore {
     /// Writes the cached key secret back to Redis if it is gone (`SET
     /// NX`) and reads it again, adopting what Redis holds; what
-    /// [`Store::maintain`] does every [`KEY_SECRET_SYNC`]. Nothing to do
+    /// [`Upkeep::maintain`] does every [`KEY_SECRET_SYNC`]. Nothing to do
     /// with a secret from the builder.
     pub async fn sync_key_secret(&self) -> Result<(), StoreError> {
         self.inner
@@ -58,7 +58,7 @@ impl RedisStore {
     /// Writes back the bans and denials this store holds if Redis lost
     /// its data (its marker `{prefix}epoch` is not the one this store
     /// read last), `now` being the caller's time as at a check; what
-    /// [`Store::maintain`] does every [`WRITE_BACK_EVERY`]. Returns how
+    /// [`Upkeep::maintain`] does every [`WRITE_BACK_EVERY`]. Returns how
     /// many keys were written (0: no loss seen, Redis already refused
     /// them as long, or another write-back of this store was running). An
     /// error when the marker cannot be read, or some
@@ -242,44 +242,55 @@ impl<K> Store<K> for RedisStore
 where
     K: fmt::Display + StableKey + Send + Sync + ?Sized,
 {
-    type CheckFuture = CheckFuture;
-    type RefundFuture = StoreFuture<()>;
+    type CheckFuture = StoreFuture<Decision>;
+    type WriteFuture = StoreFuture<()>;
 
     /// Decides in Redis (see [`TimeSource`] for what `now` is used for),
     /// or at once from the deny cache. A key marked secret
     /// ([`StableKey::is_secret`]) goes by its keyed hash.
-    fn check(&self, key: &K, cost: u64, now: u64) -> Self::CheckFuture {
+    fn check(
+        &self,
+        key: &K,
+        cost: u64,
+        now: u64,
+    ) -> Answer<Result<Decision, StoreError>, Self::CheckFuture> {
         let inner = Arc::clone(&self.inner);
         let key = match inner.name(Self::render(key), key.is_secret()) {
             Ok(name) => name,
             Err(text) => {
-                return CheckFuture::pending(async move {
+                return Answer::pending(Box::pin(async move {
                     match inner.name_later(text).await {
                         Ok(name) => inner.check(name, cost, now).await,
                         Err((failure, text)) => inner.policy.check(&failure, &text, cost, now),
                     }
-                })
+                }))
             }
         };
         if let Some(d) = inner.cached(&key, cost, now) {
-            return CheckFuture::ready(Ok(d));
+            return Answer::ready(Ok(d));
         }
-        CheckFuture::pending(async move { inner.check(key, cost, now).await })
+        Answer::pending(Box::pin(async move { inner.check(key, cost, now).await }))
     }
 
     /// Gives back `cost` admitted at `admitted_at` (the caller's clock,
     /// like `now`).
-    fn refund(&self, key: &K, cost: u64, admitted_at: u64, now: u64) -> Self::RefundFuture {
+    fn refund(
+        &self,
+        key: &K,
+        cost: u64,
+        admitted_at: u64,
+        now: u64,
+    ) -> Answer<Result<(), StoreError>, Self::WriteFuture> {
         let inner = Arc::clone(&self.inner);
         let (text, secret) = (Self::render(key), key.is_secret());
-        Box::pin(async move {
+        Answer::pending(Box::pin(async move {
             match inner.resolved(text, secret).await {
                 Ok(name) => inner.refund(name, cost, admitted_at, now).await,
                 Err((failure, text)) => {
                     inner.policy.refund(&failure, &text, cost, admitted_at, now)
                 }
             }
-        })
+        }))
     }
 
     /// Settles in Redis, in one script over every limit (see
@@ -291,10 +302,10 @@ where
         actual: u64,
         admitted_at: u64,
         now: u64,
-    ) -> SettleFuture {
+    ) -> Answer<Result<Decision, StoreError>, SettleFuture> {
         let inner = Arc::clone(&self.inner);
         let (text, secret) = (Self::render(key), key.is_secret());
-        Box::pin(async move {
+        Answer::pending(Box::pin(async move {
             match inner.resolved(text, secret).await {
                 Ok(name) => inner.settle(name, reserved, actual, admitted_at, now).await,
                 Err((failure, text)) => {
@@ -303,16 +314,16 @@ where
                         .settle(&failure, &text, reserved, actual, admitted_at, now)
                 }
             }
-        })
+        }))
     }
 
     /// Deletes the key's state in Redis (every limit's key; a secret key's
     /// keyed-hash name), and forgets it in the deny cache, the leases and
     /// the fallback.
-    fn reset(&self, key: &K) -> AdminFuture {
+    fn reset(&self, key: &K) -> Answer<Result<(), StoreError>, Self::WriteFuture> {
         let inner = Arc::clone(&self.inner);
         let (text, secret) = (Self::render(key), key.is_secret());
-        Box::pin(async move {
+        Answer::pending(Box::pin(async move {
             match inner.named(text, secret).await {
                 Ok(name) => inner.reset(name).await,
                 Err((e, text)) => {
@@ -322,45 +333,56 @@ where
                     Err(e)
                 }
             }
-        })
+        }))
     }
 
     /// Bans the key in Redis for `duration` (at least 1 ms, in whole ms)
     /// from now: Redis's time, or `now` with [`TimeSource::Caller`].
-    fn ban(&self, key: &K, duration: Duration, now: u64) -> AdminFuture {
+    fn ban(
+        &self,
+        key: &K,
+        duration: Duration,
+        now: u64,
+    ) -> Answer<Result<(), StoreError>, Self::WriteFuture> {
         let inner = Arc::clone(&self.inner);
         let (text, secret) = (Self::render(key), key.is_secret());
         let ms = u64::try_from(duration.as_millis())
             .unwrap_or(u64::MAX)
             .max(1);
-        Box::pin(async move {
+        Answer::pending(Box::pin(async move {
             let name = inner.named(text, secret).await.map_err(|(e, _)| e)?;
             inner.ban(name, ms, now).await
-        })
+        }))
     }
 
     /// What is left of the key's ban in Redis, if it is banned.
-    fn ban_left(&self, key: &K, now: u64) -> BanLeftFuture {
+    fn ban_left(
+        &self,
+        key: &K,
+        now: u64,
+    ) -> Answer<Result<Option<Duration>, StoreError>, BanLeftFuture> {
         let inner = Arc::clone(&self.inner);
         let (text, secret) = (Self::render(key), key.is_secret());
-        Box::pin(async move {
+        Answer::pending(Box::pin(async move {
             let name = inner.named(text, secret).await.map_err(|(e, _)| e)?;
             inner.ban_left(name, now).await
-        })
+        }))
     }
 
     /// Lifts the key's ban in Redis (what it used stays used).
-    fn unban(&self, key: &K) -> AdminFuture {
+    fn unban(&self, key: &K) -> Answer<Result<(), StoreError>, Self::WriteFuture> {
         let inner = Arc::clone(&self.inner);
         let (text, secret) = (Self::render(key), key.is_secret());
-        Box::pin(async move {
+        Answer::pending(Box::pin(async move {
             let name = inner.named(text, secret).await.map_err(|(e, _)| e)?;
             inner.unban(name).await
-        })
+        }))
     }
+}
 
+impl Upkeep for RedisStore {
     /// Bounded upkeep of the in-memory fallback, if any (see
-    /// [`MemoryStore::maintain`]): the keys it took during an outage are
+    /// [`MemoryStore`]'s [`Upkeep::maintain`]): the keys it took during an outage are
     /// dropped once full, and its memory given back. With leases, the
     /// unspent units of expired leases are given back (in tasks). Every
     /// [`KEY_SECRET_SYNC`], the shared key secret is written back if
@@ -368,15 +390,16 @@ where
     /// [`sync_key_secret`](RedisStore::sync_key_secret)); every
     /// [`WRITE_BACK_EVERY`], so are the bans and denials this store holds
     /// (in a task; see [`write_back`](RedisStore::write_back)).
-    fn maintain(&self, now: u64) {
+    fn maintain(&self, now: u64) -> usize {
         if let Some(leases) = &self.inner.leases {
             for u in leases.drain_expired(self.inner.local_now(now)) {
                 self.inner.give_back(Some(u), now);
             }
         }
-        if let Some(fallback) = &self.inner.policy.fallback {
-            fallback.maintain(now);
-        }
+        let dropped = match &self.inner.policy.fallback {
+            Some(fallback) => fallback.maintain(now),
+            None => 0,
+        };
         if self.inner.conn.sync_due(KEY_SECRET_SYNC) {
             if let Ok(runtime) = tokio::runtime::Handle::try_current() {
                 let store = self.clone();
@@ -388,6 +411,7 @@ where
         if self.inner.write_back.due(WRITE_BACK_EVERY) {
             self.inner.spawn_write_back(now);
         }
+        dropped
     }
 
     /// The in-memory fallback's keys and evictions, if it has one.

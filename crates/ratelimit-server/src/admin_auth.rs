@@ -1,7 +1,7 @@
 //! The admin API's bearer token check: compared in constant time, wrong tokens limited per source address.
 
 use crate::admin_settings::AdminToken;
-use ratelimit_core::{MemoryStore, SlidingLog};
+use ratelimit_core::{MemoryStore, SlidingLog, Store};
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -51,7 +51,7 @@ impl TokenGate {
         now: u64,
     ) -> Result<(), Refused> {
         let source = source_of(peer);
-        match self.failures.check_now(&source, 1, now) {
+        match self.failures.check(&source, 1, now).value() {
             Ok(d) if d.allowed => {}
             Ok(d) => return Err(Refused::TooMany(d.wait.unwrap_or(d.reset))),
             Err(_) => return Err(Refused::TooMany(Duration::from_secs(60))),
@@ -59,7 +59,7 @@ impl TokenGate {
         if !token.is_some_and(|t| t.matches(given)) {
             return Err(Refused::WrongToken);
         }
-        self.failures.refund_now(&source, 1, now, now);
+        let _ = self.failures.refund(&source, 1, now, now).value();
         Ok(())
     }
 }

@@ -3,7 +3,7 @@
 use crate::grpc::Rls;
 use crate::http_api::{router, HttpState};
 use crate::state::State;
-use ratelimit_core::Store;
+use ratelimit_core::store::Upkeep;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,7 +1,7 @@
 //! Replaying a trace through a store on a manual clock.
 
 use crate::{parse_line, Event, SimError};
-use ratelimit_core::{AnyAlgorithm, Clock, Decision, ManualClock, MemoryStore};
+use ratelimit_core::{AnyAlgorithm, Clock, Decision, ManualClock, MemoryStore, Store};
 use std::io::{BufRead, Write};
 
 /// Decides events in order through a [`MemoryStore`] on a [`ManualClock`]:
@@ -47,7 +47,8 @@ impl Replayer {
         self.last_ms = event.t_ms;
         self.clock.set_nanos(nanos);
         self.store
-            .check_now(event.key.as_str(), event.cost, self.clock.now())
+            .check(event.key.as_str(), event.cost, self.clock.now())
+            .value()
             .map_err(|e| SimError(e.to_string()))
     }
 }

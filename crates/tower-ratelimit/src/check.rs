@@ -56,12 +56,12 @@ enum Step<C, F> {
 /// Checks the selected limits one after the other; when one denies (or
 /// fails closed), refunds those already admitted. A state machine that
 /// completes at once, without a future, when the stores answer at once
-/// ([`Store::check_now`], [`Store::refund_now`]).
+/// (their [`Answer`](ratelimit_core::Answer)s are ready).
 pub(crate) struct Checker<K, St: Store<K>> {
     spent: Spent<K>,
     /// The selected limits not yet checked, a bit each.
     pending: u64,
-    step: Step<St::CheckFuture, St::RefundFuture>,
+    step: Step<St::CheckFuture, St::WriteFuture>,
     /// `(limit index, decision)`, in check order.
     entries: SmallVec<[(usize, Decision); 2]>,
     verdict: Option<Verdict>,
@@ -72,7 +72,7 @@ impl<K, St> Checker<K, St>
 where
     St: Store<K>,
     St::CheckFuture: Unpin,
-    St::RefundFuture: Unpin,
+    St::WriteFuture: Unpin,
 {
     /// A checker of the limits in `selection` (a bit each).
     pub(crate) fn new(spent: Spent<K>, selection: u64) -> Self {
@@ -167,9 +167,9 @@ where
         self.pending &= self.pending - 1;
         let store = &limits[i].store;
         let Spent { key, cost, now } = &self.spent;
-        match store.check_now(key, *cost, *now) {
-            Some(result) => self.checked(i, result, limits, policy),
-            None => self.step = Step::Check(i, store.check(key, *cost, *now)),
+        match store.check(key, *cost, *now).into_ready() {
+            Ok(result) => self.checked(i, result, limits, policy),
+            Err(fut) => self.step = Step::Check(i, fut),
         }
         None
     }
@@ -186,9 +186,9 @@ where
             return Some(self.verdict.take().unwrap_or(Verdict::Admitted));
         };
         let store = &limits[self.entries[j].0].store;
-        match store.refund_now(key, cost, now, now) {
-            Some(result) => self.refunded(j, result, limits),
-            None => self.step = Step::Refund(j, store.refund(key, cost, now, now)),
+        match store.refund(key, cost, now, now).into_ready() {
+            Ok(result) => self.refunded(j, result, limits),
+            Err(fut) => self.step = Step::Refund(j, fut),
         }
         None
     }

@@ -72,7 +72,7 @@ impl<X: KeyExtractor, St, R> RateLimitLayer<X, St, R> {
     /// let layer = RateLimitLayer::new(store, PeerIp::new());
     /// let store = layer.store("default").unwrap();
     /// # let ip: tower_ratelimit::key::IpKey = tower_ratelimit::key::IpPrefixes::default().key([203, 0, 113, 7].into());
-    /// store.reset_now(&ip).unwrap().unwrap();
+    /// store.reset(&ip).value().unwrap();
     /// ```
     pub fn store(&self, name: &str) -> Option<&Arc<St>> {
         self.shared

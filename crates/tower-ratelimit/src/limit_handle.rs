@@ -120,10 +120,7 @@ impl LimitHandle {
     /// A check of `cost` for `key` now, as the layer makes it.
     pub async fn check(&self, key: &PolicyKey, cost: u64) -> Result<Decision, StoreError> {
         let now = self.now();
-        match self.store.check_now(key, cost, now) {
-            Some(d) => d,
-            None => self.store.check(key, cost, now).await,
-        }
+        self.store.check(key, cost, now).await
     }
 
     /// What `key` has left now (a cost-0 check: changes nothing).
@@ -140,27 +137,18 @@ impl LimitHandle {
         admitted_at: u64,
     ) -> Result<(), StoreError> {
         let now = self.now();
-        match self.store.refund_now(key, cost, admitted_at, now) {
-            Some(r) => r,
-            None => self.store.refund(key, cost, admitted_at, now).await,
-        }
+        self.store.refund(key, cost, admitted_at, now).await
     }
 
     /// Forgets `key`'s state: its next request has the whole quota.
     pub async fn reset(&self, key: &PolicyKey) -> Result<(), StoreError> {
-        match self.store.reset_now(key) {
-            Some(r) => r,
-            None => self.store.reset(key).await,
-        }
+        self.store.reset(key).await
     }
 
     /// Bans `key` for `duration` from now.
     pub async fn ban(&self, key: &PolicyKey, duration: Duration) -> Result<(), StoreError> {
         let now = self.now();
-        match self.store.ban_now(key, duration, now) {
-            Some(r) => r,
-            None => self.store.ban(key, duration, now).await,
-        }
+        self.store.ban(key, duration, now).await
     }
 
     /// What is left of `key`'s ban now, if it is banned.
@@ -172,10 +160,7 @@ impl LimitHandle {
     /// still over its limit is denied, and banned again, at its next
     /// request; [`reset`](Self::reset) it first to let it start afresh.
     pub async fn unban(&self, key: &PolicyKey) -> Result<(), StoreError> {
-        match self.store.unban_now(key) {
-            Some(r) => r,
-            None => self.store.unban(key).await,
-        }
+        self.store.unban(key).await
     }
 }
 

@@ -54,10 +54,7 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> Reservation<X, St, R> {
         let now = shared.clock.now();
         for &i in &r.limits {
             let store = &shared.limits[i].store;
-            let result = match store.refund_now(&r.key, r.cost, r.at, now) {
-                Some(result) => result,
-                None => store.refund(&r.key, r.cost, r.at, now).await,
-            };
+            let result = store.refund(&r.key, r.cost, r.at, now).await;
             if let Err(e) = result {
                 observe::refund_error(shared.limits[i].name, &e);
             }
@@ -75,10 +72,7 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> Reservation<X, St, R> {
         let shared = &*self.shared;
         for &i in &r.limits {
             let store = &shared.limits[i].store;
-            let result = match store.reset_now(&r.key) {
-                Some(result) => result,
-                None => store.reset(&r.key).await,
-            };
+            let result = store.reset(&r.key).await;
             match result {
                 Ok(()) => observe::reset(shared.limits[i].name),
                 Err(e) => observe::reset_error(shared.limits[i].name, &e),
@@ -100,10 +94,7 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> Reservation<X, St, R> {
         let mut entries = SmallVec::<[(usize, _); 2]>::new();
         for &i in &r.limits {
             let store = &shared.limits[i].store;
-            let peek = match store.check_now(&r.key, 0, now) {
-                Some(result) => result,
-                None => store.check(&r.key, 0, now).await,
-            };
+            let peek = store.check(&r.key, 0, now).await;
             match peek {
                 Ok(decision) => entries.push((i, decision)),
                 Err(_) => return plan,
@@ -124,13 +115,12 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> Drop for Reservation<X, St, R> {
         let now = self.shared.clock.now();
         for &i in &r.limits {
             let limit = &self.shared.limits[i];
-            match limit.store.refund_now(&r.key, r.cost, r.at, now) {
-                Some(Err(e)) => observe::refund_error(limit.name, &e),
-                Some(Ok(())) => {}
+            match limit.store.refund(&r.key, r.cost, r.at, now).into_ready() {
+                Ok(Err(e)) => observe::refund_error(limit.name, &e),
+                Ok(Ok(())) => {}
                 // A remote store: refund in the background, if there is a
                 // runtime to do it on (otherwise the slot stays used).
-                None => {
-                    let fut = limit.store.refund(&r.key, r.cost, r.at, now);
+                Err(fut) => {
                     let name = limit.name;
                     if let Ok(rt) = tokio::runtime::Handle::try_current() {
                         rt.spawn(async move {

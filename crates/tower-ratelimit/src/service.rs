@@ -103,7 +103,7 @@ where
     X::Key: Hash,
     St: Store<X::Key>,
     St::CheckFuture: Unpin,
-    St::RefundFuture: Unpin,
+    St::WriteFuture: Unpin,
     R: ResponseBuilder<ResBody>,
     ReqBody: Send + 'static,
     ResBody: Send + 'static,
@@ -131,8 +131,8 @@ where
         let (cost, now) = (shared.cost_of(&parts), shared.clock.now());
         if let [limit] = &*shared.limits {
             // One limit: no lock, no refunds.
-            let answer = limit.store.check_now(&key, cost, now);
-            if let Some(Ok(d)) = &answer {
+            let answer = limit.store.check(&key, cost, now).into_ready();
+            if let Ok(Ok(d)) = &answer {
                 if d.allowed && shared.plain {
                     // The common case: straight on.
                     return self.straight_on(parts, body, *d);
@@ -155,7 +155,7 @@ impl<S, X, St, R> RateLimit<S, X, St, R>
 where
     S: Clone,
     X: KeyExtractor,
-    St: Store<X::Key, CheckFuture: Unpin, RefundFuture: Unpin>,
+    St: Store<X::Key, CheckFuture: Unpin, WriteFuture: Unpin>,
 {
     /// Calls the inner service with the request, unchecked or admitted;
     /// the response gets the fields of `plan`.
@@ -216,15 +216,15 @@ where
         ResponseFuture::ready(Ok(self.shared.response.build(Rejection::KeyError(e))))
     }
 
-    /// One limit, whose store gave `answer` to `check_now`, and the request
-    /// does not go straight on.
+    /// One limit, whose store gave `answer` (the decision, or the future
+    /// of it), and the request does not go straight on.
     #[inline]
     fn one_limit<ReqBody>(
         &mut self,
         parts: Parts,
         body: ReqBody,
         spent: Spent<X::Key>,
-        answer: Option<Result<Decision, StoreError>>,
+        answer: Result<Result<Decision, StoreError>, St::CheckFuture>,
     ) -> ResponseFuture<S::Future>
     where
         S: InnerService<ReqBody>,
@@ -232,9 +232,9 @@ where
         ReqBody: Send + 'static,
     {
         let limit = &self.shared.limits[0];
-        let Some(result) = answer else {
-            let fut = limit.store.check(&spent.key, spent.cost, spent.now);
-            return self.pending(parts, body, Checker::resume(spent, fut));
+        let result = match answer {
+            Ok(result) => result,
+            Err(fut) => return self.pending(parts, body, Checker::resume(spent, fut)),
         };
         let (decision, verdict) = outcome(result, limit.name, self.shared.on_store_error);
         let single;

@@ -83,10 +83,7 @@ impl<X: KeyExtractor, St: Store<X::Key>, R: Send + Sync + 'static> Settlement<X,
         let now = shared.clock.now();
         for &i in &r.limits {
             let store = &shared.limits[i].store;
-            let result = match store.settle_now(&r.key, r.cost, actual, r.at, now) {
-                Some(result) => result,
-                None => store.settle(&r.key, r.cost, actual, r.at, now).await,
-            };
+            let result = store.settle(&r.key, r.cost, actual, r.at, now).await;
             if let Err(e) = result {
                 observe::refund_error(shared.limits[i].name, &e);
             }
@@ -156,11 +153,14 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> Drop for Settlement<X, St, R> {
         let now = self.shared.clock.now();
         for &i in &r.limits {
             let limit = &self.shared.limits[i];
-            match limit.store.settle_now(&r.key, r.cost, actual, r.at, now) {
-                Some(Err(e)) => observe::refund_error(limit.name, &e),
-                Some(Ok(_)) => {}
-                None => {
-                    let fut = limit.store.settle(&r.key, r.cost, actual, r.at, now);
+            match limit
+                .store
+                .settle(&r.key, r.cost, actual, r.at, now)
+                .into_ready()
+            {
+                Ok(Err(e)) => observe::refund_error(limit.name, &e),
+                Ok(Ok(_)) => {}
+                Err(fut) => {
                     let name = limit.name;
                     if let Ok(rt) = tokio::runtime::Handle::try_current() {
                         rt.spawn(async move {

@@ -3,13 +3,15 @@
 //! A [`MemoryStore`](ratelimit_core::MemoryStore) drops keys that are back
 //! to full when new keys arrive, but after a flood of keys has stopped, no
 //! request comes to trigger that. When a layer is built inside a tokio
-//! runtime, a task calls [`Store::maintain`] on each of its stores once a
-//! second, at the layer's clock's time: bounded steps that drop full keys
-//! and shrink tables, so the memory a flood took is given back within
-//! seconds of its keys being full. The task holds only weak references
+//! runtime, a task calls
+//! [`Upkeep::maintain`](ratelimit_core::store::Upkeep::maintain) on each of its
+//! stores once a second, at the layer's clock's time: bounded steps that
+//! drop full keys and shrink tables, so the memory a flood took is given
+//! back within seconds of its keys being full. The task holds only weak references
 //! and ends when the layer and its services are dropped.
 //!
-//! Each tick also reads each store's [`Store::counts`] (keys held,
+//! Each tick also reads each store's
+//! [`Upkeep::counts`](ratelimit_core::store::Upkeep::counts) (keys held,
 //! evictions at the cap, new keys refused from what evicted keys had used):
 //! metrics `ratelimit_store_keys`, `ratelimit_store_evictions_total` and
 //! `ratelimit_store_new_keys_refused_total` (feature `metrics`), and a log

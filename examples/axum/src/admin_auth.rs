@@ -26,7 +26,7 @@
 //! evicted keys, which may count a source that never failed as failing,
 //! never the other way.
 
-use ratelimit_core::{Algorithm, Clock, MemoryStore, SlidingLog, TokioClock};
+use ratelimit_core::{Algorithm, Clock, MemoryStore, SlidingLog, Store, TokioClock};
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -90,7 +90,7 @@ impl TokenGate {
         let gate = &self.0;
         let now = gate.clock.now();
         let source = IpPrefixes::DEFAULT.key(peer);
-        let mine = gate.per_source.check_now(&source, 1, now);
+        let mine = gate.per_source.check(&source, 1, now).value();
         let mine = match mine {
             Ok(d) if d.allowed => d,
             Ok(d) => return Err(Refused::TooMany(d.wait.unwrap_or(d.reset))),
@@ -98,10 +98,10 @@ impl TokenGate {
         };
         // Only the failure just taken: the source has not failed lately.
         let fresh = mine.remaining + 1 == gate.per_source.algorithm().limit();
-        let all = gate.all.check_now(&(), 1, now);
+        let all = gate.all.check(&(), 1, now).value();
         let all_took = matches!(all, Ok(d) if d.allowed);
         if !all_took && !fresh {
-            gate.per_source.refund_now(&source, 1, now, now);
+            let _ = gate.per_source.refund(&source, 1, now, now).value();
             let wait = all
                 .ok()
                 .and_then(|d| d.wait)
@@ -111,9 +111,9 @@ impl TokenGate {
         if !same(given.as_bytes(), gate.token.as_bytes()) {
             return Err(Refused::WrongToken);
         }
-        gate.per_source.refund_now(&source, 1, now, now);
+        let _ = gate.per_source.refund(&source, 1, now, now).value();
         if all_took {
-            gate.all.refund_now(&(), 1, now, now);
+            let _ = gate.all.refund(&(), 1, now, now).value();
         }
         Ok(())
     }

@@ -122,7 +122,7 @@ impl Default for Config {
 /// (Redis) elsewhere.
 pub trait Stores {
     /// The store of a limit.
-    type Store: Store<PolicyKey, CheckFuture: Unpin, RefundFuture: Unpin>;
+    type Store: Store<PolicyKey, CheckFuture: Unpin, WriteFuture: Unpin>;
 
     /// The store of the limit `name`, following `live` (the algorithm a
     /// reload of the policy file changes), banning a key it denies for

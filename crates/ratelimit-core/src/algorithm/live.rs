@@ -119,18 +119,18 @@ impl fmt::Debug for LiveState {
 /// the handle that changes them.
 ///
 /// ```
-/// use ratelimit_core::{AnyAlgorithm, LiveAlgorithm, MemoryStore};
+/// use ratelimit_core::{AnyAlgorithm, LiveAlgorithm, MemoryStore, Store};
 ///
 /// let spec = |s: &str| s.parse::<AnyAlgorithm>().unwrap();
 /// let live = LiveAlgorithm::new(spec("gcra 3/1h"));
 /// let store = MemoryStore::new(live.clone());
-/// store.check_now("k", 2, 0).unwrap();
+/// store.check("k", 2, 0).value().unwrap();
 /// live.set(spec("gcra 4/1h"));
-/// assert_eq!(store.check_now("k", 0, 0).unwrap().remaining, 2);
+/// assert_eq!(store.check("k", 0, 0).value().unwrap().remaining, 2);
 /// // Lowered and raised again: the 2 used are still used.
 /// live.set(spec("gcra 1/1h"));
 /// live.set(spec("gcra 4/1h"));
-/// assert_eq!(store.check_now("k", 0, 0).unwrap().remaining, 2);
+/// assert_eq!(store.check("k", 0, 0).value().unwrap().remaining, 2);
 /// # let _: &MemoryStore<LiveAlgorithm, String> = &store;
 /// ```
 ///

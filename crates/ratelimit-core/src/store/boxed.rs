@@ -1,6 +1,7 @@
 //! [`BoxStore`]: a store with its type erased, so one layer mixes stores.
 
-use super::{AdminFuture, BanLeftFuture, SettleFuture, Store, StoreCounts};
+use super::{BanLeftFuture, SettleFuture, Store, StoreCounts, Upkeep};
+use crate::Answer;
 use crate::{Decision, StoreError};
 use std::fmt;
 use std::future::Future;
@@ -8,102 +9,71 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A boxed future, as [`BoxStore`]'s checks and refunds return.
+/// A boxed future, as [`BoxStore`]'s pending checks and refunds are.
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// A check's answer with its pending future boxed.
+type BoxCheck = Answer<Result<Decision, StoreError>, BoxFuture<Result<Decision, StoreError>>>;
+
+/// A refund's, reset's, ban's or unban's answer with its pending future
+/// boxed.
+type BoxRefund = Answer<Result<(), StoreError>, BoxFuture<Result<(), StoreError>>>;
 
 /// [`Store`] with its futures boxed: what [`BoxStore`] holds.
 trait DynStore<K: ?Sized>: Send + Sync + 'static {
-    fn check(&self, key: &K, cost: u64, now: u64) -> BoxFuture<Result<Decision, StoreError>>;
-    fn refund(&self, key: &K, cost: u64, at: u64, now: u64) -> BoxFuture<Result<(), StoreError>>;
-    fn check_now(&self, key: &K, cost: u64, now: u64) -> Option<Result<Decision, StoreError>>;
-    fn refund_now(&self, key: &K, cost: u64, at: u64, now: u64) -> Option<Result<(), StoreError>>;
-    fn settle(&self, key: &K, reserved: u64, actual: u64, at: u64, now: u64) -> SettleFuture;
-    fn settle_now(
-        &self,
-        key: &K,
-        reserved: u64,
-        actual: u64,
-        at: u64,
-        now: u64,
-    ) -> Option<Result<Decision, StoreError>>;
-    fn reset(&self, key: &K) -> AdminFuture;
-    fn reset_now(&self, key: &K) -> Option<Result<(), StoreError>>;
-    fn ban(&self, key: &K, duration: Duration, now: u64) -> AdminFuture;
-    fn ban_now(&self, key: &K, duration: Duration, now: u64) -> Option<Result<(), StoreError>>;
-    fn unban(&self, key: &K) -> AdminFuture;
-    fn unban_now(&self, key: &K) -> Option<Result<(), StoreError>>;
-    fn ban_left(&self, key: &K, now: u64) -> BanLeftFuture;
-    fn maintain(&self, now: u64);
+    fn check(&self, key: &K, cost: u64, now: u64) -> BoxCheck;
+    fn refund(&self, key: &K, cost: u64, at: u64, now: u64) -> BoxRefund;
+    fn settle(&self, key: &K, reserved: u64, actual: u64, at: u64, now: u64) -> Settled;
+    fn reset(&self, key: &K) -> BoxRefund;
+    fn ban(&self, key: &K, duration: Duration, now: u64) -> BoxRefund;
+    fn unban(&self, key: &K) -> BoxRefund;
+    fn ban_left(&self, key: &K, now: u64) -> BanLeft;
+    fn maintain(&self, now: u64) -> usize;
     fn counts(&self) -> Option<StoreCounts>;
 }
 
+/// A settlement's answer.
+type Settled = Answer<Result<Decision, StoreError>, SettleFuture>;
+
+/// A ban's time left, answered.
+type BanLeft = Answer<Result<Option<Duration>, StoreError>, BanLeftFuture>;
+
 impl<K: ?Sized, S: Store<K>> DynStore<K> for S {
-    fn check(&self, key: &K, cost: u64, now: u64) -> BoxFuture<Result<Decision, StoreError>> {
-        Box::pin(Store::check(self, key, cost, now))
-    }
-
-    fn refund(&self, key: &K, cost: u64, at: u64, now: u64) -> BoxFuture<Result<(), StoreError>> {
-        Box::pin(Store::refund(self, key, cost, at, now))
-    }
-
     #[inline]
-    fn check_now(&self, key: &K, cost: u64, now: u64) -> Option<Result<Decision, StoreError>> {
-        Store::check_now(self, key, cost, now)
+    fn check(&self, key: &K, cost: u64, now: u64) -> BoxCheck {
+        Store::check(self, key, cost, now).map_pending(|f| Box::pin(f) as BoxFuture<_>)
     }
 
-    fn refund_now(&self, key: &K, cost: u64, at: u64, now: u64) -> Option<Result<(), StoreError>> {
-        Store::refund_now(self, key, cost, at, now)
+    fn refund(&self, key: &K, cost: u64, at: u64, now: u64) -> BoxRefund {
+        Store::refund(self, key, cost, at, now).map_pending(|f| Box::pin(f) as BoxFuture<_>)
     }
 
-    fn settle(&self, key: &K, reserved: u64, actual: u64, at: u64, now: u64) -> SettleFuture {
+    fn settle(&self, key: &K, reserved: u64, actual: u64, at: u64, now: u64) -> Settled {
         Store::settle(self, key, reserved, actual, at, now)
     }
 
-    fn settle_now(
-        &self,
-        key: &K,
-        reserved: u64,
-        actual: u64,
-        at: u64,
-        now: u64,
-    ) -> Option<Result<Decision, StoreError>> {
-        Store::settle_now(self, key, reserved, actual, at, now)
+    fn reset(&self, key: &K) -> BoxRefund {
+        Store::reset(self, key).map_pending(|f| Box::pin(f) as BoxFuture<_>)
     }
 
-    fn reset(&self, key: &K) -> AdminFuture {
-        Store::reset(self, key)
+    fn ban(&self, key: &K, duration: Duration, now: u64) -> BoxRefund {
+        Store::ban(self, key, duration, now).map_pending(|f| Box::pin(f) as BoxFuture<_>)
     }
 
-    fn reset_now(&self, key: &K) -> Option<Result<(), StoreError>> {
-        Store::reset_now(self, key)
+    fn unban(&self, key: &K) -> BoxRefund {
+        Store::unban(self, key).map_pending(|f| Box::pin(f) as BoxFuture<_>)
     }
 
-    fn ban(&self, key: &K, duration: Duration, now: u64) -> AdminFuture {
-        Store::ban(self, key, duration, now)
-    }
-
-    fn ban_now(&self, key: &K, duration: Duration, now: u64) -> Option<Result<(), StoreError>> {
-        Store::ban_now(self, key, duration, now)
-    }
-
-    fn unban(&self, key: &K) -> AdminFuture {
-        Store::unban(self, key)
-    }
-
-    fn unban_now(&self, key: &K) -> Option<Result<(), StoreError>> {
-        Store::unban_now(self, key)
-    }
-
-    fn ban_left(&self, key: &K, now: u64) -> BanLeftFuture {
+    fn ban_left(&self, key: &K, now: u64) -> BanLeft {
         Store::ban_left(self, key, now)
     }
 
-    fn maintain(&self, now: u64) {
-        Store::maintain(self, now);
+    fn maintain(&self, now: u64) -> usize {
+        Upkeep::maintain(self, now)
     }
 
     fn counts(&self) -> Option<StoreCounts> {
-        Store::counts(self)
+        Upkeep::counts(self)
     }
 }
 
@@ -112,11 +82,9 @@ impl<K: ?Sized, S: Store<K>> DynStore<K> for S {
 /// stores: a [`MemoryStore`](crate::MemoryStore) of one algorithm, another
 /// of a different one, a remote store.
 ///
-/// Checks and refunds return boxed futures (an allocation each), but
-/// [`check_now`](Store::check_now) and [`refund_now`](Store::refund_now)
-/// go through to the store, so a memory store still answers at once
-/// without a future. [`maintain`](Store::maintain) goes through too.
-/// Cloning shares the store.
+/// Pending checks and refunds are boxed (an allocation each), while
+/// ready answers go through as they are, so a memory store still
+/// answers at once without a future. Cloning shares the store.
 ///
 /// ```
 /// use ratelimit_core::{BoxStore, FixedWindow, Gcra, MemoryStore, Store};
@@ -129,8 +97,9 @@ impl<K: ?Sized, S: Store<K>> DynStore<K> for S {
 ///     FixedWindow::new(1000, Duration::from_secs(86_400)).unwrap(),
 /// ));
 /// for store in [&burst, &daily] {
-///     let d = store.check_now(&7, 1, 0).unwrap().unwrap();
-///     assert!(d.allowed);
+///     // A memory store's answer is ready, through the box too.
+///     let decided = store.check(&7, 1, 0).into_ready().ok().expect("ready");
+///     assert!(decided.unwrap().allowed);
 /// }
 /// ```
 pub struct BoxStore<K: ?Sized> {
@@ -162,84 +131,41 @@ impl<K: ?Sized> fmt::Debug for BoxStore<K> {
 
 impl<K: ?Sized + 'static> Store<K> for BoxStore<K> {
     type CheckFuture = BoxFuture<Result<Decision, StoreError>>;
-    type RefundFuture = BoxFuture<Result<(), StoreError>>;
+    type WriteFuture = BoxFuture<Result<(), StoreError>>;
 
-    fn check(&self, key: &K, cost: u64, now: u64) -> Self::CheckFuture {
+    #[inline]
+    fn check(&self, key: &K, cost: u64, now: u64) -> BoxCheck {
         self.inner.check(key, cost, now)
     }
 
-    fn refund(&self, key: &K, cost: u64, admitted_at: u64, now: u64) -> Self::RefundFuture {
+    fn refund(&self, key: &K, cost: u64, admitted_at: u64, now: u64) -> BoxRefund {
         self.inner.refund(key, cost, admitted_at, now)
     }
 
-    #[inline]
-    fn check_now(&self, key: &K, cost: u64, now: u64) -> Option<Result<Decision, StoreError>> {
-        self.inner.check_now(key, cost, now)
-    }
-
-    fn refund_now(
-        &self,
-        key: &K,
-        cost: u64,
-        admitted_at: u64,
-        now: u64,
-    ) -> Option<Result<(), StoreError>> {
-        self.inner.refund_now(key, cost, admitted_at, now)
-    }
-
-    fn settle(
-        &self,
-        key: &K,
-        reserved: u64,
-        actual: u64,
-        admitted_at: u64,
-        now: u64,
-    ) -> SettleFuture {
+    fn settle(&self, key: &K, reserved: u64, actual: u64, admitted_at: u64, now: u64) -> Settled {
         self.inner.settle(key, reserved, actual, admitted_at, now)
     }
 
-    fn settle_now(
-        &self,
-        key: &K,
-        reserved: u64,
-        actual: u64,
-        admitted_at: u64,
-        now: u64,
-    ) -> Option<Result<Decision, StoreError>> {
-        self.inner
-            .settle_now(key, reserved, actual, admitted_at, now)
-    }
-
-    fn reset(&self, key: &K) -> AdminFuture {
+    fn reset(&self, key: &K) -> BoxRefund {
         self.inner.reset(key)
     }
 
-    fn reset_now(&self, key: &K) -> Option<Result<(), StoreError>> {
-        self.inner.reset_now(key)
-    }
-
-    fn ban(&self, key: &K, duration: Duration, now: u64) -> AdminFuture {
+    fn ban(&self, key: &K, duration: Duration, now: u64) -> BoxRefund {
         self.inner.ban(key, duration, now)
     }
 
-    fn ban_now(&self, key: &K, duration: Duration, now: u64) -> Option<Result<(), StoreError>> {
-        self.inner.ban_now(key, duration, now)
-    }
-
-    fn unban(&self, key: &K) -> AdminFuture {
+    fn unban(&self, key: &K) -> BoxRefund {
         self.inner.unban(key)
     }
 
-    fn unban_now(&self, key: &K) -> Option<Result<(), StoreError>> {
-        self.inner.unban_now(key)
-    }
-
-    fn ban_left(&self, key: &K, now: u64) -> BanLeftFuture {
+    fn ban_left(&self, key: &K, now: u64) -> BanLeft {
         self.inner.ban_left(key, now)
     }
+}
 
-    fn maintain(&self, now: u64) {
-        self.inner.maintain(now);
+impl<K: ?Sized + 'static> Upkeep for BoxStore<K> {
+    fn maintain(&self, now: u64) -> usize {
+        self.inner.maintain(now)
     }
 
     fn counts(&self) -> Option<StoreCounts> {

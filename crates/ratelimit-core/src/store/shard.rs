@@ -244,8 +244,7 @@ pub(super) struct Shard<K, S> {
 }
 
 /// How many keys a store holds and what eviction at its cap did: see
-/// [`MemoryStore::counts`](crate::MemoryStore::counts) and
-/// [`Store::counts`](super::Store::counts).
+/// [`Upkeep::counts`](super::Upkeep::counts).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct StoreCounts {

@@ -2,6 +2,8 @@
 //! whatever the algorithm says, answered by the deny cache with the ban's
 //! remaining time; escalation, bans and unbans by code, and the cap.
 
+use crate::now::Now;
+use ratelimit_core::store::Upkeep;
 use ratelimit_core::{AnyAlgorithm, BanPolicy, Decision, MemoryStore, Store};
 use std::time::Duration;
 
@@ -15,7 +17,7 @@ fn store(spec: &str, ban: BanPolicy, deny_cache: bool) -> MemoryStore<AnyAlgorit
 }
 
 fn check(s: &MemoryStore<AnyAlgorithm, String>, key: &str, now: u64) -> Decision {
-    s.check_now(key, 1, now).unwrap()
+    s.check(key, 1, now).value().unwrap()
 }
 
 #[test]
@@ -35,15 +37,15 @@ fn a_denied_key_stays_denied_for_the_ban_with_or_without_the_deny_cache() {
         assert_eq!(d.retry_after(), Some(Duration::from_secs(3)));
         // Another key is untouched; a peek is never refused.
         assert!(check(&s, "other", 3 * SEC).allowed);
-        assert!(s.check_now("ip", 0, 3 * SEC).unwrap().allowed);
+        assert!(s.check("ip", 0, 3 * SEC).value().unwrap().allowed);
         assert_eq!(
-            s.banned_for("ip", 4 * SEC),
+            s.ban_left("ip", 4 * SEC).now().unwrap(),
             Some(Duration::from_millis(2500))
         );
         // At the ban's end the algorithm decides again.
         let d = check(&s, "ip", 6 * SEC + SEC / 2);
         assert!(d.allowed, "{d:?}");
-        assert_eq!(s.banned_for("ip", 7 * SEC), None);
+        assert_eq!(s.ban_left("ip", 7 * SEC).now().unwrap(), None);
     }
 }
 
@@ -75,19 +77,27 @@ fn repeat_offences_escalate_up_to_the_max_and_are_forgiven() {
 fn bans_by_code_and_unbans() {
     let s = MemoryStore::<_, String>::new("gcra 10/1s".parse::<AnyAlgorithm>().unwrap());
     assert!(check(&s, "k", 0).allowed);
-    Store::ban_now(&s, &"k".to_owned(), Duration::from_secs(60), 0)
+    Store::ban(&s, &"k".to_owned(), Duration::from_secs(60), 0)
+        .into_ready()
+        .ok()
         .unwrap()
         .unwrap();
     for t in [0, SEC, 59 * SEC] {
         let d = check(&s, "k", t);
         assert!(!d.allowed && d.banned, "{d:?}");
     }
-    Store::unban_now(&s, &"k".to_owned()).unwrap().unwrap();
+    Store::unban(&s, &"k".to_owned())
+        .into_ready()
+        .ok()
+        .unwrap()
+        .unwrap();
     let d = check(&s, "k", 59 * SEC);
     assert!(d.allowed && !d.banned);
     // A ban that ran out and was swept (which frees the shard's table of
     // bans, see `store::shard`'s unit tests), then a new one.
-    Store::ban_now(&s, &"k".to_owned(), Duration::from_secs(1), 59 * SEC)
+    Store::ban(&s, &"k".to_owned(), Duration::from_secs(1), 59 * SEC)
+        .into_ready()
+        .ok()
         .unwrap()
         .unwrap();
     assert!(check(&s, "k", 59 * SEC + SEC / 2).banned);
@@ -95,7 +105,9 @@ fn bans_by_code_and_unbans() {
     s.sweep(60 * SEC);
     let d = check(&s, "k", 60 * SEC);
     assert!(d.allowed && !d.banned, "{d:?}");
-    Store::ban_now(&s, &"k".to_owned(), Duration::from_secs(1), 60 * SEC)
+    Store::ban(&s, &"k".to_owned(), Duration::from_secs(1), 60 * SEC)
+        .into_ready()
+        .ok()
         .unwrap()
         .unwrap();
     let d = check(&s, "k", 60 * SEC);

@@ -4,7 +4,8 @@
 
 use ratelimit_core::algorithm::{stable_hash, Anchor};
 use ratelimit_core::{
-    Algorithm, FixedWindow, Gcra, LeakyBucket, MemoryStore, SlidingLog, SlidingWindow, TokenBucket,
+    Algorithm, FixedWindow, Gcra, LeakyBucket, MemoryStore, SlidingLog, SlidingWindow, Store,
+    TokenBucket,
 };
 use std::time::Duration;
 
@@ -18,7 +19,7 @@ type Row = (u64, u64, bool, u64, Option<u64>);
 fn expect<A: Algorithm>(algorithm: A, key: u64, rows: &[Row]) {
     let store = MemoryStore::<A, u64>::new(algorithm);
     for (i, &(t, cost, allowed, remaining, wait)) in rows.iter().enumerate() {
-        let d = store.check_now(&key, cost, t).unwrap();
+        let d = store.check(&key, cost, t).value().unwrap();
         let got = (
             t,
             cost,
@@ -99,14 +100,14 @@ fn gcra_never_drifts() {
             let at = k * period;
             if k > 0 {
                 // A whole period's worth fits a nanosecond later, not now.
-                let early = store.check_now(&1, limit, at - 1).unwrap();
+                let early = store.check(&1, limit, at - 1).value().unwrap();
                 assert!(!early.allowed, "{limit}/{period}: early in period {k}");
                 assert_eq!(early.wait, Some(Duration::from_nanos(1)));
             }
-            let all = store.check_now(&1, limit, at).unwrap();
+            let all = store.check(&1, limit, at).value().unwrap();
             assert!(all.allowed, "{limit}/{period}: period {k}");
             assert_eq!(all.remaining, 0);
-            let more = store.check_now(&1, 1, at).unwrap();
+            let more = store.check(&1, 1, at).value().unwrap();
             assert!(!more.allowed);
             assert_eq!(more.wait, Some(Duration::from_nanos(t_ns)));
         }

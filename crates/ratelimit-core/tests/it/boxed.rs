@@ -2,7 +2,8 @@
 //! store with pending futures works through it too; `maintain` goes
 //! through.
 
-use ratelimit_core::{BoxStore, Decision, Gcra, MemoryStore, Store, StoreError};
+use ratelimit_core::store::Upkeep;
+use ratelimit_core::{Answer, BoxStore, Decision, Gcra, MemoryStore, Store, StoreError};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,7 +28,7 @@ impl<T: Unpin> Future for Later<T> {
 }
 
 /// A store whose answers take a poll: a memory store behind futures that
-/// are pending once, no `check_now`, and a count of `maintain` calls.
+/// are pending once, no answer at once, and a count of `maintain` calls.
 struct Remote {
     memory: MemoryStore<Gcra, u64>,
     maintained: Arc<AtomicU64>,
@@ -35,20 +36,39 @@ struct Remote {
 
 impl Store<u64> for Remote {
     type CheckFuture = Later<Result<Decision, StoreError>>;
-    type RefundFuture = Later<Result<(), StoreError>>;
+    type WriteFuture = Later<Result<(), StoreError>>;
 
-    fn check(&self, key: &u64, cost: u64, now: u64) -> Self::CheckFuture {
-        Later(Some(self.memory.check_now(key, cost, now)), false)
+    fn check(
+        &self,
+        key: &u64,
+        cost: u64,
+        now: u64,
+    ) -> Answer<Result<Decision, StoreError>, Self::CheckFuture> {
+        Answer::pending(Later(
+            Some(self.memory.check(key, cost, now).value()),
+            false,
+        ))
     }
 
-    fn refund(&self, key: &u64, cost: u64, admitted_at: u64, now: u64) -> Self::RefundFuture {
-        self.memory.refund_now(key, cost, admitted_at, now);
-        Later(Some(Ok(())), false)
+    fn refund(
+        &self,
+        key: &u64,
+        cost: u64,
+        admitted_at: u64,
+        now: u64,
+    ) -> Answer<Result<(), StoreError>, Self::WriteFuture> {
+        self.memory
+            .refund(key, cost, admitted_at, now)
+            .value()
+            .unwrap();
+        Answer::pending(Later(Some(Ok(())), false))
     }
+}
 
-    fn maintain(&self, now: u64) {
+impl Upkeep for Remote {
+    fn maintain(&self, now: u64) -> usize {
         self.maintained.fetch_add(1, Ordering::Relaxed);
-        self.memory.maintain(now);
+        self.memory.maintain(now)
     }
 }
 
@@ -71,14 +91,34 @@ fn gcra() -> Gcra {
 #[test]
 fn memory_store_answers_at_once_through_the_box() {
     let store = BoxStore::new(MemoryStore::<_, u64>::new(gcra()));
-    let a = store.check_now(&1, 1, 0).expect("answers at once").unwrap();
-    let b = store.check_now(&1, 1, 0).expect("answers at once").unwrap();
-    let c = store.check_now(&1, 1, 0).expect("answers at once").unwrap();
+    let a = store
+        .check(&1, 1, 0)
+        .into_ready()
+        .ok()
+        .expect("answers at once")
+        .unwrap();
+    let b = store
+        .check(&1, 1, 0)
+        .into_ready()
+        .ok()
+        .expect("answers at once")
+        .unwrap();
+    let c = store
+        .check(&1, 1, 0)
+        .into_ready()
+        .ok()
+        .expect("answers at once")
+        .unwrap();
     assert!(a.allowed && b.allowed && !c.allowed);
     assert_eq!(b.remaining, 0);
     assert_eq!(b.next, Duration::from_millis(500));
     assert_eq!(c.retry_after(), Some(b.next));
-    assert!(store.refund_now(&1, 1, 0, 0).expect("at once").is_ok());
+    assert!(store
+        .refund(&1, 1, 0, 0)
+        .into_ready()
+        .ok()
+        .expect("at once")
+        .is_ok());
     // The future path reaches the same store: the refund left one.
     let (d, polls) = block_on(store.check(&1, 1, 0));
     assert_eq!(polls, 1);
@@ -94,8 +134,14 @@ fn pending_store_through_the_box() {
         memory: MemoryStore::new(gcra()),
         maintained: Arc::clone(&maintained),
     });
-    assert!(store.check_now(&1, 1, 0).is_none(), "no answer at once");
-    assert!(store.refund_now(&1, 1, 0, 0).is_none(), "no refund at once");
+    assert!(
+        store.check(&1, 1, 0).into_ready().ok().is_none(),
+        "no answer at once"
+    );
+    assert!(
+        store.refund(&1, 1, 0, 0).into_ready().ok().is_none(),
+        "no refund at once"
+    );
     let (a, polls) = block_on(store.check(&1, 2, 0));
     assert_eq!(polls, 2);
     let a = a.unwrap();
@@ -123,7 +169,7 @@ fn one_type_for_different_stores() {
         }),
     ];
     for store in &stores {
-        let d = match store.check_now(&9, 1, 0) {
+        let d = match store.check(&9, 1, 0).into_ready().ok() {
             Some(d) => d,
             None => block_on(store.check(&9, 1, 0)).0,
         };

@@ -5,7 +5,7 @@
 
 use proptest::prelude::*;
 use ratelimit_core::algorithm::CalendarUnit;
-use ratelimit_core::{AnyAlgorithm, Clock, Decision, ManualClock, MemoryStore};
+use ratelimit_core::{AnyAlgorithm, Clock, Decision, ManualClock, MemoryStore, Store};
 use std::sync::OnceLock;
 
 const SEC: u64 = 1_000_000_000;
@@ -79,7 +79,7 @@ fn store(spec: &str) -> MemoryStore<AnyAlgorithm, String> {
 }
 
 fn check(store: &MemoryStore<AnyAlgorithm, String>, clock: &ManualClock) -> Decision {
-    store.check_now("k", 1, clock.now()).unwrap()
+    store.check("k", 1, clock.now()).value().unwrap()
 }
 
 /// With 2 per unit used up at `at`, the key is denied until `boundary`
@@ -147,13 +147,13 @@ fn refund_counts_only_in_its_month() {
     let s = store("fixed-window 1/month");
     let jan = utc(2025, 1, 31, 23);
     let feb = utc(2025, 2, 1, 0);
-    assert!(s.check_now("k", 1, jan).unwrap().allowed);
-    assert!(s.check_now("k", 1, feb).unwrap().allowed);
+    assert!(s.check("k", 1, jan).value().unwrap().allowed);
+    assert!(s.check("k", 1, feb).value().unwrap().allowed);
     // January's request refunded in February gives nothing back.
-    s.refund_now("k", 1, jan, feb);
-    assert!(!s.check_now("k", 1, feb).unwrap().allowed);
-    s.refund_now("k", 1, feb, feb);
-    assert!(s.check_now("k", 1, feb).unwrap().allowed);
+    s.refund("k", 1, jan, feb).value().unwrap();
+    assert!(!s.check("k", 1, feb).value().unwrap().allowed);
+    s.refund("k", 1, feb, feb).value().unwrap();
+    assert!(s.check("k", 1, feb).value().unwrap().allowed);
 }
 
 proptest! {

@@ -2,7 +2,8 @@
 //! invalidation, and bounded upkeep.
 
 use ratelimit_core::store::AtCapacity;
-use ratelimit_core::{Gcra, MemoryStore, SlidingLog, StoreError};
+use ratelimit_core::store::Upkeep;
+use ratelimit_core::{Gcra, MemoryStore, SlidingLog, Store, StoreError};
 use std::time::Duration;
 
 const HOUR: Duration = Duration::from_secs(3600);
@@ -20,20 +21,20 @@ fn new_clients_are_limited_at_the_cap() {
     for key in 0..300u64 {
         // A flood key may start as used as the evicted keys that share
         // its cells of the sketch, so it may be denied.
-        store.check_now(&key, 1, key).unwrap();
+        store.check(&key, 1, key).value().unwrap();
         assert!(store.len() <= 100, "{} keys", store.len());
     }
     // So may a newcomer within the hour: it is never admitted more.
     let now = 400;
     let admitted = (0..3)
-        .filter(|_| store.check_now(&1_000_000u64, 1, now).unwrap().allowed)
+        .filter(|_| store.check(&1_000_000u64, 1, now).value().unwrap().allowed)
         .count();
     assert!(admitted <= 2, "{admitted} admitted");
     let later = 3600 * SEC + 400;
     let newcomer = 2_000_000u64;
-    assert!(store.check_now(&newcomer, 1, later).unwrap().allowed);
-    assert!(store.check_now(&newcomer, 1, later).unwrap().allowed);
-    let third = store.check_now(&newcomer, 1, later).unwrap();
+    assert!(store.check(&newcomer, 1, later).value().unwrap().allowed);
+    assert!(store.check(&newcomer, 1, later).value().unwrap().allowed);
+    let third = store.check(&newcomer, 1, later).value().unwrap();
     assert!(!third.allowed);
     assert_eq!(third.remaining, 0);
 }
@@ -46,16 +47,16 @@ fn refuse_fails_new_keys_until_old_ones_are_full() {
         .at_capacity(AtCapacity::Refuse)
         .build();
     for key in 0..10u64 {
-        assert!(store.check_now(&key, 1, 0).unwrap().allowed);
+        assert!(store.check(&key, 1, 0).value().unwrap().allowed);
     }
     assert_eq!(
-        store.check_now(&99, 1, 0),
+        store.check(&99, 1, 0).value(),
         Err(StoreError::CapacityExceeded { max_keys: 10 })
     );
     // Known keys are still limited exactly.
-    assert!(!store.check_now(&3, 1, 0).unwrap().allowed);
+    assert!(!store.check(&3, 1, 0).value().unwrap().allowed);
     // A second later every state is full: a new key takes a full key's place.
-    assert!(store.check_now(&99, 1, SEC).unwrap().allowed);
+    assert!(store.check(&99, 1, SEC).value().unwrap().allowed);
     assert!(store.len() <= 10);
 }
 
@@ -70,15 +71,18 @@ fn evicts_the_key_nearest_to_full() {
         .max_keys(Some(8))
         .build();
     for key in 0..8u64 {
-        assert!(store.check_now(&key, key + 1, 0).unwrap().allowed);
+        assert!(store.check(&key, key + 1, 0).value().unwrap().allowed);
     }
-    assert!(store.check_now(&100, 1, 0).unwrap().allowed);
+    assert!(store.check(&100, 1, 0).value().unwrap().allowed);
     assert_eq!(store.len(), 8);
     // Key 0 (one unit used) was evicted: it comes back as used as it
     // left. The others kept their state.
-    assert_eq!(store.check_now(&0, 0, 0).unwrap().remaining, 9);
+    assert_eq!(store.check(&0, 0, 0).value().unwrap().remaining, 9);
     for key in 1..8u64 {
-        assert_eq!(store.check_now(&key, 0, 0).unwrap().remaining, 10 - key - 1);
+        assert_eq!(
+            store.check(&key, 0, 0).value().unwrap().remaining,
+            10 - key - 1
+        );
     }
 }
 
@@ -90,25 +94,31 @@ fn evicts_the_oldest_log() {
         .max_keys(Some(4))
         .build();
     for key in 0..4u64 {
-        assert!(store.check_now(&key, 1, (key + 1) * SEC).unwrap().allowed);
+        assert!(
+            store
+                .check(&key, 1, (key + 1) * SEC)
+                .value()
+                .unwrap()
+                .allowed
+        );
     }
-    assert!(store.check_now(&9, 1, 10 * SEC).unwrap().allowed);
+    assert!(store.check(&9, 1, 10 * SEC).value().unwrap().allowed);
     // Key 0 went, and comes back with its one entry.
-    assert_eq!(store.check_now(&0, 0, 10 * SEC).unwrap().remaining, 4);
-    assert_eq!(store.check_now(&3, 0, 10 * SEC).unwrap().remaining, 4);
+    assert_eq!(store.check(&0, 0, 10 * SEC).value().unwrap().remaining, 4);
+    assert_eq!(store.check(&3, 0, 10 * SEC).value().unwrap().remaining, 4);
 }
 
 /// A remembered denial is forgotten when a refund changes the state.
 #[test]
 fn a_refund_clears_a_remembered_denial() {
     let store = MemoryStore::<_, String>::new(Gcra::new(1, HOUR).unwrap());
-    assert!(store.check_now("k", 1, 0).unwrap().allowed);
+    assert!(store.check("k", 1, 0).value().unwrap().allowed);
     for _ in 0..3 {
-        assert!(!store.check_now("k", 1, 5).unwrap().allowed);
+        assert!(!store.check("k", 1, 5).value().unwrap().allowed);
     }
-    store.refund_now("k", 1, 0, 6);
-    assert!(store.check_now("k", 1, 7).unwrap().allowed);
-    assert!(!store.check_now("k", 1, 8).unwrap().allowed);
+    store.refund("k", 1, 0, 6).value().unwrap();
+    assert!(store.check("k", 1, 7).value().unwrap().allowed);
+    assert!(!store.check("k", 1, 8).value().unwrap().allowed);
 }
 
 /// An evicted key that was denied is forgotten by the deny slots, and
@@ -120,15 +130,15 @@ fn an_evicted_denied_key_comes_back_denied() {
         .shards(1)
         .max_keys(Some(1))
         .build();
-    assert!(store.check_now(&1, 1, 0).unwrap().allowed);
-    let denied = store.check_now(&1, 1, 1).unwrap();
+    assert!(store.check(&1, 1, 0).value().unwrap().allowed);
+    let denied = store.check(&1, 1, 1).value().unwrap();
     assert!(!denied.allowed);
-    assert!(store.check_now(&2, 1, 2).unwrap().allowed);
-    let again = store.check_now(&1, 1, 3).unwrap();
+    assert!(store.check(&2, 1, 2).value().unwrap().allowed);
+    let again = store.check(&1, 1, 3).value().unwrap();
     assert!(!again.allowed);
     assert!(again.wait >= denied.wait.map(|w| w - Duration::from_nanos(2)));
     // Once its hour is over it is admitted again.
-    assert!(store.check_now(&1, 1, 3600 * SEC + 3).unwrap().allowed);
+    assert!(store.check(&1, 1, 3600 * SEC + 3).value().unwrap().allowed);
 }
 
 /// A remembered denial answers exactly as the locked path, as time moves
@@ -141,20 +151,20 @@ fn a_remembered_denial_expires_exactly() {
         .build();
     for s in [&store, &locked] {
         for _ in 0..3 {
-            assert!(s.check_now(&7, 1, 0).unwrap().allowed);
+            assert!(s.check(&7, 1, 0).value().unwrap().allowed);
         }
     }
-    let first = store.check_now(&7, 1, 10).unwrap();
+    let first = store.check(&7, 1, 10).value().unwrap();
     assert!(!first.allowed);
     let next = 10 + first.wait.unwrap().as_nanos() as u64;
     for t in [11, 1000, next - 1] {
         assert_eq!(
-            store.check_now(&7, 1, t),
-            locked.check_now(&7, 1, t),
+            store.check(&7, 1, t).value(),
+            locked.check(&7, 1, t).value(),
             "at {t}"
         );
     }
-    assert!(store.check_now(&7, 1, next).unwrap().allowed);
+    assert!(store.check(&7, 1, next).value().unwrap().allowed);
 }
 
 /// `maintain` drops full keys in bounded steps until none are left.
@@ -164,7 +174,7 @@ fn maintain_empties_the_store_in_steps() {
         .shards(2)
         .build();
     for key in 0..100_000u64 {
-        store.check_now(&key, 1, 0).unwrap();
+        store.check(&key, 1, 0).value().unwrap();
     }
     assert_eq!(store.len(), 100_000);
     // Within the period nothing is full.
@@ -204,10 +214,13 @@ fn a_small_cap_is_not_split_over_many_shards() {
     let store = capped(63);
     assert_eq!(shards(&store), 1);
     for key in 0..63u64 {
-        assert!(store.check_now(&key, 1, 0).unwrap().allowed, "key {key}");
+        assert!(
+            store.check(&key, 1, 0).value().unwrap().allowed,
+            "key {key}"
+        );
     }
     assert!(matches!(
-        store.check_now(&63u64, 1, 0),
+        store.check(&63u64, 1, 0).value(),
         Err(StoreError::CapacityExceeded { .. })
     ));
     assert_eq!(shards(&capped(1_000)), 16);

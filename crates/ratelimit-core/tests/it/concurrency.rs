@@ -1,8 +1,10 @@
 //! Many threads hammer one key at a frozen clock: exactly the burst is
 //! admitted, never more, never less.
 
+use ratelimit_core::store::Upkeep;
 use ratelimit_core::{
-    Algorithm, FixedWindow, Gcra, LeakyBucket, MemoryStore, SlidingLog, SlidingWindow, TokenBucket,
+    Algorithm, FixedWindow, Gcra, LeakyBucket, MemoryStore, SlidingLog, SlidingWindow, Store,
+    TokenBucket,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
@@ -24,12 +26,12 @@ fn hammer<A: Algorithm>(algorithm: A, now: u64) -> u64 {
             s.spawn(move || {
                 start.wait();
                 for i in 0..TRIES {
-                    if store.check_now(&42, 1, now).unwrap().allowed {
+                    if store.check(&42, 1, now).value().unwrap().allowed {
                         admitted.fetch_add(1, Ordering::Relaxed);
                     }
                     // Other keys in the same store.
                     let other = 1_000 + (thread * TRIES + i) as u64;
-                    store.check_now(&other, 1, now).unwrap();
+                    store.check(&other, 1, now).value().unwrap();
                 }
             });
         }
@@ -92,10 +94,12 @@ fn late_callers_with_older_times_are_decided_at_the_latest_time() {
     for (name, check) in [
         (
             "fixed-window",
-            &(|t| fixed.check_now(&1, 1, t).unwrap()) as &dyn Fn(u64) -> _,
+            &(|t| fixed.check(&1, 1, t).value().unwrap()) as &dyn Fn(u64) -> _,
         ),
-        ("sliding-log", &|t| log.check_now(&1, 1, t).unwrap()),
-        ("sliding-window", &|t| window.check_now(&1, 1, t).unwrap()),
+        ("sliding-log", &|t| log.check(&1, 1, t).value().unwrap()),
+        ("sliding-window", &|t| {
+            window.check(&1, 1, t).value().unwrap()
+        }),
     ] {
         assert!(check(new).allowed, "{name}");
         assert!(check(new).allowed, "{name}");
@@ -115,13 +119,13 @@ fn late_callers_with_older_times_are_decided_at_the_latest_time() {
 fn late_callers_of_a_one_word_state_are_decided_at_the_latest_time() {
     let store = MemoryStore::<_, u64>::new(Gcra::new(2, Duration::from_secs(1)).unwrap());
     let new = 2_000_000_000;
-    assert!(store.check_now(&1, 1, new).unwrap().allowed);
-    assert!(store.check_now(&1, 1, new).unwrap().allowed);
+    assert!(store.check(&1, 1, new).value().unwrap().allowed);
+    assert!(store.check(&1, 1, new).value().unwrap().allowed);
     // Costs other than 1 skip the denied slots, so the table decides.
-    let late = store.check_now(&1, 2, new - 1).unwrap();
+    let late = store.check(&1, 2, new - 1).value().unwrap();
     assert!(!late.allowed, "a stale time must not read the key as full");
     assert_eq!(late.remaining, 0);
-    let late = store.check_now(&1, 1, new - 1).unwrap();
+    let late = store.check(&1, 1, new - 1).value().unwrap();
     assert!(!late.allowed);
     assert_eq!(late.wait, Some(Duration::from_millis(500)));
 }
@@ -147,7 +151,7 @@ fn a_hot_key_on_a_moving_clock_admits_exactly_its_quota() {
                 for i in 0..TRIES as u64 {
                     // Up to 50 ms; each thread lags the others a little.
                     let now = NOW + (i * 50 * ms / TRIES as u64).saturating_sub(thread as u64);
-                    if store.check_now(&7, 1, now).unwrap().allowed {
+                    if store.check(&7, 1, now).value().unwrap().allowed {
                         admitted.fetch_add(1, Ordering::Relaxed);
                     }
                 }
@@ -200,7 +204,12 @@ fn checks_while_growing<A: Algorithm>(
             s.spawn(move || {
                 start.wait();
                 for i in 0..tries {
-                    if store.check_now(&key(thread, i), 1, NOW).unwrap().allowed {
+                    if store
+                        .check(&key(thread, i), 1, NOW)
+                        .value()
+                        .unwrap()
+                        .allowed
+                    {
                         admitted.fetch_add(1, Ordering::Relaxed);
                     }
                 }
@@ -209,7 +218,7 @@ fn checks_while_growing<A: Algorithm>(
         s.spawn(|| {
             start.wait();
             for key in grow {
-                assert!(store.check_now(&key, 1, NOW).unwrap().allowed);
+                assert!(store.check(&key, 1, NOW).value().unwrap().allowed);
                 if key % 100 == 0 {
                     store.maintain(NOW);
                 }
@@ -243,7 +252,7 @@ fn bursts_while_growing(keys: u64, burst: u64, key: impl Fn(u64, u64) -> u64 + S
     let admitted = checks_while_growing(&store, TRIES as u64 * 4, key, 10_000..30_000);
     assert_eq!(admitted, keys * burst);
     for key in 0..keys {
-        assert!(!store.check_now(&key, 1, NOW).unwrap().allowed);
+        assert!(!store.check(&key, 1, NOW).value().unwrap().allowed);
     }
 }
 
@@ -269,7 +278,7 @@ fn many_keys_on_a_moving_clock_admit_at_most_their_quota() {
                     let now =
                         NOW + (i * 20 * ms / (TRIES as u64 * 2)).saturating_sub(thread * 1_000);
                     let key = (i + thread) % KEYS;
-                    if store.check_now(&key, 1, now).unwrap().allowed {
+                    if store.check(&key, 1, now).value().unwrap().allowed {
                         admitted[key as usize].fetch_add(1, Ordering::Relaxed);
                     }
                 }

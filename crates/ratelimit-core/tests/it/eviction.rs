@@ -3,8 +3,10 @@
 //! for every algorithm, however the flood and the checks interleave.
 
 use proptest::prelude::*;
+use ratelimit_core::store::Upkeep;
 use ratelimit_core::{
-    Algorithm, FixedWindow, Gcra, LeakyBucket, MemoryStore, SlidingLog, SlidingWindow, TokenBucket,
+    Algorithm, FixedWindow, Gcra, LeakyBucket, MemoryStore, SlidingLog, SlidingWindow, Store,
+    TokenBucket,
 };
 use std::time::Duration;
 
@@ -35,7 +37,7 @@ fn admitted_through_evictions_conform<A: Algorithm>(
     let (mut now, mut next_key) = (0u64, VICTIMS);
     let mut admitted = Vec::new();
     let mut check = |key: u64, cost: u64, now: u64| {
-        if capped.check_now(&key, cost, now).unwrap().allowed {
+        if capped.check(&key, cost, now).value().unwrap().allowed {
             admitted.push((key, now, cost));
         }
     };
@@ -54,7 +56,7 @@ fn admitted_through_evictions_conform<A: Algorithm>(
     }
     let exact = MemoryStore::<A, u64>::builder(make()).shards(1).build();
     for (key, at, cost) in admitted {
-        let decision = exact.check_now(&key, cost, at).unwrap();
+        let decision = exact.check(&key, cost, at).value().unwrap();
         prop_assert!(
             decision.allowed,
             "key {key}, cost {cost} at {at}: {decision:?}"
@@ -132,8 +134,8 @@ fn a_flood_of_new_keys_does_not_forgive_a_brute_forcer() {
         let step_ns = 3_000 * SEC / flood;
         for step in 0..flood {
             let now = step * step_ns;
-            store.check_now(&(step + 1), 1, now).unwrap();
-            if step % 10 == 0 && store.check_now(&0, 1, now).unwrap().allowed {
+            store.check(&(step + 1), 1, now).value().unwrap();
+            if step % 10 == 0 && store.check(&0, 1, now).value().unwrap().allowed {
                 admitted += 1;
             }
         }
@@ -159,17 +161,17 @@ fn newcomers_after(
     let step_ns = 600 * SEC / flood;
     for step in 0..flood {
         for _ in 0..uses {
-            store.check_now(&(step + 1), 1, step * step_ns).unwrap();
+            store.check(&(step + 1), 1, step * step_ns).value().unwrap();
         }
     }
     let whole = (0..1_000u64)
         .filter(|n| {
-            let first = store.check_now(&(u64::MAX - n), 1, probe_at).unwrap();
+            let first = store.check(&(u64::MAX - n), 1, probe_at).value().unwrap();
             first.allowed && first.remaining == 4
         })
         .count();
     assert!(store.len() <= cap);
-    (whole, store.counts())
+    (whole, store.counts().unwrap())
 }
 
 const AFTER_FLOOD: u64 = 600 * SEC;

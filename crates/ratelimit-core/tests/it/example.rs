@@ -1,7 +1,7 @@
 //! The worked example of the token-bucket notes (issue 2): capacity 10,
 //! refilled at 2 per second.
 
-use ratelimit_core::{Algorithm, Clock, ManualClock, MemoryStore, TokenBucket};
+use ratelimit_core::{Algorithm, Clock, ManualClock, MemoryStore, Store, TokenBucket};
 use std::time::Duration;
 
 /// The issue's text says that of 8 requests at second 3 "exactly 5 are
@@ -25,7 +25,7 @@ fn capacity_10_refill_2_per_second() {
     let clock = ManualClock::new();
     let admitted = |n: usize| {
         (0..n)
-            .map(|_| store.check_now("k", 1, clock.now()).unwrap())
+            .map(|_| store.check("k", 1, clock.now()).value().unwrap())
             .collect::<Vec<_>>()
     };
 

@@ -7,6 +7,7 @@
 //! twice) show the checker catches each.
 
 use crate::model::Spec;
+use ratelimit_core::store::NeverPending;
 use ratelimit_core::{
     BanPolicy, Decision, FixedWindow, Gcra, MemoryStore, SlidingWindow, Store, StoreError,
 };
@@ -15,7 +16,6 @@ use ratelimit_test_support::history::{
 };
 use ratelimit_test_support::SplitMix64;
 use std::collections::HashMap;
-use std::future::{ready, Ready};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -45,7 +45,11 @@ fn call<S: Store<u64>>(store: &S, key: u64, op: Op, now: u64) -> Option<Answer> 
     let done = |r: Option<Result<(), StoreError>>| r.expect("at once").expect("no error");
     match op {
         Op::Check(cost) => {
-            let d = store.check_now(&key, cost, now).expect("at once");
+            let d = store
+                .check(&key, cost, now)
+                .into_ready()
+                .ok()
+                .expect("at once");
             return Some(answer(&d.expect("no error")));
         }
         Op::Settle {
@@ -53,13 +57,23 @@ fn call<S: Store<u64>>(store: &S, key: u64, op: Op, now: u64) -> Option<Answer> 
             actual,
             admitted_at,
         } => {
-            let d = store.settle_now(&key, reserved, actual, admitted_at, now);
+            let d = store
+                .settle(&key, reserved, actual, admitted_at, now)
+                .into_ready()
+                .ok();
             return Some(answer(&d.expect("at once").expect("no error")));
         }
-        Op::Refund { cost, admitted_at } => done(store.refund_now(&key, cost, admitted_at, now)),
-        Op::Reset => done(store.reset_now(&key)),
-        Op::Ban(d) => done(store.ban_now(&key, Duration::from_nanos(d), now)),
-        Op::Unban => done(store.unban_now(&key)),
+        Op::Refund { cost, admitted_at } => {
+            done(store.refund(&key, cost, admitted_at, now).into_ready().ok())
+        }
+        Op::Reset => done(store.reset(&key).into_ready().ok()),
+        Op::Ban(d) => done(
+            store
+                .ban(&key, Duration::from_nanos(d), now)
+                .into_ready()
+                .ok(),
+        ),
+        Op::Unban => done(store.unban(&key).into_ready().ok()),
     }
     None
 }
@@ -272,7 +286,7 @@ impl Planted {
             let left = Duration::from_nanos(until - now);
             return Ok(Decision::ban(6, Duration::from_millis(1500), left));
         }
-        self.inner.check_now(&key, cost, now)
+        self.inner.check(&key, cost, now).value()
     }
 
     /// A check of the burst at one instant, counted in `used`: read, a
@@ -312,67 +326,61 @@ impl Planted {
         let mut leases = self.leases.lock().unwrap();
         let left = leases.entry(key).or_insert(0);
         if *left == 0 {
-            let take = self.inner.check_now(&key, LEASE, now)?;
+            let take = self.inner.check(&key, LEASE, now).value()?;
             if !take.allowed {
-                return self.inner.check_now(&key, 1, now);
+                return self.inner.check(&key, 1, now).value();
             }
             *left = LEASE + u64::from(self.bug == Bug::LeaseSpentTwice);
         }
         *left -= 1;
-        self.inner.check_now(&key, 0, now)
+        self.inner.check(&key, 0, now).value()
     }
 }
 
 impl Store<u64> for Planted {
-    type CheckFuture = Ready<Result<Decision, StoreError>>;
-    type RefundFuture = Ready<Result<(), StoreError>>;
+    type CheckFuture = NeverPending<Result<Decision, StoreError>>;
+    type WriteFuture = NeverPending<Result<(), StoreError>>;
 
-    fn check(&self, key: &u64, cost: u64, now: u64) -> Self::CheckFuture {
-        ready(self.decide(*key, cost, now))
+    fn check(&self, key: &u64, cost: u64, now: u64) -> Ready<Decision> {
+        ratelimit_core::Answer::ready(self.decide(*key, cost, now))
     }
 
-    fn refund(&self, key: &u64, cost: u64, admitted_at: u64, now: u64) -> Self::RefundFuture {
-        ready(self.refund_now(key, cost, admitted_at, now).unwrap())
-    }
-
-    fn check_now(&self, key: &u64, cost: u64, now: u64) -> Option<Result<Decision, StoreError>> {
-        Some(self.decide(*key, cost, now))
-    }
-
-    fn refund_now(
-        &self,
-        key: &u64,
-        cost: u64,
-        admitted_at: u64,
-        now: u64,
-    ) -> Option<Result<(), StoreError>> {
+    fn refund(&self, key: &u64, cost: u64, admitted_at: u64, now: u64) -> Ready<()> {
         let times = if self.bug == Bug::RefundTwice { 2 } else { 1 };
         for _ in 0..times {
-            self.inner.refund_now(key, cost, admitted_at, now);
+            self.inner
+                .refund(key, cost, admitted_at, now)
+                .value()
+                .unwrap();
         }
-        Some(Ok(()))
+        ratelimit_core::Answer::ready(Ok(()))
     }
 
-    fn reset_now(&self, key: &u64) -> Option<Result<(), StoreError>> {
-        self.inner.reset_now(key);
-        Some(Ok(()))
+    fn reset(&self, key: &u64) -> Ready<()> {
+        self.inner.reset(key).value().unwrap();
+        ratelimit_core::Answer::ready(Ok(()))
     }
 
-    fn ban_now(&self, key: &u64, d: Duration, now: u64) -> Option<Result<(), StoreError>> {
-        self.inner.ban_now(key, d, now);
+    fn ban(&self, key: &u64, d: Duration, now: u64) -> Ready<()> {
+        self.inner.ban(key, d, now).value().unwrap();
         let until = now + d.as_nanos() as u64;
         self.bans.lock().unwrap().insert(*key, until);
-        Some(Ok(()))
+        ratelimit_core::Answer::ready(Ok(()))
     }
 
-    fn unban_now(&self, key: &u64) -> Option<Result<(), StoreError>> {
-        self.inner.unban_now(key);
+    fn unban(&self, key: &u64) -> Ready<()> {
+        self.inner.unban(key).value().unwrap();
         if self.bug != Bug::DenialKeptPastUnban {
             self.bans.lock().unwrap().remove(key);
         }
-        Some(Ok(()))
+        ratelimit_core::Answer::ready(Ok(()))
     }
 }
+
+impl ratelimit_core::store::Upkeep for Planted {}
+
+/// A [`Planted`] store's answer, always ready.
+type Ready<T> = ratelimit_core::Answer<Result<T, StoreError>, NeverPending<Result<T, StoreError>>>;
 
 /// Whether the checker refuses some history of `bug`'s store, out of
 /// eight seeds.

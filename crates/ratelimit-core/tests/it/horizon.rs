@@ -8,7 +8,8 @@ use crate::harness::agree;
 use crate::model::Spec;
 use proptest::prelude::*;
 use ratelimit_core::algorithm::{AnyGcra, AnyLeakyBucket};
-use ratelimit_core::{Algorithm, AnyAlgorithm, Gcra, LeakyBucket, MemoryStore};
+use ratelimit_core::store::Upkeep;
+use ratelimit_core::{Algorithm, AnyAlgorithm, Gcra, LeakyBucket, MemoryStore, Store};
 use std::time::Duration;
 
 fn gcd(mut a: u64, mut b: u64) -> u64 {
@@ -86,7 +87,7 @@ fn replay_with<A: Algorithm>(
             }
         }
         let want = model.check(&key, cost, t);
-        let got = store.check_now(&key, cost, t).unwrap();
+        let got = store.check(&key, cost, t).value().unwrap();
         prop_assert!(
             agree(&got, &want),
             "step {i} t={t} key={key} cost={cost}: got {got:?}, want {want:?} ({spec:?})"
@@ -239,7 +240,7 @@ fn a_key_idle_for_whole_wraps_is_fresh() {
                 (k * wrap + delta, limit),
                 (k * wrap + delta, 1),
             ] {
-                let got = store.check_now(&1, cost, t).unwrap();
+                let got = store.check(&1, cost, t).value().unwrap();
                 let want = model.check(&1, cost, t);
                 assert!(
                     agree(&got, &want),
@@ -248,11 +249,12 @@ fn a_key_idle_for_whole_wraps_is_fresh() {
             }
             // And the same with a sweep first.
             let store = MemoryStore::<Gcra, u64>::builder(gcra).shards(1).build();
-            assert!(store.check_now(&1, limit, 0).unwrap().allowed);
+            assert!(store.check(&1, limit, 0).value().unwrap().allowed);
             store.sweep(k * wrap + delta);
             assert!(
                 store
-                    .check_now(&1, limit, k * wrap + delta)
+                    .check(&1, limit, k * wrap + delta)
+                    .value()
                     .unwrap()
                     .allowed
             );

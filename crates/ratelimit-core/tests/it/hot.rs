@@ -8,8 +8,9 @@
 
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
+use ratelimit_core::store::Upkeep;
 use ratelimit_core::{
-    Algorithm, FixedWindow, Gcra, LeakyBucket, MemoryStore, SlidingLog, TokenBucket,
+    Algorithm, FixedWindow, Gcra, LeakyBucket, MemoryStore, SlidingLog, Store, TokenBucket,
 };
 use std::collections::HashMap;
 use std::time::Duration;
@@ -65,7 +66,7 @@ fn replay<A: Algorithm + Clone>(
                     .entry(key)
                     .or_insert_with(|| algorithm.fresh(&key, now));
                 let want = algorithm.check(state, cost, now);
-                let got = store.check_now(&key, cost, now).expect("no cap");
+                let got = store.check(&key, cost, now).value().expect("no cap");
                 prop_assert_eq!(got, want, "op #{} {:?} in {:?}", i, op, ops);
             }
             Op::Flood(n) => {
@@ -76,7 +77,7 @@ fn replay<A: Algorithm + Clone>(
                         .entry(key)
                         .or_insert_with(|| algorithm.fresh(&key, now));
                     let want = algorithm.check(state, 1, now);
-                    let got = store.check_now(&key, 1, now).expect("no cap");
+                    let got = store.check(&key, 1, now).value().expect("no cap");
                     prop_assert_eq!(got, want, "op #{} new key {}", i, key);
                 }
             }
@@ -84,7 +85,7 @@ fn replay<A: Algorithm + Clone>(
                 if let Some(state) = bare.get_mut(&key) {
                     algorithm.refund(state, 1, now, now);
                 }
-                store.refund_now(&key, 1, now, now);
+                store.refund(&key, 1, now, now).value().unwrap();
             }
             Op::Maintain => {
                 store.maintain(now);
@@ -168,17 +169,17 @@ fn an_evicted_hot_key_comes_back_as_used() {
         .promote_always(true)
         .build();
     for _ in 0..3 {
-        assert!(store.check_now(&1, 1, 0).unwrap().allowed);
+        assert!(store.check(&1, 1, 0).value().unwrap().allowed);
     }
-    assert!(!store.check_now(&1, 1, 0).unwrap().allowed);
+    assert!(!store.check(&1, 1, 0).value().unwrap().allowed);
     // Key 2 evicts key 1, the only key, while its state is in the slot.
-    assert!(store.check_now(&2, 1, 0).unwrap().allowed);
-    assert!(store.check_now(&2, 1, 0).unwrap().allowed);
+    assert!(store.check(&2, 1, 0).value().unwrap().allowed);
+    assert!(store.check(&2, 1, 0).value().unwrap().allowed);
     assert_eq!(store.len(), 1);
     // Key 1 comes back denied: eviction gives back nothing it had used.
-    let back = store.check_now(&1, 1, 0).unwrap();
+    let back = store.check(&1, 1, 0).value().unwrap();
     assert!(!back.allowed);
     assert_eq!(back.remaining, 0);
     // Key 2 was evicted in turn, with two used.
-    assert_eq!(store.check_now(&2, 1, 0).unwrap().remaining, 0);
+    assert_eq!(store.check(&2, 1, 0).value().unwrap().remaining, 0);
 }

@@ -6,7 +6,7 @@
 //! exact admission. The random sequences are in `live_props.rs`.
 
 use ratelimit_core::algorithm::{LiveError, MAX_OVERRIDES};
-use ratelimit_core::{AnyAlgorithm, Decision, LiveAlgorithm, MemoryStore};
+use ratelimit_core::{AnyAlgorithm, Decision, LiveAlgorithm, MemoryStore, Store};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
@@ -23,7 +23,7 @@ fn store(s: &str) -> (LiveAlgorithm, MemoryStore<LiveAlgorithm, String>) {
 }
 
 fn check(store: &MemoryStore<LiveAlgorithm, String>, key: &str, cost: u64, now: u64) -> Decision {
-    store.check_now(key, cost, now).unwrap()
+    store.check(key, cost, now).value().unwrap()
 }
 
 #[test]
@@ -298,7 +298,7 @@ fn a_live_swap_under_64_threads_is_exact_and_never_torn() {
                     barrier.wait();
                     loop {
                         let after = swapped.load(Ordering::Acquire);
-                        let d = store.check_now("shared", 1, 0).unwrap();
+                        let d = store.check("shared", 1, 0).value().unwrap();
                         let seen = (d.limit, d.window);
                         assert!(seen == old || seen == new, "torn: {d:?}");
                         assert!(d.remaining < d.limit, "{d:?}");

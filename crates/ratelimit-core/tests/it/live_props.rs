@@ -6,7 +6,7 @@
 //! allow.
 
 use proptest::prelude::*;
-use ratelimit_core::{AnyAlgorithm, LiveAlgorithm, MemoryStore};
+use ratelimit_core::{AnyAlgorithm, LiveAlgorithm, MemoryStore, Store};
 
 const MIN: u64 = 60_000_000_000;
 
@@ -144,16 +144,16 @@ fn run(pool: &[&Setting], steps: &[Step]) -> Result<Trace, TestCaseError> {
         match *step {
             Step::Check { dt, cost } => {
                 now += dt;
-                if store.check_now(&0, cost, now).unwrap().allowed && cost > 0 {
+                if store.check(&0, cost, now).value().unwrap().allowed && cost > 0 {
                     admitted.push((now, cost, changes.len() - 1));
                 }
             }
             Step::Change { dt, to } => {
                 now += dt;
                 let to = to % pool.len();
-                let before = store.check_now(&0, 0, now).unwrap();
+                let before = store.check(&0, 0, now).value().unwrap();
                 live.set(spec(pool[to].text));
-                let after = store.check_now(&0, 0, now).unwrap();
+                let after = store.check(&0, 0, now).value().unwrap();
                 let used = before.limit - before.remaining;
                 prop_assert!(
                     after.remaining <= after.limit.saturating_sub(used),

@@ -21,6 +21,7 @@ mod live;
 #[cfg(feature = "live")]
 mod live_props;
 mod model;
+mod now;
 mod props;
 mod reset;
 mod settle;

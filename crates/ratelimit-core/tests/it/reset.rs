@@ -4,7 +4,7 @@
 
 #[cfg(feature = "live")]
 use ratelimit_core::LiveAlgorithm;
-use ratelimit_core::{AnyAlgorithm, BoxStore, MemoryStore, Store};
+use ratelimit_core::{Answer, AnyAlgorithm, BoxStore, MemoryStore, Store};
 
 const SPECS: [&str; 6] = [
     "gcra 3/1h",
@@ -19,7 +19,14 @@ const SPECS: [&str; 6] = [
 fn drain<S: Store<String>>(store: &S, key: &str, now: u64) -> u64 {
     let key = key.to_owned();
     let mut admitted = 0;
-    while store.check_now(&key, 1, now).unwrap().unwrap().allowed {
+    while store
+        .check(&key, 1, now)
+        .into_ready()
+        .ok()
+        .unwrap()
+        .unwrap()
+        .allowed
+    {
         admitted += 1;
         assert!(admitted < 100, "never denied");
     }
@@ -31,7 +38,12 @@ fn resets_one_key<S: Store<String>>(store: &S, spec: &str) {
     let full = drain(store, "a", now);
     assert!(full >= 3, "{spec}: {full}");
     assert_eq!(drain(store, "b", now), full, "{spec}");
-    store.reset_now(&"a".to_owned()).unwrap().unwrap();
+    store
+        .reset(&"a".to_owned())
+        .into_ready()
+        .ok()
+        .unwrap()
+        .unwrap();
     // The denial the store remembered went with the state.
     assert_eq!(
         drain(store, "a", now),
@@ -70,19 +82,22 @@ fn a_reset_of_a_live_store_forgets_the_key_under_any_settings() {
 
 #[test]
 fn the_reset_future_is_ready_and_a_key_without_state_resets_fine() {
+    use std::future::Future;
     let store = MemoryStore::<_, String>::new("gcra 1/1h".parse::<AnyAlgorithm>().unwrap());
-    assert!(!store.reset_now("nobody"));
-    assert!(store.check_now("k", 1, 0).unwrap().allowed);
-    assert!(store.reset_now("k"));
+    assert!(!store.contains_key("nobody"));
+    store.reset("nobody").value().unwrap();
+    assert!(store.check("k", 1, 0).value().unwrap().allowed);
+    assert!(store.contains_key("k"));
+    store.reset("k").value().unwrap();
     let fut = Store::reset(&store, &"k".to_owned());
     let waker = std::task::Waker::noop();
     let mut cx = std::task::Context::from_waker(waker);
     let mut fut = fut;
     assert!(matches!(
-        fut.as_mut().poll(&mut cx),
+        std::pin::Pin::new(&mut fut).poll(&mut cx),
         std::task::Poll::Ready(Ok(()))
     ));
-    assert!(store.check_now("k", 1, 0).unwrap().allowed);
+    assert!(store.check("k", 1, 0).value().unwrap().allowed);
 }
 
 /// A store that cannot answer at once and does not implement `reset`.
@@ -91,20 +106,35 @@ struct Remote;
 impl Store<String> for Remote {
     type CheckFuture =
         std::future::Ready<Result<ratelimit_core::Decision, ratelimit_core::StoreError>>;
-    type RefundFuture = std::future::Ready<Result<(), ratelimit_core::StoreError>>;
-    fn check(&self, _: &String, _: u64, _: u64) -> Self::CheckFuture {
+    type WriteFuture = std::future::Ready<Result<(), ratelimit_core::StoreError>>;
+    fn check(
+        &self,
+        _: &String,
+        _: u64,
+        _: u64,
+    ) -> Answer<Result<ratelimit_core::Decision, ratelimit_core::StoreError>, Self::CheckFuture>
+    {
         unreachable!()
     }
-    fn refund(&self, _: &String, _: u64, _: u64, _: u64) -> Self::RefundFuture {
+    fn refund(
+        &self,
+        _: &String,
+        _: u64,
+        _: u64,
+        _: u64,
+    ) -> Answer<Result<(), ratelimit_core::StoreError>, Self::WriteFuture> {
         unreachable!()
     }
 }
 
+impl ratelimit_core::store::Upkeep for Remote {}
+
 #[test]
 fn a_store_without_a_reset_says_so() {
+    use std::future::Future;
     let mut fut = Remote.reset(&"k".to_owned());
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    match fut.as_mut().poll(&mut cx) {
+    match std::pin::Pin::new(&mut fut).poll(&mut cx) {
         std::task::Poll::Ready(Err(e)) => assert_eq!(e.kind(), "unsupported"),
         other => panic!("{other:?}"),
     }

@@ -4,9 +4,10 @@
 //! alone, a counter model (the sum charged is the sum used), and 64
 //! threads settling into one key without a lost update.
 
+use crate::now::Now;
 use proptest::prelude::*;
 use ratelimit_core::{
-    AnyAlgorithm, BanPolicy, Clock, Decision, Gcra, ManualClock, MemoryStore, Store,
+    Answer, AnyAlgorithm, BanPolicy, Clock, Decision, Gcra, ManualClock, MemoryStore, Store,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
@@ -19,7 +20,7 @@ fn store(spec: &str) -> MemoryStore<AnyAlgorithm, String> {
 }
 
 fn check(s: &MemoryStore<AnyAlgorithm, String>, cost: u64, now: u64) -> Decision {
-    s.check_now("key", cost, now).unwrap()
+    s.check("key", cost, now).value().unwrap()
 }
 
 /// The settlement of a request of `reserved` at `at` to `actual` at `now`,
@@ -31,7 +32,9 @@ fn settle(
     at: u64,
     now: u64,
 ) -> Decision {
-    Store::settle_now(s, &"key".to_owned(), reserved, actual, at, now)
+    Store::settle(s, &"key".to_owned(), reserved, actual, at, now)
+        .into_ready()
+        .ok()
         .unwrap()
         .unwrap()
 }
@@ -216,7 +219,7 @@ fn a_ban_stands_through_a_settlement() {
     let d = check(&s, 1, MS);
     assert!(d.banned && !d.allowed, "{d:?}");
     assert_eq!(
-        s.banned_for("key", MS),
+        s.ban_left("key", MS).now().unwrap(),
         Some(Duration::from_secs(60) - Duration::from_millis(1))
     );
 }
@@ -227,24 +230,36 @@ fn the_default_settle_refunds_down_and_refuses_up() {
     struct Plain(MemoryStore<Gcra, u64>);
     impl Store<u64> for Plain {
         type CheckFuture = std::future::Ready<Result<Decision, ratelimit_core::StoreError>>;
-        type RefundFuture = std::future::Ready<Result<(), ratelimit_core::StoreError>>;
-        fn check(&self, key: &u64, cost: u64, now: u64) -> Self::CheckFuture {
-            std::future::ready(self.0.check_now(key, cost, now))
+        type WriteFuture = std::future::Ready<Result<(), ratelimit_core::StoreError>>;
+        fn check(
+            &self,
+            key: &u64,
+            cost: u64,
+            now: u64,
+        ) -> Answer<Result<Decision, ratelimit_core::StoreError>, Self::CheckFuture> {
+            Answer::pending(std::future::ready(self.0.check(key, cost, now).value()))
         }
-        fn refund(&self, key: &u64, cost: u64, at: u64, now: u64) -> Self::RefundFuture {
-            self.0.refund_now(key, cost, at, now);
-            std::future::ready(Ok(()))
+        fn refund(
+            &self,
+            key: &u64,
+            cost: u64,
+            at: u64,
+            now: u64,
+        ) -> Answer<Result<(), ratelimit_core::StoreError>, Self::WriteFuture> {
+            self.0.refund(key, cost, at, now).value().unwrap();
+            Answer::pending(std::future::ready(Ok(())))
         }
     }
+    impl ratelimit_core::store::Upkeep for Plain {}
     let s = Plain(MemoryStore::new(
         Gcra::new(10, Duration::from_secs(1)).unwrap(),
     ));
-    assert!(s.0.check_now(&1, 6, 0).unwrap().allowed);
+    assert!(s.0.check(&1, 6, 0).value().unwrap().allowed);
     let d = block_on(s.settle(&1, 6, 2, 0, 0)).unwrap();
     assert_eq!(d.remaining, 8);
     let err = block_on(s.settle(&1, 2, 5, 0, 0)).unwrap_err();
     assert_eq!(err.kind(), "unsupported", "{err}");
-    assert_eq!(s.0.check_now(&1, 0, 0).unwrap().remaining, 8);
+    assert_eq!(s.0.check(&1, 0, 0).value().unwrap().remaining, 8);
 }
 
 /// Polls a future that is ready at once.
@@ -300,7 +315,7 @@ proptest! {
                 prop_assert_eq!(next.retry_after(), Some(repaid(spec, used)), "{}", spec);
             }
             if next.allowed {
-                s.refund_now("key", 1, now, now);
+                s.refund("key", 1, now, now).value().unwrap();
             }
         }
     }
@@ -337,15 +352,15 @@ fn sixty_four_threads_settle_into_one_key_without_a_lost_update() {
                 start.wait();
                 for i in 0..50u64 {
                     let reserved = 1 + (thread + i) % 3;
-                    if s.check_now(&7, reserved, now).unwrap().allowed {
+                    if s.check(&7, reserved, now).value().unwrap().allowed {
                         let actual = (thread * 7 + i * 3) % 5;
-                        s.settle_now(&7, reserved, actual, now, now).unwrap();
+                        s.settle(&7, reserved, actual, now, now).now().unwrap();
                         used.fetch_add(actual, Ordering::Relaxed);
                     }
                 }
             });
         }
     });
-    let peek = s.check_now(&7, 0, now).unwrap();
+    let peek = s.check(&7, 0, now).value().unwrap();
     assert_eq!(peek.reset, Duration::from_millis(used.into_inner()));
 }

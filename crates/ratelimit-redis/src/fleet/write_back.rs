@@ -14,7 +14,7 @@
 //! the ban's real end with Redis's clock, exactly it with the caller's),
 //! and never count it twice.
 //!
-//! When: at [`maintain`](ratelimit_core::Store::maintain), at most every
+//! When: at [`maintain`](ratelimit_core::store::Upkeep::maintain), at most every
 //! [`WRITE_BACK_EVERY`]; and at once (at most every [`REACT_EVERY`]) when
 //! Redis admits a check of a key this store holds as refused, the sign of
 //! a loss. The work is bounded: at most `HELD_KEYS` calls, [`IN_FLIGHT`]
@@ -38,7 +38,7 @@ use std::time::Duration;
 /// What ends the marker key's name, after the store's prefix.
 pub(crate) const EPOCH_SUFFIX: &str = "epoch";
 
-/// How often [`maintain`](ratelimit_core::Store::maintain) reads the
+/// How often [`maintain`](ratelimit_core::store::Upkeep::maintain) reads the
 /// marker.
 pub const WRITE_BACK_EVERY: Duration = Duration::from_secs(1);
 

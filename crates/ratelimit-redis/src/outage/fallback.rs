@@ -10,7 +10,9 @@ use crate::outage::log_throttle::{LogThrottle, LOG_EVERY};
 use crate::outage::share::Share;
 use crate::scripts::combine::{combine, settled};
 use ratelimit_core::store::StoreCounts;
-use ratelimit_core::{Algorithm, AnyAlgorithm, BanPolicy, Decision, MemoryStore, StoreError};
+use ratelimit_core::{
+    Algorithm, Answer, AnyAlgorithm, BanPolicy, Decision, MemoryStore, Store, StoreError,
+};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::sync::{Mutex, PoisonError};
@@ -169,22 +171,22 @@ impl Fallback {
         let share = self.share();
         #[cfg(feature = "live")]
         if let Some((store, capacity)) = self.live_for(key) {
-            let d = store.check_now(key, share.cost(cost, capacity), now)?;
+            let d = store.check(key, share.cost(cost, capacity), now).value()?;
             return Ok(share.decision(d));
         }
         let memory = self.fixed();
         let cost_of = |store: &FixedStore| share.cost(cost, store.algorithm().limit());
         if let [one] = memory {
-            return Ok(share.decision(one.check_now(key, cost_of(one), now)?));
+            return Ok(share.decision(one.check(key, cost_of(one), now).value()?));
         }
         let _all = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
         let mut decisions = Vec::with_capacity(memory.len());
         for (i, store) in memory.iter().enumerate() {
-            let d = share.decision(store.check_now(key, cost_of(store), now)?);
+            let d = share.decision(store.check(key, cost_of(store), now).value()?);
             if !d.allowed {
                 // Give back what the limits before it took, at once.
                 for earlier in &memory[..i] {
-                    earlier.refund_now(key, cost_of(earlier), now, now);
+                    let _ = earlier.refund(key, cost_of(earlier), now, now).value();
                 }
                 return Ok(d);
             }
@@ -197,12 +199,14 @@ impl Fallback {
         let share = self.share();
         #[cfg(feature = "live")]
         if let Some((store, capacity)) = self.live_for(key) {
-            store.refund_now(key, share.cost(cost, capacity), admitted_at, now);
+            let _ = store
+                .refund(key, share.cost(cost, capacity), admitted_at, now)
+                .value();
             return;
         }
         for store in self.fixed() {
             let cost = share.cost(cost, store.algorithm().limit());
-            store.refund_now(key, cost, admitted_at, now);
+            let _ = store.refund(key, cost, admitted_at, now).value();
         }
     }
 
@@ -221,21 +225,24 @@ impl Fallback {
         #[cfg(feature = "live")]
         if let Some((store, capacity)) = self.live_for(key) {
             let c = |n| share.cost(n, capacity);
-            let d = store.settle_now(key, c(reserved), c(actual), admitted_at, now)?;
+            let d = at_once(store.settle(key, c(reserved), c(actual), admitted_at, now))?;
             return Ok(share.decision(d));
         }
         let _all = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
         let mut decisions = Vec::new();
         for store in self.fixed() {
             let c = |n| share.cost(n, store.algorithm().limit());
-            let d = store.settle_now(key, c(reserved), c(actual), admitted_at, now)?;
+            let d = at_once(store.settle(key, c(reserved), c(actual), admitted_at, now))?;
             decisions.push(share.decision(d));
         }
         Ok(settled(decisions).0)
     }
 
-    pub(crate) fn maintain(&self, now: u64) {
-        self.each(|m| m.maintain(now));
+    /// Upkeep of every memory store; the keys dropped.
+    pub(crate) fn maintain(&self, now: u64) -> usize {
+        let mut dropped = 0;
+        self.each(|m| dropped += m.maintain(now));
+        dropped
     }
 
     /// What the fallback's stores hold, summed.
@@ -271,10 +278,21 @@ impl Fallback {
     }
 }
 
+/// A memory store's settlement, which it answers at once (a pending
+/// answer, which it never gives, is an error rather than a wait).
+fn at_once<T, F>(answer: Answer<Result<T, StoreError>, F>) -> Result<T, StoreError> {
+    answer.into_ready().unwrap_or_else(|_| {
+        Err(StoreError::unavailable(
+            "other",
+            "the fallback's memory store did not answer at once",
+        ))
+    })
+}
+
 /// What the fallback does alike to every memory store, whatever its
 /// algorithm.
 trait Upkeep {
-    fn maintain(&self, now: u64);
+    fn maintain(&self, now: u64) -> usize;
     fn counts(&self) -> StoreCounts;
     fn reset(&self, key: &str);
     fn ban(&self, key: &str, duration: Duration, now: u64);
@@ -282,20 +300,21 @@ trait Upkeep {
 }
 
 impl<A: Algorithm> Upkeep for MemoryStore<A, String> {
-    fn maintain(&self, now: u64) {
-        MemoryStore::maintain(self, now);
+    fn maintain(&self, now: u64) -> usize {
+        ratelimit_core::store::Upkeep::maintain(self, now)
     }
     fn counts(&self) -> StoreCounts {
-        MemoryStore::counts(self)
+        ratelimit_core::store::Upkeep::counts(self).unwrap_or_default()
     }
+    // A memory store answers these at once, and they cannot fail.
     fn reset(&self, key: &str) {
-        self.reset_now(key);
+        let _ = Store::<str>::reset(self, key).value();
     }
     fn ban(&self, key: &str, duration: Duration, now: u64) {
-        self.ban_now(key, duration, now);
+        let _ = Store::<str>::ban(self, key, duration, now).value();
     }
     fn unban(&self, key: &str) {
-        self.unban_now(key);
+        let _ = Store::<str>::unban(self, key).value();
     }
 }
 

@@ -324,7 +324,7 @@ pub(crate) fn key_phase(algorithm: &AnyAlgorithm, key: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ratelimit_core::{Gcra, MemoryStore};
+    use ratelimit_core::{Gcra, MemoryStore, Store};
 
     /// The phase of a key is fixed bytes hashed (FNV-1a of the key's text):
     /// no compiler or platform moves it, and the in-memory store derives
@@ -343,9 +343,21 @@ mod tests {
         // In memory, the key's window ends at its phase: a request just
         // before is in the first window, one at the phase in the second.
         let memory = MemoryStore::<AnyAlgorithm, String>::new(window);
-        assert!(memory.check_now("user-1", 1, phase - 1).unwrap().allowed);
-        assert!(!memory.check_now("user-1", 1, phase - 1).unwrap().allowed);
-        assert!(memory.check_now("user-1", 1, phase).unwrap().allowed);
+        assert!(
+            memory
+                .check("user-1", 1, phase - 1)
+                .value()
+                .unwrap()
+                .allowed
+        );
+        assert!(
+            !memory
+                .check("user-1", 1, phase - 1)
+                .value()
+                .unwrap()
+                .allowed
+        );
+        assert!(memory.check("user-1", 1, phase).value().unwrap().allowed);
         // Other algorithms have no phase.
         let gcra: AnyAlgorithm = Gcra::new(1, period).unwrap().into();
         assert_eq!(key_phase(&gcra, "user-1"), None);

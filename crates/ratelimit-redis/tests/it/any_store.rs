@@ -2,6 +2,7 @@
 //! in Redis, used through `Store` alike.
 
 use crate::server;
+use ratelimit_core::store::Upkeep;
 use ratelimit_core::{AnyAlgorithm, Store};
 use ratelimit_redis::{AnyStore, StoreSettings};
 use std::time::Duration;
@@ -245,10 +246,34 @@ async fn memory_answers_at_once_redis_through_its_future() {
         .build("l", gcra("gcra 1/1h"), None)
         .unwrap();
     let k = "k".to_owned();
-    assert!(memory.check_now(&k, 1, 0).unwrap().unwrap().allowed);
-    assert!(!memory.check_now(&k, 1, 0).unwrap().unwrap().allowed);
-    assert_eq!(memory.refund_now(&k, 1, 0, 0), Some(Ok(())));
-    assert!(memory.check_now(&k, 1, 0).unwrap().unwrap().allowed);
+    assert!(
+        memory
+            .check(&k, 1, 0)
+            .into_ready()
+            .ok()
+            .unwrap()
+            .unwrap()
+            .allowed
+    );
+    assert!(
+        !memory
+            .check(&k, 1, 0)
+            .into_ready()
+            .ok()
+            .unwrap()
+            .unwrap()
+            .allowed
+    );
+    assert_eq!(memory.refund(&k, 1, 0, 0).into_ready().ok(), Some(Ok(())));
+    assert!(
+        memory
+            .check(&k, 1, 0)
+            .into_ready()
+            .ok()
+            .unwrap()
+            .unwrap()
+            .allowed
+    );
     let redis: AnyStore<String> = StoreSettings::Redis {
         url: "redis://127.0.0.1:1/".to_owned(),
         tls_ca: None,
@@ -260,6 +285,6 @@ async fn memory_answers_at_once_redis_through_its_future() {
     }
     .build("l", gcra("gcra 1/1h"), None)
     .unwrap();
-    assert!(redis.check_now(&k, 1, 0).is_none());
-    assert!(redis.refund_now(&k, 1, 0, 0).is_none());
+    assert!(redis.check(&k, 1, 0).into_ready().ok().is_none());
+    assert!(redis.refund(&k, 1, 0, 0).into_ready().ok().is_none());
 }

@@ -230,7 +230,7 @@ async fn maintain_writes_back_a_ban_told_by_another_instance() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     flushall(&server).await;
     tokio::time::sleep(ratelimit_redis::WRITE_BACK_EVERY).await;
-    Store::<str>::maintain(&b, 0);
+    ratelimit_core::store::Upkeep::maintain(&b, 0);
     let c = store(&url, "gcra 10/1s", None, 0, TimeSource::Redis);
     let mut banned = false;
     for _ in 0..200 {

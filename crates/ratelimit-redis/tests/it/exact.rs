@@ -95,13 +95,13 @@ async fn compare(algorithms: Vec<AnyAlgorithm>, seeds: u64, ops: usize) {
                         admitted.swap_remove(rng.below(admitted.len() as u64) as usize);
                     let back = if rng.chance(70) { c } else { 1 };
                     refunds += 1;
-                    memory.refund_now(k, back, at, now);
+                    memory.refund(k, back, at, now).value().unwrap();
                     Store::<str>::refund(&redis, k, back, at, now)
                         .await
                         .unwrap();
                     continue;
                 }
-                let m = memory.check_now(key, cost, now).unwrap();
+                let m = memory.check(key, cost, now).value().unwrap();
                 let r = Store::<str>::check(&redis, key, cost, now).await.unwrap();
                 assert_eq!(
                     r, m,
@@ -233,7 +233,7 @@ async fn calendar_months_end_on_the_first_as_in_memory() {
         let key = format!("k{i}");
         // Full 1 ns before the first (a denial waits 1 ns), fresh at it.
         for (now, cost, allowed) in [(at - 1, 2, true), (at - 1, 1, false), (at, 2, true)] {
-            let m = memory.check_now(&key, cost, now).unwrap();
+            let m = memory.check(&key, cost, now).value().unwrap();
             let r = Store::<str>::check(&redis, &key, cost, now).await.unwrap();
             assert_eq!(r, m, "{key} cost {cost} at {now}");
             let wait = Duration::from_nanos(u64::from(!allowed));

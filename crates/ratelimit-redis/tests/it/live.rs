@@ -191,13 +191,13 @@ async fn carry_over_in_redis_matches_memory_decision_by_decision() {
                 let ctx = format!("{old} -> {new}, seed {seed}, step {step}, key {key}");
                 if what < 20 && refunds {
                     if let Some((k, cost, at)) = last.take() {
-                        memory.refund_now(&k, cost, at, now);
+                        memory.refund(&k, cost, at, now).value().unwrap();
                         redis.store_for(&k).refund(&k, cost, at, now).await.unwrap();
                         continue;
                     }
                 }
                 let cost = rng.below(3);
-                let m = memory.check_now(&key, cost, now).unwrap();
+                let m = memory.check(&key, cost, now).value().unwrap();
                 let r = check(&redis, &key, cost, now).await;
                 assert_eq!(r, m, "{ctx}");
                 if m.allowed && cost > 0 {

@@ -88,7 +88,7 @@ async fn the_fallback_carries_over_as_memory_does() {
         now += MIN;
         for key in keys {
             for _ in 0..3 {
-                let m = memory.check_now(key, 1, now).unwrap();
+                let m = memory.check(key, 1, now).value().unwrap();
                 let r = check(&store, key, now).await;
                 assert_eq!(
                     (r.allowed, r.remaining),

@@ -69,10 +69,10 @@ fn reference(
 ) -> Decision {
     let mut admitted = Vec::new();
     for (i, m) in memory.iter().enumerate() {
-        let d = m.check_now(key, cost, now).unwrap();
+        let d = m.check(key, cost, now).value().unwrap();
         if !d.allowed {
             for earlier in &memory[..i] {
-                earlier.refund_now(key, cost, now, now);
+                earlier.refund(key, cost, now, now).value().unwrap();
             }
             return d;
         }

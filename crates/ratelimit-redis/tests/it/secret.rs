@@ -116,7 +116,7 @@ async fn flushall_restores_the_secret() {
     // Through the store's upkeep too (`maintain`, every second).
     let _: () = redis::cmd("FLUSHALL").query_async(&mut c).await.unwrap();
     tokio::time::sleep(ratelimit_redis::KEY_SECRET_SYNC).await;
-    Store::<ApiKey>::maintain(&b, 0);
+    ratelimit_core::store::Upkeep::maintain(&b, 0);
     for _ in 0..200 {
         if secret(&mut c).await.is_some() {
             break;

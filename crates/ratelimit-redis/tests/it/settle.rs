@@ -54,7 +54,7 @@ async fn settlements_decide_as_in_memory() {
             };
             let key = ["a", "b"][rng.below(2) as usize];
             let reserved = rng.below(4);
-            let m = memory.check_now(key, reserved, now).unwrap();
+            let m = memory.check(key, reserved, now).value().unwrap();
             let r = Store::<str>::check(&redis, key, reserved, now)
                 .await
                 .unwrap();
@@ -65,7 +65,8 @@ async fn settlements_decide_as_in_memory() {
             let actual = rng.below(12);
             let later = now + rng.below(30_000_000);
             let m = memory
-                .settle_now(key, reserved, actual, now, later)
+                .settle(key, reserved, actual, now, later)
+                .await
                 .unwrap();
             let r = settle(&redis, key, reserved, actual, now, later).await;
             assert_eq!(
@@ -229,17 +230,17 @@ async fn a_live_store_settles_as_in_memory() {
     let now = 1_700_000_000_000_000_000u64;
     for (reserved, actual, step) in [(1, 5, 0), (2, 9, 10_000_000), (1, 12, 900_000_000)] {
         let at = now + step;
-        let m = memory.check_now(&k, reserved, at).unwrap();
+        let m = memory.check(&k, reserved, at).value().unwrap();
         assert_eq!(redis.check(&k, reserved, at).await.unwrap(), m);
         if m.allowed {
-            let m = memory.settle_now(&k, reserved, actual, at, at).unwrap();
+            let m = memory.settle(&k, reserved, actual, at, at).await.unwrap();
             assert_eq!(redis.settle(&k, reserved, actual, at, at).await.unwrap(), m);
         }
     }
     // A change to a smaller burst keeps the debt.
     live.set("gcra 5/1s".parse::<AnyAlgorithm>().unwrap());
     let at = now + 1_000_000_000;
-    let m = memory.check_now(&k, 1, at).unwrap();
+    let m = memory.check(&k, 1, at).value().unwrap();
     assert_eq!(redis.check(&k, 1, at).await.unwrap(), m);
     assert!(!m.allowed, "{m:?}");
 }

@@ -1,6 +1,6 @@
 //! One key's budget in a store, seen by a paced body without the key's or the store's type.
 
-use ratelimit_core::{Decision, Store, StoreError};
+use ratelimit_core::{Answer, Decision, Store, StoreError};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -13,11 +13,9 @@ pub(crate) type BudgetFuture =
 /// Charges one key's budget: what a [`PacedBody`](super::PacedBody) needs
 /// of the key and its store.
 pub(crate) trait Budget: Send + Sync + 'static {
-    /// The store's [`check_now`](Store::check_now) of `cost` at `now`.
-    fn check_now(&self, cost: u64, now: u64) -> Option<Result<Decision, StoreError>>;
-
-    /// The store's [`check`](Store::check) of `cost` at `now`, boxed.
-    fn check(&self, cost: u64, now: u64) -> BudgetFuture;
+    /// The store's [`check`](Store::check) of `cost` at `now`, its future
+    /// boxed if it is pending.
+    fn check(&self, cost: u64, now: u64) -> Answer<Result<Decision, StoreError>, BudgetFuture>;
 }
 
 /// A key and the store holding its budget.
@@ -31,11 +29,9 @@ where
     K: Send + Sync + 'static,
     St: Store<K>,
 {
-    fn check_now(&self, cost: u64, now: u64) -> Option<Result<Decision, StoreError>> {
-        self.store.check_now(&self.key, cost, now)
-    }
-
-    fn check(&self, cost: u64, now: u64) -> BudgetFuture {
-        Box::pin(self.store.check(&self.key, cost, now))
+    fn check(&self, cost: u64, now: u64) -> Answer<Result<Decision, StoreError>, BudgetFuture> {
+        self.store
+            .check(&self.key, cost, now)
+            .map_pending(|f| Box::pin(f) as BudgetFuture)
     }
 }

@@ -96,10 +96,10 @@ impl Meter {
                 None => {
                     let size = self.piece.min(self.held());
                     let now = self.clock.now();
-                    match self.budget.check_now(size, now) {
-                        Some(answer) => (answer, size),
-                        None => {
-                            self.checking = Some((self.budget.check(size, now), size));
+                    match self.budget.check(size, now).into_ready() {
+                        Ok(answer) => (answer, size),
+                        Err(future) => {
+                            self.checking = Some((future, size));
                             continue;
                         }
                     }

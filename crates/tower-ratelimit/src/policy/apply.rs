@@ -43,7 +43,7 @@ impl PolicyTable {
         mut store: impl FnMut(&StoreSpec<'_>) -> Result<St, E>,
     ) -> Result<(Router, PolicyHandle), PolicyError>
     where
-        St: Store<PolicyKey, CheckFuture: Unpin, RefundFuture: Unpin>,
+        St: Store<PolicyKey, CheckFuture: Unpin, WriteFuture: Unpin>,
         E: fmt::Display,
     {
         let clock = options
@@ -179,7 +179,7 @@ fn layer<St>(
     refund_on_inner: bool,
 ) -> Result<RateLimitLayer<PolicyExtractor, St>, LayerBuildError>
 where
-    St: Store<PolicyKey, CheckFuture: Unpin, RefundFuture: Unpin>,
+    St: Store<PolicyKey, CheckFuture: Unpin, WriteFuture: Unpin>,
 {
     let skip = |_: &Parts, key: &PolicyKey| match key {
         PolicyKey::Skip => Selection::NONE,

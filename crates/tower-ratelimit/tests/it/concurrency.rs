@@ -3,7 +3,9 @@
 use crate::common::*;
 use axum::routing::get;
 use axum::Router;
-use ratelimit_core::{AnyAlgorithm, FixedWindow, Gcra, ManualClock, MemoryStore, SlidingLog};
+use ratelimit_core::{
+    AnyAlgorithm, FixedWindow, Gcra, ManualClock, MemoryStore, SlidingLog, Store,
+};
 use std::time::Duration;
 use tower::ServiceExt;
 use tower_ratelimit::key::{Global, PeerIp};
@@ -69,7 +71,8 @@ async fn several_limits_under_concurrency_are_exact() {
         .layer(layer);
     assert_eq!(hammer(app, 100, "198.51.100.1:1").await, (7, 93));
     let peek = first
-        .check_now(&tower_ratelimit::key::GlobalKey, 0, 0)
+        .check(&tower_ratelimit::key::GlobalKey, 0, 0)
+        .value()
         .unwrap();
     assert_eq!(peek.remaining, 23);
 }

@@ -3,7 +3,8 @@
 use crate::common::*;
 use axum::routing::get;
 use axum::Router;
-use ratelimit_core::{Decision, Gcra, ManualClock, MemoryStore, Store, StoreError};
+use ratelimit_core::store::Upkeep;
+use ratelimit_core::{Answer, Decision, Gcra, ManualClock, MemoryStore, Store, StoreError};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,11 +26,16 @@ struct Remote {
 
 impl Store<GlobalKey> for Remote {
     type CheckFuture = BoxFut<Decision>;
-    type RefundFuture = BoxFut<()>;
+    type WriteFuture = BoxFut<()>;
 
-    fn check(&self, key: &GlobalKey, cost: u64, now: u64) -> Self::CheckFuture {
+    fn check(
+        &self,
+        key: &GlobalKey,
+        cost: u64,
+        now: u64,
+    ) -> Answer<Result<Decision, StoreError>, Self::CheckFuture> {
         let (inner, down, key) = (self.inner.clone(), self.down.clone(), *key);
-        Box::pin(async move {
+        Answer::pending(Box::pin(async move {
             tokio::task::yield_now().await;
             if down.load(Ordering::SeqCst) {
                 return Err(StoreError::unavailable(
@@ -37,19 +43,27 @@ impl Store<GlobalKey> for Remote {
                     std::io::Error::from(std::io::ErrorKind::ConnectionRefused),
                 ));
             }
-            MemoryStore::check_now(&inner, &key, cost, now)
-        })
+            inner.check(&key, cost, now).value()
+        }))
     }
 
-    fn refund(&self, key: &GlobalKey, cost: u64, at: u64, now: u64) -> Self::RefundFuture {
+    fn refund(
+        &self,
+        key: &GlobalKey,
+        cost: u64,
+        at: u64,
+        now: u64,
+    ) -> Answer<Result<(), StoreError>, Self::WriteFuture> {
         let (inner, key) = (self.inner.clone(), *key);
-        Box::pin(async move {
+        Answer::pending(Box::pin(async move {
             tokio::task::yield_now().await;
-            inner.refund_now(&key, cost, at, now);
+            inner.refund(&key, cost, at, now).value().unwrap();
             Ok(())
-        })
+        }))
     }
 }
+
+impl Upkeep for Remote {}
 
 fn app(policy: FailurePolicy, down: Arc<AtomicBool>, limit: u64) -> Router {
     let store = Remote {
@@ -181,12 +195,7 @@ async fn remote_store_with_several_limits_refunds() {
     assert_eq!(code(&app).await.0, 200);
     assert_eq!(code(&app).await.0, 429);
     assert_eq!(code(&app).await.0, 429);
-    assert_eq!(
-        MemoryStore::check_now(&first, &GlobalKey, 0, 0)
-            .unwrap()
-            .remaining,
-        9
-    );
+    assert_eq!(first.check(&GlobalKey, 0, 0).value().unwrap().remaining, 9);
 }
 
 /// A store that fails on every request is logged a few lines a minute,

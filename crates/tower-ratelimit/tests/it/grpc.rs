@@ -61,7 +61,7 @@ where
     X::Key: std::hash::Hash,
     MemoryStore<Gcra, X::Key>: Store<X::Key>,
     <MemoryStore<Gcra, X::Key> as Store<X::Key>>::CheckFuture: Unpin,
-    <MemoryStore<Gcra, X::Key> as Store<X::Key>>::RefundFuture: Unpin,
+    <MemoryStore<Gcra, X::Key> as Store<X::Key>>::WriteFuture: Unpin,
 {
     let layer = RateLimitLayer::builder(key)
         .limit("calls", MemoryStore::new(Gcra::new(5, MINUTE).unwrap()))

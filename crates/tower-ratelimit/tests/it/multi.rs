@@ -5,7 +5,7 @@ use axum::extract::Extension;
 use axum::routing::get;
 use axum::Router;
 use http::request::Parts;
-use ratelimit_core::{AnyAlgorithm, FixedWindow, Gcra, ManualClock, MemoryStore};
+use ratelimit_core::{AnyAlgorithm, FixedWindow, Gcra, ManualClock, MemoryStore, Store};
 use std::sync::Arc;
 use std::time::Duration;
 use tower::ServiceExt;
@@ -63,7 +63,8 @@ async fn all_must_admit_and_denials_consume_nothing() {
     };
     assert_eq!(
         per_minute
-            .check_now(&key, 0, clock.now_nanos())
+            .check(&key, 0, clock.now_nanos())
+            .value()
             .unwrap()
             .remaining,
         2
@@ -78,7 +79,8 @@ async fn all_must_admit_and_denials_consume_nothing() {
     assert_eq!(res.headers()["retry-after"], "59");
     assert_eq!(
         per_second
-            .check_now(&key, 0, clock.now_nanos())
+            .check(&key, 0, clock.now_nanos())
+            .value()
             .unwrap()
             .remaining,
         1
@@ -216,7 +218,8 @@ async fn outer_layer_refunds_when_an_inner_layer_limits() {
     };
     assert_eq!(
         per_ip_store
-            .check_now(&key, 0, clock.now_nanos())
+            .check(&key, 0, clock.now_nanos())
+            .value()
             .unwrap()
             .remaining,
         3
@@ -248,17 +251,33 @@ impl<T: Unpin> std::future::Future for Later<T> {
 
 impl ratelimit_core::Store<GlobalKey> for Slow {
     type CheckFuture = Later<Result<ratelimit_core::Decision, ratelimit_core::StoreError>>;
-    type RefundFuture = Later<Result<(), ratelimit_core::StoreError>>;
+    type WriteFuture = Later<Result<(), ratelimit_core::StoreError>>;
 
-    fn check(&self, key: &GlobalKey, cost: u64, now: u64) -> Self::CheckFuture {
-        Later(Some(self.0.check_now(key, cost, now)), false)
+    fn check(
+        &self,
+        key: &GlobalKey,
+        cost: u64,
+        now: u64,
+    ) -> ratelimit_core::Answer<
+        Result<ratelimit_core::Decision, ratelimit_core::StoreError>,
+        Self::CheckFuture,
+    > {
+        ratelimit_core::Answer::pending(Later(Some(self.0.check(key, cost, now).value()), false))
     }
 
-    fn refund(&self, key: &GlobalKey, cost: u64, at: u64, now: u64) -> Self::RefundFuture {
-        self.0.refund_now(key, cost, at, now);
-        Later(Some(Ok(())), false)
+    fn refund(
+        &self,
+        key: &GlobalKey,
+        cost: u64,
+        at: u64,
+        now: u64,
+    ) -> ratelimit_core::Answer<Result<(), ratelimit_core::StoreError>, Self::WriteFuture> {
+        self.0.refund(key, cost, at, now).value().unwrap();
+        ratelimit_core::Answer::pending(Later(Some(Ok(())), false))
     }
 }
+
+impl ratelimit_core::store::Upkeep for Slow {}
 
 #[tokio::test]
 async fn one_layer_mixes_stores_through_box_store() {

@@ -5,7 +5,8 @@ use axum::body::{Body, Bytes};
 use axum::routing::{get, post};
 use axum::Router;
 use http_body_util::BodyExt;
-use ratelimit_core::{Decision, MemoryStore, Store, StoreError, TokenBucket};
+use ratelimit_core::store::Upkeep;
+use ratelimit_core::{Answer, Decision, MemoryStore, Store, StoreError, TokenBucket};
 use ratelimit_redis::RedisStore;
 use ratelimit_test_support::redis_server::RedisServer;
 use std::future::Ready;
@@ -50,45 +51,70 @@ struct Counting<St> {
 
 impl<K, St: Store<K>> Store<K> for Counting<St> {
     type CheckFuture = St::CheckFuture;
-    type RefundFuture = St::RefundFuture;
+    type WriteFuture = St::WriteFuture;
 
-    fn check(&self, key: &K, cost: u64, now: u64) -> Self::CheckFuture {
-        self.inner.check(key, cost, now)
-    }
-
-    fn refund(&self, key: &K, cost: u64, at: u64, now: u64) -> Self::RefundFuture {
-        self.inner.refund(key, cost, at, now)
-    }
-
-    fn check_now(&self, key: &K, cost: u64, now: u64) -> Option<Result<Decision, StoreError>> {
-        let answer = self.inner.check_now(key, cost, now);
-        if let Some(Ok(d)) = &answer {
+    fn check(
+        &self,
+        key: &K,
+        cost: u64,
+        now: u64,
+    ) -> Answer<Result<Decision, StoreError>, Self::CheckFuture> {
+        let result = match self.inner.check(key, cost, now).into_ready() {
+            Ok(result) => result,
+            Err(pending) => return Answer::pending(pending),
+        };
+        if let Ok(d) = &result {
             if d.allowed {
                 self.admitted.fetch_add(cost, Ordering::SeqCst);
             }
         }
-        answer
+        Answer::ready(result)
+    }
+
+    fn refund(
+        &self,
+        key: &K,
+        cost: u64,
+        at: u64,
+        now: u64,
+    ) -> Answer<Result<(), StoreError>, Self::WriteFuture> {
+        self.inner.refund(key, cost, at, now)
     }
 }
+
+impl<St: Upkeep> Upkeep for Counting<St> {}
 
 /// A store that always fails.
 struct Down;
 
 impl<K: ?Sized> Store<K> for Down {
     type CheckFuture = Ready<Result<Decision, StoreError>>;
-    type RefundFuture = Ready<Result<(), StoreError>>;
+    type WriteFuture = Ready<Result<(), StoreError>>;
 
-    fn check(&self, _: &K, _: u64, _: u64) -> Self::CheckFuture {
-        std::future::ready(Err(StoreError::unavailable(
+    fn check(
+        &self,
+        _: &K,
+        _: u64,
+        _: u64,
+    ) -> Answer<Result<Decision, StoreError>, Self::CheckFuture> {
+        Answer::pending(std::future::ready(Err(StoreError::unavailable(
             "io",
             std::io::Error::from(std::io::ErrorKind::ConnectionRefused),
-        )))
+        ))))
     }
 
-    fn refund(&self, _: &K, _: u64, _: u64, _: u64) -> Self::RefundFuture {
-        std::future::ready(Ok(()))
+    fn refund(
+        &self,
+        _: &K,
+        _: u64,
+        _: u64,
+        _: u64,
+    ) -> Answer<Result<(), StoreError>, Self::WriteFuture> {
+        Answer::pending(std::future::ready(Ok(())))
     }
 }
+
+impl Upkeep for Down {}
 
 fn download(bytes: u64) -> Router {
     Router::new().route(

@@ -10,7 +10,7 @@ use axum::Router;
 use bytes::Bytes;
 use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
-use ratelimit_core::{Clock, Decision, FixedWindow, Gcra, ManualClock, MemoryStore};
+use ratelimit_core::{Clock, Decision, FixedWindow, Gcra, ManualClock, MemoryStore, Store};
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
@@ -79,7 +79,7 @@ fn fixed(limit: u64) -> Arc<Fixed> {
 }
 
 fn peek(store: &Fixed, clock: &ManualClock) -> Decision {
-    store.check_now(&GlobalKey, 0, clock.now()).unwrap()
+    store.check(&GlobalKey, 0, clock.now()).value().unwrap()
 }
 
 async fn call(app: &Router, tokens: u64) -> Response {

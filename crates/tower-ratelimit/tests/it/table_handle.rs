@@ -160,6 +160,6 @@ async fn a_builder_layer_gives_its_stores() {
     let store = layer.store("login").unwrap();
     assert!(layer.store("other").is_none());
     let key = IpPrefixes::default().key([192, 0, 2, 1].into());
-    store.reset_now(&key).unwrap().unwrap();
+    store.reset(&key).value().unwrap();
     assert_eq!(login(&app, "192.0.2.1:1").await, StatusCode::OK);
 }
