@@ -197,7 +197,10 @@ pub(crate) struct RuntimeLists {
 /// let table = PolicyTable::from_toml(text, None).unwrap();
 /// let app: Router = Router::new().route("/", get(|| async { "hello" }));
 /// let (_app, limits) = table.apply_in_memory(app, &PolicyOptions::default(), None).unwrap();
-/// assert!(!limits.remove_from_list(ListKind::Deny, "198.51.100.0/24")); // none was added
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let removed = limits.remove_from_list(ListKind::Deny, "198.51.100.0/24").await.unwrap();
+/// assert!(!removed); // none was added
+/// # });
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ListKind {

@@ -2,7 +2,7 @@
 
 use super::digest::hashed;
 use super::{KeyError, KeyExtractor};
-use crate::BuildError;
+use crate::LayerBuildError;
 use http::header::HeaderName;
 use http::request::Parts;
 use std::fmt;
@@ -195,10 +195,10 @@ impl Header {
     }
 
     /// The header named `name`; fails if it is not a valid header name.
-    pub fn named(name: &str) -> Result<Self, BuildError> {
+    pub fn named(name: &str) -> Result<Self, LayerBuildError> {
         HeaderName::try_from(name)
             .map(Self::new)
-            .map_err(|_| BuildError::BadHeaderName(name.to_owned()))
+            .map_err(|_| LayerBuildError::BadHeaderName(name.to_owned()))
     }
 
     /// Marks the header's values secret (credentials): their keys are

@@ -7,6 +7,7 @@ use crate::AnyAlgorithm;
 use std::fmt;
 use std::time::Duration;
 
+/// `L/P` with the period in its largest exact unit.
 struct Rate(u64, Duration);
 
 impl fmt::Display for Rate {
