@@ -4,6 +4,8 @@ use crate::key::KeyExtractor;
 use crate::response::ProblemJson;
 use crate::service::RateLimit;
 use crate::shared::Shared;
+#[cfg(doc)]
+use ratelimit_core::Store;
 use std::fmt;
 use std::sync::Arc;
 use tower_layer::Layer;
