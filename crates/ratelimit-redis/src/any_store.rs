@@ -197,20 +197,18 @@ impl StoreSettings {
                     .build(),
             ),
             #[cfg(feature = "live")]
-            (LimitSettings::Live(live), None) => AnyStore::LiveRedis(Box::new(
-                self.redis_builder(name, live.get())?
-                    .ban(ban)
-                    .build_live(&live)?,
-            )),
+            (LimitSettings::Live(live), None) => {
+                AnyStore::LiveRedis(Box::new(self.redis_builder(name, live)?.ban(ban).build()?))
+            }
         })
     }
 
     /// The builder of the Redis store of the limit `name`.
-    fn redis_builder(
+    fn redis_builder<L>(
         &self,
         name: &str,
-        algorithm: AnyAlgorithm,
-    ) -> Result<RedisStoreBuilder, RedisBuildError> {
+        limit: L,
+    ) -> Result<RedisStoreBuilder<L>, RedisBuildError> {
         let Self::Redis {
             url,
             tls_ca,
@@ -227,7 +225,7 @@ impl StoreSettings {
         };
         let prefix = format!("{}{name}:", prefix.as_deref().unwrap_or(DEFAULT_PREFIX));
         let target = Target::parse(url, tls_ca.as_deref())?;
-        let mut builder = RedisStore::builder(target, algorithm)
+        let mut builder = RedisStoreBuilder::new(target, limit)
             .name(name)
             .prefix(prefix)
             .timeout(timeout.unwrap_or(DEFAULT_TIMEOUT))

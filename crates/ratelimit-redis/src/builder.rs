@@ -38,9 +38,10 @@ pub const MAX_LIMITS: usize = 16;
 
 /// Builds a [`RedisStore`]; see [`RedisStore::builder`].
 #[derive(Debug, Clone)]
-pub struct RedisStoreBuilder {
+pub struct RedisStoreBuilder<L = AnyAlgorithm> {
     target: Target,
-    algorithm: AnyAlgorithm,
+    /// The limit: an algorithm, or the live settings a `LiveRedis` follows.
+    pub(crate) limit: L,
     more: Vec<AnyAlgorithm>,
     prefix: String,
     timeout: Duration,
@@ -67,13 +68,14 @@ pub struct RedisStoreBuilder {
     pub(crate) live_fallback: Option<Arc<crate::outage::live_fallback::LiveMemory>>,
 }
 
-impl RedisStoreBuilder {
-    /// The defaults, for a store on `target` deciding with `algorithm`
-    /// (see [`RedisStore::builder`](crate::RedisStore::builder)).
-    pub(crate) fn new(target: Target, algorithm: AnyAlgorithm) -> Self {
+impl<L> RedisStoreBuilder<L> {
+    /// The defaults, for a store on `target` deciding with `limit` (see
+    /// [`RedisStore::builder`](crate::RedisStore::builder) and
+    /// `LiveRedis::builder`).
+    pub(crate) fn new(target: Target, limit: L) -> Self {
         Self {
             target,
-            algorithm,
+            limit,
             more: Vec::new(),
             prefix: DEFAULT_PREFIX.to_owned(),
             timeout: DEFAULT_TIMEOUT,
@@ -189,40 +191,6 @@ impl RedisStoreBuilder {
         self
     }
 
-    /// Adds a limit checked together with the store's others, on the same
-    /// key, in the same script and round trip, all or nothing: a request
-    /// is admitted when every limit admits it, and then every limit
-    /// records its cost; when one denies, none records anything (the
-    /// limits are checked in order, and the state of those that admitted
-    /// before the denial is put back within the script). Exact under
-    /// concurrency, like several limits on one key in memory, and in one
-    /// hash slot on a Cluster: every limit's Redis key has the caller's key
-    /// as its hash tag.
-    ///
-    /// The store's [`Decision`] is then the combined one: when denied, the
-    /// denying limit's; when admitted, the decision of the limit with the
-    /// fewest `remaining` (the first of those), with the longest `wait`
-    /// (the leaky bucket's hold) of all. Its `limit` and `window` are that
-    /// limit's. At most [`MAX_LIMITS`] limits, no two the same.
-    ///
-    /// ```
-    /// use ratelimit_core::{FixedWindow, Gcra};
-    /// use ratelimit_redis::RedisStore;
-    /// use std::time::Duration;
-    ///
-    /// // 10 a second in bursts, and 1000 an hour: one round trip per check.
-    /// // (Building connects to nothing: the first check does.)
-    /// let store = RedisStore::builder("redis://127.0.0.1/", Gcra::new(10, Duration::from_secs(1))?)
-    ///     .and_limit(FixedWindow::new(1000, Duration::from_secs(3600))?)
-    ///     .build()?;
-    /// assert_eq!(store.algorithms().len(), 2);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn and_limit(mut self, algorithm: impl Into<AnyAlgorithm>) -> Self {
-        self.more.push(algorithm.into());
-        self
-    }
-
     /// Local leases (off by default): a cost-1 check of a hot key (one
     /// checked within `ttl` before) with no lease takes `size` units from
     /// Redis at once (one check of cost `size`, at most the smallest
@@ -289,12 +257,6 @@ impl RedisStoreBuilder {
         self
     }
 
-    /// Whether limits were added with [`and_limit`](Self::and_limit).
-    #[cfg(feature = "live")]
-    pub(crate) fn has_more_limits(&self) -> bool {
-        !self.more.is_empty()
-    }
-
     /// A live store's fallback memory, if the store falls back to memory:
     /// under `default`, of the store's size and ban.
     #[cfg(feature = "live")]
@@ -306,10 +268,72 @@ impl RedisStoreBuilder {
             .map(|max| crate::outage::live_fallback::LiveMemory::new(default, max, self.ban))
     }
 
+    /// The same settings for `limit`.
+    #[cfg(feature = "live")]
+    pub(crate) fn with_limit<M>(self, limit: M) -> RedisStoreBuilder<M> {
+        RedisStoreBuilder {
+            target: self.target,
+            limit,
+            more: self.more,
+            prefix: self.prefix,
+            timeout: self.timeout,
+            connect_timeout: self.connect_timeout,
+            breaker: self.breaker,
+            fallback: self.fallback,
+            outage_share: self.outage_share,
+            time: self.time,
+            deny_cache: self.deny_cache,
+            lease: self.lease,
+            key_secret: self.key_secret,
+            ban: self.ban,
+            name: self.name,
+            live: self.live,
+            conn: self.conn,
+            lease_slots: self.lease_slots,
+            live_fallback: self.live_fallback,
+        }
+    }
+}
+
+impl RedisStoreBuilder {
+    /// Adds a limit checked together with the store's others, on the same
+    /// key, in the same script and round trip, all or nothing: a request
+    /// is admitted when every limit admits it, and then every limit
+    /// records its cost; when one denies, none records anything (the
+    /// limits are checked in order, and the state of those that admitted
+    /// before the denial is put back within the script). Exact under
+    /// concurrency, like several limits on one key in memory, and in one
+    /// hash slot on a Cluster: every limit's Redis key has the caller's key
+    /// as its hash tag.
+    ///
+    /// The store's [`Decision`] is then the combined one: when denied, the
+    /// denying limit's; when admitted, the decision of the limit with the
+    /// fewest `remaining` (the first of those), with the longest `wait`
+    /// (the leaky bucket's hold) of all. Its `limit` and `window` are that
+    /// limit's. At most [`MAX_LIMITS`] limits, no two the same.
+    ///
+    /// ```
+    /// use ratelimit_core::{FixedWindow, Gcra};
+    /// use ratelimit_redis::RedisStore;
+    /// use std::time::Duration;
+    ///
+    /// // 10 a second in bursts, and 1000 an hour: one round trip per check.
+    /// // (Building connects to nothing: the first check does.)
+    /// let store = RedisStore::builder("redis://127.0.0.1/", Gcra::new(10, Duration::from_secs(1))?)
+    ///     .and_limit(FixedWindow::new(1000, Duration::from_secs(3600))?)
+    ///     .build()?;
+    /// assert_eq!(store.algorithms().len(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn and_limit(mut self, algorithm: impl Into<AnyAlgorithm>) -> Self {
+        self.more.push(algorithm.into());
+        self
+    }
+
     /// The same settings for `algorithm`.
     #[cfg(feature = "live")]
     pub(crate) fn with_algorithm(mut self, algorithm: AnyAlgorithm) -> Self {
-        self.algorithm = algorithm;
+        self.limit = algorithm;
         self
     }
 
@@ -324,7 +348,7 @@ impl RedisStoreBuilder {
             return Err(RedisBuildError::Prefix(self.prefix));
         }
         let backend = self.target.into_backend()?;
-        let algorithms = std::iter::once(self.algorithm).chain(self.more).collect();
+        let algorithms = std::iter::once(self.limit).chain(self.more).collect();
         let parts = parts(algorithms, self.time, self.live)?;
         let conn = self.conn.unwrap_or_else(|| {
             let secret = secret_source(self.key_secret, &self.prefix);

@@ -2,10 +2,12 @@
 //! runs, keeping each key's used quota, with per-key overrides.
 
 use crate::fleet::lease::Unspent;
-use crate::{RedisBuildError, RedisStore, RedisStoreBuilder};
+use crate::{RedisBuildError, RedisStore, RedisStoreBuilder, Target};
 use arc_swap::ArcSwap;
 use ratelimit_core::algorithm::{StableKey, MAX_OVERRIDES};
 use ratelimit_core::store::{StoreCounts, Upkeep};
+#[cfg(doc)]
+use ratelimit_core::Store;
 use ratelimit_core::{AnyAlgorithm, LiveAlgorithm};
 use std::collections::HashMap;
 use std::fmt;
@@ -17,17 +19,17 @@ const OVERRIDE_TABLES: usize = 64;
 
 /// A Redis store following a [`LiveAlgorithm`]: its settings and per-key
 /// overrides change while it runs, and each key keeps its used quota, as
-/// in memory. Built by [`RedisStoreBuilder::build_live`] (or
+/// in memory. Built by [`LiveRedis::builder`] (or
 /// `StoreSettings::build` given a `LiveAlgorithm`); used as a [`Store`]
 /// through [`store_for`](Self::store_for), or through `AnyStore`.
 ///
 /// ```no_run
 /// use ratelimit_core::{AnyAlgorithm, LiveAlgorithm, Store};
-/// use ratelimit_redis::RedisStore;
+/// use ratelimit_redis::LiveRedis;
 ///
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// let live = LiveAlgorithm::new("gcra 3/1h".parse::<AnyAlgorithm>()?);
-/// let store = RedisStore::builder("redis://127.0.0.1/", live.get()).build_live(&live)?;
+/// let store = LiveRedis::builder("redis://127.0.0.1/", &live).build()?;
 /// store.store_for("k").check("k", 2, 0).await?;
 /// live.set("gcra 4/1h".parse::<AnyAlgorithm>()?);
 /// // 2 used of a new 4 leaves 2, in Redis.
@@ -121,29 +123,37 @@ struct Version {
     overrides: Mutex<HashMap<String, RedisStore>>,
 }
 
-impl RedisStoreBuilder {
-    /// A store following `live` (its current settings replace the
-    /// builder's algorithm), with its per-key overrides: see
-    /// [`LiveRedis`]. Fails as [`build`](Self::build) does for `live`'s
-    /// current settings, and for a store of several limits
-    /// ([`and_limit`](Self::and_limit)).
-    pub fn build_live(mut self, live: &LiveAlgorithm) -> Result<LiveRedis, RedisBuildError> {
-        if self.has_more_limits() {
-            return Err(RedisBuildError::Unsupported(
-                "a live store has one limit (no and_limit)".to_owned(),
-            ));
-        }
-        self.live = true;
+impl LiveRedis {
+    /// A builder for a store on `target` (a URL or a [`redis::Client`])
+    /// following `live`, with every option of [`RedisStore::builder`]'s
+    /// but [`and_limit`](RedisStoreBuilder::and_limit): a live store has
+    /// one limit.
+    pub fn builder(
+        target: impl Into<Target>,
+        live: &LiveAlgorithm,
+    ) -> RedisStoreBuilder<LiveAlgorithm> {
+        RedisStoreBuilder::new(target.into(), live.clone())
+    }
+}
+
+impl RedisStoreBuilder<LiveAlgorithm> {
+    /// The store following the live settings, with their per-key
+    /// overrides: see [`LiveRedis`]. Fails as
+    /// [`RedisStoreBuilder::build`] does for their current settings.
+    pub fn build(self) -> Result<LiveRedis, RedisBuildError> {
+        let live = self.limit.clone();
         // The version first, then the settings: these are never older (a
         // change between the two is picked up by the next check).
         let (id, _) = live.algorithm_for("");
         let default = live.get();
-        self.live_fallback = self.live_memory(default).map(Arc::new);
-        let store = self.clone().with_algorithm(default).build()?;
-        self.conn = Some(store.conn());
+        let mut template = self.with_limit(default);
+        template.live = true;
+        template.live_fallback = template.live_memory(default).map(Arc::new);
+        let store = template.clone().build()?;
+        template.conn = Some(store.conn());
         Ok(LiveRedis {
-            live: live.clone(),
-            template: self,
+            live,
+            template,
             current: ArcSwap::from_pointee(Version {
                 id,
                 default,

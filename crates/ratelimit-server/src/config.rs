@@ -203,68 +203,22 @@ impl Config {
     /// Checks the TOML `text`; errors name `origin` as the file, and the
     /// line when known.
     pub fn parse(text: &str, origin: &str) -> Result<Self, ConfigFileError> {
-        let line_of = |at: usize| text[..at.min(text.len())].matches('\n').count() + 1;
-        let err = |at: Option<usize>, limit: Option<&str>, message: String| ConfigFileError {
-            file: origin.to_owned(),
-            line: at.map(line_of),
-            limit: limit.map(str::to_owned),
-            message,
-        };
+        let source = Source { text, origin };
         let raw: FileToml = toml::from_str(text).map_err(|e| {
-            err(
+            source.error(
                 e.span().map(|s| s.start),
                 None,
                 e.message().trim().to_owned(),
             )
         })?;
-        let server = server_settings(raw.server).map_err(|m| err(None, None, m))?;
-        let mut limits: Vec<LimitConfig> = Vec::with_capacity(raw.limits.len());
-        let mut lines = std::collections::HashMap::new();
-        for spanned in raw.limits {
-            let at = Some(spanned.span().start);
-            lines.insert(
-                spanned.get_ref().name.clone(),
-                line_of(spanned.span().start),
-            );
-            let entry = spanned.into_inner();
-            let name = entry.name.clone();
-            let limit = limit_config(entry).map_err(|m| err(at, Some(&name), m))?;
-            if limits.iter().any(|l| l.name == limit.name) {
-                return Err(err(at, Some(&name), "name given twice".into()));
-            }
-            if let Some(other) = limits
-                .iter()
-                .find(|l| l.domain == limit.domain && l.entries == limit.entries)
-            {
-                return Err(err(
-                    at,
-                    Some(&name),
-                    format!(
-                        "same domain and descriptors as limit {:?}: a descriptor would match both",
-                        other.name
-                    ),
-                ));
-            }
-            limits.push(limit);
-        }
-        let store = match raw.store {
-            None | Some(StoreSettings::Memory { max_keys: None }) => StoreSettings::Memory {
-                max_keys: Some(DEFAULT_MAX_KEYS),
-            },
-            Some(StoreSettings::Memory { max_keys: Some(0) }) => {
-                return Err(err(
-                    None,
-                    None,
-                    "[store] max-keys = 0: expected at least 1".into(),
-                ))
-            }
-            Some(store) => store,
-        };
+        let file_error = |m| source.error(None, None, m);
+        let server = server_settings(raw.server).map_err(file_error)?;
+        let (limits, lines) = limit_configs(raw.limits, &source)?;
+        let store = store_settings(raw.store).map_err(file_error)?;
         let metrics = MetricsSettings {
-            addr: optional_address(raw.metrics.addr, "[metrics] addr")
-                .map_err(|m| err(None, None, m))?,
+            addr: optional_address(raw.metrics.addr, "[metrics] addr").map_err(file_error)?,
         };
-        let admin = raw.admin.checked().map_err(|m| err(None, None, m))?;
+        let admin = raw.admin.checked().map_err(file_error)?;
         Ok(Self {
             file: origin.to_owned(),
             server,
@@ -284,6 +238,85 @@ impl Config {
             limit: Some(name.to_owned()),
             message,
         }
+    }
+}
+
+/// The text being parsed and the file it came from, for errors.
+struct Source<'a> {
+    text: &'a str,
+    origin: &'a str,
+}
+
+impl Source<'_> {
+    /// The line of byte offset `at`, from 1.
+    fn line_of(&self, at: usize) -> usize {
+        self.text[..at.min(self.text.len())].matches('\n').count() + 1
+    }
+
+    /// An error at byte offset `at` (if known) about `limit` (if any).
+    fn error(&self, at: Option<usize>, limit: Option<&str>, message: String) -> ConfigFileError {
+        ConfigFileError {
+            file: self.origin.to_owned(),
+            line: at.map(|at| self.line_of(at)),
+            limit: limit.map(str::to_owned),
+            message,
+        }
+    }
+}
+
+/// The `[[limit]]` entries, checked one by one and against each other,
+/// with the line of each by name.
+fn limit_configs(
+    raw: Vec<toml::Spanned<LimitToml>>,
+    source: &Source<'_>,
+) -> Result<(Vec<LimitConfig>, std::collections::HashMap<String, usize>), ConfigFileError> {
+    let mut limits: Vec<LimitConfig> = Vec::with_capacity(raw.len());
+    let mut lines = std::collections::HashMap::new();
+    for spanned in raw {
+        let at = Some(spanned.span().start);
+        lines.insert(
+            spanned.get_ref().name.clone(),
+            source.line_of(spanned.span().start),
+        );
+        let entry = spanned.into_inner();
+        let name = entry.name.clone();
+        let limit = limit_config(entry)
+            .and_then(|limit| unclashing(&limits, limit))
+            .map_err(|m| source.error(at, Some(&name), m))?;
+        limits.push(limit);
+    }
+    Ok((limits, lines))
+}
+
+/// `limit` if no earlier limit has its name, or its domain and
+/// descriptors.
+fn unclashing(limits: &[LimitConfig], limit: LimitConfig) -> Result<LimitConfig, String> {
+    if limits.iter().any(|l| l.name == limit.name) {
+        return Err("name given twice".into());
+    }
+    if let Some(other) = limits
+        .iter()
+        .find(|l| l.domain == limit.domain && l.entries == limit.entries)
+    {
+        return Err(format!(
+            "same domain and descriptors as limit {:?}: a descriptor would match both",
+            other.name
+        ));
+    }
+    Ok(limit)
+}
+
+/// The `[store]` table: memory capped at [`DEFAULT_MAX_KEYS`] keys if it
+/// is absent or gives no `max-keys`.
+fn store_settings(raw: Option<StoreSettings>) -> Result<StoreSettings, String> {
+    match raw {
+        None | Some(StoreSettings::Memory { max_keys: None }) => Ok(StoreSettings::Memory {
+            max_keys: Some(DEFAULT_MAX_KEYS),
+        }),
+        Some(StoreSettings::Memory { max_keys: Some(0) }) => {
+            Err("[store] max-keys = 0: expected at least 1".into())
+        }
+        Some(store) => Ok(store),
     }
 }
 

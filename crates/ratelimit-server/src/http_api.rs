@@ -3,7 +3,7 @@
 use crate::check::{check_all, Hit, Outcome};
 use crate::http_json::{error, hit_by_name, outcome_answer, with_fields, ApiError, EntryJson};
 use crate::key_ops::stores_answer;
-use crate::settle::settle_post;
+use crate::settle::{settle_post, SettleBody};
 use crate::state::State;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Query, State as Extract};
@@ -38,10 +38,18 @@ pub struct HttpState {
 pub fn router(shared: Arc<HttpState>) -> Router {
     Router::new()
         .route("/check", get(check_get).post(check_post))
-        .route("/settle", post(settle_post))
+        .route("/settle", post(settle))
         .route("/ready", get(ready))
         .route("/health", get(|| async { "ok\n" }))
         .with_state(shared)
+}
+
+/// `POST /settle`, on the server's state (see [`settle_post`]).
+async fn settle(
+    Extract(shared): Extract<Arc<HttpState>>,
+    body: Result<Json<SettleBody>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    settle_post(&shared.state, body).await
 }
 
 /// `POST /check`'s body: `domain` and `descriptors` (and `hits_addend`),

@@ -66,32 +66,10 @@ impl Running {
             ready: AtomicBool::new(true),
         });
         let mut tasks = JoinSet::new();
-        let signal = until_stopped(stopped);
-        let rls = Rls::new(Arc::clone(&state)).into_server();
-        tasks.spawn(async move {
-            let incoming = tonic::transport::server::TcpIncoming::from(grpc);
-            let served = tonic::transport::Server::builder()
-                .add_service(rls)
-                .serve_with_incoming_shutdown(incoming, signal)
-                .await;
-            if let Err(e) = served {
-                tracing::error!(error = %e, "the gRPC server failed");
-            }
-        });
-        let app = router(Arc::clone(&shared));
-        let signal = until_stopped(stop.subscribe());
-        tasks.spawn(async move {
-            let served = axum::serve(http, app).with_graceful_shutdown(signal).await;
-            if let Err(e) = served {
-                tracing::error!(error = %e, "the HTTP server failed");
-            }
-        });
+        spawn_grpc(&mut tasks, grpc, Arc::clone(&state), stopped);
+        spawn_http(&mut tasks, http, Arc::clone(&shared), stop.subscribe());
         let metrics_addr = match metrics_at {
-            Some(addr) => {
-                let handle = crate::metrics::recorder().map_err(std::io::Error::other)?;
-                let app = crate::metrics::router(handle);
-                Some(serve(&mut tasks, addr, app, &stop, "metrics").await?)
-            }
+            Some(addr) => Some(serve(&mut tasks, addr, metrics_app()?, &stop, "metrics").await?),
             None => None,
         };
         let admin_addr = match admin_at {
@@ -133,6 +111,53 @@ impl Running {
             self.tasks.abort_all();
         }
     }
+}
+
+/// Serves the gRPC rate limit service on `listener` until the stop.
+fn spawn_grpc(
+    tasks: &mut JoinSet<()>,
+    listener: TcpListener,
+    state: Arc<State>,
+    stopped: watch::Receiver<bool>,
+) {
+    let signal = until_stopped(stopped);
+    let rls = Rls::new(state).into_server();
+    tasks.spawn(async move {
+        let incoming = tonic::transport::server::TcpIncoming::from(listener);
+        let served = tonic::transport::Server::builder()
+            .add_service(rls)
+            .serve_with_incoming_shutdown(incoming, signal)
+            .await;
+        if let Err(e) = served {
+            tracing::error!(error = %e, "the gRPC server failed");
+        }
+    });
+}
+
+/// Serves the HTTP API on `listener` until the stop.
+fn spawn_http(
+    tasks: &mut JoinSet<()>,
+    listener: TcpListener,
+    shared: Arc<HttpState>,
+    stopped: watch::Receiver<bool>,
+) {
+    let app = router(shared);
+    let signal = until_stopped(stopped);
+    tasks.spawn(async move {
+        let served = axum::serve(listener, app)
+            .with_graceful_shutdown(signal)
+            .await;
+        if let Err(e) = served {
+            tracing::error!(error = %e, "the HTTP server failed");
+        }
+    });
+}
+
+/// The `GET /metrics` app, with the process's Prometheus recorder
+/// installed.
+fn metrics_app() -> std::io::Result<axum::Router> {
+    let handle = crate::metrics::recorder().map_err(std::io::Error::other)?;
+    Ok(crate::metrics::router(handle))
 }
 
 /// Serves `app` on `addr` (with each peer's address, for the admin

@@ -1,18 +1,15 @@
 //! `POST /settle`: a cost known after the response (tokens, bytes) charged or given back.
 
 use crate::check::{Hit, Outcome, Status};
-use crate::http_api::HttpState;
 use crate::http_json::{error, hit_by_name, outcome_answer, ApiError, EntryJson};
 use crate::rule::LOG_STORE;
 use crate::state::State;
 use axum::extract::rejection::JsonRejection;
-use axum::extract::State as Extract;
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::Json;
 use ratelimit_core::Store;
 use serde::Deserialize;
-use std::sync::Arc;
 
 /// How far past the server's clock `admitted_at` may be (another
 /// instance's clock): later is an error.
@@ -73,11 +70,10 @@ fn hit_of(state: &State, body: SettleBody) -> Result<Hit, ApiError> {
 /// back. Answers 200 with what a check of cost 0 tells after it:
 /// `allowed` false while the key is in debt, with `Retry-After`.
 pub(crate) async fn settle_post(
-    Extract(shared): Extract<Arc<HttpState>>,
+    state: &State,
     body: Result<Json<SettleBody>, JsonRejection>,
 ) -> Result<Response, ApiError> {
     let Json(body) = body.map_err(|e| error(StatusCode::BAD_REQUEST, e.body_text()))?;
-    let state = &shared.state;
     let now = state.now();
     if body.admitted_at > now.saturating_add(SKEW_NS) {
         return Err(error(

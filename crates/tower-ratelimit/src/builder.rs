@@ -45,6 +45,31 @@ pub struct RateLimitBuilder<X: KeyExtractor, St, R = ProblemJson> {
     clock: Option<Arc<dyn Clock>>,
 }
 
+// The layer's constructors live beside the builder they use.
+impl<X: KeyExtractor, St: Store<X::Key>> RateLimitLayer<X, St> {
+    /// One limit named `default` in `store`, keyed by `key`, with the
+    /// default policies: enforce, 429 problem+json, IETF headers, reject
+    /// requests without a key, fail open.
+    ///
+    /// ```
+    /// use ratelimit_core::{Gcra, MemoryStore};
+    /// use std::time::Duration;
+    /// use tower_ratelimit::{key::PeerIp, RateLimitLayer};
+    ///
+    /// let store = MemoryStore::new(Gcra::new(100, Duration::from_secs(60)).unwrap());
+    /// let layer = RateLimitLayer::new(store, PeerIp::new());
+    /// # let _ = layer;
+    /// ```
+    pub fn new(store: St, key: X) -> Self {
+        RateLimitBuilder::new(key).into_layer(Box::new([Limit::new("default", Arc::new(store))]))
+    }
+
+    /// A builder for several named limits and other policies.
+    pub fn builder(key: X) -> RateLimitBuilder<X, St> {
+        RateLimitBuilder::new(key)
+    }
+}
+
 impl<X: KeyExtractor, St: Store<X::Key>> RateLimitBuilder<X, St> {
     pub(crate) fn new(key: X) -> Self {
         Self {

@@ -1,10 +1,10 @@
 //! [`RateLimitLayer`]: the tower layer, cheap to clone, sharing its limits.
 
-use crate::builder::RateLimitBuilder;
 use crate::key::KeyExtractor;
 use crate::response::ProblemJson;
 use crate::service::RateLimit;
-use crate::shared::{Limit, Shared};
+use crate::shared::Shared;
+#[cfg(doc)]
 use ratelimit_core::Store;
 use std::fmt;
 use std::sync::Arc;
@@ -31,30 +31,6 @@ use tower_layer::Layer;
 /// [`MemoryStore`]: ratelimit_core::MemoryStore
 pub struct RateLimitLayer<X: KeyExtractor, St, R = ProblemJson> {
     pub(crate) shared: Arc<Shared<X, St, R>>,
-}
-
-impl<X: KeyExtractor, St: Store<X::Key>> RateLimitLayer<X, St> {
-    /// One limit named `default` in `store`, keyed by `key`, with the
-    /// default policies: enforce, 429 problem+json, IETF headers, reject
-    /// requests without a key, fail open.
-    ///
-    /// ```
-    /// use ratelimit_core::{Gcra, MemoryStore};
-    /// use std::time::Duration;
-    /// use tower_ratelimit::{key::PeerIp, RateLimitLayer};
-    ///
-    /// let store = MemoryStore::new(Gcra::new(100, Duration::from_secs(60)).unwrap());
-    /// let layer = RateLimitLayer::new(store, PeerIp::new());
-    /// # let _ = layer;
-    /// ```
-    pub fn new(store: St, key: X) -> Self {
-        RateLimitBuilder::new(key).into_layer(Box::new([Limit::new("default", Arc::new(store))]))
-    }
-
-    /// A builder for several named limits and other policies.
-    pub fn builder(key: X) -> RateLimitBuilder<X, St> {
-        RateLimitBuilder::new(key)
-    }
 }
 
 impl<X: KeyExtractor, St, R> RateLimitLayer<X, St, R> {

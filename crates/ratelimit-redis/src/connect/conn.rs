@@ -294,8 +294,29 @@ impl Conn {
         Ok((c, g))
     }
 
+    /// Opens a connection, prepares it, and wakes whoever waits for it.
     async fn connect(self: Arc<Self>) {
-        let this = Arc::clone(&self);
+        let scripts: Vec<Arc<ScriptSlot>> = self
+            .scripts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let result = match self.open().await {
+            Ok(mut c) => {
+                self.prepare(&mut c, &scripts).await;
+                Ok(c)
+            }
+            Err(e) => Err(e),
+        };
+        self.install(result, &scripts);
+        self.ready.notify_waiters();
+    }
+
+    /// Opens a connection on the driver thread, bounded whole (a server
+    /// that accepts but never answers the handshake), so that
+    /// `connecting` always ends.
+    async fn open(self: &Arc<Self>) -> redis::RedisResult<Handle> {
+        let this = Arc::clone(self);
         let open = async move {
             let driven =
                 crate::connect::driver::drive(async move { this.backend.open(&this.config).await });
@@ -307,72 +328,64 @@ impl Conn {
                 )))
             })
         };
-        // Bounded whole (a server that accepts but never answers the
-        // handshake), so that `connecting` always ends.
-        let result = match tokio::time::timeout(self.connect_timeout, open).await {
+        match tokio::time::timeout(self.connect_timeout, open).await {
             Ok(r) => r,
             Err(_) => Err(redis::RedisError::from((
                 redis::ErrorKind::Io,
                 "connect timed out",
             ))),
-        };
-        let scripts: Vec<Arc<ScriptSlot>> = self
-            .scripts
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        let result = match result {
-            Ok(mut c) => {
-                // The scripts in one round trip, so that the first check is
-                // one round trip too (EVALSHA still reloads on NOSCRIPT,
-                // e.g. after a SCRIPT FLUSH or a failover).
-                let mut pipe = redis::pipe();
-                for s in &scripts {
-                    pipe.cmd("SCRIPT").arg("LOAD").arg(&s.source).ignore();
+        }
+    }
+
+    /// Loads the scripts and exchanges the key secret on a new
+    /// connection. Neither failure fails the connection.
+    async fn prepare(&self, c: &mut Handle, scripts: &[Arc<ScriptSlot>]) {
+        // The scripts in one round trip, so that the first check is
+        // one round trip too (EVALSHA still reloads on NOSCRIPT,
+        // e.g. after a SCRIPT FLUSH or a failover).
+        let mut pipe = redis::pipe();
+        for s in scripts {
+            pipe.cmd("SCRIPT").arg("LOAD").arg(&s.source).ignore();
+        }
+        let loaded = tokio::time::timeout(self.connect_timeout, pipe.query_async::<()>(c))
+            .await
+            .is_ok_and(|r| r.is_ok());
+        if !loaded {
+            tracing::debug!(target: "ratelimit_redis", "scripts not loaded at connect; EVALSHA loads them");
+        }
+        let _ = tokio::time::timeout(self.connect_timeout, self.exchange_secret(c)).await;
+    }
+
+    /// Ends `connecting`: a new connection takes the slot under a new
+    /// generation, or the error is kept for the callers.
+    fn install(self: &Arc<Self>, result: redis::RedisResult<Handle>, scripts: &[Arc<ScriptSlot>]) {
+        let mut slot = self.lock();
+        slot.connecting = false;
+        slot.tried = true;
+        match result {
+            Ok(c) => {
+                slot.generation += 1;
+                for s in scripts {
+                    s.loaded.store(slot.generation, Ordering::Release);
                 }
-                let loaded =
-                    tokio::time::timeout(self.connect_timeout, pipe.query_async::<()>(&mut c))
-                        .await
-                        .is_ok_and(|r| r.is_ok());
-                if !loaded {
-                    tracing::debug!(target: "ratelimit_redis", "scripts not loaded at connect; EVALSHA loads them");
+                slot.conn = Some((c, slot.generation));
+                slot.last_error = None;
+                #[cfg(feature = "sentinel")]
+                if let Some(sentinel) = self.sentinel() {
+                    sentinel.watch(self);
                 }
-                let _ =
-                    tokio::time::timeout(self.connect_timeout, self.exchange_secret(&mut c)).await;
-                Ok(c)
+                if self.rosters.start() {
+                    // On the driver thread: it outlives the caller's
+                    // runtime, and a busy one does not delay it.
+                    crate::connect::driver::spawn(announcing(Arc::downgrade(self)));
+                }
+                tracing::debug!(target: "ratelimit_redis", "connected to redis");
             }
-            Err(e) => Err(e),
-        };
-        {
-            let mut slot = self.lock();
-            slot.connecting = false;
-            slot.tried = true;
-            match result {
-                Ok(c) => {
-                    slot.generation += 1;
-                    for s in &scripts {
-                        s.loaded.store(slot.generation, Ordering::Release);
-                    }
-                    slot.conn = Some((c, slot.generation));
-                    slot.last_error = None;
-                    #[cfg(feature = "sentinel")]
-                    if let Some(sentinel) = self.sentinel() {
-                        sentinel.watch(&self);
-                    }
-                    if self.rosters.start() {
-                        // On the driver thread: it outlives the caller's
-                        // runtime, and a busy one does not delay it.
-                        crate::connect::driver::spawn(announcing(Arc::downgrade(&self)));
-                    }
-                    tracing::debug!(target: "ratelimit_redis", "connected to redis");
-                }
-                Err(e) => {
-                    tracing::debug!(target: "ratelimit_redis", error = %e, "cannot connect to redis");
-                    slot.last_error = Some(Failure::redis(&e));
-                }
+            Err(e) => {
+                tracing::debug!(target: "ratelimit_redis", error = %e, "cannot connect to redis");
+                slot.last_error = Some(Failure::redis(&e));
             }
         }
-        self.ready.notify_waiters();
     }
 
     /// Writes this instance's key secret with `SET NX` (a fresh one if it

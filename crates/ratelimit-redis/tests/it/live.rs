@@ -7,7 +7,7 @@ use crate::harness::Rng;
 use crate::server;
 use ratelimit_core::algorithm::Anchor;
 use ratelimit_core::{Algorithm, AnyAlgorithm, Decision, LiveAlgorithm, MemoryStore, Store};
-use ratelimit_redis::{LiveRedis, RedisStore, TimeSource};
+use ratelimit_redis::{LiveRedis, TimeSource};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,11 +19,11 @@ pub(crate) fn spec(s: &str) -> AnyAlgorithm {
 }
 
 pub(crate) fn live_store(url: &str, prefix: &str, live: &LiveAlgorithm) -> LiveRedis {
-    RedisStore::builder(url, live.get())
+    LiveRedis::builder(url, live)
         .prefix(prefix)
         .time_source(TimeSource::Caller)
         .timeout(Duration::from_secs(5))
-        .build_live(live)
+        .build()
         .unwrap()
 }
 
@@ -337,12 +337,12 @@ async fn a_live_swap_under_64_clients_is_exact_in_redis() {
 async fn deny_cache_and_leases_do_not_outlive_a_change() {
     let server = server!();
     let live = LiveAlgorithm::new(spec("gcra 2/1h"));
-    let store = RedisStore::builder(server.url(), live.get())
+    let store = LiveRedis::builder(server.url(), &live)
         .prefix("dc:")
         .time_source(TimeSource::Caller)
         .timeout(Duration::from_secs(5))
         .lease(3, Duration::from_secs(60))
-        .build_live(&live)
+        .build()
         .unwrap();
     // Denied at 2 of 2: the denial is cached (answered without Redis).
     assert!(check(&store, "d", 2, T0).await.allowed);

@@ -5,19 +5,19 @@
 use crate::live::{spec, T0};
 use crate::server;
 use ratelimit_core::{Decision, LiveAlgorithm, MemoryStore, Store};
-use ratelimit_redis::{LiveRedis, RedisStore, TimeSource};
+use ratelimit_redis::{LiveRedis, TimeSource};
 use std::time::Duration;
 
 const MIN: u64 = 60_000_000_000;
 
 /// A live store on `url` that falls back to memory after `timeout`.
 fn store(url: &str, live: &LiveAlgorithm, timeout: Duration) -> LiveRedis {
-    RedisStore::builder(url, live.get())
+    LiveRedis::builder(url, live)
         .prefix("fb:")
         .time_source(TimeSource::Caller)
         .timeout(timeout)
         .fallback_to_memory(1_000)
-        .build_live(live)
+        .build()
         .unwrap()
 }
 

@@ -125,14 +125,14 @@ async fn a_secret_key_is_reset_by_its_hashed_name() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_live_store_resets_its_live_key_under_an_override() {
     use ratelimit_core::LiveAlgorithm;
-    use ratelimit_redis::{AnyStore, TimeSource};
+    use ratelimit_redis::{AnyStore, LiveRedis, TimeSource};
     let server = server!();
     let mut c = server.client().await;
     let live = LiveAlgorithm::new("fixed-window 2/1d".parse::<AnyAlgorithm>().unwrap());
-    let redis = RedisStore::builder(server.url(), live.get())
+    let redis = LiveRedis::builder(server.url(), &live)
         .prefix("t:")
         .time_source(TimeSource::Caller)
-        .build_live(&live)
+        .build()
         .unwrap();
     let store: AnyStore<String> = AnyStore::LiveRedis(Box::new(redis));
     let k = "vip".to_owned();

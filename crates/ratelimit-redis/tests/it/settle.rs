@@ -216,13 +216,13 @@ async fn a_store_of_two_limits_settles_both() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_live_store_settles_as_in_memory() {
     use ratelimit_core::LiveAlgorithm;
-    use ratelimit_redis::AnyStore;
+    use ratelimit_redis::{AnyStore, LiveRedis};
     let server = server!();
     let live = LiveAlgorithm::new("gcra 10/1s".parse::<AnyAlgorithm>().unwrap());
-    let redis = RedisStore::builder(server.url(), live.get())
+    let redis = LiveRedis::builder(server.url(), &live)
         .prefix("v:")
         .time_source(TimeSource::Caller)
-        .build_live(&live)
+        .build()
         .unwrap();
     let redis: AnyStore<String> = AnyStore::LiveRedis(Box::new(redis));
     let memory: MemoryStore<LiveAlgorithm, String> = MemoryStore::new(live.clone());

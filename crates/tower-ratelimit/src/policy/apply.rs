@@ -70,18 +70,11 @@ impl PolicyTable {
             let learned = Arc::new(DigestOverrides::new(algorithm.clone()));
             digests.push(Arc::clone(&learned));
             live.push((entry.clone(), algorithm));
-            let extractor = self
-                .extractor(entry, options, (&runtime, learned), &clock)
-                .map_err(fail)?;
-            if entry.pace.is_some() {
-                layers.push(entry.pace_layer(extractor, store, &clock).map_err(fail)?);
-                continue;
-            }
             // What an inner limit refuses takes nothing from an outer one.
             let refund_on_inner = settles && i + 1 < self.entries.len();
-            let layer = layer(entry, extractor, store, &clock, refund_on_inner);
-            let layer = layer.map_err(|e| fail(e.to_string()))?;
-            layers.push(Box::new(move |router: Router| router.route_layer(layer)));
+            let lists = (&runtime, learned);
+            let add = self.entry_layer(entry, options, lists, store, &clock, refund_on_inner);
+            layers.push(add.map_err(fail)?);
         }
         let mut router = router;
         for add in layers.into_iter().rev() {
@@ -98,6 +91,29 @@ impl PolicyTable {
             shared: std::sync::OnceLock::new(),
         };
         Ok((router, handle))
+    }
+
+    /// What adds `entry`'s layer to a router: its pace layer if it paces,
+    /// else its rate limit layer, as a route layer keyed by its extractor.
+    fn entry_layer<St>(
+        &self,
+        entry: &PolicyEntry,
+        options: &PolicyOptions,
+        lists: (&Arc<RuntimeLists>, Arc<DigestOverrides>),
+        store: Arc<St>,
+        clock: &Arc<dyn Clock>,
+        refund_on_inner: bool,
+    ) -> Result<AddLayer, String>
+    where
+        St: Store<PolicyKey, CheckFuture: Unpin, WriteFuture: Unpin>,
+    {
+        let extractor = self.extractor(entry, options, lists, clock)?;
+        if entry.pace.is_some() {
+            return entry.pace_layer(extractor, store, clock);
+        }
+        let layer = layer(entry, extractor, store, clock, refund_on_inner);
+        let layer = layer.map_err(|e| e.to_string())?;
+        Ok(Box::new(move |router: Router| router.route_layer(layer)))
     }
 
     /// The key extractor of `entry`: its key parts, routes, tier, and its
