@@ -5,13 +5,13 @@ use std::time::Duration;
 /// What an algorithm decided for one request.
 ///
 /// ```
-/// use ratelimit_core::{Decision, Gcra, MemoryStore};
+/// use ratelimit_core::{Decision, Gcra, MemoryStore, Store};
 /// use std::time::Duration;
 ///
 /// let store = MemoryStore::new(Gcra::new(1, Duration::from_secs(1)).unwrap());
-/// let decision: Decision = store.check_now("alice", 1, 0).unwrap();
+/// let decision: Decision = store.check("alice", 1, 0).value().unwrap();
 /// assert!(decision.allowed);
-/// let denied = store.check_now("alice", 1, 0).unwrap();
+/// let denied = store.check("alice", 1, 0).value().unwrap();
 /// assert_eq!(denied.retry_after(), Some(Duration::from_secs(1)));
 /// # let _: &MemoryStore<Gcra, String> = &store;
 /// ```

@@ -17,7 +17,8 @@ pub const MAX_OVERRIDES: usize = 1024;
 /// Why a change to a [`LiveAlgorithm`] was refused.
 ///
 /// ```
-/// use ratelimit_core::{Gcra, LiveAlgorithm, LiveError, MAX_OVERRIDES};
+/// use ratelimit_core::algorithm::{LiveError, MAX_OVERRIDES};
+/// use ratelimit_core::{Gcra, LiveAlgorithm};
 /// use std::time::Duration;
 ///
 /// let gcra = Gcra::new(10, Duration::from_secs(1)).unwrap();

@@ -34,7 +34,7 @@ pub fn stable_hash<K: StableKey + ?Sized>(key: &K) -> u64 {
 /// 64-bit FNV-1a over the bytes written: what [`stable_hash`] runs.
 ///
 /// ```
-/// use ratelimit_core::{stable_hash, StableHasher};
+/// use ratelimit_core::algorithm::{stable_hash, StableHasher};
 /// use std::fmt::Write as _;
 ///
 /// let mut h = StableHasher::new();

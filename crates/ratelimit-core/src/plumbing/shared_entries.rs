@@ -21,7 +21,7 @@ use std::time::Duration;
 /// Which table an entry is in.
 ///
 /// ```
-/// use ratelimit_core::EntryTable;
+/// use ratelimit_core::plumbing::EntryTable;
 ///
 /// assert_eq!(EntryTable::Deny.as_str(), "deny");
 /// ```
@@ -52,7 +52,7 @@ impl EntryTable {
 /// One entry.
 ///
 /// ```
-/// use ratelimit_core::{EntryTable, SharedEntry};
+/// use ratelimit_core::plumbing::{EntryTable, SharedEntry};
 /// use std::time::Duration;
 ///
 /// let ban_net = SharedEntry {
@@ -85,7 +85,7 @@ pub struct SharedEntry {
 /// every instance computes the same. `Debug` shows nothing of its key.
 ///
 /// ```
-/// use ratelimit_core::EntryDigest;
+/// use ratelimit_core::plumbing::EntryDigest;
 ///
 /// let digest = EntryDigest::new(|text| text.len() as u128); // a real one is keyed
 /// let name = digest.of("an-api-key");
@@ -127,7 +127,7 @@ impl std::fmt::Debug for EntryDigest {
 /// cap when it is the reason.
 ///
 /// ```
-/// use ratelimit_core::EntriesFuture;
+/// use ratelimit_core::plumbing::EntriesFuture;
 ///
 /// let removed: EntriesFuture<bool> = Box::pin(async { Ok(true) });
 /// # let _ = removed;
@@ -138,7 +138,7 @@ pub type EntriesFuture<T> = Pin<Box<dyn Future<Output = Result<T, String>> + Sen
 /// with the digest the entries that may be credentials were written with.
 ///
 /// ```
-/// use ratelimit_core::EntriesSink;
+/// use ratelimit_core::plumbing::EntriesSink;
 /// use std::sync::Arc;
 ///
 /// let sink: EntriesSink = Arc::new(|entries, _digest| println!("{} entries", entries.len()));
@@ -150,8 +150,8 @@ pub type EntriesSink = Arc<dyn Fn(Vec<SharedEntry>, EntryDigest) + Send + Sync>;
 /// instance keeps its entries in its own memory only.
 ///
 /// ```
-/// use ratelimit_core::{EntriesFuture, EntriesSink, EntryDigest, EntryTable};
-/// use ratelimit_core::{SharedEntries, SharedEntry};
+/// use ratelimit_core::plumbing::{EntriesFuture, EntriesSink, EntryDigest, EntryTable};
+/// use ratelimit_core::plumbing::{SharedEntries, SharedEntry};
 /// use std::sync::Mutex;
 ///
 /// /// Entries kept in this process only.

@@ -8,7 +8,8 @@ use crate::StoreError;
 /// key when none of the sampled keys is full.
 ///
 /// ```
-/// use ratelimit_core::{AtCapacity, Gcra, MemoryStore, Store, StoreError};
+/// use ratelimit_core::store::AtCapacity;
+/// use ratelimit_core::{Gcra, MemoryStore, Store, StoreError};
 /// use std::time::Duration;
 ///
 /// let store = MemoryStore::builder(Gcra::new(1, Duration::from_secs(1)).unwrap())

@@ -41,7 +41,8 @@ fn default_shards(max_keys: Option<usize>) -> usize {
 /// type `K` is the store's, usually inferred from where the store is used.
 ///
 /// ```
-/// use ratelimit_core::{AtCapacity, Gcra, MemoryStore, Store};
+/// use ratelimit_core::store::AtCapacity;
+/// use ratelimit_core::{Gcra, MemoryStore, Store};
 /// use std::time::Duration;
 ///
 /// let store = MemoryStore::builder(Gcra::new(10, Duration::from_secs(1)).unwrap())
