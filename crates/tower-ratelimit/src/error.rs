@@ -7,10 +7,10 @@ use std::fmt;
 /// nothing panics on bad configuration.
 ///
 /// ```
-/// use tower_ratelimit::{key::Global, BuildError, MemoryStore, Gcra, RateLimitLayer};
+/// use tower_ratelimit::{key::Global, Gcra, LayerBuildError, MemoryStore, RateLimitLayer};
 ///
 /// let err = RateLimitLayer::<_, MemoryStore<Gcra, _>>::builder(Global).build().unwrap_err();
-/// assert_eq!(err, BuildError::NoLimits);
+/// assert_eq!(err, LayerBuildError::NoLimits);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
