@@ -18,7 +18,7 @@ const OVERRIDE_TABLES: usize = 64;
 /// A Redis store following a [`LiveAlgorithm`]: its settings and per-key
 /// overrides change while it runs, and each key keeps its used quota, as
 /// in memory. Built by [`RedisStoreBuilder::build_live`] (or
-/// `StoreSettings::build` given a `LiveAlgorithm`); used as a [`Store`]
+/// `StoreSettings::build` given a `LiveAlgorithm`); used as a [`Store`](ratelimit_core::Store)
 /// through [`store_for`](Self::store_for), or through `AnyStore`.
 ///
 /// ```no_run

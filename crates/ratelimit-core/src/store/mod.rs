@@ -1,7 +1,7 @@
 //! Stores: where per-key state lives, and what makes each check atomic.
 //!
 //! [`Store`] is what the HTTP layer talks to. Each operation gives an
-//! [`Answer`]: [`MemoryStore`](crate::MemoryStore) answers at once (no
+//! [`Answer`]: [`MemoryStore`] answers at once (no
 //! future, no await point), remote stores (Redis) with futures to await.
 //! [`BoxStore`](crate::BoxStore) erases the type, so that one layer mixes
 //! stores. The stores are at the crate root; this module holds their
