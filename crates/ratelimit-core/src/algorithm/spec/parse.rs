@@ -232,8 +232,6 @@ impl FromStr for AnyAlgorithm {
     }
 }
 
-/// `L/P` with the period in its largest exact unit.
-
 #[cfg(test)]
 mod tests {
     use super::*;
