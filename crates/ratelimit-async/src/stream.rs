@@ -14,6 +14,14 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 /// An item [`PacedStream`] could not pass: the item itself and why.
+///
+/// ```
+/// use ratelimit_async::{Rejected, WaitError};
+///
+/// let rejected = Rejected { item: "job-7", error: WaitError::Never { cost: 1, limit: 0 } };
+/// assert_eq!(rejected.item, "job-7");
+/// assert!(rejected.to_string().starts_with("item not admitted"));
+/// ```
 #[derive(Debug)]
 pub struct Rejected<T> {
     /// The item, handed back.
@@ -39,6 +47,24 @@ type Wait<K> = Pin<Box<dyn Future<Output = (K, Result<(), WaitError>)> + Send>>;
 pin_project! {
     /// A stream that passes each item when its key's limit admits it
     /// (cost 1): made by [`Limiter::pace`].
+    ///
+    /// ```
+    /// use futures_util::{stream, StreamExt};
+    /// use ratelimit_async::Limiter;
+    /// use ratelimit_core::{Gcra, MemoryStore};
+    /// use std::time::Duration;
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let limiter = Limiter::new(MemoryStore::new(Gcra::new(1, Duration::from_secs(1)).unwrap()));
+    /// let jobs = stream::iter(["a1", "a2", "b1"]);
+    /// // Keyed by the first letter: "b1" need not wait for "a2".
+    /// let paced = limiter.pace(jobs, 8, |job: &&str| job[..1].to_string());
+    /// let out: Vec<_> = paced.map(Result::unwrap).collect().await;
+    /// assert_eq!(out.len(), 3);
+    /// assert_eq!(out.last(), Some(&"a2"));
+    /// # }
+    /// ```
     ///
     /// It reads up to `buffer` items ahead, queued per key: items of one
     /// key come out in their order, and a key that is out of quota does

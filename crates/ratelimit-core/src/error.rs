@@ -183,8 +183,7 @@ impl Error for StoreError {
 /// cheap to clone.
 ///
 /// ```
-/// use ratelimit_core::store::RemoteError;
-/// use ratelimit_core::StoreError;
+/// use ratelimit_core::{store::RemoteError, StoreError};
 ///
 /// let remote = RemoteError::new("timeout", "no answer in time").in_store("redis");
 /// assert_eq!((remote.kind(), remote.store()), ("timeout", Some("redis")));

@@ -320,6 +320,20 @@ mod serde_duration {
 /// [`StoreSettings`], or built directly): it implements
 /// [`Store`] for any key both do, so the HTTP layer takes it like either.
 ///
+/// ```
+/// use ratelimit_core::{Gcra, Store};
+/// use ratelimit_redis::{AnyStore, StoreSettings, StoreState};
+/// use std::time::Duration;
+///
+/// let settings = StoreSettings::Memory { max_keys: Some(1_000) };
+/// let gcra = Gcra::new(1, Duration::from_secs(60))?;
+/// let store: AnyStore<String> = settings.build("login", gcra, None)?;
+/// assert_eq!(store.state(), StoreState::Memory);
+/// let answer = store.check(&"alice".to_string(), 1, 0);
+/// assert!(answer.is_ready());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
 /// A memory check stays a ready future (no allocation); a Redis check is
 /// the [`RedisStore`]'s future.
 #[non_exhaustive]

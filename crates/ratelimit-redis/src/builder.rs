@@ -37,6 +37,27 @@ pub const DEFAULT_LEASES: usize = 4_096;
 pub const MAX_LIMITS: usize = 16;
 
 /// Builds a [`RedisStore`]; see [`RedisStore::builder`].
+///
+/// ```
+/// use ratelimit_core::Gcra;
+/// use ratelimit_redis::{RedisStore, StoreState};
+/// use std::time::Duration;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let gcra = Gcra::new(100, Duration::from_secs(60))?;
+/// let store = RedisStore::builder("redis://127.0.0.1:6379/", gcra.clone())
+///     .prefix("api:")
+///     .timeout(Duration::from_millis(20))
+///     .fallback_to_memory(10_000)
+///     .build()?;
+/// assert_eq!(store.state(), StoreState::Redis);
+/// // A bad URL is an error that names it.
+/// let err = RedisStore::builder("http://127.0.0.1/", gcra).build().unwrap_err();
+/// assert!(err.to_string().contains("http://127.0.0.1/"));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct RedisStoreBuilder<L = AnyAlgorithm> {
     target: Target,

@@ -2,6 +2,25 @@
 //! and dashboards.
 
 /// Where a store's decisions come from right now.
+///
+/// ```
+/// use ratelimit_core::{Gcra, Store};
+/// use ratelimit_redis::{BreakerConfig, RedisStore, StoreState};
+/// use std::time::Duration;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # // Nothing listens on port 1: every call to Redis fails.
+/// let store = RedisStore::builder("redis://127.0.0.1:1/", Gcra::new(5, Duration::from_secs(1))?)
+///     .breaker(BreakerConfig { failure_threshold: 1, cool_down: Duration::from_secs(60) })
+///     .fallback_to_memory(1_000)
+///     .build()?;
+/// assert!(store.check("alice", 1, 0).await?.allowed);
+/// assert_eq!(store.state(), StoreState::Fallback);
+/// assert!(store.state().decides());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StoreState {
     /// This instance's memory (a memory store).

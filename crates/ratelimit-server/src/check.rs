@@ -10,6 +10,22 @@ use std::sync::Arc;
 pub const MAX_KEY_BYTES: usize = 512;
 
 /// A state key longer than [`MAX_KEY_BYTES`]: the call is refused.
+///
+/// ```
+/// use ratelimit_server::{Config, Hit, Limits, MAX_KEY_BYTES};
+///
+/// let config = Config::parse(r#"
+///     [[limit]]
+///     name = "per-ip"
+///     domain = "edge"
+///     algorithm = "fixed-window 1/1m"
+///     descriptors = [{ key = "remote_address" }]
+/// "#, "inline").unwrap();
+/// let limits = Limits::new(&config).unwrap();
+/// let long = "x".repeat(MAX_KEY_BYTES + 1);
+/// let err = Hit::resolve(&limits, "edge", &[("remote_address", &long)], 1).unwrap_err();
+/// assert_eq!((err.limit.as_str(), err.len), ("per-ip", MAX_KEY_BYTES + 1));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyTooLong {
     /// The limit.
@@ -31,6 +47,24 @@ impl std::fmt::Display for KeyTooLong {
 impl std::error::Error for KeyTooLong {}
 
 /// One descriptor resolved to its limit and state key, with its cost.
+///
+/// ```
+/// use ratelimit_server::{Config, Hit, Limits};
+///
+/// let config = Config::parse(r#"
+///     [[limit]]
+///     name = "per-ip"
+///     domain = "edge"
+///     algorithm = "fixed-window 1/1m"
+///     descriptors = [{ key = "remote_address" }]
+/// "#, "inline").unwrap();
+/// let limits = Limits::new(&config).unwrap();
+/// let hit = Hit::resolve(&limits, "edge", &[("remote_address", "10.0.0.1")], 0).unwrap();
+/// assert_eq!((hit.key.as_str(), hit.cost), ("10.0.0.1", 0));
+/// // A descriptor no limit matches is admitted.
+/// let free = Hit::resolve(&limits, "other", &[("remote_address", "10.0.0.1")], 1).unwrap();
+/// assert!(free.rule.is_none());
+/// ```
 #[derive(Debug, Clone)]
 pub struct Hit {
     /// The limit it answers to (`None`: no limit matches; it is admitted).
@@ -94,6 +128,27 @@ impl Hit {
 }
 
 /// What one descriptor got.
+///
+/// ```
+/// use ratelimit_server::{check_all, Config, Hit, Limits};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let config = Config::parse(r#"
+///     [[limit]]
+///     name = "per-ip"
+///     domain = "edge"
+///     algorithm = "fixed-window 1/1m"
+///     descriptors = [{ key = "remote_address" }]
+/// "#, "inline").unwrap();
+/// let limits = Limits::new(&config).unwrap();
+/// let hit = Hit::resolve(&limits, "edge", &[("remote_address", "10.0.0.1")], 1).unwrap();
+/// let outcome = check_all(&[hit], 0).await.unwrap();
+/// let status = &outcome.statuses[0];
+/// assert!(!status.over && !status.shadow_over);
+/// assert_eq!(status.decision.unwrap().remaining, 0);
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct Status {
     /// The limit it answered to, if any.
@@ -109,6 +164,31 @@ pub struct Status {
 }
 
 /// A request's outcome: over if any descriptor is, with every descriptor's status.
+///
+/// ```
+/// use ratelimit_server::{check_all, Config, Hit, Limits};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let config = Config::parse(r#"
+///     [[limit]]
+///     name = "per-ip"
+///     domain = "edge"
+///     algorithm = "fixed-window 1/1m"
+///     descriptors = [{ key = "remote_address" }]
+/// "#, "inline").unwrap();
+/// let limits = Limits::new(&config).unwrap();
+/// let hits = [
+///     Hit::resolve(&limits, "edge", &[("remote_address", "10.0.0.1")], 1).unwrap(),
+///     Hit::resolve(&limits, "edge", &[("remote_address", "10.0.0.2")], 1).unwrap(),
+/// ];
+/// assert!(!check_all(&hits, 0).await.unwrap().over);
+/// // Both keys are spent: the next request is over, on each descriptor.
+/// let outcome = check_all(&hits, 0).await.unwrap();
+/// assert!(outcome.over);
+/// assert_eq!(outcome.statuses.len(), 2);
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct Outcome {
     /// Some descriptor is over its limit: the request is refused and took nothing.

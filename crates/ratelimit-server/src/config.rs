@@ -70,6 +70,14 @@ pub struct MetricsSettings {
 }
 
 /// The `[server]` table.
+///
+/// ```
+/// use ratelimit_server::{Config, DEFAULT_HTTP};
+///
+/// let config = Config::parse("[server]\nrefuse-status = 403", "inline").unwrap();
+/// assert_eq!(config.server.refuse_status, 403);
+/// assert_eq!(config.server.http.to_string(), DEFAULT_HTTP);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerSettings {
     /// Where the gRPC service listens (`grpc`).
@@ -83,6 +91,21 @@ pub struct ServerSettings {
 }
 
 /// One `[[limit]]` entry, checked.
+///
+/// ```
+/// use ratelimit_server::Config;
+///
+/// let config = Config::parse(r#"
+///     [[limit]]
+///     name = "per-ip"
+///     domain = "edge"
+///     algorithm = "fixed-window 1/1m"
+///     descriptors = [{ key = "remote_address" }]
+/// "#, "inline").unwrap();
+/// let limit = &config.limits[0];
+/// assert_eq!((limit.name.as_str(), limit.domain.as_str()), ("per-ip", "edge"));
+/// assert!(limit.algorithm.is_some() && !limit.shadow);
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct LimitConfig {
     /// Its name (`name`).
@@ -100,6 +123,21 @@ pub struct LimitConfig {
 }
 
 /// One entry of a limit's `descriptors`: a key and, optionally, a fixed value.
+///
+/// ```
+/// use ratelimit_server::Config;
+///
+/// let config = Config::parse(r#"
+///     [[limit]]
+///     name = "login"
+///     domain = "edge"
+///     algorithm = "gcra 5/1m"
+///     descriptors = [{ key = "path", value = "/login" }, { key = "remote_address" }]
+/// "#, "inline").unwrap();
+/// let [path, ip] = &config.limits[0].entries[..] else { panic!() };
+/// assert_eq!((path.key.as_str(), path.value.as_deref()), ("path", Some("/login")));
+/// assert_eq!((ip.key.as_str(), ip.value.as_deref()), ("remote_address", None));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EntryPattern {
     /// The entry's key.
@@ -109,6 +147,20 @@ pub struct EntryPattern {
 }
 
 /// Why a configuration was refused: the file, the line, the limit and what is wrong.
+///
+/// ```
+/// use ratelimit_server::Config;
+///
+/// let err = Config::parse(r#"
+///     [[limit]]
+///     name = "per-ip"
+///     domain = "edge"
+///     algorithm = "gcra 5/soon"
+///     descriptors = [{ key = "remote_address" }]
+/// "#, "limits.toml").unwrap_err();
+/// assert_eq!((err.file.as_str(), err.limit.as_deref()), ("limits.toml", Some("per-ip")));
+/// assert!(err.to_string().contains("soon"), "{err}");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigFileError {
     /// The file (or the origin given to [`Config::parse`]).

@@ -17,6 +17,17 @@ use std::sync::Arc;
 
 /// What the HTTP handlers share: the server's state, and whether it is
 /// ready (false once it is stopping).
+///
+/// ```
+/// use ratelimit_server::{http_api::HttpState, Config, State};
+/// use std::sync::{atomic::AtomicBool, atomic::Ordering, Arc};
+///
+/// let state = Arc::new(State::new(&Config::parse("", "inline").unwrap()).unwrap());
+/// let shared = HttpState { state, ready: AtomicBool::new(true) };
+/// // Stopping: `GET /ready` answers 503 from now on.
+/// shared.ready.store(false, Ordering::Relaxed);
+/// assert_eq!(shared.state.limits().all().count(), 0);
+/// ```
 #[derive(Debug)]
 pub struct HttpState {
     /// The server's state.

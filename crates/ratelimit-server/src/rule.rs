@@ -9,6 +9,22 @@ use std::cmp::Ordering;
 use std::sync::OnceLock;
 
 /// A request descriptor's entry: a key and its value.
+///
+/// ```
+/// use ratelimit_server::{Config, Entry, Limits};
+///
+/// let config = Config::parse(r#"
+///     [[limit]]
+///     name = "per-ip"
+///     domain = "edge"
+///     algorithm = "fixed-window 1/1m"
+///     descriptors = [{ key = "remote_address" }]
+/// "#, "inline").unwrap();
+/// let limits = Limits::new(&config).unwrap();
+/// let entries: [Entry<'_>; 1] = [("remote_address", "10.0.0.1")];
+/// assert!(limits.find("edge", &entries).is_some());
+/// assert!(limits.find("edge", &[("user", "alice")]).is_none());
+/// ```
 pub type Entry<'a> = (&'a str, &'a str);
 
 /// One limit: what descriptors it matches, and how it decides.

@@ -15,6 +15,15 @@ pub const UNITS: [(RlsUnit, u64); 4] = [
 
 /// An RLS `RateLimit.Unit` this server reports (week, month and year only
 /// for fixed windows of those calendar units).
+///
+/// ```
+/// use ratelimit_core::AnyAlgorithm;
+/// use ratelimit_server::unit::{rls_rate, RlsUnit, UNITS};
+///
+/// let per_second: AnyAlgorithm = "gcra 5/1s".parse().unwrap();
+/// assert_eq!(rls_rate(&per_second), (5, RlsUnit::Second));
+/// assert_eq!(UNITS[1], (RlsUnit::Minute, 60));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RlsUnit {
     /// `SECOND`.

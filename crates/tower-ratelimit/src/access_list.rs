@@ -193,14 +193,15 @@ pub(crate) struct RuntimeLists {
 /// use axum::{routing::get, Router};
 /// use tower_ratelimit::policy::{ListKind, PolicyOptions, PolicyTable};
 ///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
 /// let text = "[[limit]]\nname = \"api\"\nalgorithm = \"gcra 100/1m\"\nkey = \"peer-ip\"\nroutes = [\"GET /\"]\n";
 /// let table = PolicyTable::from_toml(text, None).unwrap();
 /// let app: Router = Router::new().route("/", get(|| async { "hello" }));
 /// let (_app, limits) = table.apply_in_memory(app, &PolicyOptions::default(), None).unwrap();
-/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let removed = limits.remove_from_list(ListKind::Deny, "198.51.100.0/24").await.unwrap();
 /// assert!(!removed); // none was added
-/// # });
+/// # }
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ListKind {

@@ -7,7 +7,7 @@ use std::fmt;
 /// nothing panics on bad configuration.
 ///
 /// ```
-/// use tower_ratelimit::{key::Global, LayerBuildError, MemoryStore, Gcra, RateLimitLayer};
+/// use tower_ratelimit::{key::Global, Gcra, LayerBuildError, MemoryStore, RateLimitLayer};
 ///
 /// let err = RateLimitLayer::<_, MemoryStore<Gcra, _>>::builder(Global).build().unwrap_err();
 /// assert_eq!(err, LayerBuildError::NoLimits);

@@ -5,6 +5,27 @@ use smallvec::SmallVec;
 use std::time::Duration;
 
 /// One limit's decision for a request.
+///
+/// ```
+/// use axum::body::Body;
+/// use http::{Request, Response};
+/// use std::{convert::Infallible, time::Duration};
+/// use tower::{Layer, ServiceExt};
+/// use tower_ratelimit::{key::Global, Gcra, MemoryStore, RateLimitInfo, RateLimitLayer};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let store = MemoryStore::new(Gcra::new(5, Duration::from_secs(60)).unwrap());
+/// let layer = RateLimitLayer::builder(Global).limit("api", store).build().unwrap();
+/// let inner = tower::service_fn(|req: Request<Body>| async move {
+///     let info = req.extensions().get::<RateLimitInfo>().unwrap();
+///     let first = info.decisions()[0];
+///     assert_eq!((first.name, first.decision.remaining), ("api", 4));
+///     Ok::<_, Infallible>(Response::new(Body::empty()))
+/// });
+/// layer.layer(inner).oneshot(Request::new(Body::empty())).await.unwrap();
+/// # }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LimitDecision {
     /// The limit's name, as in the `RateLimit-Policy` header.
@@ -18,6 +39,27 @@ pub struct LimitDecision {
 /// `Extension<RateLimitInfo>`), and passed to the
 /// [`ResponseBuilder`](crate::response::ResponseBuilder) on rejection.
 /// Stacked layers add their decisions to the same value.
+///
+/// ```
+/// use axum::body::Body;
+/// use http::{Request, Response};
+/// use std::{convert::Infallible, time::Duration};
+/// use tower::{Layer, ServiceExt};
+/// use tower_ratelimit::{key::Global, Gcra, MemoryStore, RateLimitInfo, RateLimitLayer};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let store = MemoryStore::new(Gcra::new(5, Duration::from_secs(60)).unwrap());
+/// let layer = RateLimitLayer::builder(Global).limit("api", store).build().unwrap();
+/// let inner = tower::service_fn(|req: Request<Body>| async move {
+///     let info = req.extensions().get::<RateLimitInfo>().unwrap();
+///     assert!(info.is_allowed() && info.denied().is_none());
+///     assert_eq!(info.get("api").unwrap().remaining, 4);
+///     Ok::<_, Infallible>(Response::new(Body::empty()))
+/// });
+/// layer.layer(inner).oneshot(Request::new(Body::empty())).await.unwrap();
+/// # }
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RateLimitInfo {
     pub(crate) entries: SmallVec<[LimitDecision; 1]>,
@@ -108,5 +150,28 @@ impl RateLimitInfo {
 /// [`refund_on_inner_limit`](crate::RateLimitBuilder::refund_on_inner_limit)
 /// in an outer layer. Set on rejections of requests that an outer
 /// rate-limit layer has already seen.
+///
+/// ```
+/// use axum::body::Body;
+/// use http::{Request, Response};
+/// use std::{convert::Infallible, time::Duration};
+/// use tower::{Layer, ServiceExt};
+/// use tower_ratelimit::{key::Global, Gcra, Limited, MemoryStore, RateLimitLayer};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let gcra = |n| MemoryStore::new(Gcra::new(n, Duration::from_secs(60)).unwrap());
+/// let outer = RateLimitLayer::builder(Global).limit("outer", gcra(10)).build().unwrap();
+/// let inner = RateLimitLayer::builder(Global).limit("inner", gcra(1)).build().unwrap();
+/// let app = tower::service_fn(|_: Request<Body>| async {
+///     Ok::<_, Infallible>(Response::new(Body::empty()))
+/// });
+/// let svc = outer.layer(inner.layer(app));
+/// svc.clone().oneshot(Request::new(Body::empty())).await.unwrap();
+/// let res = svc.oneshot(Request::new(Body::empty())).await.unwrap();
+/// assert_eq!(res.status(), 429);
+/// assert!(res.extensions().get::<Limited>().is_some());
+/// # }
+/// ```
 #[derive(Debug, Clone, Copy)]
 pub struct Limited;

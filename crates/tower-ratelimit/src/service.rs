@@ -20,6 +20,28 @@ use tower_service::Service;
 
 /// The rate-limiting service made by [`RateLimitLayer`](crate::RateLimitLayer).
 ///
+/// ```
+/// use axum::body::Body;
+/// use http::{Request, Response};
+/// use std::{convert::Infallible, time::Duration};
+/// use tower::{Layer, ServiceExt};
+/// use tower_ratelimit::{key::Global, Gcra, MemoryStore, RateLimit, RateLimitLayer};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let store = MemoryStore::new(Gcra::new(2, Duration::from_secs(60)).unwrap());
+/// let app = tower::service_fn(|_: Request<Body>| async {
+///     Ok::<_, Infallible>(Response::new(Body::empty()))
+/// });
+/// let svc: RateLimit<_, _, _> = RateLimitLayer::new(store, Global).layer(app);
+/// let mut statuses = Vec::new();
+/// for _ in 0..3 {
+///     statuses.push(svc.clone().oneshot(Request::new(Body::empty())).await.unwrap().status());
+/// }
+/// assert_eq!(statuses, [200, 200, 429]);
+/// # }
+/// ```
+///
 /// Limits are checked in [`call`](Service::call), never in `poll_ready`
 /// (which is the inner service's), and a limited request is answered with a
 /// response, not an error: the error type stays the inner service's.

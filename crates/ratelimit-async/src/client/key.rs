@@ -4,6 +4,13 @@ use http::Request;
 
 /// Picks the key an outgoing request is paced by: [`Host`], or a closure
 /// `Fn(&Method, &Uri, &HeaderMap) -> Option<K>` (see the impl below).
+///
+/// ```
+/// use ratelimit_async::client::{Host, RequestKey};
+///
+/// let req = http::Request::get("https://api.example.com/v1").body(()).unwrap();
+/// assert_eq!(Host.key(&req), Some("api.example.com:443".to_string()));
+/// ```
 pub trait RequestKey: Clone + Send + Sync + 'static {
     /// The key.
     type Key: std::hash::Hash + Send + Sync + 'static;
@@ -16,6 +23,15 @@ pub trait RequestKey: Clone + Send + Sync + 'static {
 /// the URI's authority, else the `Host` header; none (not paced, not
 /// held) without either. The default key, and always the key of the
 /// holds a server's `Retry-After` and `RateLimit` fields set.
+///
+/// ```
+/// use ratelimit_async::client::{Host, RequestKey};
+///
+/// let req = http::Request::get("/v1").header("host", "API.example.com:8080").body(()).unwrap();
+/// assert_eq!(Host.key(&req), Some("api.example.com:8080".to_string()));
+/// let no_host = http::Request::get("/v1").body(()).unwrap();
+/// assert_eq!(Host.key(&no_host), None);
+/// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Host;
 

@@ -9,8 +9,7 @@ use std::time::Duration;
 /// Where a fixed window starts.
 ///
 /// ```
-/// use ratelimit_core::algorithm::Anchor;
-/// use ratelimit_core::FixedWindow;
+/// use ratelimit_core::{algorithm::Anchor, FixedWindow};
 /// use std::time::Duration;
 ///
 /// let window = FixedWindow::new(10, Duration::from_secs(60))

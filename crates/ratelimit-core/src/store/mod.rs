@@ -1,7 +1,7 @@
 //! Stores: where per-key state lives, and what makes each check atomic.
 //!
 //! [`Store`] is what the HTTP layer talks to. Each operation gives an
-//! [`Answer`]: [`MemoryStore`](crate::MemoryStore) answers at once (no
+//! [`Answer`]: [`MemoryStore`] answers at once (no
 //! future, no await point), remote stores (Redis) with futures to await.
 //! [`BoxStore`](crate::BoxStore) erases the type, so that one layer mixes
 //! stores. The stores are at the crate root; this module holds their
@@ -48,12 +48,37 @@ use std::future::Future;
 use std::pin::Pin;
 
 /// The future of a pending [`Store::ban_left`].
+///
+/// ```
+/// use ratelimit_core::store::BanLeftFuture;
+/// use std::task::{Context, Poll, Waker};
+/// use std::time::Duration;
+///
+/// // What a remote store hands back while it asks.
+/// let mut left: BanLeftFuture = Box::pin(async { Ok(Some(Duration::from_secs(5))) });
+/// let mut cx = Context::from_waker(Waker::noop());
+/// let Poll::Ready(Ok(left)) = left.as_mut().poll(&mut cx) else { panic!() };
+/// assert_eq!(left, Some(Duration::from_secs(5)));
+/// ```
 pub type BanLeftFuture =
     Pin<Box<dyn Future<Output = Result<Option<std::time::Duration>, StoreError>> + Send + 'static>>;
 
 /// The future of a pending [`Store::settle`]: the key's [`Decision`]
-/// after the settlement (boxed: one per settled request, after its
-/// response).
+/// after the settlement. It is boxed: one per settled request, after its
+/// response.
+///
+/// ```
+/// use ratelimit_core::{store::SettleFuture, Answer, Gcra, MemoryStore, Store};
+/// use std::time::Duration;
+///
+/// let store = MemoryStore::new(Gcra::new(2, Duration::from_secs(1)).unwrap());
+/// store.check("alice", 2, 0).value().unwrap();
+/// // The request cost 1, not 2: one comes back.
+/// let answer: Answer<_, SettleFuture> = store.settle("alice", 2, 1, 0, 0);
+/// let Ok(Ok(decision)) = answer.into_ready() else { panic!("a memory store answers at once") };
+/// assert!(decision.allowed);
+/// # let _: &MemoryStore<Gcra, String> = &store;
+/// ```
 pub type SettleFuture =
     Pin<Box<dyn Future<Output = Result<Decision, StoreError>> + Send + 'static>>;
 

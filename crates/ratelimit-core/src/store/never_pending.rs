@@ -14,8 +14,7 @@ use std::task::{Context, Poll};
 /// `Result`.
 ///
 /// ```
-/// use ratelimit_core::store::NeverPending;
-/// use ratelimit_core::Answer;
+/// use ratelimit_core::{store::NeverPending, Answer};
 ///
 /// let answer: Answer<u64, NeverPending<u64>> = Answer::ready(7);
 /// assert_eq!(answer.value(), 7);

@@ -245,6 +245,17 @@ pub(super) struct Shard<K, S> {
 
 /// How many keys a store holds and what eviction at its cap did: see
 /// [`Upkeep::counts`](super::Upkeep::counts).
+///
+/// ```
+/// use ratelimit_core::{store::Upkeep, Gcra, MemoryStore, Store};
+/// use std::time::Duration;
+///
+/// let store = MemoryStore::new(Gcra::new(1, Duration::from_secs(1)).unwrap());
+/// store.check("alice", 1, 0).value().unwrap();
+/// let counts = store.counts().unwrap();
+/// assert_eq!((counts.keys, counts.evicted), (1, 0));
+/// # let _: &MemoryStore<Gcra, String> = &store;
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct StoreCounts {

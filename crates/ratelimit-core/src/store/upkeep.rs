@@ -9,8 +9,7 @@ use super::StoreCounts;
 /// implements it with the defaults: `impl Upkeep for MyStore {}`.
 ///
 /// ```
-/// use ratelimit_core::store::Upkeep;
-/// use ratelimit_core::{Gcra, MemoryStore, Store};
+/// use ratelimit_core::{store::Upkeep, Gcra, MemoryStore, Store};
 /// use std::time::Duration;
 ///
 /// let store = MemoryStore::new(Gcra::new(1, Duration::from_secs(1)).unwrap());

@@ -5,6 +5,19 @@
 /// connect to (a `PUBLISH` on any node reaches every node, so one
 /// subscription to any of them hears every instance's changes).
 ///
+/// ```
+/// use ratelimit_redis::{ClusterTarget, Target};
+///
+/// let target = Target::parse("redis://10.0.0.1:7000/,redis://10.0.0.2:7000/", None)?;
+/// assert!(matches!(target, Target::Cluster(_)));
+/// // From a client of the app's own, with the nodes to subscribe through.
+/// let client = redis::cluster::ClusterClient::new(vec!["redis://10.0.0.1:7000/"])?;
+/// let node = redis::Client::open("redis://10.0.0.1:7000/")?;
+/// let target = Target::from(ClusterTarget::new(client).subscribe_through(vec![node]));
+/// assert!(matches!(target, Target::Cluster(_)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
 /// Parsed from a list of node URLs ([`Target::parse`](crate::Target::parse)), it subscribes
 /// through those nodes, with the same TLS settings. Made from a
 /// `ClusterClient` the app built (`Target::from`), it knows no node

@@ -120,6 +120,19 @@ impl ConnectionLike for Handle {
 
 /// A connection to a `Target`, whatever its topology,
 /// for an app's own commands (see `Target::connect`).
+///
+/// ```no_run
+/// use ratelimit_redis::{Connection, Target};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let target = Target::parse("redis://127.0.0.1:6379/", None)?;
+/// let mut conn: Connection = target.connect().await?;
+/// let pong: String = redis::cmd("PING").query_async(&mut conn).await?;
+/// assert_eq!(pong, "PONG");
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Connection(pub(crate) Handle);
 

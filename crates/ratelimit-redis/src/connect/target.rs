@@ -13,6 +13,16 @@ use std::path::Path;
 /// the same way, with the system's web roots for TLS), a client or a
 /// Cluster client.
 ///
+/// ```
+/// use ratelimit_redis::Target;
+///
+/// let target = Target::parse("redis://:hunter2@127.0.0.1:6379/0", None)?;
+/// assert_eq!(target.to_string(), "redis://:***@127.0.0.1:6379/0");
+/// let client = redis::Client::open("redis://127.0.0.1:6379/")?;
+/// assert!(matches!(Target::from(client), Target::Client(_)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
 /// The URL forms:
 ///
 /// | form | topology | feature |
@@ -44,6 +54,16 @@ pub enum Target {
 
 /// A Sentinel-monitored service: the Sentinels to ask, the service's
 /// name, and how to log in to its master (from a `redis+sentinel://` URL).
+///
+/// ```
+/// use ratelimit_redis::Target;
+///
+/// let url = "redis+sentinel://:hunter2@10.0.0.1:26379,10.0.0.2:26379/cache";
+/// let target = Target::parse(url, None)?;
+/// assert!(matches!(target, Target::Sentinel(_)));
+/// assert!(!target.to_string().contains("hunter2"));
+/// # Ok::<(), ratelimit_redis::RedisBuildError>(())
+/// ```
 #[cfg(feature = "sentinel")]
 #[derive(Clone)]
 pub struct SentinelTarget {

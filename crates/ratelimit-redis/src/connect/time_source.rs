@@ -4,6 +4,23 @@
 use ratelimit_core::{MemoryStore, Store};
 
 /// Where the time of a check comes from.
+///
+/// ```
+/// use ratelimit_core::Gcra;
+/// use ratelimit_redis::{RedisStore, TimeSource};
+/// use std::time::Duration;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// assert_eq!(TimeSource::default(), TimeSource::Redis);
+/// // Tests decide on the caller's times, as a memory store would.
+/// let store = RedisStore::builder("redis://127.0.0.1:6379/", Gcra::new(5, Duration::from_secs(1))?)
+///     .time_source(TimeSource::Caller)
+///     .build()?;
+/// # drop(store);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TimeSource {
     /// The Redis server's `TIME`, read inside the script (the default): the

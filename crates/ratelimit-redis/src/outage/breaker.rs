@@ -14,6 +14,23 @@ const LOG_CLOSED: usize = 1;
 
 /// Settings of the circuit breaker.
 ///
+/// ```
+/// use ratelimit_core::Gcra;
+/// use ratelimit_redis::{BreakerConfig, RedisStore};
+/// use std::time::Duration;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let breaker = BreakerConfig { failure_threshold: 3, cool_down: Duration::from_secs(2) };
+/// assert_ne!(breaker, BreakerConfig::default());
+/// let store = RedisStore::builder("redis://127.0.0.1:6379/", Gcra::new(5, Duration::from_secs(1))?)
+///     .breaker(breaker)
+///     .build()?;
+/// # drop(store);
+/// # Ok(())
+/// # }
+/// ```
+///
 /// After `failure_threshold` consecutive failures (timeouts, connection
 /// errors, error replies: anything but a decision) the breaker opens:
 /// calls skip Redis and take the failure policy at once (the in-memory
@@ -39,6 +56,25 @@ impl Default for BreakerConfig {
 }
 
 /// The state of the circuit breaker.
+///
+/// ```
+/// use ratelimit_core::{Gcra, Store};
+/// use ratelimit_redis::{BreakerConfig, BreakerState, RedisStore};
+/// use std::time::Duration;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # // Nothing listens on port 1: every call fails.
+/// let store = RedisStore::builder("redis://127.0.0.1:1/", Gcra::new(5, Duration::from_secs(1))?)
+///     .breaker(BreakerConfig { failure_threshold: 1, cool_down: Duration::from_secs(60) })
+///     .build()?;
+/// assert_eq!(store.breaker_state(), BreakerState::Closed);
+/// assert!(store.check("alice", 1, 0).await.is_err());
+/// assert_eq!(store.breaker_state(), BreakerState::Open);
+/// assert_eq!(BreakerState::Open.as_str(), "open");
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BreakerState {
     /// Calls go to Redis.

@@ -11,6 +11,15 @@ use tokio::time::Instant;
 
 /// How many requests a [`FairQueue`](super::FairQueue) lets into its inner
 /// service at once: a fixed number, or what an [`AdaptiveLimit`] says now.
+///
+/// ```
+/// use std::time::Duration;
+/// use tower_ratelimit::fair::{AdaptiveLimit, Capacity};
+///
+/// assert_eq!(Capacity::from(4).limit(), 4);
+/// let adaptive = AdaptiveLimit::builder(Duration::from_millis(50)).initial(8).build().unwrap();
+/// assert_eq!(Capacity::from(adaptive).limit(), 8);
+/// ```
 #[derive(Debug, Clone)]
 pub enum Capacity {
     /// At most this many (0 admits nothing: every request waits, then
@@ -53,30 +62,24 @@ impl From<AdaptiveLimit> for Capacity {
 /// multiplicative decrease (AIMD) of the p99 latency of each round against
 /// a target, within a minimum and a maximum.
 ///
-/// Each completed request is a sample of its latency in the inner service
-/// (from its admission to its response, queueing excluded). The limit
-/// moves once per round: a round is one limit's worth of samples (at most
-/// 1,000) of requests admitted since the round began, so each round
-/// measures the limit in force, about one round trip under load.
+/// ```
+/// use std::time::Duration;
+/// use tower_ratelimit::fair::AdaptiveLimit;
 ///
-/// - Its p99 over the target: the limit is multiplied by the backoff ratio
-///   (0.9 by default). The round ends as soon as it has more slow samples
-///   than its p99 allows (for rounds under 100 samples, one).
-/// - Its p99 within the target, the limit in use (at least half of it in
-///   flight when a request started), and the last step up paid: the limit
-///   grows by one. A step paid when it raised the throughput it implies
-///   (the limit over the p99 latency) compared with the last round at the
-///   level below: past a backend's capacity latency grows faster than the
-///   limit, and the limit stops there, short of the target.
-/// - A level that broke the target is probed again only after 4 rounds,
-///   then 8, doubling up to 256 while it keeps breaking it: the limit does
-///   not keep overshooting a ceiling it has found, and still finds out
-///   when the backend gets faster.
+/// let limit = AdaptiveLimit::builder(Duration::from_millis(130))
+///     .min(2)
+///     .max(200)
+///     .initial(10)
+///     .build()
+///     .unwrap();
+/// assert_eq!(limit.current(), 10);
+/// assert_eq!(limit.target(), Duration::from_millis(130));
+/// ```
 ///
-/// So the p99 of the requests it admits stays within the target, not just
-/// their average, and the limit settles where throughput stops growing
-/// with concurrency (on a backend that slows down past its capacity, near
-/// that capacity), or lower, where latency would break the target first.
+/// The p99 of the requests it admits stays within the target, and the
+/// limit settles where throughput stops growing with concurrency. How a
+/// round moves the limit is in
+/// [`docs/design/adaptive-limit.md`](https://github.com/ratelimit-rs/ratelimit/blob/main/docs/design/adaptive-limit.md).
 ///
 /// The handle is cheap to clone; clones share the limit. Give it to one
 /// [`FairQueueLayer`](super::FairQueueLayer) (with
@@ -89,19 +92,6 @@ impl From<AdaptiveLimit> for Capacity {
 /// The limit is traced (`debug`) when its integer value changes and, with
 /// the `metrics` feature, exported as the gauge `ratelimit_adaptive_limit`
 /// labelled `limit` by the [name](AdaptiveLimitBuilder::name).
-///
-/// ```
-/// use std::time::Duration;
-/// use tower_ratelimit::fair::AdaptiveLimit;
-///
-/// let limit = AdaptiveLimit::builder(Duration::from_millis(130))
-///     .min(2)
-///     .max(200)
-///     .initial(10)
-///     .build()
-///     .unwrap();
-/// assert_eq!(limit.current(), 10);
-/// ```
 #[derive(Clone)]
 pub struct AdaptiveLimit {
     inner: Arc<Inner>,
@@ -233,6 +223,16 @@ impl fmt::Debug for AdaptiveLimit {
 }
 
 /// Builds an [`AdaptiveLimit`]; see [`AdaptiveLimit::builder`].
+///
+/// ```
+/// use std::time::Duration;
+/// use tower_ratelimit::fair::{AdaptiveLimit, FairQueueBuildError};
+///
+/// let builder = AdaptiveLimit::builder(Duration::from_millis(50)).name("search");
+/// assert_eq!(builder.clone().min(4).build().unwrap().current(), 10);
+/// let err = builder.min(10).max(5).build().unwrap_err();
+/// assert_eq!(err, FairQueueBuildError::MaxBelowMin { min: 10, max: 5 });
+/// ```
 #[derive(Debug, Clone)]
 pub struct AdaptiveLimitBuilder {
     name: &'static str,

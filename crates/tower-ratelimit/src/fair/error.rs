@@ -3,6 +3,14 @@
 use std::fmt;
 
 /// What is wrong with a fair queue's or an adaptive limit's settings.
+///
+/// ```
+/// use tower_ratelimit::fair::{FairQueueBuildError, FairQueueLayer};
+/// use tower_ratelimit::key::Global;
+///
+/// let err = FairQueueLayer::builder(Global).concurrency(0).build().unwrap_err();
+/// assert_eq!(err, FairQueueBuildError::ZeroConcurrency);
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum FairQueueBuildError {

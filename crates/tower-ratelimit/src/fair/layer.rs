@@ -15,6 +15,24 @@ use tower_layer::Layer;
 
 /// A layer that fair-queues requests per key in front of a concurrency
 /// limit; see [the module](super).
+///
+/// ```
+/// use axum::body::Body;
+/// use http::{Request, Response};
+/// use std::convert::Infallible;
+/// use tower::{Layer, ServiceExt};
+/// use tower_ratelimit::{fair::FairQueueLayer, key::Global};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let layer = FairQueueLayer::builder(Global).concurrency(2).build().unwrap();
+/// let inner = tower::service_fn(|_: Request<()>| async {
+///     Ok::<_, Infallible>(Response::new(Body::empty()))
+/// });
+/// let res = layer.layer(inner).oneshot(Request::new(())).await.unwrap();
+/// assert_eq!(res.status(), 200);
+/// # }
+/// ```
 pub struct FairQueueLayer<X: KeyExtractor, R = ProblemJson> {
     shared: Arc<Shared<X, R>>,
 }
@@ -71,6 +89,17 @@ where
 }
 
 /// Builds a [`FairQueueLayer`]; see [`FairQueueLayer::builder`].
+///
+/// ```
+/// use std::time::Duration;
+/// use tower_ratelimit::fair::{FairQueueBuildError, FairQueueLayer};
+/// use tower_ratelimit::key::Global;
+///
+/// let builder = || FairQueueLayer::builder(Global).max_wait(Duration::from_secs(5));
+/// assert!(builder().max_per_key(4).max_total(32).build().is_ok());
+/// let err = builder().max_per_key(10).max_total(5).build().unwrap_err();
+/// assert_eq!(err, FairQueueBuildError::PerKeyAboveTotal { per_key: 10, total: 5 });
+/// ```
 pub struct FairQueueBuilder<X, R = ProblemJson> {
     key: X,
     cost: Option<Box<dyn Cost>>,

@@ -21,6 +21,24 @@ use tower_service::Service;
 
 /// The fair-queuing service made by [`FairQueueLayer`](super::FairQueueLayer).
 ///
+/// ```
+/// use axum::body::Body;
+/// use http::{Request, Response};
+/// use std::convert::Infallible;
+/// use tower::{Layer, ServiceExt};
+/// use tower_ratelimit::{fair::FairQueueLayer, key::Global};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let inner = tower::service_fn(|_: Request<()>| async {
+///     Ok::<_, Infallible>(Response::new(Body::empty()))
+/// });
+/// let queue = FairQueueLayer::builder(Global).build().unwrap().layer(inner);
+/// assert_eq!((queue.in_flight(), queue.queued()), (0, 0));
+/// assert_eq!(queue.clone().oneshot(Request::new(())).await.unwrap().status(), 200);
+/// # }
+/// ```
+///
 /// Requests are admitted or queued in [`call`](Service::call); `poll_ready`
 /// is always ready (the inner service's readiness is awaited by each
 /// request once admitted). A request that is not served is answered with a
@@ -76,6 +94,25 @@ where
 
 /// The future of a [`FairQueue`]: boxed, as it awaits a place, then the
 /// inner service.
+///
+/// ```
+/// use axum::body::Body;
+/// use http::{Request, Response};
+/// use std::convert::Infallible;
+/// use tower::{Layer, Service, ServiceExt};
+/// use tower_ratelimit::fair::{FairFuture, FairQueueLayer};
+/// use tower_ratelimit::key::Global;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let inner = tower::service_fn(|_: Request<()>| async {
+///     Ok::<_, Infallible>(Response::new(Body::empty()))
+/// });
+/// let mut queue = FairQueueLayer::builder(Global).build().unwrap().layer(inner);
+/// let fut: FairFuture<Response<Body>, Infallible> = queue.ready().await.unwrap().call(Request::new(()));
+/// assert_eq!(fut.await.unwrap().status(), 200);
+/// # }
+/// ```
 pub type FairFuture<T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send>>;
 
 impl<S, X, R, ReqBody, ResBody> Service<Request<ReqBody>> for FairQueue<S, X, R>

@@ -53,6 +53,14 @@ where
 }
 
 /// Whether the key was absent or present but unusable.
+///
+/// ```
+/// use tower_ratelimit::key::{KeyError, KeyErrorKind};
+///
+/// assert_eq!(KeyError::missing("x-api-key").kind(), KeyErrorKind::Missing);
+/// assert_eq!(KeyError::malformed("x-api-key").kind(), KeyErrorKind::Malformed);
+/// assert_eq!(KeyError::denied("client ip").kind(), KeyErrorKind::Denied);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum KeyErrorKind {
     /// Nothing to key on (no header, no token, no connection info).
@@ -68,6 +76,16 @@ pub enum KeyErrorKind {
 /// Why no key could be extracted. It carries the status of the response
 /// sent when the layer rejects such requests (see
 /// [`KeyErrorPolicy`](crate::strategy::KeyErrorPolicy)): a 4xx, never a 5xx.
+///
+/// ```
+/// use http::StatusCode;
+/// use tower_ratelimit::key::KeyError;
+///
+/// let err = KeyError::missing("x-api-key");
+/// assert_eq!((err.what(), err.status()), ("x-api-key", StatusCode::BAD_REQUEST));
+/// let err = err.with_status(StatusCode::UNAUTHORIZED).with_challenge("ApiKey");
+/// assert_eq!(err.challenge(), Some("ApiKey"));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KeyError {
     kind: KeyErrorKind,

@@ -170,6 +170,16 @@ pub(crate) fn single_value(
 
 /// Keys by the value of a request header (a tenant id, a client id...).
 ///
+/// ```
+/// use tower_ratelimit::key::{Header, HeaderKey, KeyExtractor};
+///
+/// let tenant = Header::named("x-tenant").unwrap();
+/// let req = http::Request::get("/").header("x-tenant", "acme").body(()).unwrap();
+/// assert_eq!(tenant.extract(&req.into_parts().0).unwrap(), HeaderKey::new(b"acme"));
+/// let bare = http::Request::get("/").body(()).unwrap();
+/// assert!(tenant.extract(&bare.into_parts().0).unwrap_err().is_missing());
+/// ```
+///
 /// Absent or blank: a missing key. Repeated, longer than 1024 bytes, or
 /// containing bytes other than visible ASCII and spaces: malformed. Both
 /// answer 400 when rejected.

@@ -9,7 +9,34 @@ use std::task::{ready, Context, Poll};
 
 pin_project! {
     /// A request or response body paced by a
-    /// [`PaceLayer`](super::PaceLayer): each data frame is cut into pieces
+    /// [`PaceLayer`](super::PaceLayer).
+    ///
+    /// ```
+    /// use axum::body::Body;
+    /// use http::{Request, Response};
+    /// use http_body_util::BodyExt;
+    /// use std::{convert::Infallible, time::Duration};
+    /// use tower::{Layer, ServiceExt};
+    /// use tower_ratelimit::pace::PaceLayer;
+    /// use tower_ratelimit::{key::Global, MemoryStore, TokenBucket};
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let bytes = TokenBucket::new(1024, 1024, Duration::from_secs(1)).unwrap();
+    /// let pace = PaceLayer::builder("download", MemoryStore::new(bytes), Global, 256)
+    ///     .build()
+    ///     .unwrap();
+    /// let inner = tower::service_fn(|_: Request<_>| async {
+    ///     Ok::<_, Infallible>(Response::new(Body::from(vec![0u8; 100])))
+    /// });
+    /// let res = pace.layer(inner).oneshot(Request::new(Body::empty())).await.unwrap();
+    /// assert!(res.body().is_paced());
+    /// let sent = res.into_body().collect().await.unwrap().to_bytes();
+    /// assert_eq!(sent.len(), 100);
+    /// # }
+    /// ```
+    ///
+    /// Each data frame is cut into pieces
     /// of at most the layer's piece size, and each piece is yielded once
     /// the key's budget admits its bytes (a denial sleeps its
     /// `retry_after`, then tries again). Trailers pass as they are. A body

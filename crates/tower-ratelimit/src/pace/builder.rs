@@ -45,6 +45,18 @@ impl<X: KeyExtractor, St: Store<X::Key>> PaceLayer<X, St> {
 }
 
 /// Builds a [`PaceLayer`]: see [`PaceLayer::builder`].
+///
+/// ```
+/// use std::time::Duration;
+/// use tower_ratelimit::pace::{PaceLayer, Paced};
+/// use tower_ratelimit::{key::Global, MemoryStore, TokenBucket};
+///
+/// let bytes = TokenBucket::new(64 << 10, 256 << 10, Duration::from_secs(1)).unwrap();
+/// let builder = PaceLayer::builder("both", MemoryStore::new(bytes), Global, 16 << 10);
+/// // Both directions share one budget; the first bytes of each body are free.
+/// let layer = builder.paced(Paced::Both).after(4 << 10).build().unwrap();
+/// assert_eq!(layer.name(), "both");
+/// ```
 pub struct PaceBuilder<X: KeyExtractor, St, R = ProblemJson> {
     name: String,
     key: X,

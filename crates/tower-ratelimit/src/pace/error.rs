@@ -8,6 +8,18 @@ pub const MAX_PIECE: u64 = 16 << 20;
 
 /// Why a [`PaceLayer`](super::PaceLayer) cannot be built: the setting and
 /// its value.
+///
+/// ```
+/// use std::time::Duration;
+/// use tower_ratelimit::pace::{PaceBuildError, PaceLayer, MAX_PIECE};
+/// use tower_ratelimit::{key::Global, Gcra, MemoryStore};
+///
+/// let store = || MemoryStore::new(Gcra::new(1 << 20, Duration::from_secs(1)).unwrap());
+/// let zero = PaceLayer::builder("dl", store(), Global, 0).build().err();
+/// assert_eq!(zero, Some(PaceBuildError::ZeroPiece));
+/// let huge = PaceLayer::builder("dl", store(), Global, MAX_PIECE + 1).build().err();
+/// assert_eq!(huge, Some(PaceBuildError::PieceTooLarge(MAX_PIECE + 1)));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum PaceBuildError {

@@ -12,6 +12,32 @@ use std::task::{ready, Context, Poll};
 pin_project! {
     /// The future of a [`PaceService`](super::PaceService): the inner
     /// service's response, its body a [`PacedBody`].
+    ///
+    /// ```
+    /// use axum::body::Body;
+    /// use http::{Request, Response};
+    /// use http_body_util::BodyExt;
+    /// use std::{convert::Infallible, time::Duration};
+    /// use tower::{Layer, ServiceExt};
+    /// use tower::Service;
+    /// use tower_ratelimit::pace::PaceFuture;
+    /// use tower_ratelimit::pace::PaceLayer;
+    /// use tower_ratelimit::{key::Global, MemoryStore, TokenBucket};
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let bytes = TokenBucket::new(1024, 1024, Duration::from_secs(1)).unwrap();
+    /// let pace = PaceLayer::builder("download", MemoryStore::new(bytes), Global, 256)
+    ///     .build()
+    ///     .unwrap();
+    /// let inner = tower::service_fn(|_: Request<_>| async {
+    ///     Ok::<_, Infallible>(Response::new(Body::from(vec![0u8; 100])))
+    /// });
+    /// let mut svc = pace.layer(inner);
+    /// let fut: PaceFuture<_, Body> = svc.ready().await.unwrap().call(Request::new(Body::empty()));
+    /// assert_eq!(fut.await.unwrap().status(), 200);
+    /// # }
+    /// ```
     pub struct PaceFuture<F, B> {
         #[pin]
         kind: Kind<F, B>,

@@ -11,6 +11,19 @@ use tower_layer::Layer;
 /// Paces request or response bodies to a rate per key: see the
 /// [module docs](super).
 ///
+/// ```
+/// use std::time::Duration;
+/// use tower_ratelimit::pace::{PaceLayer, Paced};
+/// use tower_ratelimit::{key::PeerIp, Gcra, MemoryStore};
+///
+/// let bytes = Gcra::new(1 << 20, Duration::from_secs(1)).unwrap();
+/// let upload = PaceLayer::builder("upload", MemoryStore::new(bytes), PeerIp::new(), 16 << 10)
+///     .paced(Paced::Requests)
+///     .build()
+///     .unwrap();
+/// assert_eq!(upload.name(), "upload");
+/// ```
+///
 /// Clones share everything, the store included: the budget holds across
 /// clones, routes and, with a shared store (Redis), instances.
 pub struct PaceLayer<X: KeyExtractor, St, R = ProblemJson> {

@@ -1,6 +1,13 @@
 //! [`Paced`]: which bodies a pace layer paces (uploads, downloads, or both).
 
 /// Which bodies a [`PaceLayer`](super::PaceLayer) paces.
+///
+/// ```
+/// use tower_ratelimit::pace::Paced;
+///
+/// assert_eq!(Paced::default(), Paced::Responses);
+/// assert!(Paced::Both.requests() && !Paced::Responses.requests());
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Paced {
     /// Response bodies (downloads). The default.

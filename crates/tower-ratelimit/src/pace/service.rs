@@ -20,6 +20,30 @@ use tower_service::Service;
 /// is wrapped in one (each paced or not, as the layer's
 /// [`Paced`](super::Paced) says). Nothing is refused but a request
 /// without a usable key, as the key-error policy says.
+///
+/// ```
+/// use axum::body::Body;
+/// use http::{Request, Response};
+/// use http_body_util::BodyExt;
+/// use std::{convert::Infallible, time::Duration};
+/// use tower::{Layer, ServiceExt};
+/// use tower_ratelimit::pace::PaceLayer;
+/// use tower_ratelimit::{key::Global, MemoryStore, TokenBucket};
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let bytes = TokenBucket::new(1024, 1024, Duration::from_secs(1)).unwrap();
+/// let pace = PaceLayer::builder("download", MemoryStore::new(bytes), Global, 256)
+///     .build()
+///     .unwrap();
+/// let inner = tower::service_fn(|_: Request<_>| async {
+///     Ok::<_, Infallible>(Response::new(Body::from(vec![0u8; 100])))
+/// });
+/// let svc = pace.layer(inner);
+/// let res = svc.oneshot(Request::new(Body::from("upload"))).await.unwrap();
+/// assert_eq!(res.into_body().collect().await.unwrap().to_bytes().len(), 100);
+/// # }
+/// ```
 pub struct PaceService<S, X: KeyExtractor, St, R = ProblemJson> {
     pub(crate) inner: S,
     pub(crate) shared: Arc<PaceShared<X, St, R>>,

@@ -6,6 +6,16 @@ use http::Response;
 use ratelimit_core::StoreError;
 
 /// Why the layer answers instead of the inner service.
+///
+/// ```
+/// use bytes::Bytes;
+/// use tower_ratelimit::key::KeyError;
+/// use tower_ratelimit::response::{ProblemJson, Rejection, ResponseBuilder};
+///
+/// let missing = KeyError::missing("x-api-key");
+/// let res: http::Response<Bytes> = ProblemJson::new().build(Rejection::KeyError(&missing));
+/// assert_eq!(res.status(), 400);
+/// ```
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
 pub enum Rejection<'a> {

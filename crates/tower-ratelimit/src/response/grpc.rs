@@ -13,6 +13,26 @@ use tonic_types::{ErrorDetails, StatusExt};
 /// trailers-only response (HTTP 200, `content-type: application/grpc`, an
 /// empty body), for any body type with a `Default` (tonic's `Body`).
 ///
+/// ```
+/// use http::StatusCode;
+/// use std::time::Duration;
+/// use tower_ratelimit::key::{KeyError, PeerIp};
+/// use tower_ratelimit::response::{Grpc, Rejection};
+/// use tower_ratelimit::{Gcra, MemoryStore, RateLimitLayer};
+///
+/// // 5 calls per minute per peer IP, answered as gRPC statuses.
+/// let layer = RateLimitLayer::builder(PeerIp::new())
+///     .limit("calls", MemoryStore::new(Gcra::new(5, Duration::from_secs(60)).unwrap()))
+///     .response(Grpc::new())
+///     .build()
+///     .unwrap();
+/// // tonic::transport::Server::builder().layer(layer).add_service(..)
+/// # let _ = layer;
+/// let no_token = KeyError::missing("authorization").with_status(StatusCode::UNAUTHORIZED);
+/// let status = Grpc::new().status(Rejection::KeyError(&no_token));
+/// assert_eq!(status.code(), tonic::Code::Unauthenticated);
+/// ```
+///
 /// - Limited: `grpc-status: 8` (`RESOURCE_EXHAUSTED`), `grpc-message`
 ///   `Rate limit "name" exceeded: retry in N seconds.` (percent-encoded
 ///   as gRPC requires), and `grpc-status-details-bin` (base64, without
@@ -31,20 +51,6 @@ use tonic_types::{ErrorDetails, StatusExt};
 ///   `INVALID_ARGUMENT` otherwise, with a message naming what was missing
 ///   or malformed.
 /// - Store unavailable (fail closed): `UNAVAILABLE`.
-///
-/// ```
-/// use std::time::Duration;
-/// use tower_ratelimit::{key::PeerIp, response::Grpc, Gcra, MemoryStore, RateLimitLayer};
-///
-/// // 5 calls per minute per peer IP, answered as gRPC statuses.
-/// let layer = RateLimitLayer::builder(PeerIp::new())
-///     .limit("calls", MemoryStore::new(Gcra::new(5, Duration::from_secs(60)).unwrap()))
-///     .response(Grpc::new())
-///     .build()
-///     .unwrap();
-/// // tonic::transport::Server::builder().layer(layer).add_service(..)
-/// # let _ = layer;
-/// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Grpc {
     _priv: (),

@@ -40,6 +40,21 @@ pub const PROBLEM_JSON: HeaderValue = HeaderValue::from_static("application/prob
 /// type that can be made from [`Bytes`] (axum's `Body`, `Full<Bytes>`,
 /// `Bytes`...).
 ///
+/// ```
+/// use bytes::Bytes;
+/// use http::{header, StatusCode};
+/// use tower_ratelimit::key::KeyError;
+/// use tower_ratelimit::response::{ProblemJson, Rejection, ResponseBuilder, PROBLEM_JSON};
+///
+/// let no_token = KeyError::missing("authorization")
+///     .with_status(StatusCode::UNAUTHORIZED)
+///     .with_challenge("Bearer");
+/// let res: http::Response<Bytes> = ProblemJson::new().build(Rejection::KeyError(&no_token));
+/// assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+/// assert_eq!(res.headers()[header::CONTENT_TYPE], PROBLEM_JSON);
+/// assert_eq!(res.headers()[header::WWW_AUTHENTICATE], "Bearer");
+/// ```
+///
 /// - Limited: `429 Too Many Requests`, body
 ///   `{"type":"about:blank","title":"Too Many Requests","status":429,"detail":"...","limit":"name","retry_after":12}`
 ///   (`retry_after` in whole seconds, rounded up, as in the `Retry-After`

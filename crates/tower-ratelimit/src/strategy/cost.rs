@@ -39,6 +39,13 @@ where
 }
 
 /// The same cost for every request.
+///
+/// ```
+/// use tower_ratelimit::strategy::{Cost, FixedCost};
+///
+/// let req = http::Request::post("/export").body(()).unwrap();
+/// assert_eq!(FixedCost::new(10).cost(&req.into_parts().0), 10);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FixedCost(pub u64);
 

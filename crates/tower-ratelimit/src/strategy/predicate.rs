@@ -3,8 +3,18 @@
 use http::response::Parts;
 use http::StatusCode;
 
-/// Decides whether a response counts against the limit. With
-/// [`count_if`](crate::RateLimitBuilder::count_if) the layer reserves the
+/// Decides whether a response counts against the limit.
+///
+/// ```
+/// use tower_ratelimit::strategy::ResponsePredicate;
+///
+/// // Only responses the handler marks as costly count.
+/// let marked = |res: &http::response::Parts| res.headers.contains_key("x-costly");
+/// let res = http::Response::builder().header("x-costly", "1").body(()).unwrap();
+/// assert!(marked.counts(&res.into_parts().0));
+/// ```
+///
+/// With [`count_if`](crate::RateLimitBuilder::count_if) the layer reserves the
 /// cost before calling the service (so concurrent requests cannot slip
 /// past) and refunds it when the response does not count. Closures
 /// `Fn(&http::response::Parts) -> bool` are predicates too (a closure
@@ -25,6 +35,15 @@ where
 }
 
 /// Counts responses with one status (`401` for failed logins).
+///
+/// ```
+/// use http::StatusCode;
+/// use tower_ratelimit::strategy::{ResponsePredicate, StatusIs};
+///
+/// let res = |status: u16| http::Response::builder().status(status).body(()).unwrap().into_parts().0;
+/// let failed_logins = StatusIs::new(StatusCode::UNAUTHORIZED);
+/// assert!(failed_logins.counts(&res(401)) && !failed_logins.counts(&res(200)));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StatusIs(pub StatusCode);
 
@@ -42,6 +61,13 @@ impl ResponsePredicate for StatusIs {
 }
 
 /// Counts client errors (4xx).
+///
+/// ```
+/// use tower_ratelimit::strategy::{ClientErrors, ResponsePredicate};
+///
+/// let res = |status: u16| http::Response::builder().status(status).body(()).unwrap().into_parts().0;
+/// assert!(ClientErrors.counts(&res(404)) && !ClientErrors.counts(&res(500)));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ClientErrors;
 
@@ -52,6 +78,13 @@ impl ResponsePredicate for ClientErrors {
 }
 
 /// Counts server errors (5xx).
+///
+/// ```
+/// use tower_ratelimit::strategy::{ResponsePredicate, ServerErrors};
+///
+/// let res = |status: u16| http::Response::builder().status(status).body(()).unwrap().into_parts().0;
+/// assert!(ServerErrors.counts(&res(503)) && !ServerErrors.counts(&res(429)));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ServerErrors;
 
@@ -62,6 +95,13 @@ impl ResponsePredicate for ServerErrors {
 }
 
 /// Counts successful responses (2xx): limit what was actually done.
+///
+/// ```
+/// use tower_ratelimit::strategy::{ResponsePredicate, Successes};
+///
+/// let res = |status: u16| http::Response::builder().status(status).body(()).unwrap().into_parts().0;
+/// assert!(Successes.counts(&res(201)) && !Successes.counts(&res(400)));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Successes;
 

@@ -3,6 +3,15 @@
 use http::request::Parts;
 
 /// A set of a layer's limits, by the order they were added (at most 64).
+///
+/// ```
+/// use tower_ratelimit::strategy::Selection;
+///
+/// let tiers = Selection::only(0).with(2);
+/// assert!(tiers.contains(2) && !tiers.contains(1));
+/// assert_eq!(tiers.bits(), 0b101);
+/// assert!(!Selection::NONE.contains(0));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Selection(u64);
 
