@@ -3,11 +3,11 @@
 //! then acts in Redis, and tells the other stores sharing it
 //! (`invalidation`; their side is `listen.rs`).
 
-use crate::failure::{Failure, Kind};
-use crate::invalidation::Change;
-use crate::script::Op;
-use crate::store::Inner;
-use crate::time_source::TimeSource;
+use crate::connect::time_source::TimeSource;
+use crate::fleet::invalidation::Change;
+use crate::inner::Inner;
+use crate::outage::failure::{Failure, Kind};
+use crate::scripts::script::Op;
 use ratelimit_core::StoreError;
 use std::time::Duration;
 

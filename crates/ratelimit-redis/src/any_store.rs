@@ -4,15 +4,16 @@
 #[cfg(feature = "live")]
 use crate::LiveRedis;
 use crate::{
-    BreakerConfig, BuildError, CheckFuture, RedisStore, RedisStoreBuilder, SettingsSecret,
+    BreakerConfig, CheckFuture, KeySecret, RedisBuildError, RedisStore, RedisStoreBuilder,
     StoreFuture, Target, DEFAULT_PREFIX, DEFAULT_TIMEOUT,
 };
+use ratelimit_core::BanPolicy;
+#[cfg(feature = "live")]
+use ratelimit_core::LiveAlgorithm;
 use ratelimit_core::{
     AdminFuture, AnyAlgorithm, BanLeftFuture, Decision, MemoryStore, SettleFuture, StableKey,
     Store, StoreCounts, StoreError,
 };
-#[cfg(feature = "live")]
-use ratelimit_core::{BanPolicy, LiveAlgorithm};
 use std::fmt;
 use std::future::Future;
 use std::hash::Hash;
@@ -22,7 +23,8 @@ use std::time::Duration;
 
 /// Where limits keep their state, as settings: an app reads this from its
 /// configuration and calls [`build`](Self::build) for each limit, and
-/// writes no glue between the two stores.
+/// writes no glue between the two stores. [`StoreSettings::redis`] gives
+/// Redis with every default.
 ///
 /// With the `serde` feature it deserializes from a table whose `kind` is
 /// `memory` or `redis`, durations written as in `ratelimit_core::parse_duration`:
@@ -46,7 +48,7 @@ use std::time::Duration;
 ///
 /// let settings = StoreSettings::Memory { max_keys: Some(100_000) };
 /// let store: AnyStore<String> =
-///     settings.build("login", Gcra::new(5, Duration::from_secs(60)).unwrap()).unwrap();
+///     settings.build("login", Gcra::new(5, Duration::from_secs(60)).unwrap(), None).unwrap();
 /// assert!(matches!(store, AnyStore::Memory(_)));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,7 +109,7 @@ pub enum StoreSettings {
         /// [`RedisStoreBuilder::key_secret`](crate::RedisStoreBuilder::key_secret));
         /// `None`: shared through Redis at `{prefix}key-secret`.
         #[cfg_attr(feature = "serde", serde(default, rename = "key-secret"))]
-        key_secret: Option<SettingsSecret>,
+        key_secret: Option<KeySecret>,
     },
 }
 
@@ -119,35 +121,92 @@ impl Default for StoreSettings {
 }
 
 impl StoreSettings {
-    /// The store of the limit named `name` deciding with `algorithm`.
+    /// Redis at `url` (any form of [`Target`]), every other setting its
+    /// default: prefix [`DEFAULT_PREFIX`], timeout [`DEFAULT_TIMEOUT`], no
+    /// fallback, no leases, the key secret shared through Redis.
+    ///
+    /// ```
+    /// use ratelimit_redis::StoreSettings;
+    ///
+    /// let settings = StoreSettings::redis("redis://127.0.0.1:6379/");
+    /// assert!(matches!(settings, StoreSettings::Redis { lease: None, .. }));
+    /// ```
+    pub fn redis(url: impl Into<String>) -> Self {
+        Self::Redis {
+            url: url.into(),
+            tls_ca: None,
+            prefix: None,
+            timeout: None,
+            fallback_max_keys: None,
+            lease: None,
+            key_secret: None,
+        }
+    }
+
+    /// The store of the limit named `name`, deciding with `limit` (fixed
+    /// settings, or a policy table's [`LiveAlgorithm`]), banning a key its
+    /// limit denies for `ban` (a policy file's `ban = "1h"`; `None`: no
+    /// ban). One call takes every option: nothing can be left out by
+    /// picking another constructor.
     ///
     /// In Redis, the keys of the limit are
-    /// `{prefix}{name}:{{key}}:{algorithm}:{fingerprint}`: two limits never
-    /// share state, even with the same algorithm. Fails on a bad URL, a
-    /// prefix with braces, a name that breaks the rule
-    /// ([`is_valid_limit_name`](ratelimit_core::is_valid_limit_name)), or an algorithm the Redis scripts
-    /// cannot decide exactly (see [`RedisStoreBuilder::build`](crate::RedisStoreBuilder::build)).
+    /// `{prefix}{name}:{{key}}:{algorithm}:{fingerprint}` (a live limit's:
+    /// `{prefix}{name}:{{key}}:live`): two limits never share state. A live
+    /// limit keeps each key's used quota across a change, in memory and in
+    /// Redis alike (see [`LiveRedis`]). Fails on a bad URL, a prefix with
+    /// braces, a name that breaks the rule
+    /// ([`is_valid_limit_name`](ratelimit_core::is_valid_limit_name)), or
+    /// an algorithm the Redis scripts cannot decide exactly (see
+    /// [`RedisStoreBuilder::build`](crate::RedisStoreBuilder::build)).
     /// Nothing connects here: a Redis store connects on first use.
+    ///
+    /// ```
+    /// use ratelimit_core::{BanPolicy, Gcra};
+    /// use ratelimit_redis::{AnyStore, StoreSettings};
+    /// use std::time::Duration;
+    ///
+    /// let settings = StoreSettings::Memory { max_keys: Some(100_000) };
+    /// let ban = BanPolicy::new(Duration::from_secs(3600))?;
+    /// let gcra = Gcra::new(5, Duration::from_secs(60))?;
+    /// let store: AnyStore<String> = settings.build("login", gcra, Some(ban))?;
+    /// assert!(matches!(store, AnyStore::Memory(_)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn build<K>(
         &self,
         name: &str,
-        algorithm: impl Into<AnyAlgorithm>,
-    ) -> Result<AnyStore<K>, BuildError> {
-        let algorithm = algorithm.into();
+        limit: impl Into<LimitSettings>,
+        ban: Option<BanPolicy>,
+    ) -> Result<AnyStore<K>, RedisBuildError> {
         check_name(name)?;
-        Ok(match self {
-            Self::Memory { max_keys } => AnyStore::Memory(
+        let max_keys = match self {
+            Self::Memory { max_keys } => Some(*max_keys),
+            Self::Redis { .. } => None,
+        };
+        Ok(match (limit.into(), max_keys) {
+            (LimitSettings::Fixed(algorithm), Some(max_keys)) => AnyStore::Memory(
                 MemoryStore::<AnyAlgorithm, K>::builder(algorithm)
-                    .max_keys(*max_keys)
+                    .max_keys(max_keys)
+                    .ban(ban)
                     .build(),
             ),
-            Self::Redis { .. } => AnyStore::Redis(self.redis(name, algorithm)?),
+            (LimitSettings::Fixed(algorithm), None) => {
+                AnyStore::Redis(self.redis_builder(name, algorithm)?.ban(ban).build()?)
+            }
+            #[cfg(feature = "live")]
+            (LimitSettings::Live(live), Some(max_keys)) => AnyStore::LiveMemory(
+                MemoryStore::<LiveAlgorithm, K>::builder(live)
+                    .max_keys(max_keys)
+                    .ban(ban)
+                    .build(),
+            ),
+            #[cfg(feature = "live")]
+            (LimitSettings::Live(live), None) => AnyStore::LiveRedis(Box::new(
+                self.redis_builder(name, live.get())?
+                    .ban(ban)
+                    .build_live(&live)?,
+            )),
         })
-    }
-
-    /// The Redis store of the limit `name` (settings `Redis` only).
-    fn redis(&self, name: &str, algorithm: AnyAlgorithm) -> Result<RedisStore, BuildError> {
-        self.redis_builder(name, algorithm)?.build()
     }
 
     /// The builder of the Redis store of the limit `name`.
@@ -155,7 +214,7 @@ impl StoreSettings {
         &self,
         name: &str,
         algorithm: AnyAlgorithm,
-    ) -> Result<RedisStoreBuilder, BuildError> {
+    ) -> Result<RedisStoreBuilder, RedisBuildError> {
         let Self::Redis {
             url,
             tls_ca,
@@ -166,7 +225,7 @@ impl StoreSettings {
             key_secret,
         } = self
         else {
-            return Err(BuildError::Url(
+            return Err(RedisBuildError::Url(
                 "memory settings have no redis url".to_owned(),
             ));
         };
@@ -188,65 +247,65 @@ impl StoreSettings {
         }
         Ok(builder)
     }
+}
 
-    /// The store of the limit `name` following `live`, the algorithm a
-    /// policy table's reloads and overrides change, keeping each key's
-    /// used quota across a change in memory and in Redis alike:
-    ///
-    /// - in memory, a `MemoryStore` of `live` itself (see
-    ///   [`LiveAlgorithm`]);
-    /// - in Redis, a [`LiveRedis`]: its keys name no settings, so every
-    ///   setting of the limit shares them, and its scripts carry a key's
-    ///   state over to new settings exactly as `LiveAlgorithm` does in
-    ///   memory (see [`LiveRedis`]), overrides included.
-    ///
-    /// How a change reaches every instance: each instance reloads its own
-    /// copy of the file (SIGHUP or file change). The state is shared, so
-    /// an instance not yet reloaded keeps deciding under the old settings
-    /// on the same keys, carrying each key it touches back to them (see
-    /// [`LiveRedis`]) until it reloads.
+/// What a limit built by [`StoreSettings::build`] decides with: fixed
+/// settings, or live ones that a policy table's reloads and overrides
+/// change (feature `live`).
+///
+/// ```
+/// use ratelimit_core::{AnyAlgorithm, Gcra};
+/// use ratelimit_redis::LimitSettings;
+/// use std::time::Duration;
+///
+/// let fixed = LimitSettings::from(Gcra::new(5, Duration::from_secs(60))?);
+/// assert!(matches!(fixed, LimitSettings::Fixed(AnyAlgorithm::Gcra(_))));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum LimitSettings {
+    /// These settings, for the store's life.
+    Fixed(AnyAlgorithm),
+    /// Settings changed while the store runs, each key keeping its used
+    /// quota (a policy table's limits).
     #[cfg(feature = "live")]
-    pub fn build_live<K>(
-        &self,
-        name: &str,
-        live: &LiveAlgorithm,
-    ) -> Result<AnyStore<K>, BuildError> {
-        self.build_live_with_ban(name, live, None)
-    }
+    Live(LiveAlgorithm),
+}
 
-    /// [`build_live`](Self::build_live), banning a key its limit denies
-    /// for `ban` (a policy file's `ban = "1h"`; see
-    /// [`RedisStoreBuilder::ban`] and `MemoryStoreBuilder::ban`).
-    #[cfg(feature = "live")]
-    pub fn build_live_with_ban<K>(
-        &self,
-        name: &str,
-        live: &LiveAlgorithm,
-        ban: Option<BanPolicy>,
-    ) -> Result<AnyStore<K>, BuildError> {
-        check_name(name)?;
-        Ok(match self {
-            Self::Memory { max_keys } => AnyStore::LiveMemory(
-                MemoryStore::<LiveAlgorithm, K>::builder(live.clone())
-                    .max_keys(*max_keys)
-                    .ban(ban)
-                    .build(),
-            ),
-            Self::Redis { .. } => AnyStore::LiveRedis(Box::new(
-                self.redis_builder(name, live.get())?
-                    .ban(ban)
-                    .build_live(live)?,
-            )),
-        })
+#[cfg(feature = "live")]
+impl From<&LiveAlgorithm> for LimitSettings {
+    fn from(live: &LiveAlgorithm) -> Self {
+        Self::Live(live.clone())
     }
 }
 
+macro_rules! fixed_from {
+    ($($t:ty),*) => {$(
+        impl From<$t> for LimitSettings {
+            fn from(a: $t) -> Self {
+                Self::Fixed(a.into())
+            }
+        }
+    )*};
+}
+
+fixed_from!(
+    AnyAlgorithm,
+    ratelimit_core::Gcra,
+    ratelimit_core::TokenBucket,
+    ratelimit_core::LeakyBucket,
+    ratelimit_core::FixedWindow,
+    ratelimit_core::SlidingWindow,
+    ratelimit_core::SlidingLog
+);
+
 /// `Ok` for a name that keeps the limit-name rule.
-fn check_name(name: &str) -> Result<(), BuildError> {
+fn check_name(name: &str) -> Result<(), RedisBuildError> {
     if ratelimit_core::is_valid_limit_name(name) {
         Ok(())
     } else {
-        Err(BuildError::LimitName(name.to_owned()))
+        Err(RedisBuildError::LimitName(name.to_owned()))
     }
 }
 

@@ -1,20 +1,20 @@
 //! The builder of a [`RedisStore`]: its settings, their checks, and the
 //! store they make.
 
-use crate::args::BanArgs;
-use crate::breaker::{Breaker, BreakerConfig};
-use crate::conn::Conn;
-use crate::deny_cache::DenyCache;
-use crate::fallback::{FailurePolicy, Fallback};
-use crate::key_secret::{SecretSource, SECRET_SUFFIX};
-use crate::lease::Leases;
-use crate::plan::Plan;
-use crate::script::{self, Part, Script};
-use crate::store::{Inner, RedisStore};
-use crate::target::Target;
-use crate::time_source::TimeSource;
-use crate::write_back::WriteBack;
-use crate::BuildError;
+use crate::connect::conn::Conn;
+use crate::connect::target::Target;
+use crate::connect::time_source::TimeSource;
+use crate::fleet::deny_cache::DenyCache;
+use crate::fleet::key_secret::{SecretSource, SECRET_SUFFIX};
+use crate::fleet::lease::Leases;
+use crate::fleet::write_back_state::WriteBack;
+use crate::inner::{Inner, RedisStore};
+use crate::outage::breaker::{Breaker, BreakerConfig};
+use crate::outage::fallback::{FailurePolicy, Fallback};
+use crate::scripts::args::BanArgs;
+use crate::scripts::plan::Plan;
+use crate::scripts::script::{self, Part, Script};
+use crate::RedisBuildError;
 #[cfg(doc)]
 use crate::{INSTANCE_ANNOUNCE_EVERY, INSTANCE_SEEN_WITHIN};
 use ratelimit_core::{Algorithm, AnyAlgorithm, BanPolicy};
@@ -64,10 +64,37 @@ pub struct RedisStoreBuilder {
     /// The fallback memory shared with other stores (a live store's
     /// versions and overrides).
     #[cfg(feature = "live")]
-    pub(crate) live_fallback: Option<Arc<crate::live_fallback::LiveMemory>>,
+    pub(crate) live_fallback: Option<Arc<crate::outage::live_fallback::LiveMemory>>,
 }
 
 impl RedisStoreBuilder {
+    /// The defaults, for a store on `target` deciding with `algorithm`
+    /// (see [`RedisStore::builder`](crate::RedisStore::builder)).
+    pub(crate) fn new(target: Target, algorithm: AnyAlgorithm) -> Self {
+        Self {
+            target,
+            algorithm,
+            more: Vec::new(),
+            prefix: DEFAULT_PREFIX.to_owned(),
+            timeout: DEFAULT_TIMEOUT,
+            connect_timeout: Duration::from_secs(1),
+            breaker: BreakerConfig::default(),
+            fallback: None,
+            outage_share: true,
+            time: TimeSource::Redis,
+            deny_cache: DEFAULT_DENY_CACHE,
+            lease: None,
+            key_secret: None,
+            ban: None,
+            name: String::new(),
+            live: false,
+            conn: None,
+            lease_slots: DEFAULT_LEASES,
+            #[cfg(feature = "live")]
+            live_fallback: None,
+        }
+    }
+
     /// The prefix of every key (default `ratelimit:`). A key is
     /// `{prefix}{{key}}:{algorithm}:{fingerprint}`: the caller's key is the
     /// Redis Cluster hash tag, and the fingerprint of the algorithm and its
@@ -80,7 +107,7 @@ impl RedisStoreBuilder {
 
     /// The limit's name, as the `limit` label of the store's metrics (its
     /// errors, fallback decisions, deny-cache hits and breaker). Default:
-    /// empty. [`StoreSettings`](crate::StoreSettings) sets it to the
+    /// empty. `StoreSettings` sets it to the
     /// limit's name.
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
@@ -274,9 +301,9 @@ impl RedisStoreBuilder {
     pub(crate) fn live_memory(
         &self,
         default: AnyAlgorithm,
-    ) -> Option<crate::live_fallback::LiveMemory> {
+    ) -> Option<crate::outage::live_fallback::LiveMemory> {
         self.fallback
-            .map(|max| crate::live_fallback::LiveMemory::new(default, max, self.ban))
+            .map(|max| crate::outage::live_fallback::LiveMemory::new(default, max, self.ban))
     }
 
     /// The same settings for `algorithm`.
@@ -292,9 +319,9 @@ impl RedisStoreBuilder {
     /// Fails on a bad URL, a prefix with braces, or an algorithm whose
     /// numbers exceed the range the scripts compute exactly in (periods up
     /// to 26 days for the windows; see the crate docs).
-    pub fn build(self) -> Result<RedisStore, BuildError> {
+    pub fn build(self) -> Result<RedisStore, RedisBuildError> {
         if self.prefix.contains(['{', '}']) {
-            return Err(BuildError::Prefix(self.prefix));
+            return Err(RedisBuildError::Prefix(self.prefix));
         }
         let backend = self.target.into_backend()?;
         let algorithms = std::iter::once(self.algorithm).chain(self.more).collect();
@@ -331,19 +358,21 @@ impl RedisStoreBuilder {
             time: self.time,
             ban: BanArgs::of(self.ban.as_ref()),
         };
-        let store = RedisStore::new(Inner {
-            conn,
-            roster,
-            script: Arc::new(script),
-            timeout: self.timeout,
-            breaker: Breaker::labelled(self.breaker, label),
-            label,
-            policy: FailurePolicy::new(fallback, label),
-            deny: (self.deny_cache > 0).then(|| DenyCache::new(self.deny_cache)),
-            leases,
-            origin: tokio::time::Instant::now(),
-            write_back: WriteBack::new(),
-        });
+        let store = RedisStore {
+            inner: Arc::new(Inner {
+                conn,
+                roster,
+                script: Arc::new(script),
+                timeout: self.timeout,
+                breaker: Breaker::labelled(self.breaker, label),
+                label,
+                policy: FailurePolicy::new(fallback, label),
+                deny: (self.deny_cache > 0).then(|| DenyCache::new(self.deny_cache)),
+                leases,
+                origin: tokio::time::Instant::now(),
+                write_back: WriteBack::new(),
+            }),
+        };
         store.join_invalidation();
         Ok(store)
     }
@@ -356,9 +385,9 @@ fn parts(
     algorithms: Vec<AnyAlgorithm>,
     time: TimeSource,
     live: bool,
-) -> Result<Vec<Part>, BuildError> {
+) -> Result<Vec<Part>, RedisBuildError> {
     if algorithms.len() > MAX_LIMITS {
-        return Err(BuildError::Unsupported(format!(
+        return Err(RedisBuildError::Unsupported(format!(
             "{} limits in one store (at most {MAX_LIMITS})",
             algorithms.len()
         )));
@@ -370,7 +399,7 @@ fn parts(
             plan = plan.live(&algorithm);
         }
         if parts.iter().any(|p| p.plan.tag == plan.tag) {
-            return Err(BuildError::Unsupported(format!(
+            return Err(RedisBuildError::Unsupported(format!(
                 "the same limit twice in one store ({algorithm:?})"
             )));
         }
@@ -396,39 +425,6 @@ fn leases(lease: Option<(u64, Duration)>, parts: &[Part], slots: usize) -> Optio
         .map(|(size, ttl)| (size.min(min_limit), ttl))
         .filter(|&(size, _)| size >= 2)
         .map(|(size, ttl)| Leases::new(slots, size, ttl))
-}
-
-impl RedisStore {
-    /// A builder for a store on `target` (a URL or a [`redis::Client`])
-    /// deciding with `algorithm` (any of ratelimit-core's six, or an
-    /// [`AnyAlgorithm`]).
-    pub fn builder(
-        target: impl Into<Target>,
-        algorithm: impl Into<AnyAlgorithm>,
-    ) -> RedisStoreBuilder {
-        RedisStoreBuilder {
-            target: target.into(),
-            algorithm: algorithm.into(),
-            more: Vec::new(),
-            prefix: DEFAULT_PREFIX.to_owned(),
-            timeout: DEFAULT_TIMEOUT,
-            connect_timeout: Duration::from_secs(1),
-            breaker: BreakerConfig::default(),
-            fallback: None,
-            outage_share: true,
-            time: TimeSource::Redis,
-            deny_cache: DEFAULT_DENY_CACHE,
-            lease: None,
-            key_secret: None,
-            ban: None,
-            name: String::new(),
-            live: false,
-            conn: None,
-            lease_slots: DEFAULT_LEASES,
-            #[cfg(feature = "live")]
-            live_fallback: None,
-        }
-    }
 }
 
 /// `name` for the life of the program (metrics labels are `'static`),

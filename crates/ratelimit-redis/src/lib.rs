@@ -109,6 +109,11 @@
 //! process's memory only). A fixed window anchored at a key offset derives
 //! a secret key's phase from its hashed name, in Redis and in the fallback.
 //!
+//! Keys longer than 64 bytes (tower-ratelimit's `HeaderKey`) arrive as
+//! `#` and a digest that is the same in every process, so every instance
+//! names them alike with nothing to set up; a long secret key is hashed
+//! again with the key secret, like any secret key.
+//!
 //! Upgrading from a version that stored secret keys as text: their old
 //! keys are simply never read again and expire with their TTL (about a
 //! second after they were full again); each client's count restarts once,
@@ -416,73 +421,58 @@ struct ReadmeDoctests;
 
 mod admin;
 mod any_store;
-mod args;
-mod breaker;
 mod builder;
 mod check_future;
-#[cfg(feature = "cluster")]
-mod cluster_target;
-mod combine;
-mod conn;
-mod deny_cache;
-mod driver;
-mod failure;
-mod fallback;
-mod held;
-mod introspect;
-mod invalidation;
-mod key_name;
-mod key_secret;
-mod lease;
-mod leasing;
-mod listen;
+mod connect;
+mod fleet;
+mod inner;
 #[cfg(feature = "live")]
 mod live;
-#[cfg(feature = "live")]
-mod live_fallback;
-mod log_throttle;
-mod outage_share;
-mod plan;
-mod roster;
-mod script;
-#[cfg(feature = "sentinel")]
-mod sentinel;
-mod shared_entries;
+mod outage;
+mod scripts;
 mod store;
 mod store_state;
-mod target;
-mod time_source;
-mod write_back;
 
-pub use any_store::{AnyStore, AnyStoreFuture, StoreSettings};
-pub use breaker::{BreakerConfig, BreakerState};
+pub use any_store::{AnyStore, AnyStoreFuture, LimitSettings, StoreSettings};
 pub use builder::{
     RedisStoreBuilder, DEFAULT_DENY_CACHE, DEFAULT_LEASES, DEFAULT_PREFIX, DEFAULT_TIMEOUT,
     MAX_LIMITS,
 };
 pub use check_future::{CheckFuture, StoreFuture};
 #[cfg(feature = "cluster")]
-pub use cluster_target::ClusterTarget;
-pub use conn::Connection;
-pub use key_secret::SettingsSecret;
+pub use connect::cluster_target::ClusterTarget;
+pub use connect::conn::Connection;
+#[cfg(feature = "sentinel")]
+pub use connect::target::SentinelTarget;
+pub use connect::target::Target;
+pub use connect::time_source::TimeSource;
+pub use fleet::key_secret::KeySecret;
+pub use fleet::roster::{INSTANCE_ANNOUNCE_EVERY, INSTANCE_SEEN_WITHIN};
+pub use fleet::shared_entries::{RedisEntries, DEFAULT_REFRESH};
+pub use fleet::write_back::WRITE_BACK_EVERY;
+pub use inner::RedisStore;
 #[cfg(feature = "live")]
 pub use live::LiveRedis;
-pub use roster::{INSTANCE_ANNOUNCE_EVERY, INSTANCE_SEEN_WITHIN};
-pub use shared_entries::{RedisEntries, DEFAULT_REFRESH};
-pub use store::{RedisStore, KEY_SECRET_SYNC};
+pub use outage::breaker::{BreakerConfig, BreakerState};
+pub use store::KEY_SECRET_SYNC;
 pub use store_state::StoreState;
-#[cfg(feature = "sentinel")]
-pub use target::SentinelTarget;
-pub use target::Target;
-pub use time_source::TimeSource;
-pub use write_back::WRITE_BACK_EVERY;
 
 use std::fmt;
 
 /// Why a [`RedisStore`] could not be built.
+///
+/// ```
+/// use ratelimit_core::Gcra;
+/// use ratelimit_redis::{RedisBuildError, RedisStore};
+/// use std::time::Duration;
+///
+/// let gcra = Gcra::new(5, Duration::from_secs(60)).unwrap();
+/// let err = RedisStore::builder("redis://127.0.0.1/", gcra).prefix("{bad}").build();
+/// assert!(matches!(err, Err(RedisBuildError::Prefix(_))));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum BuildError {
+pub enum RedisBuildError {
     /// The connection URL is invalid.
     Url(String),
     /// The key prefix contains `{` or `}`, which would break the Redis
@@ -502,7 +492,7 @@ pub enum BuildError {
     LimitName(String),
 }
 
-impl fmt::Display for BuildError {
+impl fmt::Display for RedisBuildError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Url(e) => write!(f, "bad redis url {e}"),
@@ -519,4 +509,4 @@ impl fmt::Display for BuildError {
     }
 }
 
-impl std::error::Error for BuildError {}
+impl std::error::Error for RedisBuildError {}

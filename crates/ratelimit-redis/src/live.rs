@@ -1,8 +1,8 @@
 //! A Redis store following a `LiveAlgorithm`: settings changed while it
 //! runs, keeping each key's used quota, with per-key overrides.
 
-use crate::lease::Unspent;
-use crate::{BuildError, RedisStore, RedisStoreBuilder};
+use crate::fleet::lease::Unspent;
+use crate::{RedisBuildError, RedisStore, RedisStoreBuilder};
 use arc_swap::ArcSwap;
 use ratelimit_core::{AnyAlgorithm, LiveAlgorithm, StableKey, Store, StoreCounts, MAX_OVERRIDES};
 use std::collections::HashMap;
@@ -16,9 +16,8 @@ const OVERRIDE_TABLES: usize = 64;
 /// A Redis store following a [`LiveAlgorithm`]: its settings and per-key
 /// overrides change while it runs, and each key keeps its used quota, as
 /// in memory. Built by [`RedisStoreBuilder::build_live`] (or
-/// [`StoreSettings::build_live`](crate::StoreSettings::build_live)); used
-/// as a [`Store`] through [`store_for`](Self::store_for), or through
-/// [`AnyStore`](crate::AnyStore).
+/// `StoreSettings::build` given a `LiveAlgorithm`); used as a [`Store`]
+/// through [`store_for`](Self::store_for), or through `AnyStore`.
 ///
 /// ```no_run
 /// use ratelimit_core::{AnyAlgorithm, LiveAlgorithm, Store};
@@ -126,9 +125,9 @@ impl RedisStoreBuilder {
     /// [`LiveRedis`]. Fails as [`build`](Self::build) does for `live`'s
     /// current settings, and for a store of several limits
     /// ([`and_limit`](Self::and_limit)).
-    pub fn build_live(mut self, live: &LiveAlgorithm) -> Result<LiveRedis, BuildError> {
+    pub fn build_live(mut self, live: &LiveAlgorithm) -> Result<LiveRedis, RedisBuildError> {
         if self.has_more_limits() {
-            return Err(BuildError::Unsupported(
+            return Err(RedisBuildError::Unsupported(
                 "a live store has one limit (no and_limit)".to_owned(),
             ));
         }
@@ -272,7 +271,7 @@ impl LiveRedis {
 
     /// A store of `algorithm` on the shared connection; `tables`: the
     /// size of its deny cache and lease table (0: the template's).
-    fn build(&self, algorithm: AnyAlgorithm, tables: usize) -> Result<RedisStore, BuildError> {
+    fn build(&self, algorithm: AnyAlgorithm, tables: usize) -> Result<RedisStore, RedisBuildError> {
         let mut builder = self.template.clone().with_algorithm(algorithm);
         if tables > 0 {
             builder = builder.deny_cache(tables);
@@ -281,7 +280,7 @@ impl LiveRedis {
         builder.build()
     }
 
-    fn refused(algorithm: &AnyAlgorithm, e: &BuildError) {
+    fn refused(algorithm: &AnyAlgorithm, e: &RedisBuildError) {
         tracing::error!(
             target: "ratelimit_redis",
             algorithm = %algorithm,

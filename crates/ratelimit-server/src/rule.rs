@@ -3,7 +3,7 @@
 use crate::config::{EntryPattern, LimitConfig};
 use crate::metrics::RuleMetrics;
 use ratelimit_core::{AnyAlgorithm, BoxStore, LiveAlgorithm, LogThrottle};
-use ratelimit_redis::{BuildError, StoreSettings};
+use ratelimit_redis::{RedisBuildError, StoreSettings};
 use std::cmp::Ordering;
 use std::sync::OnceLock;
 
@@ -51,7 +51,7 @@ pub const LOG_STORE: usize = 1;
 impl Rule {
     /// The limit of `config`, with its store of `settings` (nothing
     /// connects here: a Redis store connects on first use).
-    pub fn new(config: LimitConfig, settings: &StoreSettings) -> Result<Self, BuildError> {
+    pub fn new(config: LimitConfig, settings: &StoreSettings) -> Result<Self, RedisBuildError> {
         let (live, store) = match config.algorithm {
             Some(a) => {
                 let live = LiveAlgorithm::new(a);
@@ -159,8 +159,8 @@ fn build_store(
     settings: &StoreSettings,
     name: &str,
     live: &LiveAlgorithm,
-) -> Result<BoxStore<String>, BuildError> {
-    Ok(BoxStore::new(settings.build_live::<String>(name, live)?))
+) -> Result<BoxStore<String>, RedisBuildError> {
+    Ok(BoxStore::new(settings.build::<String>(name, live, None)?))
 }
 
 /// Whether `settings`' stores can decide `algorithm` (a Redis store
@@ -171,13 +171,13 @@ pub(crate) fn check_algorithm(
     settings: &StoreSettings,
     name: &str,
     algorithm: AnyAlgorithm,
-) -> Result<(), BuildError> {
+) -> Result<(), RedisBuildError> {
     if matches!(settings, StoreSettings::Memory { .. }) {
         return Ok(());
     }
     std::thread::scope(|s| {
-        s.spawn(|| settings.build::<String>(name, algorithm).map(drop))
+        s.spawn(|| settings.build::<String>(name, algorithm, None).map(drop))
             .join()
-            .unwrap_or_else(|_| Err(BuildError::Unsupported(format!("{algorithm}"))))
+            .unwrap_or_else(|_| Err(RedisBuildError::Unsupported(format!("{algorithm}"))))
     })
 }

@@ -42,11 +42,6 @@ pub enum LayerBuildError {
     /// A proxy header setting that is neither `x-forwarded-for`,
     /// `forwarded`, `either` nor a valid header name.
     BadProxyHeader(String),
-    /// A key secret that is not 32 hex digits (the text says why, without
-    /// the secret).
-    BadKeySecret(String),
-    /// Another key secret is already in use in this process.
-    KeySecretAlreadySet,
     /// A [`HeaderCost`](crate::policy::HeaderCost) that would let a
     /// request through for free, or that cannot work (the text says why).
     BadHeaderCost(String),
@@ -81,10 +76,6 @@ impl fmt::Display for LayerBuildError {
                 f,
                 "bad proxy header {n:?}: expected x-forwarded-for, forwarded, either, \
                  or the name of a header holding one address (x-real-ip...)"
-            ),
-            Self::BadKeySecret(why) => write!(f, "bad key secret: {why}"),
-            Self::KeySecretAlreadySet => f.write_str(
-                "another key secret is already in use: install it once, before the first request",
             ),
             Self::BadHeaderCost(why) => write!(f, "bad header cost {why}"),
         }

@@ -140,7 +140,7 @@ mod tests {
             b.body(()).unwrap().into_parts().0
         };
         let listed = req(Some(b"demo-key-1"));
-        assert_eq!(keys.known(&listed).unwrap().as_str(), "demo-key-1");
+        assert_eq!(keys.known(&listed).unwrap().stored(), "demo-key-1");
         assert!(!keys.is_unknown(&listed));
         // Unknown: no key for the per-key limit (no state), but a 401.
         let made_up = req(Some(b"demo-key-3"));

@@ -37,7 +37,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tower_ratelimit::key::{ClientIp, KeyError, KeyExtractor, ProxyHeader};
 use tower_ratelimit::table::{
-    AppKey, PolicyEntry, PolicyError, PolicyHandle, PolicyKey, PolicyOptions, PolicyTable,
+    AppKey, PolicyError, PolicyHandle, PolicyKey, PolicyOptions, PolicyTable,
 };
 use tower_ratelimit::{LayerBuildError, RateLimitInfo};
 
@@ -332,9 +332,8 @@ pub fn app_with_policy<S: Stores>(
     options
         .app_keys
         .insert("anonymous-ip".to_owned(), anonymous_ip);
-    policy.apply(router, &options, |name, live| {
-        let ban = policy.entry(name).and_then(PolicyEntry::ban_policy);
-        Ok::<_, std::convert::Infallible>(stores.store(name, live, ban))
+    policy.apply(router, &options, |spec| {
+        Ok::<_, std::convert::Infallible>(stores.store(spec.name(), spec.live(), spec.ban()))
     })
 }
 

@@ -50,17 +50,6 @@ async fn main() {
     let app = match std::env::var("REDIS_URL") {
         Ok(url) => match RedisStores::open(&url, tls_ca_from_env().as_deref()) {
             Ok(stores) => {
-                match stores
-                    .shared_key_secret()
-                    .await
-                    .and_then(|s| s.install().map_err(|e| e.to_string()))
-                {
-                    Ok(()) => tracing::info!("long keys hashed with the secret shared in Redis"),
-                    Err(e) => tracing::warn!(
-                        error = %e,
-                        "no shared key secret: keys longer than 64 bytes get a limit per copy until restart"
-                    ),
-                }
                 tracing::info!(
                     redis = %stores.target(),
                     fallback_max_keys = max_keys,
@@ -80,7 +69,7 @@ async fn main() {
                 let app = app_with_policy(&config, &stores.max_keys(max_keys), &policy);
                 (app, Some(entries))
             }
-            Err(e @ ratelimit_redis::BuildError::TlsCa(_)) => {
+            Err(e @ ratelimit_redis::RedisBuildError::TlsCa(_)) => {
                 fail(2, &format!("REDIS_TLS_CA: {e}"))
             }
             Err(e) => fail(2, &format!("REDIS_URL: {e}")),

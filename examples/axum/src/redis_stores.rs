@@ -5,12 +5,11 @@ use crate::server::DEFAULT_MAX_KEYS;
 use crate::Stores;
 use ratelimit_core::{BanPolicy, LiveAlgorithm};
 use ratelimit_redis::{
-    AnyStore, BuildError, RedisEntries, StoreSettings, StoreState, Target, DEFAULT_TIMEOUT,
+    AnyStore, RedisBuildError, RedisEntries, StoreSettings, StoreState, Target, DEFAULT_TIMEOUT,
 };
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
-use tower_ratelimit::key::KeySecret;
 use tower_ratelimit::table::PolicyKey;
 
 /// A limit's name and its store.
@@ -41,14 +40,14 @@ impl RedisStores {
     /// Stores on the server at `url` (`redis://host:port/db`, or any form
     /// of [`Target`]: `rediss://`, `redis+sentinel://`, a Cluster's node
     /// list). Nothing connects until the first request.
-    pub fn new(url: &str) -> Result<Self, BuildError> {
+    pub fn new(url: &str) -> Result<Self, RedisBuildError> {
         Self::open(url, None)
     }
 
     /// Stores at `url`, a `rediss://` server's certificate checked
     /// against the CA certificates in the PEM file `tls_ca`
     /// (`REDIS_TLS_CA`) instead of the web roots.
-    pub fn open(url: &str, tls_ca: Option<&Path>) -> Result<Self, BuildError> {
+    pub fn open(url: &str, tls_ca: Option<&Path>) -> Result<Self, RedisBuildError> {
         Ok(Self {
             target: Target::parse(url, tls_ca)?,
             url: url.to_owned(),
@@ -58,37 +57,6 @@ impl RedisStores {
             lease: None,
             built: Arc::default(),
         })
-    }
-
-    /// The process's secret that keys longer than 64 bytes are hashed
-    /// with in memory, shared by every copy through Redis: the first copy
-    /// to start stores a random one (`SET NX`), the others read it.
-    /// Without a shared secret, each copy would hash a long header value
-    /// to a key of its own and give it its own limit. (API keys and bearer
-    /// tokens reach Redis as a keyed hash of their own whatever their
-    /// length: each store shares that secret at
-    /// `axum-example:{name}:key-secret`.)
-    pub async fn shared_key_secret(&self) -> Result<KeySecret, String> {
-        const KEY: &str = "axum-example:key-secret";
-        let work = async {
-            let mut conn = self.target.connect().await?;
-            let candidate = KeySecret::random().to_hex();
-            redis::cmd("SET")
-                .arg(KEY)
-                .arg(&candidate)
-                .arg("NX")
-                .query_async::<()>(&mut conn)
-                .await?;
-            redis::cmd("GET")
-                .arg(KEY)
-                .query_async::<String>(&mut conn)
-                .await
-        };
-        let hex = tokio::time::timeout(Duration::from_secs(2), work)
-            .await
-            .map_err(|_| "no answer from Redis within 2 s".to_owned())?
-            .map_err(|e| e.to_string())?;
-        KeySecret::from_hex(&hex).map_err(|e| format!("{KEY}: {e}"))
     }
 
     /// How long a check waits for Redis before deciding in memory.
@@ -113,7 +81,7 @@ impl RedisStores {
 
     /// The run-time entries of the admin API (allow and deny list
     /// entries, overrides), shared by every copy under `axum-example:`.
-    pub fn entries(&self) -> Result<RedisEntries, BuildError> {
+    pub fn entries(&self) -> Result<RedisEntries, RedisBuildError> {
         RedisEntries::new(self.target.clone(), "axum-example:")
     }
 
@@ -142,7 +110,7 @@ impl Stores for RedisStores {
             lease: self.lease,
             key_secret: None,
         }
-        .build_live_with_ban(name, live, ban)
+        .build(name, live, ban)
         .expect("the example's limits and names suit Redis");
         let store = Arc::new(store);
         self.built

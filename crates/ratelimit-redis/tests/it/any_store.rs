@@ -27,7 +27,7 @@ async fn memory_by_settings() {
     let settings = StoreSettings::Memory {
         max_keys: Some(100_000),
     };
-    let store: AnyStore<String> = settings.build("login", gcra("gcra 3/1h")).unwrap();
+    let store: AnyStore<String> = settings.build("login", gcra("gcra 3/1h"), None).unwrap();
     assert!(matches!(store, AnyStore::Memory(_)));
     assert_eq!(store.algorithm().to_string(), "gcra 3/1h");
     assert_eq!(admitted(&store, "a", 5).await, 3);
@@ -55,9 +55,9 @@ pub fn settings(server: &crate::harness::RedisServer, prefix: &str) -> StoreSett
 async fn redis_by_settings_shared_by_two_instances_and_apart_per_limit() {
     let server = server!();
     let settings = settings(&server, "app:");
-    let a: AnyStore<String> = settings.build("login", gcra("gcra 3/1h")).unwrap();
-    let b: AnyStore<String> = settings.build("login", gcra("gcra 3/1h")).unwrap();
-    let other: AnyStore<String> = settings.build("search", gcra("gcra 3/1h")).unwrap();
+    let a: AnyStore<String> = settings.build("login", gcra("gcra 3/1h"), None).unwrap();
+    let b: AnyStore<String> = settings.build("login", gcra("gcra 3/1h"), None).unwrap();
+    let other: AnyStore<String> = settings.build("search", gcra("gcra 3/1h"), None).unwrap();
     assert!(matches!(a, AnyStore::Redis(_)));
     // Two instances share one limit's state ...
     assert_eq!(admitted(&a, "k", 2).await, 2);
@@ -94,8 +94,8 @@ async fn redis_fallback_by_settings() {
         lease: None,
         key_secret: None,
     };
-    let with: AnyStore<String> = with.build("l", gcra("gcra 2/1h")).unwrap();
-    let without: AnyStore<String> = without.build("l", gcra("gcra 2/1h")).unwrap();
+    let with: AnyStore<String> = with.build("l", gcra("gcra 2/1h"), None).unwrap();
+    let without: AnyStore<String> = without.build("l", gcra("gcra 2/1h"), None).unwrap();
     server.kill();
     // Redis is gone: the fallback decides in memory, exactly ...
     assert_eq!(admitted(&with, "k", 5).await, 2);
@@ -115,7 +115,9 @@ fn bad_settings_are_errors() {
         lease: None,
         key_secret: None,
     };
-    let err = bad_url.build::<String>("l", gcra("gcra 1/1s")).unwrap_err();
+    let err = bad_url
+        .build::<String>("l", gcra("gcra 1/1s"), None)
+        .unwrap_err();
     assert!(err.to_string().contains("http://nope"), "{err}");
     let braces = StoreSettings::Redis {
         url: "redis://127.0.0.1/".to_owned(),
@@ -127,7 +129,7 @@ fn bad_settings_are_errors() {
         key_secret: None,
     };
     let err = braces
-        .build::<String>("{l}", gcra("gcra 1/1s"))
+        .build::<String>("{l}", gcra("gcra 1/1s"), None)
         .unwrap_err();
     assert!(err.to_string().contains("braces"), "{err}");
 }
@@ -200,8 +202,8 @@ async fn live_settings_through_redis_reach_each_instance_on_its_reload() {
         LiveAlgorithm::new(gcra("gcra 3/1h")),
         LiveAlgorithm::new(gcra("gcra 3/1h")),
     );
-    let a: AnyStore<String> = settings.build_live("l", &live_a).unwrap();
-    let b: AnyStore<String> = settings.build_live("l", &live_b).unwrap();
+    let a: AnyStore<String> = settings.build("l", &live_a, None).unwrap();
+    let b: AnyStore<String> = settings.build("l", &live_b, None).unwrap();
     assert_eq!(admitted(&a, "k", 2).await, 2);
     assert_eq!(admitted(&b, "k", 5).await, 1);
     // Instance a reloads: the used quota carries over in Redis, 3 used of
@@ -229,7 +231,7 @@ async fn live_settings_in_memory_keep_used_quota() {
     use ratelimit_core::LiveAlgorithm;
     let live = LiveAlgorithm::new(gcra("gcra 3/1h"));
     let store: AnyStore<String> = StoreSettings::Memory { max_keys: None }
-        .build_live("l", &live)
+        .build("l", &live, None)
         .unwrap();
     assert!(matches!(store, AnyStore::LiveMemory(_)));
     assert_eq!(admitted(&store, "k", 2).await, 2);
@@ -240,7 +242,7 @@ async fn live_settings_in_memory_keep_used_quota() {
 #[tokio::test]
 async fn memory_answers_at_once_redis_through_its_future() {
     let memory: AnyStore<String> = StoreSettings::Memory { max_keys: None }
-        .build("l", gcra("gcra 1/1h"))
+        .build("l", gcra("gcra 1/1h"), None)
         .unwrap();
     let k = "k".to_owned();
     assert!(memory.check_now(&k, 1, 0).unwrap().unwrap().allowed);
@@ -256,7 +258,7 @@ async fn memory_answers_at_once_redis_through_its_future() {
         lease: None,
         key_secret: None,
     }
-    .build("l", gcra("gcra 1/1h"))
+    .build("l", gcra("gcra 1/1h"), None)
     .unwrap();
     assert!(redis.check_now(&k, 1, 0).is_none());
     assert!(redis.refund_now(&k, 1, 0, 0).is_none());

@@ -153,9 +153,7 @@ async fn a_live_store_bans_through_its_settings() {
     let settings = crate::any_store::settings(&server, "app:");
     let live = LiveAlgorithm::new("fixed-window 2/1h".parse::<AnyAlgorithm>().unwrap());
     let ban = BanPolicy::new(Duration::from_secs(3600)).unwrap();
-    let s = settings
-        .build_live_with_ban::<String>("login", &live, Some(ban))
-        .unwrap();
+    let s = settings.build::<String>("login", &live, Some(ban)).unwrap();
     let k = "203.0.113.9".to_owned();
     assert!(s.check(&k, 1, 0).await.unwrap().allowed);
     assert!(s.check(&k, 1, 0).await.unwrap().allowed);
@@ -165,9 +163,7 @@ async fn a_live_store_bans_through_its_settings() {
         "{d:?}"
     );
     let memory: StoreSettings = StoreSettings::Memory { max_keys: Some(10) };
-    let m = memory
-        .build_live_with_ban::<String>("login", &live, Some(ban))
-        .unwrap();
+    let m = memory.build::<String>("login", &live, Some(ban)).unwrap();
     assert!(m.check(&k, 2, 0).await.unwrap().allowed);
     assert!(m.check(&k, 1, 0).await.unwrap().banned);
 }

@@ -276,8 +276,8 @@ async fn two_instances_reload_their_own_settings_on_one_redis() {
     // Through StoreSettings (what the policy table builds), too.
     let settings = crate::any_store::settings(&server, "app:");
     let live = LiveAlgorithm::new(spec("fixed-window 2/1d"));
-    let x = settings.build_live::<String>("login", &live).unwrap();
-    let y = settings.build_live::<String>("login", &live_b).unwrap();
+    let x = settings.build::<String>("login", &live, None).unwrap();
+    let y = settings.build::<String>("login", &live_b, None).unwrap();
     assert!(x.check(&"k".to_owned(), 2, 0).await.unwrap().allowed);
     live.set(spec("fixed-window 3/1d"));
     assert_eq!(x.check(&"k".to_owned(), 0, 0).await.unwrap().remaining, 1);

@@ -1,7 +1,7 @@
 //! `Target::parse`: every URL form, refused forms naming the bad value,
 //! and passwords never shown.
 
-use ratelimit_redis::{BuildError, Target};
+use ratelimit_redis::{RedisBuildError, Target};
 use std::path::Path;
 
 fn refused(url: &str, ca: Option<&Path>) -> String {
@@ -57,7 +57,7 @@ fn a_ca_file_is_checked() {
         Some(Path::new("/nonexistent/ca.pem")),
     )
     .unwrap_err();
-    assert!(matches!(e, BuildError::TlsCa(_)), "{e}");
+    assert!(matches!(e, RedisBuildError::TlsCa(_)), "{e}");
     assert!(e.to_string().contains("/nonexistent/ca.pem"), "{e}");
     let dir = std::env::temp_dir().join(format!("ratelimit-it-ca-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -194,10 +194,11 @@ impl Engine {
         let mut stores = Vec::new();
         let max_keys = options.max_keys;
         let (router, _handle) = table
-            .apply(routes(table), &options.policy, |_, live| {
+            .apply(routes(table), &options.policy, |spec| {
                 let store: LimitStore = Arc::new(
-                    MemoryStore::<LiveAlgorithm, PolicyKey>::builder(live.clone())
+                    MemoryStore::<LiveAlgorithm, PolicyKey>::builder(spec.live().clone())
                         .max_keys(Some(max_keys))
+                        .ban(spec.ban())
                         .shards(1)
                         .build(),
                 );

@@ -1,6 +1,6 @@
 //! A request header's value as the key, and the [`HeaderKey`] type shared by header-based extractors.
 
-use super::secret::hashed;
+use super::digest::hashed;
 use super::{KeyError, KeyExtractor};
 use crate::BuildError;
 use http::header::HeaderName;
@@ -10,26 +10,44 @@ use std::fmt;
 /// A key read from a header (a value, an API key, a bearer token), owning
 /// its bytes: it never keeps the request's buffers alive.
 ///
-/// - Up to 64 bytes of visible ASCII (spaces allowed inside) not starting
-///   with `#`: the key's own text, in one exact-size allocation.
-/// - Anything else (longer, or starting with `#`): `#` followed by the 32
-///   hex digits of a 128-bit SipHash-2-4 of the bytes, keyed with the
-///   process's [`KeySecret`](super::KeySecret). A client cannot send a
-///   short key equal to a hashed key's text, since short keys never start
-///   with `#`.
+/// ```
+/// use tower_ratelimit::key::HeaderKey;
 ///
-/// `Display`, `Hash` and `Eq` all use that text, so a remote store sees
-/// the same key as a memory store. Two long keys collide only if their
-/// hashes do: they would then share one limit. Finding such a pair needs
-/// the secret (or about 2^64 hashes for a birthday search with it), and
-/// harms only the finder unless one of the two is a victim's token, which
-/// the attacker could then simply send.
+/// let short = HeaderKey::new(b"demo-key-1");
+/// assert_eq!(short.sent(), Some("demo-key-1"));
+/// let jwt = "e".repeat(100);
+/// let long = HeaderKey::new(jwt.as_bytes());
+/// assert_eq!(long.sent(), None); // only its digest is kept
+/// assert_eq!(long.stored().len(), 33); // `#` and 32 hex digits
+/// // Look a long key up by the key of the text you hold:
+/// assert_eq!(long, HeaderKey::new(jwt.as_bytes()));
+/// ```
+///
+/// - Up to 64 bytes of visible ASCII (spaces allowed inside) not starting
+///   with `#`: the key's own text, in one exact-size allocation
+///   ([`sent`](Self::sent) gives it back).
+/// - Anything else (longer, or starting with `#`): only `#` followed by
+///   the 32 hex digits of a 128-bit SipHash-2-4 digest of the bytes is
+///   kept, so memory per key stays bounded whatever the client sends.
+///   The digest is the same in every process: instances sharing a store
+///   name a long key alike, with nothing to set up. A client cannot send
+///   a short key equal to a digest, since short keys never start with `#`.
+///
+/// `Display`, `Hash` and `Eq` all use the stored form
+/// ([`stored`](Self::stored)), so a remote store sees the same key as a
+/// memory store. To look a key up in a table of your own (plans, known
+/// API keys), key the table by `HeaderKey::new(text)`: equal keys are
+/// equal whatever their length.
+///
+/// Two long keys collide only if their digests do (a 2^64 birthday
+/// search), and that harms only the finder unless one of the two is a
+/// victim's token, which the attacker could then simply send.
 ///
 /// A key from [`ApiKey`](super::ApiKey), [`Bearer`](super::Bearer) or a
 /// header marked [`secret`](Header::secret) is a secret key
 /// ([`is_secret`](Self::is_secret), and `StableKey::is_secret`): a remote
-/// store (ratelimit-redis) names it by a keyed hash, never by its text,
-/// whatever its length.
+/// store (ratelimit-redis) names it by a hash keyed with its own secret,
+/// never by its text or digest, whatever its length.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct HeaderKey {
     text: Box<str>,
@@ -76,12 +94,21 @@ impl HeaderKey {
         self.secret
     }
 
-    /// The key text: the key itself, or `#` and 32 hex digits.
-    pub fn as_str(&self) -> &str {
+    /// The key as the client sent it, when it is kept: up to 64 bytes of
+    /// plain text. `None` for a long key, which keeps only its digest
+    /// (see [`stored`](Self::stored); look it up by
+    /// `HeaderKey::new(text)`).
+    pub fn sent(&self) -> Option<&str> {
+        (!self.is_hashed()).then_some(&*self.text)
+    }
+
+    /// The key as stores see it: the text the client sent, or for a long
+    /// key `#` and the 32 hex digits of its digest.
+    pub fn stored(&self) -> &str {
         &self.text
     }
 
-    /// Whether this key is a hash of the original bytes.
+    /// Whether this key is a digest of the original bytes.
     pub fn is_hashed(&self) -> bool {
         self.text.starts_with('#')
     }
@@ -89,13 +116,13 @@ impl HeaderKey {
 
 impl fmt::Display for HeaderKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(self.stored())
     }
 }
 
 impl fmt::Debug for HeaderKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self.as_str(), f)
+        fmt::Debug::fmt(self.stored(), f)
     }
 }
 
@@ -148,7 +175,7 @@ pub(crate) fn single_value(
 /// answer 400 when rejected.
 ///
 /// The key is a [`HeaderKey`]: the value itself up to 64 bytes, else its
-/// keyed hash.
+/// digest.
 #[derive(Debug, Clone)]
 pub struct Header {
     name: HeaderName,
@@ -235,7 +262,7 @@ mod tests {
             b.body(()).unwrap().into_parts().0
         };
         assert_eq!(
-            h.extract(&parts(&[b"  acme co "])).unwrap().as_str(),
+            h.extract(&parts(&[b"  acme co "])).unwrap().stored(),
             "acme co"
         );
         assert!(h.extract(&parts(&[])).unwrap_err().is_missing());
@@ -250,7 +277,7 @@ mod tests {
         let secret = h.clone().secret(true);
         let k = secret.extract(&parts(&[b"acme"])).unwrap();
         assert!(k.is_secret());
-        assert_eq!(k.as_str(), "acme");
+        assert_eq!(k.stored(), "acme");
         assert_ne!(k, h.extract(&parts(&[b"acme"])).unwrap());
         let auth = Header::named("x-auth-token").unwrap();
         let p = http::Request::builder()
@@ -265,20 +292,20 @@ mod tests {
     #[test]
     fn long_or_hash_like_keys_are_hashed() {
         let short = HeaderKey::new(&[b'k'; 64]);
-        assert_eq!(short.as_str().len(), 64);
+        assert_eq!(short.stored().len(), 64);
         assert!(!short.is_hashed());
         let long = HeaderKey::new(&[b'k'; 65]);
         assert!(long.is_hashed());
-        assert_eq!(long.as_str().len(), 33);
+        assert_eq!(long.stored().len(), 33);
         assert_eq!(long, HeaderKey::new(&[b'k'; 65]));
         assert_ne!(long, HeaderKey::new(&[b'k'; 66]));
         // A client sending a hashed key's text gets another hash.
-        let forged = HeaderKey::new(long.as_str().as_bytes());
+        let forged = HeaderKey::new(long.stored().as_bytes());
         assert!(forged.is_hashed());
         assert_ne!(forged, long);
         // Bytes that are not visible ASCII are hashed, never shown.
         assert!(HeaderKey::new(b"caf\xc3\xa9").is_hashed());
         assert!(HeaderKey::new(b"a\tb").is_hashed());
-        assert_eq!(HeaderKey::new(b"a b").as_str(), "a b");
+        assert_eq!(HeaderKey::new(b"a b").stored(), "a b");
     }
 }

@@ -16,7 +16,8 @@
 //! request's buffers (hyper keeps a whole request head in one buffer that
 //! every header value and the URI share). Text keys are [`HeaderKey`]s: up
 //! to 64 bytes are kept as they are, longer ones as `#` and the 32 hex
-//! digits of a keyed 128-bit hash (see [`KeySecret`]).
+//! digits of a 128-bit digest, the same in every process (see
+//! [`HeaderKey`]).
 //!
 //! Bytes per key, inline size included, on 64-bit Linux, measured by
 //! `tests/memory.rs` (10,000 keys from requests each carrying a 16 KB
@@ -36,6 +37,7 @@ mod api_key;
 mod bearer;
 mod client_ip;
 mod composite;
+mod digest;
 mod extractor;
 mod forwarded;
 mod from_extension;
@@ -46,7 +48,6 @@ pub(crate) mod peer_ip;
 mod proxy_header;
 mod proxy_watch;
 mod route;
-mod secret;
 
 pub use api_key::ApiKey;
 pub use bearer::Bearer;
@@ -60,4 +61,3 @@ pub use ip::{IpKey, IpPrefixes};
 pub use peer_ip::{peer_addr, PeerAddr, PeerIp};
 pub use proxy_header::ProxyHeader;
 pub use route::{Route, RouteKey};
-pub use secret::KeySecret;

@@ -1,6 +1,6 @@
 //! The route as a key: the method and the matched path (or the path).
 
-use super::secret::hashed;
+use super::digest::hashed;
 use super::{HeaderKey, KeyError, KeyExtractor};
 use http::request::Parts;
 use http::Method;
@@ -50,18 +50,18 @@ enum RoutePath {
 
 impl RouteKey {
     /// The method (an extension method longer than 15 bytes as `#` and 32
-    /// hex digits of its keyed hash).
+    /// hex digits of its digest).
     pub fn method(&self) -> &Method {
         &self.method
     }
 
     /// The route pattern, the path, or (for a path longer than 64 bytes)
-    /// `#` and the 32 hex digits of its keyed hash.
+    /// `#` and the 32 hex digits of its digest.
     pub fn path(&self) -> &str {
         match &self.path {
             #[cfg(feature = "axum")]
             RoutePath::Matched(m) => m.as_str(),
-            RoutePath::Raw(p) => p.as_str(),
+            RoutePath::Raw(p) => p.stored(),
         }
     }
 }

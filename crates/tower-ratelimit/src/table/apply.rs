@@ -7,6 +7,7 @@ use super::extractor::{ip_source, text_part, Part, PolicyExtractor, PolicyOption
 use super::key::PolicyKey;
 use super::reload::PolicyHandle;
 use super::runtime_overrides::RuntimeOverrides;
+use super::store_spec::StoreSpec;
 use crate::access_list::{AccessList, RuntimeLists};
 use crate::limit_handle::LimitHandle;
 use crate::policy::Selection;
@@ -27,19 +28,19 @@ impl PolicyTable {
     /// outermost, and returns the router with a [`PolicyHandle`] that
     /// changes the limits while they run.
     ///
-    /// `store` makes each entry's store from its name and its
-    /// [`LiveAlgorithm`]: `MemoryStore::new(live.clone())` keeps the limits
-    /// live; a store built from `live.get()` (ratelimit-redis's
-    /// `StoreSettings::build`) keeps the settings it was built with. A
-    /// limit's `ban` is the store's: give the store
-    /// [`entry(name)`](Self::entry)'s [`ban_policy`](PolicyEntry::ban_policy)
-    /// (`MemoryStoreBuilder::ban`, ratelimit-redis's `StoreSettings::build_live_with_ban`), as
-    /// [`apply_in_memory`](Self::apply_in_memory) does.
+    /// `store` makes each entry's store from its [`StoreSpec`]: its name,
+    /// its [`LiveAlgorithm`] (a store following it keeps the limit live)
+    /// and its ban, as ratelimit-redis's `StoreSettings::build(spec.name(),
+    /// spec.live(), spec.ban())` takes them. A limit with a ban whose
+    /// factory never read [`StoreSpec::ban`] is an error naming the limit:
+    /// a ban is never dropped in silence. A factory whose store cannot
+    /// apply a field returns an error ([`StoreSpec::unsupported`]), and the
+    /// table is refused with it.
     pub fn apply<St, E>(
         &self,
         router: Router,
         options: &PolicyOptions,
-        mut store: impl FnMut(&str, &LiveAlgorithm) -> Result<St, E>,
+        mut store: impl FnMut(&StoreSpec<'_>) -> Result<St, E>,
     ) -> Result<(Router, PolicyHandle), PolicyError>
     where
         St: Store<PolicyKey, CheckFuture: Unpin, RefundFuture: Unpin>,
@@ -63,7 +64,7 @@ impl PolicyTable {
                 message,
             };
             let algorithm = live_algorithm(entry).map_err(fail)?;
-            let store = Arc::new(store(&entry.name, &algorithm).map_err(|e| fail(e.to_string()))?);
+            let store = Arc::new(entry_store(entry, &algorithm, &mut store).map_err(fail)?);
             let store_box = BoxStore::new(Arc::clone(&store));
             handles.push(limit_handle(entry, &algorithm, store_box, &clock, options));
             let learned = Arc::new(DigestOverrides::new(algorithm.clone()));
@@ -142,14 +143,29 @@ impl PolicyTable {
         options: &PolicyOptions,
         max_keys: Option<usize>,
     ) -> Result<(Router, PolicyHandle), PolicyError> {
-        self.apply(router, options, |name, live| {
+        self.apply(router, options, |spec| {
             Ok::<_, std::convert::Infallible>(
-                MemoryStore::<LiveAlgorithm, PolicyKey>::builder(live.clone())
+                MemoryStore::<LiveAlgorithm, PolicyKey>::builder(spec.live().clone())
                     .max_keys(max_keys)
-                    .ban(self.entry(name).and_then(PolicyEntry::ban_policy))
+                    .ban(spec.ban())
                     .build(),
             )
         })
+    }
+}
+
+/// The store of `entry`, made by `factory` from the entry's spec; an
+/// error when the factory fails or leaves a field of the entry out.
+fn entry_store<St, E: fmt::Display>(
+    entry: &PolicyEntry,
+    live: &LiveAlgorithm,
+    factory: &mut impl FnMut(&StoreSpec<'_>) -> Result<St, E>,
+) -> Result<St, String> {
+    let spec = StoreSpec::new(&entry.name, live, entry.ban_policy());
+    let store = factory(&spec).map_err(|e| e.to_string())?;
+    match spec.dropped() {
+        Some(why) => Err(why),
+        None => Ok(store),
     }
 }
 

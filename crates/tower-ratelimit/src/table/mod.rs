@@ -172,17 +172,17 @@
 //!
 //! ```
 //! use axum::{routing::post, Router};
-//! use ratelimit_core::{LiveAlgorithm, MemoryStore};
+//! use ratelimit_core::MemoryStore;
 //! use std::convert::Infallible;
-//! use tower_ratelimit::table::{PolicyKey, PolicyOptions, PolicyTable};
+//! use tower_ratelimit::table::{PolicyKey, PolicyOptions, PolicyTable, StoreSpec};
 //!
 //! let table = PolicyTable::from_toml(
 //!     "[[limit]]\nname = \"login\"\nalgorithm = \"gcra 5/1m\"\nkey = \"client-ip\"\nroutes = [\"POST /login\"]\n",
 //!     None,
 //! )?;
 //! let router = Router::new().route("/login", post(|| async { "ok" }));
-//! let (router, handle) = table.apply(router, &PolicyOptions::default(), |_, live: &LiveAlgorithm| {
-//!     Ok::<_, Infallible>(MemoryStore::<_, PolicyKey>::new(live.clone()))
+//! let (router, handle) = table.apply(router, &PolicyOptions::default(), |spec: &StoreSpec| {
+//!     Ok::<_, Infallible>(MemoryStore::<_, PolicyKey>::builder(spec.live().clone()).ban(spec.ban()).build())
 //! })?;
 //! # let _ = (router, handle);
 //! # Ok::<(), tower_ratelimit::table::PolicyError>(())
@@ -206,6 +206,7 @@ mod route;
 mod runtime_overrides;
 mod settle;
 mod shared;
+mod store_spec;
 #[cfg(test)]
 mod tests;
 mod tier;
@@ -225,4 +226,5 @@ pub use ratelimit_core::{
 pub use reload::{LimitChange, PolicyHandle};
 pub use route::RouteSpec;
 pub use settle::Estimate;
+pub use store_spec::StoreSpec;
 pub use tier::Tier;

@@ -37,7 +37,7 @@ async fn plain_closures_infer_and_take_effect() {
     )
     .cost(|req: &Parts| if req.method == Method::POST { 2 } else { 1 })
     .select(|_req: &Parts, key: &HeaderKey| {
-        if key.as_str() == "staff" {
+        if key.stored() == "staff" {
             Selection::NONE
         } else {
             Selection::ALL

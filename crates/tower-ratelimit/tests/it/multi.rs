@@ -103,7 +103,7 @@ async fn cost_and_selection_per_request() {
         .limit("free", MemoryStore::new(Gcra::new(10, 60 * SEC).unwrap()))
         .limit("pro", MemoryStore::new(Gcra::new(100, 60 * SEC).unwrap()))
         .select(|_: &Parts, key: &HeaderKey| {
-            if key.as_str().starts_with("pro-") {
+            if key.stored().starts_with("pro-") {
                 Selection::only(1)
             } else {
                 Selection::only(0)

@@ -10,7 +10,7 @@ use std::convert::Infallible;
 use std::path::Path;
 use std::sync::Arc;
 use tower::ServiceExt;
-use tower_ratelimit::table::{PolicyHandle, PolicyKey, PolicyOptions, PolicyTable};
+use tower_ratelimit::table::{PolicyHandle, PolicyKey, PolicyOptions, PolicyTable, StoreSpec};
 
 const TABLE: &str = r#"
 [[limit]]
@@ -59,8 +59,10 @@ fn app_and_handle(table: &PolicyTable, clock: &ManualClock) -> (Router, PolicyHa
         ..PolicyOptions::default()
     };
     table
-        .apply(router, &options, |_, live: &LiveAlgorithm| {
-            Ok::<_, Infallible>(MemoryStore::<LiveAlgorithm, PolicyKey>::new(live.clone()))
+        .apply(router, &options, |spec: &StoreSpec| {
+            Ok::<_, Infallible>(MemoryStore::<LiveAlgorithm, PolicyKey>::new(
+                spec.live().clone(),
+            ))
         })
         .unwrap()
 }
@@ -615,8 +617,10 @@ async fn tiers_tell_anonymous_from_authenticated_clients() {
         ..PolicyOptions::default()
     };
     let (app, _) = table
-        .apply(router, &options, |_, live: &LiveAlgorithm| {
-            Ok::<_, Infallible>(MemoryStore::<LiveAlgorithm, PolicyKey>::new(live.clone()))
+        .apply(router, &options, |spec: &StoreSpec| {
+            Ok::<_, Infallible>(MemoryStore::<LiveAlgorithm, PolicyKey>::new(
+                spec.live().clone(),
+            ))
         })
         .unwrap();
     let count = |headers: &'static [(&'static str, &'static [u8])]| {
@@ -686,8 +690,10 @@ async fn app_defined_keys() {
         None,
     )
     .unwrap();
-    let store = |_: &str, live: &LiveAlgorithm| {
-        Ok::<_, Infallible>(MemoryStore::<LiveAlgorithm, PolicyKey>::new(live.clone()))
+    let store = |spec: &StoreSpec| {
+        Ok::<_, Infallible>(MemoryStore::<LiveAlgorithm, PolicyKey>::new(
+            spec.live().clone(),
+        ))
     };
     let router = || Router::new().route("/", get(|| async { "ok" }));
     // Not defined by the app: an error naming the entry.

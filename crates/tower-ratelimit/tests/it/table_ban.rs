@@ -192,3 +192,44 @@ async fn with_the_opt_in_a_global_ban_bans_every_client() {
     let res = app.clone().oneshot(req).await.unwrap();
     assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
 }
+
+/// A store factory that never reads the limit's ban: the table is refused,
+/// naming the limit, instead of running without the ban. A factory whose
+/// store cannot ban refuses it itself, naming the limit and the field.
+#[test]
+fn a_ban_the_store_factory_drops_is_refused() {
+    use ratelimit_core::{LiveAlgorithm, MemoryStore};
+    use std::convert::Infallible;
+    use tower_ratelimit::table::{PolicyKey, StoreSpec};
+    let table = PolicyTable::from_toml(TABLE, None).unwrap();
+    let router = || Router::new().route("/login", post(|| async { "ok" }));
+    let options = PolicyOptions::default();
+    let dropping = |spec: &StoreSpec| {
+        Ok::<_, Infallible>(MemoryStore::<LiveAlgorithm, PolicyKey>::new(
+            spec.live().clone(),
+        ))
+    };
+    let err = table.apply(router(), &options, dropping).err().unwrap();
+    let text = err.to_string();
+    assert!(text.contains("\"login\"") && text.contains("ban"), "{text}");
+    let cannot = |spec: &StoreSpec| match spec.ban() {
+        Some(_) => Err(spec.unsupported("ban")),
+        None => Ok(MemoryStore::<LiveAlgorithm, PolicyKey>::new(
+            spec.live().clone(),
+        )),
+    };
+    let err = table.apply(router(), &options, cannot).err().unwrap();
+    assert!(
+        err.to_string().contains("its store cannot apply ban"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("\"login\""), "{err}");
+    let keeping = |spec: &StoreSpec| {
+        Ok::<_, Infallible>(
+            MemoryStore::<LiveAlgorithm, PolicyKey>::builder(spec.live().clone())
+                .ban(spec.ban())
+                .build(),
+        )
+    };
+    assert!(table.apply(router(), &options, keeping).is_ok());
+}

@@ -760,6 +760,7 @@ mod hyper_app {
 }
 
 mod admin;
+mod fleet_on_redis;
 mod grpc;
 mod hardening;
 mod on_redis;

@@ -32,8 +32,8 @@ fn instance(server: &RedisServer, text: &str) -> (Router, PolicyHandle) {
     let router = Router::new().route("/tickets", post(|| async { "ticket" }));
     PolicyTable::from_toml(text, None)
         .unwrap()
-        .apply(router, &PolicyOptions::default(), |name, live| {
-            settings.build_live(name, live)
+        .apply(router, &PolicyOptions::default(), |spec| {
+            settings.build(spec.name(), spec.live(), spec.ban())
         })
         .unwrap()
 }

@@ -1,7 +1,7 @@
 //! The circuit breaker: while Redis is failing, calls fail fast instead of
 //! each waiting out a timeout.
 
-use crate::log_throttle::{LogThrottle, LOG_EVERY};
+use crate::outage::log_throttle::{LogThrottle, LOG_EVERY};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 use tokio::time::Instant;

@@ -2,20 +2,11 @@
 //! publishes its own admin changes, and applies other stores' changes to
 //! what it holds locally (deny cache, leases, fallback).
 
-use crate::invalidation::{self, Change, Listener};
-use crate::store::{Inner, RedisStore};
-use crate::time_source::TimeSource;
+use crate::connect::time_source::TimeSource;
+use crate::fleet::invalidation::{self, Change, Listener};
+use crate::inner::Inner;
 use ratelimit_core::{Algorithm, Decision};
-use std::sync::{Arc, Weak};
 use std::time::Duration;
-
-impl RedisStore {
-    /// Subscribes the store to its Redis's and prefix's changes.
-    pub(crate) fn join_invalidation(&self) {
-        let listener = Arc::downgrade(&self.inner) as Weak<dyn Listener>;
-        invalidation::join(&self.inner.conn, &self.inner.script.prefix, listener);
-    }
-}
 
 impl Inner {
     /// Tells every store sharing the Redis and prefix of `change` to

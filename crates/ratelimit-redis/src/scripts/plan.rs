@@ -5,8 +5,10 @@
 //! checks, once at build time, that a configuration stays inside the range
 //! where that holds, and rejects it otherwise.
 
-use crate::args::{FixedArgs, GcraArgs, LeakyArgs, LogArgs, Params, SlidingArgs, WindowsArg};
-use crate::BuildError;
+use crate::scripts::args::{
+    FixedArgs, GcraArgs, LeakyArgs, LogArgs, Params, SlidingArgs, WindowsArg,
+};
+use crate::RedisBuildError;
 use ratelimit_core::{
     saturating_nanos, Algorithm, Anchor, AnyAlgorithm, AnyGcra, AnyLeakyBucket, CalendarUnit,
     FixedWindow, SlidingLog, SlidingWindow,
@@ -48,12 +50,12 @@ fn nanos(d: Duration) -> u128 {
     d.as_nanos()
 }
 
-fn unsupported(algorithm: &AnyAlgorithm, why: &str) -> BuildError {
-    BuildError::Unsupported(format!("{} ({algorithm:?}): {why}", algorithm.name()))
+fn unsupported(algorithm: &AnyAlgorithm, why: &str) -> RedisBuildError {
+    RedisBuildError::Unsupported(format!("{} ({algorithm:?}): {why}", algorithm.name()))
 }
 
 /// A number the bounds checked below 2^51, as the script takes it.
-fn number(algorithm: &AnyAlgorithm, x: u128) -> Result<u64, BuildError> {
+fn number(algorithm: &AnyAlgorithm, x: u128) -> Result<u64, RedisBuildError> {
     u64::try_from(x).map_err(|_| unsupported(algorithm, "a parameter exceeds 64 bits"))
 }
 
@@ -66,7 +68,7 @@ fn scaled(
     period: Duration,
     count: u64,
     max_count: u64,
-) -> Result<[u64; 5], BuildError> {
+) -> Result<[u64; 5], RedisBuildError> {
     let (l, p) = (u128::from(limit), nanos(period));
     let g = gcd(l, p);
     let (step, scale) = (p / g, l / g);
@@ -89,7 +91,11 @@ fn scaled(
     ])
 }
 
-fn window(algorithm: &AnyAlgorithm, limit: u64, period: Duration) -> Result<[u64; 3], BuildError> {
+fn window(
+    algorithm: &AnyAlgorithm,
+    limit: u64,
+    period: Duration,
+) -> Result<[u64; 3], RedisBuildError> {
     let p = nanos(period);
     if p >= LIMIT || u128::from(limit) >= LIMIT {
         return Err(unsupported(
@@ -103,7 +109,7 @@ fn window(algorithm: &AnyAlgorithm, limit: u64, period: Duration) -> Result<[u64
 
 impl Plan {
     /// The plan for `algorithm`, or why it cannot run exactly in Redis.
-    pub(crate) fn new(algorithm: &AnyAlgorithm, exact_log: bool) -> Result<Self, BuildError> {
+    pub(crate) fn new(algorithm: &AnyAlgorithm, exact_log: bool) -> Result<Self, RedisBuildError> {
         let (body, params) = match algorithm {
             AnyAlgorithm::Gcra(g) => gcra_plan(algorithm, g)?,
             AnyAlgorithm::TokenBucket(t) => gcra_plan(algorithm, t.as_gcra())?,
@@ -130,7 +136,7 @@ impl Plan {
 }
 
 /// The script body and parameters of a GCRA (a token bucket's too).
-fn gcra_plan(algorithm: &AnyAlgorithm, g: &AnyGcra) -> Result<(String, Params), BuildError> {
+fn gcra_plan(algorithm: &AnyAlgorithm, g: &AnyGcra) -> Result<(String, Params), RedisBuildError> {
     let burst = g.burst();
     let max = burst
         .checked_add(2)
@@ -153,7 +159,7 @@ fn gcra_plan(algorithm: &AnyAlgorithm, g: &AnyGcra) -> Result<(String, Params), 
 fn leaky_plan(
     algorithm: &AnyAlgorithm,
     b: &AnyLeakyBucket,
-) -> Result<(String, Params), BuildError> {
+) -> Result<(String, Params), RedisBuildError> {
     let q = b.queue();
     let max = q
         .checked_add(3)
@@ -246,7 +252,7 @@ fn short_name(algorithm: &AnyAlgorithm) -> &'static str {
     }
 }
 
-fn fixed_params(algorithm: &AnyAlgorithm, w: &FixedWindow) -> Result<Params, BuildError> {
+fn fixed_params(algorithm: &AnyAlgorithm, w: &FixedWindow) -> Result<Params, RedisBuildError> {
     let (period, phase, windows) = match w.calendar_unit() {
         None if w.anchor() == Anchor::FirstRequest => (w.period(), 0, WindowsArg::FirstRequest),
         // The key-offset phase depends on the key: the store fills it in
@@ -277,7 +283,7 @@ fn fixed_params(algorithm: &AnyAlgorithm, w: &FixedWindow) -> Result<Params, Bui
     }))
 }
 
-fn sliding_params(algorithm: &AnyAlgorithm, w: &SlidingWindow) -> Result<Params, BuildError> {
+fn sliding_params(algorithm: &AnyAlgorithm, w: &SlidingWindow) -> Result<Params, RedisBuildError> {
     let [period, limit, period_g] = window(algorithm, w.rate_limit(), w.period())?;
     Ok(Params::Sliding(SlidingArgs {
         period,
@@ -287,7 +293,11 @@ fn sliding_params(algorithm: &AnyAlgorithm, w: &SlidingWindow) -> Result<Params,
     }))
 }
 
-fn log_params(algorithm: &AnyAlgorithm, l: &SlidingLog, exact: bool) -> Result<Params, BuildError> {
+fn log_params(
+    algorithm: &AnyAlgorithm,
+    l: &SlidingLog,
+    exact: bool,
+) -> Result<Params, RedisBuildError> {
     let [period, limit, period_g] = window(algorithm, l.rate_limit(), l.period())?;
     Ok(Params::Log(LogArgs {
         period,

@@ -1,10 +1,10 @@
 //! One shared multiplexed connection, (re)established in the background.
 
-use crate::failure::{Failure, Kind};
-use crate::key_secret::{KeySecret, SecretSource};
-use crate::roster::{Rosters, INSTANCE_ANNOUNCE_EVERY};
 #[cfg(feature = "sentinel")]
-use crate::sentinel::{Follower, SentinelBackend};
+use crate::connect::sentinel::{Follower, SentinelBackend};
+use crate::fleet::key_secret::{SecretCell, SecretSource};
+use crate::fleet::roster::{Rosters, INSTANCE_ANNOUNCE_EVERY};
+use crate::outage::failure::{Failure, Kind};
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::{AsyncConnectionConfig, Client, Cmd, Pipeline, RedisFuture, Value};
 use std::pin::pin;
@@ -54,13 +54,13 @@ impl Backend {
 /// next.
 #[cfg(feature = "cluster")]
 pub(crate) struct ClusterBackend {
-    target: crate::cluster_target::ClusterTarget,
+    target: crate::connect::cluster_target::ClusterTarget,
     next: std::sync::atomic::AtomicUsize,
 }
 
 #[cfg(feature = "cluster")]
 impl ClusterBackend {
-    pub(crate) fn new(target: crate::cluster_target::ClusterTarget) -> Self {
+    pub(crate) fn new(target: crate::connect::cluster_target::ClusterTarget) -> Self {
         Self {
             target,
             next: std::sync::atomic::AtomicUsize::new(0),
@@ -118,8 +118,8 @@ impl ConnectionLike for Handle {
     }
 }
 
-/// A connection to a [`Target`](crate::Target), whatever its topology,
-/// for an app's own commands (see [`Target::connect`](crate::Target::connect)).
+/// A connection to a `Target`, whatever its topology,
+/// for an app's own commands (see `Target::connect`).
 #[derive(Clone)]
 pub struct Connection(pub(crate) Handle);
 
@@ -178,7 +178,7 @@ pub(crate) struct Conn {
     config: AsyncConnectionConfig,
     connect_timeout: Duration,
     scripts: Mutex<Vec<Arc<ScriptSlot>>>,
-    pub(crate) secret: KeySecret,
+    pub(crate) secret: SecretCell,
     slot: Mutex<Slot>,
     ready: Notify,
     /// When the key secret was last written back and read (see `sync_secret`).
@@ -197,7 +197,7 @@ impl Conn {
                 .set_response_timeout(None),
             connect_timeout,
             scripts: Mutex::default(),
-            secret: KeySecret::new(secret),
+            secret: SecretCell::new(secret),
             slot: Mutex::new(Slot::default()),
             ready: Notify::new(),
             synced: Mutex::new(None),
@@ -297,7 +297,8 @@ impl Conn {
     async fn connect(self: Arc<Self>) {
         let this = Arc::clone(&self);
         let open = async move {
-            let driven = crate::driver::drive(async move { this.backend.open(&this.config).await });
+            let driven =
+                crate::connect::driver::drive(async move { this.backend.open(&this.config).await });
             driven.await.unwrap_or_else(|why| {
                 Err(redis::RedisError::from((
                     redis::ErrorKind::Io,
@@ -361,7 +362,7 @@ impl Conn {
                     if self.rosters.start() {
                         // On the driver thread: it outlives the caller's
                         // runtime, and a busy one does not delay it.
-                        crate::driver::spawn(announcing(Arc::downgrade(&self)));
+                        crate::connect::driver::spawn(announcing(Arc::downgrade(&self)));
                     }
                     tracing::debug!(target: "ratelimit_redis", "connected to redis");
                 }

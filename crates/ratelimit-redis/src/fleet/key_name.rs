@@ -2,10 +2,10 @@
 //! and Redis keys): its text, or a secret key's keyed hash, waiting for
 //! the key secret when the store does not know it yet.
 
-use crate::breaker::Outcome;
-use crate::failure::{Failure, Kind};
-use crate::key_secret::hashed;
-use crate::store::Inner;
+use crate::fleet::key_secret::hashed;
+use crate::inner::Inner;
+use crate::outage::breaker::Outcome;
+use crate::outage::failure::{Failure, Kind};
 use ratelimit_core::StoreError;
 
 impl Inner {

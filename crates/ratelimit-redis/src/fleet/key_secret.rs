@@ -14,32 +14,50 @@ pub(crate) const SECRET_SUFFIX: &str = "key-secret";
 /// The length of a hashed key's text: `#` and 32 hex digits.
 pub(crate) const HASHED_LEN: usize = 33;
 
-/// A key secret given in the settings: 32 hex digits (16 bytes), the same
-/// on every instance sharing the Redis (see
+/// The one secret of the workspace: keys are named by its keyed hash in
+/// Redis. Secret keys (API keys, bearer tokens) and long keys (over 64
+/// bytes) never reach Redis as text; their name is `#` and the 32 hex
+/// digits of the keyed SipHash-2-4 of the key's text.
+///
+/// By default you give none: the store shares one through Redis at
+/// `{prefix}key-secret` (the first instance writes a random one with `SET
+/// NX`, every instance reads it back), so every instance names a key
+/// alike. Give one (32 hex digits, 16 bytes) to fix it, the same on every
+/// instance (see
 /// [`RedisStoreBuilder::key_secret`](crate::RedisStoreBuilder::key_secret)).
+///
+/// ```
+/// use ratelimit_redis::KeySecret;
+///
+/// let secret: KeySecret = "000102030405060708090a0b0c0d0e0f".parse()?;
+/// assert_eq!(format!("{secret:?}"), "KeySecret(..)");
+/// assert!("not hex".parse::<KeySecret>().is_err());
+/// # Ok::<(), ratelimit_redis::RedisBuildError>(())
+/// ```
+///
 /// `Debug` does not show it; a parse error names the length or the
 /// position of the first bad character, never the secret.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub struct SettingsSecret(pub [u8; 16]);
+pub struct KeySecret(pub [u8; 16]);
 
-impl std::str::FromStr for SettingsSecret {
-    type Err = crate::BuildError;
+impl std::str::FromStr for KeySecret {
+    type Err = crate::RedisBuildError;
 
     fn from_str(hex: &str) -> Result<Self, Self::Err> {
         from_hex(hex)
             .map(Self)
-            .map_err(crate::BuildError::KeySecret)
+            .map_err(crate::RedisBuildError::KeySecret)
     }
 }
 
-impl fmt::Debug for SettingsSecret {
+impl fmt::Debug for KeySecret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("SettingsSecret(..)")
+        f.write_str("KeySecret(..)")
     }
 }
 
 #[cfg(feature = "serde")]
-impl<'de> serde::Deserialize<'de> for SettingsSecret {
+impl<'de> serde::Deserialize<'de> for KeySecret {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let hex = String::deserialize(d)?;
         hex.parse().map_err(serde::de::Error::custom)
@@ -67,12 +85,12 @@ impl fmt::Debug for SecretSource {
 
 /// The secret a store hashes secret keys with: fixed, or the one last read
 /// from Redis (cached: a check never reads it).
-pub(crate) struct KeySecret {
+pub(crate) struct SecretCell {
     source: SecretSource,
     current: Mutex<Option<[u8; 16]>>,
 }
 
-impl KeySecret {
+impl SecretCell {
     pub(crate) fn new(source: SecretSource) -> Self {
         let current = match &source {
             SecretSource::Fixed(bytes) => Some(*bytes),
@@ -189,7 +207,7 @@ mod tests {
 
     #[test]
     fn secrets_read_back_and_adopted() {
-        let s = KeySecret::new(SecretSource::Shared("p:key-secret".into()));
+        let s = SecretCell::new(SecretSource::Shared("p:key-secret".into()));
         assert_eq!(s.get(), None);
         let first = s.candidate();
         assert_eq!(from_hex(&first).unwrap().len(), 16);

@@ -17,7 +17,7 @@ static WARNED: AtomicBool = AtomicBool::new(false);
 
 /// The roster's script: announce, drop those not seen within the bound,
 /// count (see `lua/roster.lua`).
-const SCRIPT: &str = include_str!("lua/roster.lua");
+const SCRIPT: &str = include_str!("../scripts/lua/roster.lua");
 
 /// One roster: the stores deciding the same limits on the same keys, at
 /// `{prefix}instances:{limits}`, and how many were seen lately.
@@ -47,7 +47,7 @@ pub(crate) struct Rosters {
 
 impl Rosters {
     pub(crate) fn new() -> Self {
-        let bytes = crate::key_secret::random();
+        let bytes = crate::fleet::key_secret::random();
         let id = bytes[..8].iter().map(|b| format!("{b:02x}")).collect();
         Self {
             id,

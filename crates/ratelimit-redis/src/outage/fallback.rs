@@ -2,13 +2,13 @@
 //! in-memory fallback's answer, or an error), and the throttled report of
 //! the failure.
 
-use crate::combine::{combine, settled};
-use crate::failure::{Failure, Kind};
+use crate::fleet::roster::Roster;
+use crate::outage::failure::{Failure, Kind};
 #[cfg(feature = "live")]
-use crate::live_fallback::LiveMemory;
-use crate::log_throttle::{LogThrottle, LOG_EVERY};
-use crate::outage_share::Share;
-use crate::roster::Roster;
+use crate::outage::live_fallback::LiveMemory;
+use crate::outage::log_throttle::{LogThrottle, LOG_EVERY};
+use crate::outage::share::Share;
+use crate::scripts::combine::{combine, settled};
 use ratelimit_core::{
     Algorithm, AnyAlgorithm, BanPolicy, Decision, MemoryStore, StoreCounts, StoreError,
 };

@@ -27,15 +27,13 @@
 //! each loss seen in `ratelimit_redis_losses_total`; a loss is logged
 //! (`warn` when the store holds keys, else `info`).
 
-use crate::failure::{Failure, Kind};
-use crate::held::Held;
-use crate::script::Op;
-use crate::store::Inner;
+use crate::inner::Inner;
+use crate::outage::failure::{Failure, Kind};
+use crate::scripts::script::Op;
 use ratelimit_core::{Decision, StoreError};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
-use tokio::time::Instant;
 
 /// What ends the marker key's name, after the store's prefix.
 pub(crate) const EPOCH_SUFFIX: &str = "epoch";
@@ -53,40 +51,6 @@ const IN_FLIGHT: usize = 32;
 /// The longest span written back, ns (the scripts keep numbers below
 /// 2^53).
 const MAX_SPAN: u64 = 1 << 52;
-
-/// A store's side of write-backs: what it holds, and the marker it read
-/// last.
-pub(crate) struct WriteBack {
-    pub(crate) held: Held,
-    epoch: Mutex<Option<String>>,
-    /// A loss was seen, and not every key held is written back yet.
-    owed: AtomicBool,
-    last: Mutex<Option<Instant>>,
-    running: AtomicBool,
-}
-
-impl WriteBack {
-    pub(crate) fn new() -> Self {
-        Self {
-            held: Held::new(),
-            epoch: Mutex::new(None),
-            owed: AtomicBool::new(false),
-            last: Mutex::new(None),
-            running: AtomicBool::new(false),
-        }
-    }
-
-    /// Whether the marker was last read `every` ago or more, and no
-    /// write-back runs; if so, one is marked as starting now.
-    pub(crate) fn due(&self, every: Duration) -> bool {
-        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
-        if last.is_some_and(|t| t.elapsed() < every) || self.running.load(Ordering::Acquire) {
-            return false;
-        }
-        *last = Some(Instant::now());
-        true
-    }
-}
 
 /// What a write-back did.
 #[derive(Default)]
@@ -231,7 +195,12 @@ impl Inner {
     }
 
     /// Writes `standing` back, [`IN_FLIGHT`] calls at a time.
-    async fn write_all(&self, standing: Vec<crate::held::Standing>, now: u64, local: u64) -> Tally {
+    async fn write_all(
+        &self,
+        standing: Vec<crate::fleet::held::Standing>,
+        now: u64,
+        local: u64,
+    ) -> Tally {
         let mut tally = Tally::default();
         for batch in standing.chunks(IN_FLIGHT) {
             let calls = batch.iter().map(|s| {
@@ -260,7 +229,7 @@ impl Inner {
     /// value, then `GET`, in one round trip.
     async fn read_marker(&self) -> Result<String, Failure> {
         let key = format!("{}{EPOCH_SUFFIX}", self.script.prefix);
-        let fresh = crate::key_secret::to_hex(&crate::key_secret::random());
+        let fresh = crate::fleet::key_secret::to_hex(&crate::fleet::key_secret::random());
         let (mut c, generation) = self.conn.get(self.timeout).await?;
         let mut pipe = redis::pipe();
         pipe.cmd("SET").arg(&key).arg(fresh).arg("NX").ignore();

@@ -2,9 +2,9 @@
 //! or a Cluster, parsed from one URL form in one place.
 
 #[cfg(feature = "cluster")]
-use crate::cluster_target::ClusterTarget;
-use crate::conn::Backend;
-use crate::BuildError;
+use crate::connect::cluster_target::ClusterTarget;
+use crate::connect::conn::Backend;
+use crate::RedisBuildError;
 use std::fmt;
 use std::path::Path;
 
@@ -71,13 +71,13 @@ impl Target {
     /// assert_eq!(single.to_string(), "redis://:***@127.0.0.1:6379/0");
     /// let err = Target::parse("http://127.0.0.1/", None).unwrap_err();
     /// assert!(err.to_string().contains("http://127.0.0.1/"));
-    /// # Ok::<(), ratelimit_redis::BuildError>(())
+    /// # Ok::<(), ratelimit_redis::RedisBuildError>(())
     /// ```
-    pub fn parse(url: &str, tls_ca: Option<&Path>) -> Result<Self, BuildError> {
+    pub fn parse(url: &str, tls_ca: Option<&Path>) -> Result<Self, RedisBuildError> {
         let url = url.trim();
-        let bad = |why: &str| BuildError::Url(format!("{}: {why}", redact(url)));
+        let bad = |why: &str| RedisBuildError::Url(format!("{}: {why}", redact(url)));
         if url.is_empty() {
-            return Err(BuildError::Url("(empty): no url".to_owned()));
+            return Err(RedisBuildError::Url("(empty): no url".to_owned()));
         }
         if let Some(rest) = url.strip_prefix("redis+sentinel://") {
             if tls_ca.is_some() {
@@ -117,15 +117,17 @@ impl Target {
     }
 
     /// The connection it stands for, without connecting.
-    pub(crate) fn into_backend(self) -> Result<Backend, BuildError> {
+    pub(crate) fn into_backend(self) -> Result<Backend, RedisBuildError> {
         Ok(match self {
             Self::Url(url) => return Self::parse(&url, None)?.into_backend(),
             Self::Client(c) => Backend::Single(*c),
             #[cfg(feature = "cluster")]
-            Self::Cluster(c) => Backend::Cluster(Box::new(crate::conn::ClusterBackend::new(*c))),
+            Self::Cluster(c) => {
+                Backend::Cluster(Box::new(crate::connect::conn::ClusterBackend::new(*c)))
+            }
             #[cfg(feature = "sentinel")]
             Self::Sentinel(s) => {
-                Backend::Sentinel(Box::new(crate::sentinel::SentinelBackend::new(
+                Backend::Sentinel(Box::new(crate::connect::sentinel::SentinelBackend::new(
                     s.client()?,
                     s.sentinels.clone(),
                     s.service.clone(),
@@ -154,7 +156,7 @@ impl Target {
 
 /// A client for one TLS server, trusting `ca` if given, else the web roots.
 #[cfg(feature = "tls")]
-fn tls_client(url: &str, ca: Option<Vec<u8>>) -> Result<Target, BuildError> {
+fn tls_client(url: &str, ca: Option<Vec<u8>>) -> Result<Target, RedisBuildError> {
     install_crypto();
     let client = match ca {
         Some(pem) => redis::Client::build_with_tls(url, certificates(pem)),
@@ -166,7 +168,7 @@ fn tls_client(url: &str, ca: Option<Vec<u8>>) -> Result<Target, BuildError> {
 }
 
 #[cfg(not(feature = "tls"))]
-fn tls_client(url: &str, _ca: Option<Vec<u8>>) -> Result<Target, BuildError> {
+fn tls_client(url: &str, _ca: Option<Vec<u8>>) -> Result<Target, RedisBuildError> {
     Err(needs(url, "rediss://", "tls"))
 }
 
@@ -188,8 +190,8 @@ fn install_crypto() {
 }
 
 /// The PEM file `path`, which must hold a certificate.
-fn read_ca(path: &Path) -> Result<Vec<u8>, BuildError> {
-    let why = |why: String| BuildError::TlsCa(format!("{}: {why}", path.display()));
+fn read_ca(path: &Path) -> Result<Vec<u8>, RedisBuildError> {
+    let why = |why: String| RedisBuildError::TlsCa(format!("{}: {why}", path.display()));
     let pem = std::fs::read(path).map_err(|e| why(e.to_string()))?;
     if !pem.windows(27).any(|w| w == b"-----BEGIN CERTIFICATE-----") {
         return Err(why("no PEM certificate in it".to_owned()));
@@ -199,7 +201,7 @@ fn read_ca(path: &Path) -> Result<Vec<u8>, BuildError> {
 
 /// A Cluster from a comma-separated list of node URLs.
 #[cfg(feature = "cluster")]
-fn cluster(url: &str, ca: Option<Vec<u8>>) -> Result<Target, BuildError> {
+fn cluster(url: &str, ca: Option<Vec<u8>>) -> Result<Target, RedisBuildError> {
     let nodes: Vec<&str> = url.split(',').map(str::trim).collect();
     let tls = nodes.first().is_some_and(|n| n.starts_with("rediss://"));
     for node in &nodes {
@@ -209,7 +211,7 @@ fn cluster(url: &str, ca: Option<Vec<u8>>) -> Result<Target, BuildError> {
             node.starts_with("redis://")
         };
         if !ok {
-            return Err(BuildError::Url(format!(
+            return Err(RedisBuildError::Url(format!(
                 "{}: cluster node {:?} must be a {} url like the first",
                 redact(url),
                 redact(node),
@@ -218,7 +220,7 @@ fn cluster(url: &str, ca: Option<Vec<u8>>) -> Result<Target, BuildError> {
         }
     }
     if !tls && ca.is_some() {
-        return Err(BuildError::Url(format!(
+        return Err(RedisBuildError::Url(format!(
             "{}: a TLS CA is set but the urls are not rediss://",
             redact(url)
         )));
@@ -261,14 +263,14 @@ fn node_client(node: &str, ca: Option<&Vec<u8>>) -> redis::RedisResult<redis::Cl
 }
 
 #[cfg(not(feature = "cluster"))]
-fn cluster(url: &str, _ca: Option<Vec<u8>>) -> Result<Target, BuildError> {
+fn cluster(url: &str, _ca: Option<Vec<u8>>) -> Result<Target, RedisBuildError> {
     Err(needs(url, "a list of cluster node urls", "cluster"))
 }
 
 /// `rest`: `[user:password@]host:port[,host:port...]/service[/db]`.
 #[cfg(feature = "sentinel")]
-fn sentinel(url: &str, rest: &str) -> Result<Target, BuildError> {
-    let bad = |why: String| BuildError::Url(format!("{}: {why}", redact(url)));
+fn sentinel(url: &str, rest: &str) -> Result<Target, RedisBuildError> {
+    let bad = |why: String| RedisBuildError::Url(format!("{}: {why}", redact(url)));
     let (auth, rest) = match rest.rsplit_once('@') {
         Some((auth, rest)) => (Some(auth), rest),
         None => (None, rest),
@@ -352,14 +354,14 @@ fn percent_decoded(text: &str) -> String {
 }
 
 #[cfg(not(feature = "sentinel"))]
-fn sentinel(url: &str, _rest: &str) -> Result<Target, BuildError> {
+fn sentinel(url: &str, _rest: &str) -> Result<Target, RedisBuildError> {
     Err(needs(url, "redis+sentinel://", "sentinel"))
 }
 
 #[cfg(feature = "sentinel")]
 impl SentinelTarget {
     /// A client asking the Sentinels for the service's master.
-    fn client(&self) -> Result<redis::sentinel::SentinelClient, BuildError> {
+    fn client(&self) -> Result<redis::sentinel::SentinelClient, RedisBuildError> {
         let addrs = self
             .sentinels
             .iter()
@@ -370,7 +372,7 @@ impl SentinelTarget {
             redis::sentinel::SentinelServerType::Master,
         )
         .map(|b| b.set_client_to_redis_db(self.db))
-        .map_err(|e| BuildError::Url(format!("{self}: {e}")))?;
+        .map_err(|e| RedisBuildError::Url(format!("{self}: {e}")))?;
         if let Some(user) = &self.username {
             builder = builder.set_client_to_redis_username(user);
         }
@@ -379,7 +381,7 @@ impl SentinelTarget {
         }
         builder
             .build()
-            .map_err(|e| BuildError::Url(format!("{self}: {e}")))
+            .map_err(|e| RedisBuildError::Url(format!("{self}: {e}")))
     }
 }
 
@@ -453,8 +455,8 @@ fn address(info: &redis::ConnectionInfo) -> String {
 }
 
 /// A bad `url`: its text (passwords masked), and why.
-fn bad(url: &str, why: impl fmt::Display) -> BuildError {
-    BuildError::Url(format!("{}: {why}", redact(url)))
+fn bad(url: &str, why: impl fmt::Display) -> RedisBuildError {
+    RedisBuildError::Url(format!("{}: {why}", redact(url)))
 }
 
 /// A `url` of a form whose feature is off.
@@ -463,7 +465,7 @@ fn bad(url: &str, why: impl fmt::Display) -> BuildError {
     not(feature = "cluster"),
     not(feature = "sentinel")
 ))]
-fn needs(url: &str, form: &str, feature: &str) -> BuildError {
+fn needs(url: &str, form: &str, feature: &str) -> RedisBuildError {
     bad(
         url,
         format_args!("{form} needs ratelimit-redis's `{feature}` feature"),

@@ -2,12 +2,12 @@
 //! call, the one invocation of it, the well-formedness of its replies, and
 //! the decisions they give.
 
-use crate::args::{BanArgs, CallArgs, CommonArgs, OpArg, Params};
-use crate::combine::combine;
-use crate::conn::{Conn, Handle, ScriptSlot};
-use crate::failure::{Failure, Kind};
-use crate::plan::{key_phase, multi_source, Plan};
-use crate::time_source::TimeSource;
+use crate::connect::conn::{Conn, Handle, ScriptSlot};
+use crate::connect::time_source::TimeSource;
+use crate::outage::failure::{Failure, Kind};
+use crate::scripts::args::{BanArgs, CallArgs, CommonArgs, OpArg, Params};
+use crate::scripts::combine::combine;
+use crate::scripts::plan::{key_phase, multi_source, Plan};
 use ratelimit_core::{Algorithm, AnyAlgorithm, Decision};
 use std::sync::Arc;
 use std::time::Duration;

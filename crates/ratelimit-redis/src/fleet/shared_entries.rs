@@ -28,11 +28,11 @@
 //! same, the digests stored before match no request any more, and those
 //! entries must be added again.
 
-use crate::conn::Conn;
-use crate::failure::{Failure, Kind};
-use crate::key_secret::{hash128, SecretSource, SECRET_SUFFIX};
-use crate::log_throttle::{LogThrottle, LOG_EVERY};
-use crate::{BuildError, Target};
+use crate::connect::conn::Conn;
+use crate::fleet::key_secret::{hash128, SecretSource, SECRET_SUFFIX};
+use crate::outage::failure::{Failure, Kind};
+use crate::outage::log_throttle::{LogThrottle, LOG_EVERY};
+use crate::{RedisBuildError, Target};
 use futures_core::Stream;
 use ratelimit_core::{
     EntriesFuture, EntriesSink, EntryDigest, EntryTable, SharedEntries, SharedEntry,
@@ -79,7 +79,7 @@ return 1
 /// use ratelimit_redis::RedisEntries;
 /// // Connects in the background, on first use.
 /// let entries = RedisEntries::new("redis://127.0.0.1/", "myapp:")?;
-/// # Ok::<(), ratelimit_redis::BuildError>(())
+/// # Ok::<(), ratelimit_redis::RedisBuildError>(())
 /// ```
 pub struct RedisEntries {
     shared: Arc<Shared>,
@@ -112,7 +112,10 @@ impl RedisEntries {
     /// Entries on `target` under `prefix` (no braces), read every
     /// [`DEFAULT_REFRESH`] and at every change; calls wait for Redis up
     /// to 1 s.
-    pub fn new(target: impl Into<Target>, prefix: impl Into<String>) -> Result<Self, BuildError> {
+    pub fn new(
+        target: impl Into<Target>,
+        prefix: impl Into<String>,
+    ) -> Result<Self, RedisBuildError> {
         Self::with(target, prefix, DEFAULT_REFRESH)
     }
 
@@ -121,7 +124,7 @@ impl RedisEntries {
         target: impl Into<Target>,
         prefix: impl Into<String>,
         refresh: Duration,
-    ) -> Result<Self, BuildError> {
+    ) -> Result<Self, RedisBuildError> {
         Self::build(target.into(), prefix.into(), refresh, None)
     }
 
@@ -133,7 +136,7 @@ impl RedisEntries {
         prefix: impl Into<String>,
         refresh: Duration,
         secret: [u8; 16],
-    ) -> Result<Self, BuildError> {
+    ) -> Result<Self, RedisBuildError> {
         Self::build(target.into(), prefix.into(), refresh, Some(secret))
     }
 
@@ -142,9 +145,9 @@ impl RedisEntries {
         prefix: String,
         refresh: Duration,
         secret: Option<[u8; 16]>,
-    ) -> Result<Self, BuildError> {
+    ) -> Result<Self, RedisBuildError> {
         if prefix.contains(['{', '}']) {
-            return Err(BuildError::Prefix(prefix));
+            return Err(RedisBuildError::Prefix(prefix));
         }
         let timeout = Duration::from_secs(1);
         let backend = target.into_backend()?;
@@ -202,7 +205,7 @@ impl Shared {
     /// Runs `work` on the connection within the timeout.
     async fn run<T>(
         &self,
-        work: impl AsyncFnOnce(crate::conn::Handle) -> redis::RedisResult<T>,
+        work: impl AsyncFnOnce(crate::connect::conn::Handle) -> redis::RedisResult<T>,
     ) -> Result<T, Failure> {
         let go = async {
             let (c, _) = self.conn.get(self.timeout).await?;

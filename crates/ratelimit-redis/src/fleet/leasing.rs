@@ -2,41 +2,13 @@
 //! unspent units given back (an expired or evicted lease, a release at
 //! shutdown, a live store's change, the store dropped).
 
-use crate::lease::{Leases, Unspent};
-use crate::script::Op;
-use crate::store::{Inner, RedisStore};
-use crate::time_source::TimeSource;
+use crate::connect::time_source::TimeSource;
+use crate::fleet::lease::{Leases, Unspent};
+use crate::inner::Inner;
+use crate::scripts::script::Op;
 use ratelimit_core::{Decision, StoreError};
 use std::sync::Arc;
 use std::time::Duration;
-
-impl RedisStore {
-    /// Gives every lease's unspent units back to Redis and waits for it
-    /// (see [`RedisStoreBuilder::lease`](crate::RedisStoreBuilder::lease));
-    /// for a graceful shutdown.
-    pub async fn release_leases(&self) {
-        for (u, now) in self.inner.drain_leases() {
-            let _ = self.inner.refund(u.key, u.units, u.taken_at, now).await;
-        }
-    }
-
-    /// Takes every lease's unspent units out of this store (a live
-    /// store's old version), with the caller's time now, for another
-    /// store to give back.
-    #[cfg(feature = "live")]
-    pub(crate) fn take_leases(&self) -> Vec<(Unspent, u64)> {
-        self.inner.drain_leases()
-    }
-
-    /// Gives `unspent` back to Redis through this store, in tasks (see
-    /// [`take_leases`](Self::take_leases)).
-    #[cfg(feature = "live")]
-    pub(crate) fn give_back(&self, unspent: Vec<(Unspent, u64)>) {
-        for (u, now) in unspent {
-            self.inner.give_back(Some(u), now);
-        }
-    }
-}
 
 impl Inner {
     /// A cost-1 check of a hot key taking a lease: of `size`; when fewer

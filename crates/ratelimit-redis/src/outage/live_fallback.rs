@@ -4,7 +4,7 @@
 
 use ratelimit_core::{AnyAlgorithm, BanPolicy, LiveAlgorithm, MemoryStore};
 
-/// The memory a [`LiveRedis`](crate::LiveRedis)'s stores fall back to,
+/// The memory a `LiveRedis`'s stores fall back to,
 /// shared by all of them: one [`MemoryStore`] of a [`LiveAlgorithm`] of
 /// its own, which follows the live store's settings. A change of the
 /// settings is a change of this algorithm, so each key carries over in

@@ -26,9 +26,9 @@
 //! deny cache's second and the leases' ttl bound what another instance
 //! misses.
 
-use crate::conn::Conn;
-use crate::failure::{Failure, Kind};
-use crate::log_throttle::{LogThrottle, LOG_EVERY};
+use crate::connect::conn::Conn;
+use crate::outage::failure::{Failure, Kind};
+use crate::outage::log_throttle::{LogThrottle, LOG_EVERY};
 use futures_core::Stream;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
