@@ -166,6 +166,12 @@ fn the_environment_overrides_the_file_and_bad_values_are_named() {
             "{var}: {err}"
         );
     }
+    let cluster =
+        "[store]\nkind = \"redis\"\nurl = [\"redis://10.0.0.1:7000\", \"redis://10.0.0.2:7000\"]\n";
+    let limits = Limits::from_toml(cluster, None, |_| None).unwrap();
+    assert!(
+        matches!(limits.store(), StoreSettings::Redis { url, .. } if url == "redis://10.0.0.1:7000,redis://10.0.0.2:7000")
+    );
     let with_admin = format!("{memory}[admin]\naddress = \"127.0.0.1:0\"\n");
     let err = Limits::from_toml(&with_admin, None, |_| None).unwrap_err();
     assert!(

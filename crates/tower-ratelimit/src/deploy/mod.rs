@@ -7,7 +7,7 @@
 //! ```toml
 //! [store]                      # default: memory
 //! kind = "redis"               # or "memory" (max-keys = N)
-//! url = "redis://10.0.0.5:6379/"  # rediss://, redis+sentinel://, a Cluster's nodes joined by ","
+//! url = "redis://10.0.0.5:6379/"  # rediss://, redis+sentinel://, or a Cluster's nodes: ["redis://a:6379", ...]
 //! tls-ca = "/etc/redis/ca.pem" # rediss:// with a private CA
 //! fallback-max-keys = 100000   # decide in memory while Redis fails
 //! lease = 10                   # local leases for hot keys (off by default)

@@ -4,7 +4,8 @@
 
 use crate::table::PolicyError;
 use ratelimit_redis::StoreSettings;
-use serde::Deserialize;
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer};
 use std::path::{Path, PathBuf};
 
 /// The sections this module reads; the rest is the policy table's.
@@ -14,7 +15,7 @@ const SECTIONS: [&str; 4] = ["store", "proxies", "admin", "metrics"];
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct Sections {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "store")]
     pub(super) store: Option<StoreSettings>,
     #[serde(default)]
     pub(super) proxies: Option<Proxies>,
@@ -22,6 +23,23 @@ pub(super) struct Sections {
     pub(super) admin: Option<Admin>,
     #[serde(default)]
     pub(super) metrics: Option<Metrics>,
+}
+
+/// `[store]`: ratelimit-redis's `StoreSettings`, its `url` also written
+/// as a list of a Cluster's node URLs.
+fn store<'de, D: Deserializer<'de>>(d: D) -> Result<Option<StoreSettings>, D::Error> {
+    let mut table = toml::Table::deserialize(d)?;
+    if let Some(toml::Value::Array(nodes)) = table.get("url") {
+        let nodes: Option<Vec<&str>> = nodes.iter().map(toml::Value::as_str).collect();
+        let nodes =
+            nodes.ok_or_else(|| D::Error::custom("url: expected a list of redis:// URLs"))?;
+        let joined = toml::Value::String(nodes.join(","));
+        table.insert("url".to_owned(), joined);
+    }
+    let store = toml::Value::Table(table)
+        .try_into()
+        .map_err(D::Error::custom)?;
+    Ok(Some(store))
 }
 
 /// `[proxies]`: whose forwarding header `client-ip` believes.
