@@ -235,3 +235,41 @@ async fn metrics_router_scrapes_the_layer_counters() {
         .metrics_router()
         .is_none());
 }
+
+#[test]
+fn the_policy_tables_errors_keep_the_files_lines() {
+    let text = "[store]\nkind = \"memory\"\n\n[[limit]]\nname = \"api\"\nalgorithm = \"gcra 5/1m\"\nkey = \"baerer\"\n";
+    let err = Limits::from_toml(text, Some("ratelimit.toml".as_ref()), |_| None).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("ratelimit.toml:7: limit \"api\""),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edited_file_reloads_its_limits() {
+    let unique = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let path = std::env::temp_dir().join(format!(
+        "deploy-reload-{}-{unique}.toml",
+        std::process::id()
+    ));
+    let file = |rate: &str| {
+        format!("[store]\nkind = \"memory\"\n[[limit]]\nname = \"api\"\nalgorithm = \"gcra {rate}\"\nkey = \"global\"\n")
+    };
+    std::fs::write(&path, file("5/1m")).unwrap();
+    let limits = Limits::from_toml(&file("5/1m"), Some(&path), |_| None).unwrap();
+    let _app = limits.apply(app()).unwrap();
+    std::fs::write(&path, file("7/1m")).unwrap();
+    let handle = limits.handle().unwrap();
+    let mut waited = 0;
+    while handle.limit("api").unwrap().get().to_string() != "gcra 7/1m" {
+        assert!(waited < 200, "not reloaded within 20 s");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        waited += 1;
+    }
+    let _ = std::fs::remove_file(&path);
+}

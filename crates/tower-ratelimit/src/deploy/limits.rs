@@ -47,11 +47,46 @@ pub(super) struct Inner {
     pub(super) table: PolicyTable,
     pub(super) deployment: Deployment,
     pub(super) file: Option<PathBuf>,
+    /// The file's text as loaded: the watcher reloads what differs.
+    pub(super) text: String,
     /// The deployment's own lines as loaded (a reload leaves them).
     pub(super) own: String,
     pub(super) options: Mutex<PolicyOptions>,
     pub(super) handle: OnceLock<Arc<PolicyHandle>>,
     pub(super) stores: Mutex<Vec<Built>>,
+}
+
+/// Why a second `apply` is refused.
+const APPLIED: &str = "the limits are applied already: one router per Limits";
+
+impl Inner {
+    /// An error of the file as a whole.
+    fn fail(&self, message: String) -> DeployError {
+        DeployError::File(PolicyError {
+            file: self.file.clone(),
+            line: None,
+            entry: None,
+            message,
+        })
+    }
+
+    /// The app's options with the file's trusted proxies; refused when
+    /// both name proxies.
+    fn options(&self) -> Result<PolicyOptions, DeployError> {
+        let mut options = self
+            .options
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(client_ip) = &self.deployment.client_ip {
+            if options.client_ip.is_some() {
+                let both = "trusted proxies are given by both the file ([proxies], TRUSTED_PROXIES) and the app's options";
+                return Err(self.fail(both.to_owned()));
+            }
+            options.client_ip = Some(client_ip.clone());
+        }
+        Ok(options)
+    }
 }
 
 impl std::fmt::Debug for Limits {
@@ -101,6 +136,7 @@ impl Limits {
                 table,
                 deployment,
                 file: file.map(Path::to_path_buf),
+                text: text.to_owned(),
                 own,
                 options: Mutex::default(),
                 handle: OnceLock::new(),
@@ -128,39 +164,21 @@ impl Limits {
     /// an error.
     pub fn apply(&self, router: Router) -> Result<Router, DeployError> {
         let inner = &self.inner;
-        let fail = |message: String| {
-            DeployError::File(PolicyError {
-                file: inner.file.clone(),
-                line: None,
-                entry: None,
-                message,
-            })
-        };
-        let mut options = inner
-            .options
+        let options = inner.options()?;
+        if inner.handle.get().is_some() {
+            return Err(inner.fail(APPLIED.to_owned()));
+        }
+        inner
+            .stores
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        if let Some(client_ip) = &inner.deployment.client_ip {
-            if options.client_ip.is_some() {
-                return Err(fail("trusted proxies are given by both the file ([proxies], TRUSTED_PROXIES) and the app's options".to_owned()));
-            }
-            options.client_ip = Some(client_ip.clone());
-        }
-        if inner.handle.get().is_some() {
-            return Err(fail(
-                "the limits are applied already: one router per Limits".to_owned(),
-            ));
-        }
+            .clear();
         let settings = &inner.deployment.store;
         let store = |spec: &StoreSpec<'_>| {
-            let store =
-                Arc::new(settings.build::<PolicyKey>(spec.name(), spec.live(), spec.ban())?);
-            inner
-                .stores
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push((spec.name().to_owned(), Arc::clone(&store)));
+            let store = settings.build::<PolicyKey>(spec.name(), spec.live(), spec.ban())?;
+            let store = Arc::new(store);
+            let mut stores = inner.stores.lock().unwrap_or_else(PoisonError::into_inner);
+            stores.push((spec.name().to_owned(), Arc::clone(&store)));
             Ok::<_, ratelimit_redis::RedisBuildError>(store)
         };
         let (router, handle) = inner
@@ -171,21 +189,11 @@ impl Limits {
                 DeployError::File(e)
             })?;
         let handle = Arc::new(handle);
-        share_entries(settings, &handle).map_err(fail)?;
-        if inner.handle.set(Arc::clone(&handle)).is_err() {
-            return Err(fail(
-                "the limits are applied already: one router per Limits".to_owned(),
-            ));
+        share_entries(settings, &handle).map_err(|e| inner.fail(e))?;
+        if inner.handle.set(handle).is_err() {
+            return Err(inner.fail(APPLIED.to_owned()));
         }
-        match (&inner.file, tokio::runtime::Handle::try_current()) {
-            (Some(file), Ok(_)) => {
-                super::watch::watch(Arc::downgrade(&self.inner), file.clone(), WATCH_EVERY)
-            }
-            (Some(file), Err(_)) => {
-                tracing::warn!(file = %file.display(), "no tokio runtime: the limits are not reloaded")
-            }
-            (None, _) => {}
-        }
+        super::watch::start(&self.inner, WATCH_EVERY);
         Ok(router)
     }
 

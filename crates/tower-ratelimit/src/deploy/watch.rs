@@ -5,12 +5,26 @@ use super::limits::Inner;
 use super::sections;
 use crate::table::PolicyTable;
 use std::path::PathBuf;
-use std::sync::Weak;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-/// Reloads `file` into `limits` on `SIGHUP` and once a change has held
-/// still for one more read every `poll`, until the limits are dropped.
-pub(super) fn watch(limits: Weak<Inner>, file: PathBuf, poll: Duration) {
+/// Watches the file the limits were loaded from, if any, when there is a
+/// tokio runtime to watch it on (else says so).
+pub(super) fn start(limits: &Arc<Inner>, poll: Duration) {
+    let Some(file) = limits.file.clone() else {
+        return;
+    };
+    if tokio::runtime::Handle::try_current().is_err() {
+        return tracing::warn!(file = %file.display(), "no tokio runtime: the limits are not reloaded");
+    }
+    let loaded = limits.text.clone().into_bytes();
+    watch(Arc::downgrade(limits), file, loaded, poll);
+}
+
+/// Reloads `file` into `limits` on `SIGHUP` and once its contents differ
+/// from those `loaded` or last applied, and held still for one more read
+/// every `poll`, until the limits are dropped.
+fn watch(limits: Weak<Inner>, file: PathBuf, loaded: Vec<u8>, poll: Duration) {
     #[cfg(unix)]
     let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
         .map_err(
@@ -18,7 +32,7 @@ pub(super) fn watch(limits: Weak<Inner>, file: PathBuf, poll: Duration) {
         )
         .ok();
     tokio::spawn(async move {
-        let mut applied = std::fs::read(&file).ok();
+        let mut applied = Some(loaded);
         let mut seen = applied.clone();
         loop {
             #[cfg(unix)]
