@@ -220,6 +220,8 @@ mod stable_key;
 mod summary;
 mod upkeep;
 
+#[cfg(feature = "redis")]
+pub mod deploy;
 pub mod fair;
 pub mod key;
 pub mod pace;

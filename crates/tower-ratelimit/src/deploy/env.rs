@@ -1,0 +1,108 @@
+//! The environment variables that override the file (the README's
+//! settings table), and where each setting came from, for errors.
+
+use super::error::DeployError;
+use crate::policy::PolicyError;
+use std::path::{Path, PathBuf};
+
+/// The variables that override the file, as [`Limits::load`](super::Limits::load) reads them.
+pub const OVERRIDES: [&str; 10] = [
+    "TRUSTED_PROXIES",
+    "TRUSTED_PROXY_HEADER",
+    "REDIS_URL",
+    "REDIS_TLS_CA",
+    "RATELIMIT_MAX_KEYS",
+    "RATELIMIT_LEASE",
+    "ADMIN_ADDR",
+    "ADMIN_TOKEN",
+    "METRICS_ADDR",
+    "RATELIMIT_CONFIG",
+];
+
+/// The environment, as a lookup (the process's, or a test's).
+pub(super) struct Env<'a> {
+    var: &'a dyn Fn(&str) -> Option<String>,
+    pub(super) file: Option<PathBuf>,
+}
+
+impl<'a> Env<'a> {
+    pub(super) fn new(var: &'a dyn Fn(&str) -> Option<String>, file: Option<&Path>) -> Self {
+        Self {
+            var,
+            file: file.map(Path::to_path_buf),
+        }
+    }
+
+    /// `var`'s value, trimmed; `None` when unset or blank.
+    pub(super) fn get(&self, var: &str) -> Option<String> {
+        (self.var)(var)
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    }
+
+    /// `var`'s setting, if it is set.
+    pub(super) fn setting(&self, var: &'static str) -> Option<Setting> {
+        self.or_file(var, "", None)
+    }
+
+    /// `var` as the setting of `field` when set, else the file's value.
+    pub(super) fn or_file(
+        &self,
+        var: &'static str,
+        field: &'static str,
+        file: Option<String>,
+    ) -> Option<Setting> {
+        match self.get(var) {
+            Some(text) => Some(Setting {
+                text,
+                origin: Origin::Env(var),
+            }),
+            None => file.map(|text| Setting {
+                text,
+                origin: Origin::File(field),
+            }),
+        }
+    }
+
+    /// The error of a setting from `origin`: naming the variable, or the
+    /// file and the field.
+    pub(super) fn error(&self, origin: Origin, message: impl std::fmt::Display) -> DeployError {
+        match origin {
+            Origin::Env(var) => DeployError::env(var, message),
+            Origin::File(field) => DeployError::File(PolicyError {
+                file: self.file.clone(),
+                line: None,
+                entry: None,
+                message: format!("{field}: {message}"),
+            }),
+        }
+    }
+}
+
+/// Where a setting came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Origin {
+    /// An environment variable.
+    Env(&'static str),
+    /// A field of the file (`[admin] address`).
+    File(&'static str),
+}
+
+/// A setting's text and where it came from.
+#[derive(Debug, Clone)]
+pub(super) struct Setting {
+    pub(super) text: String,
+    pub(super) origin: Origin,
+}
+
+impl Setting {
+    /// The text parsed as a `T`, or the error naming where it came from.
+    pub(super) fn parse<T: std::str::FromStr>(&self, env: &Env<'_>) -> Result<T, DeployError>
+    where
+        T::Err: std::fmt::Display,
+    {
+        self.text
+            .parse()
+            .map_err(|e| env.error(self.origin, format!("{:?}: {e}", self.text)))
+    }
+}

@@ -1,0 +1,250 @@
+//! A deployment in one call (`Limits`): the file loaded with the
+//! environment over it, applied to a router on the configured store.
+
+use super::env::Env;
+use super::error::DeployError;
+use super::sections;
+use super::settings::Deployment;
+use crate::policy::{PolicyError, PolicyHandle, PolicyKey, PolicyOptions, PolicyTable, StoreSpec};
+use axum::Router;
+use ratelimit_redis::{
+    AnyStore, RedisEntries, StoreSettings, Target, DEFAULT_PREFIX, DEFAULT_REFRESH,
+};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+/// How often the file is read for changes.
+const WATCH_EVERY: Duration = Duration::from_millis(250);
+
+/// A limit's name and its store.
+pub(super) type Built = (String, Arc<AnyStore<PolicyKey>>);
+
+/// Every limit of a deployment, on its store, from one file: the policy
+/// table's `[[limit]]`s with `[store]`, `[proxies]`, `[admin]` and
+/// `[metrics]` (see the [module docs](super)), the environment
+/// overriding the file.
+///
+/// ```
+/// use axum::{routing::get, Router};
+/// use tower_ratelimit::deploy::Limits;
+///
+/// let file = "[store]\nkind = \"memory\"\n\n[[limit]]\nname = \"api\"\nalgorithm = \"gcra 100/1m\"\nkey = \"client-ip\"\n";
+/// let limits = Limits::from_toml(file, None, |_| None)?; // or Limits::load(path).await
+/// let app = limits.apply(Router::new().route("/", get(|| async { "hi" })))?;
+/// assert!(limits.admin_router().is_none()); // off until [admin] or ADMIN_ADDR
+/// # let _ = app;
+/// # Ok::<(), tower_ratelimit::deploy::DeployError>(())
+/// ```
+#[derive(Clone)]
+pub struct Limits {
+    pub(super) inner: Arc<Inner>,
+}
+
+/// What the admin API and readiness share with the `Limits`.
+pub(super) struct Inner {
+    pub(super) table: PolicyTable,
+    pub(super) deployment: Deployment,
+    pub(super) file: Option<PathBuf>,
+    /// The file's text as loaded: the watcher reloads what differs.
+    pub(super) text: String,
+    /// The deployment's own lines as loaded (a reload leaves them).
+    pub(super) own: String,
+    pub(super) options: Mutex<PolicyOptions>,
+    pub(super) handle: OnceLock<Arc<PolicyHandle>>,
+    pub(super) stores: Mutex<Vec<Built>>,
+}
+
+/// Why a second `apply` is refused.
+const APPLIED: &str = "the limits are applied already: one router per Limits";
+
+impl Inner {
+    /// An error of the file as a whole.
+    fn fail(&self, message: String) -> DeployError {
+        DeployError::File(PolicyError {
+            file: self.file.clone(),
+            line: None,
+            entry: None,
+            message,
+        })
+    }
+
+    /// The app's options with the file's trusted proxies; refused when
+    /// both name proxies.
+    fn options(&self) -> Result<PolicyOptions, DeployError> {
+        let mut options = self
+            .options
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(client_ip) = &self.deployment.client_ip {
+            if options.client_ip.is_some() {
+                let both = "trusted proxies are given by both the file ([proxies], TRUSTED_PROXIES) and the app's options";
+                return Err(self.fail(both.to_owned()));
+            }
+            options.client_ip = Some(client_ip.clone());
+        }
+        Ok(options)
+    }
+}
+
+impl std::fmt::Debug for Limits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Limits")
+            .field("file", &self.inner.file)
+            .field("limits", &self.inner.table.entries().len())
+            .field("deployment", &self.inner.deployment)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Limits {
+    /// Loads the file at `path`, or at `RATELIMIT_CONFIG` when that is
+    /// set, with the process's environment over it (see
+    /// [`OVERRIDES`](super::OVERRIDES)).
+    pub async fn load(path: impl AsRef<Path>) -> Result<Self, DeployError> {
+        let var = |v: &str| std::env::var(v).ok();
+        let path = var("RATELIMIT_CONFIG")
+            .filter(|p| !p.trim().is_empty())
+            .map_or_else(|| path.as_ref().to_path_buf(), PathBuf::from);
+        let text = tokio::fs::read_to_string(&path).await.map_err(|e| {
+            DeployError::File(PolicyError {
+                file: Some(path.clone()),
+                line: None,
+                entry: None,
+                message: format!("cannot read: {e}"),
+            })
+        })?;
+        Self::from_toml(&text, Some(&path), var)
+    }
+
+    /// Reads a deployment from TOML text, `file` naming it in errors (and
+    /// reloaded from it), `var` looking up the environment's overrides.
+    pub fn from_toml(
+        text: &str,
+        file: Option<&Path>,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, DeployError> {
+        let (table_text, own) = sections::split(text);
+        let sections = sections::parse(&own, file)?;
+        let table = PolicyTable::from_toml(&table_text, file)?;
+        let env = Env::new(&var, file);
+        let deployment = Deployment::resolve(sections, &env)?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                table,
+                deployment,
+                file: file.map(Path::to_path_buf),
+                text: text.to_owned(),
+                own,
+                options: Mutex::default(),
+                handle: OnceLock::new(),
+                stores: Mutex::default(),
+            }),
+        })
+    }
+
+    /// The app's part of the limits' options (`app:NAME` keys, who is
+    /// authenticated). Trusted proxies come from the file: options
+    /// naming their own are refused at [`apply`](Self::apply).
+    pub fn with_options(self, options: PolicyOptions) -> Self {
+        *self
+            .inner
+            .options
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = options;
+        self
+    }
+
+    /// Adds a layer for every limit to `router` (add every route first),
+    /// each on the configured store with its ban, lease and the key
+    /// secret shared through Redis; the file is reloaded on `SIGHUP` and
+    /// when it changes (with a tokio runtime). Once only: a second call is
+    /// an error.
+    pub fn apply(&self, router: Router) -> Result<Router, DeployError> {
+        let inner = &self.inner;
+        let options = inner.options()?;
+        if inner.handle.get().is_some() {
+            return Err(inner.fail(APPLIED.to_owned()));
+        }
+        inner
+            .stores
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+        let settings = &inner.deployment.store;
+        let store = |spec: &StoreSpec<'_>| {
+            let store = settings.build::<PolicyKey>(spec.name(), spec.live(), spec.ban())?;
+            let store = Arc::new(store);
+            let mut stores = inner.stores.lock().unwrap_or_else(PoisonError::into_inner);
+            stores.push((spec.name().to_owned(), Arc::clone(&store)));
+            Ok::<_, ratelimit_redis::RedisBuildError>(store)
+        };
+        let (router, handle) = inner
+            .table
+            .apply(router, &options, store)
+            .map_err(|mut e| {
+                e.file = inner.file.clone();
+                DeployError::File(e)
+            })?;
+        let handle = Arc::new(handle);
+        share_entries(settings, &handle).map_err(|e| inner.fail(e))?;
+        if inner.handle.set(handle).is_err() {
+            return Err(inner.fail(APPLIED.to_owned()));
+        }
+        super::watch::start(&self.inner, WATCH_EVERY);
+        Ok(router)
+    }
+
+    /// The handle of the applied limits (reloads, overrides, lists, each
+    /// limit's [`LimitHandle`](crate::policy::LimitHandle)); `None` before
+    /// [`apply`](Self::apply).
+    pub fn handle(&self) -> Option<&Arc<PolicyHandle>> {
+        self.inner.handle.get()
+    }
+
+    /// The policy table, as loaded.
+    pub fn table(&self) -> &PolicyTable {
+        &self.inner.table
+    }
+
+    /// Where the limits keep their state.
+    pub fn store(&self) -> &StoreSettings {
+        &self.inner.deployment.store
+    }
+
+    /// Where the admin API should listen (`[admin] address`,
+    /// `ADMIN_ADDR`); `None`: off.
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.inner.deployment.admin.as_ref().map(|(addr, _)| *addr)
+    }
+
+    /// Where the metrics should be served (`[metrics] address`,
+    /// `METRICS_ADDR`); `None`: off.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.inner.deployment.metrics
+    }
+}
+
+/// Shares the run-time entries (list entries, overrides) of `handle`
+/// through Redis when the limits are there, under the store's prefix.
+fn share_entries(settings: &StoreSettings, handle: &Arc<PolicyHandle>) -> Result<(), String> {
+    let StoreSettings::Redis {
+        url,
+        tls_ca,
+        prefix,
+        key_secret,
+        ..
+    } = settings
+    else {
+        return Ok(());
+    };
+    let target = Target::parse(url, tls_ca.as_deref()).map_err(|e| format!("[store] {e}"))?;
+    let prefix = prefix.as_deref().unwrap_or(DEFAULT_PREFIX).to_owned();
+    let entries = match key_secret {
+        Some(secret) => RedisEntries::with_key_secret(target, prefix, DEFAULT_REFRESH, secret.0),
+        None => RedisEntries::new(target, prefix),
+    };
+    handle.share(Arc::new(entries.map_err(|e| format!("[store] {e}"))?))
+}

@@ -1,0 +1,77 @@
+//! A deployment in one call (feature `redis`): one file says every limit
+//! and where it runs, [`Limits`] applies it.
+//!
+//! The file is a policy table (see [`table`](crate::policy)) with four
+//! more sections, each optional:
+//!
+//! ```toml
+//! [store]                      # default: memory
+//! kind = "redis"               # or "memory" (max-keys = N)
+//! url = "redis://10.0.0.5:6379/"  # rediss://, redis+sentinel://, or a Cluster's nodes: ["redis://a:6379", ...]
+//! tls-ca = "/etc/redis/ca.pem" # rediss:// with a private CA
+//! fallback-max-keys = 100000   # decide in memory while Redis fails
+//! lease = 10                   # local leases for hot keys (off by default)
+//!
+//! [proxies]
+//! trusted = ["10.0.0.0/8"]     # whose header client-ip believes
+//! header = "x-forwarded-for"   # or forwarded, x-real-ip...
+//!
+//! [admin]                      # off unless an address is set
+//! address = "127.0.0.1:9200"
+//! token-file = "/run/secrets/ratelimit-admin"  # or token-env = "VAR" (default ADMIN_TOKEN)
+//!
+//! [metrics]                    # off unless an address is set
+//! address = "127.0.0.1:9100"
+//!
+//! [[limit]]
+//! name = "login"
+//! algorithm = "sliding-log 5/1h"
+//! key = "client-ip"
+//! routes = ["POST /login"]
+//! ban = "1h"
+//! ```
+//!
+//! The token is never written in the file: `token = "..."` is refused,
+//! naming the field. The variables of the README's settings table
+//! ([`OVERRIDES`]) override the file, and a bad value is refused naming
+//! the variable. Unknown fields are refused, naming the file and line.
+//! Each limit runs on the store with its ban; in Redis, the key secret
+//! and the admin API's run-time entries are shared by every instance
+//! through Redis.
+//!
+//! ```no_run
+//! use axum::{routing::post, Router};
+//! use tower_ratelimit::deploy::Limits;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let limits = Limits::load("ratelimit.toml").await?;
+//! let app = limits.apply(Router::new().route("/login", post(|| async { "ok" })))?;
+//! if let (Some(addr), Some(admin)) = (limits.admin_addr(), limits.admin_router()) {
+//!     let listener = tokio::net::TcpListener::bind(addr).await?;
+//!     let admin = admin.into_make_service_with_connect_info::<std::net::SocketAddr>();
+//!     tokio::spawn(async move { axum::serve(listener, admin).await });
+//! }
+//! assert!(limits.ready().await);
+//! # let _ = app;
+//! # Ok(())
+//! # }
+//! ```
+
+mod admin;
+mod admin_auth;
+mod admin_entries;
+mod admin_problem;
+mod env;
+mod error;
+mod limits;
+#[cfg(feature = "prometheus")]
+mod metrics;
+mod ready;
+mod sections;
+mod settings;
+mod watch;
+
+pub use env::OVERRIDES;
+pub use error::DeployError;
+pub use limits::Limits;
+pub use settings::MIN_TOKEN;

@@ -1,0 +1,275 @@
+//! `deploy::Limits`: two instances from one file on one redis-server share
+//! their limits and bans; the environment overrides the file; the admin
+//! API, the metrics and readiness.
+
+use axum::body::Body;
+use axum::routing::get;
+use axum::Router;
+use http::{Request, StatusCode};
+use ratelimit_redis::StoreSettings;
+use ratelimit_test_support::redis_server::{skip_loudly, RedisServer};
+use tower::ServiceExt;
+use tower_ratelimit::deploy::{DeployError, Limits};
+
+const TOKEN: &str = "0123456789abcdef-admin";
+
+/// The file: a 20-a-minute limit on a header key, banned for an hour.
+fn file(url: &str) -> String {
+    format!(
+        "[store]\nkind = \"redis\"\nurl = \"{url}\"\nprefix = \"deploy-test:\"\n\n\
+         [admin]\naddress = \"127.0.0.1:0\"\n\n\
+         [[limit]]\nname = \"api\"\nalgorithm = \"fixed-window 20/1m\"\nkey = \"header:x-key\"\n\
+         routes = [\"GET /\"]\nban = \"1h\"\nban-any-key = true\n\n\
+         [[limit]]\nname = \"ip\"\nalgorithm = \"gcra 5/1m\"\nkey = \"client-ip\"\nroutes = [\"GET /other\"]\n"
+    )
+}
+
+fn env(var: &str) -> Option<String> {
+    (var == "ADMIN_TOKEN").then(|| TOKEN.to_owned())
+}
+
+fn app() -> Router {
+    Router::new()
+        .route("/", get(|| async { "ok" }))
+        .route("/other", get(|| async { "ok" }))
+}
+
+async fn get_key(app: &Router, key: &str) -> (StatusCode, u64) {
+    let req = Request::get("/")
+        .header("x-key", key)
+        .body(Body::empty())
+        .unwrap();
+    let res = app.clone().oneshot(req).await.unwrap();
+    let retry = res
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok()?.parse().ok())
+        .unwrap_or(0);
+    (res.status(), retry)
+}
+
+async fn admin(router: &Router, method: &str, path: &str, token: &str, body: &str) -> StatusCode {
+    let req = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("authorization", format!("Bearer {token}"))
+        .body(Body::from(body.to_owned()))
+        .unwrap();
+    router.clone().oneshot(req).await.unwrap().status()
+}
+
+fn redis() -> Option<RedisServer> {
+    let server = RedisServer::start();
+    if server.is_none() {
+        skip_loudly("no redis-server: deploy tests on Redis skipped");
+    }
+    server
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_share_limits_bans_and_admin() {
+    let Some(mut server) = redis() else { return };
+    let text = file(&server.url());
+    let (a, b) = (
+        Limits::from_toml(&text, None, env).unwrap(),
+        Limits::from_toml(&text, None, env).unwrap(),
+    );
+    let (app_a, app_b) = (a.apply(app()).unwrap(), b.apply(app()).unwrap());
+    assert!(a.ready().await && b.ready().await);
+    let key = "k".repeat(100);
+    let mut admitted = 0;
+    for i in 0..40 {
+        let app = if i % 2 == 0 { &app_a } else { &app_b };
+        admitted += usize::from(get_key(app, &key).await.0 == StatusCode::OK);
+    }
+    assert_eq!(admitted, 20, "two instances share one limit exactly");
+    let (status, retry) = get_key(&app_b, &key).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    assert!(
+        retry > 3000,
+        "the ban (1h) holds, not the window: Retry-After {retry}"
+    );
+
+    let (admin_a, admin_b) = (a.admin_router().unwrap(), b.admin_router().unwrap());
+    let path = format!("/limits/api/bans/{key}");
+    assert_eq!(
+        admin(&admin_a, "DELETE", &path, TOKEN, "").await,
+        StatusCode::OK
+    );
+    assert_eq!(
+        get_key(&app_b, &key).await.0,
+        StatusCode::OK,
+        "unbanned and reset on both"
+    );
+    let other = "o".repeat(100);
+    let path = format!("/limits/api/bans/{other}");
+    assert_eq!(
+        admin(&admin_b, "PUT", &path, TOKEN, r#"{"for": "1h"}"#).await,
+        StatusCode::OK
+    );
+    assert_eq!(
+        get_key(&app_a, &other).await.0,
+        StatusCode::TOO_MANY_REQUESTS,
+        "banned on both"
+    );
+    let network = "/limits/ip/keys/198.51.100.0%2F24";
+    assert_eq!(
+        admin(&admin_a, "GET", network, TOKEN, "").await,
+        StatusCode::BAD_REQUEST
+    );
+    assert_eq!(
+        admin(&admin_a, "PUT", &path, TOKEN, "{").await,
+        StatusCode::BAD_REQUEST
+    );
+    assert_eq!(
+        admin(&admin_a, "GET", "/limits/none/keys/x", TOKEN, "").await,
+        StatusCode::NOT_FOUND
+    );
+    for _ in 0..10 {
+        assert_eq!(
+            admin(&admin_a, "GET", "/limits", "wrong-token", "").await,
+            StatusCode::UNAUTHORIZED
+        );
+    }
+    assert_eq!(
+        admin(&admin_a, "GET", "/limits", "wrong-token", "").await,
+        StatusCode::TOO_MANY_REQUESTS
+    );
+
+    server.kill();
+    assert!(
+        !a.ready().await,
+        "ready turns false when redis-server stops"
+    );
+}
+
+#[test]
+fn the_environment_overrides_the_file_and_bad_values_are_named() {
+    let memory = "[store]\nkind = \"memory\"\n[[limit]]\nname = \"a\"\nalgorithm = \"gcra 5/1m\"\nkey = \"peer-ip\"\n";
+    let redis = |var: &str| (var == "REDIS_URL").then(|| "redis://127.0.0.1:1/".to_owned());
+    let limits = Limits::from_toml(memory, None, redis).unwrap();
+    assert!(
+        matches!(limits.store(), StoreSettings::Redis { url, .. } if url == "redis://127.0.0.1:1/")
+    );
+    for (var, value) in [
+        ("RATELIMIT_MAX_KEYS", "0"),
+        ("TRUSTED_PROXIES", "not-a-network"),
+        ("REDIS_URL", "http://x/"),
+        ("RATELIMIT_LEASE", "many"),
+        ("METRICS_ADDR", "nowhere"),
+        ("ADMIN_ADDR", "nowhere"),
+    ] {
+        let err = Limits::from_toml(memory, None, |v: &str| (v == var).then(|| value.to_owned()))
+            .unwrap_err();
+        assert!(
+            matches!(err, DeployError::Env { var: named, .. } if named == var),
+            "{var}: {err}"
+        );
+    }
+    let cluster =
+        "[store]\nkind = \"redis\"\nurl = [\"redis://10.0.0.1:7000\", \"redis://10.0.0.2:7000\"]\n";
+    let limits = Limits::from_toml(cluster, None, |_| None).unwrap();
+    assert!(
+        matches!(limits.store(), StoreSettings::Redis { url, .. } if url == "redis://10.0.0.1:7000,redis://10.0.0.2:7000")
+    );
+    let with_admin = format!("{memory}[admin]\naddress = \"127.0.0.1:0\"\n");
+    let err = Limits::from_toml(&with_admin, None, |_| None).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            DeployError::Env {
+                var: "ADMIN_TOKEN",
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_token_in_the_file_and_unknown_fields_are_refused() {
+    let text = "[admin]\naddress = \"127.0.0.1:0\"\ntoken = \"0123456789abcdef0123\"\n";
+    let err = Limits::from_toml(text, Some("ratelimit.toml".as_ref()), |_| None).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("ratelimit.toml:3: [admin] token"),
+        "{err}"
+    );
+    assert!(!err.to_string().contains("0123456789abcdef0123"), "{err}");
+    let err = Limits::from_toml("[store]\nkind = \"memory\"\nmax_keys = 5\n", None, |_| None)
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("[store] unknown field `max_keys`"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn metrics_router_scrapes_the_layer_counters() {
+    let text = "[metrics]\naddress = \"127.0.0.1:0\"\n[[limit]]\nname = \"scraped\"\nalgorithm = \"gcra 1/1m\"\nkey = \"global\"\n";
+    let limits = Limits::from_toml(text, None, |_| None).unwrap();
+    let app = limits.apply(app()).unwrap();
+    let metrics = limits.metrics_router().expect("metrics on");
+    for _ in 0..2 {
+        app.clone()
+            .oneshot(Request::get("/").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+    }
+    let res = metrics
+        .oneshot(Request::get("/metrics").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let body = http_body_util::BodyExt::collect(res.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    let body = String::from_utf8_lossy(&body);
+    assert!(
+        body.contains("ratelimit_limited_total{limit=\"scraped\"} 1"),
+        "{body}"
+    );
+    assert!(Limits::from_toml("", None, |_| None)
+        .unwrap()
+        .metrics_router()
+        .is_none());
+}
+
+#[test]
+fn the_policy_tables_errors_keep_the_files_lines() {
+    let text = "[store]\nkind = \"memory\"\n\n[[limit]]\nname = \"api\"\nalgorithm = \"gcra 5/1m\"\nkey = \"baerer\"\n";
+    let err = Limits::from_toml(text, Some("ratelimit.toml".as_ref()), |_| None).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("ratelimit.toml:7: limit \"api\""),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edited_file_reloads_its_limits() {
+    let unique = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let path = std::env::temp_dir().join(format!(
+        "deploy-reload-{}-{unique}.toml",
+        std::process::id()
+    ));
+    let file = |rate: &str| {
+        format!("[store]\nkind = \"memory\"\n[[limit]]\nname = \"api\"\nalgorithm = \"gcra {rate}\"\nkey = \"global\"\n")
+    };
+    std::fs::write(&path, file("5/1m")).unwrap();
+    let limits = Limits::from_toml(&file("5/1m"), Some(&path), |_| None).unwrap();
+    let _app = limits.apply(app()).unwrap();
+    std::fs::write(&path, file("7/1m")).unwrap();
+    let handle = limits.handle().unwrap();
+    let mut waited = 0;
+    while handle.limit("api").unwrap().get().to_string() != "gcra 7/1m" {
+        assert!(waited < 200, "not reloaded within 20 s");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        waited += 1;
+    }
+    let _ = std::fs::remove_file(&path);
+}
