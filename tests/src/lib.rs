@@ -67,3 +67,10 @@ mod guide {
     #[doc = include_str!("../../docs/guide/what-if.md")]
     struct WhatIf;
 }
+
+/// ratelimit-redis's README, compiled here: its first example is a policy
+/// table on Redis, and a dev-dependency of ratelimit-redis on
+/// tower-ratelimit would make a cycle with tower-ratelimit's `redis` feature.
+#[cfg(doctest)]
+#[doc = include_str!("../../crates/ratelimit-redis/README.md")]
+struct RedisReadme;

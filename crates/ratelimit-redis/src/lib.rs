@@ -414,11 +414,6 @@
 //! `docs/ALGORITHMS.md` ("Redis losing its data") states the bound; the
 //! README gives the persistence that loses nothing.
 
-/// The crate README's examples, compiled as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../README.md")]
-struct ReadmeDoctests;
-
 mod admin;
 mod any_store;
 mod builder;
