@@ -234,7 +234,6 @@ pub use builder::RateLimitBuilder;
 pub use cost_from::CostFrom;
 pub use cost_report::{ActualCost, CostReport};
 pub use error::LayerBuildError;
-/// The name `key/header.rs` and `key/secret.rs` still use.
 pub use future::ResponseFuture;
 pub use info::{LimitDecision, Limited, RateLimitInfo};
 pub use layer::RateLimitLayer;
