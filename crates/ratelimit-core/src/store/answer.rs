@@ -67,7 +67,7 @@ impl<T, F> Answer<T, F> {
         match self.0 {
             State::Ready(value) => Ok(value),
             State::Pending(future) => Err(future),
-            State::Taken => panic!("`Answer` used after it was polled to completion"),
+            State::Taken => taken(),
         }
     }
 
@@ -87,15 +87,23 @@ impl<T> Answer<T, NeverPending<T>> {
     /// answers at once, as [`MemoryStore`](crate::MemoryStore) does).
     #[inline(always)]
     pub fn value(self) -> T {
-        match self.into_ready() {
-            Ok(value) => value,
-            Err(never) => never.unreachable(),
+        match self.0 {
+            State::Ready(value) => value,
+            State::Pending(never) => never.unreachable(),
+            State::Taken => taken(),
         }
     }
 }
 
 /// The value is never pinned (a poll moves it out); the future is pinned
 /// in place, so the answer is `Unpin` when the future is.
+/// The panic of an answer used after a poll took its value.
+#[cold]
+#[inline(never)]
+fn taken() -> ! {
+    panic!("`Answer` used after it was polled to completion")
+}
+
 impl<T, F: Unpin> Unpin for Answer<T, F> {}
 
 impl<T, F: Future<Output = T>> Future for Answer<T, F> {
