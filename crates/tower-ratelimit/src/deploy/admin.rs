@@ -13,8 +13,9 @@
 
 use super::admin_auth::{Refused, TokenGate};
 use super::admin_problem::{as_problem, problem, store_failed, Problem};
-use super::limits::{Inner, Limits};
-use crate::policy::{LimitHandle, ListKind, PolicyHandle, PolicyKey};
+use super::admin_state::{body_duration, loggable, Admin};
+use super::limits::Limits;
+use crate::policy::ListKind;
 use axum::body::Bytes;
 use axum::extract::{ConnectInfo, Path, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -22,41 +23,10 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, put};
 use axum::{Json, Router};
-use ratelimit_core::plumbing::{format_duration, parse_duration};
+use ratelimit_core::plumbing::format_duration;
 use serde_json::json;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
-use std::time::Duration;
-
-/// The admin API's state: the limits it changes.
-#[derive(Clone)]
-pub(super) struct Admin {
-    limits: Arc<Inner>,
-}
-
-impl Admin {
-    /// The applied limits; 503 before [`Limits::apply`].
-    pub(super) fn handle(&self) -> Result<&Arc<PolicyHandle>, Problem> {
-        let detail = "The limits are not applied yet.";
-        (self.limits.handle.get()).ok_or_else(|| problem(StatusCode::SERVICE_UNAVAILABLE, detail))
-    }
-
-    /// The limit named `name` and its key written `key`, or the problem
-    /// (404, or 400 for a key no request can have).
-    pub(super) fn key_of(
-        &self,
-        name: &str,
-        key: &str,
-    ) -> Result<(&LimitHandle, PolicyKey), Problem> {
-        let limit = self.handle()?.get(name);
-        let limit = limit
-            .ok_or_else(|| problem(StatusCode::NOT_FOUND, &format!("No limit named {name:?}.")))?;
-        let key = limit
-            .key(key)
-            .map_err(|e| problem(StatusCode::BAD_REQUEST, &format!("Bad key: {e}.")))?;
-        Ok((limit, key))
-    }
-}
 
 impl Limits {
     /// The admin API (see the [module docs](super)), when `[admin]` or
@@ -123,15 +93,6 @@ async fn authorized(State(gate): State<TokenGate>, req: Request, next: Next) -> 
     }
 }
 
-/// How a key is logged: an address or a network as itself, anything
-/// else (an API key, a token) only by its length.
-pub(super) fn loggable(key: &PolicyKey) -> String {
-    match key {
-        PolicyKey::Ip(ip) => ip.to_string(),
-        other => format!("({} characters, not logged)", other.to_string().len()),
-    }
-}
-
 async fn list(State(admin): State<Admin>) -> Result<Response, Problem> {
     let handle = admin.handle()?;
     let limits: Vec<_> = handle
@@ -187,23 +148,6 @@ async fn reset_key(
         }
         Err(e) => store_failed(&e),
     })
-}
-
-/// The duration `field` of a body (`{"for": "1h"}`), or the problem.
-pub(super) fn body_duration(body: &Bytes, field: &str) -> Result<Duration, Problem> {
-    let bad = |why: &str| problem(StatusCode::BAD_REQUEST, why);
-    let expected = || {
-        bad(&format!(
-            "Expected a JSON body such as {{\"{field}\": \"1h\"}}."
-        ))
-    };
-    let v: serde_json::Value = serde_json::from_slice(body).map_err(|_| expected())?;
-    let text = v.get(field).and_then(|f| f.as_str()).ok_or_else(expected)?;
-    let d = parse_duration(text).map_err(|e| bad(&format!("Bad duration: {e}.")))?;
-    if d < Duration::from_millis(1) || d > Duration::from_secs(366 * 86_400) {
-        return Err(bad("A duration of 1ms to 366d is expected."));
-    }
-    Ok(d)
 }
 
 async fn ban(

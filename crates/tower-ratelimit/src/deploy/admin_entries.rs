@@ -1,8 +1,8 @@
 //! The admin API's run-time entries: per-key overrides, and the allow and
 //! deny lists, shared through Redis when the limits are there.
 
-use super::admin::{body_duration, loggable, Admin};
 use super::admin_problem::{problem, refused, Problem};
+use super::admin_state::{body_duration, loggable, Admin};
 use crate::policy::ListKind;
 use axum::body::Bytes;
 use axum::extract::{Path, State};

@@ -3,13 +3,12 @@
 
 use super::env::Env;
 use super::error::DeployError;
+use super::inner::Inner;
 use super::sections;
 use super::settings::Deployment;
 use crate::policy::{PolicyError, PolicyHandle, PolicyKey, PolicyOptions, PolicyTable, StoreSpec};
 use axum::Router;
-use ratelimit_redis::{
-    AnyStore, RedisEntries, StoreSettings, Target, DEFAULT_PREFIX, DEFAULT_REFRESH,
-};
+use ratelimit_redis::{RedisEntries, StoreSettings, Target, DEFAULT_PREFIX, DEFAULT_REFRESH};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -17,9 +16,6 @@ use std::time::Duration;
 
 /// How often the file is read for changes.
 const WATCH_EVERY: Duration = Duration::from_millis(250);
-
-/// A limit's name and its store.
-pub(super) type Built = (String, Arc<AnyStore<PolicyKey>>);
 
 /// Every limit of a deployment, on its store, from one file: the policy
 /// table's `[[limit]]`s with `[store]`, `[proxies]`, `[admin]` and
@@ -42,52 +38,8 @@ pub struct Limits {
     pub(super) inner: Arc<Inner>,
 }
 
-/// What the admin API and readiness share with the `Limits`.
-pub(super) struct Inner {
-    pub(super) table: PolicyTable,
-    pub(super) deployment: Deployment,
-    pub(super) file: Option<PathBuf>,
-    /// The file's text as loaded: the watcher reloads what differs.
-    pub(super) text: String,
-    /// The deployment's own lines as loaded (a reload leaves them).
-    pub(super) own: String,
-    pub(super) options: Mutex<PolicyOptions>,
-    pub(super) handle: OnceLock<Arc<PolicyHandle>>,
-    pub(super) stores: Mutex<Vec<Built>>,
-}
-
 /// Why a second `apply` is refused.
 const APPLIED: &str = "the limits are applied already: one router per Limits";
-
-impl Inner {
-    /// An error of the file as a whole.
-    fn fail(&self, message: String) -> DeployError {
-        DeployError::File(PolicyError {
-            file: self.file.clone(),
-            line: None,
-            entry: None,
-            message,
-        })
-    }
-
-    /// The app's options with the file's trusted proxies; refused when
-    /// both name proxies.
-    fn options(&self) -> Result<PolicyOptions, DeployError> {
-        let mut options = self
-            .options
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        if let Some(client_ip) = &self.deployment.client_ip {
-            if options.client_ip.is_some() {
-                let both = "trusted proxies are given by both the file ([proxies], TRUSTED_PROXIES) and the app's options";
-                return Err(self.fail(both.to_owned()));
-            }
-            options.client_ip = Some(client_ip.clone());
-        }
-        Ok(options)
-    }
-}
 
 impl std::fmt::Debug for Limits {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

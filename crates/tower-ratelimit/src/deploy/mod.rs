@@ -61,8 +61,10 @@ mod admin;
 mod admin_auth;
 mod admin_entries;
 mod admin_problem;
+mod admin_state;
 mod env;
 mod error;
+mod inner;
 mod limits;
 #[cfg(feature = "prometheus")]
 mod metrics;

@@ -1,7 +1,7 @@
 //! The deployment file reloaded on `SIGHUP` and when it changes: its
 //! limits through the table's reload, its own sections only at a restart.
 
-use super::limits::Inner;
+use super::inner::Inner;
 use super::sections;
 use crate::policy::PolicyTable;
 use std::path::PathBuf;
