@@ -1,6 +1,7 @@
 //! [`MemoryStore`]: its shards, how a key finds its shard, and an insert.
 
 use super::at_capacity::AtCapacity;
+use crate::algorithm::StableKey;
 use crate::store::ban::BanPolicy;
 use crate::store::deny_cache::Constants;
 use crate::store::shard::{At, Shard, ShardCell, INSERT_STEP};
@@ -242,7 +243,10 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         key: K,
         state: A::State,
         now: u64,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), StoreError>
+    where
+        K: StableKey,
+    {
         let hasher = &self.hasher;
         shard.sweep_step(&self.algorithm, now, INSERT_STEP, |k| hasher.hash_one(k));
         if shard.len() >= self.shard_cap {
@@ -260,7 +264,8 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
                 }
             }
         }
-        shard.insert(hash, key, state, |k| hasher.hash_one(k));
+        // What the store keeps of the key: its bounded form.
+        shard.insert(hash, key.into_stored(), state, |k| hasher.hash_one(k));
         cell.placed(shard);
         Ok(())
     }
