@@ -184,7 +184,8 @@ impl StoreSettings {
                 MemoryStore::<AnyAlgorithm, K>::builder(algorithm)
                     .max_keys(max_keys)
                     .ban(ban)
-                    .build(),
+                    .build()
+                    .map_err(|e| RedisBuildError::Setting(e.to_string()))?,
             ),
             (LimitSettings::Fixed(algorithm), None) => {
                 AnyStore::Redis(self.redis_builder(name, algorithm)?.ban(ban).build()?)
@@ -194,7 +195,8 @@ impl StoreSettings {
                 MemoryStore::<LiveAlgorithm, K>::builder(live)
                     .max_keys(max_keys)
                     .ban(ban)
-                    .build(),
+                    .build()
+                    .map_err(|e| RedisBuildError::Setting(e.to_string()))?,
             ),
             #[cfg(feature = "live")]
             (LimitSettings::Live(live), None) => {

@@ -141,6 +141,7 @@ impl RedisStoreBuilder<LiveAlgorithm> {
     /// overrides: see [`LiveRedis`]. Fails as
     /// [`RedisStoreBuilder::build`] does for their current settings.
     pub fn build(self) -> Result<LiveRedis, RedisBuildError> {
+        self.check_settings()?;
         let live = self.limit.clone();
         // The version first, then the settings: these are never older (a
         // change between the two is picked up by the next check).

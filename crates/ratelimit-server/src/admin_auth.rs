@@ -36,7 +36,8 @@ impl TokenGate {
             failures: MemoryStore::builder(log)
                 .max_keys(Some(MAX_SOURCES))
                 .deny_cache(false)
-                .build(),
+                .build()
+                .unwrap_or_else(|_| unreachable!("a cap of at least 1 key")),
         }
     }
 

@@ -199,6 +199,7 @@ impl Stores for MemoryStores {
             .max_keys(Some(self.max_keys))
             .ban(ban)
             .build()
+            .unwrap()
     }
 }
 

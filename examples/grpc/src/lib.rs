@@ -135,7 +135,8 @@ pub fn rate_limit(config: &Config) -> Result<Layer, BoxError> {
     let store = |calls, window| -> Result<_, BoxError> {
         Ok(MemoryStore::<_, IpKey>::builder(Gcra::new(calls, window)?)
             .max_keys(Some(limits.max_keys))
-            .build())
+            .build()
+            .unwrap())
     };
     let layer = RateLimitLayer::builder(config.client_ip.clone())
         .limit(

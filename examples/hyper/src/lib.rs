@@ -77,7 +77,8 @@ pub fn service<B: Send + 'static>(
                     .with_anchor(Anchor::KeyOffset),
             )
             .max_keys(Some(limits.max_keys))
-            .build(),
+            .build()
+            .unwrap(),
         )
         .refund_on_inner_limit()
         .build()?;

@@ -160,12 +160,10 @@ impl PolicyTable {
         max_keys: Option<usize>,
     ) -> Result<(Router, PolicyHandle), PolicyError> {
         self.apply(router, options, |spec| {
-            Ok::<_, std::convert::Infallible>(
-                MemoryStore::<LiveAlgorithm, PolicyKey>::builder(spec.live().clone())
-                    .max_keys(max_keys)
-                    .ban(spec.ban())
-                    .build(),
-            )
+            MemoryStore::<LiveAlgorithm, PolicyKey>::builder(spec.live().clone())
+                .max_keys(max_keys)
+                .ban(spec.ban())
+                .build()
         })
     }
 }

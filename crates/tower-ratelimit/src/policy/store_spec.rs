@@ -13,14 +13,13 @@ use std::cell::Cell;
 /// ```
 /// use axum::{routing::post, Router};
 /// use ratelimit_core::MemoryStore;
-/// use std::convert::Infallible;
-/// use tower_ratelimit::policy::{PolicyKey, PolicyOptions, PolicyTable, StoreSpec};
+/// /// use tower_ratelimit::policy::{PolicyKey, PolicyOptions, PolicyTable, StoreSpec};
 ///
 /// let file = "[[limit]]\nname = \"login\"\nalgorithm = \"gcra 5/1m\"\nkey = \"client-ip\"\nban = \"1h\"\n";
 /// let table = PolicyTable::from_toml(file, None)?;
 /// let router = Router::new().route("/login", post(|| async { "ok" }));
 /// let store = |spec: &StoreSpec| {
-///     Ok::<_, Infallible>(MemoryStore::<_, PolicyKey>::builder(spec.live().clone()).ban(spec.ban()).build())
+///     MemoryStore::<_, PolicyKey>::builder(spec.live().clone()).ban(spec.ban()).build()
 /// };
 /// let (router, _handle) = table.apply(router, &PolicyOptions::default(), store)?;
 /// # let _ = router;

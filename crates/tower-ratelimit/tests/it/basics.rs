@@ -444,7 +444,8 @@ async fn evictions_and_refused_new_keys_are_logged() {
     let store = MemoryStore::builder(Gcra::new(1, 3600 * SEC).unwrap())
         .shards(1)
         .max_keys(Some(1))
-        .build();
+        .build()
+        .unwrap();
     let key = tower_ratelimit::key::Header::new(http::HeaderName::from_static("x-user"));
     let layer = RateLimitLayer::builder(key)
         .limit("capped", store)

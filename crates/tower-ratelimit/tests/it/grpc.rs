@@ -253,7 +253,8 @@ async fn a_banned_call_says_it_is_a_ban() {
     let hour = Duration::from_secs(3600);
     let store = MemoryStore::builder(Gcra::new(1, MINUTE).unwrap())
         .ban(Some(ratelimit_core::BanPolicy::new(hour).unwrap()))
-        .build();
+        .build()
+        .unwrap();
     let layer = RateLimitLayer::builder(PeerIp::new())
         .limit("logins", store)
         .clock(clock.clone())

@@ -141,7 +141,8 @@ fn bans_are_counted() {
     let ban = ratelimit_core::BanPolicy::new(Duration::from_secs(3600)).unwrap();
     let store = MemoryStore::builder(Gcra::new(1, Duration::from_secs(60)).unwrap())
         .ban(Some(ban))
-        .build();
+        .build()
+        .unwrap();
     let layer = RateLimitLayer::builder(PeerIp::new())
         .limit("login", store)
         .build()

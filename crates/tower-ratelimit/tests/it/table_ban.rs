@@ -228,7 +228,8 @@ fn a_ban_the_store_factory_drops_is_refused() {
         Ok::<_, Infallible>(
             MemoryStore::<LiveAlgorithm, PolicyKey>::builder(spec.live().clone())
                 .ban(spec.ban())
-                .build(),
+                .build()
+                .unwrap(),
         )
     };
     assert!(table.apply(router(), &options, keeping).is_ok());

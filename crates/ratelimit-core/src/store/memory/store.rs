@@ -118,8 +118,9 @@ use std::hash::{BuildHasher, Hash};
 ///
 /// # At the cap
 ///
-/// An optional cap
-/// ([`MemoryStoreBuilder::max_keys`](crate::store::MemoryStoreBuilder::max_keys))
+/// A cap
+/// ([`MemoryStoreBuilder::max_keys`](crate::store::MemoryStoreBuilder::max_keys):
+/// 1,000,000 keys by default, `None` for none)
 /// bounds the number of keys with state, split evenly over the shards. A new key that finds its
 /// shard full first takes the place of a full key, if one of a few sampled
 /// ones is full (that loses nothing). Otherwise, with
