@@ -173,7 +173,7 @@
 //! ```
 //! use axum::{routing::post, Router};
 //! use ratelimit_core::MemoryStore;
-//! //! use tower_ratelimit::policy::{PolicyKey, PolicyOptions, PolicyTable, StoreSpec};
+//! use tower_ratelimit::policy::{PolicyKey, PolicyOptions, PolicyTable, StoreSpec};
 //!
 //! let table = PolicyTable::from_toml(
 //!     "[[limit]]\nname = \"login\"\nalgorithm = \"gcra 5/1m\"\nkey = \"client-ip\"\nroutes = [\"POST /login\"]\n",
