@@ -409,6 +409,7 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
                 response: self.response,
                 clock,
                 no_peer_logged: AtomicBool::new(false),
+                stray_logged: AtomicBool::new(false),
             }),
         }
     }
