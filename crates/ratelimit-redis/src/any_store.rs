@@ -560,4 +560,15 @@ impl<K: Hash + Eq> Upkeep for AnyStore<K> {
             Self::LiveRedis(r) => r.counts(),
         }
     }
+
+    fn algorithm_names(&self) -> Vec<&'static str> {
+        match self {
+            Self::Memory(m) => m.algorithm_names(),
+            Self::Redis(r) => r.algorithm_names(),
+            #[cfg(feature = "live")]
+            Self::LiveMemory(m) => m.algorithm_names(),
+            #[cfg(feature = "live")]
+            Self::LiveRedis(r) => vec![r.algorithm_name()],
+        }
+    }
 }

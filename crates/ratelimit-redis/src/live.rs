@@ -246,6 +246,11 @@ impl LiveRedis {
         self.current.load().store.counts()
     }
 
+    /// The name of the algorithm the store decides with now.
+    pub(crate) fn algorithm_name(&self) -> &'static str {
+        ratelimit_core::Algorithm::name(&self.live)
+    }
+
     /// Moves to version `id`: new stores (no deny cache or lease crosses a
     /// change), the old leases' units given back through them. One check
     /// moves, the others wait for it.

@@ -261,7 +261,10 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
         self
     }
 
-    /// Enforce (default), dry-run or shape.
+    /// Enforce (default), dry-run or shape. [`build`](Self::build) refuses
+    /// shape when a limit's store says it decides with another algorithm
+    /// than the leaky bucket
+    /// ([`Upkeep::algorithm_names`](ratelimit_core::store::Upkeep::algorithm_names)).
     pub fn mode(mut self, mode: Mode) -> Self {
         self.mode = mode;
         self
@@ -360,6 +363,15 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
             }
             if limits.iter().any(|l: &Limit<St>| l.name == name) {
                 return Err(LayerBuildError::DuplicateLimitName(name));
+            }
+            if self.mode == Mode::Shape {
+                let names = store.algorithm_names();
+                if let Some(&algorithm) = names.iter().find(|&&a| a != "leaky-bucket") {
+                    return Err(LayerBuildError::ShapeWithoutQueue {
+                        limit: name,
+                        algorithm,
+                    });
+                }
             }
             // Names live as long as the program: layers are built once,
             // and a `&'static str` makes every decision `Copy` (no

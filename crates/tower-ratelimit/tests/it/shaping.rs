@@ -91,3 +91,24 @@ async fn a_dropped_held_request_gives_its_slot_back() {
     let ms: Vec<u128> = log.lock().unwrap().iter().map(|d| d.as_millis()).collect();
     assert_eq!(ms, [0, 100]);
 }
+
+/// Shaping needs a leaky bucket: a layer shaping a limit of another
+/// algorithm (which never holds a request, so shaping would only enforce)
+/// is refused at build, naming the limit and the algorithm.
+#[test]
+fn shaping_without_a_leaky_bucket_is_refused_at_build() {
+    use ratelimit_core::{AnyAlgorithm, Gcra};
+    let layer = |algorithm: AnyAlgorithm| {
+        RateLimitLayer::builder(Global)
+            .limit("steady", MemoryStore::new(algorithm))
+            .mode(Mode::Shape)
+            .build()
+    };
+    let gcra = Gcra::new(5, Duration::from_secs(1)).unwrap().into();
+    let err = layer(gcra).err().unwrap().to_string();
+    assert!(err.contains("\"steady\"") && err.contains("gcra"), "{err}");
+    let bucket = LeakyBucket::new(5, Duration::from_secs(1), 2)
+        .unwrap()
+        .into();
+    assert!(layer(bucket).is_ok());
+}
