@@ -199,7 +199,7 @@ impl Stores for MemoryStores {
             .max_keys(Some(self.max_keys))
             .ban(ban)
             .build()
-            .unwrap()
+            .expect("a cap of at least 1 key (MemoryStores::new)")
     }
 }
 

@@ -135,8 +135,7 @@ pub fn rate_limit(config: &Config) -> Result<Layer, BoxError> {
     let store = |calls, window| -> Result<_, BoxError> {
         Ok(MemoryStore::<_, IpKey>::builder(Gcra::new(calls, window)?)
             .max_keys(Some(limits.max_keys))
-            .build()
-            .unwrap())
+            .build()?)
     };
     let layer = RateLimitLayer::builder(config.client_ip.clone())
         .limit(
