@@ -289,8 +289,7 @@ async fn pacing_by_a_key_of_our_own() {
         h.get("x-tenant").map(|v| v.as_bytes().to_vec())
     };
     let limiter = Limiter::new(MemoryStore::new(Gcra::with_burst(1, S1, 1).unwrap()));
-    let mut client = ClientLayer::new()
-        .key_by(by_tenant)
+    let mut client = ClientLayer::keyed(by_tenant)
         .pace(limiter)
         .layer(server.service());
     for host in ["http://a.test/", "http://b.test/"] {
