@@ -10,6 +10,9 @@
 //! | `DELETE /limits/{name}/bans/{key}` | lifts the ban and resets the key |
 //! | `PUT`, `DELETE /limits/{name}/overrides/{key}` | a per-key algorithm; body `{"algorithm": "gcra 100/1m"}` |
 //! | `PUT`, `DELETE /allow/{entry}`, `/deny/{entry}` | a run-time list entry; body `{"ttl": "1h"}` |
+//! | `GET /plans` | each plan's name, key, `shared`, and its members counted: `listed` by its sources, `moved_in` at run time (no key is shown) |
+//! | `PUT /plans/{plan}/keys/{key}` | moves the key into the plan, out of any other |
+//! | `DELETE /plans/{plan}/keys/{key}` | takes the key out of the plan: back to the plan its sources give it, or none; `now` names it |
 
 use super::admin_auth::{Refused, TokenGate};
 use super::admin_problem::{as_problem, problem, store_failed, Problem};
@@ -53,6 +56,8 @@ impl Limits {
                 super::admin_entries::list(ListKind::Allow),
             )
             .route("/deny/{entry}", super::admin_entries::list(ListKind::Deny))
+            .route("/plans", super::admin_plans::list())
+            .route("/plans/{plan}/keys/{key}", super::admin_plans::keys())
             .fallback(|| async { problem(StatusCode::NOT_FOUND, "No such admin endpoint.") })
             .with_state(admin)
             .layer(axum::middleware::map_response(as_problem))

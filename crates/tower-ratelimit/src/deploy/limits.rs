@@ -72,7 +72,9 @@ impl Limits {
     }
 
     /// Reads a deployment from TOML text, `file` naming it in errors (and
-    /// reloaded from it), `var` looking up the environment's overrides.
+    /// reloaded from it), `var` looking up the environment's overrides
+    /// (and the plans' `keys-env`). A plan with `shared = true` needs the
+    /// store in Redis, where the keys moved between plans are shared.
     pub fn from_toml(
         text: &str,
         file: Option<&Path>,
@@ -80,9 +82,22 @@ impl Limits {
     ) -> Result<Self, DeployError> {
         let (table_text, own) = sections::split(text);
         let sections = sections::parse(&own, file)?;
-        let table = PolicyTable::from_toml(&table_text, file)?;
+        let table = PolicyTable::from_toml_with(&table_text, file, &var)?;
         let env = Env::new(&var, file);
         let deployment = Deployment::resolve(sections, &env)?;
+        let in_memory = !matches!(deployment.store, StoreSettings::Redis { .. });
+        if let Some(plan) = table.plans().iter().find(|p| p.shared && in_memory) {
+            return Err(DeployError::File(PolicyError {
+                file: file.map(Path::to_path_buf),
+                line: None,
+                entry: None,
+                message: format!(
+                    "plan {:?}: shared = true needs the store in Redis ([store] kind = \"redis\", \
+                     or REDIS_URL), where the keys moved between plans are shared",
+                    plan.name
+                ),
+            }));
+        }
         Ok(Self {
             inner: Arc::new(Inner {
                 table,
@@ -120,6 +135,7 @@ impl Limits {
         if inner.handle.get().is_some() {
             return Err(inner.fail(APPLIED.to_owned()));
         }
+
         inner
             .stores
             .lock()

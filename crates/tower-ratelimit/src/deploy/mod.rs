@@ -60,6 +60,7 @@
 mod admin;
 mod admin_auth;
 mod admin_entries;
+mod admin_plans;
 mod admin_problem;
 mod admin_state;
 mod env;

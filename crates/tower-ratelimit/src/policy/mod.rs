@@ -201,6 +201,11 @@ pub(crate) mod key;
 mod load;
 mod pace;
 mod pace_fields;
+mod plan;
+mod plan_book;
+mod plan_layer;
+mod plan_moves;
+mod plan_sources;
 mod reload;
 mod route;
 mod runtime_overrides;
@@ -220,6 +225,9 @@ pub use extractor::{AppKey, Authenticated, PolicyOptions};
 pub use key::{KeySpec, PolicyKey};
 pub use load::PolicyTable;
 pub use pace::DEFAULT_PACE_PIECE;
+pub use plan::{Plan, MAX_PLANS, NO_PLAN};
+pub use plan_book::PlanMembers;
+pub use plan_sources::{PlanKeys, MAX_PLAN_KEYS};
 pub use ratelimit_core::plumbing::{
     EntriesFuture, EntriesSink, EntryDigest, EntryTable, SharedEntries, SharedEntry,
 };
