@@ -319,12 +319,19 @@ async fn admitted(apps: [&Router; 2], key: &str, n: usize) -> usize {
 async fn until_moved(limits: &Limits, plan: &str, moved: usize) {
     let handle = limits.handle().unwrap();
     for _ in 0..200 {
-        if handle.plans().iter().any(|p| p.name == plan && p.moved_in == moved) {
+        if handle
+            .plans()
+            .iter()
+            .any(|p| p.name == plan && p.moved_in == moved)
+        {
             return;
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
-    panic!("plan {plan} never had {moved} keys moved in: {:?}", handle.plans());
+    panic!(
+        "plan {plan} never had {moved} keys moved in: {:?}",
+        handle.plans()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -338,13 +345,20 @@ async fn a_key_moved_into_a_plan_on_one_instance_gets_its_limits_on_both() {
     let (app_a, app_b) = (a.apply(app()).unwrap(), b.apply(app()).unwrap());
     assert!(a.ready().await && b.ready().await);
     let both = [&app_a, &app_b];
-    assert_eq!(admitted(both, &api_key('p'), 8).await, 5, "pro from the environment");
+    assert_eq!(
+        admitted(both, &api_key('p'), 8).await,
+        5,
+        "pro from the environment"
+    );
     let free = api_key('f');
     assert_eq!(admitted(both, &free, 4).await, 2, "in no plan");
 
     let (admin_a, admin_b) = (a.admin_router().unwrap(), b.admin_router().unwrap());
     let path = format!("/plans/pro/keys/{free}");
-    assert_eq!(admin(&admin_a, "PUT", &path, TOKEN, "").await, StatusCode::OK);
+    assert_eq!(
+        admin(&admin_a, "PUT", &path, TOKEN, "").await,
+        StatusCode::OK
+    );
     until_moved(&b, "pro", 1).await;
     assert_eq!(
         admitted([&app_b, &app_b], &free, 8).await,
@@ -356,22 +370,50 @@ async fn a_key_moved_into_a_plan_on_one_instance_gets_its_limits_on_both() {
         .body(Body::empty())
         .unwrap();
     let res = admin_b.clone().oneshot(req).await.unwrap();
-    let body = http_body_util::BodyExt::collect(res.into_body()).await.unwrap().to_bytes();
+    let body = http_body_util::BodyExt::collect(res.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
     let body = String::from_utf8_lossy(&body);
-    assert!(body.contains(r#""listed":1,"moved_in":1,"name":"pro""#), "{body}");
-    assert!(!body.contains("ffff") && !body.contains("pppp"), "no key shown: {body}");
+    assert!(
+        body.contains(r#""listed":1,"moved_in":1,"name":"pro""#),
+        "{body}"
+    );
+    assert!(
+        !body.contains("ffff") && !body.contains("pppp"),
+        "no key shown: {body}"
+    );
 
     for (method, path, status) in [
         ("PUT", "/plans/gold/keys/k", StatusCode::NOT_FOUND),
-        ("PUT", "/plans/office/keys/not-an-address", StatusCode::BAD_REQUEST),
-        ("DELETE", "/plans/office/keys/192.0.2.7", StatusCode::NOT_FOUND),
+        (
+            "PUT",
+            "/plans/office/keys/not-an-address",
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            "DELETE",
+            "/plans/office/keys/192.0.2.7",
+            StatusCode::NOT_FOUND,
+        ),
     ] {
-        assert_eq!(admin(&admin_a, method, path, TOKEN, "").await, status, "{method} {path}");
+        assert_eq!(
+            admin(&admin_a, method, path, TOKEN, "").await,
+            status,
+            "{method} {path}"
+        );
     }
     let path = format!("/plans/pro/keys/{free}");
-    assert_eq!(admin(&admin_b, "DELETE", &path, TOKEN, "").await, StatusCode::OK);
+    assert_eq!(
+        admin(&admin_b, "DELETE", &path, TOKEN, "").await,
+        StatusCode::OK
+    );
     until_moved(&a, "pro", 0).await;
-    assert_eq!(admitted(both, &free, 2).await, 0, "back in no plan, its count used");
+    assert_eq!(
+        admitted(both, &free, 2).await,
+        0,
+        "back in no plan, its count used"
+    );
 }
 
 #[test]

@@ -235,8 +235,11 @@ impl PolicyHandle {
         self.reloads.load(Ordering::Relaxed)
     }
 
-    /// Applies `table`'s algorithms and overrides, all or nothing; returns
-    /// what changed (nothing, for a table equal to the running one).
+    /// Applies `table`'s algorithms and overrides, and its plans' members
+    /// (their lists as `table` read them, and the apps' lists read now),
+    /// all or nothing; returns what changed of the limits (nothing, for a
+    /// table equal to the running one). A plan added, removed or changed
+    /// in its name, key, `keys-app` or `shared` needs a restart.
     ///
     /// With feature `metrics`, counts `ratelimit_reloads_total` by
     /// `outcome`: `applied`, `unchanged` or `rejected`.
