@@ -175,7 +175,7 @@ async fn serve_kind(kind: &str) {
             } else {
                 None
             };
-            let state = State::new(&Config::parse(&policy, "bench").unwrap()).unwrap();
+            let state = State::new(&Config::parse(&policy, "bench", |_| None).unwrap()).unwrap();
             let running = Running::start(Arc::new(state)).await.unwrap();
             let addr = if kind != "check" {
                 running.grpc_addr
