@@ -2,7 +2,7 @@
 //!
 //! | method and path | what |
 //! |---|---|
-//! | `GET /limits` | each limit's name, domain, algorithm, shadow and descriptors |
+//! | `GET /limits` | each limit's name, domain, algorithm, shadow, ban and descriptors |
 //! | `GET /limits/{name}/keys/{key}` | the key's `remaining`, `quota`, `reset_secs` (a peek) and `banned_secs` |
 //! | `DELETE /limits/{name}/keys/{key}` | resets the key: its whole quota back |
 //! | `PUT /limits/{name}/bans/{key}` | bans the key; body `{"for": "1h"}` |
@@ -10,7 +10,8 @@
 //!
 //! `{key}` is the limit's state key, percent-encoded: the value of its one
 //! entry without a fixed value (an address, a user id). Every request needs
-//! `Authorization: Bearer TOKEN`; errors are JSON `{"error": "..."}`.
+//! `Authorization: Bearer TOKEN`, checked by tower-ratelimit's
+//! [`AdminGate`]; errors are JSON `{"error": "..."}`.
 
 use crate::check::MAX_KEY_BYTES;
 use crate::http_json::{error, ApiError};
@@ -25,7 +26,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, put};
 use axum::{Json, Router};
-use ratelimit_core::plumbing::{ceil_secs, parse_duration};
+use ratelimit_core::plumbing::{ceil_secs, format_duration, parse_duration};
 use serde_json::json;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -159,6 +160,7 @@ async fn list(Extract(admin): Extract<Admin>) -> Response {
                 "domain": c.domain,
                 "algorithm": c.algorithm.map(|a| a.to_string()),
                 "shadow": c.shadow,
+                "ban": c.ban.map(|b| format_duration(b.duration())),
                 "descriptors": c.entries.iter().map(|e| json!({"key": e.key, "value": e.value})).collect::<Vec<_>>(),
             })
         })

@@ -87,6 +87,8 @@ async fn a_refusal_bans_the_client_for_an_hour_until_the_admin_lifts_it() {
                 .await
         }
     };
+    let a = admin("GET", "/limits".to_owned()).await;
+    assert!(a.body.contains("\"ban\":\"1h\""), "{}", a.body);
     // The limit's state key: the one entry without a fixed value.
     let a = admin("GET", format!("/limits/login/keys/{ip}")).await;
     assert!(a.body.contains("\"banned_secs\":3480"), "{}", a.body);
