@@ -198,17 +198,27 @@ fn store(mut store: StoreSettings, env: &Env<'_>) -> Result<StoreSettings, Deplo
             if lease.is_some() {
                 return Err(redis_only("RATELIMIT_LEASE"));
             }
-            if max_keys.is_some() {
-                *file_max = max_keys;
-            }
-            if *file_max == Some(0) {
-                let error = format!("0: expected 1 to {MAX_KEYS}");
-                return Err(env.error(Origin::File("[store] max-keys"), error));
-            }
+            *file_max = memory_max_keys(*file_max, max_keys, env)?;
         }
         _ => {}
     }
     Ok(store)
+}
+
+/// A memory store's cap: `RATELIMIT_MAX_KEYS` (`env_max`) over the
+/// file's `max-keys`, which may not be 0.
+fn memory_max_keys(
+    file_max: Option<usize>,
+    env_max: Option<usize>,
+    env: &Env<'_>,
+) -> Result<Option<usize>, DeployError> {
+    match env_max.or(file_max) {
+        Some(0) => {
+            let error = format!("0: expected 1 to {MAX_KEYS}");
+            Err(env.error(Origin::File("[store] max-keys"), error))
+        }
+        cap => Ok(cap),
+    }
 }
 
 /// `RATELIMIT_MAX_KEYS`: a whole number from 1 to [`MAX_KEYS`].
