@@ -1,7 +1,6 @@
 //! A deployment in one call (`Limits`): the file loaded with the
 //! environment over it, applied to a router on the configured store.
 
-use super::env::Env;
 use super::error::DeployError;
 use super::inner::Inner;
 use super::sections;
@@ -80,11 +79,9 @@ impl Limits {
         file: Option<&Path>,
         var: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, DeployError> {
-        let (table_text, own) = sections::split(text);
-        let sections = sections::parse(&own, file)?;
+        let (deployment, table_text) = Deployment::split(text, file, &var)?;
         let table = PolicyTable::from_toml_with(&table_text, file, &var)?;
-        let env = Env::new(&var, file);
-        let deployment = Deployment::resolve(sections, &env)?;
+        let (_, own) = sections::split(text);
         let in_memory = !matches!(deployment.store, StoreSettings::Redis { .. });
         if let Some(plan) = table.plans().iter().find(|p| p.shared && in_memory) {
             return Err(DeployError::File(PolicyError {
@@ -185,7 +182,7 @@ impl Limits {
     /// Where the admin API should listen (`[admin] address`,
     /// `ADMIN_ADDR`); `None`: off.
     pub fn admin_addr(&self) -> Option<SocketAddr> {
-        self.inner.deployment.admin.as_ref().map(|(addr, _)| *addr)
+        self.inner.deployment.admin.as_ref().map(|a| a.address)
     }
 
     /// Where the metrics should be served (`[metrics] address`,

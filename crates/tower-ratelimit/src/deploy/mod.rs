@@ -69,6 +69,7 @@ mod admin_entries;
 mod admin_plans;
 mod admin_problem;
 mod admin_state;
+mod admin_token;
 mod env;
 mod error;
 mod inner;
@@ -80,7 +81,9 @@ mod sections;
 mod settings;
 mod watch;
 
+pub use admin_auth::{AdminGate, AdminRefusal, WRONG_TOKENS_ALL_SOURCES, WRONG_TOKENS_PER_SOURCE};
+pub use admin_token::{AdminToken, MIN_TOKEN};
 pub use env::OVERRIDES;
 pub use error::DeployError;
 pub use limits::Limits;
-pub use settings::MIN_TOKEN;
+pub use settings::{AdminSettings, Deployment};
