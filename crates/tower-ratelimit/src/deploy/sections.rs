@@ -98,7 +98,7 @@ pub(super) fn split(text: &str) -> (String, String) {
 
 /// The first name of a table header line (`[store]`, `[[limit]]`,
 /// `[store.x]`), if `line` is one.
-fn header(line: &str) -> Option<&str> {
+pub(super) fn header(line: &str) -> Option<&str> {
     let rest = line.trim_start().strip_prefix('[')?;
     let rest = rest.strip_prefix('[').unwrap_or(rest);
     let end = rest.find([']', '.'])?;
