@@ -152,7 +152,7 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
     /// # let store = |n| MemoryStore::new(Gcra::new(n, Duration::from_secs(60)).unwrap());
     ///
     /// // Limit 0 for free keys, limit 1 for "pro-" keys.
-    /// let layer = RateLimitLayer::builder(Header::named("x-api-key").unwrap())
+    /// let layer = RateLimitLayer::builder("x-api-key".parse::<Header>().unwrap())
     ///     .limit("free", store(60))
     ///     .limit("pro", store(6000))
     ///     .select(|_req: &Parts, key: &HeaderKey| {
@@ -268,11 +268,6 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
     pub fn mode(mut self, mode: Mode) -> Self {
         self.mode = mode;
         self
-    }
-
-    /// Shorthand for [`Mode::DryRun`].
-    pub fn dry_run(self) -> Self {
-        self.mode(Mode::DryRun)
     }
 
     /// What to do when no key can be extracted (default: reject).
