@@ -60,7 +60,7 @@ pub use headers::fields;
 pub use key_ops::{KeyOpError, KeyState};
 pub use limit_config::{EntryPattern, LimitConfig, DEFAULT_KEY_HEADER};
 pub use limits::Limits;
-pub use reload::{LimitChange, Reloaded};
+pub use reload::{Reloaded, RuleChange};
 pub use rule::{Entry, Rule};
 pub use server::{Running, DRAIN_TIMEOUT};
 pub use state::State;
