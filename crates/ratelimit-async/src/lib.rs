@@ -40,5 +40,4 @@ mod queue;
 mod stream;
 
 pub use limiter::{Limiter, WaitError};
-pub use ratelimit_core::TokioClock;
 pub use stream::{PacedStream, Rejected};

@@ -3,6 +3,7 @@
 use crate::common::*;
 use axum::routing::get;
 use axum::Router;
+use ratelimit_core::TokioClock;
 use ratelimit_core::{LeakyBucket, MemoryStore};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -10,7 +11,7 @@ use tokio::time::Instant;
 use tower::ServiceExt;
 use tower_ratelimit::key::Global;
 use tower_ratelimit::strategy::Mode;
-use tower_ratelimit::{RateLimitLayer, TokioClock};
+use tower_ratelimit::RateLimitLayer;
 
 fn shaped(queue: u64, log: Arc<Mutex<Vec<Duration>>>, start: Instant) -> Router {
     // 10 per second: one departure every 100 ms.
