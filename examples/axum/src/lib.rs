@@ -78,7 +78,7 @@ impl Config {
     /// client's address from `header` only: the one those proxies write.
     pub fn behind(trusted_proxies: &str, header: ProxyHeader) -> Result<Self, LayerBuildError> {
         Ok(Self {
-            client_ip: ClientIp::from_list(trusted_proxies)?.header(header),
+            client_ip: trusted_proxies.parse::<ClientIp>()?.header(header),
             ..Self::default()
         })
     }
@@ -111,7 +111,7 @@ const TRUSTED_PROXY_HEADER: &str = "TRUSTED_PROXY_HEADER";
 impl Default for Config {
     fn default() -> Self {
         Self {
-            client_ip: ClientIp::trusting([]),
+            client_ip: ClientIp::default(),
             clock: Arc::new(SystemClock::new()),
             api_keys: ApiKeys::default(),
         }

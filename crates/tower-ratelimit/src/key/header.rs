@@ -221,7 +221,7 @@ pub(crate) fn single_value(
 /// ```
 /// use tower_ratelimit::key::{Header, HeaderKey, KeyExtractor};
 ///
-/// let tenant = Header::named("x-tenant").unwrap();
+/// let tenant = "x-tenant".parse::<Header>().unwrap();
 /// let req = http::Request::get("/").header("x-tenant", "acme").body(()).unwrap();
 /// assert_eq!(tenant.extract(&req.into_parts().0).unwrap(), HeaderKey::new(b"acme"));
 /// let bare = http::Request::get("/").body(()).unwrap();
@@ -243,20 +243,13 @@ pub struct Header {
 }
 
 impl Header {
-    /// The header `name`.
+    /// The header `name` (a name as text parses with [`str::parse`]).
     pub const fn new(name: HeaderName) -> Self {
         Self {
             secret: None,
             name,
             max_len: 1024,
         }
-    }
-
-    /// The header named `name`; fails if it is not a valid header name.
-    pub fn named(name: &str) -> Result<Self, LayerBuildError> {
-        HeaderName::try_from(name)
-            .map(Self::new)
-            .map_err(|_| LayerBuildError::BadHeaderName(name.to_owned()))
     }
 
     /// Marks the header's values secret (credentials): their keys are
@@ -272,6 +265,17 @@ impl Header {
     pub const fn max_len(mut self, max_len: usize) -> Self {
         self.max_len = max_len;
         self
+    }
+}
+
+impl std::str::FromStr for Header {
+    type Err = LayerBuildError;
+
+    /// The header named `name`; fails if it is not a valid header name.
+    fn from_str(name: &str) -> Result<Self, LayerBuildError> {
+        HeaderName::try_from(name)
+            .map(Self::new)
+            .map_err(|_| LayerBuildError::BadHeaderName(name.to_owned()))
     }
 }
 
@@ -311,7 +315,7 @@ mod tests {
 
     #[test]
     fn header_values() {
-        let h = Header::named("x-tenant").unwrap();
+        let h = "x-tenant".parse::<Header>().unwrap();
         let parts = |v: &[&[u8]]| {
             let mut b = http::Request::builder();
             for v in v {
@@ -330,14 +334,14 @@ mod tests {
             .extract(&parts(&[b"caf\xc3\xa9"]))
             .unwrap_err()
             .is_missing());
-        assert!(Header::named("bad name").is_err());
+        assert!("bad name".parse::<Header>().is_err());
         assert!(!h.extract(&parts(&[b"acme"])).unwrap().is_secret());
         let secret = h.clone().secret(true);
         let k = secret.extract(&parts(&[b"acme"])).unwrap();
         assert!(k.is_secret());
         assert_eq!(k.stored(), "acme");
         assert_ne!(k, h.extract(&parts(&[b"acme"])).unwrap());
-        let auth = Header::named("x-auth-token").unwrap();
+        let auth = "x-auth-token".parse::<Header>().unwrap();
         let p = http::Request::builder()
             .header("x-auth-token", "t")
             .body(())

@@ -241,7 +241,7 @@ fn invalid_configuration_is_an_error() {
         Err(LayerBuildError::BadPrefix { .. })
     ));
     assert!(IpPrefixes::new(32, 48).is_ok());
-    assert!(Header::named("").is_err());
+    assert!("".parse::<Header>().is_err());
     let store =
         || MemoryStore::<Gcra, tower_ratelimit::key::GlobalKey>::new(Gcra::new(1, SEC).unwrap());
     let no_limits =

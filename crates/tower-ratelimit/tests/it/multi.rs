@@ -101,7 +101,7 @@ async fn cost_and_selection_per_request() {
     // Limit 0: free plan, 10 units/min; limit 1: pro plan, 100 units/min.
     // The plan comes from the key's prefix; the cost from `X-Units`.
     let clock = ManualClock::new();
-    let layer = RateLimitLayer::builder(Header::named("x-user").unwrap())
+    let layer = RateLimitLayer::builder("x-user".parse::<Header>().unwrap())
         .limit("free", MemoryStore::new(Gcra::new(10, 60 * SEC).unwrap()))
         .limit("pro", MemoryStore::new(Gcra::new(100, 60 * SEC).unwrap()))
         .select(|_: &Parts, key: &HeaderKey| {
