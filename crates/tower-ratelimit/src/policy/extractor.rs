@@ -144,7 +144,7 @@ impl Part {
                 Self::PeerIp(PeerIp::new().prefixes(prefixes.unwrap_or_default()))
             }
             KeyPart::ClientIp(prefixes) => {
-                let x = client_ip.clone().unwrap_or_else(|| ClientIp::default());
+                let x = client_ip.clone().unwrap_or_default();
                 Self::ClientIp(match prefixes {
                     Some(p) => x.prefixes(*p),
                     None => x,
@@ -228,14 +228,7 @@ pub(super) fn text_part(part: &KeyPart, options: &PolicyOptions) -> TextPart {
 /// Where the lists of a limit keyed on `key` read the client IP: its
 /// first IP part's source, else the client through the trusted proxies.
 pub(super) fn ip_source(key: &KeySpec, options: &PolicyOptions) -> IpSource {
-    let client = || {
-        IpSource::Client(
-            options
-                .client_ip
-                .clone()
-                .unwrap_or_else(|| ClientIp::default()),
-        )
-    };
+    let client = || IpSource::Client(options.client_ip.clone().unwrap_or_default());
     for part in &key.0 {
         match part {
             KeyPart::PeerIp(_) => return IpSource::Peer,
