@@ -52,8 +52,8 @@ pub mod served_routes;
 pub use api_keys::{ApiKeys, API_KEY_CHALLENGE};
 pub use chat::{EVENT_GAP, MAX_TOKENS_PER_CALL, TOKENS_PER_EVENT};
 pub use download::DOWNLOAD_BYTES;
-pub use hyper_example::server;
 pub use redis_stores::RedisStores;
+pub use tower_ratelimit::serve as server;
 
 /// The app's settings.
 #[derive(Clone)]
@@ -165,7 +165,7 @@ async fn ready(states: StatesFn) -> Response {
 }
 
 /// In-memory stores, each capped at `max_keys` keys (default
-/// [`server::DEFAULT_MAX_KEYS`], a million; `RATELIMIT_MAX_KEYS`).
+/// [`hyper_example::max_keys::DEFAULT_MAX_KEYS`], a million; `RATELIMIT_MAX_KEYS`).
 #[derive(Debug, Clone, Copy)]
 pub struct MemoryStores {
     max_keys: usize,
@@ -173,7 +173,7 @@ pub struct MemoryStores {
 
 impl Default for MemoryStores {
     fn default() -> Self {
-        Self::new(server::DEFAULT_MAX_KEYS)
+        Self::new(hyper_example::max_keys::DEFAULT_MAX_KEYS)
     }
 }
 

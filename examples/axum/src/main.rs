@@ -39,7 +39,8 @@ async fn main() {
     };
     server::warn_of_public_proxies(&config.client_ip);
     config.api_keys = ApiKeys::from_env().unwrap_or_else(|e| fail(2, &e.to_string()));
-    let max_keys = server::max_keys_from_env().unwrap_or_else(|e| fail(2, &e.to_string()));
+    let max_keys =
+        hyper_example::max_keys::max_keys_from_env().unwrap_or_else(|e| fail(2, &e.to_string()));
     let admin = AdminSettings::from_env().unwrap_or_else(|e| fail(2, &e.to_string()));
     // The limits: $RATELIMIT_CONFIG, or the shipped ratelimit.toml.
     let policy_path = std::env::var_os("RATELIMIT_CONFIG")

@@ -1,8 +1,8 @@
 //! Limits shared through Redis, so that every copy of the app admits the
 //! configured limits together.
 
-use crate::server::DEFAULT_MAX_KEYS;
 use crate::Stores;
+use hyper_example::max_keys::DEFAULT_MAX_KEYS;
 use ratelimit_core::{BanPolicy, LiveAlgorithm};
 use ratelimit_redis::{
     AnyStore, RedisBuildError, RedisEntries, StoreSettings, StoreState, Target, DEFAULT_TIMEOUT,

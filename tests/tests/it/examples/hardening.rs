@@ -25,7 +25,7 @@ async fn start_axum(options: ServeOptions) -> (SocketAddr, JoinHandle<()>) {
 
 /// The hyper example served as `main` serves it, with `options`.
 async fn start_hyper(
-    options: ::hyper_example::server::ServeOptions,
+    options: ::tower_ratelimit::serve::ServeOptions,
 ) -> (SocketAddr, JoinHandle<()>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

@@ -747,7 +747,7 @@ mod hyper_app {
         let server = tokio::spawn(::hyper_example::run(
             listener,
             svc,
-            ::hyper_example::server::ServeOptions::default(),
+            ::tower_ratelimit::serve::ServeOptions::default(),
             std::future::pending(),
         ));
         assert_eq!(http(addr, "GET", "/", "").await.0, 200);
