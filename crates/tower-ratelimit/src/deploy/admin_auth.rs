@@ -1,8 +1,8 @@
 //! The admin API's token check (`TokenGate`): compared in constant time, failed tokens limited per source address and across all sources.
 //!
 //! Each request first takes one failure from its source's budget
-//! ([`PER_SOURCE`] a minute, keyed by the peer's address, an IPv6 /64)
-//! and one from the budget of all sources ([`ALL_SOURCES`] a minute);
+//! ([`WRONG_TOKENS_PER_SOURCE`] a minute, keyed by the peer's address, an IPv6 /64)
+//! and one from the budget of all sources ([`WRONG_TOKENS_ALL_SOURCES`] a minute);
 //! a right token gives both back, a wrong one keeps them. So concurrent
 //! guesses cannot slip past either budget:
 //!
@@ -14,11 +14,11 @@
 //!   (a source that never failed is never locked out by others'
 //!   failures), a wrong one is its failure.
 //!
-//! Wrong tokens compared in a minute: at most [`ALL_SOURCES`], plus one
+//! Wrong tokens compared in a minute: at most [`WRONG_TOKENS_ALL_SOURCES`], plus one
 //! per source address that had not failed in it (an IPv6 source is its
 //! /64).
 //!
-//! A source that failed [`PER_SOURCE`] times is refused whatever its
+//! A source that failed [`WRONG_TOKENS_PER_SOURCE`] times is refused whatever its
 //! token for up to a minute: on an address several users share
 //! (loopback), one of them can lock the others out of that address, not
 //! out of another (`127.0.0.2`). The failures of 100,000 sources are kept
@@ -33,11 +33,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Wrong tokens one source address may send a minute.
-pub(super) const PER_SOURCE: u64 = 10;
+pub const WRONG_TOKENS_PER_SOURCE: u64 = 10;
 
 /// Wrong tokens all sources together may send a minute, before only
 /// sources that have not failed get their token compared.
-pub(super) const ALL_SOURCES: u64 = 30;
+pub const WRONG_TOKENS_ALL_SOURCES: u64 = 30;
 
 /// Source addresses whose failures are kept at once (more: the oldest
 /// are summed in a sketch, never forgotten; see `MemoryStore`).
@@ -77,9 +77,9 @@ impl TokenGate {
     pub(super) fn new(token: Arc<str>) -> Self {
         Self(Arc::new(Inner {
             token,
-            per_source: failures(PER_SOURCE, Some(MAX_SOURCES)),
+            per_source: failures(WRONG_TOKENS_PER_SOURCE, Some(MAX_SOURCES)),
             // One key, `()`.
-            all: failures(ALL_SOURCES, None),
+            all: failures(WRONG_TOKENS_ALL_SOURCES, None),
             clock: TokioClock::new(),
         }))
     }

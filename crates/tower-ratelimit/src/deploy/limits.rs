@@ -6,6 +6,7 @@ use super::error::DeployError;
 use super::inner::Inner;
 use super::sections;
 use super::settings::Deployment;
+use crate::key::ClientIp;
 use crate::policy::{PolicyError, PolicyHandle, PolicyKey, PolicyOptions, PolicyTable, StoreSpec};
 use axum::Router;
 use ratelimit_redis::{RedisEntries, StoreSettings, Target, DEFAULT_PREFIX, DEFAULT_REFRESH};
@@ -18,9 +19,9 @@ use std::time::Duration;
 const WATCH_EVERY: Duration = Duration::from_millis(250);
 
 /// Every limit of a deployment, on its store, from one file: the policy
-/// table's `[[limit]]`s with `[store]`, `[proxies]`, `[admin]` and
-/// `[metrics]` (see the [module docs](super)), the environment
-/// overriding the file.
+/// table's `[[limit]]`s with `[store]`, `[proxies]`, `[admin]`,
+/// `[metrics]` and `[server]` (see the [module docs](super)), the
+/// environment overriding the file.
 ///
 /// ```
 /// use axum::{routing::get, Router};
@@ -112,8 +113,9 @@ impl Limits {
     /// Adds a layer for every limit to `router` (add every route first),
     /// each on the configured store with its ban, lease and the key
     /// secret shared through Redis; the file is reloaded on `SIGHUP` and
-    /// when it changes (with a tokio runtime). Once only: a second call is
-    /// an error.
+    /// when it changes (with a tokio runtime). Logs, at `info`, where the
+    /// limits live, the trusted proxies and each limit in force. Once
+    /// only: a second call is an error.
     pub fn apply(&self, router: Router) -> Result<Router, DeployError> {
         let inner = &self.inner;
         let options = inner.options()?;
@@ -145,6 +147,11 @@ impl Limits {
         if inner.handle.set(handle).is_err() {
             return Err(inner.fail(APPLIED.to_owned()));
         }
+        #[cfg(feature = "prometheus")]
+        if self.metrics_addr().is_some() {
+            super::metrics::recorder();
+        }
+        super::startup_log::log(inner);
         super::watch::start(&self.inner, WATCH_EVERY);
         Ok(router)
     }
@@ -159,6 +166,19 @@ impl Limits {
     /// The policy table, as loaded.
     pub fn table(&self) -> &PolicyTable {
         &self.inner.table
+    }
+
+    /// The file the limits were loaded from, if any.
+    pub fn file(&self) -> Option<&Path> {
+        self.inner.file.as_deref()
+    }
+
+    /// How `client-ip` finds a client's address: the trusted proxies of
+    /// `[proxies]` (or `TRUSTED_PROXIES`) and their header; with none,
+    /// the TCP peer's. For the app's own keys and layers.
+    pub fn client_ip(&self) -> ClientIp {
+        let trusted = self.inner.deployment.client_ip.clone();
+        trusted.unwrap_or_else(|| ClientIp::trusting([]))
     }
 
     /// Where the limits keep their state.

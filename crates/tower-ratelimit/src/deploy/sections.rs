@@ -1,5 +1,5 @@
 //! The deployment file's own sections (`[store]`, `[proxies]`, `[admin]`,
-//! `[metrics]`), split from the policy table's `[[limit]]`s with every
+//! `[metrics]`, `[server]`), split from the policy table's `[[limit]]`s with every
 //! line kept in place, so both loaders' errors name the file's lines.
 
 use crate::policy::PolicyError;
@@ -9,7 +9,7 @@ use serde::{Deserialize, Deserializer};
 use std::path::{Path, PathBuf};
 
 /// The sections this module reads; the rest is the policy table's.
-const SECTIONS: [&str; 4] = ["store", "proxies", "admin", "metrics"];
+const SECTIONS: [&str; 5] = ["store", "proxies", "admin", "metrics", "server"];
 
 /// The deployment's sections as written.
 #[derive(Deserialize, Default)]
@@ -23,6 +23,8 @@ pub(super) struct Sections {
     pub(super) admin: Option<Admin>,
     #[serde(default)]
     pub(super) metrics: Option<Metrics>,
+    #[serde(default)]
+    pub(super) server: Option<Server>,
 }
 
 /// `[store]`: ratelimit-redis's `StoreSettings`, its `url` also written
@@ -71,6 +73,16 @@ pub(super) struct Admin {
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub(super) struct Metrics {
     pub(super) address: Option<String>,
+}
+
+/// `[server]`: where [`Limits::serve`](super::Limits::serve) serves the
+/// app, and its connection caps.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct Server {
+    pub(super) addr: Option<String>,
+    pub(super) max_connections: Option<u64>,
+    pub(super) max_connections_per_client: Option<u64>,
 }
 
 /// A file's text split in two of the same lines: the policy table's

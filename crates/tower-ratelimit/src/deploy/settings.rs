@@ -4,6 +4,7 @@
 use super::env::{Env, Origin, Setting};
 use super::error::DeployError;
 use super::sections::Sections;
+use super::server_settings::ServerSettings;
 use crate::key::{ClientIp, ProxyHeader};
 use ratelimit_redis::{StoreSettings, Target};
 use std::net::SocketAddr;
@@ -15,6 +16,11 @@ pub const MIN_TOKEN: usize = 16;
 /// The most keys a memory store (or a Redis fallback) may be given.
 const MAX_KEYS: usize = 1_000_000_000;
 
+/// The keys a memory store keeps state for when neither `max-keys` nor
+/// `RATELIMIT_MAX_KEYS` says (the Redis fallback's too, when `REDIS_URL`
+/// moves a memory store to Redis).
+pub const DEFAULT_MAX_KEYS: usize = 1_000_000;
+
 /// Everything a deployment runs with but its limits.
 #[derive(Debug, Clone)]
 pub(super) struct Deployment {
@@ -22,6 +28,7 @@ pub(super) struct Deployment {
     pub(super) client_ip: Option<ClientIp>,
     pub(super) admin: Option<(SocketAddr, Token)>,
     pub(super) metrics: Option<SocketAddr>,
+    pub(super) server: ServerSettings,
 }
 
 /// The admin token: compared, never shown.
@@ -57,25 +64,15 @@ impl Deployment {
             ));
         }
         let metrics = metrics.map(|m| m.parse(env)).transpose()?;
+        let client_ip = proxies(sections.proxies, env)?;
         Ok(Self {
             store: store(sections.store.unwrap_or_default(), env)?,
-            client_ip: proxies(sections.proxies, env)?,
+            server: ServerSettings::resolve(sections.server, env, client_ip.is_some())?,
+            client_ip,
             admin: admin(sections.admin, env)?,
             metrics,
         })
     }
-}
-
-/// An address from `var` or the file's `field`.
-fn address(
-    env: &Env<'_>,
-    var: &'static str,
-    field: &'static str,
-    file: Option<String>,
-) -> Result<Option<SocketAddr>, DeployError> {
-    env.or_file(var, field, file)
-        .map(|s| s.parse(env))
-        .transpose()
 }
 
 /// `[store]` with `REDIS_URL`, `REDIS_TLS_CA`, `RATELIMIT_MAX_KEYS` and
@@ -86,6 +83,18 @@ fn store(mut store: StoreSettings, env: &Env<'_>) -> Result<StoreSettings, Deplo
         url_origin = Origin::Env("REDIS_URL");
         match &mut store {
             StoreSettings::Redis { url: file_url, .. } => *file_url = url,
+            // Memory's cap becomes the fallback's: while Redis fails,
+            // each instance decides in memory as it did before.
+            StoreSettings::Memory { max_keys } => {
+                let cap = max_keys.unwrap_or(DEFAULT_MAX_KEYS);
+                store = StoreSettings::redis(url);
+                if let StoreSettings::Redis {
+                    fallback_max_keys, ..
+                } = &mut store
+                {
+                    *fallback_max_keys = Some(cap);
+                }
+            }
             _ => store = StoreSettings::redis(url),
         }
     }
@@ -143,6 +152,7 @@ fn store(mut store: StoreSettings, env: &Env<'_>) -> Result<StoreSettings, Deplo
             if max_keys.is_some() {
                 *file_max = max_keys;
             }
+            file_max.get_or_insert(DEFAULT_MAX_KEYS);
         }
         _ => {}
     }
@@ -204,7 +214,7 @@ fn admin(
         }
         None => (None, None, None),
     };
-    let Some(address) = address(env, "ADMIN_ADDR", "[admin] address", addr)? else {
+    let Some(address) = env.address("ADMIN_ADDR", "[admin] address", addr)? else {
         return Ok(None);
     };
     let token = match (env.get("ADMIN_TOKEN"), token_env, token_file) {

@@ -77,9 +77,12 @@ fn reload(inner: &Inner, file: &std::path::Path) {
     };
     let (table, own) = sections::split(&text);
     if own != inner.own {
-        tracing::warn!(file = %file.display(), "[store], [proxies], [admin] or [metrics] changed: they apply at a restart");
+        tracing::warn!(file = %file.display(), "[store], [proxies], [admin], [metrics] or [server] changed: they apply at a restart");
     }
     match PolicyTable::from_toml(&table, Some(file)).and_then(|t| handle.reload(&t)) {
+        Ok(changes) if changes.is_empty() => {
+            tracing::info!(file = %file.display(), "rate limits reloaded: no change");
+        }
         Ok(changes) => {
             for c in &changes {
                 tracing::info!(limit = %c.limit, from = %c.from, to = %c.to, overrides = %c.overrides, "rate limit changed");
