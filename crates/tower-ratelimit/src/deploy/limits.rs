@@ -122,6 +122,11 @@ impl Limits {
         if inner.handle.get().is_some() {
             return Err(inner.fail(APPLIED.to_owned()));
         }
+        // Before the stores: their gauges are set as they are built.
+        #[cfg(feature = "prometheus")]
+        if self.metrics_addr().is_some() {
+            super::metrics::recorder();
+        }
         inner
             .stores
             .lock()
@@ -146,10 +151,6 @@ impl Limits {
         share_entries(settings, &handle).map_err(|e| inner.fail(e))?;
         if inner.handle.set(handle).is_err() {
             return Err(inner.fail(APPLIED.to_owned()));
-        }
-        #[cfg(feature = "prometheus")]
-        if self.metrics_addr().is_some() {
-            super::metrics::recorder();
         }
         super::startup_log::log(inner);
         super::watch::start(&self.inner, WATCH_EVERY);

@@ -117,8 +117,6 @@ impl Limits {
             settings.options,
         );
         let app = app.await?;
-        tracing::info!(options = ?app.options, "serving");
-        tracing::info!("listening on {}", app.addr);
         // One client (the operator's host, Prometheus) may hold every
         // slot: the connection idle longest makes room for a new one.
         let side = ServeOptions {
@@ -150,6 +148,10 @@ impl Limits {
             }
             None => None,
         };
+        // Last: a process watching its log for this line finds every
+        // listener bound.
+        tracing::info!(options = ?app.options, "serving");
+        tracing::info!("listening on {}", app.addr);
         Ok(Server {
             app,
             admin,

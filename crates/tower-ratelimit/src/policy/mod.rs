@@ -204,6 +204,7 @@ mod pace_fields;
 mod reload;
 mod route;
 mod runtime_overrides;
+mod served_routes;
 mod settle;
 mod shared;
 mod store_spec;

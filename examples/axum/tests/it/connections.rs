@@ -4,8 +4,7 @@
 //! cap on one client's connections.
 
 use axum::body::Bytes;
-use axum_example::server::ServeOptions;
-use axum_example::{app, Config, DOWNLOAD_BYTES};
+use axum_example::{app_on, Config, DOWNLOAD_BYTES};
 use http_body_util::{BodyExt, Empty};
 use hyper::client::conn::http2::SendRequest;
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -15,18 +14,16 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
+use tower_ratelimit::serve::ServeOptions;
 
-/// The app served as `main` serves it, with `options`.
+/// The app served as `main` serves it (`Limits::serve`), with `options`.
 async fn start(options: ServeOptions) -> (SocketAddr, JoinHandle<()>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let server = tokio::spawn(axum_example::run(
-        listener,
-        app(&Config::default()),
-        options,
-        std::future::pending(),
-    ));
-    (addr, server)
+    let limits = crate::startup::limits(|var| (var == "BIND_ADDR").then(|| "127.0.0.1:0".into()));
+    let app = app_on(&limits, &Config::default()).unwrap();
+    let mut bound = limits.bind(app).await.unwrap();
+    *bound.options_mut() = options;
+    let addr = bound.local_addr();
+    (addr, tokio::spawn(bound.run(std::future::pending())))
 }
 
 /// A connection to `addr` from the loopback address `from` (Linux
