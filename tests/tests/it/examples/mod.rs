@@ -49,13 +49,14 @@ fn app(setup: &Setup) -> Router {
     app_on(&limits(var).unwrap(), &setup.config).unwrap()
 }
 
-/// The app with its limits on the Redis at `url` (a check waits for it
-/// `timeout`, else the default 50 ms; then it decides in memory).
+/// The app with its limits on the Redis at `url`, under the prefix
+/// `axum-example:` (a check waits for it `timeout`, else the default
+/// 50 ms; then it decides in memory).
 fn app_on_redis(setup: &Setup, url: &str, timeout: Option<Duration>) -> Router {
     let timeout = timeout.map_or(50, |t| t.as_millis());
     let text = format!(
         "[store]\nkind = \"redis\"\nurl = \"{url}\"\ntimeout = \"{timeout}ms\"\n\
-         fallback-max-keys = 1000000\n\n{}",
+         prefix = \"axum-example:\"\nfallback-max-keys = 1000000\n\n{}",
         axum_example::DEFAULT_POLICY
     );
     let proxies = setup.proxies;
