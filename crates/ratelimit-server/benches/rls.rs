@@ -1,14 +1,14 @@
 //! ratelimitd's throughput and latency on one core: `ShouldRateLimit` next
 //! to a tonic unary echo of the same service (no limiting), and
 //! `GET /check` next to a bare axum handler answering 204; and
-//! `ShouldRateLimit` on Redis (`rls-redis`: a private redis-server started
-//! by the server's process, so on the same core).
+//! both on Redis (`rls-redis`, `check-redis`: a private redis-server
+//! started by the server's process, so on the same core).
 //!
 //! Run: `cargo bench -p ratelimit-server --bench rls` (options after `--`:
 //! `--secs N` per run, default 3; `--callers N` in flight, default 16).
 //! Each server runs in a process of its own pinned to core 0
 //! (`taskset -c 0`), on a one-worker runtime, with an in-memory store of
-//! 10,000 keys (or Redis's, for `rls-redis`: skipped without
+//! 10,000 keys (or Redis's, for the `-redis` rows: skipped without
 //! redis-server); the client runs pinned to core 1. It prints a Markdown
 //! table: calls per second and p50/p99 latency as the client sees it.
 
@@ -47,7 +47,7 @@ descriptors = [{ key = "remote_address" }]
 "#;
 
 /// The servers.
-const KINDS: [&str; 5] = ["rls", "echo", "check", "axum", "rls-redis"];
+const KINDS: [&str; 6] = ["rls", "echo", "check", "axum", "rls-redis", "check-redis"];
 
 fn main() {
     let args: Vec<String> = std::env::args()
@@ -160,11 +160,11 @@ async fn serve_kind(kind: &str) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     match kind {
-        "rls" | "check" | "rls-redis" => {
+        "rls" | "check" | "rls-redis" | "check-redis" => {
             drop(listener);
             let mut policy = POLICY.to_owned();
             // Kept while serving: its drop stops the server.
-            let _redis = if kind == "rls-redis" {
+            let _redis = if kind.ends_with("-redis") {
                 let Some(redis) = ratelimit_test_support::RedisServer::start() else {
                     println!("no redis-server");
                     return;
@@ -175,9 +175,9 @@ async fn serve_kind(kind: &str) {
             } else {
                 None
             };
-            let state = State::new(&Config::parse(&policy, "bench").unwrap()).unwrap();
+            let state = State::new(&Config::parse(&policy, "bench", |_| None).unwrap()).unwrap();
             let running = Running::start(Arc::new(state)).await.unwrap();
-            let addr = if kind != "check" {
+            let addr = if !kind.starts_with("check") {
                 running.grpc_addr
             } else {
                 running.http_addr
@@ -208,7 +208,7 @@ async fn serve_kind(kind: &str) {
 /// `callers` loops calling `kind` at `addr` for `secs`: one table row.
 fn client(kind: &str, addr: &str, secs: u64, callers: u64) {
     let mut latencies: Vec<u32> = runtime().block_on(async {
-        let grpc = kind != "check" && kind != "axum";
+        let grpc = !kind.starts_with("check") && kind != "axum";
         let channel = if grpc {
             Some(
                 RateLimitServiceClient::connect(format!("http://{addr}"))

@@ -2,7 +2,7 @@
 //!
 //! | method and path | what |
 //! |---|---|
-//! | `GET /limits` | each limit's name, domain, algorithm, shadow and descriptors |
+//! | `GET /limits` | each limit's name, domain, algorithm, shadow, ban and descriptors |
 //! | `GET /limits/{name}/keys/{key}` | the key's `remaining`, `quota`, `reset_secs` (a peek) and `banned_secs` |
 //! | `DELETE /limits/{name}/keys/{key}` | resets the key: its whole quota back |
 //! | `PUT /limits/{name}/bans/{key}` | bans the key; body `{"for": "1h"}` |
@@ -10,9 +10,9 @@
 //!
 //! `{key}` is the limit's state key, percent-encoded: the value of its one
 //! entry without a fixed value (an address, a user id). Every request needs
-//! `Authorization: Bearer TOKEN`; errors are JSON `{"error": "..."}`.
+//! `Authorization: Bearer TOKEN`, checked by tower-ratelimit's
+//! [`AdminGate`]; errors are JSON `{"error": "..."}`.
 
-use crate::admin_auth::{Refused, TokenGate};
 use crate::check::MAX_KEY_BYTES;
 use crate::http_json::{error, ApiError};
 use crate::key_ops::KeyOpError;
@@ -26,11 +26,12 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, put};
 use axum::{Json, Router};
-use ratelimit_core::plumbing::{ceil_secs, parse_duration};
+use ratelimit_core::plumbing::{ceil_secs, format_duration, parse_duration};
 use serde_json::json;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
+use tower_ratelimit::deploy::{AdminGate, AdminRefusal};
 
 /// The longest ban the API takes.
 const MAX_BAN: Duration = Duration::from_secs(366 * 86_400);
@@ -38,7 +39,7 @@ const MAX_BAN: Duration = Duration::from_secs(366 * 86_400);
 #[derive(Clone)]
 struct Admin {
     state: Arc<State>,
-    gate: Arc<TokenGate>,
+    gate: AdminGate,
 }
 
 /// The admin API over `state`, taking the admin token in force (read
@@ -50,13 +51,13 @@ struct Admin {
 /// use ratelimit_server::{admin, Config, State};
 /// use std::sync::Arc;
 ///
-/// let state = Arc::new(State::new(&Config::parse("", "inline").unwrap()).unwrap());
+/// let state = Arc::new(State::new(&Config::parse("", "inline", |_| None).unwrap()).unwrap());
 /// let _router = admin::router(state);
 /// ```
 pub fn router(state: Arc<State>) -> Router {
     let admin = Admin {
         state,
-        gate: Arc::new(TokenGate::new()),
+        gate: AdminGate::new(),
     };
     Router::new()
         .route("/limits", get(list))
@@ -72,18 +73,19 @@ pub fn router(state: Arc<State>) -> Router {
 }
 
 /// Lets a request with the admin token through; else 401, or 429 with
-/// `Retry-After` once its source sent too many wrong tokens.
+/// `Retry-After` once its source, or every source, sent too many wrong
+/// tokens (tower-ratelimit's [`AdminGate`]).
 async fn authorized(Extract(admin): Extract<Admin>, req: Request, next: Next) -> Response {
     let connected = req.extensions().get::<ConnectInfo<SocketAddr>>();
     let peer = connected.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip());
-    let token = admin.state.admin_token();
     let given = bearer(req.headers());
-    match admin
-        .gate
-        .admit(token.as_deref(), peer, given, admin.state.now())
-    {
+    let admitted = match admin.state.admin_token() {
+        Some(token) => admin.gate.admit(&token, peer, given),
+        None => Err(AdminRefusal::WrongToken),
+    };
+    match admitted {
         Ok(()) => next.run(req).await,
-        Err(Refused::WrongToken) => {
+        Err(AdminRefusal::WrongToken) => {
             tracing::info!(%peer, "admin request refused: wrong or missing token");
             let mut res =
                 error(StatusCode::UNAUTHORIZED, "a valid admin token is required").into_response();
@@ -93,7 +95,7 @@ async fn authorized(Extract(admin): Extract<Admin>, req: Request, next: Next) ->
             );
             res
         }
-        Err(Refused::TooMany(wait)) => {
+        Err(AdminRefusal::TooMany(wait)) => {
             let mut res = error(
                 StatusCode::TOO_MANY_REQUESTS,
                 "too many wrong admin tokens; try again later",
@@ -158,6 +160,7 @@ async fn list(Extract(admin): Extract<Admin>) -> Response {
                 "domain": c.domain,
                 "algorithm": c.algorithm.map(|a| a.to_string()),
                 "shadow": c.shadow,
+                "ban": c.ban.map(|b| format_duration(b.duration())),
                 "descriptors": c.entries.iter().map(|e| json!({"key": e.key, "value": e.value})).collect::<Vec<_>>(),
             })
         })

@@ -20,7 +20,7 @@ pub const MAX_KEY_BYTES: usize = 512;
 ///     domain = "edge"
 ///     algorithm = "fixed-window 1/1m"
 ///     descriptors = [{ key = "remote_address" }]
-/// "#, "inline").unwrap();
+/// "#, "inline", |_| None).unwrap();
 /// let limits = Limits::new(&config).unwrap();
 /// let long = "x".repeat(MAX_KEY_BYTES + 1);
 /// let err = Hit::resolve(&limits, "edge", &[("remote_address", &long)], 1).unwrap_err();
@@ -57,7 +57,7 @@ impl std::error::Error for KeyTooLong {}
 ///     domain = "edge"
 ///     algorithm = "fixed-window 1/1m"
 ///     descriptors = [{ key = "remote_address" }]
-/// "#, "inline").unwrap();
+/// "#, "inline", |_| None).unwrap();
 /// let limits = Limits::new(&config).unwrap();
 /// let hit = Hit::resolve(&limits, "edge", &[("remote_address", "10.0.0.1")], 0).unwrap();
 /// assert_eq!((hit.key.as_str(), hit.cost), ("10.0.0.1", 0));
@@ -87,7 +87,7 @@ impl Hit {
     ///     domain = "edge"
     ///     algorithm = "fixed-window 10/1m"
     ///     descriptors = [{ key = "remote_address" }]
-    /// "#, "inline").unwrap();
+    /// "#, "inline", |_| None).unwrap();
     /// let limits = Limits::new(&config).unwrap();
     /// let hit = Hit::resolve(&limits, "edge", &[("remote_address", "10.0.0.1")], 1).unwrap();
     /// assert_eq!(hit.key, "10.0.0.1");
@@ -140,7 +140,7 @@ impl Hit {
 ///     domain = "edge"
 ///     algorithm = "fixed-window 1/1m"
 ///     descriptors = [{ key = "remote_address" }]
-/// "#, "inline").unwrap();
+/// "#, "inline", |_| None).unwrap();
 /// let limits = Limits::new(&config).unwrap();
 /// let hit = Hit::resolve(&limits, "edge", &[("remote_address", "10.0.0.1")], 1).unwrap();
 /// let outcome = check_all(&[hit], 0).await.unwrap();
@@ -176,7 +176,7 @@ pub struct Status {
 ///     domain = "edge"
 ///     algorithm = "fixed-window 1/1m"
 ///     descriptors = [{ key = "remote_address" }]
-/// "#, "inline").unwrap();
+/// "#, "inline", |_| None).unwrap();
 /// let limits = Limits::new(&config).unwrap();
 /// let hits = [
 ///     Hit::resolve(&limits, "edge", &[("remote_address", "10.0.0.1")], 1).unwrap(),

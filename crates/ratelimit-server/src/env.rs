@@ -1,51 +1,35 @@
-//! The environment's settings over the file's: addresses and the admin token.
+//! ratelimitd's own environment variables over the file's `[server]`: `BIND_ADDR` and `GRPC_BIND_ADDR`.
 
-use crate::address::optional_address;
-use crate::config::{Config, ConfigFileError};
+use std::net::SocketAddr;
 
-impl Config {
-    /// This configuration with the environment's settings over the
-    /// file's, read through `var` (`|v| std::env::var(v).ok()` for the
-    /// process's): `BIND_ADDR`, `GRPC_BIND_ADDR`, `METRICS_ADDR`,
-    /// `ADMIN_ADDR` (an empty value is unset), and the admin token from
-    /// `ADMIN_TOKEN` or `[admin] token-file`. An error names the variable
-    /// or the field.
-    ///
-    /// ```
-    /// use ratelimit_server::Config;
-    ///
-    /// let config = Config::parse("[metrics]\naddr = \"127.0.0.1:9090\"", "inline").unwrap();
-    /// let env = |var: &str| (var == "METRICS_ADDR").then(|| "127.0.0.1:9999".to_owned());
-    /// assert_eq!(config.clone().with_env(env).unwrap().metrics.addr.unwrap().port(), 9999);
-    /// let bad = |var: &str| (var == "BIND_ADDR").then(|| "nowhere".to_owned());
-    /// assert!(config.with_env(bad).unwrap_err().to_string().contains("BIND_ADDR=\"nowhere\""));
-    /// ```
-    pub fn with_env(
-        mut self,
-        var: impl Fn(&str) -> Option<String>,
-    ) -> Result<Self, ConfigFileError> {
-        let file = self.file.clone();
-        let fail = |message: String| ConfigFileError {
-            file: file.clone(),
-            line: None,
-            limit: None,
-            message,
-        };
-        let address =
-            |name: &str| optional_address(var(name), name).map_err(|m| m.replacen(" = ", "=", 1));
-        if let Some(addr) = address("BIND_ADDR").map_err(fail)? {
-            self.server.http = addr;
+/// The variables ratelimitd reads besides tower-ratelimit's
+/// [`OVERRIDES`](tower_ratelimit::deploy::OVERRIDES).
+///
+/// ```
+/// use ratelimit_server::{Config, SERVER_OVERRIDES};
+///
+/// let env = |var: &str| (var == SERVER_OVERRIDES[0]).then(|| "127.0.0.1:9999".to_owned());
+/// assert_eq!(Config::parse("", "inline", env).unwrap().server.http.port(), 9999);
+/// ```
+pub const SERVER_OVERRIDES: [&str; 2] = ["BIND_ADDR", "GRPC_BIND_ADDR"];
+
+/// `BIND_ADDR` over `[server] http` and `GRPC_BIND_ADDR` over `[server]
+/// grpc`, read through `var` (an empty value is unset); an error names
+/// the variable.
+pub(crate) fn server_env(
+    http: &mut SocketAddr,
+    grpc: &mut SocketAddr,
+    var: impl Fn(&str) -> Option<String>,
+) -> Result<(), String> {
+    for (name, field) in SERVER_OVERRIDES.into_iter().zip([http, grpc]) {
+        let Some(text) = var(name) else { continue };
+        let text = text.trim();
+        if text.is_empty() {
+            continue;
         }
-        if let Some(addr) = address("GRPC_BIND_ADDR").map_err(fail)? {
-            self.server.grpc = addr;
-        }
-        if let Some(addr) = address("METRICS_ADDR").map_err(fail)? {
-            self.metrics.addr = Some(addr);
-        }
-        if let Some(addr) = address("ADMIN_ADDR").map_err(fail)? {
-            self.admin.addr = Some(addr);
-        }
-        self.admin.read_token(var("ADMIN_TOKEN")).map_err(fail)?;
-        Ok(self)
+        *field = text
+            .parse()
+            .map_err(|_| format!("{name}={text:?} is not an address like 127.0.0.1:9090"))?;
     }
+    Ok(())
 }

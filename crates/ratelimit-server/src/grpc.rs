@@ -23,7 +23,7 @@ use std::time::Duration;
 /// use ratelimit_server::{grpc::Rls, Config, State};
 /// use std::sync::Arc;
 ///
-/// let state = Arc::new(State::new(&Config::parse("", "inline").unwrap()).unwrap());
+/// let state = Arc::new(State::new(&Config::parse("", "inline", |_| None).unwrap()).unwrap());
 /// let _service = Rls::new(state).into_server();
 /// ```
 #[derive(Debug, Clone)]

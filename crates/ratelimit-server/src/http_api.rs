@@ -1,13 +1,14 @@
 //! The HTTP API: `POST /check` (JSON), `GET /check` (forward auth), `/ready`, `/health`.
 
 use crate::check::{check_all, Hit, Outcome};
+use crate::forward_key::forward_key;
 use crate::http_json::{error, hit_by_name, outcome_answer, with_fields, ApiError, EntryJson};
 use crate::key_ops::stores_answer;
 use crate::settle::{settle_post, SettleBody};
 use crate::state::State;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Query, State as Extract};
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -22,7 +23,7 @@ use std::sync::Arc;
 /// use ratelimit_server::{http_api::HttpState, Config, State};
 /// use std::sync::{atomic::AtomicBool, atomic::Ordering, Arc};
 ///
-/// let state = Arc::new(State::new(&Config::parse("", "inline").unwrap()).unwrap());
+/// let state = Arc::new(State::new(&Config::parse("", "inline", |_| None).unwrap()).unwrap());
 /// let shared = HttpState { state, ready: AtomicBool::new(true) };
 /// // Stopping: `GET /ready` answers 503 from now on.
 /// shared.ready.store(false, Ordering::Relaxed);
@@ -42,7 +43,7 @@ pub struct HttpState {
 /// use ratelimit_server::{http_api, Config, State};
 /// use std::sync::{atomic::AtomicBool, Arc};
 ///
-/// let state = Arc::new(State::new(&Config::parse("", "inline").unwrap()).unwrap());
+/// let state = Arc::new(State::new(&Config::parse("", "inline", |_| None).unwrap()).unwrap());
 /// let shared = Arc::new(http_api::HttpState { state, ready: AtomicBool::new(true) });
 /// let _router = http_api::router(shared);
 /// ```
@@ -177,7 +178,7 @@ struct CheckQuery {
 async fn check_get(
     Extract(shared): Extract<Arc<HttpState>>,
     query: Result<Query<CheckQuery>, axum::extract::rejection::QueryRejection>,
-    headers: HeaderMap,
+    parts: http::request::Parts,
 ) -> Result<Response, ApiError> {
     let Query(query) = query.map_err(|e| error(StatusCode::BAD_REQUEST, e.body_text()))?;
     let state = &shared.state;
@@ -187,16 +188,9 @@ async fn check_get(
             format!("no limit named {:?}", query.limit),
         ));
     };
-    let header = &rule.config.key_header;
-    let key = match headers.get(header).map(HeaderValue::to_str) {
-        Some(Ok(key)) if !key.is_empty() => key.to_owned(),
-        _ => {
-            return Err(error(
-                StatusCode::BAD_REQUEST,
-                format!("no {header} header: limit {:?} keys on it", query.limit),
-            ))
-        }
-    };
+    let client_ip = state.client_ip();
+    let key = forward_key(&rule, client_ip.as_deref(), &parts)
+        .map_err(|m| error(StatusCode::BAD_REQUEST, m))?;
     let hit = hit_by_name(state, &query.limit, key, 1)?;
     let outcome = decide(&[hit], state.now()).await?;
     let status = if !outcome.over {

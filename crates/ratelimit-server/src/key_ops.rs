@@ -20,7 +20,7 @@ const PROBE_KEY: &str = "\u{0}ratelimitd-ready";
 ///     domain = "edge"
 ///     unlimited = true
 ///     descriptors = [{ key = "remote_address", value = "192.0.2.10" }]
-/// "#, "inline").unwrap();
+/// "#, "inline", |_| None).unwrap();
 /// let state = State::new(&config).unwrap();
 /// let rule = state.limits().named("office").unwrap().clone();
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
@@ -58,7 +58,7 @@ impl std::error::Error for KeyOpError {}
 ///     domain = "edge"
 ///     algorithm = "fixed-window 10/1m"
 ///     descriptors = [{ key = "remote_address" }]
-/// "#, "inline").unwrap();
+/// "#, "inline", |_| None).unwrap();
 /// let state = State::new(&config).unwrap();
 /// let rule = state.limits().named("per-ip").unwrap().clone();
 /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {

@@ -20,7 +20,7 @@
 //!     domain = "edge"
 //!     algorithm = "fixed-window 2/1m"
 //!     descriptors = [{ key = "remote_address" }]
-//! "#, "inline").unwrap();
+//! "#, "inline", |_| None).unwrap();
 //! let state = State::new(&config).unwrap();
 //! let hit = Hit::resolve(&state.limits(), "edge", &[("remote_address", "10.0.0.1")], 1).unwrap();
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
@@ -31,18 +31,18 @@
 //! # });
 //! ```
 
-mod address;
 pub mod admin;
-mod admin_auth;
-mod admin_settings;
 mod check;
 mod config;
+mod config_error;
 mod env;
+mod forward_key;
 pub mod grpc;
 mod headers;
 pub mod http_api;
 mod http_json;
 mod key_ops;
+mod limit_config;
 mod limits;
 pub mod metrics;
 mod reload;
@@ -52,15 +52,13 @@ mod settle;
 mod state;
 pub mod unit;
 
-pub use admin_auth::WRONG_TOKENS_PER_MINUTE;
-pub use admin_settings::{AdminSettings, AdminToken, MIN_TOKEN};
 pub use check::{check_all, Hit, KeyTooLong, Outcome, Status, MAX_KEY_BYTES};
-pub use config::{
-    Config, ConfigFileError, EntryPattern, LimitConfig, MetricsSettings, ServerSettings,
-    DEFAULT_GRPC, DEFAULT_HTTP, DEFAULT_KEY_HEADER, DEFAULT_MAX_KEYS,
-};
+pub use config::{Config, ServerSettings, DEFAULT_GRPC, DEFAULT_HTTP, DEFAULT_MAX_KEYS};
+pub use config_error::ConfigFileError;
+pub use env::SERVER_OVERRIDES;
 pub use headers::fields;
 pub use key_ops::{KeyOpError, KeyState};
+pub use limit_config::{EntryPattern, LimitConfig, DEFAULT_KEY_HEADER};
 pub use limits::Limits;
 pub use reload::{LimitChange, Reloaded};
 pub use rule::{Entry, Rule};

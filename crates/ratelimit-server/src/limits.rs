@@ -1,6 +1,7 @@
 //! The limits of a configuration, found by domain and descriptor or by name.
 
-use crate::config::{Config, ConfigFileError};
+use crate::config::Config;
+use crate::config_error::ConfigFileError;
 use crate::rule::{more_specific, Entry, Rule};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -22,7 +23,7 @@ use std::sync::Arc;
 ///     domain = "edge"
 ///     unlimited = true
 ///     descriptors = [{ key = "remote_address", value = "10.0.0.1" }]
-/// "#, "inline").unwrap();
+/// "#, "inline", |_| None).unwrap();
 /// let limits = Limits::new(&config).unwrap();
 /// let find = |ip| limits.find("edge", &[("remote_address", ip)]).map(|r| r.config.name.as_str());
 /// assert_eq!(find("10.0.0.1"), Some("office"));
@@ -43,7 +44,7 @@ impl Limits {
     pub fn new(config: &Config) -> Result<Self, ConfigFileError> {
         let mut rules = Vec::with_capacity(config.limits.len());
         for limit in &config.limits {
-            let rule = Rule::new(limit.clone(), &config.store)
+            let rule = Rule::new(limit.clone(), &config.deployment.store)
                 .map_err(|e| config.limit_error(&limit.name, format!("its store: {e}")))?;
             rules.push(Arc::new(rule));
         }

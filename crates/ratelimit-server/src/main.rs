@@ -8,13 +8,19 @@ use std::sync::Arc;
 const USAGE: &str = "usage: ratelimitd [--config PATH]
 
   --config PATH   the TOML configuration (or RATELIMIT_CONFIG); default ratelimitd.toml
-environment:
-  BIND_ADDR       the HTTP address, over [server] http
-  GRPC_BIND_ADDR  the gRPC address, over [server] grpc
-  METRICS_ADDR    the Prometheus metrics address, over [metrics] addr
-  ADMIN_ADDR      the admin API's address, over [admin] addr
-  ADMIN_TOKEN     the admin API's bearer token, over [admin] token-file
-  RUST_LOG        the log filter (default info)
+environment (each over the file):
+  BIND_ADDR             the HTTP address ([server] http)
+  GRPC_BIND_ADDR        the gRPC address ([server] grpc)
+  REDIS_URL             the Redis store ([store] url)
+  REDIS_TLS_CA          a rediss:// server's CA ([store] tls-ca)
+  RATELIMIT_MAX_KEYS    keys per limit in memory, or in Redis's fallback
+  RATELIMIT_LEASE       local leases on Redis ([store] lease)
+  TRUSTED_PROXIES       trusted proxies' CIDRs ([proxies] trusted)
+  TRUSTED_PROXY_HEADER  their header ([proxies] header)
+  METRICS_ADDR          the Prometheus metrics address ([metrics] address)
+  ADMIN_ADDR            the admin API's address ([admin] address)
+  ADMIN_TOKEN           the admin API's bearer token (or [admin] token-file)
+  RUST_LOG              the log filter (default info)
 signals:
   SIGHUP          reload the configuration (a bad file is refused and logged)
   SIGTERM, ctrl-c stop gracefully";
@@ -46,9 +52,7 @@ fn config_path() -> Result<PathBuf, String> {
 
 /// The configuration at `path`, with the environment's settings over the file's.
 fn load(path: &Path) -> Result<Config, String> {
-    Config::load(path)
-        .and_then(|c| c.with_env(|v| std::env::var(v).ok()))
-        .map_err(|e| e.to_string())
+    Config::load(path).map_err(|e| e.to_string())
 }
 
 /// Reloads `path` into `state` at every SIGHUP, its handler installed

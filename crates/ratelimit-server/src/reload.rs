@@ -1,6 +1,7 @@
 //! A configuration reloaded while the server runs: all or nothing, each kept limit keeping what its keys have used.
 
-use crate::config::{Config, ConfigFileError};
+use crate::config::Config;
+use crate::config_error::ConfigFileError;
 use crate::limits::Limits;
 use crate::rule::{check_algorithm, Rule};
 use crate::state::State;
@@ -20,8 +21,8 @@ use std::sync::{Arc, PoisonError};
 ///     algorithm = "fixed-window {rate}/1m"
 ///     descriptors = [{{ key = "remote_address" }}]
 /// "#);
-/// let state = State::new(&Config::parse(&text("10"), "f.toml").unwrap()).unwrap();
-/// let reloaded = state.reload(&Config::parse(&text("20"), "f.toml").unwrap()).unwrap();
+/// let state = State::new(&Config::parse(&text("10"), "f.toml", |_| None).unwrap()).unwrap();
+/// let reloaded = state.reload(&Config::parse(&text("20"), "f.toml", |_| None).unwrap()).unwrap();
 /// assert_eq!(reloaded.changed[0].limit, "per-ip");
 /// assert_eq!(reloaded.changed[0].to, "fixed-window 20/1m");
 /// ```
@@ -50,8 +51,8 @@ pub struct Reloaded {
 ///     {extra}
 ///     descriptors = [{{ key = "remote_address", value = "192.0.2.10" }}]
 /// "#);
-/// let state = State::new(&Config::parse(&text("unlimited = true"), "f.toml").unwrap()).unwrap();
-/// let limited = Config::parse(&text("algorithm = \"gcra 5/1s\""), "f.toml").unwrap();
+/// let state = State::new(&Config::parse(&text("unlimited = true"), "f.toml", |_| None).unwrap()).unwrap();
+/// let limited = Config::parse(&text("algorithm = \"gcra 5/1s\""), "f.toml", |_| None).unwrap();
 /// let change = &state.reload(&limited).unwrap().changed[0];
 /// assert_eq!((change.from.as_str(), change.to.as_str()), ("unlimited", "gcra 5/1s"));
 /// ```
@@ -78,9 +79,11 @@ impl State {
     /// (ALGORITHMS.md, "Live settings: carry-over": a change frees
     /// nothing, through any number of reloads); a new domain, descriptors,
     /// `shadow` or `key-header` apply at once. A limit turned unlimited
-    /// drops its state; one turned limited, or new, starts empty. The
-    /// addresses, `[store]` and `[admin] addr` need a restart: a file
-    /// changing them is refused. The admin token is read again.
+    /// drops its state; one turned limited, or new, starts empty. A kept
+    /// limit's `ban` needs a restart. The addresses, `[store]`,
+    /// `[metrics] address` and `[admin] address` need a restart: a file
+    /// changing them is refused. The admin token and `[proxies]` are
+    /// read again.
     pub fn reload(&self, config: &Config) -> Result<Reloaded, ConfigFileError> {
         let result = self.try_reload(config);
         crate::metrics::reloaded(result.is_ok());
@@ -132,8 +135,7 @@ impl State {
     /// Reads the file at `path`, puts the environment's settings over it
     /// (as at start), and [reloads](Self::reload) it.
     pub fn reload_file(&self, path: &Path) -> Result<Reloaded, ConfigFileError> {
-        let config = Config::load(path).and_then(|c| c.with_env(|v| std::env::var(v).ok()));
-        match config {
+        match Config::load(path) {
             Ok(config) => self.reload(&config),
             Err(e) => {
                 crate::metrics::reloaded(false);
@@ -152,11 +154,17 @@ fn changed(
     config: &Config,
     pending: &mut Vec<Pending>,
 ) -> Result<Rule, ConfigFileError> {
+    if rule.config.ban != limit.ban && rule.config.algorithm.is_some() && limit.algorithm.is_some()
+    {
+        let message =
+            "ban changed: a limit's ban is fixed while it runs (restart, or rename the limit)";
+        return Err(config.limit_error(&limit.name, message.to_owned()));
+    }
     let (Some(live), Some(algorithm)) = (rule.live(), limit.algorithm) else {
         return new_rule(limit, config);
     };
     if rule.config.algorithm != Some(algorithm) {
-        check_algorithm(&config.store, &limit.name, algorithm)
+        check_algorithm(&config.deployment.store, &limit.name, algorithm)
             .map_err(|e| config.limit_error(&limit.name, format!("its store: {e}")))?;
         pending.push((live.clone(), algorithm));
     }
@@ -165,7 +173,7 @@ fn changed(
 
 fn new_rule(limit: crate::LimitConfig, config: &Config) -> Result<Rule, ConfigFileError> {
     let name = limit.name.clone();
-    Rule::new(limit, &config.store)
+    Rule::new(limit, &config.deployment.store)
         .map_err(|e| config.limit_error(&name, format!("its store: {e}")))
 }
 
@@ -175,12 +183,14 @@ fn algorithm_text(algorithm: Option<AnyAlgorithm>) -> String {
 
 /// Refuses a change of what only a restart can change, naming it.
 fn fixed_unchanged(running: &Config, new: &Config) -> Result<(), ConfigFileError> {
+    let (was, is) = (&running.deployment, &new.deployment);
+    let admin = |d: &tower_ratelimit::deploy::Deployment| d.admin.as_ref().map(|a| a.address);
     let fields = [
         ("[server] grpc", running.server.grpc != new.server.grpc),
         ("[server] http", running.server.http != new.server.http),
-        ("[store]", running.store != new.store),
-        ("[metrics] addr", running.metrics.addr != new.metrics.addr),
-        ("[admin] addr", running.admin.addr != new.admin.addr),
+        ("[store]", was.store != is.store),
+        ("[metrics] address", was.metrics != is.metrics),
+        ("[admin] address", admin(was) != admin(is)),
     ];
     match fields.iter().find(|(_, differs)| *differs) {
         Some((field, _)) => Err(ConfigFileError {

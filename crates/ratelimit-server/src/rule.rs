@@ -1,9 +1,9 @@
 //! One limit as the server runs it: its pattern, its live algorithm and its store (built here, and only here).
 
-use crate::config::{EntryPattern, LimitConfig};
+use crate::limit_config::{EntryPattern, LimitConfig};
 use crate::metrics::RuleMetrics;
 use ratelimit_core::plumbing::LogThrottle;
-use ratelimit_core::{AnyAlgorithm, BoxStore, LiveAlgorithm};
+use ratelimit_core::{AnyAlgorithm, BanPolicy, BoxStore, LiveAlgorithm};
 use ratelimit_redis::{RedisBuildError, StoreSettings};
 use std::cmp::Ordering;
 use std::sync::OnceLock;
@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 ///     domain = "edge"
 ///     algorithm = "fixed-window 1/1m"
 ///     descriptors = [{ key = "remote_address" }]
-/// "#, "inline").unwrap();
+/// "#, "inline", |_| None).unwrap();
 /// let limits = Limits::new(&config).unwrap();
 /// let entries: [Entry<'_>; 1] = [("remote_address", "10.0.0.1")];
 /// assert!(limits.find("edge", &entries).is_some());
@@ -38,8 +38,8 @@ pub type Entry<'a> = (&'a str, &'a str);
 ///     domain = "edge"
 ///     algorithm = "gcra 5/1m"
 ///     descriptors = [{ key = "path", value = "/login" }, { key = "remote_address" }]
-/// "#, "inline").unwrap();
-/// let rule = Rule::new(config.limits[0].clone(), &config.store).unwrap();
+/// "#, "inline", |_| None).unwrap();
+/// let rule = Rule::new(config.limits[0].clone(), &config.deployment.store).unwrap();
 /// assert!(rule.matches(&[("path", "/login"), ("remote_address", "10.0.0.1")]));
 /// assert!(!rule.matches(&[("path", "/"), ("remote_address", "10.0.0.1")]));
 /// assert_eq!(rule.key(&[("path", "/login"), ("remote_address", "10.0.0.1")]), "10.0.0.1");
@@ -72,7 +72,7 @@ impl Rule {
         let (live, store) = match config.algorithm {
             Some(a) => {
                 let live = LiveAlgorithm::new(a);
-                let store = build_store(settings, &config.name, &live)?;
+                let store = build_store(settings, &config.name, &live, config.ban)?;
                 (Some(live), Some(store))
             }
             None => (None, None),
@@ -170,14 +170,15 @@ pub fn more_specific(a: &[EntryPattern], b: &[EntryPattern]) -> Ordering {
     Ordering::Equal
 }
 
-/// The store of the limit `name` following `live` on `settings`: the one
-/// place a store is built.
+/// The store of the limit `name` following `live` on `settings`, banning
+/// a key it refuses for `ban`: the one place a store is built.
 fn build_store(
     settings: &StoreSettings,
     name: &str,
     live: &LiveAlgorithm,
+    ban: Option<BanPolicy>,
 ) -> Result<BoxStore<String>, RedisBuildError> {
-    Ok(BoxStore::new(settings.build::<String>(name, live, None)?))
+    Ok(BoxStore::new(settings.build::<String>(name, live, ban)?))
 }
 
 /// Whether `settings`' stores can decide `algorithm` (a Redis store

@@ -58,7 +58,9 @@ impl Running {
         let (grpc_addr, http_addr) = (grpc.local_addr()?, http.local_addr()?);
         let (metrics_at, admin_at) = {
             let config = state.config.lock().unwrap_or_else(PoisonError::into_inner);
-            (config.metrics.addr, config.admin.addr)
+            let deployment = &config.deployment;
+            let admin = deployment.admin.as_ref().map(|a| a.address);
+            (deployment.metrics, admin)
         };
         let (stop, stopped) = watch::channel(false);
         let shared = Arc::new(HttpState {
@@ -141,7 +143,8 @@ fn spawn_http(
     shared: Arc<HttpState>,
     stopped: watch::Receiver<bool>,
 ) {
-    let app = router(shared);
+    // Each peer's address: `GET /check` believes trusted proxies only.
+    let app = router(shared).into_make_service_with_connect_info::<SocketAddr>();
     let signal = until_stopped(stopped);
     tasks.spawn(async move {
         let served = axum::serve(listener, app)

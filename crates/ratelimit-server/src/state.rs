@@ -1,18 +1,20 @@
 //! What the gRPC and HTTP services share: the limits and settings in force (swapped by a reload), and the clock.
 
-use crate::admin_settings::AdminToken;
-use crate::config::{Config, ConfigFileError, ServerSettings};
+use crate::config::{Config, ServerSettings};
+use crate::config_error::ConfigFileError;
 use crate::limits::Limits;
 use arc_swap::{ArcSwap, ArcSwapOption, Guard};
 use ratelimit_core::{Clock, SystemClock};
 use std::sync::{Arc, Mutex, PoisonError};
+use tower_ratelimit::deploy::AdminToken;
+use tower_ratelimit::key::ClientIp;
 
 /// The server's shared state.
 ///
 /// ```
 /// use ratelimit_server::{Config, State};
 ///
-/// let config = Config::parse("", "inline").unwrap();
+/// let config = Config::parse("", "inline", |_| None).unwrap();
 /// let state = State::new(&config).unwrap();
 /// assert!(state.limits().named("nothing").is_none());
 /// ```
@@ -23,6 +25,8 @@ pub struct State {
     settings: ArcSwap<ServerSettings>,
     /// The admin token in force.
     admin_token: ArcSwapOption<AdminToken>,
+    /// The trusted proxies in force (`[proxies]`), for `GET /check`.
+    client_ip: ArcSwapOption<ClientIp>,
     /// The configuration in force: a reload compares with it, one at a
     /// time.
     pub(crate) config: Mutex<Config>,
@@ -51,7 +55,8 @@ impl State {
         Ok(Self {
             limits: ArcSwap::from_pointee(Limits::new(config)?),
             settings: ArcSwap::from_pointee(config.server.clone()),
-            admin_token: ArcSwapOption::from(config.admin.token.clone().map(Arc::new)),
+            admin_token: ArcSwapOption::from(admin_token(config)),
+            client_ip: ArcSwapOption::from(client_ip(config)),
             config: Mutex::new(config.clone()),
             clock,
         })
@@ -72,22 +77,39 @@ impl State {
         self.admin_token.load_full()
     }
 
-    /// Puts `config`'s limits, settings and token in force.
+    /// The trusted proxies in force, if any.
+    pub(crate) fn client_ip(&self) -> Option<Arc<ClientIp>> {
+        self.client_ip.load_full()
+    }
+
+    /// Puts `config`'s limits, settings, token and proxies in force.
     pub(crate) fn swap(&self, limits: Limits, config: &Config) {
         self.limits.store(Arc::new(limits));
         self.settings.store(Arc::new(config.server.clone()));
-        self.admin_token
-            .store(config.admin.token.clone().map(Arc::new));
+        self.admin_token.store(admin_token(config));
+        self.client_ip.store(client_ip(config));
     }
 
     /// Whether the stores are shared (Redis), so that readiness asks them.
     pub(crate) fn stores_shared(&self) -> bool {
         let config = self.config.lock().unwrap_or_else(PoisonError::into_inner);
-        !matches!(config.store, ratelimit_redis::StoreSettings::Memory { .. })
+        !matches!(
+            config.deployment.store,
+            ratelimit_redis::StoreSettings::Memory { .. }
+        )
     }
 
     /// The clock's now, in nanoseconds.
     pub fn now(&self) -> u64 {
         self.clock.now()
     }
+}
+
+fn admin_token(config: &Config) -> Option<Arc<AdminToken>> {
+    let admin = config.deployment.admin.as_ref()?;
+    Some(Arc::new(admin.token.clone()))
+}
+
+fn client_ip(config: &Config) -> Option<Arc<ClientIp>> {
+    config.deployment.client_ip.clone().map(Arc::new)
 }

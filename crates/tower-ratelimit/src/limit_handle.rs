@@ -92,29 +92,7 @@ impl LimitHandle {
     /// app key written as an address or a network is taken as an address
     /// keyed at v4/32, v6/64.
     pub fn key(&self, text: &str) -> Result<PolicyKey, String> {
-        let texts: Vec<&str> = if self.parts.len() == 1 {
-            vec![text]
-        } else {
-            text.split('|').collect()
-        };
-        if texts.len() != self.parts.len() {
-            return Err(format!(
-                "limit \"{}\" has {} key parts joined by |; got {}",
-                self.name,
-                self.parts.len(),
-                texts.len()
-            ));
-        }
-        let keys = self
-            .parts
-            .iter()
-            .zip(texts)
-            .map(|(p, t)| part_key(&self.name, *p, t))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(match <[PolicyKey; 1]>::try_from(keys) {
-            Ok([one]) => one,
-            Err(keys) => PolicyKey::Composite(keys.into()),
-        })
+        key_of_text(&format!("limit {:?}", self.name), &self.parts, text)
     }
 
     /// A check of `cost` for `key` now, as the layer makes it.
@@ -164,8 +142,35 @@ impl LimitHandle {
     }
 }
 
-/// The key of one part written `text`, on the limit `name`.
-fn part_key(name: &str, part: TextPart, text: &str) -> Result<PolicyKey, String> {
+/// The key written `text` (parts joined by `|`) of a key whose parts are
+/// written as `parts`, of `what` (`limit "api"`, `plan "pro"`; see
+/// [`LimitHandle::key`]).
+pub(crate) fn key_of_text(what: &str, parts: &[TextPart], text: &str) -> Result<PolicyKey, String> {
+    let texts: Vec<&str> = if parts.len() == 1 {
+        vec![text]
+    } else {
+        text.split('|').collect()
+    };
+    if texts.len() != parts.len() {
+        return Err(format!(
+            "{what} has {} key parts joined by |; got {}",
+            parts.len(),
+            texts.len()
+        ));
+    }
+    let keys = parts
+        .iter()
+        .zip(texts)
+        .map(|(p, t)| part_key(what, *p, t))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(match <[PolicyKey; 1]>::try_from(keys) {
+        Ok([one]) => one,
+        Err(keys) => PolicyKey::Composite(keys.into()),
+    })
+}
+
+/// The key of one part written `text`, of `what` (`limit "api"`).
+fn part_key(what: &str, part: TextPart, text: &str) -> Result<PolicyKey, String> {
     let text = text.trim();
     if text.is_empty() || text.len() > 4096 {
         return Err("a key is 1 to 4096 characters".to_owned());
@@ -180,7 +185,7 @@ fn part_key(name: &str, part: TextPart, text: &str) -> Result<PolicyKey, String>
             want,
             family,
         }) => Err(format!(
-            "bad key {text:?}: limit {name:?} keys each {family} client by its /{want}, \
+            "bad key {text:?}: {what} keys each {family} client by its /{want}, \
              so a /{given} network is not one client's key"
         )),
     };

@@ -390,3 +390,156 @@ async fn the_admin_listener_closes_idle_connections_and_caps_them() {
         start.elapsed()
     );
 }
+
+/// Two instances with plans: pro from `PRO_KEYS`, `office` moved in at run
+/// time only.
+fn plans_file(url: &str) -> String {
+    format!(
+        "[store]\nkind = \"redis\"\nurl = \"{url}\"\nprefix = \"deploy-plans:\"\n\n\
+         [admin]\naddress = \"127.0.0.1:0\"\n\n\
+         [[plan]]\nname = \"pro\"\nkey = \"api-key\"\nkeys-env = \"PRO_KEYS\"\n\n\
+         [[plan]]\nname = \"office\"\nkey = \"client-ip\"\nshared = true\n\n\
+         [[limit]]\nname = \"pro-requests\"\nplan = \"pro\"\nalgorithm = \"fixed-window 5/1m\"\n\
+         key = \"api-key\"\nroutes = [\"GET /\"]\n\n\
+         [[limit]]\nname = \"free-requests\"\nplan = \"none\"\nalgorithm = \"fixed-window 2/1m\"\n\
+         key = \"api-key\"\nroutes = [\"GET /\"]\n"
+    )
+}
+
+/// A 100-byte API key.
+fn api_key(c: char) -> String {
+    c.to_string().repeat(100)
+}
+
+fn plans_env(var: &str) -> Option<String> {
+    match var {
+        "PRO_KEYS" => Some(api_key('p')),
+        other => env(other),
+    }
+}
+
+/// `n` requests with `key`, alternating between `apps`; how many passed.
+async fn admitted(apps: [&Router; 2], key: &str, n: usize) -> usize {
+    let mut admitted = 0;
+    for i in 0..n {
+        let req = Request::get("/")
+            .header("x-api-key", key)
+            .body(Body::empty())
+            .unwrap();
+        let res = apps[i % 2].clone().oneshot(req).await.unwrap();
+        admitted += usize::from(res.status() == StatusCode::OK);
+    }
+    admitted
+}
+
+/// Waits (up to 20 s) until `limits` counts `moved` keys moved into `plan`.
+async fn until_moved(limits: &Limits, plan: &str, moved: usize) {
+    let handle = limits.handle().unwrap();
+    for _ in 0..200 {
+        if handle
+            .plans()
+            .iter()
+            .any(|p| p.name == plan && p.moved_in == moved)
+        {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!(
+        "plan {plan} never had {moved} keys moved in: {:?}",
+        handle.plans()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_moved_into_a_plan_on_one_instance_gets_its_limits_on_both() {
+    let Some(server) = redis() else { return };
+    let text = plans_file(&server.url());
+    let (a, b) = (
+        Limits::from_toml(&text, None, plans_env).unwrap(),
+        Limits::from_toml(&text, None, plans_env).unwrap(),
+    );
+    let (app_a, app_b) = (a.apply(app()).unwrap(), b.apply(app()).unwrap());
+    assert!(a.ready().await && b.ready().await);
+    let both = [&app_a, &app_b];
+    assert_eq!(
+        admitted(both, &api_key('p'), 8).await,
+        5,
+        "pro from the environment"
+    );
+    let free = api_key('f');
+    assert_eq!(admitted(both, &free, 4).await, 2, "in no plan");
+
+    let (admin_a, admin_b) = (a.admin_router().unwrap(), b.admin_router().unwrap());
+    let path = format!("/plans/pro/keys/{free}");
+    assert_eq!(
+        admin(&admin_a, "PUT", &path, TOKEN, "").await,
+        StatusCode::OK
+    );
+    until_moved(&b, "pro", 1).await;
+    assert_eq!(
+        admitted([&app_b, &app_b], &free, 8).await,
+        5,
+        "pro's limits on B, from pro's own count"
+    );
+    let req = Request::get("/plans")
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .body(Body::empty())
+        .unwrap();
+    let res = admin_b.clone().oneshot(req).await.unwrap();
+    let body = http_body_util::BodyExt::collect(res.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    let body = String::from_utf8_lossy(&body);
+    assert!(
+        body.contains(r#""listed":1,"moved_in":1,"name":"pro""#),
+        "{body}"
+    );
+    assert!(
+        !body.contains("ffff") && !body.contains("pppp"),
+        "no key shown: {body}"
+    );
+
+    for (method, path, status) in [
+        ("PUT", "/plans/gold/keys/k", StatusCode::NOT_FOUND),
+        (
+            "PUT",
+            "/plans/office/keys/not-an-address",
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            "DELETE",
+            "/plans/office/keys/192.0.2.7",
+            StatusCode::NOT_FOUND,
+        ),
+    ] {
+        assert_eq!(
+            admin(&admin_a, method, path, TOKEN, "").await,
+            status,
+            "{method} {path}"
+        );
+    }
+    let path = format!("/plans/pro/keys/{free}");
+    assert_eq!(
+        admin(&admin_b, "DELETE", &path, TOKEN, "").await,
+        StatusCode::OK
+    );
+    until_moved(&a, "pro", 0).await;
+    assert_eq!(
+        admitted(both, &free, 2).await,
+        0,
+        "back in no plan, its count used"
+    );
+}
+
+#[test]
+fn a_shared_plan_needs_the_store_in_redis() {
+    let text = "[[plan]]\nname = \"partner\"\nkey = \"api-key\"\nshared = true\n";
+    let err = Limits::from_toml(text, Some("ratelimit.toml".as_ref()), |_| None).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("plan \"partner\": shared = true needs the store in Redis"),
+        "{err}"
+    );
+}

@@ -1,6 +1,6 @@
 //! Entries set while the limits run that every instance shares
-//! ([`SharedEntries`]): allow and deny list entries and per-key overrides
-//! added by an admin API, kept where every instance reads them (Redis).
+//! ([`SharedEntries`]): allow and deny list entries, per-key overrides and
+//! keys moved between plans by an admin API, kept where every instance reads them (Redis).
 //!
 //! The request path never calls it: each instance keeps a local copy of
 //! the entries, which the implementation refreshes (after any instance's
@@ -33,18 +33,22 @@ pub enum EntryTable {
     Deny,
     /// Per-key overrides of one limit.
     Override,
+    /// Keys moved into a plan at run time: scoped by the plans' key spec,
+    /// named by the key's digest, valued with the plan's name.
+    Plan,
 }
 
 impl EntryTable {
     /// Every table.
-    pub const ALL: [Self; 3] = [Self::Allow, Self::Deny, Self::Override];
+    pub const ALL: [Self; 4] = [Self::Allow, Self::Deny, Self::Override, Self::Plan];
 
-    /// Its name (`allow`, `deny`, `override`).
+    /// Its name (`allow`, `deny`, `override`, `plan`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Allow => "allow",
             Self::Deny => "deny",
             Self::Override => "override",
+            Self::Plan => "plan",
         }
     }
 }
@@ -68,11 +72,14 @@ impl EntryTable {
 pub struct SharedEntry {
     /// Its table.
     pub table: EntryTable,
-    /// An override's limit; empty for a list's entry.
+    /// An override's limit, or a plan member's key spec; empty for a
+    /// list's entry.
     pub scope: String,
-    /// A list's entry (a CIDR, an address, a key) or an override's key.
+    /// A list's entry (a CIDR, an address, a key), an override's key, or
+    /// a plan member's key digest.
     pub name: String,
-    /// An override's algorithm, as text; empty for a list's entry.
+    /// An override's algorithm, or a plan member's plan, as text; empty
+    /// for a list's entry.
     pub value: String,
     /// How long it has left; `None`: until it is removed.
     pub left: Option<Duration>,

@@ -1,21 +1,23 @@
-//! Run-time entries (allow and deny list entries, overrides) shared
-//! through Redis: [`RedisEntries`], the Redis [`SharedEntries`].
+//! Run-time entries (allow and deny list entries, overrides, keys moved
+//! between plans) shared through Redis: [`RedisEntries`], the Redis
+//! [`SharedEntries`].
 //!
-//! Each table is a hash: `{prefix}{entries}:allow`, `{prefix}{entries}:deny`
-//! and `{prefix}{entries}:overrides` (one hash slot), one field per entry (a list's entry: a
-//! network, or a key's digest; or an override's `limit` and key, or the
-//! key's digest, joined by a newline), its value
-//! `UNTIL VALUE` with `UNTIL` the entry's end in ms of Redis's clock (0:
-//! none). An entry is written by a script that refuses it past the cap
+//! Each table is a hash: `{prefix}{entries}:allow`, `{prefix}{entries}:deny`,
+//! `{prefix}{entries}:overrides` and `{prefix}{entries}:plans` (one hash
+//! slot), one field per entry (a list's entry: a network, or a key's
+//! digest; an override's `limit` and key, or the key's digest, joined by a
+//! newline; a plan member's key spec and key digest, joined by a newline),
+//! its value `UNTIL VALUE` with `UNTIL` the entry's end in ms of Redis's
+//! clock (0: none). An entry is written by a script that refuses it past the cap
 //! (dropping expired entries first) and publishes `changed` on
 //! `{prefix}entries`; every instance following the entries reads the
-//! three hashes again (one round trip) on each message, at once after
+//! four hashes again (one round trip) on each message, at once after
 //! (re)subscribing, and every [`refresh`](RedisEntries::refresh) period
 //! (default 5 s), and hands them to its sink with their time left
 //! (counted from Redis's clock, so the instances' clocks do not matter).
 //!
 //! Entries that may be credentials (a list's key entry, an override of a
-//! limit keyed on an API key or a token) arrive already as their
+//! limit keyed on an API key or a token, a plan's member) arrive already as their
 //! [`EntryDigest`] ([`SharedEntries::digest`]): `#` and the 32 hex digits
 //! of a SipHash-2-4 keyed with the secret at `{prefix}key-secret` (the
 //! first instance to connect writes a random one, `SET NX`; every
@@ -178,13 +180,14 @@ impl RedisEntries {
 }
 
 impl Shared {
-    /// A table's hash; the three share a hash tag, so that one pipeline
+    /// A table's hash; the four share a hash tag, so that one pipeline
     /// reads them on a Cluster too.
     fn key(&self, table: EntryTable) -> String {
         let name = match table {
             EntryTable::Allow => "allow",
             EntryTable::Deny => "deny",
             EntryTable::Override => "overrides",
+            EntryTable::Plan => "plans",
         };
         format!("{}{{entries}}:{name}", self.prefix)
     }
@@ -247,12 +250,13 @@ impl Shared {
             pipe.cmd("HGETALL").arg(self.key(table));
         }
         pipe.cmd("TIME");
-        let (allow, deny, overrides, (s, us)): (Hash, Hash, Hash, (u64, u64)) = self
+        let (allow, deny, overrides, plans, (s, us)): (Hash, Hash, Hash, Hash, (u64, u64)) = self
             .run(async |mut c| pipe.query_async(&mut c).await)
             .await?;
         let now_ms = s * 1_000 + us / 1_000;
         let mut out = Vec::new();
-        for (table, hash) in EntryTable::ALL.into_iter().zip([allow, deny, overrides]) {
+        let hashes = [allow, deny, overrides, plans];
+        for (table, hash) in EntryTable::ALL.into_iter().zip(hashes) {
             for (field, value) in hash.into_iter().take(MAX_READ) {
                 out.extend(entry(table, &field, &value, now_ms));
             }
@@ -306,7 +310,7 @@ fn entry(table: EntryTable, field: &str, value: &str, now_ms: u64) -> Option<Sha
         return None;
     }
     let (scope, name) = match table {
-        EntryTable::Override => field.split_once('\n')?,
+        EntryTable::Override | EntryTable::Plan => field.split_once('\n')?,
         _ => ("", field),
     };
     Some(SharedEntry {
@@ -479,6 +483,11 @@ mod tests {
             ("login", "10.0.0.7", "gcra 5/1m", None)
         );
         assert!(entry(EntryTable::Override, "no-newline", "0 gcra 5/1m", 9).is_none());
+        let p = entry(EntryTable::Plan, "api-key\n#00ff", "0 pro", 9).unwrap();
+        assert_eq!(
+            (p.scope.as_str(), p.name.as_str(), p.value.as_str(), p.left),
+            ("api-key", "#00ff", "pro", None)
+        );
         assert!(entry(EntryTable::Deny, "k", "junk", 9).is_none());
     }
 }

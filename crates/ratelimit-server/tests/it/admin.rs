@@ -2,14 +2,20 @@
 
 use crate::harness::{Answer, Harness};
 use ratelimit_core::SystemClock;
-use ratelimit_server::{AdminToken, Config, WRONG_TOKENS_PER_MINUTE};
+use ratelimit_server::Config;
 use std::sync::Arc;
+use tower_ratelimit::deploy::WRONG_TOKENS_PER_SOURCE;
 
 const TOKEN: &str = "test-admin-token-0123456789";
 
+/// An environment of `ADMIN_TOKEN` = [`TOKEN`] only.
+fn token_env(var: &str) -> Option<String> {
+    (var == "ADMIN_TOKEN").then(|| TOKEN.to_owned())
+}
+
 const LIMITS: &str = r#"
 [admin]
-addr = "127.0.0.1:9091"
+address = "127.0.0.1:9091"
 
 [[limit]]
 name = "per-ip"
@@ -25,8 +31,7 @@ descriptors = [{ key = "remote_address", value = "192.0.2.10" }]
 "#;
 
 async fn start() -> Harness {
-    let mut config = Config::parse(LIMITS, "admin.toml").unwrap();
-    config.admin.token = Some(AdminToken::new(TOKEN).unwrap());
+    let config = Config::parse(LIMITS, "admin.toml", token_env).unwrap();
     Harness::start_config(config, Arc::new(SystemClock::new())).await
 }
 
@@ -134,7 +139,7 @@ async fn a_wrong_token_is_401_and_too_many_are_429() {
     assert!(is_json_error(&a), "{}", a.body);
     assert!(a.headers.contains_key("www-authenticate"));
     let wrong = [("authorization", "Bearer test-admin-token-012345678X")];
-    for _ in 1..WRONG_TOKENS_PER_MINUTE {
+    for _ in 1..WRONG_TOKENS_PER_SOURCE {
         assert_eq!(
             h.http_at(at, "GET", "/limits", &wrong, "").await.status,
             401
@@ -150,13 +155,19 @@ async fn a_wrong_token_is_401_and_too_many_are_429() {
 
 #[test]
 fn the_token_comes_from_the_environment_or_a_file_never_the_configuration() {
-    let err = Config::parse("[admin]\ntoken = \"hunter2hunter2hunter2\"", "a.toml").unwrap_err();
+    let err = Config::parse(
+        "[admin]\ntoken = \"hunter2hunter2hunter2\"",
+        "a.toml",
+        |_| None,
+    )
+    .unwrap_err();
     let text = err.to_string();
     assert!(text.contains("[admin] token:"), "{text}");
     assert!(!text.contains("hunter2"), "{text}");
     // On without a token: refused at load.
-    let on = Config::parse(LIMITS, "a.toml").unwrap();
-    let err = on.clone().with_env(|_| None).unwrap_err().to_string();
+    let err = Config::parse(LIMITS, "a.toml", |_| None)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("without a token"), "{err}");
     // A file, then the environment over it.
     let dir = std::env::temp_dir().join(format!("ratelimitd-admin-{}", std::process::id()));
@@ -164,39 +175,27 @@ fn the_token_comes_from_the_environment_or_a_file_never_the_configuration() {
     let file = dir.join("token");
     std::fs::write(&file, format!("{TOKEN}\n")).unwrap();
     let text = format!("{LIMITS}\n").replace(
-        "addr = \"127.0.0.1:9091\"",
+        "address = \"127.0.0.1:9091\"",
         &format!(
-            "addr = \"127.0.0.1:9091\"\ntoken-file = {:?}",
+            "address = \"127.0.0.1:9091\"\ntoken-file = {:?}",
             file.display().to_string()
         ),
     );
-    let config = Config::parse(&text, "a.toml")
-        .unwrap()
-        .with_env(|_| None)
-        .unwrap();
-    assert!(config.admin.token.as_ref().unwrap().matches(TOKEN));
+    let token = |config: Config| config.deployment.admin.unwrap().token;
+    let config = Config::parse(&text, "a.toml", |_| None).unwrap();
+    assert!(token(config).matches(TOKEN));
     let env = |v: &str| (v == "ADMIN_TOKEN").then(|| "another-token-from-env".to_owned());
-    let config = Config::parse(&text, "a.toml")
-        .unwrap()
-        .with_env(env)
-        .unwrap();
-    assert!(config
-        .admin
-        .token
-        .unwrap()
-        .matches("another-token-from-env"));
+    let config = Config::parse(&text, "a.toml", env).unwrap();
+    assert!(token(config).matches("another-token-from-env"));
     let short = |v: &str| (v == "ADMIN_TOKEN").then(|| "short".to_owned());
-    assert!(Config::parse(&text, "a.toml")
-        .unwrap()
-        .with_env(short)
-        .is_err());
+    assert!(Config::parse(&text, "a.toml", short).is_err());
     // ADMIN_ADDR turns it on.
     let env = |v: &str| match v {
         "ADMIN_ADDR" => Some("127.0.0.1:9300".to_owned()),
         "ADMIN_TOKEN" => Some(TOKEN.to_owned()),
         _ => None,
     };
-    let config = Config::parse("", "a.toml").unwrap().with_env(env).unwrap();
-    assert_eq!(config.admin.addr.unwrap().port(), 9300);
+    let config = Config::parse("", "a.toml", env).unwrap();
+    assert_eq!(config.deployment.admin.unwrap().address.port(), 9300);
     let _ = std::fs::remove_dir_all(&dir);
 }

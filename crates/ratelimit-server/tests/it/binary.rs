@@ -10,7 +10,7 @@ use std::process::Command;
 use std::time::Duration;
 
 /// `text` in a file of its own under the temporary directory.
-fn config_file(name: &str, text: &str) -> PathBuf {
+pub fn config_file(name: &str, text: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("ratelimitd-it-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(name);
@@ -30,7 +30,7 @@ algorithm = "gcra 1/1h"
 descriptors = [{ key = "remote_address" }]
 "#;
 
-fn ratelimitd(config: &PathBuf) -> Command {
+pub fn ratelimitd(config: &PathBuf) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ratelimitd"));
     cmd.env("RATELIMIT_CONFIG", config)
         .env("BIND_ADDR", "127.0.0.1:0")
@@ -40,7 +40,7 @@ fn ratelimitd(config: &PathBuf) -> Command {
 }
 
 /// The gRPC address in `server`'s `listening on` line.
-fn grpc_addr(server: &Spawned) -> String {
+pub fn grpc_addr(server: &Spawned) -> String {
     let line = server
         .log
         .iter()
@@ -56,7 +56,7 @@ fn grpc_addr(server: &Spawned) -> String {
 
 /// SIGTERM, waited for on another thread (the client's connection answers
 /// the server's GOAWAY on this runtime): the exit status and the server.
-async fn terminate(mut server: Spawned) -> (std::process::ExitStatus, Spawned) {
+pub async fn terminate(mut server: Spawned) -> (std::process::ExitStatus, Spawned) {
     tokio::task::spawn_blocking(move || (server.terminate(), server))
         .await
         .unwrap()

@@ -39,7 +39,7 @@ impl Harness {
 
     /// As [`start`](Self::start), the stores on `clock`.
     pub async fn start_with_clock(toml: &str, clock: Arc<dyn Clock>) -> Self {
-        let config = Config::parse(toml, "test.toml").expect("test config");
+        let config = Config::parse(toml, "test.toml", |_| None).expect("test config");
         Self::start_config(config, clock).await
     }
 
@@ -110,8 +110,11 @@ fn free_ports(config: &mut Config) {
     let free: std::net::SocketAddr = "127.0.0.1:0".parse().unwrap();
     config.server.grpc = free;
     config.server.http = free;
-    config.metrics.addr = config.metrics.addr.map(|_| free);
-    config.admin.addr = config.admin.addr.map(|_| free);
+    let deployment = &mut config.deployment;
+    deployment.metrics = deployment.metrics.map(|_| free);
+    if let Some(admin) = &mut deployment.admin {
+        admin.address = free;
+    }
 }
 
 /// A plain HTTP/1.1 client.

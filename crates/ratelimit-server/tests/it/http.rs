@@ -198,9 +198,15 @@ fn config_errors_name_the_file_the_line_the_limit_and_the_value() {
             "[[limit]]\nname = \"a\"\ndomain = \"d\"\nalgorithm = \"gcra 1/1s\"\ndescriptors = [{ key = \"k\" }]\nshadw = true\n",
             "shadw",
         ),
+        (
+            "[store]\nkind = \"memory\"\nmax-keys = 0\n",
+            "f.toml:3: [store] max-keys: 0: expected 1 to",
+        ),
     ];
     for (text, want) in cases {
-        let err = Config::parse(text, "f.toml").unwrap_err().to_string();
+        let err = Config::parse(text, "f.toml", |_| None)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains(want), "{err:?} lacks {want:?}");
     }
 }

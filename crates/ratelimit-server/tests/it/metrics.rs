@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 const LIMITS: &str = r#"
 [metrics]
-addr = "127.0.0.1:9090"
+address = "127.0.0.1:9090"
 
 [[limit]]
 name = "scraped"
@@ -32,7 +32,7 @@ fn sample(body: &str, line: &str) -> Option<f64> {
 
 #[tokio::test]
 async fn decisions_are_counted_per_limit_domain_and_code() {
-    let config = Config::parse(LIMITS, "metrics.toml").unwrap();
+    let config = Config::parse(LIMITS, "metrics.toml", |_| None).unwrap();
     let h = Harness::start_config(config, Arc::new(SystemClock::new())).await;
     let ip = |ip: &str| format!(r#"{{"limit":"scraped","key":"{ip}"}}"#);
     for _ in 0..3 {
@@ -77,11 +77,12 @@ async fn decisions_are_counted_per_limit_domain_and_code() {
 #[tokio::test]
 async fn metrics_are_off_by_default() {
     let config = Config::parse(
-        &LIMITS.replace("[metrics]\naddr = \"127.0.0.1:9090\"", ""),
+        &LIMITS.replace("[metrics]\naddress = \"127.0.0.1:9090\"", ""),
         "m.toml",
+        |_| None,
     )
     .unwrap();
-    assert!(config.metrics.addr.is_none());
+    assert!(config.deployment.metrics.is_none());
     let h = Harness::start_config(config, Arc::new(SystemClock::new())).await;
     assert!(h.running.metrics_addr.is_none());
     h.running.stop().await;
@@ -89,13 +90,16 @@ async fn metrics_are_off_by_default() {
 
 #[test]
 fn metrics_addr_from_the_environment_wins() {
-    let config = Config::parse(LIMITS, "m.toml").unwrap();
     let env = |v: &str| (v == "METRICS_ADDR").then(|| "127.0.0.1:9999".to_owned());
-    let config = config.with_env(env).unwrap();
-    assert_eq!(config.metrics.addr, Some("127.0.0.1:9999".parse().unwrap()));
-    let bad = Config::parse("[metrics]\naddr = \"here\"", "m.toml").unwrap_err();
+    let config = Config::parse(LIMITS, "m.toml", env).unwrap();
+    assert_eq!(
+        config.deployment.metrics,
+        Some("127.0.0.1:9999".parse().unwrap())
+    );
+    let bad = Config::parse("[metrics]\naddress = \"here\"", "m.toml", |_| None).unwrap_err();
     assert!(
-        bad.to_string().contains("[metrics] addr = \"here\""),
+        bad.to_string()
+            .starts_with("m.toml:2: [metrics] address: \"here\""),
         "{bad}"
     );
 }

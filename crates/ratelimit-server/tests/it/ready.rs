@@ -23,7 +23,7 @@ algorithm = "gcra 10/1m"
 descriptors = [{{ key = "remote_address" }}]
 "#
     );
-    Config::parse(&text, "ready.toml").unwrap()
+    Config::parse(&text, "ready.toml", |_| None).unwrap()
 }
 
 /// `/ready`'s status and body, once it is `want` (for at most 20 s).

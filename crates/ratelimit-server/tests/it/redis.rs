@@ -2,7 +2,7 @@
 
 use crate::harness::{descriptor, request, Harness};
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::Code;
-use ratelimit_server::{Config, State};
+use ratelimit_server::Config;
 use ratelimit_test_support::RedisServer;
 
 fn limits(url: &str) -> String {
@@ -52,11 +52,12 @@ async fn two_servers_on_one_redis_admit_exactly_10_in_total() {
 }
 
 #[test]
-fn a_bad_redis_url_is_refused_naming_the_limit() {
-    let config = Config::parse(&limits("http://nowhere"), "f.toml").unwrap();
-    let err = State::new(&config).unwrap_err().to_string();
+fn a_bad_redis_url_is_refused_at_load_naming_its_line() {
+    let err = Config::parse(&limits("http://nowhere"), "f.toml", |_| None)
+        .unwrap_err()
+        .to_string();
     assert!(
-        err.starts_with("f.toml:7: limit \"per-ip\": its store:"),
+        err.starts_with("f.toml:4: [store] url: bad redis url http://nowhere"),
         "{err}"
     );
 }

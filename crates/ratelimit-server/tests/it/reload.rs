@@ -27,7 +27,7 @@ descriptors = [{{ key = "remote_address" }}]
 }
 
 fn config(text: &str) -> Config {
-    Config::parse(text, "reload.toml").expect("a good file")
+    Config::parse(text, "reload.toml", |_| None).expect("a good file")
 }
 
 /// `POST /check` of `limit` for `key`: the status.

@@ -10,10 +10,14 @@
 //! | `DELETE /limits/{name}/bans/{key}` | lifts the ban and resets the key |
 //! | `PUT`, `DELETE /limits/{name}/overrides/{key}` | a per-key algorithm; body `{"algorithm": "gcra 100/1m"}` |
 //! | `PUT`, `DELETE /allow/{entry}`, `/deny/{entry}` | a run-time list entry; body `{"ttl": "1h"}` |
+//! | `GET /plans` | each plan's name, key, `shared`, and its members counted: `listed` by its sources, `moved_in` at run time (no key is shown) |
+//! | `PUT /plans/{plan}/keys/{key}` | moves the key into the plan, out of any other |
+//! | `DELETE /plans/{plan}/keys/{key}` | takes the key out of the plan: back to the plan its sources give it, or none; `now` names it |
 
-use super::admin_auth::{Refused, TokenGate};
+use super::admin_auth::{AdminGate, AdminRefusal};
 use super::admin_problem::{as_problem, problem, store_failed, Problem};
 use super::admin_state::{body_duration, loggable, Admin};
+use super::admin_token::AdminToken;
 use super::limits::Limits;
 use crate::policy::ListKind;
 use axum::body::Bytes;
@@ -35,8 +39,8 @@ impl Limits {
     /// limit is per address). Every request needs the token; a wrong one
     /// gets 401, too many 429.
     pub fn admin_router(&self) -> Option<Router> {
-        let (_, token) = self.inner.deployment.admin.as_ref()?;
-        let gate = TokenGate::new(Arc::clone(&token.0));
+        let admin = self.inner.deployment.admin.as_ref()?;
+        let gate = (AdminGate::new(), admin.token.clone());
         let admin = Admin {
             limits: Arc::clone(&self.inner),
         };
@@ -53,6 +57,8 @@ impl Limits {
                 super::admin_entries::list(ListKind::Allow),
             )
             .route("/deny/{entry}", super::admin_entries::list(ListKind::Deny))
+            .route("/plans", super::admin_plans::list())
+            .route("/plans/{plan}/keys/{key}", super::admin_plans::keys())
             .fallback(|| async { problem(StatusCode::NOT_FOUND, "No such admin endpoint.") })
             .with_state(admin)
             .layer(axum::middleware::map_response(as_problem))
@@ -64,7 +70,11 @@ impl Limits {
 /// Lets a request with the admin token through; else 401, or 429 with
 /// `Retry-After` once its source, or every source, sent too many wrong
 /// tokens.
-async fn authorized(State(gate): State<TokenGate>, req: Request, next: Next) -> Response {
+async fn authorized(
+    State((gate, token)): State<(AdminGate, AdminToken)>,
+    req: Request,
+    next: Next,
+) -> Response {
     let peer = req
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
@@ -76,13 +86,13 @@ async fn authorized(State(gate): State<TokenGate>, req: Request, next: Next) -> 
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or("")
         .trim();
-    match gate.admit(peer, given) {
+    match gate.admit(&token, peer, given) {
         Ok(()) => next.run(req).await,
-        Err(Refused::WrongToken) => {
+        Err(AdminRefusal::WrongToken) => {
             tracing::info!(target: "tower_ratelimit::admin", %peer, "admin request refused: wrong or missing token");
             problem(StatusCode::UNAUTHORIZED, "A valid admin token is required.").into_response()
         }
-        Err(Refused::TooMany(wait)) => {
+        Err(AdminRefusal::TooMany(wait)) => {
             let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
             let detail = "Too many wrong admin tokens; try again later.";
             let mut res = problem(StatusCode::TOO_MANY_REQUESTS, detail).into_response();

@@ -1,4 +1,4 @@
-//! The admin API's token check (`TokenGate`): compared in constant time, failed tokens limited per source address and across all sources.
+//! The admin API's token check (`AdminGate`): compared in constant time, failed tokens limited per source address and across all sources.
 //!
 //! Each request first takes one failure from its source's budget
 //! ([`WRONG_TOKENS_PER_SOURCE`] a minute, keyed by the peer's address, an IPv6 /64)
@@ -26,6 +26,7 @@
 //! evicted keys, which may count a source that never failed as failing,
 //! never the other way.
 
+use super::admin_token::AdminToken;
 use crate::key::{IpKey, IpPrefixes};
 use ratelimit_core::{Algorithm, Clock, MemoryStore, SlidingLog, Store, TokioClock};
 use std::net::IpAddr;
@@ -43,21 +44,64 @@ pub const WRONG_TOKENS_ALL_SOURCES: u64 = 30;
 /// are summed in a sketch, never forgotten; see `MemoryStore`).
 const MAX_SOURCES: usize = 100_000;
 
-/// Why a request was refused.
+/// Why [`AdminGate::admit`] refused a request.
+///
+/// ```
+/// use tower_ratelimit::deploy::{AdminGate, AdminRefusal, AdminToken};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let token = AdminToken::new("0123456789abcdef").unwrap();
+/// let gate = AdminGate::new();
+/// let peer = "192.0.2.1".parse().unwrap();
+/// assert_eq!(gate.admit(&token, peer, "wrong"), Err(AdminRefusal::WrongToken));
+/// # }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Refused {
-    /// The token was compared and is wrong (or missing).
+pub enum AdminRefusal {
+    /// The token was compared and is wrong (or missing): answer 401.
     WrongToken,
-    /// Too many wrong tokens: not compared; try again after this.
+    /// Too many wrong tokens: not compared; answer 429 and retry after this.
     TooMany(Duration),
 }
 
-/// The admin token and the failures of each source and of all.
+/// The admin API's token check: the failures of each source and of all
+/// sources (see the module docs), on tokio's clock (paused in tests).
+/// One gate serves every request of an admin listener; the token is
+/// given at each call, so a reload can change it and keep the failures.
+///
+/// ```
+/// use tower_ratelimit::deploy::{AdminGate, AdminToken, WRONG_TOKENS_PER_SOURCE};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let token = AdminToken::new("0123456789abcdef").unwrap();
+/// let gate = AdminGate::new();
+/// let peer = "192.0.2.1".parse().unwrap();
+/// assert!(gate.admit(&token, peer, "0123456789abcdef").is_ok());
+/// for _ in 0..WRONG_TOKENS_PER_SOURCE {
+///     assert!(gate.admit(&token, peer, "wrong").is_err());
+/// }
+/// // Spent: even the right token waits now.
+/// assert!(gate.admit(&token, peer, "0123456789abcdef").is_err());
+/// # }
+/// ```
 #[derive(Clone)]
-pub(super) struct TokenGate(Arc<Inner>);
+pub struct AdminGate(Arc<Inner>);
+
+impl std::fmt::Debug for AdminGate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AdminGate").finish_non_exhaustive()
+    }
+}
+
+impl Default for AdminGate {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 struct Inner {
-    token: Arc<str>,
     per_source: MemoryStore<SlidingLog, IpKey>,
     all: MemoryStore<SlidingLog, ()>,
     clock: TokioClock,
@@ -72,11 +116,10 @@ fn failures<K>(limit: u64, max_keys: Option<usize>) -> MemoryStore<SlidingLog, K
         .build()
 }
 
-impl TokenGate {
-    /// A gate taking `token`, on tokio's clock (paused in tests).
-    pub(super) fn new(token: Arc<str>) -> Self {
+impl AdminGate {
+    /// A gate no source has failed yet.
+    pub fn new() -> Self {
         Self(Arc::new(Inner {
-            token,
             per_source: failures(WRONG_TOKENS_PER_SOURCE, Some(MAX_SOURCES)),
             // One key, `()`.
             all: failures(WRONG_TOKENS_ALL_SOURCES, None),
@@ -85,16 +128,16 @@ impl TokenGate {
     }
 
     /// Whether `given` (the bearer token, or "" without one) from `peer`
-    /// is let in (see the module docs).
-    pub(super) fn admit(&self, peer: IpAddr, given: &str) -> Result<(), Refused> {
+    /// is `token` and may be compared (see the module docs).
+    pub fn admit(&self, token: &AdminToken, peer: IpAddr, given: &str) -> Result<(), AdminRefusal> {
         let gate = &self.0;
         let now = gate.clock.now();
         let source = IpPrefixes::DEFAULT.key(peer);
         let mine = gate.per_source.check(&source, 1, now).value();
         let mine = match mine {
             Ok(d) if d.allowed => d,
-            Ok(d) => return Err(Refused::TooMany(d.wait.unwrap_or(d.reset))),
-            Err(_) => return Err(Refused::TooMany(Duration::from_secs(60))),
+            Ok(d) => return Err(AdminRefusal::TooMany(d.wait.unwrap_or(d.reset))),
+            Err(_) => return Err(AdminRefusal::TooMany(Duration::from_secs(60))),
         };
         // Only the failure just taken: the source has not failed lately.
         let fresh = mine.remaining + 1 == gate.per_source.algorithm().limit();
@@ -106,37 +149,15 @@ impl TokenGate {
                 .ok()
                 .and_then(|d| d.wait)
                 .unwrap_or(Duration::from_secs(1));
-            return Err(Refused::TooMany(wait));
+            return Err(AdminRefusal::TooMany(wait));
         }
-        if !same(given.as_bytes(), gate.token.as_bytes()) {
-            return Err(Refused::WrongToken);
+        if !token.matches(given) {
+            return Err(AdminRefusal::WrongToken);
         }
         let _ = gate.per_source.refund(&source, 1, now, now).value();
         if all_took {
             let _ = gate.all.refund(&(), 1, now, now).value();
         }
         Ok(())
-    }
-}
-
-/// Whether `given` equals `token`, in time that does not depend on where
-/// they differ: every byte of `token` is compared.
-fn same(given: &[u8], token: &[u8]) -> bool {
-    let differ = token.iter().enumerate().fold(0u8, |acc, (i, t)| {
-        acc | (t ^ given.get(i).copied().unwrap_or(!t))
-    });
-    differ == 0 && given.len() == token.len()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::same;
-
-    #[test]
-    fn same_is_equality() {
-        assert!(same(b"abcdef", b"abcdef"));
-        for given in [&b"abcdeg"[..], b"abcde", b"abcdefg", b"", b"Abcdef"] {
-            assert!(!same(given, b"abcdef"), "{given:?}");
-        }
     }
 }

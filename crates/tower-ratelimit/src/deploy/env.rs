@@ -2,6 +2,7 @@
 //! settings table), and where each setting came from, for errors.
 
 use super::error::DeployError;
+use super::sections::header;
 use crate::policy::PolicyError;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -27,13 +28,20 @@ pub const OVERRIDES: [&str; 13] = [
 pub(super) struct Env<'a> {
     var: &'a dyn Fn(&str) -> Option<String>,
     pub(super) file: Option<PathBuf>,
+    /// The deployment's lines of the file, for the line of a field.
+    own: &'a str,
 }
 
 impl<'a> Env<'a> {
-    pub(super) fn new(var: &'a dyn Fn(&str) -> Option<String>, file: Option<&Path>) -> Self {
+    pub(super) fn new(
+        var: &'a dyn Fn(&str) -> Option<String>,
+        file: Option<&Path>,
+        own: &'a str,
+    ) -> Self {
         Self {
             var,
             file: file.map(Path::to_path_buf),
+            own,
         }
     }
 
@@ -87,7 +95,7 @@ impl<'a> Env<'a> {
             Origin::Env(var) => DeployError::env(var, message),
             Origin::File(field) => DeployError::File(PolicyError {
                 file: self.file.clone(),
-                line: None,
+                line: field_line(self.own, field),
                 entry: None,
                 message: format!("{field}: {message}"),
             }),
@@ -120,5 +128,46 @@ impl Setting {
         self.text
             .parse()
             .map_err(|e| env.error(self.origin, format!("{:?}: {e}", self.text)))
+    }
+}
+
+/// The line (1-based) of `field` (`[admin] address`) in `text`: the
+/// line giving it, else its section's header; `None` when neither is
+/// there (a default).
+fn field_line(text: &str, field: &str) -> Option<usize> {
+    let (section, key) = field.split_once(' ')?;
+    let section = section.trim_matches(['[', ']']);
+    let mut inside = false;
+    let mut header_line = None;
+    for (i, line) in text.lines().enumerate() {
+        if let Some(name) = header(line) {
+            inside = name == section;
+            if inside {
+                header_line = Some(i + 1);
+            }
+            continue;
+        }
+        let gives = line
+            .trim_start()
+            .strip_prefix(key)
+            .is_some_and(|rest| rest.trim_start().starts_with('='));
+        if inside && gives {
+            return Some(i + 1);
+        }
+    }
+    header_line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::field_line;
+
+    #[test]
+    fn a_field_is_found_on_its_line_in_its_section() {
+        let text = "\n[metrics]\naddress = \"x\"\n[admin]\naddress-x = 1\naddress = \"y\"\n";
+        assert_eq!(field_line(text, "[metrics] address"), Some(3));
+        assert_eq!(field_line(text, "[admin] address"), Some(6));
+        assert_eq!(field_line(text, "[admin] token-file"), Some(4));
+        assert_eq!(field_line(text, "[store] url"), None);
     }
 }

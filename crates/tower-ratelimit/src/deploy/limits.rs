@@ -4,7 +4,8 @@
 use super::env::Env;
 use super::error::DeployError;
 use super::inner::Inner;
-use super::sections;
+use super::sections::{self, ServerSection};
+use super::server_settings::ServerSettings;
 use super::settings::Deployment;
 use crate::key::ClientIp;
 use crate::policy::{PolicyError, PolicyHandle, PolicyKey, PolicyOptions, PolicyTable, StoreSpec};
@@ -73,21 +74,40 @@ impl Limits {
     }
 
     /// Reads a deployment from TOML text, `file` naming it in errors (and
-    /// reloaded from it), `var` looking up the environment's overrides.
+    /// reloaded from it), `var` looking up the environment's overrides
+    /// (and the plans' `keys-env`). A plan with `shared = true` needs the
+    /// store in Redis, where the keys moved between plans are shared.
     pub fn from_toml(
         text: &str,
         file: Option<&Path>,
         var: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, DeployError> {
-        let (table_text, own) = sections::split(text);
-        let sections = sections::parse(&own, file)?;
-        let table = PolicyTable::from_toml(&table_text, file)?;
-        let env = Env::new(&var, file);
-        let deployment = Deployment::resolve(sections, &env)?;
+        let (deployment, rest) = Deployment::split(text, file, &var)?;
+        let (table_text, server) = sections::split_sections(&rest, &sections::SERVER);
+        let table = PolicyTable::from_toml_with(&table_text, file, &var)?;
+        let server: ServerSection = sections::parse_as(&server, file)?;
+        let (_, own) = sections::split_sections(text, &sections::LIMITS_SECTIONS);
+        let env = Env::new(&var, file, &own);
+        let behind_proxies = deployment.client_ip.is_some();
+        let server = ServerSettings::resolve(server.server, &env, behind_proxies)?;
+        let in_memory = !matches!(deployment.store, StoreSettings::Redis { .. });
+        if let Some(plan) = table.plans().iter().find(|p| p.shared && in_memory) {
+            return Err(DeployError::File(PolicyError {
+                file: file.map(Path::to_path_buf),
+                line: None,
+                entry: None,
+                message: format!(
+                    "plan {:?}: shared = true needs the store in Redis ([store] kind = \"redis\", \
+                     or REDIS_URL), where the keys moved between plans are shared",
+                    plan.name
+                ),
+            }));
+        }
         Ok(Self {
             inner: Arc::new(Inner {
                 table,
                 deployment,
+                server,
                 file: file.map(Path::to_path_buf),
                 text: text.to_owned(),
                 own,
@@ -190,7 +210,7 @@ impl Limits {
     /// Where the admin API should listen (`[admin] address`,
     /// `ADMIN_ADDR`); `None`: off.
     pub fn admin_addr(&self) -> Option<SocketAddr> {
-        self.inner.deployment.admin.as_ref().map(|(addr, _)| *addr)
+        self.inner.deployment.admin.as_ref().map(|a| a.address)
     }
 
     /// Where the metrics should be served (`[metrics] address`,

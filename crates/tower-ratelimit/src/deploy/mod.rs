@@ -23,6 +23,11 @@
 //! [metrics]                    # off unless an address is set
 //! address = "127.0.0.1:9100"
 //!
+//! [[plan]]                     # see the policy table's plans
+//! name = "pro"
+//! key = "api-key"
+//! keys-env = "PRO_KEYS"        # read through the same environment as the overrides
+//!
 //! [[limit]]
 //! name = "login"
 //! algorithm = "sliding-log 5/1h"
@@ -36,8 +41,9 @@
 //! ([`OVERRIDES`]) override the file, and a bad value is refused naming
 //! the variable. Unknown fields are refused, naming the file and line.
 //! Each limit runs on the store with its ban; in Redis, the key secret
-//! and the admin API's run-time entries are shared by every instance
-//! through Redis.
+//! and the admin API's run-time entries (list entries, overrides, keys
+//! moved between plans) are shared by every instance through Redis. A
+//! plan with `shared = true` needs the store in Redis.
 //!
 //! ```no_run
 //! use axum::{routing::post, Router};
@@ -60,8 +66,10 @@
 mod admin;
 mod admin_auth;
 mod admin_entries;
+mod admin_plans;
 mod admin_problem;
 mod admin_state;
+mod admin_token;
 mod env;
 mod error;
 mod inner;
@@ -77,11 +85,12 @@ mod startup_log;
 mod store_status;
 mod watch;
 
-pub use admin_auth::{WRONG_TOKENS_ALL_SOURCES, WRONG_TOKENS_PER_SOURCE};
+pub use admin_auth::{AdminGate, AdminRefusal, WRONG_TOKENS_ALL_SOURCES, WRONG_TOKENS_PER_SOURCE};
+pub use admin_token::{AdminToken, MIN_TOKEN};
 pub use env::OVERRIDES;
 pub use error::DeployError;
 pub use limits::Limits;
 pub use server::{Server, SIDE_CONNECTIONS};
 pub use server_settings::DEFAULT_ADDR;
-pub use settings::{DEFAULT_MAX_KEYS, MIN_TOKEN};
+pub use settings::{AdminSettings, Deployment};
 pub use store_status::StoreStatus;

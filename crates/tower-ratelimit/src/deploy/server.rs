@@ -109,7 +109,7 @@ impl Limits {
     /// and the metrics on their addresses when they are on, each with
     /// the same timeouts and at most [`SIDE_CONNECTIONS`] connections.
     pub async fn bind(&self, app: Router) -> Result<Server, DeployError> {
-        let settings = &self.inner.deployment.server;
+        let settings = &self.inner.server;
         let app = Listener::bind(
             "BIND_ADDR, [server] addr",
             settings.addr,

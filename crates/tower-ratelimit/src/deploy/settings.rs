@@ -1,47 +1,98 @@
 //! A deployment's settings (`Deployment`): the file's sections with the
 //! environment's overrides, each checked.
 
+use super::admin_token::AdminToken;
 use super::env::{Env, Origin, Setting};
 use super::error::DeployError;
-use super::sections::Sections;
-use super::server_settings::ServerSettings;
+use super::sections::{self, Sections};
 use crate::key::{ClientIp, ProxyHeader};
 use ratelimit_redis::{StoreSettings, Target};
 use std::net::SocketAddr;
-use std::sync::Arc;
-
-/// The shortest admin token accepted.
-pub const MIN_TOKEN: usize = 16;
+use std::path::Path;
 
 /// The most keys a memory store (or a Redis fallback) may be given.
 const MAX_KEYS: usize = 1_000_000_000;
 
-/// The keys a memory store keeps state for when neither `max-keys` nor
-/// `RATELIMIT_MAX_KEYS` says (the Redis fallback's too, when `REDIS_URL`
-/// moves a memory store to Redis).
-pub const DEFAULT_MAX_KEYS: usize = 1_000_000;
-
-/// Everything a deployment runs with but its limits.
+/// Everything a deployment runs with but its limits: the file's
+/// `[store]`, `[proxies]`, `[admin]` and `[metrics]` with the
+/// environment's overrides ([`OVERRIDES`](super::OVERRIDES)), each
+/// checked. [`Limits`](super::Limits) reads it; a service with limits of
+/// its own (ratelimitd's descriptor limits) reads it with
+/// [`split`](Self::split) and the rest of the file itself.
+///
+/// ```
+/// use tower_ratelimit::deploy::Deployment;
+///
+/// let text = "[proxies]\ntrusted = [\"10.0.0.0/8\"]\n\n[server]\nport = 80\n";
+/// let env = |var: &str| (var == "METRICS_ADDR").then(|| "127.0.0.1:9100".to_owned());
+/// let (deployment, rest) = Deployment::split(text, None, env)?;
+/// assert!(deployment.client_ip.is_some());
+/// assert_eq!(deployment.metrics.unwrap().port(), 9100);
+/// assert!(deployment.admin.is_none());
+/// // The rest keeps every line in place: its own errors name the same lines.
+/// assert_eq!(rest, "\n\n\n[server]\nport = 80\n");
+/// # Ok::<(), tower_ratelimit::deploy::DeployError>(())
+/// ```
 #[derive(Debug, Clone)]
-pub(super) struct Deployment {
-    pub(super) store: StoreSettings,
-    pub(super) client_ip: Option<ClientIp>,
-    pub(super) admin: Option<(SocketAddr, Token)>,
-    pub(super) metrics: Option<SocketAddr>,
-    pub(super) server: ServerSettings,
+#[non_exhaustive]
+pub struct Deployment {
+    /// `[store]` (with `REDIS_URL`, `REDIS_TLS_CA`, `RATELIMIT_MAX_KEYS`,
+    /// `RATELIMIT_LEASE`): where limits keep their state; memory without
+    /// a cap by default.
+    pub store: StoreSettings,
+    /// `[proxies]` (with `TRUSTED_PROXIES`, `TRUSTED_PROXY_HEADER`): whose
+    /// forwarding header names the client; `None` when no proxy is trusted.
+    pub client_ip: Option<ClientIp>,
+    /// `[admin]` (with `ADMIN_ADDR`, `ADMIN_TOKEN`): the admin API's
+    /// address and token; `None`: off.
+    pub admin: Option<AdminSettings>,
+    /// `[metrics] address` (or `METRICS_ADDR`): where Prometheus scrapes;
+    /// `None`: off.
+    pub metrics: Option<SocketAddr>,
 }
 
-/// The admin token: compared, never shown.
-#[derive(Clone)]
-pub(super) struct Token(pub(super) Arc<str>);
-
-impl std::fmt::Debug for Token {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Token(***)")
-    }
+/// Where the admin API listens, and its token.
+///
+/// ```
+/// use tower_ratelimit::deploy::Deployment;
+///
+/// let env = |var: &str| match var {
+///     "ADMIN_ADDR" => Some("127.0.0.1:9200".to_owned()),
+///     "ADMIN_TOKEN" => Some("0123456789abcdef".to_owned()),
+///     _ => None,
+/// };
+/// let (deployment, _) = Deployment::split("", None, env)?;
+/// let admin = deployment.admin.unwrap();
+/// assert_eq!(admin.address.port(), 9200);
+/// assert!(admin.token.matches("0123456789abcdef"));
+/// # Ok::<(), tower_ratelimit::deploy::DeployError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AdminSettings {
+    /// Where it listens (`[admin] address`, `ADMIN_ADDR`).
+    pub address: SocketAddr,
+    /// Its bearer token (`ADMIN_TOKEN`, `[admin] token-env` or `token-file`).
+    pub token: AdminToken,
 }
 
 impl Deployment {
+    /// The deployment's sections of a file's `text`, with `var` looking
+    /// up the environment's overrides, and the rest of the text: every
+    /// line in place, the deployment's blank, for the caller's own
+    /// loader. Errors name `file`, the line and the section, or the
+    /// variable.
+    pub fn split(
+        text: &str,
+        file: Option<&Path>,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<(Self, String), DeployError> {
+        let (rest, own) = sections::split(text);
+        let sections = sections::parse(&own, file)?;
+        let deployment = Self::resolve(sections, &Env::new(&var, file, &own))?;
+        Ok((deployment, rest))
+    }
+
     /// The settings of `sections` overridden by `env`.
     pub(super) fn resolve(sections: Sections, env: &Env<'_>) -> Result<Self, DeployError> {
         let metrics = match sections.metrics {
@@ -64,11 +115,9 @@ impl Deployment {
             ));
         }
         let metrics = metrics.map(|m| m.parse(env)).transpose()?;
-        let client_ip = proxies(sections.proxies, env)?;
         Ok(Self {
             store: store(sections.store.unwrap_or_default(), env)?,
-            server: ServerSettings::resolve(sections.server, env, client_ip.is_some())?,
-            client_ip,
+            client_ip: proxies(sections.proxies, env)?,
             admin: admin(sections.admin, env)?,
             metrics,
         })
@@ -81,21 +130,13 @@ fn store(mut store: StoreSettings, env: &Env<'_>) -> Result<StoreSettings, Deplo
     let mut url_origin = Origin::File("[store] url");
     if let Some(url) = env.get("REDIS_URL") {
         url_origin = Origin::Env("REDIS_URL");
+        let cap = match &store {
+            StoreSettings::Memory { max_keys } => *max_keys,
+            _ => None,
+        };
         match &mut store {
             StoreSettings::Redis { url: file_url, .. } => *file_url = url,
-            // Memory's cap becomes the fallback's: while Redis fails,
-            // each instance decides in memory as it did before.
-            StoreSettings::Memory { max_keys } => {
-                let cap = max_keys.unwrap_or(DEFAULT_MAX_KEYS);
-                store = StoreSettings::redis(url);
-                if let StoreSettings::Redis {
-                    fallback_max_keys, ..
-                } = &mut store
-                {
-                    *fallback_max_keys = Some(cap);
-                }
-            }
-            _ => store = StoreSettings::redis(url),
+            _ => store = redis_over_memory(url, cap),
         }
     }
     let redis_only = |var: &'static str| {
@@ -149,14 +190,41 @@ fn store(mut store: StoreSettings, env: &Env<'_>) -> Result<StoreSettings, Deplo
             if lease.is_some() {
                 return Err(redis_only("RATELIMIT_LEASE"));
             }
-            if max_keys.is_some() {
-                *file_max = max_keys;
-            }
-            file_max.get_or_insert(DEFAULT_MAX_KEYS);
+            *file_max = memory_max_keys(*file_max, max_keys, env)?;
         }
         _ => {}
     }
     Ok(store)
+}
+
+/// Redis at `url` in place of a memory store of at most `cap` keys: the
+/// cap becomes the fallback's, so that while Redis fails each instance
+/// decides in memory as it did before.
+fn redis_over_memory(url: String, cap: Option<usize>) -> StoreSettings {
+    let mut store = StoreSettings::redis(url);
+    if let StoreSettings::Redis {
+        fallback_max_keys, ..
+    } = &mut store
+    {
+        *fallback_max_keys = cap;
+    }
+    store
+}
+
+/// A memory store's cap: `RATELIMIT_MAX_KEYS` (`env_max`) over the
+/// file's `max-keys`, which may not be 0.
+fn memory_max_keys(
+    file_max: Option<usize>,
+    env_max: Option<usize>,
+    env: &Env<'_>,
+) -> Result<Option<usize>, DeployError> {
+    match env_max.or(file_max) {
+        Some(0) => {
+            let error = format!("0: expected 1 to {MAX_KEYS}");
+            Err(env.error(Origin::File("[store] max-keys"), error))
+        }
+        cap => Ok(cap),
+    }
 }
 
 /// `RATELIMIT_MAX_KEYS`: a whole number from 1 to [`MAX_KEYS`].
@@ -201,7 +269,7 @@ fn proxies(
 fn admin(
     file: Option<super::sections::Admin>,
     env: &Env<'_>,
-) -> Result<Option<(SocketAddr, Token)>, DeployError> {
+) -> Result<Option<AdminSettings>, DeployError> {
     let (addr, token_env, token_file) = match file {
         Some(a) => {
             if a.address.is_none() && env.get("ADMIN_ADDR").is_none() {
@@ -237,15 +305,11 @@ fn admin(
         (None, None, None) => {
             return Err(env.error(
                 Origin::Env("ADMIN_TOKEN"),
-                "required when the admin API is on (ADMIN_ADDR, [admin] address)",
+                "the admin API is on (ADMIN_ADDR, [admin] address) without a token: \
+                 set ADMIN_TOKEN, or [admin] token-env or token-file",
             ))
         }
     };
-    if token.0.len() < MIN_TOKEN || !token.0.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(env.error(
-            token.1,
-            format!("expected at least {MIN_TOKEN} visible ASCII characters"),
-        ));
-    }
-    Ok(Some((address, Token(token.0.into()))))
+    let token = AdminToken::new(&token.0).map_err(|e| env.error(token.1, e))?;
+    Ok(Some(AdminSettings { address, token }))
 }

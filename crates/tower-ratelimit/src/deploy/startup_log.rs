@@ -4,7 +4,6 @@
 //! admin token are not shown.
 
 use super::inner::Inner;
-use super::settings::DEFAULT_MAX_KEYS;
 use crate::key::ClientIp;
 use ratelimit_redis::{StoreSettings, Target};
 
@@ -40,9 +39,14 @@ fn store(settings: &StoreSettings) {
         ..
     } = settings
     else {
-        if let StoreSettings::Memory { max_keys } = settings {
-            let max_keys = max_keys.unwrap_or(DEFAULT_MAX_KEYS);
-            tracing::info!(max_keys, "limits in memory (set REDIS_URL to share them)");
+        match settings {
+            StoreSettings::Memory { max_keys: Some(max_keys) } => {
+                tracing::info!(max_keys, "limits in memory (set REDIS_URL to share them)");
+            }
+            StoreSettings::Memory { max_keys: None } => tracing::info!(
+                "limits in memory, no cap on their keys (set [store] max-keys or RATELIMIT_MAX_KEYS)"
+            ),
+            _ => {}
         }
         return;
     };

@@ -17,14 +17,18 @@ pub(super) fn start(limits: &Arc<Inner>, poll: Duration) {
     if tokio::runtime::Handle::try_current().is_err() {
         return tracing::warn!(file = %file.display(), "no tokio runtime: the limits are not reloaded");
     }
-    let loaded = limits.text.clone().into_bytes();
+    let Some(handle) = limits.handle.get() else {
+        return;
+    };
+    let loaded = handle.watched(&file, Some(limits.text.clone().into_bytes()));
     watch(Arc::downgrade(limits), file, loaded, poll);
 }
 
-/// Reloads `file` into `limits` on `SIGHUP` and once its contents differ
-/// from those `loaded` or last applied, and held still for one more read
-/// every `poll`, until the limits are dropped.
-fn watch(limits: Weak<Inner>, file: PathBuf, loaded: Vec<u8>, poll: Duration) {
+/// Reloads `file` into `limits` on `SIGHUP` and once its contents (or a
+/// plan's keys file's) differ from those `loaded` or last applied, and
+/// held still for one more read every `poll`, until the limits are
+/// dropped.
+fn watch(limits: Weak<Inner>, file: PathBuf, loaded: Option<Vec<u8>>, poll: Duration) {
     #[cfg(unix)]
     let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
         .map_err(
@@ -32,7 +36,7 @@ fn watch(limits: Weak<Inner>, file: PathBuf, loaded: Vec<u8>, poll: Duration) {
         )
         .ok();
     tokio::spawn(async move {
-        let mut applied = Some(loaded);
+        let mut applied = loaded;
         let mut seen = applied.clone();
         loop {
             #[cfg(unix)]
@@ -53,7 +57,7 @@ fn watch(limits: Weak<Inner>, file: PathBuf, loaded: Vec<u8>, poll: Duration) {
             let Some(inner) = limits.upgrade() else {
                 return;
             };
-            let now = std::fs::read(&file).ok();
+            let now = inner.handle.get().and_then(|h| h.watched(&file, None));
             let settled = now != applied && now == seen;
             seen = now.clone();
             if signalled || settled {
@@ -75,7 +79,7 @@ fn reload(inner: &Inner, file: &std::path::Path) {
             return tracing::error!(file = %file.display(), error = %e, "rate-limit reload rejected; the running limits stay")
         }
     };
-    let (table, own) = sections::split(&text);
+    let (table, own) = sections::split_sections(&text, &sections::LIMITS_SECTIONS);
     if own != inner.own {
         tracing::warn!(file = %file.display(), "[store], [proxies], [admin], [metrics] or [server] changed: they apply at a restart");
     }

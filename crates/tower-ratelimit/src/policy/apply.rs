@@ -4,7 +4,9 @@ use super::digest_overrides::DigestOverrides;
 use super::entry::PolicyEntry;
 use super::error::PolicyError;
 use super::extractor::{ip_source, text_part, Part, PolicyExtractor, PolicyOptions};
-use super::key::PolicyKey;
+use super::key::{KeySpec, PolicyKey};
+use super::plan_book::{Extract, PlanBook};
+use super::plan_layer::plan_layer;
 use super::reload::PolicyHandle;
 use super::runtime_overrides::RuntimeOverrides;
 use super::store_spec::StoreSpec;
@@ -51,6 +53,7 @@ impl PolicyTable {
             .clone()
             .unwrap_or_else(crate::clock::default_clock);
         let runtime = Arc::new(RuntimeLists::default());
+        let plans = Arc::new(self.plan_book(options)?);
         let settles = self.entries.iter().any(|e| e.cost_from.is_some());
         let mut layers: Vec<AddLayer> = Vec::with_capacity(self.entries.len());
         let mut live = Vec::with_capacity(self.entries.len());
@@ -72,13 +75,17 @@ impl PolicyTable {
             live.push((entry.clone(), algorithm));
             // What an inner limit refuses takes nothing from an outer one.
             let refund_on_inner = settles && i + 1 < self.entries.len();
-            let lists = (&runtime, learned);
+            let lists = (&runtime, learned, &plans);
             let add = self.entry_layer(entry, options, lists, store, &clock, refund_on_inner);
             layers.push(add.map_err(fail)?);
         }
         let mut router = router;
         for add in layers.into_iter().rev() {
             router = add(router);
+        }
+        // A route layer needs a route: without one, no request to tag.
+        if !plans.is_empty() && router.has_routes() {
+            router = plan_layer(Arc::clone(&plans))(router);
         }
         let handle = PolicyHandle {
             limits: live.into(),
@@ -89,8 +96,22 @@ impl PolicyTable {
             reloads: AtomicU64::new(0),
             overrides: RuntimeOverrides::default(),
             shared: std::sync::OnceLock::new(),
+            plans,
         };
         Ok((router, handle))
+    }
+
+    /// The table's plans, their members read (the app's lists from
+    /// `options`); an error names the plan, and the key's file and line.
+    fn plan_book(&self, options: &PolicyOptions) -> Result<PlanBook, PolicyError> {
+        let make = |spec: &KeySpec| {
+            let extract: Extract = spec.extractor(options)?;
+            let parts = spec.0.iter().map(|p| text_part(p, options)).collect();
+            Ok((extract, parts))
+        };
+        let book = PlanBook::new(&self.plans, &options.plan_keys, make)?;
+        book.refix(book.read(&self.listed)?);
+        Ok(book)
     }
 
     /// What adds `entry`'s layer to a router: its pace layer if it paces,
@@ -99,7 +120,7 @@ impl PolicyTable {
         &self,
         entry: &PolicyEntry,
         options: &PolicyOptions,
-        lists: (&Arc<RuntimeLists>, Arc<DigestOverrides>),
+        lists: Lists<'_>,
         store: Arc<St>,
         clock: &Arc<dyn Clock>,
         refund_on_inner: bool,
@@ -123,7 +144,7 @@ impl PolicyTable {
         &self,
         entry: &PolicyEntry,
         options: &PolicyOptions,
-        (runtime, digests): (&Arc<RuntimeLists>, Arc<DigestOverrides>),
+        (runtime, digests, plans): Lists<'_>,
         clock: &Arc<dyn Clock>,
     ) -> Result<PolicyExtractor, String> {
         let allow = AccessList::parse(&entry.allow)?.and(&self.allow);
@@ -146,6 +167,9 @@ impl PolicyTable {
                 .iter()
                 .map(|p| Part::new(p, options))
                 .collect::<Result<_, _>>()?,
+            plan: (entry.plan.as_deref())
+                .and_then(|name| plans.index(name))
+                .map(|p| (p, Arc::clone(plans))),
         })
     }
 
@@ -169,6 +193,14 @@ impl PolicyTable {
         })
     }
 }
+
+/// What an entry's extractor reads beside the request: the run-time
+/// lists, its overrides shared by digest, and the plans.
+type Lists<'a> = (
+    &'a Arc<RuntimeLists>,
+    Arc<DigestOverrides>,
+    &'a Arc<PlanBook>,
+);
 
 /// The store of `entry`, made by `factory` from the entry's spec; an
 /// error when the factory fails or leaves a field of the entry out.

@@ -226,6 +226,12 @@ pub struct PolicyEntry {
     /// `authenticated`.
     #[serde(default)]
     pub tier: Tier,
+    /// The plan whose members' requests it counts (a
+    /// [`Plan`](super::Plan)'s name), or `"none"`: the requests in no plan;
+    /// left out: every request. A request of another plan passes the
+    /// limit untouched (not a key error).
+    #[serde(default)]
+    pub plan: Option<String>,
     /// Per-key algorithms, by the key's text (an API key, a bearer token,
     /// an IP, a network as `198.51.100.0/24` or `2001:db8::/48`; for a
     /// composite key, its parts joined by `|`): at most
@@ -267,6 +273,7 @@ impl PolicyEntry {
             (self.headers == other.headers, "headers"),
             (self.on_key_error == other.on_key_error, "on-key-error"),
             (self.tier == other.tier, "tier"),
+            (self.plan == other.plan, "plan"),
         ];
         match checks.iter().find(|(same, _)| !same) {
             Some((_, field)) => Err(field),

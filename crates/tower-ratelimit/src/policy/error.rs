@@ -65,11 +65,15 @@ impl Source<'_> {
         }
     }
 
-    /// TOML's error: at its span, in the entry holding it.
+    /// TOML's error: at its span, in the limit or plan holding it.
     pub(super) fn toml_error(&self, e: &toml::de::Error) -> PolicyError {
         let at = e.span().map(|s| s.start);
-        let entry = at.and_then(|at| self.entry_at(at));
-        self.error(at, entry, e.message().trim().to_owned())
+        let message = e.message().trim().to_owned();
+        match at.and_then(|at| self.entry_at(at)) {
+            Some(Held::Limit(name)) => self.error(at, Some(name), message),
+            Some(Held::Plan(name)) => self.error(at, None, format!("plan {name:?}: {message}")),
+            None => self.error(at, None, message),
+        }
     }
 
     /// The line (1-based) of byte `at`.
@@ -82,22 +86,38 @@ impl Source<'_> {
             + 1
     }
 
-    /// The name of the `[[limit]]` holding byte `at`: the last one that
+    /// The `[[limit]]` or `[[plan]]` holding byte `at`: the last one that
     /// starts before it, by the spans of the entries read without their
     /// checks. Where the text is not TOML, the entries of the lines before
     /// `at`'s.
-    fn entry_at(&self, at: usize) -> Option<String> {
+    fn entry_at(&self, at: usize) -> Option<Held> {
         let at = at.min(self.text.len());
         let before = self.text[..at].rfind('\n').map_or(0, |n| n + 1);
         let names = toml::from_str::<Names>(self.text)
             .or_else(|_| toml::from_str::<Names>(&self.text[..before]))
             .ok()?;
-        let entry = names.limit.into_iter().rfind(|e| e.span().start <= at)?;
-        match entry.into_inner().name? {
-            toml::Value::String(name) => Some(name),
-            other => Some(other.to_string()),
+        let last = |list: Vec<toml::Spanned<Name>>| {
+            let e = list.into_iter().rfind(|e| e.span().start <= at)?;
+            let start = e.span().start;
+            let name = match e.into_inner().name? {
+                toml::Value::String(name) => name,
+                other => other.to_string(),
+            };
+            Some((start, name))
+        };
+        match (last(names.limit), last(names.plan)) {
+            (Some((l, name)), Some((p, _))) if l > p => Some(Held::Limit(name)),
+            (_, Some((_, name))) => Some(Held::Plan(name)),
+            (Some((_, name)), None) => Some(Held::Limit(name)),
+            (None, None) => None,
         }
     }
+}
+
+/// What holds a place of the file.
+enum Held {
+    Limit(String),
+    Plan(String),
 }
 
 /// The entries' names, where they are, and nothing else of a table.
@@ -105,6 +125,8 @@ impl Source<'_> {
 struct Names {
     #[serde(default)]
     limit: Vec<toml::Spanned<Name>>,
+    #[serde(default)]
+    plan: Vec<toml::Spanned<Name>>,
 }
 
 /// An entry's name, whatever else it holds.

@@ -2,6 +2,8 @@
 
 use super::digest_overrides::DigestOverrides;
 use super::key::{KeyPart, KeySpec, PolicyKey};
+use super::plan_book::{PlanBook, PlanId};
+use super::plan_sources::PlanKeys;
 use super::route::RouteSpec;
 use super::tier::Tier;
 use crate::access_list::{AccessList, IpSource, KeyProbe, ListKind, RuntimeLists};
@@ -101,6 +103,8 @@ pub struct PolicyOptions {
     /// The keys named `app:NAME` in the table, by `NAME` (the user of a
     /// session, an API key the app checks...).
     pub app_keys: BTreeMap<String, AppKey>,
+    /// The lists of plans with `keys-app = "NAME"`, by `NAME`.
+    pub plan_keys: BTreeMap<String, PlanKeys>,
     /// The proxies whose forwarding headers `client-ip` trusts (default:
     /// none, so `client-ip` is the peer's address).
     pub client_ip: Option<ClientIp>,
@@ -114,6 +118,7 @@ impl fmt::Debug for PolicyOptions {
             .field("client_ip", &self.client_ip)
             .field("authenticated", &self.authenticated.is_some())
             .field("app_keys", &self.app_keys.keys().collect::<Vec<_>>())
+            .field("plan_keys", &self.plan_keys.keys().collect::<Vec<_>>())
             .field("clock", &self.clock.is_some())
             .finish()
     }
@@ -259,6 +264,8 @@ pub(super) struct PolicyExtractor {
     pub(super) authenticated: Option<Authenticated>,
     pub(super) routes: Box<[RouteSpec]>,
     pub(super) parts: Box<[Part]>,
+    /// The plan whose requests it counts, and the table's plans.
+    pub(super) plan: Option<(PlanId, Arc<PlanBook>)>,
 }
 
 impl KeyExtractor for PolicyExtractor {
@@ -267,6 +274,11 @@ impl KeyExtractor for PolicyExtractor {
     fn extract(&self, req: &Parts) -> Result<PolicyKey, KeyError> {
         if !applies(&self.routes, self.tier, self.authenticated.as_ref(), req) {
             return Ok(PolicyKey::Skip);
+        }
+        if let Some((plan, book)) = &self.plan {
+            if book.request_plan(req) != *plan {
+                return Ok(PolicyKey::Skip);
+            }
         }
         let runtime = self.runtime.is_set();
         let lists = self.lists || runtime;

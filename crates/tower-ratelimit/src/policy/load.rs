@@ -2,6 +2,8 @@
 
 use super::entry::PolicyEntry;
 use super::error::{PolicyError, Source};
+use super::plan::{Plan, NO_PLAN};
+use super::plan_sources::Listed;
 use crate::access_list::AccessList;
 use crate::strategy::Mode;
 use ratelimit_core::algorithm::MAX_OVERRIDES;
@@ -20,6 +22,8 @@ pub(super) struct File {
     deny: Vec<String>,
     #[serde(default)]
     limit: Vec<toml::Spanned<PolicyEntry>>,
+    #[serde(default)]
+    plan: Vec<toml::Spanned<Plan>>,
 }
 
 /// Every limit of an app: see the [module docs](super) for the file.
@@ -45,19 +49,35 @@ pub struct PolicyTable {
     pub(super) entries: Vec<PolicyEntry>,
     pub(super) allow: AccessList,
     pub(super) deny: AccessList,
+    pub(super) plans: Vec<Plan>,
+    /// Each plan's keys as its file and environment list them.
+    pub(super) listed: Vec<Listed>,
 }
 
 impl PolicyTable {
-    /// Reads a table from TOML text; `file` only names it in errors.
+    /// Reads a table from TOML text; `file` names it in errors, and a
+    /// plan's `keys-file` is relative to its directory. A plan's
+    /// `keys-file` and `keys-env` are read here.
     pub fn from_toml(text: &str, file: Option<&Path>) -> Result<Self, PolicyError> {
+        Self::from_toml_with(text, file, &|var: &str| std::env::var(var).ok())
+    }
+
+    /// [`from_toml`](Self::from_toml), the environment read through `var`.
+    pub(crate) fn from_toml_with(
+        text: &str,
+        file: Option<&Path>,
+        var: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, PolicyError> {
         let source = Source { text, file };
         let parsed: File = toml::from_str(text).map_err(|e| source.toml_error(&e))?;
+        let (plans, listed) = read_plans(parsed.plan, &source, var)?;
         let mut entries: Vec<PolicyEntry> = Vec::with_capacity(parsed.limit.len());
         for spanned in parsed.limit {
             let at = Some(spanned.span().start);
             let entry = spanned.into_inner();
             let name = entry.name.clone();
-            let entry = checked(entry, &entries).map_err(|m| source.error(at, Some(name), m))?;
+            let entry =
+                checked(entry, &entries, &plans).map_err(|m| source.error(at, Some(name), m))?;
             entries.push(entry);
         }
         if entries.len() > 64 {
@@ -70,6 +90,8 @@ impl PolicyTable {
             entries,
             allow,
             deny,
+            plans,
+            listed,
         })
     }
 
@@ -94,11 +116,40 @@ impl PolicyTable {
     pub fn entry(&self, name: &str) -> Option<&PolicyEntry> {
         self.entries.iter().find(|e| e.name == name)
     }
+
+    /// The plans, in the file's order.
+    pub fn plans(&self) -> &[Plan] {
+        &self.plans
+    }
+}
+
+/// The plans of a file, each checked and its file and environment read;
+/// an error names the plan and its line.
+fn read_plans(
+    spanned: Vec<toml::Spanned<Plan>>,
+    source: &Source<'_>,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<(Vec<Plan>, Vec<Listed>), PolicyError> {
+    let dir = source.file.and_then(Path::parent);
+    let (mut plans, mut listed): (Vec<Plan>, Vec<Listed>) = (Vec::new(), Vec::new());
+    for spanned in spanned {
+        let at = Some(spanned.span().start);
+        let plan = spanned.into_inner();
+        let fail = |m: String| source.error(at, None, format!("plan {:?}: {m}", plan.name));
+        plan.checked(&plans).map_err(fail)?;
+        listed.push(Listed::read(&plan, dir, var).map_err(fail)?);
+        plans.push(plan);
+    }
+    Ok((plans, listed))
 }
 
 /// `entry` checked, on its own and against the `earlier` entries, with its
 /// overrides written as its extractor writes keys; else what is wrong.
-fn checked(mut entry: PolicyEntry, earlier: &[PolicyEntry]) -> Result<PolicyEntry, String> {
+fn checked(
+    mut entry: PolicyEntry,
+    earlier: &[PolicyEntry],
+    plans: &[Plan],
+) -> Result<PolicyEntry, String> {
     if !ratelimit_core::plumbing::is_valid_limit_name(&entry.name) {
         return Err(format!(
             "a name is {}",
@@ -107,6 +158,16 @@ fn checked(mut entry: PolicyEntry, earlier: &[PolicyEntry]) -> Result<PolicyEntr
     }
     if earlier.iter().any(|e| e.name == entry.name) {
         return Err("the name is used twice".to_owned());
+    }
+    if let Some(plan) = &entry.plan {
+        let known = plans.iter().any(|p| p.name == *plan);
+        if !known && (plan != NO_PLAN || plans.is_empty()) {
+            let names: Vec<&str> = plans.iter().map(|p| p.name.as_str()).collect();
+            return Err(format!(
+                "unknown plan {plan:?}: the [[plan]]s are {names:?}, and \"{NO_PLAN}\" \
+                 (requests in no plan) needs one"
+            ));
+        }
     }
     if entry.mode == Mode::Shape && !matches!(entry.algorithm, AnyAlgorithm::LeakyBucket(_)) {
         return Err("mode \"shape\" needs a leaky-bucket algorithm".to_owned());

@@ -33,6 +33,32 @@
 //! overrides = { "10.0.0.7|POST /search" = "leaky-bucket 100/1s queue 50" }
 //! ```
 //!
+//! Plans sort clients before the limits: a `[[plan]]` lists its members'
+//! keys, and `plan` scopes a limit to them (see [`Plan`]).
+//!
+//! ```toml
+//! [[plan]]
+//! name = "pro"
+//! key = "api-key"                   # what tells a member, as a limit's key
+//! keys-file = "pro-keys.txt"        # and/or keys-env = "VAR", keys-app = "NAME", shared = true
+//!
+//! [[limit]]
+//! name = "pro-requests"
+//! plan = "pro"                      # only pro members' requests; "none": requests in no plan
+//! algorithm = "gcra 500/1m"
+//! key = "api-key"
+//! ```
+//!
+//! A request's plan is found once per request, in an in-memory snapshot
+//! of the lists (read at load and at each reload, all or nothing) and the
+//! keys moved at run time ([`PolicyHandle::move_to_plan`]); a request of
+//! another plan passes a scoped limit untouched, never a key error. A key
+//! listed in two plans, an unknown plan on a limit, a plan without key or
+//! source, an unreadable keys file and an unset variable are refused,
+//! naming the file, the line and the plan; a listed key is never shown.
+//! With feature `metrics`, `ratelimit_plan_requests_total{plan}` counts
+//! each plan's requests (`none`: no plan).
+//!
 //! Keys: `peer-ip`, `client-ip` (through the trusted proxies of
 //! [`PolicyOptions::client_ip`]), `header:NAME`, `secret-header:NAME` (a
 //! header carrying a credential), `api-key` (`X-API-Key`), `bearer`, `global`, `route` (method and matched path), `app:NAME` (a
@@ -201,6 +227,11 @@ pub(crate) mod key;
 mod load;
 mod pace;
 mod pace_fields;
+mod plan;
+mod plan_book;
+mod plan_layer;
+mod plan_moves;
+mod plan_sources;
 mod reload;
 mod route;
 mod runtime_overrides;
@@ -221,6 +252,9 @@ pub use extractor::{AppKey, Authenticated, PolicyOptions};
 pub use key::{KeySpec, PolicyKey};
 pub use load::PolicyTable;
 pub use pace::DEFAULT_PACE_PIECE;
+pub use plan::{Plan, MAX_PLANS, NO_PLAN};
+pub use plan_book::PlanMembers;
+pub use plan_sources::{PlanKeys, MAX_PLAN_KEYS};
 pub use ratelimit_core::plumbing::{
     EntriesFuture, EntriesSink, EntryDigest, EntryTable, SharedEntries, SharedEntry,
 };

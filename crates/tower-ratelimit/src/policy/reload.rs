@@ -110,6 +110,8 @@ pub struct PolicyHandle {
     pub(super) overrides: RuntimeOverrides,
     /// Where the run-time entries are shared, if they are (see `share`).
     pub(super) shared: std::sync::OnceLock<Arc<dyn ratelimit_core::plumbing::SharedEntries>>,
+    /// The plans and their members.
+    pub(super) plans: Arc<super::plan_book::PlanBook>,
 }
 
 impl fmt::Debug for PolicyHandle {
@@ -233,8 +235,11 @@ impl PolicyHandle {
         self.reloads.load(Ordering::Relaxed)
     }
 
-    /// Applies `table`'s algorithms and overrides, all or nothing; returns
-    /// what changed (nothing, for a table equal to the running one).
+    /// Applies `table`'s algorithms and overrides, and its plans' members
+    /// (their lists as `table` read them, and the apps' lists read now),
+    /// all or nothing; returns what changed of the limits (nothing, for a
+    /// table equal to the running one). A plan added, removed or changed
+    /// in its name, key, `keys-app` or `shared` needs a restart.
     ///
     /// With feature `metrics`, counts `ratelimit_reloads_total` by
     /// `outcome`: `applied`, `unchanged` or `rejected`.
@@ -254,6 +259,8 @@ impl PolicyHandle {
 
     pub(super) fn try_reload(&self, table: &PolicyTable) -> Result<Vec<LimitChange>, PolicyError> {
         self.same_limits(table)?;
+        self.same_plans(table)?;
+        let members = self.plans.read(&table.listed)?;
         let merged: Vec<Vec<(String, AnyAlgorithm)>> = table
             .entries
             .iter()
@@ -273,6 +280,7 @@ impl PolicyHandle {
             live.replace(new.algorithm, &list)
                 .map_err(|e| reload_error(Some(&new.name), e.to_string()))?;
         }
+        self.plans.refix(members);
         self.reloads.fetch_add(1, Ordering::Relaxed);
         Ok(changes)
     }
@@ -320,6 +328,35 @@ impl PolicyHandle {
                     Some(&new.name),
                     format!("changing its {field} needs a restart"),
                 )
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Whether `table` has the running plans, in their order, each changed
+    /// in nothing but its `keys-file` and `keys-env` (whose keys a reload
+    /// reads again); else which one differs and how.
+    fn same_plans(&self, table: &PolicyTable) -> Result<(), PolicyError> {
+        let running = self.plans.plans();
+        let plan_error = |name: &str, message: String| PolicyError {
+            file: None,
+            line: None,
+            entry: None,
+            message: format!("plan {name:?}: {message}"),
+        };
+        if table.plans.len() != running.len() {
+            return Err(reload_error(
+                None,
+                format!(
+                    "{} plans where {} run: adding or removing a plan needs a restart",
+                    table.plans.len(),
+                    running.len()
+                ),
+            ));
+        }
+        for (new, old) in table.plans.iter().zip(running) {
+            new.unchanged_but_lists(old).map_err(|field| {
+                plan_error(&old.name, format!("changing its {field} needs a restart"))
             })?;
         }
         Ok(())

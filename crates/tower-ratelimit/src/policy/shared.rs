@@ -1,4 +1,4 @@
-//! Run-time lists and overrides shared by every instance
+//! Run-time lists, overrides and plan moves shared by every instance
 //! ([`PolicyHandle::share`]): changes written through a
 //! [`SharedEntries`], and its copies of every instance's entries applied
 //! here. What may be a credential (a list's key entry, an override's key
@@ -40,15 +40,17 @@ type Hashed<'a> = BTreeMap<&'a str, HashMap<String, AnyAlgorithm>>;
 
 impl PolicyHandle {
     /// Shares the entries added at run time (allow and deny list entries,
-    /// overrides) with every instance through `shared` (a Redis one:
-    /// `ratelimit_redis::RedisEntries`): [`add_to_list`](Self::add_to_list),
-    /// [`set_override`](Self::set_override) and their removals write
+    /// overrides, keys moved between plans) with every instance through
+    /// `shared` (a Redis one: `ratelimit_redis::RedisEntries`):
+    /// [`add_to_list`](Self::add_to_list),
+    /// [`set_override`](Self::set_override),
+    /// [`move_to_plan`](Self::move_to_plan) and their removals write
     /// there first, and every instance's copy is applied here whenever
     /// `shared` hands it over (replacing this instance's run-time list
-    /// entries and overrides). Requests read only the local
-    /// copy. A list's key entry, and an override's key on a limit keyed
-    /// on a secret (an API key, a token), are written as their digest
-    /// only; a request matches them by its key's digest (computed once,
+    /// entries, overrides and moves). Requests read only the local
+    /// copy. A list's key entry, an override's key on a limit keyed
+    /// on a secret (an API key, a token), and a moved key are written as
+    /// their digest only; a request matches them by its key's digest (computed once,
     /// and only while there is such an entry). Once; a second call is
     /// refused. Needs a tokio runtime.
     pub fn share(self: &Arc<Self>, shared: Arc<dyn SharedEntries>) -> Result<(), String> {
@@ -218,6 +220,7 @@ impl PolicyHandle {
     /// instance's, as the shared copy holds them, its digests by
     /// `digest`).
     fn apply_shared(&self, entries: Vec<SharedEntry>, digest: &EntryDigest) {
+        self.plans.replace_moved(&entries, digest);
         let now = self.clock.now();
         let until = |left: Option<Duration>| {
             left.map_or(u64::MAX, |l| now.saturating_add(saturating_nanos(l)))

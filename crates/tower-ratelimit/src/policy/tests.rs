@@ -84,3 +84,27 @@ fn credentials_make_secret_keys() {
     assert_eq!(key("secret-header:x-tenant", &req).to_string(), "acme");
     assert!("secret-header:bad name".parse::<KeySpec>().is_err());
 }
+
+#[test]
+fn a_plan_lists_its_members_in_an_environment_variable() {
+    let text = "[[plan]]\nname = \"free\"\nkey = \"api-key\"\nkeys-env = \"FREE_KEYS\"\n";
+    let env = |var: &str| (var == "FREE_KEYS").then(|| "free-1, free-2\nfree-3,".to_owned());
+    let table = PolicyTable::from_toml_with(text, None, &env).unwrap();
+    let router = axum::Router::new().route("/", axum::routing::get(|| async { "" }));
+    let (_, handle) = table
+        .apply_in_memory(router, &PolicyOptions::default(), None)
+        .unwrap();
+    assert_eq!(handle.plans()[0].listed, 3);
+    let req = http::Request::builder()
+        .header("x-api-key", "free-2")
+        .body(())
+        .unwrap()
+        .into_parts()
+        .0;
+    assert_eq!(handle.plans.name(handle.plans.plan_of(&req)), "free");
+    let unset = PolicyTable::from_toml_with(text, None, &|_: &str| None).unwrap_err();
+    assert!(
+        unset.message.contains("keys-env FREE_KEYS is not set"),
+        "{unset}"
+    );
+}

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 impl PolicyHandle {
-    /// Reloads `path` on `SIGHUP` (Unix) and whenever its contents change
+    /// Reloads `path` on `SIGHUP` (Unix) and whenever its contents, or a
+    /// plan's keys file, change
     /// (read every `poll`; a change is applied once the contents have
     /// held still for one more read, so an editor's partial write is not
     /// taken). Every reload is logged: `info` when applied, `error` with
@@ -17,7 +18,8 @@ impl PolicyHandle {
         let (handle, path) = (Arc::downgrade(self), path.into());
         let mut hangup = Hangup::new();
         tokio::spawn(async move {
-            let mut contents = Contents::new(std::fs::read(&path).ok());
+            let read = |handle: &PolicyHandle| handle.watched(&path, None);
+            let mut contents = Contents::new(handle.upgrade().and_then(|h| read(&h)));
             loop {
                 let signalled = tokio::select! {
                     _ = hangup.recv() => true,
@@ -26,7 +28,7 @@ impl PolicyHandle {
                 let Some(handle) = handle.upgrade() else {
                     return;
                 };
-                if !contents.settled(std::fs::read(&path).ok(), signalled) {
+                if !contents.settled(read(&handle), signalled) {
                     continue;
                 }
                 let why = if signalled { "SIGHUP" } else { "file changed" };

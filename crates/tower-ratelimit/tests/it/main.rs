@@ -32,6 +32,8 @@ mod table_lists;
 #[cfg(feature = "table")]
 mod table_pace;
 #[cfg(feature = "table")]
+mod table_plans;
+#[cfg(feature = "table")]
 mod table_prefixes;
 #[cfg(feature = "table")]
 mod table_reset;

@@ -22,11 +22,11 @@ use tower::Service;
 use tower_ratelimit::key::PeerIp;
 use tower_ratelimit::RateLimitLayer;
 
-type Counts = Arc<Mutex<BTreeMap<String, u64>>>;
+pub type Counts = Arc<Mutex<BTreeMap<String, u64>>>;
 
 /// Counts increments by `name{label=value,...}`.
 #[derive(Default)]
-struct Counting(Counts);
+pub struct Counting(pub Counts);
 
 struct One(String, Counts);
 
@@ -65,7 +65,7 @@ impl Recorder for Counting {
 
 /// Sends `req` through `app`: with the in-memory store the layer answers
 /// (or calls the handler) without waiting, so one poll is enough.
-fn send(app: &mut Router, req: Request<Body>) -> u16 {
+pub fn send(app: &mut Router, req: Request<Body>) -> u16 {
     let mut fut = pin!(app.call(req));
     match fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
         Poll::Ready(Ok(res)) => res.status().as_u16(),

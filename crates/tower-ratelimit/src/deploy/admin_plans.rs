@@ -1,0 +1,89 @@
+//! The admin API's plans: each plan's members counted, and keys moved
+//! between plans, shared through Redis when the limits are there.
+
+use super::admin_problem::{problem, refused, Problem};
+use super::admin_state::Admin;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::MethodRouter;
+use axum::Json;
+use serde_json::json;
+
+/// `GET /plans`.
+pub(super) fn list() -> MethodRouter<Admin> {
+    axum::routing::get(plans)
+}
+
+/// `PUT` and `DELETE /plans/{plan}/keys/{key}`.
+pub(super) fn keys() -> MethodRouter<Admin> {
+    axum::routing::put(move_in).delete(move_out)
+}
+
+/// Each plan with its members counted: no key is shown.
+async fn plans(State(admin): State<Admin>) -> Result<Response, Problem> {
+    let plans: Vec<_> = admin
+        .handle()?
+        .plans()
+        .into_iter()
+        .map(|p| {
+            json!({
+                "name": p.name,
+                "key": p.key,
+                "shared": p.shared,
+                "listed": p.listed,
+                "moved_in": p.moved_in,
+            })
+        })
+        .collect();
+    Ok(Json(json!({ "plans": plans })).into_response())
+}
+
+/// 404 unless `plan` is a plan of the table.
+fn known(admin: &Admin, plan: &str) -> Result<(), Problem> {
+    if admin.handle()?.plans().iter().any(|p| p.name == plan) {
+        Ok(())
+    } else {
+        Err(problem(
+            StatusCode::NOT_FOUND,
+            &format!("No plan named {plan:?}."),
+        ))
+    }
+}
+
+/// How a key is logged: by its length only (it may be a credential).
+fn shown(key: &str) -> String {
+    format!("({} characters, not logged)", key.len())
+}
+
+async fn move_in(
+    State(admin): State<Admin>,
+    Path((plan, key)): Path<(String, String)>,
+) -> Result<Response, Problem> {
+    known(&admin, &plan)?;
+    Ok(match admin.handle()?.move_to_plan(&plan, &key).await {
+        Ok(()) => {
+            tracing::info!(target: "tower_ratelimit::admin", plan = %plan, key = %shown(&key), "admin: key moved into a plan");
+            Json(json!({ "plan": plan, "moved": true })).into_response()
+        }
+        Err(e) => refused(&e),
+    })
+}
+
+async fn move_out(
+    State(admin): State<Admin>,
+    Path((plan, key)): Path<(String, String)>,
+) -> Result<Response, Problem> {
+    known(&admin, &plan)?;
+    match admin.handle()?.remove_from_plan(&plan, &key).await {
+        Ok(Some(now)) => {
+            tracing::info!(target: "tower_ratelimit::admin", plan = %plan, key = %shown(&key), now = %now, "admin: key taken out of a plan");
+            Ok(Json(json!({ "plan": plan, "removed": true, "now": now })).into_response())
+        }
+        Ok(None) => Err(problem(
+            StatusCode::NOT_FOUND,
+            &format!("The key is not in plan {plan:?}."),
+        )),
+        Err(e) => Ok(refused(&e)),
+    }
+}
