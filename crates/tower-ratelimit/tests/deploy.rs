@@ -175,6 +175,20 @@ fn the_environment_overrides_the_file_and_bad_values_are_named() {
     assert!(
         matches!(limits.store(), StoreSettings::Redis { url, .. } if url == "redis://10.0.0.1:7000,redis://10.0.0.2:7000")
     );
+    // REDIS_URL over a memory store: its cap is the fallback's.
+    let capped_memory = "[store]\nkind = \"memory\"\nmax-keys = 500\n";
+    let limits = Limits::from_toml(capped_memory, None, redis).unwrap();
+    assert!(
+        matches!(
+            limits.store(),
+            StoreSettings::Redis {
+                fallback_max_keys: Some(500),
+                ..
+            }
+        ),
+        "{:?}",
+        limits.store()
+    );
     let capped = format!("{memory}[server]\nmax-connections = 0\n");
     let err = Limits::from_toml(&capped, Some("ratelimit.toml".as_ref()), |_| None).unwrap_err();
     assert!(
