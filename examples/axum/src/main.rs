@@ -10,29 +10,30 @@
 //! with exit code 1.
 
 use axum_example::{app_on, ApiKeys, Config, POLICY_FILE};
-use tower_ratelimit::deploy::{DeployError, Limits};
-use tower_ratelimit::serve;
+use tower_ratelimit::{deploy::DeployError, deploy::Limits, serve};
 
 #[tokio::main]
 async fn main() {
-    serve::init_logs().unwrap_or_else(|e| fail(2, &e.to_string()));
+    serve::init_logs().unwrap_or_else(|e| fail(2, e));
     let limits = Limits::load(POLICY_FILE).await.unwrap_or_else(refused);
-    let mut config = Config::default();
-    config.api_keys = ApiKeys::from_env().unwrap_or_else(|e| fail(2, &e.to_string()));
+    let api_keys = ApiKeys::from_env().unwrap_or_else(|e| fail(2, e));
+    let config = Config {
+        api_keys,
+        clock: None,
+    };
     let app = app_on(&limits, &config).unwrap_or_else(refused);
-    let served = limits.serve(app).await;
-    served.unwrap_or_else(|e| fail(1, &e.to_string()));
+    limits.serve(app).await.unwrap_or_else(|e| fail(1, e));
 }
 
 /// Stops on a bad file or setting, naming it.
 fn refused<T>(e: DeployError) -> T {
     match e {
-        DeployError::File(_) => fail(2, &format!("RATELIMIT_CONFIG: {e}")),
-        _ => fail(2, &e.to_string()),
+        DeployError::File(_) => fail(2, format!("RATELIMIT_CONFIG: {e}")),
+        _ => fail(2, e),
     }
 }
 
-fn fail(code: i32, message: &str) -> ! {
+fn fail(code: i32, message: impl std::fmt::Display) -> ! {
     // Logs may not be set up yet: straight to stderr.
     eprintln!("axum-example: {message}");
     std::process::exit(code);

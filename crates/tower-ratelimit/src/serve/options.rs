@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-/// How [`serve`] protects itself. The defaults suit a service on the open
+/// How [`serve`](super::serve()) protects itself. The defaults suit a service on the open
 /// internet; [`ServeOptions::from_env`] reads the connection caps from the
 /// environment.
 ///
