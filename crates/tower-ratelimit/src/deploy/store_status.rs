@@ -11,13 +11,13 @@ use std::sync::PoisonError;
 /// memory).
 ///
 /// ```
-/// use axum::Router;
+/// use axum::{routing::get, Router};
 /// use ratelimit_redis::StoreState;
 /// use tower_ratelimit::deploy::Limits;
 ///
 /// let file = "[[limit]]\nname = \"api\"\nalgorithm = \"gcra 100/1m\"\nkey = \"global\"\n";
 /// let limits = Limits::from_toml(file, None, |_| None)?;
-/// let _app = limits.apply(Router::new())?;
+/// let _app = limits.apply(Router::new().route("/", get(|| async { "hi" })))?;
 /// let stores = limits.stores();
 /// assert_eq!((stores[0].limit.as_str(), stores[0].state), ("api", StoreState::Memory));
 /// assert!(stores.iter().all(|s| s.state.decides()));
