@@ -54,11 +54,13 @@ fn app(setup: &Setup) -> Router {
 /// 50 ms; then it decides in memory).
 fn app_on_redis(setup: &Setup, url: &str, timeout: Option<Duration>) -> Router {
     let timeout = timeout.map_or(50, |t| t.as_millis());
-    let text = format!(
+    let memory = "[store]\nkind = \"memory\"\nmax-keys = 1000000\n";
+    let redis = format!(
         "[store]\nkind = \"redis\"\nurl = \"{url}\"\ntimeout = \"{timeout}ms\"\n\
-         prefix = \"axum-example:\"\nfallback-max-keys = 1000000\n\n{}",
-        axum_example::DEFAULT_POLICY
+         prefix = \"axum-example:\"\nfallback-max-keys = 1000000\n"
     );
+    assert!(axum_example::DEFAULT_POLICY.contains(memory));
+    let text = axum_example::DEFAULT_POLICY.replace(memory, &redis);
     let proxies = setup.proxies;
     let var = move |v: &str| (v == "TRUSTED_PROXIES").then(|| proxies.to_owned());
     let limits = Limits::from_toml(&text, None, var).unwrap();
