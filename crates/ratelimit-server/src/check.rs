@@ -103,11 +103,14 @@ impl Hit {
     ) -> Result<Self, KeyTooLong> {
         match limits.find(domain, entries) {
             Some(rule) => Self::of(rule, rule.key(entries), cost),
-            None => Ok(Self {
-                rule: None,
-                key: String::new(),
-                cost,
-            }),
+            None => {
+                crate::unmatched::unmatched(domain, entries);
+                Ok(Self {
+                    rule: None,
+                    key: String::new(),
+                    cost,
+                })
+            }
         }
     }
 

@@ -71,6 +71,11 @@ pub struct ServerSettings {
     pub refuse_status: u16,
 }
 
+/// How serde names the sections [`FileToml`] takes, in an error.
+const OWN_SECTIONS: &str = "expected `server` or `limit`";
+/// Every section the file may have, for an error about one it may not.
+const ALL_SECTIONS: &str = "expected [server], [[limit]], [store], [proxies], [admin] or [metrics]";
+
 /// The file's own sections as written (the deployment's lines blank).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -120,7 +125,8 @@ impl Config {
             origin,
         };
         let raw: FileToml = toml::from_str(&rest).map_err(|e| {
-            let message = e.message().trim().to_owned();
+            // The file's own sections are only some of those it may have.
+            let message = e.message().trim().replace(OWN_SECTIONS, ALL_SECTIONS);
             source.error(e.span().map(|s| s.start), None, message)
         })?;
         let file_error = |m| source.error(None, None, m);

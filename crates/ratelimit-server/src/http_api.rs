@@ -107,11 +107,11 @@ fn hits_of(state: &State, body: CheckBody) -> Result<Vec<Hit>, ApiError> {
             key: None,
             cost: None,
         } => {
-            if domain.is_empty() || descriptors.is_empty() {
-                return bad("domain and descriptors must not be empty");
+            if domain.is_empty() {
+                return bad("domain must not be empty");
             }
-            if descriptors.iter().any(Vec::is_empty) {
-                return bad("a descriptor has no entries");
+            if let Some(why) = crate::request_bounds::refused(descriptors.iter().map(Vec::len)) {
+                return Err(error(StatusCode::BAD_REQUEST, why));
             }
             // As in the gRPC protocol: 0 or unset means 1.
             let cost = hits_addend.unwrap_or(1).max(1);

@@ -36,6 +36,9 @@ struct StatusJson {
     window_secs: Option<u64>,
     reset_secs: Option<u64>,
     retry_after_secs: Option<u64>,
+    /// This descriptor refused a request that can never be admitted: its
+    /// cost is above the limit's capacity, so no wait helps.
+    never_admissible: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -111,6 +114,7 @@ fn status_json(s: &Status) -> StatusJson {
             .filter(|_| s.over)
             .and_then(|d| d.retry_after())
             .map(ceil_secs),
+        never_admissible: s.over && d.is_some_and(|d| d.is_never()),
     }
 }
 

@@ -11,6 +11,10 @@ use std::time::Duration;
 pub const DECISIONS: &str = "ratelimitd_decisions_total";
 /// The time a check took, in seconds, by `protocol` (`grpc`, `http`).
 pub const CHECK_SECONDS: &str = "ratelimitd_check_duration_seconds";
+/// Descriptors that matched no limit (an unknown domain, or entries no
+/// limit of the domain has), admitted; no labels: what a caller sends
+/// never becomes one.
+pub const UNMATCHED: &str = "ratelimitd_unmatched_total";
 /// Reloads, by `outcome` (`applied`, `refused`).
 pub const RELOADS: &str = "ratelimitd_reloads_total";
 

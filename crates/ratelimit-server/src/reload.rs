@@ -36,6 +36,9 @@ pub struct Reloaded {
     pub changed: Vec<LimitChange>,
     /// How many limits are unchanged.
     pub unchanged: usize,
+    /// The other settings that changed, in force at once: `[server]
+    /// headers`, `[server] refuse-status`, `[proxies]`, `[admin] token`.
+    pub settings: Vec<&'static str>,
 }
 
 /// One limit's change: its algorithm before and after (`unlimited` for
@@ -94,7 +97,10 @@ impl State {
         let mut running = self.config.lock().unwrap_or_else(PoisonError::into_inner);
         fixed_unchanged(&running, config)?;
         let old = self.limits();
-        let mut reloaded = Reloaded::default();
+        let mut reloaded = Reloaded {
+            settings: settings_changed(&running, config),
+            ..Reloaded::default()
+        };
         let mut pending: Vec<Pending> = Vec::new();
         let mut rules = Vec::with_capacity(config.limits.len());
         for limit in &config.limits {
@@ -179,6 +185,36 @@ fn new_rule(limit: crate::LimitConfig, config: &Config) -> Result<Rule, ConfigFi
 
 fn algorithm_text(algorithm: Option<AnyAlgorithm>) -> String {
     algorithm.map_or_else(|| "unlimited".to_owned(), |a| a.to_string())
+}
+
+/// The settings a reload changes at once, other than limits, that differ
+/// between `running` and `new` (a token by whether it differs, never
+/// shown).
+fn settings_changed(running: &Config, new: &Config) -> Vec<&'static str> {
+    let (was, is) = (&running.deployment, &new.deployment);
+    let proxies = |d: &tower_ratelimit::deploy::Deployment| {
+        d.client_ip.as_ref().map(|c| {
+            let header = c.proxy_header().clone();
+            (c.trusted().to_vec(), header, c.key_prefixes())
+        })
+    };
+    let token = |d: &tower_ratelimit::deploy::Deployment| d.admin.as_ref().map(|a| a.token.clone());
+    let fields = [
+        (
+            "[server] headers",
+            running.server.headers != new.server.headers,
+        ),
+        (
+            "[server] refuse-status",
+            running.server.refuse_status != new.server.refuse_status,
+        ),
+        ("[proxies]", proxies(was) != proxies(is)),
+        ("[admin] token", token(was) != token(is)),
+    ];
+    fields
+        .into_iter()
+        .filter_map(|(name, differs)| differs.then_some(name))
+        .collect()
 }
 
 /// Refuses a change of what only a restart can change, naming it.

@@ -53,6 +53,9 @@ fn hit_of(state: &State, body: SettleBody) -> Result<Hit, ApiError> {
             if domain.is_empty() || descriptor.is_empty() {
                 return bad("domain and descriptor must not be empty");
             }
+            if let Some(why) = crate::request_bounds::refused([descriptor.len()].into_iter()) {
+                return Err(error(StatusCode::BAD_REQUEST, why));
+            }
             Hit::resolve(
                 &state.limits(),
                 &domain,
