@@ -5,6 +5,7 @@ use ratelimit_server::{Config, ConfigFileError, Reloaded, Running, State};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use tower_ratelimit::serve::ServeOptions;
 
 const USAGE: &str = "usage: ratelimitd [--config PATH]
 
@@ -21,6 +22,8 @@ environment (each over the file):
   METRICS_ADDR          the Prometheus metrics address ([metrics] address)
   ADMIN_ADDR            the admin API's address ([admin] address)
   ADMIN_TOKEN           the admin API's bearer token (or [admin] token-file)
+  MAX_CONNECTIONS       connections at once, half on the gRPC port, half on HTTP
+                        (default 10000, kept below the open-file limit)
   RUST_LOG              the log filter (default info)
 signals:
   SIGHUP          reload the configuration (a bad file is refused and logged)
@@ -131,17 +134,23 @@ fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
     })
 }
 
+/// The file's path, the configuration, its state and the listeners'
+/// options.
+type Configured = (PathBuf, Config, Arc<State>, ServeOptions);
+
 /// The configuration and the state it makes, or the exit code and why
 /// not (every fault here is the configuration's: [`CONFIG_ERROR`]);
 /// `Ok(None)` for `--help`.
-fn configured() -> Result<Option<(PathBuf, Config, Arc<State>)>, (u8, String)> {
+fn configured() -> Result<Option<Configured>, (u8, String)> {
     let bad = |e: String| (CONFIG_ERROR, e);
     let Some(path) = config_path().map_err(bad)? else {
         return Ok(None);
     };
     let config = load(&path).map_err(bad)?;
     let state = State::new(&config).map_err(|e| bad(e.to_string()))?;
-    Ok(Some((path, config, Arc::new(state))))
+    // Every caller is a proxy: no cap per client, only the global one.
+    let options = ServeOptions::from_env(true).map_err(|e| bad(e.to_string()))?;
+    Ok(Some((path, config, Arc::new(state), options)))
 }
 
 /// One line of what the configuration puts in force besides the limits:
@@ -201,7 +210,7 @@ async fn main() -> ExitCode {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
-    let (path, config, state) = match configured() {
+    let (path, config, state, options) = match configured() {
         Ok(Some(configured)) => configured,
         Ok(None) => return ExitCode::SUCCESS,
         Err((code, e)) => {
@@ -209,7 +218,7 @@ async fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    match serve(path, &config, state).await {
+    match serve(path, &config, state, options).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("ratelimitd: {e}");
@@ -220,10 +229,15 @@ async fn main() -> ExitCode {
 
 /// Installs the signal handlers, listens, and serves until SIGTERM or
 /// ctrl-c; an error says what failed.
-async fn serve(path: PathBuf, config: &Config, state: Arc<State>) -> Result<(), String> {
+async fn serve(
+    path: PathBuf,
+    config: &Config,
+    state: Arc<State>,
+    options: ServeOptions,
+) -> Result<(), String> {
     let signal = shutdown_signal().map_err(|e| format!("cannot handle signals: {e}"))?;
     reload_on_hangup(Arc::clone(&state), path).map_err(|e| format!("cannot handle SIGHUP: {e}"))?;
-    let running = Running::start(state)
+    let running = Running::start(state, options)
         .await
         .map_err(|e| format!("cannot listen: {e}"))?;
     tracing::info!(

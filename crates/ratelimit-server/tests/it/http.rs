@@ -277,7 +277,7 @@ fn config_errors_name_the_file_the_line_the_limit_and_the_value() {
         ),
     ];
     for (text, want) in cases {
-        let err = Config::parse(&text, "f.toml", |_| None)
+        let err = Config::parse(text, "f.toml", |_| None)
             .unwrap_err()
             .to_string();
         assert!(err.contains(want), "{err:?} lacks {want:?}");

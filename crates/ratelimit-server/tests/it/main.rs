@@ -4,6 +4,7 @@ mod admin;
 mod ban;
 mod binary;
 mod calendar;
+mod connections;
 mod envoy;
 mod fleet;
 mod grpc;
