@@ -321,6 +321,7 @@ async fn until_moved(limits: &Limits, plan: &str, moved: usize) {
     for _ in 0..200 {
         if handle
             .plans()
+            .members()
             .iter()
             .any(|p| p.name == plan && p.moved_in == moved)
         {
@@ -330,7 +331,7 @@ async fn until_moved(limits: &Limits, plan: &str, moved: usize) {
     }
     panic!(
         "plan {plan} never had {moved} keys moved in: {:?}",
-        handle.plans()
+        handle.plans().members()
     );
 }
 
