@@ -11,6 +11,7 @@ mod harness;
 mod http;
 mod metrics;
 mod nginx;
+mod plans;
 mod proxies;
 mod python;
 mod ready;
