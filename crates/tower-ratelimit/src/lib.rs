@@ -228,6 +228,8 @@ pub mod pace;
 #[cfg(feature = "table")]
 pub mod policy;
 pub mod response;
+#[cfg(feature = "serve")]
+pub mod serve;
 pub mod strategy;
 
 pub use builder::RateLimitBuilder;

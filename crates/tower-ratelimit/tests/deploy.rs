@@ -158,6 +158,9 @@ fn the_environment_overrides_the_file_and_bad_values_are_named() {
         ("RATELIMIT_LEASE", "many"),
         ("METRICS_ADDR", "nowhere"),
         ("ADMIN_ADDR", "nowhere"),
+        ("BIND_ADDR", "nowhere"),
+        ("MAX_CONNECTIONS", "0"),
+        ("MAX_CONNECTIONS_PER_CLIENT", "lots"),
     ] {
         let err = Limits::from_toml(memory, None, |v: &str| (v == var).then(|| value.to_owned()))
             .unwrap_err();
@@ -171,6 +174,27 @@ fn the_environment_overrides_the_file_and_bad_values_are_named() {
     let limits = Limits::from_toml(cluster, None, |_| None).unwrap();
     assert!(
         matches!(limits.store(), StoreSettings::Redis { url, .. } if url == "redis://10.0.0.1:7000,redis://10.0.0.2:7000")
+    );
+    // REDIS_URL over a memory store: its cap is the fallback's.
+    let capped_memory = "[store]\nkind = \"memory\"\nmax-keys = 500\n";
+    let limits = Limits::from_toml(capped_memory, None, redis).unwrap();
+    assert!(
+        matches!(
+            limits.store(),
+            StoreSettings::Redis {
+                fallback_max_keys: Some(500),
+                ..
+            }
+        ),
+        "{:?}",
+        limits.store()
+    );
+    let capped = format!("{memory}[server]\nmax-connections = 0\n");
+    let err = Limits::from_toml(&capped, Some("ratelimit.toml".as_ref()), |_| None).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("[server] max-connections: \"0\": out of range"),
+        "{err}"
     );
     let with_admin = format!("{memory}[admin]\naddress = \"127.0.0.1:0\"\n");
     let err = Limits::from_toml(&with_admin, None, |_| None).unwrap_err();
@@ -272,6 +296,113 @@ async fn an_edited_file_reloads_its_limits() {
         waited += 1;
     }
     let _ = std::fs::remove_file(&path);
+}
+
+/// The environment of a deployment served on free ports, its admin API
+/// on.
+fn served(var: &str) -> Option<String> {
+    match var {
+        "BIND_ADDR" | "ADMIN_ADDR" => Some("127.0.0.1:0".to_owned()),
+        _ => env(var),
+    }
+}
+
+/// `GET /other` over HTTP/1.1 on a new connection to `addr`: the status.
+async fn h1_get(addr: std::net::SocketAddr) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(b"GET /other HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    out.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0)
+}
+
+/// `Limits::serve`'s listener answers HTTP/1.1 and h2c (prior knowledge)
+/// on one port, each request keyed by its peer (`client-ip`, 5 a
+/// minute): two over HTTP/1.1 and three HTTP/2 streams are admitted, the
+/// next stream is not. The shutdown ends the run.
+#[tokio::test]
+async fn serve_answers_http1_and_h2c_on_one_port() {
+    let text = "[[limit]]\nname = \"ip\"\nalgorithm = \"gcra 5/1m\"\nkey = \"client-ip\"\nroutes = [\"GET /other\"]\n";
+    let limits = Limits::from_toml(text, None, served).unwrap();
+    let server = limits.bind(limits.apply(app()).unwrap()).await.unwrap();
+    let addr = server.local_addr();
+    assert_ne!(addr.port(), 0);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(server.run(async {
+        let _ = stopped.await;
+    }));
+    assert_eq!((h1_get(addr).await, h1_get(addr).await), (200, 200));
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let io = hyper_util::rt::TokioIo::new(stream);
+    let exec = hyper_util::rt::TokioExecutor::new();
+    let (mut send, conn) = hyper::client::conn::http2::handshake(exec, io)
+        .await
+        .expect("an HTTP/2 handshake");
+    tokio::spawn(conn);
+    let mut statuses = Vec::new();
+    for _ in 0..4 {
+        let req = Request::get("http://x/other")
+            .body(http_body_util::Empty::<bytes::Bytes>::new())
+            .unwrap();
+        let res = send.send_request(req).await.expect("an answer");
+        assert_eq!(res.version(), http::Version::HTTP_2);
+        statuses.push(res.status().as_u16());
+    }
+    assert_eq!(statuses, [200, 200, 200, 429]);
+    stop.send(()).unwrap();
+    drop(send);
+    tokio::time::timeout(std::time::Duration::from_secs(20), running)
+        .await
+        .expect("stopped after the shutdown")
+        .unwrap();
+}
+
+/// The admin listener of `Limits::serve` is hardened as the app's: a
+/// connection that sends nothing is closed after 10 s (of tokio's
+/// clock), and past its 64 connections the one idle longest makes room
+/// for a request, answered at once.
+#[tokio::test(start_paused = true)]
+async fn the_admin_listener_closes_idle_connections_and_caps_them() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::time::{Duration, Instant};
+    let limits = Limits::from_toml("", None, served).unwrap();
+    let server = limits.bind(limits.apply(app()).unwrap()).await.unwrap();
+    let admin = server.admin_local_addr().expect("the admin API is on");
+    tokio::spawn(server.run(std::future::pending()));
+    let start = Instant::now();
+    let mut silent = tokio::net::TcpStream::connect(admin).await.unwrap();
+    let mut buf = [0u8; 4096];
+    let read = tokio::time::timeout(Duration::from_secs(30), silent.read(&mut buf)).await;
+    assert!(read.is_ok(), "still open after 30 s");
+    assert!(
+        start.elapsed() >= Duration::from_secs(10),
+        "closed after {:?}",
+        start.elapsed()
+    );
+    let mut held = Vec::new();
+    for _ in 0..tower_ratelimit::deploy::SIDE_CONNECTIONS {
+        held.push(tokio::net::TcpStream::connect(admin).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let start = Instant::now();
+    let mut late = tokio::net::TcpStream::connect(admin).await.unwrap();
+    let request =
+        format!("GET /limits HTTP/1.1\r\nhost: a\r\nauthorization: Bearer {TOKEN}\r\n\r\n");
+    late.write_all(request.as_bytes()).await.unwrap();
+    let n = late.read(&mut buf).await.unwrap();
+    assert!(
+        buf[..n].starts_with(b"HTTP/1.1 200"),
+        "{:?}",
+        String::from_utf8_lossy(&buf[..n])
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(1),
+        "served after {:?}",
+        start.elapsed()
+    );
 }
 
 /// Two instances with plans: pro from `PRO_KEYS`, `office` moved in at run

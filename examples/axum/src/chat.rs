@@ -1,18 +1,15 @@
 //! `POST /v1/chat`: a small AI gateway's chat call, whose tokens are known only after the handler runs (reported in `x-tokens-used`, or per streamed event).
 
+use crate::api_keys::{ApiKeys, API_KEY_CHALLENGE};
+use crate::handlers::{problem, unauthorized};
 use axum::body::{Body, Bytes};
 use axum::extract::Extension;
-use axum::http::request::Parts;
-use axum::http::StatusCode;
+use axum::http::{request::Parts, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use futures_util::stream;
 use serde_json::json;
-use std::convert::Infallible;
 use std::time::Duration;
 use tower_ratelimit::CostReport;
-
-use crate::{problem, unauthorized, ApiKeys, API_KEY_CHALLENGE};
 
 /// The most tokens one call uses: the model's largest `max_tokens`.
 pub const MAX_TOKENS_PER_CALL: u64 = 40_000;
@@ -47,21 +44,17 @@ pub(crate) async fn chat(
         return unauthorized("a known X-API-Key is required", API_KEY_CHALLENGE);
     }
     let Ok(call) = serde_json::from_slice::<Chat>(&body) else {
-        return problem(
-            StatusCode::BAD_REQUEST,
-            "expected a JSON object {\"tokens\": N, \"stream\": false}",
-        );
+        let detail = "expected a JSON object {\"tokens\": N, \"stream\": false}";
+        return problem(StatusCode::BAD_REQUEST, detail);
     };
     let report = report.map(|Extension(r)| r);
-    let budget = report
-        .as_ref()
-        .map_or(MAX_TOKENS_PER_CALL, CostReport::reserved);
+    let budget = report.as_ref().map_or(u64::MAX, CostReport::reserved);
     let tokens = call.tokens.min(budget).min(MAX_TOKENS_PER_CALL);
     if !call.stream {
         let used = [("x-tokens-used", tokens.to_string())];
         return (used, Json(json!({ "tokens": tokens }))).into_response();
     }
-    let events = stream::unfold((tokens, report), |(left, report)| async move {
+    let events = futures_util::stream::unfold((tokens, report), |(left, report)| async move {
         if left == 0 {
             return None;
         }
@@ -71,11 +64,8 @@ pub(crate) async fn chat(
             r.add(n);
         }
         let event = Bytes::from(format!("data: {{\"tokens\": {n}}}\n\n"));
-        Some((Ok::<_, Infallible>(event), (left - n, report)))
+        Some((Ok::<_, std::convert::Infallible>(event), (left - n, report)))
     });
-    (
-        [("content-type", "text/event-stream")],
-        Body::from_stream(events),
-    )
-        .into_response()
+    let event_stream = [("content-type", "text/event-stream")];
+    (event_stream, Body::from_stream(events)).into_response()
 }

@@ -9,18 +9,22 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tower::ServiceExt;
+use tower_ratelimit::deploy::Limits;
 
 #[tokio::test(start_paused = true)]
 async fn thirty_requests_at_ten_per_minute_get_no_429_and_take_what_the_limit_allows() {
     let config = axum_example::Config {
-        clock: Arc::new(TokioClock::new()),
+        clock: Some(Arc::new(TokioClock::new())),
         ..axum_example::Config::default()
     };
+    let limits = Limits::from_toml(axum_example::DEFAULT_POLICY, None, |_| None).unwrap();
     let peer: SocketAddr = "127.0.0.1:50000".parse().unwrap();
-    let app = axum_example::app(&config).map_request(move |mut req: http::Request<_>| {
-        req.extensions_mut().insert(ConnectInfo(peer));
-        req
-    });
+    let app = axum_example::app_on(&limits, &config).unwrap().map_request(
+        move |mut req: http::Request<_>| {
+            req.extensions_mut().insert(ConnectInfo(peer));
+            req
+        },
+    );
     let uri = "http://127.0.0.1:3000/api/items".parse().unwrap();
     let report = run(app, uri, 30).await.unwrap();
     assert_eq!(report.requests, 30);

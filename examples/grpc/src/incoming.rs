@@ -2,7 +2,6 @@
 //! and a backoff on accept errors that would recur at once (tonic's own
 //! loop retries them in a busy loop).
 
-use crate::server::{AcceptBackoff, Throttled};
 use futures_util::Stream;
 use std::convert::Infallible;
 use std::io;
@@ -13,6 +12,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tonic::transport::server::{Connected, TcpConnectInfo};
+use tower_ratelimit::serve::{AcceptBackoff, Throttled};
 
 /// An accepted connection, holding its slot until it is dropped.
 #[derive(Debug)]

@@ -18,11 +18,10 @@
 
 pub mod echo;
 mod incoming;
-pub use hyper_example::server;
 
 use echo::{EchoServer, EchoService};
 use http::request::Parts;
-use server::{BoxError, EnvError, DEFAULT_MAX_KEYS};
+use hyper_example::max_keys::{parse_max_keys, DEFAULT_MAX_KEYS};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,6 +29,7 @@ use tokio::net::TcpListener;
 use tonic::transport::Server;
 use tower_ratelimit::key::{ClientIp, IpKey, ProxyHeader};
 use tower_ratelimit::response::Grpc;
+use tower_ratelimit::serve::{BoxError, EnvError};
 use tower_ratelimit::strategy::Selection;
 use tower_ratelimit::{Clock, Gcra, MemoryStore, RateLimitLayer, SystemClock};
 
@@ -101,7 +101,7 @@ impl Config {
     /// [`from_env`](Self::from_env) with the variables looked up by `var`.
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, EnvError> {
         let max_keys = match var("RATELIMIT_MAX_KEYS") {
-            Some(v) => server::parse_max_keys(&v)?,
+            Some(v) => parse_max_keys(&v)?,
             None => DEFAULT_MAX_KEYS,
         };
         let header = match var("TRUSTED_PROXY_HEADER") {

@@ -7,12 +7,12 @@
 //! filtered by `RUST_LOG` (default `info`), as JSON lines with
 //! `LOG_FORMAT=json`; Prometheus metrics on `METRICS_ADDR` (off unless set).
 
-use grpc_example::server::{self, EnvError};
 use grpc_example::{Config, ServeOptions};
+use tower_ratelimit::serve::{self, EnvError};
 
 #[tokio::main]
 async fn main() {
-    if let Err(e) = server::init_logs() {
+    if let Err(e) = serve::init_logs() {
         fail(2, &e.to_string());
     }
     if let Err(e) = hyper_example::metrics::serve_metrics_from_env() {
@@ -20,7 +20,7 @@ async fn main() {
     }
     let bind = std::env::var("BIND_ADDR").unwrap_or_else(|_| "127.0.0.1:50051".to_owned());
     let config = Config::from_env().unwrap_or_else(|e: EnvError| fail(2, &e.to_string()));
-    hyper_example::server::warn_of_public_proxies(&config.client_ip);
+    serve::warn_of_public_proxies(&config.client_ip);
     if let Err(e) = grpc_example::rate_limit(&config) {
         fail(2, &e.to_string());
     }
@@ -36,7 +36,7 @@ async fn main() {
     );
     tracing::info!(?options, "serving");
     let addr = listener.local_addr().map_or(bind, |a| a.to_string());
-    let shutdown = server::shutdown_signal();
+    let shutdown = serve::shutdown_signal();
     tracing::info!("grpc-example listening on {addr}");
     if let Err(e) = grpc_example::run(listener, &config, options, shutdown).await {
         tracing::error!(error = %e, "server failed");

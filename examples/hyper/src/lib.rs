@@ -6,7 +6,8 @@
 //! are offset per client ([`Anchor::KeyOffset`]) so that the clients'
 //! windows don't all reset at the same instant.
 //!
-//! [`run`] serves it the way [`server`] hardens it for the open internet.
+//! [`run`] serves it the way [`tower_ratelimit::serve`] hardens it for the
+//! open internet.
 
 use bytes::Bytes;
 use http::{Request, Response};
@@ -19,10 +20,11 @@ use std::time::Duration;
 use tower::util::BoxCloneSyncService;
 use tower::ServiceBuilder;
 use tower_ratelimit::key::{Global, IpKey, PeerAddr, PeerIp};
+use tower_ratelimit::serve::{self, RequestBody, ServeOptions};
 use tower_ratelimit::RateLimitLayer;
 
+pub mod max_keys;
 pub mod metrics;
-pub mod server;
 
 /// The limits, each a fixed window: `global` per `global_window` for the
 /// whole server, `per_ip` per `per_ip_window` per client IP.
@@ -37,7 +39,7 @@ pub struct Limits {
     /// The per-IP window (default one day), offset per client.
     pub per_ip_window: Duration,
     /// The most client IPs the per-IP limit keeps state for (default
-    /// [`server::DEFAULT_MAX_KEYS`], `RATELIMIT_MAX_KEYS`).
+    /// [`max_keys::DEFAULT_MAX_KEYS`], `RATELIMIT_MAX_KEYS`).
     pub max_keys: usize,
 }
 
@@ -48,7 +50,7 @@ impl Default for Limits {
             global_window: Duration::from_secs(3_600),
             per_ip: 200,
             per_ip_window: Duration::from_secs(86_400),
-            max_keys: server::DEFAULT_MAX_KEYS,
+            max_keys: max_keys::DEFAULT_MAX_KEYS,
         }
     }
 }
@@ -100,21 +102,21 @@ async fn hello<B>(req: Request<B>) -> Result<Response<Full<Bytes>>, Infallible> 
     Ok(Response::new(Full::from(body)))
 }
 
-/// Serves `svc` on `listener` with [`server::serve`] until `shutdown`
+/// Serves `svc` on `listener` with [`serve::serve`] until `shutdown`
 /// completes, tagging each request with the peer's address.
 pub async fn run(
     listener: tokio::net::TcpListener,
-    svc: Service<server::RequestBody>,
-    options: server::ServeOptions,
+    svc: Service<RequestBody>,
+    options: ServeOptions,
     shutdown: impl Future<Output = ()>,
 ) {
     let tagged = move |peer| {
         ServiceBuilder::new()
-            .map_request(move |mut req: Request<server::RequestBody>| {
+            .map_request(move |mut req: Request<RequestBody>| {
                 req.extensions_mut().insert(PeerAddr(peer));
                 req
             })
             .service(svc.clone())
     };
-    server::serve(listener, options, tagged, shutdown).await;
+    serve::serve(listener, options, tagged, shutdown).await;
 }

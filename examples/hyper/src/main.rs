@@ -8,12 +8,13 @@
 //! `RUST_LOG` (default `info`), as JSON lines with `LOG_FORMAT=json`;
 //! Prometheus metrics on `METRICS_ADDR` (off unless set).
 
-use hyper_example::server::{self, EnvError, ServeOptions};
+use hyper_example::max_keys::max_keys_from_env;
 use hyper_example::Limits;
+use tower_ratelimit::serve::{self, EnvError, ServeOptions};
 
 #[tokio::main]
 async fn main() {
-    if let Err(e) = server::init_logs() {
+    if let Err(e) = serve::init_logs() {
         fail(2, &e.to_string());
     }
     if let Err(e) = hyper_example::metrics::serve_metrics_from_env() {
@@ -21,7 +22,7 @@ async fn main() {
     }
     let bind = std::env::var("BIND_ADDR").unwrap_or_else(|_| "127.0.0.1:3001".to_owned());
     let limits = Limits {
-        max_keys: server::max_keys_from_env().unwrap_or_else(|e: EnvError| fail(2, &e.to_string())),
+        max_keys: max_keys_from_env().unwrap_or_else(|e: EnvError| fail(2, &e.to_string())),
         ..Limits::default()
     };
     let svc = hyper_example::service(limits).unwrap_or_else(|e| fail(2, &e.to_string()));
@@ -40,7 +41,7 @@ async fn main() {
     );
     tracing::info!(?options, "serving");
     let addr = listener.local_addr().map_or(bind, |a| a.to_string());
-    let shutdown = server::shutdown_signal();
+    let shutdown = serve::shutdown_signal();
     tracing::info!("hyper-example listening on {addr}");
     hyper_example::run(listener, svc, options, shutdown).await;
     tracing::info!("stopped");

@@ -8,9 +8,9 @@
 //! internet (a loopback or private address, or a firewall): the metrics
 //! name every limit.
 
-use crate::server::EnvError;
 use metrics_exporter_prometheus::PrometheusBuilder;
 use std::net::SocketAddr;
+use tower_ratelimit::serve::EnvError;
 
 /// The buckets of the store-latency histogram, in seconds: from 100 µs
 /// to the Redis store's default timeout and past it.

@@ -6,7 +6,7 @@ use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{Request, StatusCode};
 use axum::Router;
-use axum_example::{app, Config};
+use axum_example::{app_on, Config};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -87,7 +87,9 @@ fn p99(mut latencies: Vec<Duration>) -> Duration {
 
 #[tokio::test(start_paused = true)]
 async fn polite_clients_are_served_through_a_flood() {
-    let app = app(&Config::default());
+    let limits =
+        tower_ratelimit::deploy::Limits::from_toml(axum_example::DEFAULT_POLICY, None, |_| None);
+    let app = app_on(&limits.unwrap(), &Config::default()).unwrap();
     // Unloaded: one request alone.
     let t = Instant::now();
     let res = app

@@ -9,9 +9,34 @@ use std::sync::Arc;
 use tower_ratelimit::key::{ClientIp, ProxyHeader};
 use tower_ratelimit::policy::{KeySpec, PolicyOptions, PolicyTable};
 
-/// Reads the policy file at `path`.
+/// Reads the policy file at `path`: a policy table, or a deployment file
+/// whose own sections (where the limits live and who may administer
+/// them) a replay has no use for. Its lines keep their numbers in errors.
 pub fn load(path: &str) -> Result<PolicyTable, SimError> {
-    PolicyTable::load(path).map_err(|e| SimError(e.to_string()))
+    let text =
+        std::fs::read_to_string(path).map_err(|e| SimError(format!("{path}: cannot read: {e}")))?;
+    PolicyTable::from_toml(&policy_part(&text), Some(std::path::Path::new(path)))
+        .map_err(|e| SimError(e.to_string()))
+}
+
+/// The deployment file's sections besides the policy table's.
+const DEPLOYMENT_SECTIONS: [&str; 5] = ["store", "proxies", "admin", "metrics", "server"];
+
+/// `text` with the deployment's sections blanked, every line in place.
+fn policy_part(text: &str) -> String {
+    let mut skip = false;
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let header = line.trim_start().strip_prefix('[').map(|h| {
+            let h = h.trim_start_matches('[');
+            h[..h.find([']', '.']).unwrap_or(h.len())].trim()
+        });
+        if let Some(name) = header {
+            skip = DEPLOYMENT_SECTIONS.contains(&name);
+        }
+        out.push_str(if skip { "\n" } else { line });
+    }
+    out
 }
 
 /// The header a logged forwarding value is sent in, for `header`.
@@ -82,4 +107,20 @@ pub fn options(args: &WhatIfArgs, tables: &[&PolicyTable]) -> Result<EngineOptio
         max_keys: args.max_keys as usize,
         redact: args.redact,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::policy_part;
+
+    #[test]
+    fn a_deployment_files_own_sections_are_blanked_in_place() {
+        let text = "allow = []\n[store]\nkind = \"memory\"\n[[limit]]\nname = \"a\"\n[admin]\naddress = \"x\"\n[[plan]]\nname = \"p\"";
+        let part = policy_part(text);
+        assert_eq!(
+            part,
+            "allow = []\n\n\n[[limit]]\nname = \"a\"\n\n\n[[plan]]\nname = \"p\""
+        );
+        assert_eq!(part.lines().count(), text.lines().count());
+    }
 }

@@ -119,20 +119,27 @@ impl App {
             .build()
             .unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let config = axum_example::Config::new("127.0.0.1").expect("valid proxies");
-        let listener = runtime
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let app = axum_example::app(&config);
-        runtime.spawn(axum_example::run(
-            listener,
-            app,
-            axum_example::server::ServeOptions::default(),
-            async {
-                let _ = stopped.await;
-            },
-        ));
+        // The shipped limits, trusting nginx on loopback, on a free port.
+        let var = |v: &str| match v {
+            "TRUSTED_PROXIES" => Some("127.0.0.1".to_owned()),
+            "BIND_ADDR" => Some("127.0.0.1:0".to_owned()),
+            _ => None,
+        };
+        let limits =
+            tower_ratelimit::deploy::Limits::from_toml(axum_example::DEFAULT_POLICY, None, var)
+                .expect("the shipped file loads");
+        let app = axum_example::app_on(&limits, &axum_example::Config::default())
+            .expect("the shipped file suits the app");
+        let server = runtime.block_on(limits.bind(app)).expect("a free port");
+        let port = server.local_addr().port();
+        runtime.spawn(async move {
+            let _limits = limits;
+            server
+                .run(async {
+                    let _ = stopped.await;
+                })
+                .await;
+        });
         Self {
             runtime,
             port,

@@ -4,10 +4,11 @@
 use super::error::DeployError;
 use super::sections::header;
 use crate::policy::PolicyError;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 /// The variables that override the file, as [`Limits::load`](super::Limits::load) reads them.
-pub const OVERRIDES: [&str; 10] = [
+pub const OVERRIDES: [&str; 13] = [
     "TRUSTED_PROXIES",
     "TRUSTED_PROXY_HEADER",
     "REDIS_URL",
@@ -18,6 +19,9 @@ pub const OVERRIDES: [&str; 10] = [
     "ADMIN_TOKEN",
     "METRICS_ADDR",
     "RATELIMIT_CONFIG",
+    "BIND_ADDR",
+    "MAX_CONNECTIONS",
+    "MAX_CONNECTIONS_PER_CLIENT",
 ];
 
 /// The environment, as a lookup (the process's, or a test's).
@@ -70,6 +74,18 @@ impl<'a> Env<'a> {
                 origin: Origin::File(field),
             }),
         }
+    }
+
+    /// An address from `var`, or else the file's `field`.
+    pub(super) fn address(
+        &self,
+        var: &'static str,
+        field: &'static str,
+        file: Option<String>,
+    ) -> Result<Option<SocketAddr>, DeployError> {
+        self.or_file(var, field, file)
+            .map(|s| s.parse(self))
+            .transpose()
     }
 
     /// The error of a setting from `origin`: naming the variable, or the

@@ -5,8 +5,9 @@ use crate::policy::PolicyError;
 use std::fmt;
 
 /// Why a deployment was refused: the file (its file, line and limit or
-/// section, as [`PolicyError`] names them), or an environment variable
-/// (named; a secret's value is never quoted).
+/// section, as [`PolicyError`] names them), an environment variable
+/// (named; a secret's value is never quoted), or an address that cannot
+/// be listened on.
 ///
 /// ```
 /// use tower_ratelimit::deploy::{DeployError, Limits};
@@ -27,6 +28,16 @@ pub enum DeployError {
         /// What is wrong with its value.
         message: String,
     },
+    /// A listener of [`Limits::serve`](super::Limits::serve) could not
+    /// be bound.
+    Listen {
+        /// Which one: the variable and the file's field setting it.
+        what: &'static str,
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// Why.
+        message: String,
+    },
 }
 
 impl DeployError {
@@ -44,6 +55,11 @@ impl fmt::Display for DeployError {
         match self {
             Self::File(e) => e.fmt(f),
             Self::Env { var, message } => write!(f, "{var}: {message}"),
+            Self::Listen {
+                what,
+                addr,
+                message,
+            } => write!(f, "{what}: cannot listen on {addr}: {message}"),
         }
     }
 }

@@ -2,6 +2,7 @@
 //! app's options, the applied handle and the stores built.
 
 use super::error::DeployError;
+use super::server_settings::ServerSettings;
 use super::settings::Deployment;
 use crate::policy::{PolicyError, PolicyHandle, PolicyKey, PolicyOptions, PolicyTable};
 use ratelimit_redis::AnyStore;
@@ -15,6 +16,7 @@ pub(super) type Built = (String, Arc<AnyStore<PolicyKey>>);
 pub(super) struct Inner {
     pub(super) table: PolicyTable,
     pub(super) deployment: Deployment,
+    pub(super) server: ServerSettings,
     pub(super) file: Option<PathBuf>,
     /// The file's text as loaded: the watcher reloads what differs.
     pub(super) text: String,

@@ -1,10 +1,13 @@
 //! A deployment in one call (`Limits`): the file loaded with the
 //! environment over it, applied to a router on the configured store.
 
+use super::env::Env;
 use super::error::DeployError;
 use super::inner::Inner;
-use super::sections;
+use super::sections::{self, ServerSection};
+use super::server_settings::ServerSettings;
 use super::settings::Deployment;
+use crate::key::ClientIp;
 use crate::policy::{PolicyError, PolicyHandle, PolicyKey, PolicyOptions, PolicyTable, StoreSpec};
 use axum::Router;
 use ratelimit_redis::StoreSettings;
@@ -17,9 +20,9 @@ use std::time::Duration;
 const WATCH_EVERY: Duration = Duration::from_millis(250);
 
 /// Every limit of a deployment, on its store, from one file: the policy
-/// table's `[[limit]]`s with `[store]`, `[proxies]`, `[admin]` and
-/// `[metrics]` (see the [module docs](super)), the environment
-/// overriding the file.
+/// table's `[[limit]]`s with `[store]`, `[proxies]`, `[admin]`,
+/// `[metrics]` and `[server]` (see the [module docs](super)), the
+/// environment overriding the file.
 ///
 /// ```
 /// use axum::{routing::get, Router};
@@ -79,9 +82,14 @@ impl Limits {
         file: Option<&Path>,
         var: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, DeployError> {
-        let (deployment, table_text) = Deployment::split(text, file, &var)?;
+        let (deployment, rest) = Deployment::split(text, file, &var)?;
+        let (table_text, server) = sections::split_sections(&rest, &sections::SERVER);
         let table = PolicyTable::from_toml_with(&table_text, file, &var)?;
-        let (_, own) = sections::split(text);
+        let server: ServerSection = sections::parse_as(&server, file)?;
+        let (_, own) = sections::split_sections(text, &sections::LIMITS_SECTIONS);
+        let env = Env::new(&var, file, &own);
+        let behind_proxies = deployment.client_ip.is_some();
+        let server = ServerSettings::resolve(server.server, &env, behind_proxies)?;
         let in_memory = !matches!(deployment.store, StoreSettings::Redis { .. });
         if let Some(plan) = table.plans().iter().find(|p| p.shared && in_memory) {
             return Err(DeployError::File(PolicyError {
@@ -99,6 +107,7 @@ impl Limits {
             inner: Arc::new(Inner {
                 table,
                 deployment,
+                server,
                 file: file.map(Path::to_path_buf),
                 text: text.to_owned(),
                 own,
@@ -124,15 +133,20 @@ impl Limits {
     /// Adds a layer for every limit to `router` (add every route first),
     /// each on the configured store with its ban, lease and the key
     /// secret shared through Redis; the file is reloaded on `SIGHUP` and
-    /// when it changes (with a tokio runtime). Once only: a second call is
-    /// an error.
+    /// when it changes (with a tokio runtime). Logs, at `info`, where the
+    /// limits live, the trusted proxies and each limit in force. Once
+    /// only: a second call is an error.
     pub fn apply(&self, router: Router) -> Result<Router, DeployError> {
         let inner = &self.inner;
         let options = inner.options()?;
         if inner.handle.get().is_some() {
             return Err(inner.fail(APPLIED.to_owned()));
         }
-
+        // Before the stores: their gauges are set as they are built.
+        #[cfg(feature = "prometheus")]
+        if self.metrics_addr().is_some() {
+            super::metrics::recorder();
+        }
         inner
             .stores
             .lock()
@@ -164,6 +178,7 @@ impl Limits {
         if inner.handle.set(handle).is_err() {
             return Err(inner.fail(APPLIED.to_owned()));
         }
+        super::startup_log::log(inner);
         super::watch::start(&self.inner, WATCH_EVERY);
         Ok(router)
     }
@@ -178,6 +193,19 @@ impl Limits {
     /// The policy table, as loaded.
     pub fn table(&self) -> &PolicyTable {
         &self.inner.table
+    }
+
+    /// The file the limits were loaded from, if any.
+    pub fn file(&self) -> Option<&Path> {
+        self.inner.file.as_deref()
+    }
+
+    /// How `client-ip` finds a client's address: the trusted proxies of
+    /// `[proxies]` (or `TRUSTED_PROXIES`) and their header; with none,
+    /// the TCP peer's. For the app's own keys and layers.
+    pub fn client_ip(&self) -> ClientIp {
+        let trusted = self.inner.deployment.client_ip.clone();
+        trusted.unwrap_or_else(|| ClientIp::trusting([]))
     }
 
     /// Where the limits keep their state.

@@ -161,27 +161,19 @@ impl Deployment {
     }
 }
 
-/// An address from `var` or the file's `field`.
-fn address(
-    env: &Env<'_>,
-    var: &'static str,
-    field: &'static str,
-    file: Option<String>,
-) -> Result<Option<SocketAddr>, DeployError> {
-    env.or_file(var, field, file)
-        .map(|s| s.parse(env))
-        .transpose()
-}
-
 /// `[store]` with `REDIS_URL`, `REDIS_TLS_CA`, `RATELIMIT_MAX_KEYS` and
 /// `RATELIMIT_LEASE` over it.
 fn store(mut store: StoreSettings, env: &Env<'_>) -> Result<StoreSettings, DeployError> {
     let mut url_origin = Origin::File("[store] url");
     if let Some(url) = env.get("REDIS_URL") {
         url_origin = Origin::Env("REDIS_URL");
+        let cap = match &store {
+            StoreSettings::Memory { max_keys } => *max_keys,
+            _ => None,
+        };
         match &mut store {
             StoreSettings::Redis { url: file_url, .. } => *file_url = url,
-            _ => store = StoreSettings::redis(url),
+            _ => store = redis_over_memory(url, cap),
         }
     }
     let redis_only = |var: &'static str| {
@@ -240,6 +232,20 @@ fn store(mut store: StoreSettings, env: &Env<'_>) -> Result<StoreSettings, Deplo
         _ => {}
     }
     Ok(store)
+}
+
+/// Redis at `url` in place of a memory store of at most `cap` keys: the
+/// cap becomes the fallback's, so that while Redis fails each instance
+/// decides in memory as it did before.
+fn redis_over_memory(url: String, cap: Option<usize>) -> StoreSettings {
+    let mut store = StoreSettings::redis(url);
+    if let StoreSettings::Redis {
+        fallback_max_keys, ..
+    } = &mut store
+    {
+        *fallback_max_keys = cap;
+    }
+    store
 }
 
 /// A memory store's cap: `RATELIMIT_MAX_KEYS` (`env_max`) over the
@@ -313,7 +319,7 @@ fn admin(
         }
         None => (None, None, None),
     };
-    let Some(address) = address(env, "ADMIN_ADDR", "[admin] address", addr)? else {
+    let Some(address) = env.address("ADMIN_ADDR", "[admin] address", addr)? else {
         return Ok(None);
     };
     let token = match (env.get("ADMIN_TOKEN"), token_env, token_file) {

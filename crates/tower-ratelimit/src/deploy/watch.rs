@@ -79,11 +79,14 @@ fn reload(inner: &Inner, file: &std::path::Path) {
             return tracing::error!(file = %file.display(), error = %e, "rate-limit reload rejected; the running limits stay")
         }
     };
-    let (table, own) = sections::split(&text);
+    let (table, own) = sections::split_sections(&text, &sections::LIMITS_SECTIONS);
     if own != inner.own {
-        tracing::warn!(file = %file.display(), "[store], [proxies], [admin] or [metrics] changed: they apply at a restart");
+        tracing::warn!(file = %file.display(), "[store], [proxies], [admin], [metrics] or [server] changed: they apply at a restart");
     }
     match PolicyTable::from_toml(&table, Some(file)).and_then(|t| handle.reload(&t)) {
+        Ok(changes) if changes.is_empty() => {
+            tracing::info!(file = %file.display(), "rate limits reloaded: no change");
+        }
         Ok(changes) => {
             for c in &changes {
                 tracing::info!(limit = %c.limit, from = %c.from, to = %c.to, overrides = %c.overrides, "rate limit changed");

@@ -236,6 +236,7 @@ mod plan_sources;
 mod reload;
 mod route;
 mod runtime_overrides;
+mod served_routes;
 mod settle;
 mod shared;
 mod store_spec;

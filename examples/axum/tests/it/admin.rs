@@ -8,31 +8,33 @@ use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::Request;
 use axum::Router;
-use axum_example::admin::{admin_router, serve_admin, AdminSettings};
-use axum_example::admin_auth::{ALL_SOURCES, PER_SOURCE};
-use axum_example::{app_with_policy, default_policy, Config, MemoryStores};
+use axum_example::{app_on, Config};
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tower::ServiceExt;
+use tower_ratelimit::deploy::{
+    Limits, WRONG_TOKENS_ALL_SOURCES as ALL_SOURCES, WRONG_TOKENS_PER_SOURCE as PER_SOURCE,
+};
 
 const TOKEN: &str = "admin-token-0123456789";
 
-fn settings() -> AdminSettings {
-    AdminSettings::new("127.0.0.1:0".parse().unwrap(), TOKEN).unwrap()
+/// The shipped limits applied to the app, with the admin API on (a free
+/// port, `TOKEN`) and the app on a free port.
+fn limits() -> Limits {
+    crate::startup::limits(|var| match var {
+        "ADMIN_ADDR" | "BIND_ADDR" => Some("127.0.0.1:0".to_owned()),
+        "ADMIN_TOKEN" => Some(TOKEN.to_owned()),
+        _ => None,
+    })
 }
 
 fn api() -> Router {
-    let (_, limits) = app_with_policy(
-        &Config::default(),
-        &MemoryStores::new(1000),
-        &default_policy(),
-    )
-    .unwrap();
-    admin_router(Arc::new(limits), &settings())
+    let limits = limits();
+    let _app = app_on(&limits, &Config::default()).unwrap();
+    limits.admin_router().unwrap()
 }
 
 /// An admin request from `peer` with `token`: its status and body.
@@ -191,13 +193,11 @@ async fn a_source_that_never_failed_is_never_locked_out() {
 /// connections cannot keep the admin out.
 #[tokio::test(start_paused = true)]
 async fn the_admin_listener_closes_slow_and_idle_connections() {
-    let (_, limits) = app_with_policy(
-        &Config::default(),
-        &MemoryStores::new(1000),
-        &default_policy(),
-    )
-    .unwrap();
-    let addr = serve_admin(Arc::new(limits), &settings()).await.unwrap();
+    let limits = limits();
+    let app = app_on(&limits, &Config::default()).unwrap();
+    let server = limits.bind(app).await.unwrap();
+    let addr = server.admin_local_addr().unwrap();
+    tokio::spawn(server.run(std::future::pending()));
     let request =
         format!("GET /limits HTTP/1.1\r\nhost: a\r\nauthorization: Bearer {TOKEN}\r\n\r\n");
     // Half a head.

@@ -1,9 +1,9 @@
 //! `POST /v1/chat`, the AI gateway: each call reserves its `x-max-tokens` (40,000 without a positive decimal there) and delivers no more, so overlapping calls and streams on one key get at most the day's 100,000 tokens; 429 and its `Retry-After`, the daily bound, all-or-nothing, a streamed call cut after 3 events; in process on a manual clock, and as processes (memory; two instances on one redis-server).
 
-use crate::startup::example;
+use crate::startup::{example, limits};
 use axum::body::Body;
 use axum::http::Request;
-use axum_example::{app_with, ApiKeys, Config, MemoryStores};
+use axum_example::{app_on, ApiKeys, Config};
 use futures_util::StreamExt;
 use ratelimit_core::ManualClock;
 use ratelimit_test_support::redis_server::RedisServer;
@@ -18,11 +18,10 @@ const BIG: &str = r#"{"tokens": 40000}"#;
 
 fn in_process(clock: &ManualClock) -> axum::Router {
     let config = Config {
-        clock: Arc::new(clock.clone()),
+        clock: Some(Arc::new(clock.clone())),
         api_keys: ApiKeys::parse("k1,k2,k3,k4,k5").unwrap(),
-        ..Config::default()
     };
-    app_with(&config, &MemoryStores::default())
+    app_on(&limits(|_| None), &config).unwrap()
 }
 
 async fn chat(app: &axum::Router, key: &str, body: &str) -> axum::response::Response {

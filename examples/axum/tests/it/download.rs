@@ -1,10 +1,10 @@
 //! `GET /download`: 1 MiB paced at 256 KiB/s per client IP; in process on tokio's paused clock, and as a process in real time (one client, then two clients from two addresses at once).
 
-use crate::startup::example;
+use crate::startup::{example, limits};
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::Request;
-use axum_example::{app_with, Config, MemoryStores, DOWNLOAD_BYTES};
+use axum_example::{app_on, Config, DOWNLOAD_BYTES};
 use ratelimit_test_support::spawned::Spawned;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -32,10 +32,10 @@ async fn in_process_download(app: &axum::Router, peer: &str) -> (usize, Duration
 #[tokio::test(start_paused = true)]
 async fn a_download_takes_its_time_per_client_in_process() {
     let config = Config {
-        clock: Arc::new(TokioClock::new()),
+        clock: Some(Arc::new(TokioClock::new())),
         ..Config::default()
     };
-    let app = app_with(&config, &MemoryStores::default());
+    let app = app_on(&limits(|_| None), &config).unwrap();
     let (a, b) = tokio::join!(
         in_process_download(&app, "203.0.113.7:1"),
         in_process_download(&app, "198.51.100.9:1"),

@@ -145,9 +145,9 @@ fn fleet_on(server: &RedisServer, envs: &[(&str, &str)], logs: [Option<&Path>; 2
         .get_connection()
         .unwrap();
     let channels = [
-        "axum-example:accounts:invalidate",
-        "axum-example:login-failures:invalidate",
-        "axum-example:entries",
+        "ratelimit:accounts:invalidate",
+        "ratelimit:login-failures:invalidate",
+        "ratelimit:entries",
     ];
     let deadline = Instant::now() + Duration::from_secs(10);
     for channel in channels {
@@ -628,7 +628,7 @@ fn api_key_entries_rest_in_redis_as_digests_and_apply_on_b() {
         .unwrap();
     let stored = everything_stored(&mut c);
     for table in ["allow", "deny", "overrides"] {
-        let hash = format!("axum-example:{{entries}}:{table}");
+        let hash = format!("ratelimit:{{entries}}:{table}");
         let fields: Vec<String> = redis::cmd("HKEYS").arg(&hash).query(&mut c).unwrap();
         assert_eq!(fields.len(), 1, "{hash}: {fields:?}");
         let digest = fields[0].rsplit('\n').next().unwrap();

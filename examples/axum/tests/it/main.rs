@@ -4,9 +4,11 @@
 //! (`dashboard`), two processes on one Redis (`two_processes`), the AI
 //! gateway (`chat`), paced downloads (`download`) and the server's
 //! connections: h2c, idle timeouts, caps (`connections`); a policy's
-//! routes checked against the served ones (`served_routes`).
+//! routes checked against the served ones (`served_routes`); the API
+//! keys (`api_keys`).
 
 mod admin;
+mod api_keys;
 mod chat;
 mod connections;
 mod dashboard;

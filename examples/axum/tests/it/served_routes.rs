@@ -1,21 +1,20 @@
-//! A policy limit on a route the app does not serve (a typo: `POST /login/`, `POST /Login`, `GET /login`) is refused naming the limit and the route, and every route in `served_routes::SERVED` is served.
+//! A policy limit on a route the app does not serve (a typo: `POST /login/`, `POST /Login`, `GET /login`) is refused naming the limit and the route, and every route in `SERVED` is served.
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use axum_example::served_routes::SERVED;
-use axum_example::{app, app_with_policy, Config, MemoryStores};
+use axum_example::{app_on, Config, SERVED};
 use tower::ServiceExt;
-use tower_ratelimit::policy::PolicyTable;
+use tower_ratelimit::deploy::Limits;
 
-fn policy(routes: &str) -> PolicyTable {
+fn policy(routes: &str) -> Limits {
     let text = format!(
         "[[limit]]\nname = \"typo\"\nalgorithm = \"gcra 5/1m\"\nkey = \"client-ip\"\nroutes = [{routes}]\n"
     );
-    PolicyTable::from_toml(&text, None).unwrap()
+    Limits::from_toml(&text, None, |_| None).unwrap()
 }
 
 fn applied(routes: &str) -> Result<(), String> {
-    app_with_policy(&Config::default(), &MemoryStores::new(100), &policy(routes))
+    app_on(&policy(routes), &Config::default())
         .map(|_| ())
         .map_err(|e| e.to_string())
 }
@@ -48,7 +47,7 @@ fn a_limit_on_a_route_the_app_does_not_serve_is_refused() {
 
 #[tokio::test]
 async fn every_listed_route_is_served() {
-    let app = app(&Config::default());
+    let app = app_on(&crate::startup::limits(|_| None), &Config::default()).unwrap();
     for &(method, path) in SERVED {
         let req = Request::builder()
             .method(method)

@@ -5,6 +5,12 @@ use ratelimit_test_support::redis_server;
 use ratelimit_test_support::spawned::{run_to_exit, Spawned};
 use std::process::Command;
 
+/// The shipped file's limits in memory, the environment looked up by
+/// `var`, for the app in process.
+pub(crate) fn limits(var: impl Fn(&str) -> Option<String>) -> tower_ratelimit::deploy::Limits {
+    tower_ratelimit::deploy::Limits::from_toml(axum_example::DEFAULT_POLICY, None, var).unwrap()
+}
+
 /// The binary on a free port with none of the settings from the
 /// environment of the test.
 pub(crate) fn example() -> Command {
@@ -63,7 +69,7 @@ fn settings_from_the_environment() {
     cmd.env("API_KEYS", "demo-key-1,demo-key-2")
         .env("RATELIMIT_MAX_KEYS", "5000")
         .env("TRUSTED_PROXIES", "10.0.0.0/8")
-        .env("RUST_LOG", "warn,axum_example=info");
+        .env("RUST_LOG", "warn,axum_example=info,tower_ratelimit=info");
     let app = Spawned::start(cmd);
     let log = app.log.join("\n");
     for expected in ["api_keys=2", "max_keys=5000", "trusted_proxies=10.0.0.0/8"] {

@@ -342,7 +342,7 @@ fn two_processes_on_a_cluster_hold_the_limits_through_a_master_kill() {
         let header = format!("X-Forwarded-For: {ip}\r\n");
         assert_eq!(apps[i % 2].send("POST", "/accounts", &header, ""), 201);
     }
-    let on = |i: usize| cluster.keys_on(i, "axum-example:accounts:*");
+    let on = |i: usize| cluster.keys_on(i, "ratelimit:accounts:*");
     let victim = (0..cluster.nodes.len())
         .filter(|&i| cluster.is_master(i))
         .max_by_key(|&i| on(i).len())
@@ -409,11 +409,7 @@ fn one_process_over_tls_with_a_private_ca() {
         .collect();
     assert_eq!(codes, [201, 201, 429]);
     // Decided in this Redis, over TLS (the keys read through its plain port).
-    let keys = cli(
-        redis.port,
-        &["--scan", "--pattern", "axum-example:accounts:*"],
-    )
-    .unwrap();
+    let keys = cli(redis.port, &["--scan", "--pattern", "ratelimit:accounts:*"]).unwrap();
     assert!(keys.contains("203.0.113.7"), "{keys}");
     let err = app.stop();
     assert!(

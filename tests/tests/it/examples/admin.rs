@@ -5,16 +5,33 @@
 //! key.
 
 use super::*;
-use axum_example::admin::{admin_router, AdminSettings};
-use axum_example::{app_with_policy, default_policy, MemoryStores};
 
 const TOKEN: &str = "admin-token-0123456789";
 
-fn apps() -> (Router, Router, ManualClock) {
+/// The app and its admin API (on, with `TOKEN`), and the shipped limits.
+fn applied() -> (Router, Router, ManualClock, Limits) {
     let (c, clock) = config("");
-    let (app, limits) = app_with_policy(&c, &MemoryStores::new(1000), &default_policy()).unwrap();
-    let settings = AdminSettings::new("127.0.0.1:0".parse().unwrap(), TOKEN).unwrap();
-    (app, admin_router(Arc::new(limits), &settings), clock)
+    let limits = limits(admin_vars(Some("127.0.0.1:0"), Some(TOKEN))).unwrap();
+    let app = app_on(&limits, &c.config).unwrap();
+    let api = limits.admin_router().unwrap();
+    (app, api, clock, limits)
+}
+
+fn apps() -> (Router, Router, ManualClock) {
+    let (app, api, clock, _) = applied();
+    (app, api, clock)
+}
+
+/// `ADMIN_ADDR` and `ADMIN_TOKEN`.
+fn admin_vars(
+    addr: Option<&'static str>,
+    token: Option<&'static str>,
+) -> impl Fn(&str) -> Option<String> {
+    move |v: &str| match v {
+        "ADMIN_ADDR" => addr.map(str::to_owned),
+        "ADMIN_TOKEN" => token.map(str::to_owned),
+        _ => None,
+    }
 }
 
 fn admin(method: &'static str, uri: &'static str) -> Probe {
@@ -29,29 +46,24 @@ fn login(body: &'static str) -> Probe {
 
 #[test]
 fn settings_require_a_token_with_the_address() {
-    let vars = |addr: Option<&'static str>, token: Option<&'static str>| {
-        move |v: &str| match v {
-            "ADMIN_ADDR" => addr.map(str::to_owned),
-            "ADMIN_TOKEN" => token.map(str::to_owned),
-            _ => None,
-        }
+    let named = |e: DeployError| match e {
+        DeployError::Env { var, .. } => (var, e.to_string()),
+        other => panic!("{other}"),
     };
-    assert!(AdminSettings::from_vars(vars(None, None))
+    assert!(limits(admin_vars(None, None))
         .unwrap()
+        .admin_addr()
         .is_none());
-    let e = AdminSettings::from_vars(vars(Some("127.0.0.1:9000"), None)).unwrap_err();
-    assert_eq!(e.variable, "ADMIN_TOKEN");
-    assert!(e.to_string().contains("required"), "{e}");
-    let e = AdminSettings::from_vars(vars(Some("127.0.0.1:9000"), Some("short"))).unwrap_err();
-    assert_eq!(e.variable, "ADMIN_TOKEN");
-    assert!(
-        !e.to_string().contains("short"),
-        "the token is never shown: {e}"
-    );
-    let e = AdminSettings::from_vars(vars(Some("nowhere"), Some(TOKEN))).unwrap_err();
-    assert_eq!(e.variable, "ADMIN_ADDR");
-    let ok = AdminSettings::from_vars(vars(Some("127.0.0.1:9000"), Some(TOKEN))).unwrap();
-    assert_eq!(ok.unwrap().addr.port(), 9000);
+    let (var, e) = named(limits(admin_vars(Some("127.0.0.1:9000"), None)).unwrap_err());
+    assert_eq!(var, "ADMIN_TOKEN");
+    assert!(e.contains("without a token"), "{e}");
+    let (var, e) = named(limits(admin_vars(Some("127.0.0.1:9000"), Some("short"))).unwrap_err());
+    assert_eq!(var, "ADMIN_TOKEN");
+    assert!(!e.contains("short"), "the token is never shown: {e}");
+    let (var, _) = named(limits(admin_vars(Some("nowhere"), Some(TOKEN))).unwrap_err());
+    assert_eq!(var, "ADMIN_ADDR");
+    let ok = limits(admin_vars(Some("127.0.0.1:9000"), Some(TOKEN))).unwrap();
+    assert_eq!(ok.admin_addr().unwrap().port(), 9000);
 }
 
 #[tokio::test]
@@ -291,11 +303,7 @@ async fn allow_and_deny_entries_with_a_ttl() {
 /// the file's limit; a bad algorithm or one that could never admit is 400.
 #[tokio::test]
 async fn overrides_set_at_run_time_apply_at_once_and_survive_a_reload() {
-    let (c, _clock) = config("");
-    let (app, limits) = app_with_policy(&c, &MemoryStores::new(1000), &default_policy()).unwrap();
-    let limits = Arc::new(limits);
-    let settings = AdminSettings::new("127.0.0.1:0".parse().unwrap(), TOKEN).unwrap();
-    let api = admin_router(Arc::clone(&limits), &settings);
+    let (app, api, _clock, limits) = applied();
     let fail = || login(LOGIN_BAD);
     let r = admin("PUT", "/limits/login-failures/overrides/192.0.2.77")
         .body("{\"algorithm\": \"sliding-log 8/1h\"}")
@@ -303,7 +311,7 @@ async fn overrides_set_at_run_time_apply_at_once_and_survive_a_reload() {
         .await;
     assert_eq!(r.status, 200, "{r:?}");
     // A reload of the same file keeps the run-time override.
-    limits.reload(&default_policy()).unwrap();
+    limits.handle().unwrap().reload(limits.table()).unwrap();
     for n in 0..8 {
         assert_eq!(fail().send(&app).await.status, 401, "failure {n}");
     }

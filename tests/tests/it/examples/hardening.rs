@@ -8,25 +8,21 @@ use ::hyper_example::{service, Limits};
 use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
+use tower_ratelimit::serve::ServeOptions;
 
 /// The axum example served as `main` serves it, with `options`.
 async fn start_axum(options: ServeOptions) -> (SocketAddr, JoinHandle<()>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (config, _) = config("");
-    let server = tokio::spawn(axum_example::run(
-        listener,
-        app(&config),
-        options,
-        std::future::pending(),
-    ));
-    (addr, server)
+    let limits = limits(|v| (v == "BIND_ADDR").then(|| "127.0.0.1:0".to_owned())).unwrap();
+    let (setup, _) = config("");
+    let server = limits.bind(app_on(&limits, &setup.config).unwrap()).await;
+    let mut server = server.unwrap();
+    *server.options_mut() = options;
+    let addr = server.local_addr();
+    (addr, tokio::spawn(server.run(std::future::pending())))
 }
 
 /// The hyper example served as `main` serves it, with `options`.
-async fn start_hyper(
-    options: ::hyper_example::server::ServeOptions,
-) -> (SocketAddr, JoinHandle<()>) {
+async fn start_hyper(options: ServeOptions) -> (SocketAddr, JoinHandle<()>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let svc = service(Limits::default()).unwrap();

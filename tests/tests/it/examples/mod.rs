@@ -5,8 +5,7 @@ use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{Request, Response};
 use axum::Router;
-use axum_example::server::ServeOptions;
-use axum_example::{app, ApiKeys, Config};
+use axum_example::{app_on, ApiKeys, Config};
 use http_body_util::BodyExt;
 use ratelimit_core::ManualClock;
 use std::net::SocketAddr;
@@ -14,18 +13,58 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tower::ServiceExt;
+use tower_ratelimit::deploy::{DeployError, Limits};
 
 /// The API keys the tests' apps accept (`API_KEYS`).
 fn test_keys() -> ApiKeys {
     ApiKeys::parse("key-1, key-2, key-9, k").unwrap()
 }
 
-fn config(proxies: &str) -> (Config, ManualClock) {
+/// A test's app: its own settings, and the proxies it trusts
+/// (`TRUSTED_PROXIES`).
+#[derive(Clone, Default)]
+struct Setup {
+    config: Config,
+    proxies: &'static str,
+}
+
+fn config(proxies: &'static str) -> (Setup, ManualClock) {
     let clock = ManualClock::new();
-    let mut config = Config::new(proxies).unwrap();
-    config.clock = Arc::new(clock.clone());
-    config.api_keys = test_keys();
-    (config, clock)
+    let config = Config {
+        api_keys: test_keys(),
+        clock: Some(Arc::new(clock.clone())),
+    };
+    (Setup { config, proxies }, clock)
+}
+
+/// The shipped limits with `var` as the environment.
+fn limits(var: impl Fn(&str) -> Option<String>) -> Result<Limits, DeployError> {
+    Limits::from_toml(axum_example::DEFAULT_POLICY, None, var)
+}
+
+/// The app as `main` builds it, in memory.
+fn app(setup: &Setup) -> Router {
+    let proxies = setup.proxies;
+    let var = move |v: &str| (v == "TRUSTED_PROXIES").then(|| proxies.to_owned());
+    app_on(&limits(var).unwrap(), &setup.config).unwrap()
+}
+
+/// The app with its limits on the Redis at `url`, under the prefix
+/// `axum-example:` (a check waits for it `timeout`, else the default
+/// 50 ms; then it decides in memory).
+fn app_on_redis(setup: &Setup, url: &str, timeout: Option<Duration>) -> Router {
+    let timeout = timeout.map_or(50, |t| t.as_millis());
+    let memory = "[store]\nkind = \"memory\"\nmax-keys = 1000000\n";
+    let redis = format!(
+        "[store]\nkind = \"redis\"\nurl = \"{url}\"\ntimeout = \"{timeout}ms\"\n\
+         prefix = \"axum-example:\"\nfallback-max-keys = 1000000\n"
+    );
+    assert!(axum_example::DEFAULT_POLICY.contains(memory));
+    let text = axum_example::DEFAULT_POLICY.replace(memory, &redis);
+    let proxies = setup.proxies;
+    let var = move |v: &str| (v == "TRUSTED_PROXIES").then(|| proxies.to_owned());
+    let limits = Limits::from_toml(&text, None, var).unwrap();
+    app_on(&limits, &setup.config).unwrap()
 }
 
 struct Probe {
@@ -298,9 +337,11 @@ fn vars(proxies: &'static str, header: &'static str) -> impl Fn(&str) -> Option<
 /// The app configured as by `TRUSTED_PROXIES=10.0.0.0/8` and
 /// `TRUSTED_PROXY_HEADER=header`.
 fn behind(header: &'static str) -> Router {
-    let mut c = Config::from_vars(vars("10.0.0.0/8", header)).unwrap();
-    c.clock = Arc::new(ManualClock::new());
-    app(&c)
+    let c = Config {
+        clock: Some(Arc::new(ManualClock::new())),
+        ..Config::default()
+    };
+    app_on(&limits(vars("10.0.0.0/8", header)).unwrap(), &c).unwrap()
 }
 
 #[tokio::test]
@@ -375,16 +416,32 @@ async fn accounts_behind_a_proxy_setting_x_real_ip() {
 
 #[test]
 fn bad_proxy_settings_name_their_variable() {
-    let e = Config::from_vars(vars("10.0.0.0/8", "x real ip"))
-        .err()
-        .unwrap();
-    assert_eq!(e.variable, "TRUSTED_PROXY_HEADER");
+    let e = limits(vars("10.0.0.0/8", "x real ip")).err().unwrap();
+    assert!(
+        matches!(
+            e,
+            DeployError::Env {
+                var: "TRUSTED_PROXY_HEADER",
+                ..
+            }
+        ),
+        "{e}"
+    );
     assert!(e.to_string().starts_with("TRUSTED_PROXY_HEADER: "), "{e}");
     assert!(e.to_string().contains("\"x real ip\""), "{e}");
-    let e = Config::from_vars(vars("10.0.0.0/33", "")).err().unwrap();
-    assert_eq!(e.variable, "TRUSTED_PROXIES");
-    assert!(Config::from_vars(vars("", " ")).is_ok());
-    assert!(Config::from_vars(|_| None).is_ok());
+    let e = limits(vars("10.0.0.0/33", "")).err().unwrap();
+    assert!(
+        matches!(
+            e,
+            DeployError::Env {
+                var: "TRUSTED_PROXIES",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(limits(vars("", " ")).is_ok());
+    assert!(limits(|_| None).is_ok());
 }
 
 #[tokio::test]
@@ -595,7 +652,7 @@ async fn api_items_unknown_keys_are_401_and_limited_as_anonymous() {
     clock.advance(Duration::from_secs(6));
     assert_eq!(guess("made-up-11".into()).send(&app).await.status, 401);
     // With no keys configured (the default), every key is unknown.
-    let app = axum_example::app(&Config::default());
+    let app = self::app(&Setup::default());
     let r = probe("GET", "/api/items")
         .header("x-api-key", "key-1")
         .send(&app)
@@ -636,15 +693,13 @@ async fn http(addr: SocketAddr, method: &str, path: &str, extra: &str) -> (u16, 
 
 #[tokio::test]
 async fn axum_example_over_a_real_socket() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let app = app(&Config::default());
-    let server = tokio::spawn(axum_example::run(
-        listener,
-        app,
-        ServeOptions::default(),
-        std::future::pending(),
-    ));
+    let limits = limits(|v| (v == "BIND_ADDR").then(|| "127.0.0.1:0".to_owned())).unwrap();
+    let server = limits
+        .bind(app_on(&limits, &Config::default()).unwrap())
+        .await;
+    let server = server.unwrap();
+    let addr = server.local_addr();
+    let server = tokio::spawn(server.run(std::future::pending()));
     assert_eq!(http(addr, "GET", "/health", "").await.0, 200);
     assert_eq!(http(addr, "POST", "/accounts", "").await.0, 201);
     assert_eq!(http(addr, "POST", "/accounts", "").await.0, 201);
@@ -747,7 +802,7 @@ mod hyper_app {
         let server = tokio::spawn(::hyper_example::run(
             listener,
             svc,
-            ::hyper_example::server::ServeOptions::default(),
+            ::tower_ratelimit::serve::ServeOptions::default(),
             std::future::pending(),
         ));
         assert_eq!(http(addr, "GET", "/", "").await.0, 200);
@@ -784,11 +839,9 @@ async fn head_is_limited_like_get() {
 /// A policy file that leaves a route out leaves it unlimited, not broken.
 #[tokio::test]
 async fn a_route_the_policy_leaves_out_is_served() {
-    let (config, _clock) = config("");
-    let policy = tower_ratelimit::policy::PolicyTable::from_toml("", None).unwrap();
-    let (app, _handle) =
-        axum_example::app_with_policy(&config, &axum_example::MemoryStores::default(), &policy)
-            .unwrap();
+    let (setup, _clock) = config("");
+    let limits = Limits::from_toml("", None, |_| None).unwrap();
+    let app = app_on(&limits, &setup.config).unwrap();
     for _ in 0..3 {
         let reply = probe("POST", "/accounts").send(&app).await;
         assert_eq!(reply.status, 201, "{reply:?}");

@@ -3,7 +3,6 @@
 //! Redis killed they fail open, and sharing resumes once it is back.
 
 use super::*;
-use axum_example::{app_with, RedisStores};
 use integration_tests::redis_server::RedisServer;
 
 /// Starts a server, or returns from the test (see `RedisServer::start`).
@@ -21,15 +20,15 @@ macro_rules! server {
 /// clocks don't matter.
 fn two_apps(server: &RedisServer, timeout: Option<Duration>) -> [Router; 2] {
     let app = || {
-        let mut stores = RedisStores::new(&server.url()).unwrap();
-        if let Some(timeout) = timeout {
-            stores = stores.timeout(timeout);
-        }
         let config = Config {
             api_keys: test_keys(),
             ..Config::default()
         };
-        app_with(&config, &stores)
+        let setup = Setup {
+            config,
+            proxies: "",
+        };
+        app_on_redis(&setup, &server.url(), timeout)
     };
     [app(), app()]
 }

@@ -78,7 +78,7 @@ async fn a_network_gets_100_password_checks_per_hour_however_it_rotates() {
     );
     // A single /64 or address still gets only its own 5.
     let (c2, _) = config("10.0.0.0/8");
-    let fresh = axum_example::app(&c2);
+    let fresh = super::app(&c2);
     assert_eq!(
         rotate(
             &fresh,
@@ -159,17 +159,13 @@ async fn concurrent_rotation_inside_a_48_reaches_the_check_100_times() {
 /// gains nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn on_redis_a_network_is_held_across_two_apps() {
-    use axum_example::{app_with, RedisStores};
     let Some(server) = integration_tests::redis_server::RedisServer::start() else {
         return;
     };
     // A timeout no loaded debug build reaches: every check is Redis's.
     let app = || {
-        let stores = RedisStores::new(&server.url())
-            .unwrap()
-            .timeout(Duration::from_secs(5));
-        let (config, _) = config("10.0.0.0/8");
-        app_with(&config, &stores)
+        let (setup, _) = config("10.0.0.0/8");
+        app_on_redis(&setup, &server.url(), Some(Duration::from_secs(5)))
     };
     let apps = [app(), app()];
     let mut tasks = Vec::new();

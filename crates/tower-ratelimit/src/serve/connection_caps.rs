@@ -2,7 +2,8 @@
 //! `MAX_CONNECTIONS_PER_CLIENT`), the global one kept below the process's
 //! open-file limit.
 
-use super::{parse_whole_number, EnvError, ServeOptions};
+use super::env_error::{whole_number, EnvError};
+use super::options::ServeOptions;
 
 /// File descriptors kept for anything but client connections (logs, the
 /// listeners, Redis, the metrics and admin listeners, reloads): an eighth
@@ -27,7 +28,7 @@ impl ServeOptions {
     ///   `behind_proxies`, since every connection then comes from a proxy.
     ///
     /// ```
-    /// use hyper_example::server::ServeOptions;
+    /// use tower_ratelimit::serve::ServeOptions;
     ///
     /// let options = ServeOptions::from_env(false).unwrap();
     /// assert!(options.max_connections_per_client <= options.max_connections);
@@ -53,7 +54,7 @@ impl ServeOptions {
         let max_connections = match var("MAX_CONNECTIONS") {
             None => defaults.max_connections.min(room),
             Some(v) => {
-                let n = parse_whole_number("MAX_CONNECTIONS", &v, MAX_CAP)?;
+                let n = whole_number("MAX_CONNECTIONS", &v, MAX_CAP)?;
                 if let Some(limit) = open_file_limit.filter(|&l| n as u64 >= l) {
                     return Err(EnvError::new(
                         "MAX_CONNECTIONS",
@@ -68,7 +69,7 @@ impl ServeOptions {
             }
         };
         let max_connections_per_client = match var("MAX_CONNECTIONS_PER_CLIENT") {
-            Some(v) => parse_whole_number("MAX_CONNECTIONS_PER_CLIENT", &v, MAX_CAP)?,
+            Some(v) => whole_number("MAX_CONNECTIONS_PER_CLIENT", &v, MAX_CAP)?,
             None if behind_proxies => max_connections,
             None => defaults.max_connections_per_client,
         };

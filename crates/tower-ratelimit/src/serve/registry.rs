@@ -2,11 +2,11 @@
 //! have been idle longest (shed first when the server runs short).
 
 use super::activity::Activity;
+use crate::key::{IpKey, IpPrefixes};
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::time::Instant;
-use tower_ratelimit::key::{IpKey, IpPrefixes};
 
 /// Every open connection, and the count per client: an IPv4 address or an
 /// IPv6 /64 (one host cannot escape the cap by rotating addresses in its
