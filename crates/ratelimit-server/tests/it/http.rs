@@ -192,7 +192,7 @@ fn config_errors_name_the_file_the_line_the_limit_and_the_value() {
         (
             "[[limit]]\nname = \"a\"\ndomain = \"d\"\nalgorithm = \"gcra 1/1s\"\ndescriptors = [{ key = \"k\" }]\n\
              [[limit]]\nname = \"b\"\ndomain = \"d\"\nalgorithm = \"gcra 2/1s\"\ndescriptors = [{ key = \"k\" }]\n",
-            "limit \"b\": same domain and descriptors as limit \"a\"",
+            "limit \"b\": same domain, descriptors and plan as limit \"a\"",
         ),
         (
             "[[limit]]\nname = \"a\"\ndomain = \"d\"\nalgorithm = \"gcra 1/1s\"\ndescriptors = [{ key = \"k\" }]\nshadw = true\n",

@@ -78,7 +78,7 @@ impl Moved {
 /// let text = "[[plan]]\nname = \"pro\"\nkey = \"api-key\"\nshared = true\n";
 /// let table = PolicyTable::from_toml(text, None).unwrap();
 /// let (_app, limits) = table.apply_in_memory(Router::new(), &PolicyOptions::default(), None).unwrap();
-/// let pro = &limits.plans()[0]; // a PlanMembers
+/// let pro = &limits.plans().members()[0]; // a PlanMembers
 /// assert_eq!((pro.name.as_str(), pro.listed, pro.moved_in), ("pro", 0, 0));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
