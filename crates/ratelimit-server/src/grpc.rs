@@ -75,6 +75,10 @@ fn hits_of(state: &State, request: &RateLimitRequest) -> Result<Vec<Hit>, tonic:
     // Proto3 cannot tell 0 from unset: both mean 1, as in the protocol.
     let default_cost = u64::from(request.hits_addend.max(1));
     let limits = state.limits();
+    let plan = state.request_plan(|| {
+        let entries = request.descriptors.iter().flat_map(|d| &d.entries);
+        entries.map(|e| (e.key.as_str(), e.value.as_str()))
+    });
     let mut hits = Vec::with_capacity(request.descriptors.len());
     for (i, d) in request.descriptors.iter().enumerate() {
         check_descriptor(i, d)?;
@@ -84,7 +88,7 @@ fn hits_of(state: &State, request: &RateLimitRequest) -> Result<Vec<Hit>, tonic:
             .map(|e| (e.key.as_str(), e.value.as_str()))
             .collect();
         let cost = d.hits_addend.as_ref().map_or(default_cost, |h| h.value);
-        let hit = Hit::resolve(&limits, &request.domain, &entries, cost)
+        let hit = Hit::resolve(&limits, &request.domain, &entries, cost, plan)
             .map_err(|e| tonic::Status::invalid_argument(format!("descriptors[{i}]: {e}")))?;
         hits.push(hit);
     }

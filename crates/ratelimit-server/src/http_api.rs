@@ -116,10 +116,11 @@ fn hits_of(state: &State, body: CheckBody) -> Result<Vec<Hit>, ApiError> {
             // As in the gRPC protocol: 0 or unset means 1.
             let cost = hits_addend.unwrap_or(1).max(1);
             let limits = state.limits();
+            let plan = state.request_plan(|| descriptors.iter().flatten().map(EntryJson::pair));
             descriptors
                 .iter()
                 .map(|d| {
-                    Hit::resolve(&limits, &domain, &EntryJson::entries(d), cost)
+                    Hit::resolve(&limits, &domain, &EntryJson::entries(d), cost, plan)
                         .map_err(|e| error(StatusCode::BAD_REQUEST, e.to_string()))
                 })
                 .collect()

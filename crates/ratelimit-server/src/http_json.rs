@@ -18,12 +18,14 @@ pub(crate) struct EntryJson {
 }
 
 impl EntryJson {
+    /// The entry as a key and its value.
+    pub(crate) fn pair(&self) -> (&str, &str) {
+        (self.key.as_str(), self.value.as_str())
+    }
+
     /// The entries of a descriptor, as [`Hit::resolve`] takes them.
     pub(crate) fn entries(descriptor: &[Self]) -> Vec<(&str, &str)> {
-        descriptor
-            .iter()
-            .map(|e| (e.key.as_str(), e.value.as_str()))
-            .collect()
+        descriptor.iter().map(Self::pair).collect()
     }
 }
 
@@ -76,6 +78,9 @@ impl IntoResponse for ApiError {
 
 /// The hit of `key` on the limit named `limit`: 404 for no such limit,
 /// 400 for a limit that does not key on one value or a key too long.
+/// Its plan is that of the limit's descriptor with `key` as the value of
+/// its entry without a fixed value; a limit scoped to another plan
+/// matches nothing (the hit is admitted, nothing counted).
 pub(crate) fn hit_by_name(
     state: &State,
     limit: &str,
@@ -97,6 +102,17 @@ pub(crate) fn hit_by_name(
                 rule.varying()
             ),
         ));
+    }
+    let entries = || {
+        let pattern = rule.config.entries.iter();
+        pattern.map(|p| (p.key.as_str(), p.value.as_deref().unwrap_or(&key)))
+    };
+    if !rule.takes(state.request_plan(entries)) {
+        return Ok(Hit {
+            rule: None,
+            key: String::new(),
+            cost,
+        });
     }
     Hit::of(rule, key, cost).map_err(|e| error(StatusCode::BAD_REQUEST, e.to_string()))
 }

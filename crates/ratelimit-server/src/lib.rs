@@ -22,7 +22,7 @@
 //!     descriptors = [{ key = "remote_address" }]
 //! "#, "inline", |_| None).unwrap();
 //! let state = State::new(&config).unwrap();
-//! let hit = Hit::resolve(&state.limits(), "edge", &[("remote_address", "10.0.0.1")], 1).unwrap();
+//! let hit = Hit::resolve(&state.limits(), "edge", &[("remote_address", "10.0.0.1")], 1, "none").unwrap();
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 //! let admitted = |o: ratelimit_server::Outcome| !o.over;
 //! assert!(admitted(check_all(&[hit.clone()], state.now()).await.unwrap()));
@@ -32,6 +32,7 @@
 //! ```
 
 pub mod admin;
+mod admin_plans;
 mod check;
 mod config;
 mod config_error;

@@ -58,6 +58,11 @@ pub struct LimitConfig {
     /// The request header `GET /check` reads the key from (`key-header`);
     /// `None`: the client's address (see `[proxies]`).
     pub key_header: Option<http::HeaderName>,
+    /// The plan whose members' requests it counts (`plan`, a
+    /// `[[plan]]`'s name), or `"none"`: the requests in no plan; `None`:
+    /// every request. A request of another plan passes it as if it did
+    /// not match.
+    pub plan: Option<String>,
 }
 
 /// One entry of a limit's `descriptors`: a key and, optionally, a fixed value.
@@ -98,6 +103,7 @@ pub(crate) struct LimitToml {
     unlimited: bool,
     ban: Option<String>,
     key_header: Option<String>,
+    plan: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -131,18 +137,19 @@ pub(crate) fn limit_configs(
     Ok((limits, lines))
 }
 
-/// `limit` if no earlier limit has its name, or its domain and
-/// descriptors.
+/// `limit` if no earlier limit has its name, or its domain, descriptors
+/// and plan (limits of one descriptor and different plans each take
+/// their plan's requests; one without a plan takes the others').
 fn unclashing(limits: &[LimitConfig], limit: LimitConfig) -> Result<LimitConfig, String> {
     if limits.iter().any(|l| l.name == limit.name) {
         return Err("name given twice".into());
     }
     if let Some(other) = limits
         .iter()
-        .find(|l| l.domain == limit.domain && l.entries == limit.entries)
+        .find(|l| l.domain == limit.domain && l.entries == limit.entries && l.plan == limit.plan)
     {
         return Err(format!(
-            "same domain and descriptors as limit {:?}: a descriptor would match both",
+            "same domain, descriptors and plan as limit {:?}: a descriptor would match both",
             other.name
         ));
     }
@@ -268,5 +275,6 @@ fn limit_config(raw: LimitToml) -> Result<LimitConfig, String> {
         shadow: raw.shadow,
         ban,
         key_header,
+        plan: raw.plan,
     })
 }

@@ -86,7 +86,9 @@ impl State {
     /// limit's `ban` needs a restart. The addresses, `[store]`,
     /// `[metrics] address` and `[admin] address` need a restart: a file
     /// changing them is refused. The admin token and `[proxies]` are
-    /// read again.
+    /// read again, and so are the plans' `keys-file` and `keys-env`
+    /// (a plan added, removed or changed otherwise needs a restart); a
+    /// limit's `plan` applies at once. Keys moved between plans stay.
     pub fn reload(&self, config: &Config) -> Result<Reloaded, ConfigFileError> {
         let result = self.try_reload(config);
         crate::metrics::reloaded(result.is_ok());
@@ -130,6 +132,17 @@ impl State {
             .filter(|name| !config.limits.iter().any(|l| &l.name == name))
             .collect();
         reloaded.removed.sort();
+        // The plans' lists last: read all or nothing, then nothing fails.
+        self.plans()
+            .reload(&config.plans)
+            .map_err(|e| ConfigFileError {
+                file: e
+                    .file
+                    .map_or_else(|| config.file.clone(), |f| f.display().to_string()),
+                line: e.line,
+                limit: None,
+                message: e.message,
+            })?;
         for (live, algorithm) in pending {
             live.set(algorithm);
         }

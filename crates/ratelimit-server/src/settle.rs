@@ -56,13 +56,10 @@ fn hit_of(state: &State, body: SettleBody) -> Result<Hit, ApiError> {
             if let Some(why) = crate::request_bounds::refused([descriptor.len()].into_iter()) {
                 return Err(error(StatusCode::BAD_REQUEST, why));
             }
-            Hit::resolve(
-                &state.limits(),
-                &domain,
-                &EntryJson::entries(&descriptor),
-                reserved,
-            )
-            .map_err(|e| error(StatusCode::BAD_REQUEST, e.to_string()))
+            let entries = EntryJson::entries(&descriptor);
+            let plan = state.request_plan(|| entries.iter().copied());
+            Hit::resolve(&state.limits(), &domain, &entries, reserved, plan)
+                .map_err(|e| error(StatusCode::BAD_REQUEST, e.to_string()))
         }
         _ => bad("give either limit and key, or domain and descriptor"),
     }

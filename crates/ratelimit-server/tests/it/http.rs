@@ -246,7 +246,7 @@ fn config_errors_name_the_file_the_line_the_limit_and_the_value() {
         (
             "[[limit]]\nname = \"a\"\ndomain = \"d\"\nalgorithm = \"gcra 1/1s\"\ndescriptors = [{ key = \"k\" }]\n\
              [[limit]]\nname = \"b\"\ndomain = \"d\"\nalgorithm = \"gcra 2/1s\"\ndescriptors = [{ key = \"k\" }]\n",
-            "limit \"b\": same domain and descriptors as limit \"a\"",
+            "limit \"b\": same domain, descriptors and plan as limit \"a\"",
         ),
         (
             "[[limit]]\nname = \"a\"\ndomain = \"d\"\nalgorithm = \"gcra 1/1s\"\ndescriptors = [{ key = \"k\" }]\nshadw = true\n",
@@ -262,7 +262,7 @@ fn config_errors_name_the_file_the_line_the_limit_and_the_value() {
         ),
         (
             "[colour]\nred = true\n",
-            "f.toml:1: unknown field `colour`, expected [server], [[limit]], [store], [proxies], [admin] or [metrics]",
+            "f.toml:1: unknown field `colour`, expected [server], [[limit]], [[plan]], [store], [proxies], [admin] or [metrics]",
         ),
         (
             "[[limit]]\nname = \"a\"\ndomain = \"d\"\nalgorithm = \"gcra 1/1s\"\ndescriptors = [{ key = \"k\" }]\nkey-header = \"X-Real-IP\"\n",

@@ -12,6 +12,7 @@ mod harness;
 mod http;
 mod metrics;
 mod nginx;
+mod plans;
 mod proxies;
 mod python;
 mod ready;
