@@ -465,7 +465,7 @@ fn parts(
         }
         if parts.iter().any(|p| p.plan.tag == plan.tag) {
             return Err(RedisBuildError::Unsupported(format!(
-                "the same limit twice in one store ({algorithm:?})"
+                "the same limit twice in one store ({algorithm})"
             )));
         }
         parts.push(Part { algorithm, plan });

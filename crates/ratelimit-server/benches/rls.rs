@@ -176,7 +176,8 @@ async fn serve_kind(kind: &str) {
                 None
             };
             let state = State::new(&Config::parse(&policy, "bench", |_| None).unwrap()).unwrap();
-            let running = Running::start(Arc::new(state)).await.unwrap();
+            let options = tower_ratelimit::serve::ServeOptions::default();
+            let running = Running::start(Arc::new(state), options).await.unwrap();
             let addr = if !kind.starts_with("check") {
                 running.grpc_addr
             } else {

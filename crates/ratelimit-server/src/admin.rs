@@ -1,4 +1,4 @@
-//! The admin API (`[admin]`, off by default): list the limits, and peek, reset, ban and unban a key, behind a bearer token.
+//! The admin API (`[admin]`, off by default): list the limits, and peek, reset, ban and unban a key; list the plans and move keys between them; behind a bearer token.
 //!
 //! | method and path | what |
 //! |---|---|
@@ -7,6 +7,9 @@
 //! | `DELETE /limits/{name}/keys/{key}` | resets the key: its whole quota back |
 //! | `PUT /limits/{name}/bans/{key}` | bans the key; body `{"for": "1h"}` |
 //! | `DELETE /limits/{name}/bans/{key}` | lifts the key's ban and resets it |
+//! | `GET /plans` | each plan's name, key, `shared`, and its members counted: `listed` by its lists, `moved_in` at run time (no key is shown) |
+//! | `PUT /plans/{plan}/keys/{key}` | moves the key (a descriptor entry's value) into the plan, out of any other; shared through Redis |
+//! | `DELETE /plans/{plan}/keys/{key}` | takes the key out of the plan: back to the plan its lists give it, or none; `now` names it |
 //!
 //! `{key}` is the limit's state key, percent-encoded: the value of its one
 //! entry without a fixed value (an address, a user id). Every request needs
@@ -42,6 +45,12 @@ struct Admin {
     gate: AdminGate,
 }
 
+impl axum::extract::FromRef<Admin> for Arc<State> {
+    fn from_ref(admin: &Admin) -> Self {
+        Arc::clone(&admin.state)
+    }
+}
+
 /// The admin API over `state`, taking the admin token in force (read
 /// again at each reload). Serve it with
 /// `into_make_service_with_connect_info::<SocketAddr>()` so that wrong
@@ -63,6 +72,8 @@ pub fn router(state: Arc<State>) -> Router {
         .route("/limits", get(list))
         .route("/limits/{name}/keys/{key}", get(read_key).delete(reset_key))
         .route("/limits/{name}/bans/{key}", put(ban).delete(unban))
+        .route("/plans", crate::admin_plans::list())
+        .route("/plans/{plan}/keys/{key}", crate::admin_plans::keys())
         .fallback(|| async { error(StatusCode::NOT_FOUND, "no such admin endpoint") })
         .layer(axum::middleware::map_response(as_json))
         .layer(axum::middleware::from_fn_with_state(
@@ -161,6 +172,7 @@ async fn list(Extract(admin): Extract<Admin>) -> Response {
                 "algorithm": c.algorithm.map(|a| a.to_string()),
                 "shadow": c.shadow,
                 "ban": c.ban.map(|b| format_duration(b.duration())),
+                "plan": c.plan,
                 "descriptors": c.entries.iter().map(|e| json!({"key": e.key, "value": e.value})).collect::<Vec<_>>(),
             })
         })

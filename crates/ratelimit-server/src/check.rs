@@ -23,7 +23,7 @@ pub const MAX_KEY_BYTES: usize = 512;
 /// "#, "inline", |_| None).unwrap();
 /// let limits = Limits::new(&config).unwrap();
 /// let long = "x".repeat(MAX_KEY_BYTES + 1);
-/// let err = Hit::resolve(&limits, "edge", &[("remote_address", &long)], 1).unwrap_err();
+/// let err = Hit::resolve(&limits, "edge", &[("remote_address", &long)], 1, "none").unwrap_err();
 /// assert_eq!((err.limit.as_str(), err.len), ("per-ip", MAX_KEY_BYTES + 1));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,10 +59,10 @@ impl std::error::Error for KeyTooLong {}
 ///     descriptors = [{ key = "remote_address" }]
 /// "#, "inline", |_| None).unwrap();
 /// let limits = Limits::new(&config).unwrap();
-/// let hit = Hit::resolve(&limits, "edge", &[("remote_address", "10.0.0.1")], 0).unwrap();
+/// let hit = Hit::resolve(&limits, "edge", &[("remote_address", "10.0.0.1")], 0, "none").unwrap();
 /// assert_eq!((hit.key.as_str(), hit.cost), ("10.0.0.1", 0));
 /// // A descriptor no limit matches is admitted.
-/// let free = Hit::resolve(&limits, "other", &[("remote_address", "10.0.0.1")], 1).unwrap();
+/// let free = Hit::resolve(&limits, "other", &[("remote_address", "10.0.0.1")], 1, "none").unwrap();
 /// assert!(free.rule.is_none());
 /// ```
 #[derive(Debug, Clone)]
@@ -76,7 +76,9 @@ pub struct Hit {
 }
 
 impl Hit {
-    /// The hit of a descriptor of `entries` in `domain`, of `cost`.
+    /// The hit of a descriptor of `entries` in `domain`, of `cost`, in a
+    /// request of the plan `plan` (`"none"`: no plan; see
+    /// [`Limits::find`]).
     ///
     /// ```
     /// use ratelimit_server::{Config, Hit, Limits};
@@ -89,25 +91,29 @@ impl Hit {
     ///     descriptors = [{ key = "remote_address" }]
     /// "#, "inline", |_| None).unwrap();
     /// let limits = Limits::new(&config).unwrap();
-    /// let hit = Hit::resolve(&limits, "edge", &[("remote_address", "10.0.0.1")], 1).unwrap();
+    /// let hit = Hit::resolve(&limits, "edge", &[("remote_address", "10.0.0.1")], 1, "none").unwrap();
     /// assert_eq!(hit.key, "10.0.0.1");
     /// assert_eq!(hit.rule.unwrap().config.name, "per-ip");
     /// let long = "x".repeat(ratelimit_server::MAX_KEY_BYTES + 1);
-    /// assert!(Hit::resolve(&limits, "edge", &[("remote_address", &long)], 1).is_err());
+    /// assert!(Hit::resolve(&limits, "edge", &[("remote_address", &long)], 1, "none").is_err());
     /// ```
     pub fn resolve(
         limits: &Limits,
         domain: &str,
         entries: &[Entry<'_>],
         cost: u64,
+        plan: &str,
     ) -> Result<Self, KeyTooLong> {
-        match limits.find(domain, entries) {
+        match limits.find(domain, entries, plan) {
             Some(rule) => Self::of(rule, rule.key(entries), cost),
-            None => Ok(Self {
-                rule: None,
-                key: String::new(),
-                cost,
-            }),
+            None => {
+                crate::unmatched::unmatched(domain, entries);
+                Ok(Self {
+                    rule: None,
+                    key: String::new(),
+                    cost,
+                })
+            }
         }
     }
 
@@ -142,7 +148,7 @@ impl Hit {
 ///     descriptors = [{ key = "remote_address" }]
 /// "#, "inline", |_| None).unwrap();
 /// let limits = Limits::new(&config).unwrap();
-/// let hit = Hit::resolve(&limits, "edge", &[("remote_address", "10.0.0.1")], 1).unwrap();
+/// let hit = Hit::resolve(&limits, "edge", &[("remote_address", "10.0.0.1")], 1, "none").unwrap();
 /// let outcome = check_all(&[hit], 0).await.unwrap();
 /// let status = &outcome.statuses[0];
 /// assert!(!status.over && !status.shadow_over);
@@ -179,8 +185,8 @@ pub struct Status {
 /// "#, "inline", |_| None).unwrap();
 /// let limits = Limits::new(&config).unwrap();
 /// let hits = [
-///     Hit::resolve(&limits, "edge", &[("remote_address", "10.0.0.1")], 1).unwrap(),
-///     Hit::resolve(&limits, "edge", &[("remote_address", "10.0.0.2")], 1).unwrap(),
+///     Hit::resolve(&limits, "edge", &[("remote_address", "10.0.0.1")], 1, "none").unwrap(),
+///     Hit::resolve(&limits, "edge", &[("remote_address", "10.0.0.2")], 1, "none").unwrap(),
 /// ];
 /// assert!(!check_all(&hits, 0).await.unwrap().over);
 /// // Both keys are spent: the next request is over, on each descriptor.

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::Path;
 use tower_ratelimit::deploy::Deployment;
+use tower_ratelimit::policy::{PlanDirectory, PlanList, PolicyError, NO_PLAN};
 
 /// The default HTTP address.
 pub const DEFAULT_HTTP: &str = "127.0.0.1:8080";
@@ -46,6 +47,10 @@ pub struct Config {
     pub deployment: Deployment,
     /// The `[[limit]]` entries, in file order.
     pub limits: Vec<LimitConfig>,
+    /// The `[[plan]]`s, tower-ratelimit's (read by its parser, with its
+    /// checks), each keyed on descriptor entries (`key =
+    /// "descriptor:NAME"`), their `keys-file` and `keys-env` read.
+    pub plans: PlanList,
     /// The line of each `[[limit]]`, by name, for errors found later.
     lines: HashMap<String, usize>,
 }
@@ -71,6 +76,12 @@ pub struct ServerSettings {
     pub refuse_status: u16,
 }
 
+/// How serde names the sections [`FileToml`] takes, in an error.
+const OWN_SECTIONS: &str = "expected one of `server`, `limit`, `plan`";
+/// Every section the file may have, for an error about one it may not.
+const ALL_SECTIONS: &str =
+    "expected [server], [[limit]], [[plan]], [store], [proxies], [admin] or [metrics]";
+
 /// The file's own sections as written (the deployment's lines blank).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -79,6 +90,9 @@ struct FileToml {
     server: ServerToml,
     #[serde(default, rename = "limit")]
     limits: Vec<toml::Spanned<LimitToml>>,
+    /// Read by tower-ratelimit's [`PlanList`]; here for their lines.
+    #[serde(default, rename = "plan")]
+    plans: Vec<toml::Spanned<toml::Table>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -120,23 +134,65 @@ impl Config {
             origin,
         };
         let raw: FileToml = toml::from_str(&rest).map_err(|e| {
-            let message = e.message().trim().to_owned();
+            // The file's own sections are only some of those it may have.
+            let message = e.message().trim().replace(OWN_SECTIONS, ALL_SECTIONS);
             source.error(e.span().map(|s| s.start), None, message)
         })?;
         let file_error = |m| source.error(None, None, m);
         let mut server = server_settings(raw.server).map_err(file_error)?;
         crate::env::server_env(&mut server.http, &mut server.grpc, &var).map_err(file_error)?;
         let (limits, lines) = limit_configs(raw.limits, &source)?;
+        let plans = plan_list(&rest, origin, &var)?;
+        let in_memory = matches!(deployment.store, StoreSettings::Memory { .. });
+        if let Some((at, plan)) = raw
+            .plans
+            .iter()
+            .zip(plans.plans())
+            .find(|(_, p)| p.shared && in_memory)
+        {
+            return Err(source.error(
+                Some(at.span().start),
+                None,
+                format!(
+                    "plan {:?}: shared = true needs the store in Redis ([store] kind = \"redis\", \
+                     or REDIS_URL), where the keys moved between plans are shared",
+                    plan.name
+                ),
+            ));
+        }
         if let StoreSettings::Memory { max_keys } = &mut deployment.store {
             max_keys.get_or_insert(DEFAULT_MAX_KEYS);
         }
-        Ok(Self {
+        let config = Self {
             file: origin.to_owned(),
             server,
             deployment,
             limits,
+            plans,
             lines,
-        })
+        };
+        config.limit_plans()?;
+        Ok(config)
+    }
+
+    /// Refuses a limit's `plan` that names no `[[plan]]` (`"none"` needs
+    /// one too), naming the limit and its line.
+    fn limit_plans(&self) -> Result<(), ConfigFileError> {
+        let names: Vec<&str> = self.plans.plans().iter().map(|p| p.name.as_str()).collect();
+        for limit in &self.limits {
+            let Some(plan) = &limit.plan else { continue };
+            let known = names.contains(&plan.as_str()) || (plan == NO_PLAN && !names.is_empty());
+            if !known {
+                return Err(self.limit_error(
+                    &limit.name,
+                    format!(
+                        "unknown plan {plan:?}: the [[plan]]s are {names:?}, and \"{NO_PLAN}\" \
+                         (requests in no plan) needs one"
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// An error about the limit `name`, at its line.
@@ -148,6 +204,29 @@ impl Config {
             message,
         }
     }
+}
+
+/// The `[[plan]]`s of `text` (the file `origin`), read and checked by
+/// tower-ratelimit, their members read once here to refuse what the
+/// server cannot run (a key other than `descriptor:NAME`, `keys-app`, a
+/// key listed twice), naming the file, the line and the plan.
+fn plan_list(
+    text: &str,
+    origin: &str,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<PlanList, ConfigFileError> {
+    let of_policy = |e: PolicyError| ConfigFileError {
+        // A keys file's own line, or the plan's in this file.
+        file: e
+            .file
+            .map_or_else(|| origin.to_owned(), |f| f.display().to_string()),
+        line: e.line,
+        limit: None,
+        message: e.message,
+    };
+    let plans = PlanList::from_toml(text, Some(Path::new(origin)), var).map_err(of_policy)?;
+    PlanDirectory::of_descriptors(&plans).map_err(of_policy)?;
+    Ok(plans)
 }
 
 fn address(value: Option<String>, default: &str, what: &str) -> Result<SocketAddr, String> {

@@ -1,7 +1,8 @@
 //! `envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit`: Envoy's rate limit protocol.
 
 use crate::check::{check_all, Hit, Outcome, Status};
-use crate::headers::fields;
+use crate::headers::{fields, refusal_wait};
+use crate::rls_server::RlsServer;
 use crate::state::State;
 use crate::unit::{rls_rate, RlsUnit};
 use envoy_types::pb::envoy::config::core::v3::HeaderValue;
@@ -9,9 +10,7 @@ use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescript
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::{
     rate_limit::Unit, Code, DescriptorStatus, RateLimit,
 };
-use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::{
-    RateLimitService, RateLimitServiceServer,
-};
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::RateLimitService;
 use envoy_types::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
 use envoy_types::pb::google::protobuf::Duration as PbDuration;
 use std::sync::Arc;
@@ -38,8 +37,8 @@ impl Rls {
     }
 
     /// The tonic service to serve.
-    pub fn into_server(self) -> RateLimitServiceServer<Self> {
-        RateLimitServiceServer::new(self)
+    pub fn into_server(self) -> RlsServer {
+        RlsServer::new(self)
     }
 }
 
@@ -69,12 +68,17 @@ fn hits_of(state: &State, request: &RateLimitRequest) -> Result<Vec<Hit>, tonic:
     if request.domain.is_empty() {
         return bad("domain is empty".into());
     }
-    if request.descriptors.is_empty() {
-        return bad("no descriptors".into());
+    let sizes = request.descriptors.iter().map(|d| d.entries.len());
+    if let Some(why) = crate::request_bounds::refused(sizes) {
+        return bad(why);
     }
     // Proto3 cannot tell 0 from unset: both mean 1, as in the protocol.
     let default_cost = u64::from(request.hits_addend.max(1));
     let limits = state.limits();
+    let plan = state.request_plan(|| {
+        let entries = request.descriptors.iter().flat_map(|d| &d.entries);
+        entries.map(|e| (e.key.as_str(), e.value.as_str()))
+    });
     let mut hits = Vec::with_capacity(request.descriptors.len());
     for (i, d) in request.descriptors.iter().enumerate() {
         check_descriptor(i, d)?;
@@ -84,7 +88,7 @@ fn hits_of(state: &State, request: &RateLimitRequest) -> Result<Vec<Hit>, tonic:
             .map(|e| (e.key.as_str(), e.value.as_str()))
             .collect();
         let cost = d.hits_addend.as_ref().map_or(default_cost, |h| h.value);
-        let hit = Hit::resolve(&limits, &request.domain, &entries, cost)
+        let hit = Hit::resolve(&limits, &request.domain, &entries, cost, plan)
             .map_err(|e| tonic::Status::invalid_argument(format!("descriptors[{i}]: {e}")))?;
         hits.push(hit);
     }
@@ -98,9 +102,6 @@ fn check_descriptor(i: usize, d: &RateLimitDescriptor) -> Result<(), tonic::Stat
             "descriptors[{i}]: {m}"
         )))
     };
-    if d.entries.is_empty() {
-        return bad("no entries".into());
-    }
     if d.limit.is_some() {
         return bad(
             "a limit override (limit) is not supported: limits come from the configuration".into(),
@@ -157,7 +158,7 @@ fn descriptor_status(status: &Status) -> DescriptorStatus {
     });
     out.limit_remaining = u32::try_from(d.remaining).unwrap_or(u32::MAX);
     let until = if status.over {
-        d.retry_after().unwrap_or(d.reset)
+        refusal_wait(&d)
     } else {
         d.reset
     };

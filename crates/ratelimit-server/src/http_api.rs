@@ -107,19 +107,20 @@ fn hits_of(state: &State, body: CheckBody) -> Result<Vec<Hit>, ApiError> {
             key: None,
             cost: None,
         } => {
-            if domain.is_empty() || descriptors.is_empty() {
-                return bad("domain and descriptors must not be empty");
+            if domain.is_empty() {
+                return bad("domain must not be empty");
             }
-            if descriptors.iter().any(Vec::is_empty) {
-                return bad("a descriptor has no entries");
+            if let Some(why) = crate::request_bounds::refused(descriptors.iter().map(Vec::len)) {
+                return Err(error(StatusCode::BAD_REQUEST, why));
             }
             // As in the gRPC protocol: 0 or unset means 1.
             let cost = hits_addend.unwrap_or(1).max(1);
             let limits = state.limits();
+            let plan = state.request_plan(|| descriptors.iter().flatten().map(EntryJson::pair));
             descriptors
                 .iter()
                 .map(|d| {
-                    Hit::resolve(&limits, &domain, &EntryJson::entries(d), cost)
+                    Hit::resolve(&limits, &domain, &EntryJson::entries(d), cost, plan)
                         .map_err(|e| error(StatusCode::BAD_REQUEST, e.to_string()))
                 })
                 .collect()

@@ -18,12 +18,14 @@ pub(crate) struct EntryJson {
 }
 
 impl EntryJson {
+    /// The entry as a key and its value.
+    pub(crate) fn pair(&self) -> (&str, &str) {
+        (self.key.as_str(), self.value.as_str())
+    }
+
     /// The entries of a descriptor, as [`Hit::resolve`] takes them.
     pub(crate) fn entries(descriptor: &[Self]) -> Vec<(&str, &str)> {
-        descriptor
-            .iter()
-            .map(|e| (e.key.as_str(), e.value.as_str()))
-            .collect()
+        descriptor.iter().map(Self::pair).collect()
     }
 }
 
@@ -36,6 +38,9 @@ struct StatusJson {
     window_secs: Option<u64>,
     reset_secs: Option<u64>,
     retry_after_secs: Option<u64>,
+    /// This descriptor refused a request that can never be admitted: its
+    /// cost is above the limit's capacity, so no wait helps.
+    never_admissible: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -73,6 +78,9 @@ impl IntoResponse for ApiError {
 
 /// The hit of `key` on the limit named `limit`: 404 for no such limit,
 /// 400 for a limit that does not key on one value or a key too long.
+/// Its plan is that of the limit's descriptor with `key` as the value of
+/// its entry without a fixed value; a limit scoped to another plan
+/// matches nothing (the hit is admitted, nothing counted).
 pub(crate) fn hit_by_name(
     state: &State,
     limit: &str,
@@ -95,6 +103,17 @@ pub(crate) fn hit_by_name(
             ),
         ));
     }
+    let entries = || {
+        let pattern = rule.config.entries.iter();
+        pattern.map(|p| (p.key.as_str(), p.value.as_deref().unwrap_or(&key)))
+    };
+    if !rule.takes(state.request_plan(entries)) {
+        return Ok(Hit {
+            rule: None,
+            key: String::new(),
+            cost,
+        });
+    }
     Hit::of(rule, key, cost).map_err(|e| error(StatusCode::BAD_REQUEST, e.to_string()))
 }
 
@@ -111,6 +130,7 @@ fn status_json(s: &Status) -> StatusJson {
             .filter(|_| s.over)
             .and_then(|d| d.retry_after())
             .map(ceil_secs),
+        never_admissible: s.over && d.is_some_and(|d| d.is_never()),
     }
 }
 

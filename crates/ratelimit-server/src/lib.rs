@@ -22,7 +22,7 @@
 //!     descriptors = [{ key = "remote_address" }]
 //! "#, "inline", |_| None).unwrap();
 //! let state = State::new(&config).unwrap();
-//! let hit = Hit::resolve(&state.limits(), "edge", &[("remote_address", "10.0.0.1")], 1).unwrap();
+//! let hit = Hit::resolve(&state.limits(), "edge", &[("remote_address", "10.0.0.1")], 1, "none").unwrap();
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 //! let admitted = |o: ratelimit_server::Outcome| !o.over;
 //! assert!(admitted(check_all(&[hit.clone()], state.now()).await.unwrap()));
@@ -32,6 +32,7 @@
 //! ```
 
 pub mod admin;
+mod admin_plans;
 mod check;
 mod config;
 mod config_error;
@@ -46,11 +47,15 @@ mod limit_config;
 mod limits;
 pub mod metrics;
 mod reload;
+mod request_bounds;
+mod rls_codec;
+mod rls_server;
 mod rule;
 mod server;
 mod settle;
 mod state;
 pub mod unit;
+mod unmatched;
 
 pub use check::{check_all, Hit, KeyTooLong, Outcome, Status, MAX_KEY_BYTES};
 pub use config::{Config, ServerSettings, DEFAULT_GRPC, DEFAULT_HTTP, DEFAULT_MAX_KEYS};
@@ -58,9 +63,11 @@ pub use config_error::ConfigFileError;
 pub use env::SERVER_OVERRIDES;
 pub use headers::fields;
 pub use key_ops::{KeyOpError, KeyState};
-pub use limit_config::{EntryPattern, LimitConfig, DEFAULT_KEY_HEADER};
+pub use limit_config::{EntryPattern, LimitConfig};
 pub use limits::Limits;
 pub use reload::{Reloaded, RuleChange};
+pub use request_bounds::{MAX_DESCRIPTORS, MAX_ENTRIES};
+pub use rls_server::RlsServer;
 pub use rule::{Entry, Rule};
 pub use server::{Running, DRAIN_TIMEOUT};
 pub use state::State;

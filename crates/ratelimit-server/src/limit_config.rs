@@ -1,14 +1,25 @@
 //! One `[[limit]]` entry (`LimitConfig`): its domain, descriptor entries, algorithm, ban, shadow and key header, read and checked.
 
 use crate::config_error::{ConfigFileError, Source};
-use ratelimit_core::plumbing::{is_valid_limit_name, parse_duration, LIMIT_NAME_RULE};
+use crate::request_bounds::MAX_ENTRIES;
+use ratelimit_core::plumbing::parse_duration;
 use ratelimit_core::{AnyAlgorithm, BanPolicy};
 use serde::Deserialize;
 use std::collections::HashMap;
 
-/// The default request header that `GET /check` reads a key from, when
-/// no proxy is trusted (`[proxies]`).
-pub const DEFAULT_KEY_HEADER: &str = "x-real-ip";
+/// The headers that carry a client's address through proxies: a
+/// `key-header` naming one is refused, since `GET /check` reads them only
+/// from trusted proxies (`[proxies]`), and keys the address per client.
+const FORWARDING_HEADERS: [&str; 3] = ["x-real-ip", "x-forwarded-for", "forwarded"];
+
+/// Whether `name` can name a limit: 1 to 64 ASCII letters, digits, `-`
+/// and `_` (it goes in header fields, metric labels and admin API paths).
+fn is_limit_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
 
 /// One `[[limit]]` entry, checked.
 ///
@@ -47,6 +58,11 @@ pub struct LimitConfig {
     /// The request header `GET /check` reads the key from (`key-header`);
     /// `None`: the client's address (see `[proxies]`).
     pub key_header: Option<http::HeaderName>,
+    /// The plan whose members' requests it counts (`plan`, a
+    /// `[[plan]]`'s name), or `"none"`: the requests in no plan; `None`:
+    /// every request. A request of another plan passes it as if it did
+    /// not match.
+    pub plan: Option<String>,
 }
 
 /// One entry of a limit's `descriptors`: a key and, optionally, a fixed value.
@@ -87,6 +103,7 @@ pub(crate) struct LimitToml {
     unlimited: bool,
     ban: Option<String>,
     key_header: Option<String>,
+    plan: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -120,18 +137,19 @@ pub(crate) fn limit_configs(
     Ok((limits, lines))
 }
 
-/// `limit` if no earlier limit has its name, or its domain and
-/// descriptors.
+/// `limit` if no earlier limit has its name, or its domain, descriptors
+/// and plan (limits of one descriptor and different plans each take
+/// their plan's requests; one without a plan takes the others').
 fn unclashing(limits: &[LimitConfig], limit: LimitConfig) -> Result<LimitConfig, String> {
     if limits.iter().any(|l| l.name == limit.name) {
         return Err("name given twice".into());
     }
     if let Some(other) = limits
         .iter()
-        .find(|l| l.domain == limit.domain && l.entries == limit.entries)
+        .find(|l| l.domain == limit.domain && l.entries == limit.entries && l.plan == limit.plan)
     {
         return Err(format!(
-            "same domain and descriptors as limit {:?}: a descriptor would match both",
+            "same domain, descriptors and plan as limit {:?}: a descriptor would match both",
             other.name
         ));
     }
@@ -161,6 +179,12 @@ fn entries(raw: Vec<EntryToml>) -> Result<Vec<EntryPattern>, String> {
         return Err(
             "descriptors = []: give at least one entry, like { key = \"remote_address\" }".into(),
         );
+    }
+    if raw.len() > MAX_ENTRIES {
+        return Err(format!(
+            "descriptors has {} entries: at most {MAX_ENTRIES} (a request's descriptor may have no more)",
+            raw.len()
+        ));
     }
     let mut entries = Vec::with_capacity(raw.len());
     for e in raw {
@@ -210,9 +234,28 @@ fn ban(
         .map_err(|e| format!("ban = {text:?}: {e}"))
 }
 
+/// The header of `key-header = "NAME"`: a header name, not a forwarding
+/// header (those name the client through `[proxies]`).
+fn key_header(header: String) -> Result<http::HeaderName, String> {
+    let name = http::HeaderName::from_bytes(header.as_bytes())
+        .map_err(|_| format!("key-header = {header:?} is not a header name"))?;
+    if FORWARDING_HEADERS.contains(&name.as_str()) {
+        return Err(format!(
+            "key-header = {header:?} carries the client's address through proxies: leave \
+             key-header out (the key is then the client's address) and name the proxies and \
+             their header in [proxies] (trusted = [...], header = {:?})",
+            name.as_str()
+        ));
+    }
+    Ok(name)
+}
+
 fn limit_config(raw: LimitToml) -> Result<LimitConfig, String> {
-    if !is_valid_limit_name(&raw.name) {
-        return Err(format!("bad name: {LIMIT_NAME_RULE}"));
+    if !is_limit_name(&raw.name) {
+        return Err(format!(
+            "name = {:?}: 1 to 64 letters, digits, - and _",
+            raw.name
+        ));
     }
     if raw.domain.is_empty() {
         return Err("domain = \"\": a domain names the RLS callers' domain".into());
@@ -223,13 +266,7 @@ fn limit_config(raw: LimitToml) -> Result<LimitConfig, String> {
     }
     let entries = entries(raw.descriptors)?;
     let ban = ban(raw.ban, algorithm.is_some(), &entries)?;
-    let key_header = match raw.key_header {
-        Some(header) => Some(
-            http::HeaderName::from_bytes(header.as_bytes())
-                .map_err(|_| format!("key-header = {header:?} is not a header name"))?,
-        ),
-        None => None,
-    };
+    let key_header = raw.key_header.map(key_header).transpose()?;
     Ok(LimitConfig {
         name: raw.name,
         domain: raw.domain,
@@ -238,5 +275,6 @@ fn limit_config(raw: LimitToml) -> Result<LimitConfig, String> {
         shadow: raw.shadow,
         ban,
         key_header,
+        plan: raw.plan,
     })
 }

@@ -25,10 +25,10 @@ use std::sync::Arc;
 ///     descriptors = [{ key = "remote_address", value = "10.0.0.1" }]
 /// "#, "inline", |_| None).unwrap();
 /// let limits = Limits::new(&config).unwrap();
-/// let find = |ip| limits.find("edge", &[("remote_address", ip)]).map(|r| r.config.name.as_str());
+/// let find = |ip| limits.find("edge", &[("remote_address", ip)], "none").map(|r| r.config.name.as_str());
 /// assert_eq!(find("10.0.0.1"), Some("office"));
 /// assert_eq!(find("10.0.0.2"), Some("per-ip"));
-/// assert!(limits.find("other", &[("remote_address", "10.0.0.2")]).is_none());
+/// assert!(limits.find("other", &[("remote_address", "10.0.0.2")], "none").is_none());
 /// ```
 #[derive(Debug)]
 pub struct Limits {
@@ -63,21 +63,28 @@ impl Limits {
                 .push(rule);
         }
         for rules in by_domain.values_mut() {
+            // Of one pattern, a limit scoped to a plan before one without.
             rules.sort_by(|a, b| {
-                let (a, b) = (&a.config.entries, &b.config.entries);
-                a.len().cmp(&b.len()).then_with(|| more_specific(a, b))
+                let unscoped = |r: &Rule| r.config.plan.is_none();
+                let (x, y) = (&a.config.entries, &b.config.entries);
+                x.len()
+                    .cmp(&y.len())
+                    .then_with(|| more_specific(x, y))
+                    .then_with(|| unscoped(a).cmp(&unscoped(b)))
             });
         }
         Self { by_domain, by_name }
     }
 
-    /// The limit a descriptor of `entries` in `domain` answers to, if any
-    /// (the most specific of those that match).
-    pub fn find(&self, domain: &str, entries: &[Entry<'_>]) -> Option<&Arc<Rule>> {
+    /// The limit a descriptor of `entries` in `domain`, of a request in
+    /// the plan `plan` (`"none"`: no plan), answers to, if any: the most
+    /// specific of those that match and take the plan's requests (of one
+    /// pattern, a limit scoped to the plan before one without).
+    pub fn find(&self, domain: &str, entries: &[Entry<'_>], plan: &str) -> Option<&Arc<Rule>> {
         self.by_domain
             .get(domain)?
             .iter()
-            .find(|rule| rule.matches(entries))
+            .find(|rule| rule.matches(entries) && rule.takes(plan))
     }
 
     /// The limit named `name`.

@@ -1,9 +1,11 @@
 //! `ratelimitd`: reads its configuration, serves gRPC and HTTP, reloads on SIGHUP, stops on SIGTERM or ctrl-c.
 
+use ratelimit_redis::{StoreSettings, Target};
 use ratelimit_server::{Config, ConfigFileError, Reloaded, Running, State};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use tower_ratelimit::serve::ServeOptions;
 
 const USAGE: &str = "usage: ratelimitd [--config PATH]
 
@@ -20,19 +22,30 @@ environment (each over the file):
   METRICS_ADDR          the Prometheus metrics address ([metrics] address)
   ADMIN_ADDR            the admin API's address ([admin] address)
   ADMIN_TOKEN           the admin API's bearer token (or [admin] token-file)
+  MAX_CONNECTIONS       connections at once, half on the gRPC port, half on HTTP
+                        (default 10000, kept below the open-file limit)
   RUST_LOG              the log filter (default info)
 signals:
   SIGHUP          reload the configuration (a bad file is refused and logged)
   SIGTERM, ctrl-c stop gracefully";
 
-/// The configuration's path from the arguments or `RATELIMIT_CONFIG`.
-fn config_path() -> Result<PathBuf, String> {
+/// The exit code of a bad argument, configuration file or variable:
+/// nothing was started. A failure while starting or running (an address
+/// in use) exits with 1.
+const CONFIG_ERROR: u8 = 2;
+
+/// The configuration's path from the arguments or `RATELIMIT_CONFIG`;
+/// `Ok(None)` for `--help` (the usage is printed).
+fn config_path() -> Result<Option<PathBuf>, String> {
     let mut args = std::env::args().skip(1);
     let mut path = None;
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--config" => path = Some(args.next().ok_or("--config needs a path")?),
-            "-h" | "--help" => return Err(USAGE.into()),
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return Ok(None);
+            }
             other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
         }
     }
@@ -47,7 +60,7 @@ fn config_path() -> Result<PathBuf, String> {
             path.display()
         ));
     }
-    Ok(path)
+    Ok(Some(path))
 }
 
 /// The configuration at `path`, with the environment's settings over the file's.
@@ -88,6 +101,7 @@ fn log_reload(path: &Path, result: Result<Reloaded, ConfigFileError>) {
                 removed = ?r.removed,
                 changed = r.changed.len(),
                 unchanged = r.unchanged,
+                settings = ?r.settings,
                 "configuration reloaded"
             );
         }
@@ -120,6 +134,74 @@ fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
     })
 }
 
+/// The file's path, the configuration, its state and the listeners'
+/// options.
+type Configured = (PathBuf, Config, Arc<State>, ServeOptions);
+
+/// The configuration and the state it makes, or the exit code and why
+/// not (every fault here is the configuration's: [`CONFIG_ERROR`]);
+/// `Ok(None)` for `--help`.
+fn configured() -> Result<Option<Configured>, (u8, String)> {
+    let bad = |e: String| (CONFIG_ERROR, e);
+    let Some(path) = config_path().map_err(bad)? else {
+        return Ok(None);
+    };
+    let config = load(&path).map_err(bad)?;
+    let state = State::new(&config).map_err(|e| bad(e.to_string()))?;
+    // Every caller is a proxy: no cap per client, only the global one.
+    let options = ServeOptions::from_env(true).map_err(|e| bad(e.to_string()))?;
+    Ok(Some((path, config, Arc::new(state), options)))
+}
+
+/// One line of what the configuration puts in force besides the limits:
+/// the store (a Redis URL with its password masked), its caps, the
+/// trusted proxies. No secret: no password, token or key secret.
+fn log_configuration(config: &Config) {
+    let store = match &config.deployment.store {
+        StoreSettings::Memory { max_keys } => match max_keys {
+            Some(n) => format!("memory, at most {n} keys per limit"),
+            None => "memory, no cap on keys".to_owned(),
+        },
+        StoreSettings::Redis {
+            url,
+            fallback_max_keys,
+            lease,
+            ..
+        } => {
+            let target = Target::parse(url, None).map_or_else(
+                |_| "redis (its URL not shown)".to_owned(),
+                |t| format!("redis at {t}"),
+            );
+            let fallback = fallback_max_keys.map_or_else(
+                || "no fallback".to_owned(),
+                |n| format!("a memory fallback of at most {n} keys per limit"),
+            );
+            let lease = lease.map_or_else(|| "no leases".to_owned(), |n| format!("leases of {n}"));
+            format!("{target}, {fallback}, {lease}")
+        }
+        _ => "a store of another kind".to_owned(),
+    };
+    let proxies = config.deployment.client_ip.as_ref().map_or_else(
+        || "none: GET /check keys on the peer's address".to_owned(),
+        |c| {
+            let trusted: Vec<String> = c.trusted().iter().map(ToString::to_string).collect();
+            format!(
+                "{} (header {})",
+                trusted.join(", "),
+                c.proxy_header().name()
+            )
+        },
+    );
+    let server = &config.server;
+    tracing::info!(
+        store = %store,
+        proxies = %proxies,
+        headers = server.headers,
+        refuse_status = server.refuse_status,
+        "configuration in force"
+    );
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -128,55 +210,46 @@ async fn main() -> ExitCode {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
-    let path = match config_path() {
-        Ok(path) => path,
+    let (path, config, state, options) = match configured() {
+        Ok(Some(configured)) => configured,
+        Ok(None) => return ExitCode::SUCCESS,
+        Err((code, e)) => {
+            eprintln!("ratelimitd: {e}");
+            return ExitCode::from(code);
+        }
+    };
+    match serve(path, &config, state, options).await {
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("ratelimitd: {e}");
-            return ExitCode::FAILURE;
+            ExitCode::FAILURE
         }
-    };
-    let config = match load(&path) {
-        Ok(config) => config,
-        Err(e) => {
-            eprintln!("ratelimitd: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let limits = config.limits.len();
-    let signal = match shutdown_signal() {
-        Ok(signal) => signal,
-        Err(e) => {
-            eprintln!("ratelimitd: cannot handle signals: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let state = match State::new(&config) {
-        Ok(state) => Arc::new(state),
-        Err(e) => {
-            eprintln!("ratelimitd: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    if let Err(e) = reload_on_hangup(Arc::clone(&state), path) {
-        eprintln!("ratelimitd: cannot handle SIGHUP: {e}");
-        return ExitCode::FAILURE;
     }
-    let running = match Running::start(state).await {
-        Ok(running) => running,
-        Err(e) => {
-            eprintln!("ratelimitd: cannot listen: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+}
+
+/// Installs the signal handlers, listens, and serves until SIGTERM or
+/// ctrl-c; an error says what failed.
+async fn serve(
+    path: PathBuf,
+    config: &Config,
+    state: Arc<State>,
+    options: ServeOptions,
+) -> Result<(), String> {
+    let signal = shutdown_signal().map_err(|e| format!("cannot handle signals: {e}"))?;
+    reload_on_hangup(Arc::clone(&state), path).map_err(|e| format!("cannot handle SIGHUP: {e}"))?;
+    let running = Running::start(state, options)
+        .await
+        .map_err(|e| format!("cannot listen: {e}"))?;
     tracing::info!(
         grpc = %running.grpc_addr,
         metrics = ?running.metrics_addr,
         admin = ?running.admin_addr,
-        limits,
+        limits = config.limits.len(),
         "ratelimitd listening on {} (HTTP)",
         running.http_addr
     );
+    log_configuration(config);
     running.run_until(signal).await;
     tracing::info!("ratelimitd stopped");
-    ExitCode::SUCCESS
+    Ok(())
 }

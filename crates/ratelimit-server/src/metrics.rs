@@ -1,4 +1,4 @@
-//! Prometheus metrics: decisions per limit, check latency, reloads; the recorder and `GET /metrics`.
+//! Prometheus metrics: decisions per limit, requests per plan, check latency, reloads; the recorder and `GET /metrics`.
 
 use axum::routing::get;
 use axum::Router;
@@ -11,6 +11,13 @@ use std::time::Duration;
 pub const DECISIONS: &str = "ratelimitd_decisions_total";
 /// The time a check took, in seconds, by `protocol` (`grpc`, `http`).
 pub const CHECK_SECONDS: &str = "ratelimitd_check_duration_seconds";
+/// Descriptors that matched no limit (an unknown domain, or entries no
+/// limit of the domain has), admitted; no labels: what a caller sends
+/// never becomes one.
+pub const UNMATCHED: &str = "ratelimitd_unmatched_total";
+/// Requests (a gRPC call, an HTTP check or settlement) by `plan`
+/// (`none`: no plan), while the file has plans.
+pub const PLAN_REQUESTS: &str = "ratelimitd_plan_requests_total";
 /// Reloads, by `outcome` (`applied`, `refused`).
 pub const RELOADS: &str = "ratelimitd_reloads_total";
 
@@ -46,6 +53,11 @@ impl RuleMetrics {
 /// Records how long a check over `protocol` took.
 pub(crate) fn check_took(protocol: &'static str, took: Duration) {
     metrics::histogram!(CHECK_SECONDS, "protocol" => protocol).record(took.as_secs_f64());
+}
+
+/// Counts a request of the plan `plan` (a name from the file).
+pub(crate) fn plan_request(plan: &'static str) {
+    metrics::counter!(PLAN_REQUESTS, "plan" => plan).increment(1);
 }
 
 /// Counts a reload by its outcome.

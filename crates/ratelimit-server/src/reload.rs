@@ -36,6 +36,9 @@ pub struct Reloaded {
     pub changed: Vec<RuleChange>,
     /// How many limits are unchanged.
     pub unchanged: usize,
+    /// The other settings that changed, in force at once: `[server]
+    /// headers`, `[server] refuse-status`, `[proxies]`, `[admin] token`.
+    pub settings: Vec<&'static str>,
 }
 
 /// One `[[limit]]` rule's change: its algorithm before and after, as text (`unlimited` for
@@ -83,7 +86,9 @@ impl State {
     /// limit's `ban` needs a restart. The addresses, `[store]`,
     /// `[metrics] address` and `[admin] address` need a restart: a file
     /// changing them is refused. The admin token and `[proxies]` are
-    /// read again.
+    /// read again, and so are the plans' `keys-file` and `keys-env`
+    /// (a plan added, removed or changed otherwise needs a restart); a
+    /// limit's `plan` applies at once. Keys moved between plans stay.
     pub fn reload(&self, config: &Config) -> Result<Reloaded, ConfigFileError> {
         let result = self.try_reload(config);
         crate::metrics::reloaded(result.is_ok());
@@ -94,7 +99,10 @@ impl State {
         let mut running = self.config.lock().unwrap_or_else(PoisonError::into_inner);
         fixed_unchanged(&running, config)?;
         let old = self.limits();
-        let mut reloaded = Reloaded::default();
+        let mut reloaded = Reloaded {
+            settings: settings_changed(&running, config),
+            ..Reloaded::default()
+        };
         let mut pending: Vec<Pending> = Vec::new();
         let mut rules = Vec::with_capacity(config.limits.len());
         for limit in &config.limits {
@@ -124,6 +132,17 @@ impl State {
             .filter(|name| !config.limits.iter().any(|l| &l.name == name))
             .collect();
         reloaded.removed.sort();
+        // The plans' lists last: read all or nothing, then nothing fails.
+        self.plans()
+            .reload(&config.plans)
+            .map_err(|e| ConfigFileError {
+                file: e
+                    .file
+                    .map_or_else(|| config.file.clone(), |f| f.display().to_string()),
+                line: e.line,
+                limit: None,
+                message: e.message,
+            })?;
         for (live, algorithm) in pending {
             live.set(algorithm);
         }
@@ -179,6 +198,36 @@ fn new_rule(limit: crate::LimitConfig, config: &Config) -> Result<Rule, ConfigFi
 
 fn algorithm_text(algorithm: Option<AnyAlgorithm>) -> String {
     algorithm.map_or_else(|| "unlimited".to_owned(), |a| a.to_string())
+}
+
+/// The settings a reload changes at once, other than limits, that differ
+/// between `running` and `new` (a token by whether it differs, never
+/// shown).
+fn settings_changed(running: &Config, new: &Config) -> Vec<&'static str> {
+    let (was, is) = (&running.deployment, &new.deployment);
+    let proxies = |d: &tower_ratelimit::deploy::Deployment| {
+        d.client_ip.as_ref().map(|c| {
+            let header = c.proxy_header().clone();
+            (c.trusted().to_vec(), header, c.key_prefixes())
+        })
+    };
+    let token = |d: &tower_ratelimit::deploy::Deployment| d.admin.as_ref().map(|a| a.token.clone());
+    let fields = [
+        (
+            "[server] headers",
+            running.server.headers != new.server.headers,
+        ),
+        (
+            "[server] refuse-status",
+            running.server.refuse_status != new.server.refuse_status,
+        ),
+        ("[proxies]", proxies(was) != proxies(is)),
+        ("[admin] token", token(was) != token(is)),
+    ];
+    fields
+        .into_iter()
+        .filter_map(|(name, differs)| differs.then_some(name))
+        .collect()
 }
 
 /// Refuses a change of what only a restart can change, naming it.

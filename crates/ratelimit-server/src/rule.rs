@@ -22,8 +22,8 @@ use std::sync::OnceLock;
 /// "#, "inline", |_| None).unwrap();
 /// let limits = Limits::new(&config).unwrap();
 /// let entries: [Entry<'_>; 1] = [("remote_address", "10.0.0.1")];
-/// assert!(limits.find("edge", &entries).is_some());
-/// assert!(limits.find("edge", &[("user", "alice")]).is_none());
+/// assert!(limits.find("edge", &entries, "none").is_some());
+/// assert!(limits.find("edge", &[("user", "alice")], "none").is_none());
 /// ```
 pub type Entry<'a> = (&'a str, &'a str);
 
@@ -121,6 +121,12 @@ impl Rule {
             && pattern.iter().zip(entries).all(|(p, (k, v))| {
                 p.key == *k && p.value.as_deref().is_none_or(|fixed| fixed == *v)
             })
+    }
+
+    /// Whether it takes the requests of the plan `plan` (`"none"`: no
+    /// plan): a limit without `plan` takes every request.
+    pub fn takes(&self, plan: &str) -> bool {
+        self.config.plan.as_deref().is_none_or(|p| p == plan)
     }
 
     /// How many entries take any value (each value a client of its own).

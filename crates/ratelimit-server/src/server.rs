@@ -1,4 +1,4 @@
-//! The running server: its listeners (gRPC, HTTP, metrics and admin if configured), store upkeep, and a graceful stop.
+//! The running server: its listeners (gRPC, HTTP, metrics and admin if configured), each on tower-ratelimit's hardened server (`serve`), store upkeep, and a graceful stop.
 
 use crate::grpc::Rls;
 use crate::http_api::{router, HttpState};
@@ -12,6 +12,9 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
+use tower::ServiceExt;
+use tower_ratelimit::deploy::SIDE_CONNECTIONS;
+use tower_ratelimit::serve::{serve as serve_hardened, RequestBody, ServeOptions};
 
 /// How long a stop waits for calls in flight before it drops them.
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
@@ -24,7 +27,8 @@ pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// use std::sync::Arc;
 ///
 /// let config = Config::load("ratelimitd.toml".as_ref()).unwrap();
-/// let running = Running::start(Arc::new(State::new(&config).unwrap())).await?;
+/// let options = tower_ratelimit::serve::ServeOptions::default();
+/// let running = Running::start(Arc::new(State::new(&config).unwrap()), options).await?;
 /// println!("gRPC on {}, HTTP on {}", running.grpc_addr, running.http_addr);
 /// running.stop().await;
 /// # Ok(()) }
@@ -48,7 +52,15 @@ impl Running {
     /// Binds the settings' addresses (port 0 picks a free port) and
     /// serves. Metrics install the process's Prometheus recorder
     /// ([`metrics::recorder`](crate::metrics::recorder)).
-    pub async fn start(state: Arc<State>) -> std::io::Result<Self> {
+    ///
+    /// Every listener is tower-ratelimit's hardened server
+    /// ([`serve`](tower_ratelimit::serve)): idle, slow and half-sent
+    /// connections are closed, and a connection that comes when all are
+    /// taken replaces the one idle longest. `options` are the gRPC and
+    /// HTTP ports' timeouts and caps, `max_connections` shared between
+    /// them (half each, at least 1); the metrics and admin listeners take
+    /// the same timeouts and at most [`SIDE_CONNECTIONS`] connections.
+    pub async fn start(state: Arc<State>, options: ServeOptions) -> std::io::Result<Self> {
         let (grpc, http) = {
             let settings = state.settings();
             (settings.grpc, settings.http)
@@ -68,16 +80,31 @@ impl Running {
             ready: AtomicBool::new(true),
         });
         let mut tasks = JoinSet::new();
-        spawn_grpc(&mut tasks, grpc, Arc::clone(&state), stopped);
-        spawn_http(&mut tasks, http, Arc::clone(&shared), stop.subscribe());
+        let options = ServeOptions {
+            shutdown_grace: DRAIN_TIMEOUT,
+            ..options
+        };
+        let port = ServeOptions {
+            max_connections: (options.max_connections / 2).max(1),
+            ..options
+        };
+        let side = ServeOptions {
+            max_connections: SIDE_CONNECTIONS,
+            ..options
+        };
+        spawn_grpc(&mut tasks, grpc, Arc::clone(&state), port, stopped);
+        let app = router(Arc::clone(&shared));
+        tasks.spawn(serve_router(http, app, port, stop.subscribe()));
         let metrics_addr = match metrics_at {
-            Some(addr) => Some(serve(&mut tasks, addr, metrics_app()?, &stop, "metrics").await?),
+            Some(addr) => {
+                Some(serve(&mut tasks, addr, metrics_app()?, side, &stop, "metrics").await?)
+            }
             None => None,
         };
         let admin_addr = match admin_at {
             Some(addr) => {
                 let app = crate::admin::router(Arc::clone(&state));
-                Some(serve(&mut tasks, addr, app, &stop, "admin").await?)
+                Some(serve(&mut tasks, addr, app, side, &stop, "admin").await?)
             }
             None => None,
         };
@@ -104,7 +131,10 @@ impl Running {
     pub async fn stop(mut self) {
         self.http.ready.store(false, Ordering::Release);
         let _ = self.stop.send(true);
-        let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
+        // Each listener drops what is left after DRAIN_TIMEOUT; this is
+        // the backstop.
+        let backstop = DRAIN_TIMEOUT + Duration::from_secs(1);
+        let drained = tokio::time::timeout(backstop, async {
             while self.tasks.join_next().await.is_some() {}
         })
         .await;
@@ -120,40 +150,37 @@ fn spawn_grpc(
     tasks: &mut JoinSet<()>,
     listener: TcpListener,
     state: Arc<State>,
+    options: ServeOptions,
     stopped: watch::Receiver<bool>,
 ) {
+    let routes = tonic::service::Routes::new(Rls::new(state).into_server()).prepare();
     let signal = until_stopped(stopped);
-    let rls = Rls::new(state).into_server();
-    tasks.spawn(async move {
-        let incoming = tonic::transport::server::TcpIncoming::from(listener);
-        let served = tonic::transport::Server::builder()
-            .add_service(rls)
-            .serve_with_incoming_shutdown(incoming, signal)
-            .await;
-        if let Err(e) = served {
-            tracing::error!(error = %e, "the gRPC server failed");
-        }
-    });
+    tasks.spawn(serve_hardened(
+        listener,
+        options,
+        move |_peer| routes.clone(),
+        signal,
+    ));
 }
 
-/// Serves the HTTP API on `listener` until the stop.
-fn spawn_http(
-    tasks: &mut JoinSet<()>,
+/// Serves `app` on `listener`, each request tagged with the peer's
+/// address (axum's `ConnectInfo`: `GET /check` believes trusted proxies
+/// only, the admin API counts wrong tokens per source), until the stop.
+async fn serve_router(
     listener: TcpListener,
-    shared: Arc<HttpState>,
+    app: axum::Router,
+    options: ServeOptions,
     stopped: watch::Receiver<bool>,
 ) {
-    // Each peer's address: `GET /check` believes trusted proxies only.
-    let app = router(shared).into_make_service_with_connect_info::<SocketAddr>();
-    let signal = until_stopped(stopped);
-    tasks.spawn(async move {
-        let served = axum::serve(listener, app)
-            .with_graceful_shutdown(signal)
-            .await;
-        if let Err(e) = served {
-            tracing::error!(error = %e, "the HTTP server failed");
-        }
-    });
+    let tagged = move |peer: SocketAddr| {
+        app.clone()
+            .map_request(move |mut req: http::Request<RequestBody>| {
+                req.extensions_mut()
+                    .insert(axum::extract::ConnectInfo(peer));
+                req
+            })
+    };
+    serve_hardened(listener, options, tagged, until_stopped(stopped)).await;
 }
 
 /// The `GET /metrics` app, with the process's Prometheus recorder
@@ -163,12 +190,12 @@ fn metrics_app() -> std::io::Result<axum::Router> {
     Ok(crate::metrics::router(handle))
 }
 
-/// Serves `app` on `addr` (with each peer's address, for the admin
-/// API's per-source count of wrong tokens) until the stop: the bound address.
+/// Serves `app` on `addr` with `options` until the stop: the bound address.
 async fn serve(
     tasks: &mut JoinSet<()>,
     addr: SocketAddr,
     app: axum::Router,
+    options: ServeOptions,
     stop: &watch::Sender<bool>,
     what: &'static str,
 ) -> std::io::Result<SocketAddr> {
@@ -177,16 +204,7 @@ async fn serve(
     if !bound.ip().is_loopback() {
         tracing::warn!(%bound, "the {what} listener is on a non-loopback address: keep it behind a firewall");
     }
-    let signal = until_stopped(stop.subscribe());
-    tasks.spawn(async move {
-        let app = app.into_make_service_with_connect_info::<SocketAddr>();
-        let served = axum::serve(listener, app)
-            .with_graceful_shutdown(signal)
-            .await;
-        if let Err(e) = served {
-            tracing::error!(error = %e, "the {what} server failed");
-        }
-    });
+    tasks.spawn(serve_router(listener, app, options, stop.subscribe()));
     Ok(bound)
 }
 

@@ -53,13 +53,13 @@ fn hit_of(state: &State, body: SettleBody) -> Result<Hit, ApiError> {
             if domain.is_empty() || descriptor.is_empty() {
                 return bad("domain and descriptor must not be empty");
             }
-            Hit::resolve(
-                &state.limits(),
-                &domain,
-                &EntryJson::entries(&descriptor),
-                reserved,
-            )
-            .map_err(|e| error(StatusCode::BAD_REQUEST, e.to_string()))
+            if let Some(why) = crate::request_bounds::refused([descriptor.len()].into_iter()) {
+                return Err(error(StatusCode::BAD_REQUEST, why));
+            }
+            let entries = EntryJson::entries(&descriptor);
+            let plan = state.request_plan(|| entries.iter().copied());
+            Hit::resolve(&state.limits(), &domain, &entries, reserved, plan)
+                .map_err(|e| error(StatusCode::BAD_REQUEST, e.to_string()))
         }
         _ => bad("give either limit and key, or domain and descriptor"),
     }

@@ -8,6 +8,7 @@ use ratelimit_core::{Clock, SystemClock};
 use std::sync::{Arc, Mutex, PoisonError};
 use tower_ratelimit::deploy::AdminToken;
 use tower_ratelimit::key::ClientIp;
+use tower_ratelimit::policy::{PlanDirectory, NO_PLAN};
 
 /// The server's shared state.
 ///
@@ -27,6 +28,9 @@ pub struct State {
     admin_token: ArcSwapOption<AdminToken>,
     /// The trusted proxies in force (`[proxies]`), for `GET /check`.
     client_ip: ArcSwapOption<ClientIp>,
+    /// The plans and their members (lists reread at a reload, moves
+    /// shared through Redis).
+    plans: Arc<PlanDirectory>,
     /// The configuration in force: a reload compares with it, one at a
     /// time.
     pub(crate) config: Mutex<Config>,
@@ -50,13 +54,16 @@ impl State {
         Self::with_clock(config, Arc::new(SystemClock::new()))
     }
 
-    /// The state of `config`, on `clock`.
+    /// The state of `config`, on `clock`. With plans and the store in
+    /// Redis, the keys moved between plans are shared there (which needs
+    /// a tokio runtime).
     pub fn with_clock(config: &Config, clock: Arc<dyn Clock>) -> Result<Self, ConfigFileError> {
         Ok(Self {
             limits: ArcSwap::from_pointee(Limits::new(config)?),
             settings: ArcSwap::from_pointee(config.server.clone()),
             admin_token: ArcSwapOption::from(admin_token(config)),
             client_ip: ArcSwapOption::from(client_ip(config)),
+            plans: plans(config)?,
             config: Mutex::new(config.clone()),
             clock,
         })
@@ -70,6 +77,29 @@ impl State {
     /// The `[server]` settings in force.
     pub fn settings(&self) -> Guard<Arc<ServerSettings>> {
         self.settings.load()
+    }
+
+    /// The plans and their members.
+    pub fn plans(&self) -> &Arc<PlanDirectory> {
+        &self.plans
+    }
+
+    /// The plan of a request whose descriptors' entries are `entries`
+    /// (`"none"`: no plan; see [`PlanDirectory::plan_of_values`]: a
+    /// plan key's entry is read from the first entry of its name),
+    /// counted while the file has plans.
+    pub fn request_plan<'a, I>(&self, entries: impl Fn() -> I) -> &'static str
+    where
+        I: Iterator<Item = (&'a str, &'a str)>,
+    {
+        if self.plans.plans().is_empty() {
+            return NO_PLAN;
+        }
+        let plan = self
+            .plans
+            .plan_of_values(|name| entries().find(|(k, _)| *k == name).map(|(_, v)| v));
+        crate::metrics::plan_request(plan);
+        plan
     }
 
     /// The admin token in force.
@@ -103,6 +133,31 @@ impl State {
     pub fn now(&self) -> u64 {
         self.clock.now()
     }
+}
+
+/// The plans of `config`, their moves shared through its Redis store.
+fn plans(config: &Config) -> Result<Arc<PlanDirectory>, ConfigFileError> {
+    let error = |message: String| ConfigFileError {
+        file: config.file.clone(),
+        line: None,
+        limit: None,
+        message,
+    };
+    let plans = PlanDirectory::of_descriptors(&config.plans).map_err(|e| error(e.to_string()))?;
+    let plans = Arc::new(plans);
+    if plans.plans().is_empty() {
+        return Ok(plans);
+    }
+    if let Some(entries) = config.deployment.shared_entries().map_err(&error)? {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err(error(
+                "plans on a Redis store need a tokio runtime (their moves are shared there)"
+                    .to_owned(),
+            ));
+        }
+        plans.share(Arc::new(entries)).map_err(error)?;
+    }
+    Ok(plans)
 }
 
 fn admin_token(config: &Config) -> Option<Arc<AdminToken>> {

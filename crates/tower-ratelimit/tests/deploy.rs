@@ -452,6 +452,7 @@ async fn until_moved(limits: &Limits, plan: &str, moved: usize) {
     for _ in 0..200 {
         if handle
             .plans()
+            .members()
             .iter()
             .any(|p| p.name == plan && p.moved_in == moved)
         {
@@ -461,7 +462,7 @@ async fn until_moved(limits: &Limits, plan: &str, moved: usize) {
     }
     panic!(
         "plan {plan} never had {moved} keys moved in: {:?}",
-        handle.plans()
+        handle.plans().members()
     );
 }
 

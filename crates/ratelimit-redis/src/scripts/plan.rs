@@ -50,7 +50,7 @@ fn nanos(d: Duration) -> u128 {
 }
 
 fn unsupported(algorithm: &AnyAlgorithm, why: &str) -> RedisBuildError {
-    RedisBuildError::Unsupported(format!("{} ({algorithm:?}): {why}", algorithm.name()))
+    RedisBuildError::Unsupported(format!("{algorithm}: {why}"))
 }
 
 /// A number the bounds checked below 2^51, as the script takes it.

@@ -168,3 +168,24 @@ fn a_reload_that_changes_a_ban_is_refused() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn a_cost_that_can_never_fit_begins_no_ban() {
+    let clock = Arc::new(ManualClock::new());
+    let config = Config::parse(LIMITS, "ban.toml", token_env).unwrap();
+    let h = Harness::start_config(config, clock.clone()).await;
+    let ip = "203.0.113.40";
+    let huge = descriptor(&[("path", "/login"), ("remote_address", ip)], Some(3));
+    for _ in 0..3 {
+        let r = h.rls(request("edge", vec![huge.clone()], 0)).await;
+        assert_eq!(r.overall_code, Code::OverLimit as i32);
+        assert_eq!(retry_after(&r), None);
+        // Not the ban's hour: the window's minute (the key is full).
+        assert_eq!(until_reset(&r), 60);
+    }
+    // Not an offence: the client still has its 2.
+    for _ in 0..2 {
+        assert_eq!(login(&h, ip).await.overall_code, Code::Ok as i32);
+    }
+    h.running.stop().await;
+}

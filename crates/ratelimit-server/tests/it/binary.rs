@@ -105,12 +105,41 @@ async fn the_binary_serves_both_protocols_and_stops_on_sigterm() {
 fn a_bad_file_stops_the_binary_naming_the_file_the_line_and_the_limit() {
     let path = config_file("bad.toml", &LIMITS.replace("gcra 1/1h", "gcra 1/1hour"));
     let (status, stderr) = run_to_exit(ratelimitd(&path));
-    assert!(!status.success());
+    assert_eq!(status.code(), Some(2), "{stderr}");
     let want = format!(
         "{}:6: limit \"per-ip\": algorithm = \"gcra 1/1hour\"",
         path.display()
     );
     assert!(stderr.contains(&want), "{stderr}");
+}
+
+#[test]
+fn configuration_errors_exit_2_and_a_failure_to_listen_exits_1() {
+    let path = config_file("codes.toml", LIMITS);
+    let vars = [
+        ("REDIS_URL", "nowhere://x"),
+        ("BIND_ADDR", "nowhere"),
+        ("RATELIMIT_MAX_KEYS", "many"),
+        ("RATELIMIT_CONFIG", "/nonexistent/ratelimitd.toml"),
+    ];
+    for (var, value) in vars {
+        let mut cmd = ratelimitd(&path);
+        cmd.env(var, value);
+        let (status, stderr) = run_to_exit(cmd);
+        assert_eq!(status.code(), Some(2), "{var}={value}: {stderr}");
+        assert!(stderr.contains("ratelimitd: "), "{var}: {stderr}");
+    }
+    let mut cmd = ratelimitd(&path);
+    cmd.arg("--colour");
+    let (status, stderr) = run_to_exit(cmd);
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    // The address is taken: a runtime failure.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut cmd = ratelimitd(&path);
+    cmd.env("BIND_ADDR", taken.local_addr().unwrap().to_string());
+    let (status, stderr) = run_to_exit(cmd);
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("cannot listen"), "{stderr}");
 }
 
 #[tokio::test]
@@ -230,7 +259,33 @@ fn metrics_and_admin_listen_where_the_environment_says() {
     cmd.env("METRICS_ADDR", "127.0.0.1:0")
         .env("ADMIN_ADDR", "127.0.0.1:0")
         .env("ADMIN_TOKEN", token);
-    let server = Spawned::start(cmd);
+    let mut server = Spawned::start(cmd);
+    let line = server
+        .wait_for("configuration in force", Duration::from_secs(20))
+        .unwrap_or_else(|| panic!("{:#?}", server.log));
+    assert!(
+        line.contains("memory, at most 1000000 keys per limit"),
+        "{line}"
+    );
+    assert!(line.contains("proxies=none"), "{line}");
+    assert!(!line.contains(token), "{line}");
+    // A descriptor no limit matches: admitted, and logged by its keys.
+    let body =
+        r#"{"domain":"elsewhere","descriptors":[[{"key":"api_key","value":"secret-value-1"}]]}"#;
+    let post = format!(
+        "POST /check HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    assert_eq!(server.status(&post), 200);
+    let line = server
+        .wait_for("matches no limit", Duration::from_secs(20))
+        .unwrap_or_else(|| panic!("{:#?}", server.log));
+    assert!(
+        line.contains("elsewhere") && line.contains("api_key"),
+        "{line}"
+    );
+    assert!(!line.contains("secret-value-1"), "{line}");
     assert_eq!(check_ip(&server, "10.3.0.20"), 200);
     let (status, body) = get(&logged_addr(&server, "metrics"), "/metrics", "");
     assert_eq!(status, 200, "{body}");

@@ -3,11 +3,16 @@
 
 use crate::harness::{descriptor, request, Harness};
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::Code;
+use ratelimit_core::SystemClock;
 use ratelimit_server::Config;
+use std::sync::Arc;
 
 fn example(file: &str) -> String {
-    let path = format!("{}/../../examples/envoy/{file}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    std::fs::read_to_string(example_path(file)).unwrap_or_else(|e| panic!("{file}: {e}"))
+}
+
+fn example_path(file: &str) -> String {
+    format!("{}/../../examples/envoy/{file}", env!("CARGO_MANIFEST_DIR"))
 }
 
 /// The descriptors Envoy sends for `/login` from `ip`: `per-ip`'s, then `login`'s.
@@ -48,7 +53,10 @@ fn envoy_example_files_agree() {
 
 #[tokio::test]
 async fn envoy_example_descriptors_replayed_against_its_policy() {
-    let h = Harness::start(&example("ratelimitd.toml")).await;
+    // Read from its place: its plans' keys files are beside it.
+    let path = example_path("ratelimitd.toml");
+    let config = Config::parse(&example("ratelimitd.toml"), &path, |_| None).unwrap();
+    let h = Harness::start_config(config, Arc::new(SystemClock::new())).await;
     // /login: 5 a minute per address; the 6th is refused by `login`.
     for i in 0..6 {
         let r = h.rls(request("edge", login("10.4.0.1"), 0)).await;
@@ -86,6 +94,13 @@ async fn envoy_example_descriptors_replayed_against_its_policy() {
         r.statuses[1].current_limit.as_ref().unwrap().name,
         "per-key"
     );
+    // A pro key's and a free key's descriptors: their plans' limits.
+    for (key, limit) in [("pro-key-1", "pro-key"), ("free-key-1", "free-key")] {
+        let keyed = vec![descriptor(&[("api_key", key)], None)];
+        let r = h.rls(request("edge", keyed, 0)).await;
+        let name = r.statuses[0].current_limit.as_ref().map(|l| l.name.clone());
+        assert_eq!(name.as_deref(), Some(limit), "{r:?}");
+    }
     // Without the x-api-key header Envoy sends only the address's descriptor.
     let r = h.rls(request("edge", other[..1].to_vec(), 0)).await;
     assert_eq!(r.overall_code, Code::Ok as i32);

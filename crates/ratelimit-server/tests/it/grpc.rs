@@ -317,3 +317,159 @@ async fn what_the_server_cannot_honour_is_invalid_argument() {
     );
     h.running.stop().await;
 }
+
+#[tokio::test]
+async fn a_cost_that_can_never_fit_reports_the_time_until_full_never_0() {
+    let h = Harness::start(LIMITS).await;
+    let field = |r: &RateLimitResponse, name: &str| {
+        let found = r.response_headers_to_add.iter().find(|h| h.key == name);
+        found.map(|h| h.value.clone())
+    };
+    // An empty key: the window (60 s), not 0.
+    for (hits, addend) in [(None, u32::MAX), (Some(1 << 40), 0)] {
+        let r = ip(&h, "10.0.0.50", hits, addend).await;
+        assert_eq!((r.overall_code, r.statuses[0].code), (OVER, OVER));
+        let until = r.statuses[0].duration_until_reset.expect("a reset");
+        assert_eq!((until.seconds, until.nanos), (60, 0));
+        assert_eq!(field(&r, "retry-after"), None);
+        assert_eq!(
+            field(&r, "ratelimit").as_deref(),
+            Some("\"per-ip\";r=10;t=60")
+        );
+    }
+    // A used key: until it is full again (its window's end).
+    assert_eq!(ip(&h, "10.0.0.50", None, 0).await.overall_code, OK);
+    let r = ip(&h, "10.0.0.50", None, u32::MAX).await;
+    let until = r.statuses[0].duration_until_reset.expect("a reset");
+    assert!(until.seconds > 0 && until.seconds <= 60, "{until:?}");
+    h.running.stop().await;
+}
+
+#[tokio::test]
+async fn descriptors_and_entries_per_call_are_capped() {
+    use ratelimit_server::{MAX_DESCRIPTORS, MAX_ENTRIES};
+    let h = Harness::start(LIMITS).await;
+    let mut client = h.grpc.clone();
+    let many = vec![descriptor(&[("user", "cap")], Some(0)); MAX_DESCRIPTORS + 1];
+    let err = client
+        .should_rate_limit(request("edge", many, 0))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), tonic::Code::InvalidArgument);
+    assert!(err.message().contains("at most 64"), "{}", err.message());
+    let keys: Vec<String> = (0..=MAX_ENTRIES).map(|i| format!("k{i}")).collect();
+    let entries: Vec<(&str, &str)> = keys.iter().map(|k| (k.as_str(), "v")).collect();
+    let err = client
+        .should_rate_limit(request("edge", vec![descriptor(&entries, None)], 0))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), tonic::Code::InvalidArgument);
+    assert!(
+        err.message().contains("descriptors[0]: 17 entries"),
+        "{}",
+        err.message()
+    );
+    // Exactly the cap is served.
+    let most = vec![descriptor(&[("user", "cap")], Some(0)); MAX_DESCRIPTORS];
+    assert_eq!(h.rls(request("edge", most, 0)).await.statuses.len(), 64);
+    h.running.stop().await;
+}
+
+#[tokio::test]
+async fn the_fields_show_the_most_restrictive_descriptor_only() {
+    let h = Harness::start(LIMITS).await;
+    let field = |r: &RateLimitResponse, name: &str| {
+        let found = r.response_headers_to_add.iter().find(|h| h.key == name);
+        found.map(|h| h.value.clone())
+    };
+    let three = || {
+        vec![
+            descriptor(&[("remote_address", "10.0.0.60")], None),
+            descriptor(&[("user", "most")], None),
+            descriptor(&[("remote_address", "10.0.0.61")], None),
+        ]
+    };
+    let r = h.rls(request("edge", three(), 0)).await;
+    assert_eq!(r.overall_code, OK);
+    assert_eq!(
+        r.response_headers_to_add.len(),
+        2,
+        "{:?}",
+        r.response_headers_to_add
+    );
+    assert_eq!(
+        field(&r, "ratelimit-policy").as_deref(),
+        Some("\"per-user\";q=2;w=60")
+    );
+    assert_eq!(
+        field(&r, "ratelimit").as_deref(),
+        Some("\"per-user\";r=1;t=60")
+    );
+    h.running.stop().await;
+}
+
+#[tokio::test]
+async fn a_descriptor_value_that_is_not_utf8_is_invalid_argument_naming_its_key() {
+    use tonic::codegen::http::uri::PathAndQuery;
+    #[derive(Clone, PartialEq, prost::Message)]
+    struct RawRequest {
+        #[prost(string, tag = "1")]
+        domain: String,
+        #[prost(message, repeated, tag = "2")]
+        descriptors: Vec<RawDescriptor>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    struct RawDescriptor {
+        #[prost(message, repeated, tag = "1")]
+        entries: Vec<RawEntry>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    struct RawEntry {
+        #[prost(bytes = "vec", tag = "1")]
+        key: Vec<u8>,
+        #[prost(bytes = "vec", tag = "2")]
+        value: Vec<u8>,
+    }
+    let h = Harness::start(LIMITS).await;
+    let addr = format!("http://{}", h.running.grpc_addr);
+    let channel = tonic::transport::Endpoint::from_shared(addr)
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut grpc = tonic::client::Grpc::new(channel);
+    let path = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
+    let entry = |key: &[u8], value: &[u8]| RawEntry {
+        key: key.to_vec(),
+        value: value.to_vec(),
+    };
+    let cases = [
+        (
+            entry(b"user", b"\xff\xfe"),
+            "descriptors[0]: entry \"user\": the value is not UTF-8",
+        ),
+        (
+            entry(b"\xc3", b"x"),
+            "descriptors[0].entries[0]: the key is not UTF-8",
+        ),
+    ];
+    for (bad, want) in cases {
+        let raw = RawRequest {
+            domain: "edge".into(),
+            descriptors: vec![RawDescriptor { entries: vec![bad] }],
+        };
+        grpc.ready().await.unwrap();
+        let codec = tonic_prost::ProstCodec::<RawRequest, RateLimitResponse>::default();
+        let err = grpc
+            .unary(
+                tonic::Request::new(raw),
+                PathAndQuery::from_static(path),
+                codec,
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), tonic::Code::InvalidArgument, "{err:?}");
+        assert_eq!(err.message(), want);
+    }
+    h.running.stop().await;
+}

@@ -14,6 +14,7 @@ use ratelimit_core::{Clock, SystemClock};
 use ratelimit_server::{Config, ConfigFileError, Reloaded, Running, State};
 use std::sync::Arc;
 use tonic::transport::Channel;
+use tower_ratelimit::serve::ServeOptions;
 
 /// A running server and clients of it.
 pub struct Harness {
@@ -45,10 +46,21 @@ impl Harness {
 
     /// The server of `config`, its addresses (and those of metrics and
     /// admin, when on) replaced by free ports, the stores on `clock`.
-    pub async fn start_config(mut config: Config, clock: Arc<dyn Clock>) -> Self {
+    pub async fn start_config(config: Config, clock: Arc<dyn Clock>) -> Self {
+        Self::start_serving(config, clock, ServeOptions::default()).await
+    }
+
+    /// As [`start_config`](Self::start_config), the listeners with `options`.
+    pub async fn start_serving(
+        mut config: Config,
+        clock: Arc<dyn Clock>,
+        options: ServeOptions,
+    ) -> Self {
         free_ports(&mut config);
         let state = Arc::new(State::with_clock(&config, clock).expect("stores"));
-        let running = Running::start(Arc::clone(&state)).await.expect("listen");
+        let running = Running::start(Arc::clone(&state), options)
+            .await
+            .expect("listen");
         let grpc = RateLimitServiceClient::connect(format!("http://{}", running.grpc_addr))
             .await
             .expect("gRPC connect");

@@ -81,6 +81,48 @@ async fn post_check_by_limit_and_key_shares_the_descriptors_counter() {
 }
 
 #[tokio::test]
+async fn post_check_of_a_cost_that_can_never_fit_says_so_and_invites_no_retry() {
+    let h = Harness::start(LIMITS).await;
+    let by_key = format!(
+        r#"{{"limit":"per-ip","key":"10.1.0.9","cost":{}}}"#,
+        u64::MAX
+    );
+    let by_descriptors = r#"{"domain":"edge","hits_addend":1099511627776,
+        "descriptors":[[{"key":"remote_address","value":"10.1.0.9"}]]}"#;
+    for body in [by_key.as_str(), by_descriptors] {
+        let a = h.http("POST", "/check", &[], body).await;
+        assert_eq!(a.status, 429, "{}", a.body);
+        assert!(a.body.contains("\"never_admissible\":true"), "{}", a.body);
+        assert!(a.body.contains("\"retry_after_secs\":null"), "{}", a.body);
+        assert!(!a.headers.contains_key("retry-after"));
+        assert_eq!(a.headers["ratelimit"], "\"per-ip\";r=3;t=60");
+    }
+    let a = h
+        .http("POST", "/check", &[], &by_descriptor("10.1.0.9"))
+        .await;
+    assert!(a.body.contains("\"never_admissible\":false"), "{}", a.body);
+    h.running.stop().await;
+}
+
+#[tokio::test]
+async fn post_check_caps_the_descriptors_of_a_call() {
+    let h = Harness::start(LIMITS).await;
+    let one = r#"[{"key":"remote_address","value":"10.1.0.30"}]"#;
+    let body = |n: usize| {
+        let all = vec![one; n].join(",");
+        format!(r#"{{"domain":"edge","hits_addend":0,"descriptors":[{all}]}}"#)
+    };
+    let a = h.http("POST", "/check", &[], &body(65)).await;
+    assert_eq!(a.status, 400, "{}", a.body);
+    assert!(a.body.contains("65 descriptors: at most 64"), "{}", a.body);
+    let a = h.http("POST", "/check", &[], &body(3)).await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    // One descriptor's fields, however many were checked.
+    assert_eq!(a.headers["ratelimit"], "\"per-ip\";r=0;t=60");
+    h.running.stop().await;
+}
+
+#[tokio::test]
 async fn bad_bodies_are_400_naming_the_fault() {
     let h = Harness::start(LIMITS).await;
     for body in [
@@ -107,22 +149,34 @@ async fn bad_bodies_are_400_naming_the_fault() {
 }
 
 #[tokio::test]
-async fn get_check_keys_on_the_limits_header_for_forward_auth() {
+async fn get_check_without_proxies_keys_on_the_peer_and_on_the_limits_header() {
     let h = Harness::start(LIMITS).await;
-    let ip = [("x-real-ip", "10.1.0.3")];
-    for _ in 0..3 {
-        assert_eq!(
-            h.http("GET", "/check?limit=per-ip", &ip, "").await.status,
-            204
+    // No proxy trusted: X-Real-IP names no one; the peer is the client.
+    for (i, ip) in ["10.1.0.3", "10.1.0.4", "not an address"]
+        .iter()
+        .enumerate()
+    {
+        let a = h
+            .http("GET", "/check?limit=per-ip", &[("x-real-ip", ip)], "")
+            .await;
+        assert_eq!(a.status, 204, "{ip}");
+        let r = format!("r={};", 2 - i);
+        assert!(
+            a.headers["ratelimit"].to_str().unwrap().contains(&r),
+            "{:?}",
+            a.headers
         );
     }
-    let a = h.http("GET", "/check?limit=per-ip", &ip, "").await;
+    let a = h.http("GET", "/check?limit=per-ip", &[], "").await;
     assert_eq!(a.status, 429);
     assert!(a.headers.contains_key("retry-after"));
-    // No key header: 400, naming it.
-    let a = h.http("GET", "/check?limit=per-ip", &[], "").await;
+    let peek = r#"{"limit":"per-ip","key":"127.0.0.1","cost":0}"#;
+    let a = h.http("POST", "/check", &[], peek).await;
+    assert!(a.body.contains("\"remaining\":0"), "{}", a.body);
+    // A limit's key-header is read as sent; without it, 400 naming it.
+    let a = h.http("GET", "/check?limit=login", &[], "").await;
     assert_eq!(a.status, 400);
-    assert!(a.body.contains("x-real-ip"), "{}", a.body);
+    assert!(a.body.contains("x-client"), "{}", a.body);
     // A limit with a fixed entry and one varying entry keys on its own header.
     let client = [("x-client", "c1")];
     assert_eq!(
@@ -137,7 +191,7 @@ async fn get_check_keys_on_the_limits_header_for_forward_auth() {
 #[tokio::test]
 async fn refuse_status_403_is_for_nginx_auth_request() {
     let h = Harness::start(&format!("[server]\nrefuse-status = 403\n{LIMITS}")).await;
-    let ip = [("x-real-ip", "10.1.0.4")];
+    let ip: [(&str, &str); 0] = [];
     for _ in 0..3 {
         assert_eq!(
             h.http("GET", "/check?limit=per-ip", &ip, "").await.status,
@@ -192,7 +246,7 @@ fn config_errors_name_the_file_the_line_the_limit_and_the_value() {
         (
             "[[limit]]\nname = \"a\"\ndomain = \"d\"\nalgorithm = \"gcra 1/1s\"\ndescriptors = [{ key = \"k\" }]\n\
              [[limit]]\nname = \"b\"\ndomain = \"d\"\nalgorithm = \"gcra 2/1s\"\ndescriptors = [{ key = \"k\" }]\n",
-            "limit \"b\": same domain and descriptors as limit \"a\"",
+            "limit \"b\": same domain, descriptors and plan as limit \"a\"",
         ),
         (
             "[[limit]]\nname = \"a\"\ndomain = \"d\"\nalgorithm = \"gcra 1/1s\"\ndescriptors = [{ key = \"k\" }]\nshadw = true\n",
@@ -201,6 +255,25 @@ fn config_errors_name_the_file_the_line_the_limit_and_the_value() {
         (
             "[store]\nkind = \"memory\"\nmax-keys = 0\n",
             "f.toml:3: [store] max-keys: 0: expected 1 to",
+        ),
+        (
+            "[[limit]]\nname = \"x/y?z\"\ndomain = \"d\"\nalgorithm = \"gcra 1/1s\"\ndescriptors = [{ key = \"k\" }]\n",
+            "f.toml:1: limit \"x/y?z\": name = \"x/y?z\": 1 to 64 letters, digits, - and _",
+        ),
+        (
+            "[colour]\nred = true\n",
+            "f.toml:1: unknown field `colour`, expected [server], [[limit]], [[plan]], [store], [proxies], [admin] or [metrics]",
+        ),
+        (
+            "[[limit]]\nname = \"a\"\ndomain = \"d\"\nalgorithm = \"gcra 1/1s\"\ndescriptors = [{ key = \"k\" }]\nkey-header = \"X-Real-IP\"\n",
+            "key-header = \"X-Real-IP\" carries the client's address through proxies",
+        ),
+        (
+            &format!(
+                "[[limit]]\nname = \"a\"\ndomain = \"d\"\nalgorithm = \"gcra 1/1s\"\ndescriptors = [{}]\n",
+                vec!["{ key = \"k\" }"; 17].join(", ")
+            ),
+            "descriptors has 17 entries: at most 16",
         ),
     ];
     for (text, want) in cases {

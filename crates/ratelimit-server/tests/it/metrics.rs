@@ -75,6 +75,34 @@ async fn decisions_are_counted_per_limit_domain_and_code() {
 }
 
 #[tokio::test]
+async fn descriptors_that_match_no_limit_are_counted_without_labels() {
+    let config = Config::parse(LIMITS, "metrics.toml", |_| None).unwrap();
+    let h = Harness::start_config(config, Arc::new(SystemClock::new())).await;
+    let unmatched = [
+        ("nowhere-domain", "remote_address"),
+        ("metered", "no-such-entry"),
+    ];
+    for (domain, key) in unmatched {
+        let d = crate::harness::descriptor(&[(key, "unmatched-secret-value")], None);
+        let r = h.rls(crate::harness::request(domain, vec![d], 0)).await;
+        assert_eq!(r.overall_code, Code::Ok as i32);
+    }
+    let body = r#"{"domain":"nowhere-domain","descriptors":[[{"key":"k","value":"v"}]]}"#;
+    assert_eq!(h.http("POST", "/check", &[], body).await.status, 200);
+    let a = h
+        .http_at(h.running.metrics_addr, "GET", "/metrics", &[], "")
+        .await;
+    // Other tests of this process count theirs too: at least these 3.
+    let n = sample(&a.body, "ratelimitd_unmatched_total ")
+        .unwrap_or_else(|| panic!("no unlabelled counter in\n{}", a.body));
+    assert!(n >= 3.0, "{n}");
+    for sent in ["nowhere-domain", "no-such-entry", "unmatched-secret-value"] {
+        assert!(!a.body.contains(sent), "{sent} in\n{}", a.body);
+    }
+    h.running.stop().await;
+}
+
+#[tokio::test]
 async fn metrics_are_off_by_default() {
     let config = Config::parse(
         &LIMITS.replace("[metrics]\naddress = \"127.0.0.1:9090\"", ""),

@@ -103,3 +103,58 @@ fn trusted_proxies_come_from_the_environment_too() {
     let err = Config::parse("", "p.toml", bad).unwrap_err().to_string();
     assert!(err.contains("TRUSTED_PROXIES"), "{err}");
 }
+
+/// `per-ip` behind a trusted proxy on loopback that sets X-Real-IP.
+const REAL_IP: &str = r#"
+[proxies]
+trusted = ["127.0.0.1"]
+header = "x-real-ip"
+
+[[limit]]
+name = "per-ip"
+domain = "edge"
+algorithm = "fixed-window 1/1h"
+descriptors = [{ key = "remote_address" }]
+"#;
+
+#[tokio::test]
+async fn an_address_is_keyed_per_client_ipv6_by_its_64() {
+    let config = Config::parse(REAL_IP, "real-ip.toml", |_| None).unwrap();
+    let h = Harness::start_config(config, Arc::new(SystemClock::new())).await;
+    let real_ip = |v| [("x-real-ip", v)];
+    // One IPv6 client: its /64.
+    assert_eq!(get(&h, "per-ip", &real_ip("2001:db8::1")).await, 204);
+    assert_eq!(get(&h, "per-ip", &real_ip("2001:db8::2")).await, 429);
+    assert_eq!(left(&h, "2001:db8::/64").await, "0");
+    assert_eq!(get(&h, "per-ip", &real_ip("2001:db8:0:1::1")).await, 204);
+    // IPv4: each address.
+    assert_eq!(get(&h, "per-ip", &real_ip("192.0.2.1")).await, 204);
+    assert_eq!(get(&h, "per-ip", &real_ip("192.0.2.2")).await, 204);
+    assert_eq!(left(&h, "192.0.2.1").await, "0");
+    // Not an address: 400, naming the header.
+    let a = h
+        .http("GET", "/check?limit=per-ip", &real_ip("alice"), "")
+        .await;
+    assert_eq!(a.status, 400, "{}", a.body);
+    assert!(a.body.to_lowercase().contains("x-real-ip"), "{}", a.body);
+    h.running.stop().await;
+}
+
+#[tokio::test]
+async fn a_reload_of_proxies_is_logged_as_a_change() {
+    let h = start("10.0.0.0/8").await;
+    let xff = [("x-forwarded-for", "203.0.113.30")];
+    let reloaded = h
+        .reload(Config::parse(&limits("127.0.0.1"), "p.toml", |_| None).unwrap())
+        .unwrap();
+    assert_eq!(reloaded.settings, ["[proxies]"]);
+    assert!(reloaded.changed.is_empty());
+    // In force at once: the header of the now trusted peer names the client.
+    assert_eq!(get(&h, "per-ip", &xff).await, 204);
+    assert_eq!(left(&h, "203.0.113.30").await, "0");
+    let again = h
+        .reload(Config::parse(&limits("127.0.0.1"), "p.toml", |_| None).unwrap())
+        .unwrap();
+    assert!(again.settings.is_empty(), "{again:?}");
+    h.running.stop().await;
+}

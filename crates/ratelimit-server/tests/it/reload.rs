@@ -179,6 +179,11 @@ async fn a_redis_store_refuses_a_reload_to_what_its_scripts_cannot_decide() {
         err.starts_with("reload.toml:6: limit \"login\": its store:"),
         "{err}"
     );
+    // A sentence, with the algorithm as written: no Rust structure.
+    assert!(
+        err.contains("the redis store: fixed-window 3/year: a calendar year") && !err.contains('{'),
+        "{err}"
+    );
     assert_eq!(
         h.state
             .limits()

@@ -6,8 +6,8 @@
 //! Nothing of the layer is copied: route matching (`HEAD` under `GET`),
 //! tiers, keys, costs, algorithms, overrides and counted statuses are the
 //! layer's own. Besides the router, the engine asks the table's public
-//! API only to name things: [`PolicyEntry::applies_to`] (which limits saw a
-//! request) and [`KeySpec::extractor`](tower_ratelimit::policy::KeySpec::extractor)
+//! API only to name things: [`PolicyEntry::applies_to`] and
+//! [`PlanDirectory::plan_of`] (which limits saw a request) and [`KeySpec::extractor`](tower_ratelimit::policy::KeySpec::extractor)
 //! (the key a limit refused).
 
 use super::line::LogLine;
@@ -23,7 +23,9 @@ use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tower_ratelimit::key::KeyError;
-use tower_ratelimit::policy::{AppKey, PolicyEntry, PolicyKey, PolicyOptions, PolicyTable};
+use tower_ratelimit::policy::{
+    AppKey, PlanDirectory, PolicyEntry, PolicyKey, PolicyOptions, PolicyTable,
+};
 use tower_ratelimit::strategy::KeyErrorPolicy;
 use tower_ratelimit::RateLimitInfo;
 use tower_service::Service;
@@ -147,6 +149,9 @@ pub struct Engine {
     /// The same routes without the layers: the matched path of a request
     /// a layer answered.
     plain: Router,
+    /// The table's plans: a limit scoped to another plan than a
+    /// request's did not see it.
+    plans: Arc<PlanDirectory>,
 }
 
 async fn echo(mut req: Request) -> Response {
@@ -194,7 +199,7 @@ impl Engine {
         let options = EngineOptions { policy, ..options };
         let mut stores = Vec::new();
         let max_keys = options.max_keys;
-        let (router, _handle) = table
+        let (router, handle) = table
             .apply(routes(table), &options.policy, |spec| {
                 let store: LimitStore = Arc::new(
                     MemoryStore::<LiveAlgorithm, PolicyKey>::builder(spec.live().clone())
@@ -224,6 +229,7 @@ impl Engine {
             stores,
             options,
             plain: routes(table),
+            plans: Arc::clone(handle.plans()),
         })
     }
 
@@ -435,8 +441,10 @@ impl Engine {
         let mut seen = 0u64;
         let mut refused_key = None;
         let mut limited = None;
+        let plan = self.plans.plan_of(parts);
         for (i, entry) in self.entries.iter().enumerate() {
-            if !entry.applies_to(parts, &self.options.policy) {
+            let of_plan = entry.plan.as_deref().is_none_or(|p| p == plan);
+            if !of_plan || !entry.applies_to(parts, &self.options.policy) {
                 continue;
             }
             // Without a key error, a limit that refuses keyless requests

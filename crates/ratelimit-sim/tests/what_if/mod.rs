@@ -5,6 +5,7 @@
 //! ([`nginx`]).
 
 mod nginx;
+mod plans;
 
 use std::path::PathBuf;
 use std::process::{Command, Output};

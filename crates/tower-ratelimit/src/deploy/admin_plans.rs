@@ -25,6 +25,7 @@ async fn plans(State(admin): State<Admin>) -> Result<Response, Problem> {
     let plans: Vec<_> = admin
         .handle()?
         .plans()
+        .members()
         .into_iter()
         .map(|p| {
             json!({
@@ -41,7 +42,13 @@ async fn plans(State(admin): State<Admin>) -> Result<Response, Problem> {
 
 /// 404 unless `plan` is a plan of the table.
 fn known(admin: &Admin, plan: &str) -> Result<(), Problem> {
-    if admin.handle()?.plans().iter().any(|p| p.name == plan) {
+    if admin
+        .handle()?
+        .plans()
+        .plans()
+        .iter()
+        .any(|p| p.name == plan)
+    {
         Ok(())
     } else {
         Err(problem(
@@ -61,13 +68,15 @@ async fn move_in(
     Path((plan, key)): Path<(String, String)>,
 ) -> Result<Response, Problem> {
     known(&admin, &plan)?;
-    Ok(match admin.handle()?.move_to_plan(&plan, &key).await {
-        Ok(()) => {
-            tracing::info!(target: "tower_ratelimit::admin", plan = %plan, key = %shown(&key), "admin: key moved into a plan");
-            Json(json!({ "plan": plan, "moved": true })).into_response()
-        }
-        Err(e) => refused(&e),
-    })
+    Ok(
+        match admin.handle()?.plans().move_to_plan(&plan, &key).await {
+            Ok(()) => {
+                tracing::info!(target: "tower_ratelimit::admin", plan = %plan, key = %shown(&key), "admin: key moved into a plan");
+                Json(json!({ "plan": plan, "moved": true })).into_response()
+            }
+            Err(e) => refused(&e),
+        },
+    )
 }
 
 async fn move_out(
@@ -75,7 +84,7 @@ async fn move_out(
     Path((plan, key)): Path<(String, String)>,
 ) -> Result<Response, Problem> {
     known(&admin, &plan)?;
-    match admin.handle()?.remove_from_plan(&plan, &key).await {
+    match admin.handle()?.plans().remove_from_plan(&plan, &key).await {
         Ok(Some(now)) => {
             tracing::info!(target: "tower_ratelimit::admin", plan = %plan, key = %shown(&key), now = %now, "admin: key taken out of a plan");
             Ok(Json(json!({ "plan": plan, "removed": true, "now": now })).into_response())

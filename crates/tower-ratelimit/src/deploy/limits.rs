@@ -10,7 +10,7 @@ use super::settings::Deployment;
 use crate::key::ClientIp;
 use crate::policy::{PolicyError, PolicyHandle, PolicyKey, PolicyOptions, PolicyTable, StoreSpec};
 use axum::Router;
-use ratelimit_redis::{RedisEntries, StoreSettings, Target, DEFAULT_PREFIX, DEFAULT_REFRESH};
+use ratelimit_redis::StoreSettings;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -168,7 +168,13 @@ impl Limits {
                 DeployError::File(e)
             })?;
         let handle = Arc::new(handle);
-        share_entries(settings, &handle).map_err(|e| inner.fail(e))?;
+        if let Some(entries) = inner
+            .deployment
+            .shared_entries()
+            .map_err(|e| inner.fail(e))?
+        {
+            handle.share(Arc::new(entries)).map_err(|e| inner.fail(e))?;
+        }
         if inner.handle.set(handle).is_err() {
             return Err(inner.fail(APPLIED.to_owned()));
         }
@@ -218,26 +224,4 @@ impl Limits {
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
         self.inner.deployment.metrics
     }
-}
-
-/// Shares the run-time entries (list entries, overrides) of `handle`
-/// through Redis when the limits are there, under the store's prefix.
-fn share_entries(settings: &StoreSettings, handle: &Arc<PolicyHandle>) -> Result<(), String> {
-    let StoreSettings::Redis {
-        url,
-        tls_ca,
-        prefix,
-        key_secret,
-        ..
-    } = settings
-    else {
-        return Ok(());
-    };
-    let target = Target::parse(url, tls_ca.as_deref()).map_err(|e| format!("[store] {e}"))?;
-    let prefix = prefix.as_deref().unwrap_or(DEFAULT_PREFIX).to_owned();
-    let entries = match key_secret {
-        Some(secret) => RedisEntries::with_key_secret(target, prefix, DEFAULT_REFRESH, secret.0),
-        None => RedisEntries::new(target, prefix),
-    };
-    handle.share(Arc::new(entries.map_err(|e| format!("[store] {e}"))?))
 }

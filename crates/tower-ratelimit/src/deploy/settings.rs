@@ -6,7 +6,7 @@ use super::env::{Env, Origin, Setting};
 use super::error::DeployError;
 use super::sections::{self, Sections};
 use crate::key::{ClientIp, ProxyHeader};
-use ratelimit_redis::{StoreSettings, Target};
+use ratelimit_redis::{RedisEntries, StoreSettings, Target, DEFAULT_PREFIX, DEFAULT_REFRESH};
 use std::net::SocketAddr;
 use std::path::Path;
 
@@ -77,6 +77,43 @@ pub struct AdminSettings {
 }
 
 impl Deployment {
+    /// Where the run-time entries (list entries, overrides, keys moved
+    /// between plans) are shared with every instance: on the store's
+    /// Redis, under its prefix, hashed with its key secret; `None` for a
+    /// memory store. What [`Limits::apply`](super::Limits::apply) shares
+    /// through, and a service's own plans with it (ratelimitd's), so that
+    /// both read one hash. Connects in the background: needs a tokio
+    /// runtime.
+    ///
+    /// ```
+    /// use tower_ratelimit::deploy::Deployment;
+    ///
+    /// let (memory, _) = Deployment::split("", None, |_| None)?;
+    /// assert!(memory.shared_entries().unwrap().is_none());
+    /// # Ok::<(), tower_ratelimit::deploy::DeployError>(())
+    /// ```
+    pub fn shared_entries(&self) -> Result<Option<RedisEntries>, String> {
+        let StoreSettings::Redis {
+            url,
+            tls_ca,
+            prefix,
+            key_secret,
+            ..
+        } = &self.store
+        else {
+            return Ok(None);
+        };
+        let target = Target::parse(url, tls_ca.as_deref()).map_err(|e| format!("[store] {e}"))?;
+        let prefix = prefix.as_deref().unwrap_or(DEFAULT_PREFIX).to_owned();
+        let entries = match key_secret {
+            Some(secret) => {
+                RedisEntries::with_key_secret(target, prefix, DEFAULT_REFRESH, secret.0)
+            }
+            None => RedisEntries::new(target, prefix),
+        };
+        entries.map(Some).map_err(|e| format!("[store] {e}"))
+    }
+
     /// The deployment's sections of a file's `text`, with `var` looking
     /// up the environment's overrides, and the rest of the text: every
     /// line in place, the deployment's blank, for the caller's own

@@ -6,6 +6,7 @@ use super::error::PolicyError;
 use super::extractor::{ip_source, text_part, Part, PolicyExtractor, PolicyOptions};
 use super::key::{KeySpec, PolicyKey};
 use super::plan_book::{Extract, PlanBook};
+use super::plan_directory::PlanDirectory;
 use super::plan_layer::plan_layer;
 use super::reload::PolicyHandle;
 use super::runtime_overrides::RuntimeOverrides;
@@ -54,7 +55,7 @@ impl PolicyTable {
             .clone()
             .unwrap_or_else(crate::clock::default_clock);
         let runtime = Arc::new(RuntimeLists::default());
-        let plans = Arc::new(self.plan_book(options)?);
+        let plans = Arc::new(PlanDirectory::new(self.plan_book(options)?));
         let settles = self.entries.iter().any(|e| e.cost_from.is_some());
         let mut layers: Vec<AddLayer> = Vec::with_capacity(self.entries.len());
         let mut live = Vec::with_capacity(self.entries.len());
@@ -76,7 +77,7 @@ impl PolicyTable {
             live.push((entry.clone(), algorithm));
             // What an inner limit refuses takes nothing from an outer one.
             let refund_on_inner = settles && i + 1 < self.entries.len();
-            let lists = (&runtime, learned, &plans);
+            let lists = (&runtime, learned, &plans.book);
             let add = self.entry_layer(entry, options, lists, store, &clock, refund_on_inner);
             layers.push(add.map_err(fail)?);
         }
@@ -85,8 +86,8 @@ impl PolicyTable {
             router = add(router);
         }
         // A route layer needs a route: without one, no request to tag.
-        if !plans.is_empty() && router.has_routes() {
-            router = plan_layer(Arc::clone(&plans))(router);
+        if !plans.book.is_empty() && router.has_routes() {
+            router = plan_layer(Arc::clone(&plans.book))(router);
         }
         let handle = PolicyHandle {
             limits: live.into(),
@@ -108,10 +109,10 @@ impl PolicyTable {
         let make = |spec: &KeySpec| {
             let extract: Extract = spec.extractor(options)?;
             let parts = spec.0.iter().map(|p| text_part(p, options)).collect();
-            Ok((extract, parts))
+            Ok((Some(extract), parts))
         };
-        let book = PlanBook::new(&self.plans, &options.plan_keys, make)?;
-        book.refix(book.read(&self.listed)?);
+        let book = PlanBook::new(self.plans.plans(), &options.plan_keys, make)?;
+        book.refix(book.read(&self.plans.listed)?);
         Ok(book)
     }
 

@@ -164,6 +164,12 @@ impl Part {
                 Some(key) => Self::App(Arc::clone(key)),
                 None => return Err(format!("unknown key \"app:{name}\": the app defines none")),
             },
+            KeyPart::Descriptor(name) => {
+                return Err(format!(
+                    "key \"descriptor:{name}\" is a descriptor entry's value: ratelimitd's \
+                     plans only (an HTTP request has no descriptors)"
+                ))
+            }
         })
     }
 
@@ -218,7 +224,9 @@ pub(super) fn text_part(part: &KeyPart, options: &PolicyOptions) -> TextPart {
         KeyPart::Header(name, secret) => TextPart::Text {
             secret: *secret || crate::key::header::is_credential(name),
         },
-        KeyPart::ApiKey | KeyPart::Bearer => TextPart::Text { secret: true },
+        KeyPart::ApiKey | KeyPart::Bearer | KeyPart::Descriptor(_) => {
+            TextPart::Text { secret: true }
+        }
         KeyPart::Global => TextPart::Global,
         KeyPart::Route => TextPart::Route,
         KeyPart::App(_) => TextPart::App,

@@ -22,6 +22,9 @@ pub(super) enum KeyPart {
     Global,
     Route,
     App(String),
+    /// A descriptor entry's value, by its key: `ratelimitd`'s plans
+    /// only (an HTTP request has no descriptors).
+    Descriptor(String),
 }
 
 /// What an entry keys on: one part, or several joined by `+`.
@@ -79,11 +82,18 @@ pub(super) fn key_part(part: &str, key: &str) -> Result<KeyPart, String> {
                 Err(_) => return Err(format!("bad header name {name:?} in key {key:?}")),
             },
             (_, Some(name)) if !name.is_empty() => KeyPart::App(name.to_owned()),
+            _ if other
+                .strip_prefix("descriptor:")
+                .is_some_and(|n| !n.is_empty()) =>
+            {
+                KeyPart::Descriptor(other["descriptor:".len()..].to_owned())
+            }
             _ => {
                 return Err(format!(
                     "unknown key {other:?}: expected peer-ip, client-ip (either with prefix \
                      lengths, as in client-ip(v4/24, v6/48)), header:NAME, secret-header:NAME, \
-                     api-key, bearer, global, route, app:NAME, or several joined by +"
+                     api-key, bearer, global, route, app:NAME, or several joined by + \
+                     (and descriptor:NAME, ratelimitd's plans only)"
                 ))
             }
         },
@@ -111,7 +121,9 @@ impl KeyPart {
         match self {
             Self::PeerIp(p) | Self::ClientIp(p) => OverridePart::Ip(p.unwrap_or_default()),
             Self::Header(_, secret) => OverridePart::Text { secret: *secret },
-            Self::ApiKey | Self::Bearer => OverridePart::Text { secret: true },
+            Self::ApiKey | Self::Bearer | Self::Descriptor(_) => {
+                OverridePart::Text { secret: true }
+            }
             Self::Global | Self::Route | Self::App(_) => OverridePart::Any,
         }
     }
@@ -134,6 +146,7 @@ impl fmt::Display for KeyPart {
             Self::Global => f.write_str("global"),
             Self::Route => f.write_str("route"),
             Self::App(name) => write!(f, "app:{name}"),
+            Self::Descriptor(name) => write!(f, "descriptor:{name}"),
         }
     }
 }

@@ -3,7 +3,7 @@
 use super::entry::PolicyEntry;
 use super::error::{PolicyError, Source};
 use super::plan::{Plan, NO_PLAN};
-use super::plan_sources::Listed;
+use super::plan_list::PlanList;
 use crate::access_list::AccessList;
 use crate::strategy::Mode;
 use ratelimit_core::algorithm::MAX_OVERRIDES;
@@ -49,9 +49,8 @@ pub struct PolicyTable {
     pub(super) entries: Vec<PolicyEntry>,
     pub(super) allow: AccessList,
     pub(super) deny: AccessList,
-    pub(super) plans: Vec<Plan>,
-    /// Each plan's keys as its file and environment list them.
-    pub(super) listed: Vec<Listed>,
+    /// The plans, with the keys their files and variables list.
+    pub(super) plans: PlanList,
 }
 
 impl PolicyTable {
@@ -70,14 +69,14 @@ impl PolicyTable {
     ) -> Result<Self, PolicyError> {
         let source = Source { text, file };
         let parsed: File = toml::from_str(text).map_err(|e| source.toml_error(&e))?;
-        let (plans, listed) = read_plans(parsed.plan, &source, var)?;
+        let plans = PlanList::read(parsed.plan, &source, var)?;
         let mut entries: Vec<PolicyEntry> = Vec::with_capacity(parsed.limit.len());
         for spanned in parsed.limit {
             let at = Some(spanned.span().start);
             let entry = spanned.into_inner();
             let name = entry.name.clone();
-            let entry =
-                checked(entry, &entries, &plans).map_err(|m| source.error(at, Some(name), m))?;
+            let entry = checked(entry, &entries, plans.plans())
+                .map_err(|m| source.error(at, Some(name), m))?;
             entries.push(entry);
         }
         if entries.len() > 64 {
@@ -91,7 +90,6 @@ impl PolicyTable {
             allow,
             deny,
             plans,
-            listed,
         })
     }
 
@@ -119,28 +117,8 @@ impl PolicyTable {
 
     /// The plans, in the file's order.
     pub fn plans(&self) -> &[Plan] {
-        &self.plans
+        self.plans.plans()
     }
-}
-
-/// The plans of a file, each checked and its file and environment read;
-/// an error names the plan and its line.
-fn read_plans(
-    spanned: Vec<toml::Spanned<Plan>>,
-    source: &Source<'_>,
-    var: &dyn Fn(&str) -> Option<String>,
-) -> Result<(Vec<Plan>, Vec<Listed>), PolicyError> {
-    let dir = source.file.and_then(Path::parent);
-    let (mut plans, mut listed): (Vec<Plan>, Vec<Listed>) = (Vec::new(), Vec::new());
-    for spanned in spanned {
-        let at = Some(spanned.span().start);
-        let plan = spanned.into_inner();
-        let fail = |m: String| source.error(at, None, format!("plan {:?}: {m}", plan.name));
-        plan.checked(&plans).map_err(fail)?;
-        listed.push(Listed::read(&plan, dir, var).map_err(fail)?);
-        plans.push(plan);
-    }
-    Ok((plans, listed))
 }
 
 /// `entry` checked, on its own and against the `earlier` entries, with its

@@ -51,7 +51,7 @@
 //!
 //! A request's plan is found once per request, in an in-memory snapshot
 //! of the lists (read at load and at each reload, all or nothing) and the
-//! keys moved at run time ([`PolicyHandle::move_to_plan`]); a request of
+//! keys moved at run time ([`PlanDirectory::move_to_plan`]); a request of
 //! another plan passes a scoped limit untouched, never a key error. A key
 //! listed in two plans, an unknown plan on a limit, a plan without key or
 //! source, an unreadable keys file and an unset variable are refused,
@@ -228,8 +228,9 @@ mod pace;
 mod pace_fields;
 mod plan;
 mod plan_book;
+mod plan_directory;
 mod plan_layer;
-mod plan_moves;
+mod plan_list;
 mod plan_sources;
 mod reload;
 mod route;
@@ -253,6 +254,8 @@ pub use load::PolicyTable;
 pub use pace::DEFAULT_PACE_PIECE;
 pub use plan::{Plan, MAX_PLANS, NO_PLAN};
 pub use plan_book::PlanMembers;
+pub use plan_directory::PlanDirectory;
+pub use plan_list::PlanList;
 pub use plan_sources::{PlanKeys, MAX_PLAN_KEYS};
 pub use ratelimit_core::plumbing::{
     EntriesFuture, EntriesSink, EntryDigest, EntryTable, SharedEntries, SharedEntry,

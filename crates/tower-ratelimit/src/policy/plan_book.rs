@@ -33,7 +33,9 @@ pub(crate) type Extract = Arc<dyn Fn(&Parts) -> Result<PolicyKey, KeyError> + Se
 /// The plans that share one key spec: the key, extracted and written.
 pub(crate) struct Group {
     spec: KeySpec,
-    extract: Extract,
+    /// How an HTTP request gives it (`None`: keys given as values, see
+    /// [`PlanBook::plan_of_key`]).
+    extract: Option<Extract>,
     parts: Box<[TextPart]>,
 }
 
@@ -76,7 +78,7 @@ impl Moved {
 /// let text = "[[plan]]\nname = \"pro\"\nkey = \"api-key\"\nshared = true\n";
 /// let table = PolicyTable::from_toml(text, None).unwrap();
 /// let (_app, limits) = table.apply_in_memory(Router::new(), &PolicyOptions::default(), None).unwrap();
-/// let pro = &limits.plans()[0]; // a PlanMembers
+/// let pro = &limits.plans().members()[0]; // a PlanMembers
 /// assert_eq!((pro.name.as_str(), pro.listed, pro.moved_in), ("pro", 0, 0));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,7 +113,7 @@ impl PlanBook {
     pub(crate) fn new(
         plans: &[Plan],
         apps: &std::collections::BTreeMap<String, PlanKeys>,
-        make: impl Fn(&KeySpec) -> Result<(Extract, Vec<TextPart>), String>,
+        make: impl Fn(&KeySpec) -> Result<(Option<Extract>, Vec<TextPart>), String>,
     ) -> Result<Self, PolicyError> {
         let mut groups: Vec<Group> = Vec::new();
         let mut group_of = Vec::with_capacity(plans.len());
@@ -212,9 +214,21 @@ impl PlanBook {
         if self.groups.is_empty() {
             return NONE;
         }
+        self.plan_of_groups(|group| (group.extract.as_ref()?)(req).ok())
+    }
+
+    /// The plan of a request whose key for a plan key is `key(spec)`
+    /// (`None`: it has none): the first group whose key it has and lists,
+    /// else [`NONE`].
+    pub(crate) fn plan_of_key(&self, key: impl Fn(&KeySpec) -> Option<PolicyKey>) -> PlanId {
+        self.plan_of_groups(|group| key(&group.spec))
+    }
+
+    /// The plan of the first group whose key `key` gives and lists.
+    fn plan_of_groups(&self, key: impl Fn(&Group) -> Option<PolicyKey>) -> PlanId {
         let (fixed, moved) = (self.fixed.load(), self.moved.load());
         for (g, group) in self.groups.iter().enumerate() {
-            let Ok(key) = (group.extract)(req) else {
+            let Some(key) = key(group) else {
                 continue;
             };
             let text = key.to_string();

@@ -111,7 +111,7 @@ pub struct PolicyHandle {
     /// Where the run-time entries are shared, if they are (see `share`).
     pub(super) shared: std::sync::OnceLock<Arc<dyn ratelimit_core::plumbing::SharedEntries>>,
     /// The plans and their members.
-    pub(super) plans: Arc<super::plan_book::PlanBook>,
+    pub(super) plans: Arc<super::plan_directory::PlanDirectory>,
 }
 
 impl fmt::Debug for PolicyHandle {
@@ -230,6 +230,13 @@ impl PolicyHandle {
         self.limit_of(name).ok().map(|(_, a)| a)
     }
 
+    /// The plans and their members: which plan a key is in, keys moved
+    /// between plans at run time (shared with every instance once
+    /// [`share`](Self::share) is called).
+    pub fn plans(&self) -> &Arc<super::plan_directory::PlanDirectory> {
+        &self.plans
+    }
+
     /// How many reloads have been applied.
     pub fn reloads(&self) -> u64 {
         self.reloads.load(Ordering::Relaxed)
@@ -259,8 +266,7 @@ impl PolicyHandle {
 
     pub(super) fn try_reload(&self, table: &PolicyTable) -> Result<Vec<LimitChange>, PolicyError> {
         self.same_limits(table)?;
-        self.same_plans(table)?;
-        let members = self.plans.read(&table.listed)?;
+        let members = self.plans.reread(&table.plans)?;
         let merged: Vec<Vec<(String, AnyAlgorithm)>> = table
             .entries
             .iter()
@@ -280,7 +286,7 @@ impl PolicyHandle {
             live.replace(new.algorithm, &list)
                 .map_err(|e| reload_error(Some(&new.name), e.to_string()))?;
         }
-        self.plans.refix(members);
+        self.plans.book.refix(members);
         self.reloads.fetch_add(1, Ordering::Relaxed);
         Ok(changes)
     }
@@ -328,35 +334,6 @@ impl PolicyHandle {
                     Some(&new.name),
                     format!("changing its {field} needs a restart"),
                 )
-            })?;
-        }
-        Ok(())
-    }
-
-    /// Whether `table` has the running plans, in their order, each changed
-    /// in nothing but its `keys-file` and `keys-env` (whose keys a reload
-    /// reads again); else which one differs and how.
-    fn same_plans(&self, table: &PolicyTable) -> Result<(), PolicyError> {
-        let running = self.plans.plans();
-        let plan_error = |name: &str, message: String| PolicyError {
-            file: None,
-            line: None,
-            entry: None,
-            message: format!("plan {name:?}: {message}"),
-        };
-        if table.plans.len() != running.len() {
-            return Err(reload_error(
-                None,
-                format!(
-                    "{} plans where {} run: adding or removing a plan needs a restart",
-                    table.plans.len(),
-                    running.len()
-                ),
-            ));
-        }
-        for (new, old) in table.plans.iter().zip(running) {
-            new.unchanged_but_lists(old).map_err(|field| {
-                plan_error(&old.name, format!("changing its {field} needs a restart"))
             })?;
         }
         Ok(())

@@ -44,7 +44,7 @@ impl PolicyHandle {
     /// `shared` (a Redis one: `ratelimit_redis::RedisEntries`):
     /// [`add_to_list`](Self::add_to_list),
     /// [`set_override`](Self::set_override),
-    /// [`move_to_plan`](Self::move_to_plan) and their removals write
+    /// [`PlanDirectory::move_to_plan`](super::PlanDirectory::move_to_plan) and their removals write
     /// there first, and every instance's copy is applied here whenever
     /// `shared` hands it over (replacing this instance's run-time list
     /// entries, overrides and moves). Requests read only the local
@@ -57,6 +57,7 @@ impl PolicyHandle {
         self.shared
             .set(Arc::clone(&shared))
             .map_err(|_| "the run-time entries are shared already".to_owned())?;
+        self.plans.use_shared(Arc::clone(&shared))?;
         let handle = Arc::downgrade(self);
         shared.follow(Arc::new(move |entries, digest| {
             if let Some(handle) = handle.upgrade() {
@@ -220,7 +221,7 @@ impl PolicyHandle {
     /// instance's, as the shared copy holds them, its digests by
     /// `digest`).
     fn apply_shared(&self, entries: Vec<SharedEntry>, digest: &EntryDigest) {
-        self.plans.replace_moved(&entries, digest);
+        self.plans.book.replace_moved(&entries, digest);
         let now = self.clock.now();
         let until = |left: Option<Duration>| {
             left.map_or(u64::MAX, |l| now.saturating_add(saturating_nanos(l)))

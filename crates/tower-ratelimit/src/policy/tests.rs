@@ -94,14 +94,14 @@ fn a_plan_lists_its_members_in_an_environment_variable() {
     let (_, handle) = table
         .apply_in_memory(router, &PolicyOptions::default(), None)
         .unwrap();
-    assert_eq!(handle.plans()[0].listed, 3);
+    assert_eq!(handle.plans().members()[0].listed, 3);
     let req = http::Request::builder()
         .header("x-api-key", "free-2")
         .body(())
         .unwrap()
         .into_parts()
         .0;
-    assert_eq!(handle.plans.name(handle.plans.plan_of(&req)), "free");
+    assert_eq!(handle.plans().plan_of(&req), "free");
     let unset = PolicyTable::from_toml_with(text, None, &|_: &str| None).unwrap_err();
     assert!(
         unset.message.contains("keys-env FREE_KEYS is not set"),

@@ -6,6 +6,29 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 impl PolicyHandle {
+    /// What a watcher of the table at `path` compares: the file's bytes
+    /// (`loaded`, or read now), then each plan's keys file's, so that an
+    /// edited list reloads the table too; `None` when the table's file
+    /// cannot be read.
+    pub(crate) fn watched(
+        &self,
+        path: &std::path::Path,
+        loaded: Option<Vec<u8>>,
+    ) -> Option<Vec<u8>> {
+        let mut all = loaded.or_else(|| std::fs::read(path).ok())?;
+        let dir = path.parent().unwrap_or(std::path::Path::new(""));
+        for file in self
+            .plans
+            .plans()
+            .iter()
+            .filter_map(|p| p.keys_file.as_ref())
+        {
+            all.extend_from_slice(b"\0");
+            all.extend(std::fs::read(dir.join(file)).unwrap_or_default());
+        }
+        Some(all)
+    }
+
     /// Reloads `path` on `SIGHUP` (Unix) and whenever its contents, or a
     /// plan's keys file, change
     /// (read every `poll`; a change is applied once the contents have

@@ -120,7 +120,7 @@ async fn free_pro_and_none_each_count_on_their_own_limits() {
     // A key in no plan, and no key: the anonymous limit, by address.
     assert_eq!(admitted(&app, "192.0.2.4:1", Some("stranger"), 5).await, 2);
     assert_eq!(admitted(&app, "192.0.2.5:1", None, 5).await, 2);
-    let counts = handle.plans();
+    let counts = handle.plans().members();
     assert_eq!((counts[0].listed, counts[1].listed), (2, 2), "{counts:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -166,36 +166,61 @@ async fn a_key_moved_at_run_time_gets_its_new_plans_limits_across_reloads() {
         admitted(&app, "192.0.2.1:1", Some("free-key-1"), 2).await,
         1
     );
-    handle.move_to_plan("pro", "free-key-1").await.unwrap();
+    handle
+        .plans()
+        .move_to_plan("pro", "free-key-1")
+        .await
+        .unwrap();
     assert_eq!(
         admitted(&app, "192.0.2.1:1", Some("free-key-1"), 5).await,
         3,
         "pro's limits, from pro's own count"
     );
     handle.reload_file(&path).unwrap();
-    assert_eq!(handle.plans()[0].moved_in, 1, "kept across a reload");
+    assert_eq!(
+        handle.plans().members()[0].moved_in,
+        1,
+        "kept across a reload"
+    );
     // Out of pro: back to free, whose count it had used up.
-    let now = handle.remove_from_plan("pro", "free-key-1").await.unwrap();
+    let now = handle
+        .plans()
+        .remove_from_plan("pro", "free-key-1")
+        .await
+        .unwrap();
     assert_eq!(now.as_deref(), Some("free"));
     assert_eq!(
         admitted(&app, "192.0.2.1:1", Some("free-key-1"), 1).await,
         0
     );
     assert_eq!(
-        handle.remove_from_plan("pro", "free-key-1").await.unwrap(),
+        handle
+            .plans()
+            .remove_from_plan("pro", "free-key-1")
+            .await
+            .unwrap(),
         None
     );
     // Out of the plan its file lists it in: no plan, the anonymous limit.
-    let now = handle.remove_from_plan("pro", "pro-key-1").await.unwrap();
+    let now = handle
+        .plans()
+        .remove_from_plan("pro", "pro-key-1")
+        .await
+        .unwrap();
     assert_eq!(now.as_deref(), Some("none"));
     assert_eq!(admitted(&app, "192.0.2.9:1", Some("pro-key-1"), 5).await, 2);
     // A stranger moved in, then taken out: no plan again.
-    handle.move_to_plan("free", "stranger-1").await.unwrap();
+    handle
+        .plans()
+        .move_to_plan("free", "stranger-1")
+        .await
+        .unwrap();
     assert_eq!(
         admitted(&app, "192.0.2.8:1", Some("stranger-1"), 3).await,
         1
     );
     assert!(handle
+        .plans()
         .move_to_plan("gold", "k")
         .await
         .unwrap_err()
@@ -237,7 +262,11 @@ async fn a_reload_reads_the_keys_file_again_all_or_nothing() {
     std::fs::remove_file(dir.join("pro-keys.txt")).unwrap();
     let err = handle.reload_file(&path).unwrap_err().to_string();
     assert!(err.contains("cannot read"), "{err}");
-    assert_eq!(handle.plans()[0].listed, 2, "the running members stay");
+    assert_eq!(
+        handle.plans().members()[0].listed,
+        2,
+        "the running members stay"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -248,7 +277,11 @@ async fn a_shared_plan_refuses_moves_while_nothing_shares_them() {
     let (_app, handle) = table
         .apply_in_memory(Router::new(), &PolicyOptions::default(), None)
         .unwrap();
-    let err = handle.move_to_plan("partner", "k-1").await.unwrap_err();
+    let err = handle
+        .plans()
+        .move_to_plan("partner", "k-1")
+        .await
+        .unwrap_err();
     assert!(err.contains("shared = true"), "{err}");
 }
 
