@@ -18,7 +18,7 @@
 //! use ratelimit_core::{Gcra, MemoryStore};
 //! use std::time::Duration;
 //!
-//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! // Jobs from many tenants, 50 per second per tenant.
 //! let limiter = Limiter::new(MemoryStore::new(Gcra::with_burst(50, Duration::from_secs(1), 1)?));
@@ -40,5 +40,4 @@ mod queue;
 mod stream;
 
 pub use limiter::{Limiter, WaitError};
-pub use ratelimit_core::TokioClock;
 pub use stream::{PacedStream, Rejected};

@@ -2,8 +2,7 @@
 
 use crate::jitter;
 use crate::queue::Queues;
-use ratelimit_core::TokioClock;
-use ratelimit_core::{Clock, Decision, Store, StoreError};
+use ratelimit_core::{Clock, Decision, Store, StoreError, SystemClock};
 use std::fmt;
 use std::hash::Hash;
 use std::marker::PhantomData;
@@ -75,13 +74,15 @@ impl From<StoreError> for WaitError {
 ///
 /// ```
 /// use ratelimit_async::Limiter;
-/// use ratelimit_core::{Gcra, MemoryStore};
+/// use ratelimit_core::{Gcra, MemoryStore, TokioClock};
 /// use std::time::Duration;
 ///
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// // 50 per second per tenant, no burst beyond one.
-/// let limiter = Limiter::new(MemoryStore::new(Gcra::with_burst(50, Duration::from_secs(1), 1)?));
+/// // 50 per second per tenant, no burst beyond one; on tokio's clock,
+/// // which this example pauses.
+/// let limiter = Limiter::new(MemoryStore::new(Gcra::with_burst(50, Duration::from_secs(1), 1)?))
+///     .clock(TokioClock::new());
 /// let start = tokio::time::Instant::now();
 /// for _ in 0..3 {
 ///     limiter.until_ready(&"tenant-a", 1).await?;
@@ -125,30 +126,28 @@ where
     K: ?Sized,
     S: Store<K>,
 {
-    /// A limiter on `store` with tokio's clock ([`TokioClock`]), so that
-    /// its decisions and its timers agree, and tests under
-    /// `tokio::time::pause` run on exact instants. Call it inside a tokio
-    /// runtime.
-    ///
-    /// A [`MemoryStore`](ratelimit_core::MemoryStore) shared with other
-    /// users (an HTTP layer) must get the same clock as they do: use
-    /// [`with_clock`](Self::with_clock). `store` is a store, or an `Arc`
-    /// of one shared with other users.
+    /// A limiter on `store` with the system clock ([`SystemClock`]), the
+    /// default of every layer of tower-ratelimit too: a
+    /// [`MemoryStore`](ratelimit_core::MemoryStore) shared with them
+    /// agrees on the time. `store` is a store, or an `Arc` of one shared
+    /// with other users. Waits are slept on tokio's timer.
     pub fn new(store: impl Into<Arc<S>>) -> Self {
-        Self::with_clock(store, TokioClock::new())
-    }
-
-    /// A limiter on `store` whose `now` comes from `clock` (nanoseconds
-    /// since its origin; an `Arc<dyn Clock>` to share one). Waits are
-    /// still slept on tokio's timer.
-    pub fn with_clock(store: impl Into<Arc<S>>, clock: impl Clock) -> Self {
         Self {
             store: store.into(),
-            clock: clock.into_shared(),
+            clock: SystemClock::new().into_shared(),
             jitter: Duration::ZERO,
             queues: Arc::default(),
             key: PhantomData,
         }
+    }
+
+    /// The clock `now` comes from (default: the [`SystemClock`]; tests
+    /// give a [`TokioClock`](ratelimit_core::TokioClock), which follows
+    /// `tokio::time::pause`), or an `Arc<dyn Clock>` shared with other
+    /// users of the store, as a layer's `clock` takes it.
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = clock.into_shared();
+        self
     }
 
     /// Adds a random delay, uniform in `[0, max]`, to every wait of
@@ -165,9 +164,9 @@ where
         &self.store
     }
 
-    /// The clock.
-    pub fn clock(&self) -> &Arc<dyn Clock> {
-        &self.clock
+    /// The time of the limiter's clock, in nanoseconds since its origin.
+    pub fn now(&self) -> u64 {
+        self.clock.now()
     }
 
     /// Decides `cost` for `key` now: admitted or not, with the wait of a

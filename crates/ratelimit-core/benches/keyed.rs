@@ -130,7 +130,11 @@ fn on_threads<W: Fn(usize) -> u64 + Sync>(threads: usize, nkeys: usize, work: &W
 }
 
 fn ours<C: Clock>(path: Path, nkeys: usize, clock: &C) -> MemoryStore<Gcra, u64> {
-    let store = MemoryStore::new(path.ours());
+    // No cap: a million keys fit.
+    let store = MemoryStore::builder(path.ours())
+        .max_keys(None)
+        .build()
+        .unwrap();
     for i in 0..nkeys {
         let d = store
             .check(&key(i), path.prefill().into(), clock.now())

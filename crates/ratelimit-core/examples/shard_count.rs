@@ -73,7 +73,7 @@ fn main() {
     let clock = ManualClock::new();
     let stores: Vec<_> = counts
         .iter()
-        .map(|&s| MemoryStore::builder(gcra).shards(s).build())
+        .map(|&s| MemoryStore::builder(gcra).shards(s).build().unwrap())
         .collect();
     let limiter = RateLimiter::dashmap_with_clock(quota, FakeRelativeClock::default());
     let n = NonZeroU32::new(10_000).unwrap();

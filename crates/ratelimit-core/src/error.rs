@@ -40,6 +40,9 @@ pub enum ConfigError {
     /// A ban setting out of range (see [`BanPolicy`](crate::BanPolicy)),
     /// naming it and the value.
     BadBan(String),
+    /// A store setting out of range (a cap of 0 keys, a shard count past
+    /// the bounds), naming it and the value.
+    BadSetting(String),
 }
 
 impl fmt::Display for ConfigError {
@@ -55,7 +58,7 @@ impl fmt::Display for ConfigError {
                 "sliding log limit {limit} exceeds the bound of {max} entries per key \
                  (memory is O(limit) per key; use sliding-window or raise the bound)"
             ),
-            Self::BadBan(s) => f.write_str(s),
+            Self::BadBan(s) | Self::BadSetting(s) => f.write_str(s),
             Self::BadDuration(s) => write!(
                 f,
                 "bad duration {s:?}: expected a positive integer and a unit (ms, s, m, h, d), like 500ms or 1h"

@@ -25,8 +25,13 @@ const SEC: u64 = 1_000_000_000;
 fn a_million_keys_come_and_go() {
     // 10 per second: one request leaves a key's state non-full for 100ms.
     let gcra = Gcra::new(10, Duration::from_secs(1)).unwrap();
-    // A fixed shard count keeps the table sizes the same on every machine.
-    let store = MemoryStore::<Gcra, u64>::builder(gcra).shards(8).build();
+    // A fixed shard count keeps the table sizes the same on every machine;
+    // no cap, so that a million keys fit.
+    let store = MemoryStore::<Gcra, u64>::builder(gcra)
+        .shards(8)
+        .max_keys(None)
+        .build()
+        .unwrap();
     let baseline = allocated();
 
     for key in 0..KEYS {
@@ -102,7 +107,8 @@ fn a_flood_past_the_cap_keeps_its_evicted_keys_within_the_bound() {
     let store = MemoryStore::<Gcra, u64>::builder(gcra)
         .shards(32)
         .max_keys(Some(CAP))
-        .build();
+        .build()
+        .unwrap();
     for key in 0..CAP as u64 {
         assert!(store.check(&key, 1, 0).value().unwrap().allowed);
     }

@@ -184,7 +184,8 @@ impl StoreSettings {
                 MemoryStore::<AnyAlgorithm, K>::builder(algorithm)
                     .max_keys(max_keys)
                     .ban(ban)
-                    .build(),
+                    .build()
+                    .map_err(|e| RedisBuildError::Setting(e.to_string()))?,
             ),
             (LimitSettings::Fixed(algorithm), None) => {
                 AnyStore::Redis(self.redis_builder(name, algorithm)?.ban(ban).build()?)
@@ -194,7 +195,8 @@ impl StoreSettings {
                 MemoryStore::<LiveAlgorithm, K>::builder(live)
                     .max_keys(max_keys)
                     .ban(ban)
-                    .build(),
+                    .build()
+                    .map_err(|e| RedisBuildError::Setting(e.to_string()))?,
             ),
             #[cfg(feature = "live")]
             (LimitSettings::Live(live), None) => {
@@ -556,6 +558,17 @@ impl<K: Hash + Eq> Upkeep for AnyStore<K> {
             Self::LiveMemory(m) => m.counts(),
             #[cfg(feature = "live")]
             Self::LiveRedis(r) => r.counts(),
+        }
+    }
+
+    fn algorithm_names(&self) -> Vec<&'static str> {
+        match self {
+            Self::Memory(m) => m.algorithm_names(),
+            Self::Redis(r) => r.algorithm_names(),
+            #[cfg(feature = "live")]
+            Self::LiveMemory(m) => m.algorithm_names(),
+            #[cfg(feature = "live")]
+            Self::LiveRedis(r) => vec![r.algorithm_name()],
         }
     }
 }

@@ -168,9 +168,10 @@ impl<L> RedisStoreBuilder<L> {
     /// an error reply of any kind, the breaker open), decide locally with
     /// an in-memory store of the same algorithm, holding at most `max_keys`
     /// keys, instead of returning an error. Each instance then limits on
-    /// its own. See the crate docs for the table of failures.
+    /// its own. See the crate docs for the table of failures. `0` fails
+    /// at [`build`](Self::build).
     pub fn fallback_to_memory(mut self, max_keys: usize) -> Self {
-        self.fallback = Some(max_keys.max(1));
+        self.fallback = Some(max_keys);
         self
     }
 
@@ -224,15 +225,15 @@ impl<L> RedisStoreBuilder<L> {
     /// leases. [`release_leases`](RedisStore::release_leases) gives every
     /// lease back (at shutdown); dropping the store spawns the same on
     /// the current tokio runtime, if any. When not even 2 units are left,
-    /// the check is an ordinary cost-1 check. `size` below 2 turns leases
-    /// off.
+    /// the check is an ordinary cost-1 check. `size` below 2 fails at
+    /// [`build`](Self::build) (leave leases unset for none).
     ///
     /// Exactness: see the crate docs, "Leases". With `k` instances and
     /// leases of `n`, the limit can be exceeded by up to `k * (n - 1)`
     /// requests in a window, and units held unspent by idle instances are
     /// missing for up to `ttl`.
     pub fn lease(mut self, size: u64, ttl: Duration) -> Self {
-        self.lease = (size >= 2).then_some((size, ttl));
+        self.lease = Some((size, ttl));
         self
     }
 
@@ -365,6 +366,7 @@ impl RedisStoreBuilder {
     /// numbers exceed the range the scripts compute exactly in (periods up
     /// to 26 days for the windows; see the crate docs).
     pub fn build(self) -> Result<RedisStore, RedisBuildError> {
+        self.check_settings()?;
         if self.prefix.contains(['{', '}']) {
             return Err(RedisBuildError::Prefix(self.prefix));
         }
@@ -420,6 +422,24 @@ impl RedisStoreBuilder {
         };
         store.join_invalidation();
         Ok(store)
+    }
+}
+
+impl<L> RedisStoreBuilder<L> {
+    /// Refuses a setting the store cannot honour, naming it and its value:
+    /// a fallback of 0 keys, a lease of fewer than 2 units.
+    pub(crate) fn check_settings(&self) -> Result<(), RedisBuildError> {
+        if self.fallback == Some(0) {
+            return Err(RedisBuildError::Setting(
+                "fallback_to_memory(0): the fallback holds at least 1 key".to_owned(),
+            ));
+        }
+        if let Some((size, _)) = self.lease.filter(|&(size, _)| size < 2) {
+            return Err(RedisBuildError::Setting(format!(
+                "lease size {size}: a lease takes at least 2 units (leave leases unset for none)"
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -488,4 +508,30 @@ fn interned(name: String) -> &'static str {
     let leaked: &'static str = Box::leak(name.into_boxed_str());
     names.insert(leaked);
     leaked
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{RedisBuildError, RedisStore};
+    use ratelimit_core::Gcra;
+    use std::time::Duration;
+
+    /// A fallback of 0 keys and a lease of 1 unit fail at build, naming
+    /// the setting and its value: neither is clamped in silence.
+    #[test]
+    fn settings_out_of_range_fail_at_build() {
+        let gcra = Gcra::new(10, Duration::from_secs(1)).unwrap();
+        let builder = || RedisStore::builder("redis://127.0.0.1:1/", gcra);
+        let fail = |r: Result<RedisStore, RedisBuildError>| match r {
+            Err(RedisBuildError::Setting(why)) => why,
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("built"),
+        };
+        let zero = fail(builder().fallback_to_memory(0).build());
+        assert!(zero.contains("fallback_to_memory(0)"), "{zero}");
+        for size in [0, 1] {
+            let lease = fail(builder().lease(size, Duration::from_secs(1)).build());
+            assert!(lease.contains(&format!("lease size {size}")), "{lease}");
+        }
+    }
 }

@@ -490,6 +490,9 @@ pub enum RedisBuildError {
     /// A limit name that breaks the rule
     /// ([`is_valid_limit_name`](ratelimit_core::plumbing::is_valid_limit_name)).
     LimitName(String),
+    /// A setting out of range (a fallback of 0 keys, a lease of 1 unit, a
+    /// memory store's cap of 0 keys), naming it and its value.
+    Setting(String),
 }
 
 impl fmt::Display for RedisBuildError {
@@ -500,6 +503,7 @@ impl fmt::Display for RedisBuildError {
             Self::Unsupported(e) => write!(f, "not supported by the redis store: {e}"),
             Self::KeySecret(why) => write!(f, "bad key secret: {why}"),
             Self::TlsCa(e) => write!(f, "bad TLS CA file {e}"),
+            Self::Setting(e) => write!(f, "bad setting {e}"),
             Self::LimitName(n) => write!(
                 f,
                 "bad limit name {n:?}: a name is {}",

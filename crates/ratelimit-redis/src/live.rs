@@ -141,6 +141,7 @@ impl RedisStoreBuilder<LiveAlgorithm> {
     /// overrides: see [`LiveRedis`]. Fails as
     /// [`RedisStoreBuilder::build`] does for their current settings.
     pub fn build(self) -> Result<LiveRedis, RedisBuildError> {
+        self.check_settings()?;
         let live = self.limit.clone();
         // The version first, then the settings: these are never older (a
         // change between the two is picked up by the next check).
@@ -243,6 +244,11 @@ impl LiveRedis {
     /// [`Upkeep::counts`]): one memory, shared by every version's stores.
     pub fn counts(&self) -> Option<StoreCounts> {
         self.current.load().store.counts()
+    }
+
+    /// The name of the algorithm the store decides with now.
+    pub(crate) fn algorithm_name(&self) -> &'static str {
+        ratelimit_core::Algorithm::name(&self.live)
     }
 
     /// Moves to version `id`: new stores (no deny cache or lease crosses a

@@ -24,7 +24,7 @@ use ratelimit_core::algorithm::StableKey;
 use ratelimit_core::store::{BanLeftFuture, SettleFuture, StoreCounts, Upkeep};
 #[cfg(doc)]
 use ratelimit_core::MemoryStore;
-use ratelimit_core::{Answer, AnyAlgorithm, Decision, Store, StoreError};
+use ratelimit_core::{Algorithm, Answer, AnyAlgorithm, Decision, Store, StoreError};
 use redis::ToRedisArgs;
 use std::fmt;
 use std::sync::{Arc, Weak};
@@ -417,6 +417,10 @@ impl Upkeep for RedisStore {
     /// The in-memory fallback's keys and evictions, if it has one.
     fn counts(&self) -> Option<StoreCounts> {
         self.inner.policy.fallback.as_ref().map(Fallback::counts)
+    }
+
+    fn algorithm_names(&self) -> Vec<&'static str> {
+        self.algorithms().map(Algorithm::name).collect()
     }
 }
 

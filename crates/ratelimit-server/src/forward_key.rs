@@ -44,5 +44,5 @@ pub(crate) fn forward_key(
 /// of (once): every client behind that proxy would share its address.
 fn no_proxy() -> &'static ClientIp {
     static NONE: OnceLock<ClientIp> = OnceLock::new();
-    NONE.get_or_init(|| ClientIp::trusting([]).header(ProxyHeader::X_REAL_IP))
+    NONE.get_or_init(|| ClientIp::default().header(ProxyHeader::X_REAL_IP))
 }

@@ -65,7 +65,7 @@ pub use headers::fields;
 pub use key_ops::{KeyOpError, KeyState};
 pub use limit_config::{EntryPattern, LimitConfig};
 pub use limits::Limits;
-pub use reload::{LimitChange, Reloaded};
+pub use reload::{Reloaded, RuleChange};
 pub use request_bounds::{MAX_DESCRIPTORS, MAX_ENTRIES};
 pub use rls_server::RlsServer;
 pub use rule::{Entry, Rule};

@@ -33,7 +33,7 @@ pub struct Reloaded {
     /// Limits gone from the file (their state is dropped).
     pub removed: Vec<String>,
     /// Limits whose settings changed.
-    pub changed: Vec<LimitChange>,
+    pub changed: Vec<RuleChange>,
     /// How many limits are unchanged.
     pub unchanged: usize,
     /// The other settings that changed, in force at once: `[server]
@@ -41,7 +41,7 @@ pub struct Reloaded {
     pub settings: Vec<&'static str>,
 }
 
-/// One limit's change: its algorithm before and after (`unlimited` for
+/// One `[[limit]]` rule's change: its algorithm before and after, as text (`unlimited` for
 /// none), equal when only other settings changed.
 ///
 /// ```
@@ -60,7 +60,7 @@ pub struct Reloaded {
 /// assert_eq!((change.from.as_str(), change.to.as_str()), ("unlimited", "gcra 5/1s"));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LimitChange {
+pub struct RuleChange {
     /// The limit's name.
     pub limit: String,
     /// Its algorithm before.
@@ -112,7 +112,7 @@ impl State {
                     Arc::clone(rule)
                 }
                 Some(rule) => {
-                    reloaded.changed.push(LimitChange {
+                    reloaded.changed.push(RuleChange {
                         limit: limit.name.clone(),
                         from: algorithm_text(rule.config.algorithm),
                         to: algorithm_text(limit.algorithm),

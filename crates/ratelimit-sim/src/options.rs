@@ -177,7 +177,7 @@ impl AlgorithmArgs {
                     AnchorArg::Aligned => Anchor::Aligned,
                     AnchorArg::FirstRequest => Anchor::FirstRequest,
                 };
-                FixedWindow::new(limit, period)?.with_anchor(anchor).into()
+                FixedWindow::new(limit, period)?.with_anchor(anchor)?.into()
             }
             Self::SlidingLog { limit, period } => SlidingLog::new(limit, period)?.into(),
             Self::SlidingWindow { limit, period } => SlidingWindow::new(limit, period)?.into(),

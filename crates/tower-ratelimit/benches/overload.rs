@@ -19,6 +19,7 @@
 
 use http::request::Parts;
 use http::StatusCode;
+use ratelimit_core::TokioClock;
 use ratelimit_test_support::backend::{self, req, Backend, BackendService};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -27,7 +28,7 @@ use tower::ServiceExt;
 use tower_layer::Layer;
 use tower_ratelimit::fair::{AdaptiveLimit, FairQueueBuilder, FairQueueLayer};
 use tower_ratelimit::key::KeyError;
-use tower_ratelimit::{Gcra, MemoryStore, RateLimitLayer, TokioClock};
+use tower_ratelimit::{Gcra, MemoryStore, RateLimitLayer};
 
 /// The simulated clients' key extractor: the `X-Client` header, a number.
 type Key = fn(&Parts) -> Result<u32, KeyError>;

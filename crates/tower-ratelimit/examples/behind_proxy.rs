@@ -22,7 +22,9 @@ use tower_ratelimit::{MemoryStore, RateLimitLayer, SlidingLog};
 
 fn app(trusted_proxies: &str, header: &str) -> Result<Router, Box<dyn Error>> {
     // A bad CIDR or header name is an error naming it, at startup.
-    let client_ip = ClientIp::from_list(trusted_proxies)?.header(header.parse::<ProxyHeader>()?);
+    let client_ip = trusted_proxies
+        .parse::<ClientIp>()?
+        .header(header.parse::<ProxyHeader>()?);
     let store = MemoryStore::new(SlidingLog::new(2, Duration::from_secs(86_400))?);
     let create = || async { (StatusCode::CREATED, "account created\n") };
     Ok(Router::new()

@@ -2,7 +2,7 @@
 //! per minute per client IP) on live traffic first: requests over it still
 //! go through, the `RateLimit` headers say `r=0`, the handler sees that it
 //! would have been limited, and the layer logs each one (`debug`). Switch
-//! to enforcing by dropping `.dry_run()`.
+//! to enforcing by dropping `.mode(Mode::DryRun)`.
 //!
 //! ```text
 //! cargo run -p tower-ratelimit --example dry_run
@@ -12,13 +12,14 @@
 
 use axum::{extract::Extension, routing::get, Router};
 use std::{error::Error, net::SocketAddr, time::Duration};
+use tower_ratelimit::strategy::Mode;
 use tower_ratelimit::{key::PeerIp, Gcra, MemoryStore, RateLimitInfo, RateLimitLayer};
 
 fn app() -> Result<Router, Box<dyn Error>> {
     let store = MemoryStore::new(Gcra::new(10, Duration::from_secs(60))?);
     let trial = RateLimitLayer::builder(PeerIp::new())
         .limit("trial", store)
-        .dry_run()
+        .mode(Mode::DryRun)
         .build()?;
     Ok(Router::new().route("/", get(hello)).layer(trial))
 }

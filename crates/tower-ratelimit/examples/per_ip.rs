@@ -18,7 +18,7 @@ fn app() -> Result<Router, Box<dyn Error>> {
     // Clients choose how many addresses they come from: cap the keys kept.
     let store = MemoryStore::builder(SlidingLog::new(2, Duration::from_secs(86_400))?)
         .max_keys(Some(1_000_000))
-        .build();
+        .build()?;
     let create = || async { (StatusCode::CREATED, "account created\n") };
     Ok(Router::new()
         .route("/accounts", post(create))

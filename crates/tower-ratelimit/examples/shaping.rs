@@ -42,8 +42,8 @@ mod support;
 #[cfg(test)]
 mod tests {
     use super::support::from;
+    use ratelimit_core::TokioClock;
     use tokio::time::{Duration, Instant};
-    use tower_ratelimit::TokioClock;
 
     #[tokio::test(start_paused = true)]
     async fn requests_leave_half_a_second_apart() {

@@ -152,7 +152,7 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
     /// # let store = |n| MemoryStore::new(Gcra::new(n, Duration::from_secs(60)).unwrap());
     ///
     /// // Limit 0 for free keys, limit 1 for "pro-" keys.
-    /// let layer = RateLimitLayer::builder(Header::named("x-api-key").unwrap())
+    /// let layer = RateLimitLayer::builder("x-api-key".parse::<Header>().unwrap())
     ///     .limit("free", store(60))
     ///     .limit("pro", store(6000))
     ///     .select(|_req: &Parts, key: &HeaderKey| {
@@ -261,15 +261,13 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
         self
     }
 
-    /// Enforce (default), dry-run or shape.
+    /// Enforce (default), dry-run or shape. [`build`](Self::build) refuses
+    /// shape when a limit's store says it decides with another algorithm
+    /// than the leaky bucket
+    /// ([`Upkeep::algorithm_names`](ratelimit_core::store::Upkeep::algorithm_names)).
     pub fn mode(mut self, mode: Mode) -> Self {
         self.mode = mode;
         self
-    }
-
-    /// Shorthand for [`Mode::DryRun`].
-    pub fn dry_run(self) -> Self {
-        self.mode(Mode::DryRun)
     }
 
     /// What to do when no key can be extracted (default: reject).
@@ -361,6 +359,15 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
             if limits.iter().any(|l: &Limit<St>| l.name == name) {
                 return Err(LayerBuildError::DuplicateLimitName(name));
             }
+            if self.mode == Mode::Shape {
+                let names = store.algorithm_names();
+                if let Some(&algorithm) = names.iter().find(|&&a| a != "leaky-bucket") {
+                    return Err(LayerBuildError::ShapeWithoutQueue {
+                        limit: name,
+                        algorithm,
+                    });
+                }
+            }
             // Names live as long as the program: layers are built once,
             // and a `&'static str` makes every decision `Copy` (no
             // reference counting on the hot path).
@@ -409,6 +416,7 @@ impl<X: KeyExtractor, St: Store<X::Key>, R> RateLimitBuilder<X, St, R> {
                 response: self.response,
                 clock,
                 no_peer_logged: AtomicBool::new(false),
+                stray_logged: AtomicBool::new(false),
             }),
         }
     }

@@ -31,6 +31,8 @@ pub(crate) struct Spent<K> {
 
 /// One limit's answer: its decision, if it gave one, and the verdict it
 /// settles, if any (a denial, or a failure under a fail-closed `policy`).
+/// A store that refuses new keys at its cap refuses whatever the policy:
+/// failing open would admit every new key, unlimited.
 #[inline]
 pub(crate) fn outcome(
     result: Result<Decision, StoreError>,
@@ -40,7 +42,8 @@ pub(crate) fn outcome(
     match result {
         Ok(d) => (Some(d), (!d.allowed).then_some(Verdict::Denied)),
         Err(e) => {
-            let open = policy == FailurePolicy::Open;
+            let refused = matches!(e, StoreError::CapacityExceeded { .. });
+            let open = policy == FailurePolicy::Open && !refused;
             observe::store_error(name, &e, open);
             (None, (!open).then_some(Verdict::Unavailable(e)))
         }

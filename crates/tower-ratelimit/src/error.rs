@@ -45,6 +45,18 @@ pub enum LayerBuildError {
     /// A [`HeaderCost`](crate::strategy::HeaderCost) that would let a
     /// request through for free, or that cannot work (the text says why).
     BadHeaderCost(String),
+    /// A [`FixedCost`](crate::strategy::FixedCost) of 0, which would admit
+    /// every request for free (a peek is `FixedCost::PEEK`).
+    ZeroCost,
+    /// [`Mode::Shape`](crate::strategy::Mode::Shape) on a limit whose
+    /// store decides with another algorithm than the leaky bucket, which
+    /// never holds a request: the limit and the algorithm.
+    ShapeWithoutQueue {
+        /// The limit's name.
+        limit: String,
+        /// Its algorithm's name.
+        algorithm: &'static str,
+    },
 }
 
 impl fmt::Display for LayerBuildError {
@@ -78,6 +90,14 @@ impl fmt::Display for LayerBuildError {
                  or the name of a header holding one address (x-real-ip...)"
             ),
             Self::BadHeaderCost(why) => write!(f, "bad header cost {why}"),
+            Self::ZeroCost => f.write_str(
+                "a fixed cost of 0 admits every request for free: a peek is FixedCost::PEEK",
+            ),
+            Self::ShapeWithoutQueue { limit, algorithm } => write!(
+                f,
+                "mode shape on limit {limit:?}, whose algorithm is {algorithm}: only a \
+                 leaky-bucket holds requests to shape them (use mode enforce, or a leaky bucket)"
+            ),
         }
     }
 }

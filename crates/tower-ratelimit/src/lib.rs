@@ -250,5 +250,5 @@ pub use service::RateLimit;
 pub use ratelimit_core::{
     Algorithm, AnyAlgorithm, BanPolicy, BoxStore, Clock, ConfigError, Decision, FixedWindow, Gcra,
     LeakyBucket, ManualClock, MemoryStore, SlidingLog, SlidingWindow, Store, StoreError,
-    SystemClock, TokenBucket, TokioClock,
+    SystemClock, TokenBucket,
 };

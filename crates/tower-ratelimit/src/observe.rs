@@ -103,6 +103,19 @@ pub(crate) fn no_peer_once(e: &KeyError, layer: &'static str, logged: &AtomicBoo
     }
 }
 
+/// Logs, once per layer, a selector's choice of a limit the layer does
+/// not have.
+#[cold]
+pub(crate) fn stray_selection_once(limits: usize, logged: &AtomicBool) {
+    if !logged.swap(true, Ordering::Relaxed) {
+        tracing::error!(
+            limits,
+            "a limit selector chose a limit index past the layer's {limits} limits: \
+             such requests are checked against every limit. Logged once per layer."
+        );
+    }
+}
+
 /// What the log adds when axum's connection info cannot be read.
 #[cfg(feature = "axum")]
 const AXUM_HINT: &str = "";

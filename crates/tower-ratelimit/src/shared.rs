@@ -77,15 +77,25 @@ pub(crate) struct Shared<X: KeyExtractor, St, R> {
     pub(crate) plain: bool,
     /// Whether a request without a peer address has been logged.
     pub(crate) no_peer_logged: AtomicBool,
+    /// Whether a selection of a limit the layer does not have has been
+    /// logged.
+    pub(crate) stray_logged: AtomicBool,
 }
 
 impl<X: KeyExtractor, St, R> Shared<X, St, R> {
     /// The limits that check the request, a bit each: every limit, less
-    /// those the selector leaves out.
+    /// those the selector leaves out. A selection of a limit the layer
+    /// does not have checks every limit, and is logged once.
     #[inline]
     pub(crate) fn selection(&self, parts: &http::request::Parts, key: &X::Key) -> u64 {
         match &self.select {
-            Some(select) => self.all & select.select(parts, key).bits(),
+            Some(select) => select
+                .select(parts, key)
+                .within(self.all)
+                .unwrap_or_else(|all| {
+                    crate::observe::stray_selection_once(self.limits.len(), &self.stray_logged);
+                    all
+                }),
             None => self.all,
         }
     }

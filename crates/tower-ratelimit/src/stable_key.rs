@@ -36,6 +36,11 @@ impl StableKey for HeaderKey {
     fn is_secret(&self) -> bool {
         HeaderKey::is_secret(self)
     }
+
+    /// The digest alone for a long key: the text sent is dropped.
+    fn into_stored(self) -> Self {
+        self.into_digest()
+    }
 }
 
 impl<A: fmt::Display + StableKey, B: fmt::Display + StableKey> StableKey for CompositeKey<A, B> {
@@ -46,6 +51,10 @@ impl<A: fmt::Display + StableKey, B: fmt::Display + StableKey> StableKey for Com
     /// Either part's secret: the pair then is too.
     fn is_secret(&self) -> bool {
         self.0.is_secret() || self.1.is_secret()
+    }
+
+    fn into_stored(self) -> Self {
+        CompositeKey(self.0.into_stored(), self.1.into_stored())
     }
 }
 

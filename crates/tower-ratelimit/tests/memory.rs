@@ -1,5 +1,6 @@
 //! Memory per key: extracted keys own a few bytes, never the request's
-//! buffers.
+//! buffers, and what a store keeps of a key is bounded however long the
+//! key the client sent.
 //!
 //! hyper parses a request head into one buffer and every header value (and
 //! the URI) shares it, so a key that kept a `HeaderValue` would keep the
@@ -14,9 +15,13 @@
 use bytes::Bytes;
 use http::request::Parts;
 use http::{HeaderValue, Uri};
+use ratelimit_core::algorithm::StableKey;
+use ratelimit_core::{Gcra, MemoryStore, Store};
 use ratelimit_test_support::CountingAlloc;
+use std::time::Duration;
 use tower_ratelimit::key::{
-    ApiKey, Bearer, ClientIp, Composite, Header, KeyExtractor, PeerAddr, PeerIp, ProxyHeader, Route,
+    ApiKey, Bearer, ClientIp, Composite, Header, HeaderKey, KeyExtractor, PeerAddr, PeerIp,
+    ProxyHeader, Route,
 };
 
 #[global_allocator]
@@ -56,8 +61,12 @@ fn request(i: usize, name: &str, value: &str, method: &str, path: &str) -> Parts
 }
 
 /// Live bytes per key (its inline size included) after extracting `KEYS`
-/// keys with `x` and dropping the requests.
-fn per_key<X: KeyExtractor>(x: &X, name: &str, value: &str, path: &str) -> usize {
+/// keys with `x`, keeping their stored forms (what a store keeps) and
+/// dropping the requests.
+fn per_key<X: KeyExtractor>(x: &X, name: &str, value: &str, path: &str) -> usize
+where
+    X::Key: StableKey,
+{
     per_key_method(x, name, value, "GET", path)
 }
 
@@ -68,15 +77,52 @@ fn per_key_method<X: KeyExtractor>(
     value: &str,
     method: &str,
     path: &str,
-) -> usize {
+) -> usize
+where
+    X::Key: StableKey,
+{
     let mut keys = Vec::with_capacity(KEYS);
     let before = allocated();
     for i in 0..KEYS {
         let req = request(i, name, value, method, path);
-        keys.push(x.extract(&req).expect("a key"));
+        keys.push(x.extract(&req).expect("a key").into_stored());
     }
     let heap = allocated().saturating_sub(before);
     heap / KEYS + std::mem::size_of::<X::Key>()
+}
+
+/// Live bytes per request key (before a store keeps it): the key sent,
+/// never the request's shared buffer.
+fn per_request_key<X: KeyExtractor>(x: &X, name: &str, value: &str) -> usize {
+    let mut keys = Vec::with_capacity(KEYS);
+    let before = allocated();
+    for i in 0..KEYS {
+        keys.push(
+            x.extract(&request(i, name, value, "GET", "/"))
+                .expect("a key"),
+        );
+    }
+    let heap = allocated().saturating_sub(before);
+    heap / KEYS + std::mem::size_of::<X::Key>()
+}
+
+/// Live bytes per key of a memory store checked with `KEYS` bearer
+/// tokens of 4 KB, the requests and their keys dropped: the store keeps
+/// each key's digest, not the text sent.
+fn per_stored_long_key() -> usize {
+    let store: MemoryStore<Gcra, HeaderKey> =
+        MemoryStore::new(Gcra::new(10, Duration::from_secs(60)).unwrap());
+    let token = format!("Bearer {}{{i}}", "t".repeat(4088));
+    let before = allocated();
+    for i in 0..KEYS {
+        let key = Bearer::new()
+            .extract(&request(i, "authorization", &token, "GET", "/"))
+            .expect("a key");
+        assert!(key.sent().is_some_and(|s| s.len() == 4096), "the text sent");
+        assert!(store.check(&key, 1, 0).value().unwrap().allowed);
+    }
+    assert_eq!(store.len(), KEYS);
+    allocated().saturating_sub(before) / KEYS
 }
 
 #[test]
@@ -107,7 +153,7 @@ fn keys_hold_only_their_own_bytes() {
         (
             "Header, 1 KB value",
             per_key(
-                &Header::named("x-tenant").unwrap(),
+                &"x-tenant".parse::<Header>().unwrap(),
                 "x-tenant",
                 &format!("{}{{i}}", "v".repeat(1016)),
                 "/",
@@ -150,6 +196,16 @@ fn keys_hold_only_their_own_bytes() {
                 "/users/{i}",
             ),
             128,
+        ),
+        (
+            "Bearer, 4 KB token, the request's key",
+            per_request_key(&Bearer::new(), "authorization", &bearer4k),
+            4096 + 100,
+        ),
+        (
+            "MemoryStore of 4 KB bearer tokens, per key",
+            per_stored_long_key(),
+            200,
         ),
     ];
     for (what, bytes, bound) in &cases {

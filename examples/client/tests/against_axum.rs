@@ -4,7 +4,7 @@
 
 use axum::extract::ConnectInfo;
 use client_example::run;
-use ratelimit_async::TokioClock;
+use ratelimit_core::TokioClock;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;

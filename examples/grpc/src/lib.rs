@@ -83,7 +83,7 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             limits: Limits::default(),
-            client_ip: ClientIp::trusting([]),
+            client_ip: ClientIp::default(),
             clock: Arc::new(SystemClock::new()),
         }
     }
@@ -111,7 +111,8 @@ impl Config {
             _ => ProxyHeader::XForwardedFor,
         };
         let proxies = var("TRUSTED_PROXIES").unwrap_or_default();
-        let client_ip = ClientIp::from_list(&proxies)
+        let client_ip = proxies
+            .parse::<ClientIp>()
             .map_err(|e| EnvError::new("TRUSTED_PROXIES", Some(proxies.clone()), e))?
             .header(header);
         Ok(Self {
@@ -135,7 +136,7 @@ pub fn rate_limit(config: &Config) -> Result<Layer, BoxError> {
     let store = |calls, window| -> Result<_, BoxError> {
         Ok(MemoryStore::<_, IpKey>::builder(Gcra::new(calls, window)?)
             .max_keys(Some(limits.max_keys))
-            .build())
+            .build()?)
     };
     let layer = RateLimitLayer::builder(config.client_ip.clone())
         .limit(

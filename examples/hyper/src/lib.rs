@@ -76,10 +76,10 @@ pub fn service<B: Send + 'static>(
             "per-ip",
             MemoryStore::<_, IpKey>::builder(
                 FixedWindow::new(limits.per_ip, limits.per_ip_window)?
-                    .with_anchor(Anchor::KeyOffset),
+                    .with_anchor(Anchor::KeyOffset)?,
             )
             .max_keys(Some(limits.max_keys))
-            .build(),
+            .build()?,
         )
         .refund_on_inner_limit()
         .build()?;

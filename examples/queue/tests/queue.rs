@@ -2,6 +2,7 @@
 //! second, in order, a busy tenant not slowing the quiet ones.
 
 use queue_example::{consume, per_tenant_limiter, Job};
+use ratelimit_core::TokioClock;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -22,7 +23,7 @@ async fn each_tenant_is_processed_at_50_per_second_in_order() {
     drop(tx);
     let start = Instant::now();
     let mut done = Vec::new();
-    let limiter = per_tenant_limiter();
+    let limiter = per_tenant_limiter().clock(TokioClock::new());
     let processed = consume(rx, &limiter, 1024, |job| {
         done.push((job, start.elapsed()));
         async {}
@@ -55,7 +56,7 @@ async fn a_slow_job_does_not_lose_the_rate() {
         }
     });
     let start = Instant::now();
-    let limiter = per_tenant_limiter();
+    let limiter = per_tenant_limiter().clock(TokioClock::new());
     let mut last = Duration::ZERO;
     let processed = consume(rx, &limiter, 16, |_job| {
         last = start.elapsed();

@@ -12,7 +12,7 @@
 //!    seconds; for the policy's `RateLimit-Policy` window `w` if `t` is
 //!    missing) — held at most [`max_hold`](ClientLayer::max_hold);
 //! 2. waits for its own [`Limiter`] if one is set ([`pace`](ClientLayer::pace)):
-//!    per host by default, or per any key ([`ClientLayer::key_by`]), with
+//!    per host by default, or per any key ([`ClientLayer::keyed`]), with
 //!    any algorithm and store;
 //! 3. sends it, and retries a `429`, a `503` or a failure of the inner
 //!    service when the request is idempotent (RFC 9110: `GET`, `HEAD`,
@@ -230,8 +230,31 @@ impl ClientLayer<Host> {
     /// holding a host at most 60 s, remembering holds for at most 10,000
     /// hosts.
     pub fn new() -> Self {
+        Self::keyed(Host)
+    }
+}
+
+impl<KX: RequestKey> ClientLayer<KX> {
+    /// A layer as [`new`](ClientLayer::new)'s that paces by `key` instead
+    /// of by host (the holds a server asks for stay per host). The key
+    /// comes first, so a [`pace`](Self::pace) limiter is always of its
+    /// key type.
+    ///
+    /// ```
+    /// use ratelimit_async::{client::ClientLayer, Limiter};
+    /// use ratelimit_core::{Gcra, MemoryStore};
+    /// use std::time::Duration;
+    ///
+    /// let by_tenant = |_: &http::Method, _: &http::Uri, h: &http::HeaderMap| {
+    ///     h.get("x-tenant").map(|v| v.as_bytes().to_vec())
+    /// };
+    /// let limiter = Limiter::new(MemoryStore::new(Gcra::new(10, Duration::from_secs(60)).unwrap()));
+    /// let layer = ClientLayer::keyed(by_tenant).pace(limiter);
+    /// # let _ = layer;
+    /// ```
+    pub fn keyed(key: KX) -> Self {
         Self {
-            key: Host,
+            key,
             pacer: None,
             settings: Arc::new(Settings {
                 max_retries: 3,
@@ -252,19 +275,6 @@ impl<KX: RequestKey> ClientLayer<KX> {
         f(&mut s);
         self.settings = Arc::new(s);
         self
-    }
-
-    /// Paces requests by `key` instead of by host (the holds a server
-    /// asks for stay per host). Drops a pacing limiter set before: call
-    /// [`pace`](Self::pace) after this.
-    pub fn key_by<KY: RequestKey>(self, key: KY) -> ClientLayer<KY> {
-        ClientLayer {
-            key,
-            pacer: None,
-            settings: self.settings,
-            holds: self.holds,
-            budget: self.budget,
-        }
     }
 
     /// Paces every request (each attempt, cost 1) through `limiter`, per

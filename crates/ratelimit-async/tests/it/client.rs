@@ -6,6 +6,7 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::Full;
 use ratelimit_async::client::{ClientLayer, TpsBudget};
 use ratelimit_async::Limiter;
+use ratelimit_core::TokioClock;
 use ratelimit_core::{Gcra, MemoryStore};
 use std::collections::VecDeque;
 use std::future::Future;
@@ -253,7 +254,8 @@ async fn failures_of_idempotent_requests_are_retried() {
 async fn pacing_per_host_with_a_limiter() {
     let server = Server::new(vec![]);
     // 2 per second per host, burst 1: one every 500 ms.
-    let limiter = Limiter::new(MemoryStore::new(Gcra::with_burst(2, S1, 1).unwrap()));
+    let limiter = Limiter::new(MemoryStore::new(Gcra::with_burst(2, S1, 1).unwrap()))
+        .clock(TokioClock::new());
     let client = ClientLayer::new().pace(limiter).layer(server.service());
     let calls = [
         "http://a.test/1",
@@ -288,9 +290,9 @@ async fn pacing_by_a_key_of_our_own() {
     let by_tenant = |_: &Method, _: &http::Uri, h: &http::HeaderMap| {
         h.get("x-tenant").map(|v| v.as_bytes().to_vec())
     };
-    let limiter = Limiter::new(MemoryStore::new(Gcra::with_burst(1, S1, 1).unwrap()));
-    let mut client = ClientLayer::new()
-        .key_by(by_tenant)
+    let limiter = Limiter::new(MemoryStore::new(Gcra::with_burst(1, S1, 1).unwrap()))
+        .clock(TokioClock::new());
+    let mut client = ClientLayer::keyed(by_tenant)
         .pace(limiter)
         .layer(server.service());
     for host in ["http://a.test/", "http://b.test/"] {

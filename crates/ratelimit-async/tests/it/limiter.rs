@@ -4,7 +4,7 @@
 
 use futures_util::StreamExt;
 use ratelimit_async::{Limiter, WaitError};
-use ratelimit_core::{Gcra, LeakyBucket, MemoryStore, SlidingLog, Store};
+use ratelimit_core::{Gcra, LeakyBucket, MemoryStore, SlidingLog, Store, TokioClock};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -40,7 +40,8 @@ async fn admissions<S: Store<String>>(limiter: Limiter<String, S>, n: usize) -> 
 #[tokio::test(start_paused = true)]
 async fn sixty_four_waiters_are_admitted_at_exactly_the_gcra_pace() {
     // 10 per second, burst 10: ten at once, then one every 100 ms.
-    let limiter = Limiter::new(MemoryStore::new(Gcra::new(10, SECOND).unwrap()));
+    let limiter =
+        Limiter::new(MemoryStore::new(Gcra::new(10, SECOND).unwrap())).clock(TokioClock::new());
     let at = admissions(limiter, 64).await;
     let expected: Vec<Duration> = (0..64u32)
         .map(|i| {
@@ -57,7 +58,8 @@ async fn sixty_four_waiters_are_admitted_at_exactly_the_gcra_pace() {
 #[tokio::test(start_paused = true)]
 async fn sixty_four_waiters_are_admitted_at_exactly_the_sliding_log_pace() {
     // 10 in any second: ten at 0 s, ten at 1 s, ...
-    let limiter = Limiter::new(MemoryStore::new(SlidingLog::new(10, SECOND).unwrap()));
+    let limiter = Limiter::new(MemoryStore::new(SlidingLog::new(10, SECOND).unwrap()))
+        .clock(TokioClock::new());
     let at = admissions(limiter, 64).await;
     let expected: Vec<Duration> = (0..64u32).map(|i| SECOND * (i / 10)).collect();
     assert_eq!(at, expected);
@@ -65,7 +67,8 @@ async fn sixty_four_waiters_are_admitted_at_exactly_the_sliding_log_pace() {
 
 #[tokio::test(start_paused = true)]
 async fn a_dropped_wait_takes_nothing() {
-    let limiter = Limiter::new(MemoryStore::new(Gcra::with_burst(10, SECOND, 1).unwrap()));
+    let limiter = Limiter::new(MemoryStore::new(Gcra::with_burst(10, SECOND, 1).unwrap()))
+        .clock(TokioClock::new());
     assert!(limiter.check(&k(), 1).await.unwrap().allowed);
     // Denied for 100 ms; give up after 50.
     let gave_up = tokio::time::timeout(50 * MS, limiter.until_ready(&k(), 1)).await;
@@ -78,7 +81,8 @@ async fn a_dropped_wait_takes_nothing() {
 #[tokio::test(start_paused = true)]
 async fn a_leaky_bucket_hold_is_slept_and_refunded_when_dropped() {
     // 10 per second, a queue of 5: the second request is held 100 ms.
-    let limiter = Limiter::new(MemoryStore::new(LeakyBucket::new(10, SECOND, 5).unwrap()));
+    let limiter = Limiter::new(MemoryStore::new(LeakyBucket::new(10, SECOND, 5).unwrap()))
+        .clock(TokioClock::new());
     let start = Instant::now();
     limiter.until_ready(&k(), 1).await.unwrap();
     limiter.until_ready(&k(), 1).await.unwrap();
@@ -98,7 +102,8 @@ async fn a_leaky_bucket_hold_is_slept_and_refunded_when_dropped() {
 
 #[tokio::test(start_paused = true)]
 async fn a_cost_above_the_capacity_is_never_waited_for() {
-    let limiter = Limiter::new(MemoryStore::new(Gcra::new(10, SECOND).unwrap()));
+    let limiter =
+        Limiter::new(MemoryStore::new(Gcra::new(10, SECOND).unwrap())).clock(TokioClock::new());
     let start = Instant::now();
     let err = limiter.until_ready(&k(), 11).await.unwrap_err();
     assert_eq!(
@@ -113,8 +118,9 @@ async fn a_cost_above_the_capacity_is_never_waited_for() {
 
 #[tokio::test(start_paused = true)]
 async fn jitter_adds_at_most_its_maximum() {
-    let limiter =
-        Limiter::new(MemoryStore::new(Gcra::with_burst(10, SECOND, 1).unwrap())).jitter(50 * MS);
+    let limiter = Limiter::new(MemoryStore::new(Gcra::with_burst(10, SECOND, 1).unwrap()))
+        .clock(TokioClock::new())
+        .jitter(50 * MS);
     let mut waits = Vec::new();
     for _ in 0..20 {
         limiter.until_ready(&k(), 1).await.unwrap();
@@ -136,7 +142,8 @@ async fn jitter_adds_at_most_its_maximum() {
 #[tokio::test(start_paused = true)]
 async fn paced_stream_keeps_each_keys_order_and_pace_without_blocking_others() {
     // 50 per second per tenant, no burst: one every 20 ms each.
-    let limiter = Limiter::new(MemoryStore::new(Gcra::with_burst(50, SECOND, 1).unwrap()));
+    let limiter = Limiter::new(MemoryStore::new(Gcra::with_burst(50, SECOND, 1).unwrap()))
+        .clock(TokioClock::new());
     // Tenant a floods first; b's two jobs come last.
     let jobs = (0..10).map(|i| ("a", i)).chain([("b", 0), ("b", 1)]);
     let start = Instant::now();
@@ -160,7 +167,8 @@ async fn paced_stream_keeps_each_keys_order_and_pace_without_blocking_others() {
 
 #[tokio::test(start_paused = true)]
 async fn paced_stream_with_a_buffer_of_one_is_strictly_in_order() {
-    let limiter = Limiter::new(MemoryStore::new(Gcra::with_burst(50, SECOND, 1).unwrap()));
+    let limiter = Limiter::new(MemoryStore::new(Gcra::with_burst(50, SECOND, 1).unwrap()))
+        .clock(TokioClock::new());
     let jobs = [("a", 0), ("a", 1), ("b", 0)];
     let start = Instant::now();
     let paced = limiter.pace(futures_util::stream::iter(jobs), 1, |j: &(&str, i32)| {
@@ -179,10 +187,12 @@ async fn paced_stream_with_a_buffer_of_one_is_strictly_in_order() {
 
 #[tokio::test(start_paused = true)]
 async fn paced_stream_hands_back_what_it_cannot_admit() {
-    let limiter = Limiter::new(MemoryStore::new(SlidingLog::new(1, SECOND).unwrap()));
+    let limiter = Limiter::new(MemoryStore::new(SlidingLog::new(1, SECOND).unwrap()))
+        .clock(TokioClock::new());
     limiter.check(&"a".to_string(), 1).await.unwrap();
     let _ = limiter.until_ready(&"never".to_string(), 2).await; // nothing taken
     let mut paced = Limiter::new(MemoryStore::new(Gcra::with_burst(1, SECOND, 1).unwrap()))
+        .clock(TokioClock::new())
         .jitter(Duration::ZERO)
         .pace(futures_util::stream::iter([5u64]), 4, |_: &u64| {
             "k".to_string()
@@ -204,7 +214,7 @@ async fn redis_store_waiters_are_paced_too() {
     )
     .build()
     .unwrap();
-    let limiter: Limiter<String, _> = Limiter::new(store);
+    let limiter: Limiter<String, _> = Limiter::new(store).clock(TokioClock::new());
     let at = admissions(limiter, 6).await;
     // Real time, seen through a network: the five gaps are 50 ms each on
     // Redis's clock, give or take the round trips' jitter (10 ms allowed
@@ -219,7 +229,8 @@ async fn redis_store_waiters_are_paced_too() {
 
 #[tokio::test(start_paused = true)]
 async fn waiters_on_a_key_are_served_first_come_first_served() {
-    let limiter = Limiter::new(MemoryStore::new(Gcra::with_burst(10, SECOND, 1).unwrap()));
+    let limiter = Limiter::new(MemoryStore::new(Gcra::with_burst(10, SECOND, 1).unwrap()))
+        .clock(TokioClock::new());
     let order = Arc::new(std::sync::Mutex::new(Vec::new()));
     let mut tasks = Vec::new();
     for i in 0..10 {
@@ -244,4 +255,18 @@ fn limiters_are_send_sync_and_clone() {
     fn assert_send_sync<T: Send + Sync + Clone>() {}
     assert_send_sync::<Limiter<String, MemoryStore<Gcra, String>>>();
     let _ = Arc::new(());
+}
+
+/// A limiter's default clock is the system clock every layer of
+/// tower-ratelimit uses by default, so a memory store shared with a layer
+/// agrees on the time with nothing to set.
+#[tokio::test]
+async fn the_default_clock_is_the_layers_system_clock() {
+    use ratelimit_core::{Clock, SystemClock};
+    let limiter: Limiter<str, MemoryStore<Gcra, String>> =
+        Limiter::new(MemoryStore::new(Gcra::new(10, SECOND).unwrap()));
+    let system = SystemClock::new().now();
+    assert!(system > 1_600_000_000 * 1_000_000_000, "{system}");
+    let apart = limiter.now().abs_diff(system);
+    assert!(apart < 60 * 1_000_000_000, "{apart} ns apart");
 }

@@ -14,7 +14,8 @@ use std::time::Duration;
 ///
 /// let window = FixedWindow::new(10, Duration::from_secs(60))
 ///     .unwrap()
-///     .with_anchor(Anchor::KeyOffset);
+///     .with_anchor(Anchor::KeyOffset)
+///     .unwrap();
 /// assert_eq!(window.anchor(), Anchor::KeyOffset);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -71,7 +72,7 @@ pub struct WindowState {
 /// let mut s = daily.fresh("key", 0);
 /// assert_eq!(daily.check(&mut s, 200, 0).remaining, 0);
 /// assert!(!daily.check(&mut s, 1, 1).allowed);
-/// let spread = daily.with_anchor(Anchor::KeyOffset);
+/// let spread = daily.with_anchor(Anchor::KeyOffset).unwrap();
 /// # let _ = spread;
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,12 +120,25 @@ impl FixedWindow {
 
     /// The same limit with windows anchored as `anchor` says. A calendar
     /// window ([`per_calendar_unit`](Self::per_calendar_unit)) is always
-    /// aligned on the calendar: it is returned unchanged.
-    pub fn with_anchor(mut self, anchor: Anchor) -> Self {
-        if self.calendar.is_none() {
-            self.anchor = anchor;
+    /// aligned on the calendar: any other anchor fails, naming it.
+    ///
+    /// ```
+    /// use ratelimit_core::algorithm::{Anchor, CalendarUnit};
+    /// use ratelimit_core::FixedWindow;
+    ///
+    /// let monthly = FixedWindow::per_calendar_unit(100, CalendarUnit::Month).unwrap();
+    /// assert!(monthly.with_anchor(Anchor::KeyOffset).is_err());
+    /// assert!(monthly.with_anchor(Anchor::Aligned).is_ok());
+    /// ```
+    pub fn with_anchor(mut self, anchor: Anchor) -> Result<Self, ConfigError> {
+        if let Some(unit) = self.calendar.filter(|_| anchor != Anchor::Aligned) {
+            return Err(ConfigError::BadSetting(format!(
+                "anchor {anchor:?} on a window per calendar {unit:?}: a calendar window is \
+                 aligned on the calendar"
+            )));
         }
-        self
+        self.anchor = anchor;
+        Ok(self)
     }
 
     /// The calendar unit of a calendar window, `None` for a window of

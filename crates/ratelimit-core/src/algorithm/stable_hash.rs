@@ -118,6 +118,27 @@ pub trait StableKey {
     fn is_secret(&self) -> bool {
         false
     }
+
+    /// The form a store keeps of the key when it inserts it: by default
+    /// the key itself. A key that carries more than its identity for its
+    /// request's life drops the rest here, so that memory per stored key
+    /// stays bounded (tower-ratelimit's `HeaderKey` keeps the text a
+    /// client sent beside a long key's digest, and a store keeps only the
+    /// digest). The stored form must hash, compare and display as the key
+    /// does.
+    ///
+    /// ```
+    /// use ratelimit_core::algorithm::StableKey;
+    ///
+    /// assert_eq!(String::from("alice").into_stored(), "alice");
+    /// ```
+    #[inline(always)]
+    fn into_stored(self) -> Self
+    where
+        Self: Sized,
+    {
+        self
+    }
 }
 
 impl StableKey for str {

@@ -30,6 +30,7 @@ trait DynStore<K: ?Sized>: Send + Sync + 'static {
     fn ban_left(&self, key: &K, now: u64) -> BanLeft;
     fn maintain(&self, now: u64) -> usize;
     fn counts(&self) -> Option<StoreCounts>;
+    fn algorithm_names(&self) -> Vec<&'static str>;
 }
 
 /// A settlement's answer.
@@ -74,6 +75,10 @@ impl<K: ?Sized, S: Store<K>> DynStore<K> for S {
 
     fn counts(&self) -> Option<StoreCounts> {
         Upkeep::counts(self)
+    }
+
+    fn algorithm_names(&self) -> Vec<&'static str> {
+        Upkeep::algorithm_names(self)
     }
 }
 
@@ -170,5 +175,9 @@ impl<K: ?Sized + 'static> Upkeep for BoxStore<K> {
 
     fn counts(&self) -> Option<StoreCounts> {
         self.inner.counts()
+    }
+
+    fn algorithm_names(&self) -> Vec<&'static str> {
+        self.inner.algorithm_names()
     }
 }

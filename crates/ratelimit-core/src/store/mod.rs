@@ -17,7 +17,7 @@
 //!     MemoryStore::builder(Gcra::new(5, Duration::from_secs(60)).unwrap())
 //!         .max_keys(Some(1000))
 //!         .at_capacity(AtCapacity::Refuse)
-//!         .build();
+//!         .build().unwrap();
 //! # let _ = store;
 //! ```
 
@@ -36,7 +36,7 @@ mod shard_lock;
 mod upkeep;
 
 pub use crate::error::RemoteError;
-pub use memory::{AtCapacity, MemoryStoreBuilder};
+pub use memory::{AtCapacity, MemoryStoreBuilder, DEFAULT_MAX_KEYS};
 pub use never_pending::NeverPending;
 pub use shard::StoreCounts;
 pub use upkeep::Upkeep;

@@ -35,6 +35,15 @@ pub trait Upkeep {
     fn counts(&self) -> Option<StoreCounts> {
         None
     }
+
+    /// The names of the algorithms deciding the store's limits
+    /// ([`Algorithm::name`](crate::Algorithm::name): `gcra`,
+    /// `leaky-bucket`...), one per limit, for an owner to check its
+    /// settings against at build (a shaping layer needs a leaky bucket).
+    /// Empty (the default) when the store does not say.
+    fn algorithm_names(&self) -> Vec<&'static str> {
+        Vec::new()
+    }
 }
 
 /// A shared store's upkeep is the store's.
@@ -45,5 +54,9 @@ impl<S: Upkeep + ?Sized> Upkeep for std::sync::Arc<S> {
 
     fn counts(&self) -> Option<StoreCounts> {
         (**self).counts()
+    }
+
+    fn algorithm_names(&self) -> Vec<&'static str> {
+        (**self).algorithm_names()
     }
 }

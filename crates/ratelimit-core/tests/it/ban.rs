@@ -14,6 +14,7 @@ fn store(spec: &str, ban: BanPolicy, deny_cache: bool) -> MemoryStore<AnyAlgorit
         .ban(Some(ban))
         .deny_cache(deny_cache)
         .build()
+        .unwrap()
 }
 
 fn check(s: &MemoryStore<AnyAlgorithm, String>, key: &str, now: u64) -> Decision {
@@ -126,7 +127,8 @@ fn bans_are_bounded_by_the_cap() {
         MemoryStore::builder("fixed-window 1/1h".parse::<AnyAlgorithm>().unwrap())
             .max_keys(Some(64))
             .ban(Some(ban))
-            .build();
+            .build()
+            .unwrap();
     let (mut banned, mut refused) = (0, 0);
     for i in 0..10_000 {
         let k = format!("k{i}");

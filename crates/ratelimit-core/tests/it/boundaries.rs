@@ -223,7 +223,8 @@ fn fixed_window_edges_aligned() {
 fn fixed_window_edges_first_request() {
     let window = FixedWindow::new(3, secs(1))
         .unwrap()
-        .with_anchor(Anchor::FirstRequest);
+        .with_anchor(Anchor::FirstRequest)
+        .unwrap();
     expect(
         window,
         0,
@@ -248,7 +249,8 @@ fn fixed_window_edges_key_offset() {
     let period = secs(1);
     let window = FixedWindow::new(2, period)
         .unwrap()
-        .with_anchor(Anchor::KeyOffset);
+        .with_anchor(Anchor::KeyOffset)
+        .unwrap();
     for key in 0..50u64 {
         let o = stable_hash(&key) % S;
         assert!(o > 0, "pick other keys");
@@ -325,4 +327,20 @@ fn sliding_window_edges() {
             (4 * S, 10, true, 0, Some(0)),
         ],
     );
+}
+
+/// A calendar window is aligned on the calendar: another anchor fails,
+/// naming it, instead of being dropped.
+#[test]
+fn a_calendar_window_refuses_another_anchor() {
+    use ratelimit_core::algorithm::CalendarUnit;
+    let monthly = FixedWindow::per_calendar_unit(100, CalendarUnit::Month).unwrap();
+    for anchor in [Anchor::FirstRequest, Anchor::KeyOffset] {
+        let err = monthly.with_anchor(anchor).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("{anchor:?}")) && err.contains("Month"),
+            "{err}"
+        );
+    }
+    assert_eq!(monthly.with_anchor(Anchor::Aligned).unwrap(), monthly);
 }

@@ -17,7 +17,8 @@ fn new_clients_are_limited_at_the_cap() {
     let store = MemoryStore::<_, u64>::builder(Gcra::new(2, HOUR).unwrap())
         .shards(4)
         .max_keys(Some(100))
-        .build();
+        .build()
+        .unwrap();
     for key in 0..300u64 {
         // A flood key may start as used as the evicted keys that share
         // its cells of the sketch, so it may be denied.
@@ -45,7 +46,8 @@ fn refuse_fails_new_keys_until_old_ones_are_full() {
         .shards(1)
         .max_keys(Some(10))
         .at_capacity(AtCapacity::Refuse)
-        .build();
+        .build()
+        .unwrap();
     for key in 0..10u64 {
         assert!(store.check(&key, 1, 0).value().unwrap().allowed);
     }
@@ -69,7 +71,8 @@ fn evicts_the_key_nearest_to_full() {
     let store = MemoryStore::<_, u64>::builder(gcra)
         .shards(1)
         .max_keys(Some(8))
-        .build();
+        .build()
+        .unwrap();
     for key in 0..8u64 {
         assert!(store.check(&key, key + 1, 0).value().unwrap().allowed);
     }
@@ -92,7 +95,8 @@ fn evicts_the_oldest_log() {
     let store = MemoryStore::<_, u64>::builder(SlidingLog::new(5, HOUR).unwrap())
         .shards(1)
         .max_keys(Some(4))
-        .build();
+        .build()
+        .unwrap();
     for key in 0..4u64 {
         assert!(
             store
@@ -129,7 +133,8 @@ fn an_evicted_denied_key_comes_back_denied() {
     let store = MemoryStore::<_, u64>::builder(Gcra::new(1, HOUR).unwrap())
         .shards(1)
         .max_keys(Some(1))
-        .build();
+        .build()
+        .unwrap();
     assert!(store.check(&1, 1, 0).value().unwrap().allowed);
     let denied = store.check(&1, 1, 1).value().unwrap();
     assert!(!denied.allowed);
@@ -148,7 +153,8 @@ fn a_remembered_denial_expires_exactly() {
     let store = MemoryStore::<_, u64>::new(Gcra::new(3, Duration::from_secs(1)).unwrap());
     let locked = MemoryStore::<_, u64>::builder(Gcra::new(3, Duration::from_secs(1)).unwrap())
         .deny_cache(false)
-        .build();
+        .build()
+        .unwrap();
     for s in [&store, &locked] {
         for _ in 0..3 {
             assert!(s.check(&7, 1, 0).value().unwrap().allowed);
@@ -172,7 +178,8 @@ fn a_remembered_denial_expires_exactly() {
 fn maintain_empties_the_store_in_steps() {
     let store = MemoryStore::<_, u64>::builder(Gcra::new(10, Duration::from_secs(1)).unwrap())
         .shards(2)
-        .build();
+        .build()
+        .unwrap();
     for key in 0..100_000u64 {
         store.check(&key, 1, 0).value().unwrap();
     }
@@ -210,6 +217,7 @@ fn a_small_cap_is_not_split_over_many_shards() {
             .max_keys(Some(cap))
             .at_capacity(AtCapacity::Refuse)
             .build()
+            .unwrap()
     };
     let store = capped(63);
     assert_eq!(shards(&store), 1);
@@ -229,6 +237,42 @@ fn a_small_cap_is_not_split_over_many_shards() {
     let by_hand = MemoryStore::<Gcra, u64>::builder(gcra())
         .shards(64)
         .max_keys(Some(1_000))
-        .build();
+        .build()
+        .unwrap();
     assert_eq!(shards(&by_hand), 64);
+}
+
+/// A store is capped unless it says otherwise: `MemoryStore::new` holds
+/// at most `DEFAULT_MAX_KEYS`, and `max_keys(None)` lifts the cap.
+#[test]
+fn a_store_is_capped_by_default() {
+    use ratelimit_core::store::DEFAULT_MAX_KEYS;
+    let gcra = Gcra::new(2, HOUR).unwrap();
+    let store: MemoryStore<Gcra, u64> = MemoryStore::new(gcra);
+    assert_eq!(store.max_keys(), Some(DEFAULT_MAX_KEYS));
+    assert_eq!(DEFAULT_MAX_KEYS, 1_000_000);
+    let built: MemoryStore<Gcra, u64> = MemoryStore::builder(gcra).build().unwrap();
+    assert_eq!(built.max_keys(), Some(DEFAULT_MAX_KEYS));
+    let open: MemoryStore<Gcra, u64> = MemoryStore::builder(gcra).max_keys(None).build().unwrap();
+    assert_eq!(open.max_keys(), None);
+}
+
+/// A cap of 0 keys and a shard count out of range fail at build, naming
+/// the setting and its value: nothing is clamped in silence.
+#[test]
+fn settings_out_of_range_fail_at_build() {
+    let gcra = Gcra::new(2, HOUR).unwrap();
+    let build = |b: ratelimit_core::store::MemoryStoreBuilder<Gcra, u64>| {
+        b.build().map(|_| ()).unwrap_err().to_string()
+    };
+    let zero = build(MemoryStore::builder(gcra).max_keys(Some(0)));
+    assert!(zero.contains("max_keys Some(0)"), "{zero}");
+    assert!(build(MemoryStore::builder(gcra).shards(0)).contains("shards 0"));
+    let many = build(MemoryStore::builder(gcra).shards(1 << 17));
+    assert!(many.contains("shards 131072"), "{many}");
+    assert!(MemoryStore::<Gcra, u64>::builder(gcra)
+        .shards(1 << 16)
+        .max_keys(Some(1))
+        .build()
+        .is_ok());
 }

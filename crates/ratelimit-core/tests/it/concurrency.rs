@@ -17,7 +17,10 @@ const TRIES: usize = 2_000;
 /// `now`, plus churn on other keys so shards grow and sweep meanwhile.
 /// Returns the number admitted.
 fn hammer<A: Algorithm>(algorithm: A, now: u64) -> u64 {
-    let store = MemoryStore::<A, u64>::builder(algorithm).shards(4).build();
+    let store = MemoryStore::<A, u64>::builder(algorithm)
+        .shards(4)
+        .build()
+        .unwrap();
     let admitted = AtomicU64::new(0);
     let start = Barrier::new(THREADS);
     std::thread::scope(|s| {
@@ -139,7 +142,10 @@ fn late_callers_of_a_one_word_state_are_decided_at_the_latest_time() {
 fn a_hot_key_on_a_moving_clock_admits_exactly_its_quota() {
     // 1 per ms, burst 100; the clock moves 50 ms over the run.
     let gcra = Gcra::with_burst(1_000, Duration::from_secs(1), 100).unwrap();
-    let store = MemoryStore::<_, u64>::builder(gcra).shards(1).build();
+    let store = MemoryStore::<_, u64>::builder(gcra)
+        .shards(1)
+        .build()
+        .unwrap();
     let admitted = AtomicU64::new(0);
     let start = Barrier::new(THREADS);
     let ms = 1_000_000u64;
@@ -169,7 +175,10 @@ fn a_hot_key_on_a_moving_clock_admits_exactly_its_quota() {
 #[test]
 fn a_hot_key_admits_exactly_its_burst_while_its_shard_grows() {
     let gcra = Gcra::with_burst(10, Duration::from_secs(1), 500).unwrap();
-    let store = MemoryStore::<_, u64>::builder(gcra).shards(1).build();
+    let store = MemoryStore::<_, u64>::builder(gcra)
+        .shards(1)
+        .build()
+        .unwrap();
     let admitted = checks_while_growing(&store, TRIES as u64, |_, _| 42, 1_000..21_000);
     assert_eq!(admitted, 500);
     assert_eq!(store.len(), 20_001);
@@ -248,7 +257,10 @@ fn admissions_racing_on_each_key_while_the_shards_grow_admit_exactly_the_bursts(
 /// i)`): exactly every burst is admitted, and every key is then denied.
 fn bursts_while_growing(keys: u64, burst: u64, key: impl Fn(u64, u64) -> u64 + Sync) {
     let gcra = Gcra::with_burst(1, Duration::from_secs(3600), burst).unwrap();
-    let store = MemoryStore::<_, u64>::builder(gcra).shards(2).build();
+    let store = MemoryStore::<_, u64>::builder(gcra)
+        .shards(2)
+        .build()
+        .unwrap();
     let admitted = checks_while_growing(&store, TRIES as u64 * 4, key, 10_000..30_000);
     assert_eq!(admitted, keys * burst);
     for key in 0..keys {
@@ -265,7 +277,10 @@ fn many_keys_on_a_moving_clock_admit_at_most_their_quota() {
     const KEYS: u64 = 64;
     // 1 per ms, burst 5; the clock moves 20 ms over the run.
     let gcra = Gcra::with_burst(1_000, Duration::from_secs(1), 5).unwrap();
-    let store = MemoryStore::<_, u64>::builder(gcra).shards(4).build();
+    let store = MemoryStore::<_, u64>::builder(gcra)
+        .shards(4)
+        .build()
+        .unwrap();
     let admitted: Vec<AtomicU64> = (0..KEYS).map(|_| AtomicU64::new(0)).collect();
     let start = Barrier::new(THREADS);
     let ms = 1_000_000u64;

@@ -33,7 +33,8 @@ fn admitted_through_evictions_conform<A: Algorithm>(
     let capped = MemoryStore::<A, u64>::builder(make())
         .shards(1)
         .max_keys(Some(cap))
-        .build();
+        .build()
+        .unwrap();
     let (mut now, mut next_key) = (0u64, VICTIMS);
     let mut admitted = Vec::new();
     let mut check = |key: u64, cost: u64, now: u64| {
@@ -54,7 +55,10 @@ fn admitted_through_evictions_conform<A: Algorithm>(
         }
         check(u64::from(victim) % VICTIMS, cost, now);
     }
-    let exact = MemoryStore::<A, u64>::builder(make()).shards(1).build();
+    let exact = MemoryStore::<A, u64>::builder(make())
+        .shards(1)
+        .build()
+        .unwrap();
     for (key, at, cost) in admitted {
         let decision = exact.check(&key, cost, at).value().unwrap();
         prop_assert!(
@@ -128,7 +132,8 @@ fn a_flood_of_new_keys_does_not_forgive_a_brute_forcer() {
     ] {
         let store = MemoryStore::<_, u64>::builder(FixedWindow::new(5, HOUR).unwrap())
             .max_keys(Some(cap))
-            .build();
+            .build()
+            .unwrap();
         let mut admitted = 0;
         // The flood spread over 50 minutes; the victim tries every 10 keys.
         let step_ns = 3_000 * SEC / flood;
@@ -157,7 +162,8 @@ fn newcomers_after(
 ) -> (usize, ratelimit_core::store::StoreCounts) {
     let store = MemoryStore::<_, u64>::builder(SlidingLog::new(5, HOUR).unwrap())
         .max_keys(Some(cap))
-        .build();
+        .build()
+        .unwrap();
     let step_ns = 600 * SEC / flood;
     for step in 0..flood {
         for _ in 0..uses {

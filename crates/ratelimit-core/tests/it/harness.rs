@@ -154,12 +154,14 @@ where
 {
     let store = MemoryStore::<A, u64>::builder(algorithm.clone())
         .shards(shards)
-        .build();
+        .build()
+        .unwrap();
     // The same without the lock-free denied path: every field must agree.
     let locked = MemoryStore::<A, u64>::builder(algorithm.clone())
         .shards(shards)
         .deny_cache(false)
-        .build();
+        .build()
+        .unwrap();
     let mut model = crate::model::model(spec);
     // Bare states and when they were last touched.
     let mut direct: HashMap<u64, (A::State, u64)> = HashMap::new();

@@ -159,6 +159,7 @@ fn memory_gcra_is_linearizable() {
                 .shards(4)
                 .deny_cache(deny_cache)
                 .build()
+                .unwrap()
         };
         linearizable(make, spec, Mix::ALL, SECOND / 5);
         linearizable(make, spec, Mix::CHECKS, SECOND / 5);
@@ -182,6 +183,7 @@ fn memory_bans_on_denial_are_linearizable() {
         MemoryStore::<Gcra, u64>::builder(gcra)
             .ban(Some(BanPolicy::new(ban).unwrap()))
             .build()
+            .unwrap()
     };
     let checker = Checker::new(spec).ban_on_denial(ban.as_nanos() as u64);
     linearizable_with(make, checker, Mix::ALL, SECOND / 5);
@@ -204,6 +206,7 @@ fn memory_sliding_window_is_linearizable() {
             MemoryStore::<SlidingWindow, u64>::builder(window)
                 .deny_cache(deny_cache)
                 .build()
+                .unwrap()
         };
         linearizable(make, spec, Mix::ALL, SECOND / 3);
     }

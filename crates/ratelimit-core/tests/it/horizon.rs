@@ -64,7 +64,8 @@ fn replay_with<A: Algorithm>(
     prop_assert!(horizon < wrap && horizon >= 2);
     let store = MemoryStore::<A, u64>::builder(algorithm)
         .shards(shards)
-        .build();
+        .build()
+        .unwrap();
     let mut model = crate::model::model(spec);
     let mut t = 0u64;
     let cap = spec.capacity();
@@ -227,7 +228,10 @@ fn a_key_idle_for_whole_wraps_is_fresh() {
     assert!(horizon > 500_000_000_000_000 && wrap > 4 * horizon);
     for k in 1..=5u64 {
         for delta in [0u64, 1, 2, 1_000] {
-            let store = MemoryStore::<Gcra, u64>::builder(gcra).shards(1).build();
+            let store = MemoryStore::<Gcra, u64>::builder(gcra)
+                .shards(1)
+                .build()
+                .unwrap();
             let mut model = crate::model::model(Spec::Gcra {
                 limit,
                 period,
@@ -248,7 +252,10 @@ fn a_key_idle_for_whole_wraps_is_fresh() {
                 );
             }
             // And the same with a sweep first.
-            let store = MemoryStore::<Gcra, u64>::builder(gcra).shards(1).build();
+            let store = MemoryStore::<Gcra, u64>::builder(gcra)
+                .shards(1)
+                .build()
+                .unwrap();
             assert!(store.check(&1, limit, 0).value().unwrap().allowed);
             store.sweep(k * wrap + delta);
             assert!(

@@ -55,7 +55,8 @@ fn replay<A: Algorithm + Clone>(
     let store = MemoryStore::<A, u64>::builder(algorithm.clone())
         .shards(shards)
         .promote_always(true)
-        .build();
+        .build()
+        .unwrap();
     let mut bare: HashMap<u64, A::State> = HashMap::new();
     let mut now = 1_000_000_000u64;
     let mut next_new = 1_000u64;
@@ -167,7 +168,8 @@ fn an_evicted_hot_key_comes_back_as_used() {
         .shards(1)
         .max_keys(Some(1))
         .promote_always(true)
-        .build();
+        .build()
+        .unwrap();
     for _ in 0..3 {
         assert!(store.check(&1, 1, 0).value().unwrap().allowed);
     }

@@ -354,7 +354,8 @@ fn an_evicted_overshoot_comes_back_whole() {
     let store = MemoryStore::<LiveAlgorithm, String>::builder(live.clone())
         .shards(1)
         .max_keys(Some(1))
-        .build();
+        .build()
+        .unwrap();
     assert!(check(&store, "k", 3, 0).allowed);
     // 3 used of a burst of 1, draining one a day.
     live.set(spec("gcra 1/1d"));

@@ -138,7 +138,8 @@ fn run(pool: &[&Setting], steps: &[Step]) -> Result<Trace, TestCaseError> {
     let live = LiveAlgorithm::new(spec(pool[0].text));
     let store = MemoryStore::<_, u64>::builder(live.clone())
         .shards(1)
-        .build();
+        .build()
+        .unwrap();
     let (mut now, mut admitted, mut changes) = (0u64, Vec::new(), vec![0]);
     for step in steps {
         match *step {

@@ -108,7 +108,7 @@ proptest! {
         steps in trace(LEN),
         shards in shards(),
     ) {
-        let window = FixedWindow::new(l, Duration::from_nanos(p)).unwrap().with_anchor(anchor);
+        let window = FixedWindow::new(l, Duration::from_nanos(p)).unwrap().with_anchor(anchor).unwrap();
         run_both(window, Spec::Fixed { limit: l, period: p, anchor: model::anchor(anchor) }, &steps, shards)?;
     }
 
@@ -151,7 +151,7 @@ proptest! {
                 run_both(a, spec, &steps, 1)?;
             }
             1 => {
-                let a = FixedWindow::new(l, d).unwrap().with_anchor(Anchor::FirstRequest);
+                let a = FixedWindow::new(l, d).unwrap().with_anchor(Anchor::FirstRequest).unwrap();
                 let spec = Spec::Fixed { limit: l, period: p, anchor: ModelAnchor::FirstRequest };
                 run_both(a, spec, &steps, 1)?;
             }

@@ -212,7 +212,8 @@ fn a_key_not_held_settles_into_debt_and_is_kept() {
 fn a_ban_stands_through_a_settlement() {
     let s = MemoryStore::<_, String>::builder("fixed-window 2/1h".parse::<AnyAlgorithm>().unwrap())
         .ban(Some(BanPolicy::new(Duration::from_secs(60)).unwrap()))
-        .build();
+        .build()
+        .unwrap();
     assert!(check(&s, 2, 0).allowed);
     assert!(check(&s, 1, 0).banned);
     settle(&s, 2, 0, 0, MS);

@@ -43,7 +43,7 @@ fn algorithm() -> impl Strategy<Value = Option<AnyAlgorithm>> {
             2 => AnyLeakyBucket::new(a, p, small).ok().map(Into::into),
             3 => FixedWindow::new(a, p)
                 .ok()
-                .map(|w| w.with_anchor(anchor).into()),
+                .map(|w| w.with_anchor(anchor).unwrap().into()),
             4 => SlidingLog::with_max_entries(small.max(1), p, 30_000)
                 .ok()
                 .map(Into::into),

@@ -76,6 +76,7 @@ impl Fallback {
                         .max_keys(Some(max_keys))
                         .ban(ban)
                         .build()
+                        .expect("a cap of at least 1 key (checked by the store's build)")
                 })
                 .collect(),
         ))

@@ -32,7 +32,8 @@ impl LiveMemory {
         let store = MemoryStore::<LiveAlgorithm, String>::builder(settings.clone())
             .max_keys(Some(max_keys))
             .ban(ban)
-            .build();
+            .build()
+            .expect("a cap of at least 1 key (checked by the store's build)");
         Self { settings, store }
     }
 

@@ -520,7 +520,8 @@ mod tests {
         .and_limit(
             FixedWindow::new(5, s)
                 .unwrap()
-                .with_anchor(Anchor::KeyOffset),
+                .with_anchor(Anchor::KeyOffset)
+                .unwrap(),
         )
         .and_limit(SlidingLog::new(5, s).unwrap())
         .build()

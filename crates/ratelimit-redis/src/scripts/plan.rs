@@ -335,6 +335,7 @@ mod tests {
         let window: AnyAlgorithm = FixedWindow::new(1, period)
             .unwrap()
             .with_anchor(Anchor::KeyOffset)
+            .unwrap()
             .into();
         // stable_hash("user-1") = 0xf84b_a2aa_754a_4bd4.
         let phase = key_phase(&window, "user-1").unwrap();

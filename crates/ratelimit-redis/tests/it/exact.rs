@@ -175,14 +175,17 @@ async fn fixed_window_matches_core() {
             FixedWindow::new(3, S)
                 .unwrap()
                 .with_anchor(Anchor::FirstRequest)
+                .unwrap()
                 .into(),
             FixedWindow::new(7, S)
                 .unwrap()
                 .with_anchor(Anchor::KeyOffset)
+                .unwrap()
                 .into(),
             FixedWindow::new(5, Duration::from_nanos(1_234_567_891))
                 .unwrap()
                 .with_anchor(Anchor::KeyOffset)
+                .unwrap()
                 .into(),
             FixedWindow::new(100, Duration::from_secs(86_400))
                 .unwrap()

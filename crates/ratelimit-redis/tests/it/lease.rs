@@ -13,14 +13,18 @@ const P: u64 = 10_000_000_000;
 /// A whole number of windows since the epoch: a window starts here.
 const T0: u64 = 170_000_000 * P;
 
+/// A store with leases of `n` units, or none for `n` = 0.
 fn leased(url: String, limit: u64, n: u64, ttl: Duration) -> RedisStore {
-    RedisStore::builder(
+    let builder = RedisStore::builder(
         url,
         FixedWindow::new(limit, Duration::from_nanos(P)).unwrap(),
     )
     .time_source(TimeSource::Caller)
-    .timeout(Duration::from_secs(5))
-    .lease(n, ttl)
+    .timeout(Duration::from_secs(5));
+    match n {
+        0 => builder,
+        n => builder.lease(n, ttl),
+    }
     .build()
     .unwrap()
 }

@@ -206,10 +206,10 @@ impl Engine {
                         .max_keys(Some(max_keys))
                         .ban(spec.ban())
                         .shards(1)
-                        .build(),
+                        .build()?,
                 );
                 stores.push(store.clone());
-                Ok::<_, std::convert::Infallible>(store)
+                Ok::<_, ratelimit_core::ConfigError>(store)
             })
             .map_err(|e| e.to_string())?;
         let keys = table

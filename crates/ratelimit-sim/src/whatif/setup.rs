@@ -69,7 +69,9 @@ pub fn options(args: &WhatIfArgs, tables: &[&PolicyTable]) -> Result<EngineOptio
         .proxy_header
         .parse()
         .map_err(|e| bad("bad --proxy-header", &e))?;
-    let client_ip = ClientIp::from_list(&args.trusted_proxies)
+    let client_ip = args
+        .trusted_proxies
+        .parse::<ClientIp>()
         .map_err(|e| bad("bad --trusted-proxies", &e))?
         .header(header.clone());
     let mut policy = PolicyOptions {

@@ -114,6 +114,7 @@ fn failures<K>(limit: u64, max_keys: Option<usize>) -> MemoryStore<SlidingLog, K
         .max_keys(max_keys)
         .deny_cache(false)
         .build()
+        .expect("a cap of at least 1 key")
 }
 
 impl AdminGate {

@@ -205,7 +205,7 @@ impl Limits {
     /// the TCP peer's. For the app's own keys and layers.
     pub fn client_ip(&self) -> ClientIp {
         let trusted = self.inner.deployment.client_ip.clone();
-        trusted.unwrap_or_else(|| ClientIp::trusting([]))
+        trusted.unwrap_or_default()
     }
 
     /// Where the limits keep their state.

@@ -300,7 +300,10 @@ fn proxies(
             None => Ok(None),
         };
     };
-    let client_ip = ClientIp::from_list(&trusted.text).map_err(|e| env.error(trusted.origin, e))?;
+    let client_ip = trusted
+        .text
+        .parse::<ClientIp>()
+        .map_err(|e| env.error(trusted.origin, e))?;
     Ok(Some(match header {
         Some(h) => client_ip.header(h.parse::<ProxyHeader>(env)?),
         None => client_ip,

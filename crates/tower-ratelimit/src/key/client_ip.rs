@@ -87,9 +87,34 @@ pub struct ClientIp {
     watch: Arc<ProxyWatch>,
 }
 
+impl Default for ClientIp {
+    /// Trusts nobody: the key is the peer's address.
+    fn default() -> Self {
+        Self {
+            trusted: Arc::new([]),
+            prefixes: IpPrefixes::DEFAULT,
+            header: ProxyHeader::XForwardedFor,
+            watch: Arc::default(),
+        }
+    }
+}
+
+impl std::str::FromStr for ClientIp {
+    type Err = LayerBuildError;
+
+    /// Trusts the comma-separated CIDRs of `list` (as in a
+    /// `TRUSTED_PROXIES` variable); blank entries are skipped, so `""`
+    /// trusts nobody.
+    fn from_str(list: &str) -> Result<Self, LayerBuildError> {
+        Self::new(list.split(',').map(str::trim).filter(|s| !s.is_empty()))
+    }
+}
+
 impl ClientIp {
     /// Trusts the proxies in `cidrs` (`"10.0.0.0/8"`, `"2001:db8::/32"`, or
-    /// a bare address). Fails on the first one that does not parse.
+    /// a bare address). Fails on the first one that does not parse. A
+    /// comma-separated list (as in a `TRUSTED_PROXIES` variable) parses
+    /// with [`str::parse`]; [`ClientIp::default`] trusts nobody.
     pub fn new<I>(cidrs: I) -> Result<Self, LayerBuildError>
     where
         I: IntoIterator,
@@ -97,25 +122,12 @@ impl ClientIp {
     {
         let trusted = cidrs
             .into_iter()
-            .map(|c| parse_cidr(c.as_ref()))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Self::trusting(trusted))
-    }
-
-    /// Trusts the comma-separated CIDRs in `list` (as in a `TRUSTED_PROXIES`
-    /// variable); blank entries are skipped, so `""` trusts nobody.
-    pub fn from_list(list: &str) -> Result<Self, LayerBuildError> {
-        Self::new(list.split(',').map(str::trim).filter(|s| !s.is_empty()))
-    }
-
-    /// Trusts these networks.
-    pub fn trusting(nets: impl IntoIterator<Item = IpNet>) -> Self {
-        Self {
-            trusted: nets.into_iter().map(|n| n.trunc()).collect(),
-            prefixes: IpPrefixes::DEFAULT,
-            header: ProxyHeader::XForwardedFor,
-            watch: Arc::default(),
-        }
+            .map(|c| parse_cidr(c.as_ref()).map(|n| n.trunc()))
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            trusted,
+            ..Self::default()
+        })
     }
 
     /// Reads this header instead of `X-Forwarded-For`. Pick the one your
@@ -606,8 +618,9 @@ mod tests {
     fn bad_cidrs_are_errors() {
         assert!(ClientIp::new(["10.0.0.0/33"]).is_err());
         assert!(ClientIp::new(["nope"]).is_err());
-        assert!(ClientIp::from_list("10.0.0.0/8, ,::1").is_ok());
-        assert_eq!(ClientIp::from_list("").unwrap().trusted().len(), 0);
-        assert!(ClientIp::from_list("10.0.0.0/8,x").is_err());
+        assert!("10.0.0.0/8, ,::1".parse::<ClientIp>().is_ok());
+        assert_eq!("".parse::<ClientIp>().unwrap().trusted().len(), 0);
+        assert_eq!(ClientIp::default().trusted().len(), 0);
+        assert!("10.0.0.0/8,x".parse::<ClientIp>().is_err());
     }
 }

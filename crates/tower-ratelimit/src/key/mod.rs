@@ -11,23 +11,25 @@
 //!
 //! # Memory per key
 //!
-//! A key lives as long as its limit's state, and clients choose how many
-//! there are, so every key owns a few bytes of its own and never the
-//! request's buffers (hyper keeps a whole request head in one buffer that
-//! every header value and the URI share). Text keys are [`HeaderKey`]s: up
-//! to 64 bytes are kept as they are, longer ones as `#` and the 32 hex
-//! digits of a 128-bit digest, the same in every process (see
-//! [`HeaderKey`]).
+//! A key a store keeps lives as long as its limit's state, and clients
+//! choose how many there are, so every stored key owns a few bytes of its
+//! own and never the request's buffers (hyper keeps a whole request head
+//! in one buffer that every header value and the URI share). Text keys
+//! are [`HeaderKey`]s: up to 64 bytes are kept as they are, longer ones
+//! as `#` and the 32 hex digits of a 128-bit digest, the same in every
+//! process (see [`HeaderKey`]). A request's key also holds the text the
+//! client sent, for the request's life; a store keeps the digest only
+//! ([`StableKey::into_stored`](ratelimit_core::algorithm::StableKey::into_stored)).
 //!
-//! Bytes per key, inline size included, on 64-bit Linux, measured by
-//! `tests/memory.rs` (10,000 keys from requests each carrying a 16 KB
+//! Bytes per stored key, inline size included, on 64-bit Linux, measured
+//! by `tests/memory.rs` (10,000 keys from requests each carrying a 16 KB
 //! unrelated header, the requests dropped), before the store's own cost:
 //!
 //! | extractor | key | bytes per key |
 //! |---|---|---|
 //! | [`PeerIp`], [`ClientIp`] | [`IpKey`] (`Copy`) | 18 |
 //! | [`Global`] | [`GlobalKey`] (`Copy`) | 0 |
-//! | [`Bearer`], [`ApiKey`], [`Header`] | [`HeaderKey`] | 24 + the key's length (at most 64); 57 for a longer key (the key, and whether it is secret) |
+//! | [`Bearer`], [`ApiKey`], [`Header`] | [`HeaderKey`] | 24 + the key's length (at most 64); 57 for a longer key (the digest, and whether it is secret) |
 //! | [`Route`] | [`RouteKey`] | 48 with a matched route (shared with the router); 48 + the path's length (at most 64), or 81 for a longer path; an extension method longer than 15 bytes adds 33 |
 //! | [`Composite`] | [`CompositeKey`] | the two keys' sizes |
 //! | [`FromExtension<T>`] | `T` | `T`'s: make it own small data, not a `HeaderValue` or `Bytes` clone |

@@ -100,7 +100,8 @@ impl KeyExtractor for Route {
         }
         Ok(RouteKey {
             method: method(&req.method)?,
-            path: RoutePath::Raw(HeaderKey::new(req.uri.path().as_bytes())),
+            // The request holds its path: the key keeps the stored form only.
+            path: RoutePath::Raw(HeaderKey::new(req.uri.path().as_bytes()).into_digest()),
         })
     }
 }

@@ -102,7 +102,7 @@ impl<X: KeyExtractor, St, R> PaceBuilder<X, St, R> {
     }
 
     /// The clock of the checks (default: the system clock every layer
-    /// shares; tests give a [`TokioClock`](crate::TokioClock), which
+    /// shares; tests give a [`TokioClock`](ratelimit_core::TokioClock), which
     /// follows `tokio::time::pause`), or an `Arc<dyn Clock>` shared with
     /// other layers. Sleeps are tokio's.
     pub fn clock(mut self, clock: impl Clock) -> Self {

@@ -34,9 +34,10 @@ impl PolicyTable {
     /// `store` makes each entry's store from its [`StoreSpec`]: its name,
     /// its [`LiveAlgorithm`] (a store following it keeps the limit live)
     /// and its ban, as ratelimit-redis's `StoreSettings::build(spec.name(),
-    /// spec.live(), spec.ban())` takes them. A limit with a ban whose
-    /// factory never read [`StoreSpec::ban`] is an error naming the limit:
-    /// a ban is never dropped in silence. A factory whose store cannot
+    /// spec.live(), spec.ban())` takes them. A factory that never read
+    /// [`StoreSpec::live`], or the ban of a limit that has one
+    /// ([`StoreSpec::ban`]), is an error naming the limit: neither the
+    /// file's algorithm nor its ban is dropped in silence. A factory whose store cannot
     /// apply a field returns an error ([`StoreSpec::unsupported`]), and the
     /// table is refused with it.
     pub fn apply<St, E>(
@@ -185,12 +186,10 @@ impl PolicyTable {
         max_keys: Option<usize>,
     ) -> Result<(Router, PolicyHandle), PolicyError> {
         self.apply(router, options, |spec| {
-            Ok::<_, std::convert::Infallible>(
-                MemoryStore::<LiveAlgorithm, PolicyKey>::builder(spec.live().clone())
-                    .max_keys(max_keys)
-                    .ban(spec.ban())
-                    .build(),
-            )
+            MemoryStore::<LiveAlgorithm, PolicyKey>::builder(spec.live().clone())
+                .max_keys(max_keys)
+                .ban(spec.ban())
+                .build()
         })
     }
 }

@@ -416,7 +416,8 @@ impl PolicyEntry {
     pub(super) fn reserved_cost(&self) -> Result<Option<Box<dyn Cost>>, LayerBuildError> {
         match &self.estimate {
             Some(estimate) => estimate.cost(self.max_cost).map(Some),
-            None => Ok((self.cost != 1).then(|| Box::new(FixedCost(self.cost)) as Box<dyn Cost>)),
+            None if self.cost == 1 => Ok(None),
+            None => Ok(Some(Box::new(FixedCost::new(self.cost)?))),
         }
     }
 }

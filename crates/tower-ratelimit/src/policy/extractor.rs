@@ -92,7 +92,7 @@ pub(super) fn has_credentials(req: &Parts) -> bool {
 /// use tower_ratelimit::policy::PolicyOptions;
 ///
 /// let mut options = PolicyOptions::default();
-/// options.client_ip = Some(ClientIp::from_list("10.0.0.0/8").unwrap().header(ProxyHeader::X_REAL_IP));
+/// options.client_ip = Some("10.0.0.0/8".parse::<ClientIp>().unwrap().header(ProxyHeader::X_REAL_IP));
 /// ```
 #[derive(Clone, Default)]
 pub struct PolicyOptions {
@@ -144,7 +144,7 @@ impl Part {
                 Self::PeerIp(PeerIp::new().prefixes(prefixes.unwrap_or_default()))
             }
             KeyPart::ClientIp(prefixes) => {
-                let x = client_ip.clone().unwrap_or_else(|| ClientIp::trusting([]));
+                let x = client_ip.clone().unwrap_or_default();
                 Self::ClientIp(match prefixes {
                     Some(p) => x.prefixes(*p),
                     None => x,
@@ -236,14 +236,7 @@ pub(super) fn text_part(part: &KeyPart, options: &PolicyOptions) -> TextPart {
 /// Where the lists of a limit keyed on `key` read the client IP: its
 /// first IP part's source, else the client through the trusted proxies.
 pub(super) fn ip_source(key: &KeySpec, options: &PolicyOptions) -> IpSource {
-    let client = || {
-        IpSource::Client(
-            options
-                .client_ip
-                .clone()
-                .unwrap_or_else(|| ClientIp::trusting([])),
-        )
-    };
+    let client = || IpSource::Client(options.client_ip.clone().unwrap_or_default());
     for part in &key.0 {
         match part {
             KeyPart::PeerIp(_) => return IpSource::Peer,

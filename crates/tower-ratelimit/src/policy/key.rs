@@ -229,4 +229,18 @@ impl StableKey for PolicyKey {
             _ => false,
         }
     }
+    /// The stored form of each text part: the text sent is dropped.
+    fn into_stored(self) -> Self {
+        match self {
+            Self::Text(k) => Self::Text(k.into_stored()),
+            Self::Composite(parts) => Self::Composite(
+                parts
+                    .into_vec()
+                    .into_iter()
+                    .map(StableKey::into_stored)
+                    .collect(),
+            ),
+            other => other,
+        }
+    }
 }

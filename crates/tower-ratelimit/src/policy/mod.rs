@@ -199,7 +199,6 @@
 //! ```
 //! use axum::{routing::post, Router};
 //! use ratelimit_core::MemoryStore;
-//! use std::convert::Infallible;
 //! use tower_ratelimit::policy::{PolicyKey, PolicyOptions, PolicyTable, StoreSpec};
 //!
 //! let table = PolicyTable::from_toml(
@@ -208,7 +207,7 @@
 //! )?;
 //! let router = Router::new().route("/login", post(|| async { "ok" }));
 //! let (router, handle) = table.apply(router, &PolicyOptions::default(), |spec: &StoreSpec| {
-//!     Ok::<_, Infallible>(MemoryStore::<_, PolicyKey>::builder(spec.live().clone()).ban(spec.ban()).build())
+//!     MemoryStore::<_, PolicyKey>::builder(spec.live().clone()).ban(spec.ban()).build()
 //! })?;
 //! # let _ = (router, handle);
 //! # Ok::<(), tower_ratelimit::policy::PolicyError>(())

@@ -83,7 +83,7 @@ impl Estimate {
     /// The cost the layer reserves (`max_cost` checked at load).
     pub(super) fn cost(&self, max_cost: Option<u64>) -> Result<Box<dyn Cost>, LayerBuildError> {
         match self {
-            Self::Fixed(n) => Ok(Box::new(FixedCost(*n))),
+            Self::Fixed(n) => Ok(Box::new(FixedCost::new(*n)?)),
             Self::Header(name) => {
                 let max = max_cost.ok_or_else(|| {
                     LayerBuildError::BadHeaderCost(format!(

@@ -7,20 +7,20 @@ use std::cell::Cell;
 /// One limit of a policy table, as its store must apply it: its name, its
 /// live settings and its ban. [`PolicyTable::apply`](super::PolicyTable::apply)
 /// hands one to the store factory for each limit, and refuses the table
-/// (naming the limit and the field) when the limit has a ban that the
-/// factory never read: a ban is never dropped in silence.
+/// (naming the limit and the field) when the factory never read the
+/// limit's algorithm, or a ban the limit has: neither is dropped in
+/// silence.
 ///
 /// ```
 /// use axum::{routing::post, Router};
 /// use ratelimit_core::MemoryStore;
-/// use std::convert::Infallible;
 /// use tower_ratelimit::policy::{PolicyKey, PolicyOptions, PolicyTable, StoreSpec};
 ///
 /// let file = "[[limit]]\nname = \"login\"\nalgorithm = \"gcra 5/1m\"\nkey = \"client-ip\"\nban = \"1h\"\n";
 /// let table = PolicyTable::from_toml(file, None)?;
 /// let router = Router::new().route("/login", post(|| async { "ok" }));
 /// let store = |spec: &StoreSpec| {
-///     Ok::<_, Infallible>(MemoryStore::<_, PolicyKey>::builder(spec.live().clone()).ban(spec.ban()).build())
+///     MemoryStore::<_, PolicyKey>::builder(spec.live().clone()).ban(spec.ban()).build()
 /// };
 /// let (router, _handle) = table.apply(router, &PolicyOptions::default(), store)?;
 /// # let _ = router;
@@ -33,6 +33,8 @@ pub struct StoreSpec<'a> {
     ban: Option<BanPolicy>,
     /// Whether the factory read [`ban`](Self::ban).
     ban_read: Cell<bool>,
+    /// Whether the factory read [`live`](Self::live).
+    live_read: Cell<bool>,
 }
 
 impl<'a> StoreSpec<'a> {
@@ -42,6 +44,7 @@ impl<'a> StoreSpec<'a> {
             live,
             ban,
             ban_read: Cell::new(false),
+            live_read: Cell::new(false),
         }
     }
 
@@ -53,6 +56,7 @@ impl<'a> StoreSpec<'a> {
     /// The limit's settings, which reloads and overrides change: a store
     /// following them keeps the limit live.
     pub fn live(&self) -> &'a LiveAlgorithm {
+        self.live_read.set(true);
         self.live
     }
 
@@ -71,8 +75,14 @@ impl<'a> StoreSpec<'a> {
     }
 
     /// Why the factory's store misses a field of the limit, if it does:
-    /// a ban it never read.
+    /// the algorithm or a ban it never read.
     pub(super) fn dropped(&self) -> Option<String> {
+        if !self.live_read.get() {
+            return Some(format!(
+                "limit {:?}: its store factory never read its algorithm (StoreSpec::live): the file's settings would be dropped",
+                self.name
+            ));
+        }
         (self.ban.is_some() && !self.ban_read.get()).then(|| {
             format!(
                 "limit {:?} has a ban, but its store factory never read it (StoreSpec::ban): the ban would be dropped",

@@ -1,5 +1,6 @@
 //! The cost of a request: how many units of the limit it uses.
 
+use crate::LayerBuildError;
 use http::request::Parts;
 
 /// How many units of the limit a request uses (1 by default). A cost of 0
@@ -44,15 +45,29 @@ where
 /// use tower_ratelimit::strategy::{Cost, FixedCost};
 ///
 /// let req = http::Request::post("/export").body(()).unwrap();
-/// assert_eq!(FixedCost::new(10).cost(&req.into_parts().0), 10);
+/// assert_eq!(FixedCost::new(10).unwrap().cost(&req.into_parts().0), 10);
+/// assert!(FixedCost::new(0).is_err()); // a peek is said: FixedCost::PEEK
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FixedCost(pub u64);
+pub struct FixedCost(u64);
 
 impl FixedCost {
-    /// Every request costs `n`.
-    pub const fn new(n: u64) -> Self {
-        Self(n)
+    /// A peek: every request costs 0, is admitted, consumes nothing and
+    /// sees the quota left.
+    pub const PEEK: Self = Self(0);
+
+    /// Every request costs `n`; fails on 0, which would admit every
+    /// request for free (a peek is [`PEEK`](Self::PEEK)).
+    pub const fn new(n: u64) -> Result<Self, LayerBuildError> {
+        match n {
+            0 => Err(LayerBuildError::ZeroCost),
+            n => Ok(Self(n)),
+        }
+    }
+
+    /// The cost of every request.
+    pub const fn get(self) -> u64 {
+        self.0
     }
 }
 
@@ -68,5 +83,19 @@ impl Cost for Box<dyn Cost> {
     #[inline]
     fn cost(&self, req: &Parts) -> u64 {
         (**self).cost(req)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fixed cost of 0 is refused: a peek is said with `PEEK`.
+    #[test]
+    fn a_fixed_cost_of_zero_is_refused() {
+        assert!(matches!(FixedCost::new(0), Err(LayerBuildError::ZeroCost)));
+        let req = http::Request::new(()).into_parts().0;
+        assert_eq!(FixedCost::PEEK.cost(&req), 0);
+        assert_eq!(FixedCost::new(3).unwrap().cost(&req), 3);
     }
 }

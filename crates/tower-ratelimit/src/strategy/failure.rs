@@ -1,8 +1,10 @@
 //! What to do when the store cannot decide (Redis down, in-memory store full).
 
-/// What to do when the store fails ([`StoreError`](ratelimit_core::StoreError),
-/// including [`CapacityExceeded`](ratelimit_core::StoreError::CapacityExceeded)
-/// from a capped `MemoryStore`).
+/// What to do when the store fails ([`StoreError`](ratelimit_core::StoreError)).
+/// A capped `MemoryStore` with `AtCapacity::Refuse` that refuses a new key
+/// ([`CapacityExceeded`](ratelimit_core::StoreError::CapacityExceeded))
+/// gets the 503 of [`Closed`](Self::Closed) under either policy: failing
+/// open would admit every new key at the cap, unlimited.
 ///
 /// ```
 /// use std::time::Duration;

@@ -12,14 +12,28 @@ use http::request::Parts;
 /// assert_eq!(tiers.bits(), 0b101);
 /// assert!(!Selection::NONE.contains(0));
 /// ```
+///
+/// A selection naming a limit the layer does not have (an index past its
+/// limits, or past 64) is a bug in the selector: the layer then checks
+/// the request against every limit, never none, and logs an error once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Selection(u64);
+pub struct Selection {
+    bits: u64,
+    /// Whether an index past 64 was named.
+    stray: bool,
+}
 
 impl Selection {
     /// Every limit.
-    pub const ALL: Self = Self(u64::MAX);
+    pub const ALL: Self = Self {
+        bits: u64::MAX,
+        stray: false,
+    };
     /// No limit: the request goes on unlimited.
-    pub const NONE: Self = Self(0);
+    pub const NONE: Self = Self {
+        bits: 0,
+        stray: false,
+    };
 
     /// Only limit `index`.
     pub const fn only(index: usize) -> Self {
@@ -29,20 +43,37 @@ impl Selection {
     /// This set and limit `index`.
     pub const fn with(self, index: usize) -> Self {
         if index < 64 {
-            Self(self.0 | 1 << index)
+            Self {
+                bits: self.bits | 1 << index,
+                ..self
+            }
         } else {
-            self
+            Self {
+                stray: true,
+                ..self
+            }
         }
     }
 
     /// Whether limit `index` is in the set.
     pub const fn contains(self, index: usize) -> bool {
-        index < 64 && self.0 & (1 << index) != 0
+        index < 64 && self.bits & (1 << index) != 0
     }
 
     /// The set as a bit mask (bit `i` for limit `i`).
     pub const fn bits(self) -> u64 {
-        self.0
+        self.bits
+    }
+
+    /// The limits of a layer whose limits are `all` (a bit each) this
+    /// selection checks; `Err` with every limit when it names one the
+    /// layer does not have.
+    #[inline]
+    pub(crate) fn within(self, all: u64) -> Result<u64, u64> {
+        match self.stray || self.bits & !all != 0 && self != Self::ALL {
+            false => Ok(self.bits & all),
+            true => Err(all),
+        }
     }
 }
 

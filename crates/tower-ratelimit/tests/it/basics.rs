@@ -241,7 +241,7 @@ fn invalid_configuration_is_an_error() {
         Err(LayerBuildError::BadPrefix { .. })
     ));
     assert!(IpPrefixes::new(32, 48).is_ok());
-    assert!(Header::named("").is_err());
+    assert!("".parse::<Header>().is_err());
     let store =
         || MemoryStore::<Gcra, tower_ratelimit::key::GlobalKey>::new(Gcra::new(1, SEC).unwrap());
     let no_limits =
@@ -444,7 +444,8 @@ async fn evictions_and_refused_new_keys_are_logged() {
     let store = MemoryStore::builder(Gcra::new(1, 3600 * SEC).unwrap())
         .shards(1)
         .max_keys(Some(1))
-        .build();
+        .build()
+        .unwrap();
     let key = tower_ratelimit::key::Header::new(http::HeaderName::from_static("x-user"));
     let layer = RateLimitLayer::builder(key)
         .limit("capped", store)

@@ -8,13 +8,14 @@ use ratelimit_core::{Gcra, ManualClock, MemoryStore};
 use tower::ServiceExt;
 use tower_ratelimit::key::PeerIp;
 use tower_ratelimit::response::RATELIMIT;
+use tower_ratelimit::strategy::Mode;
 use tower_ratelimit::{RateLimitInfo, RateLimitLayer};
 
 #[tokio::test]
 async fn dry_run_never_rejects() {
     let layer = RateLimitLayer::builder(PeerIp::new())
         .limit("trial", MemoryStore::new(Gcra::new(1, 60 * SEC).unwrap()))
-        .dry_run()
+        .mode(Mode::DryRun)
         .clock(ManualClock::new())
         .build()
         .unwrap();

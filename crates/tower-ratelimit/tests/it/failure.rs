@@ -132,16 +132,18 @@ async fn fail_closed_is_503_problem_json() {
 }
 
 #[tokio::test]
-async fn capped_memory_store_refusing_new_keys_goes_through_the_policy() {
+async fn capped_memory_store_refusing_new_keys_refuses_under_either_policy() {
     use tower_ratelimit::key::PeerIp;
-    for (policy, expected) in [(FailurePolicy::Open, 200), (FailurePolicy::Closed, 503)] {
+    // Failing open would admit every new key at the cap, unlimited.
+    for (policy, expected) in [(FailurePolicy::Open, 503), (FailurePolicy::Closed, 503)] {
         let store = MemoryStore::<Gcra, tower_ratelimit::key::IpKey>::builder(
             Gcra::new(1, 60 * SEC).unwrap(),
         )
         .shards(1)
         .max_keys(Some(1))
         .at_capacity(ratelimit_core::store::AtCapacity::Refuse)
-        .build();
+        .build()
+        .unwrap();
         let layer = RateLimitLayer::builder(PeerIp::new())
             .limit("capped", store)
             .on_store_error(policy)

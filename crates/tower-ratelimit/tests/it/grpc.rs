@@ -165,7 +165,7 @@ async fn keys_from_metadata() {
     metadata.insert("x-tenant", "acme".parse().unwrap());
     let api = limited(ApiKey::new(), &clock);
     let bearer = limited(Bearer::new(), &clock);
-    let tenant = limited(Header::named("x-tenant").unwrap(), &clock);
+    let tenant = limited("x-tenant".parse::<Header>().unwrap(), &clock);
     for svc in [&api, &bearer, &tenant] {
         for _ in 0..5 {
             let res = send(svc, call("203.0.113.7:1", metadata.clone())).await;
@@ -253,7 +253,8 @@ async fn a_banned_call_says_it_is_a_ban() {
     let hour = Duration::from_secs(3600);
     let store = MemoryStore::builder(Gcra::new(1, MINUTE).unwrap())
         .ban(Some(ratelimit_core::BanPolicy::new(hour).unwrap()))
-        .build();
+        .build()
+        .unwrap();
     let layer = RateLimitLayer::builder(PeerIp::new())
         .limit("logins", store)
         .clock(clock.clone())

@@ -12,6 +12,7 @@ mod fair;
 #[cfg(feature = "grpc")]
 mod grpc;
 mod headers;
+mod long_keys;
 mod malformed;
 #[cfg(feature = "metrics")]
 mod metrics;

@@ -20,6 +20,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 use tower::Service;
 use tower_ratelimit::key::PeerIp;
+use tower_ratelimit::strategy::Mode;
 use tower_ratelimit::RateLimitLayer;
 
 pub type Counts = Arc<Mutex<BTreeMap<String, u64>>>;
@@ -91,7 +92,7 @@ fn counters_are_labelled_and_exact() {
             "trial",
             MemoryStore::new(Gcra::new(1, Duration::from_secs(60)).unwrap()),
         )
-        .dry_run()
+        .mode(Mode::DryRun)
         .build()
         .unwrap();
     let mut dry = Router::new().route("/", get(|| async { "hi" })).layer(dry);
@@ -141,7 +142,8 @@ fn bans_are_counted() {
     let ban = ratelimit_core::BanPolicy::new(Duration::from_secs(3600)).unwrap();
     let store = MemoryStore::builder(Gcra::new(1, Duration::from_secs(60)).unwrap())
         .ban(Some(ban))
-        .build();
+        .build()
+        .unwrap();
     let layer = RateLimitLayer::builder(PeerIp::new())
         .limit("login", store)
         .build()

@@ -101,7 +101,7 @@ async fn cost_and_selection_per_request() {
     // Limit 0: free plan, 10 units/min; limit 1: pro plan, 100 units/min.
     // The plan comes from the key's prefix; the cost from `X-Units`.
     let clock = ManualClock::new();
-    let layer = RateLimitLayer::builder(Header::named("x-user").unwrap())
+    let layer = RateLimitLayer::builder("x-user".parse::<Header>().unwrap())
         .limit("free", MemoryStore::new(Gcra::new(10, 60 * SEC).unwrap()))
         .limit("pro", MemoryStore::new(Gcra::new(100, 60 * SEC).unwrap()))
         .select(|_: &Parts, key: &HeaderKey| {
@@ -181,6 +181,35 @@ async fn empty_selection_passes_through() {
         .await
         .unwrap();
     assert_eq!(res.status(), 429);
+}
+
+/// A selector choosing a limit the layer does not have (index 1 of one
+/// limit, or past 64) never lets a request go unlimited: every limit
+/// checks it, and the bug is logged once.
+#[tokio::test]
+async fn a_selection_of_a_missing_limit_checks_every_limit() {
+    let (logs, _guard) = capture(tracing::Level::ERROR);
+    for index in [1, 64] {
+        let layer = RateLimitLayer::builder(PeerIp::new())
+            .limit("l", MemoryStore::new(Gcra::new(1, 60 * SEC).unwrap()))
+            .select(move |_: &Parts, _: &tower_ratelimit::key::IpKey| Selection::only(index))
+            .clock(ManualClock::new())
+            .build()
+            .unwrap();
+        let app = Router::new()
+            .route("/", get(|| async { "ok" }))
+            .layer(layer);
+        let send = || app.clone().oneshot(get_from("10.0.0.1:1", "/", &[]));
+        assert_eq!(send().await.unwrap().status(), 200);
+        assert_eq!(send().await.unwrap().status(), 429, "index {index}");
+        assert_eq!(send().await.unwrap().status(), 429, "index {index}");
+    }
+    let text = logs.text();
+    assert_eq!(
+        text.matches("past the layer's 1 limits").count(),
+        2,
+        "{text}"
+    );
 }
 
 #[tokio::test]

@@ -6,6 +6,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use http_body_util::BodyExt;
 use ratelimit_core::store::Upkeep;
+use ratelimit_core::TokioClock;
 use ratelimit_core::{Answer, Decision, MemoryStore, Store, StoreError, TokenBucket};
 use ratelimit_redis::RedisStore;
 use ratelimit_test_support::redis_server::RedisServer;
@@ -17,7 +18,6 @@ use tokio::time::Instant;
 use tower::ServiceExt;
 use tower_ratelimit::key::{Global, GlobalKey, IpKey, PeerIp};
 use tower_ratelimit::pace::{PaceBuildError, PaceLayer, Paced};
-use tower_ratelimit::TokioClock;
 
 const KIB: u64 = 1024;
 const MIB: u64 = 1024 * KIB;

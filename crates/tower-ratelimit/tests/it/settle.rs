@@ -64,7 +64,7 @@ async fn handler(report: Option<Extension<CostReport>>, req: Request) -> Respons
 fn app(store: &Arc<Fixed>, from: CostFrom, estimate: u64, clock: &ManualClock) -> Router {
     let layer = RateLimitLayer::<_, Fixed>::builder(Global)
         .limit("tokens", Arc::clone(store))
-        .cost(FixedCost(estimate))
+        .cost(FixedCost::new(estimate).unwrap())
         .settle(from)
         .clock(clock.clone())
         .build()
@@ -127,7 +127,7 @@ async fn settling_down_refunds_and_a_missing_value_keeps_the_estimate() {
     // A handler that names no cost: the estimate stands.
     let layer = RateLimitLayer::<_, Fixed>::builder(Global)
         .limit("tokens", Arc::clone(&store))
-        .cost(FixedCost(300))
+        .cost(FixedCost::new(300).unwrap())
         .settle("response-header:x-tokens-used".parse().unwrap())
         .clock(clock.clone())
         .build()
@@ -290,7 +290,7 @@ async fn stacked_settling_layers_each_settle_what_the_handler_reports() {
     let layer = |store: &Arc<Fixed>, name: &'static str| {
         RateLimitLayer::<_, Fixed>::builder(Global)
             .limit(name, Arc::clone(store))
-            .cost(FixedCost(1))
+            .cost(FixedCost::new(1).unwrap())
             .settle(CostFrom::Reported)
             .clock(clock.clone())
             .build()
@@ -314,7 +314,7 @@ async fn stacked_settling_layers_each_settle_what_the_handler_reports() {
 fn reporting(store: &Arc<Fixed>, from: &str, estimate: u64, clock: &ManualClock) -> Router {
     let layer = RateLimitLayer::<_, Fixed>::builder(Global)
         .limit("tokens", Arc::clone(store))
-        .cost(FixedCost(estimate))
+        .cost(FixedCost::new(estimate).unwrap())
         .settle(from.parse().unwrap())
         .clock(clock.clone())
         .build()
@@ -378,7 +378,7 @@ async fn a_malformed_trailer_settles_to_at_least_the_reservation() {
     let store = fixed(10_000);
     let layer = RateLimitLayer::<_, Fixed>::builder(Global)
         .limit("tokens", Arc::clone(&store))
-        .cost(FixedCost(300))
+        .cost(FixedCost::new(300).unwrap())
         .settle("trailer:x-tokens-used".parse().unwrap())
         .clock(clock.clone())
         .build()
@@ -457,7 +457,7 @@ async fn a_report_tells_the_handler_what_was_reserved() {
     let both = Router::new()
         .route(
             "/chat",
-            get(handler).layer(layer("inner", Box::new(FixedCost(100)))),
+            get(handler).layer(layer("inner", Box::new(FixedCost::new(100).unwrap()))),
         )
         .layer(layer("outer", Box::new(cost)));
     assert_eq!(reserved(both, "").await, "100");

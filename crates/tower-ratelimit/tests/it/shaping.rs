@@ -3,6 +3,7 @@
 use crate::common::*;
 use axum::routing::get;
 use axum::Router;
+use ratelimit_core::TokioClock;
 use ratelimit_core::{LeakyBucket, MemoryStore};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -10,7 +11,7 @@ use tokio::time::Instant;
 use tower::ServiceExt;
 use tower_ratelimit::key::Global;
 use tower_ratelimit::strategy::Mode;
-use tower_ratelimit::{RateLimitLayer, TokioClock};
+use tower_ratelimit::RateLimitLayer;
 
 fn shaped(queue: u64, log: Arc<Mutex<Vec<Duration>>>, start: Instant) -> Router {
     // 10 per second: one departure every 100 ms.
@@ -90,4 +91,25 @@ async fn a_dropped_held_request_gives_its_slot_back() {
     assert_eq!(c.status(), 200);
     let ms: Vec<u128> = log.lock().unwrap().iter().map(|d| d.as_millis()).collect();
     assert_eq!(ms, [0, 100]);
+}
+
+/// Shaping needs a leaky bucket: a layer shaping a limit of another
+/// algorithm (which never holds a request, so shaping would only enforce)
+/// is refused at build, naming the limit and the algorithm.
+#[test]
+fn shaping_without_a_leaky_bucket_is_refused_at_build() {
+    use ratelimit_core::{AnyAlgorithm, Gcra};
+    let layer = |algorithm: AnyAlgorithm| {
+        RateLimitLayer::builder(Global)
+            .limit("steady", MemoryStore::new(algorithm))
+            .mode(Mode::Shape)
+            .build()
+    };
+    let gcra = Gcra::new(5, Duration::from_secs(1)).unwrap().into();
+    let err = layer(gcra).err().unwrap().to_string();
+    assert!(err.contains("\"steady\"") && err.contains("gcra"), "{err}");
+    let bucket = LeakyBucket::new(5, Duration::from_secs(1), 2)
+        .unwrap()
+        .into();
+    assert!(layer(bucket).is_ok());
 }

@@ -228,8 +228,35 @@ fn a_ban_the_store_factory_drops_is_refused() {
         Ok::<_, Infallible>(
             MemoryStore::<LiveAlgorithm, PolicyKey>::builder(spec.live().clone())
                 .ban(spec.ban())
-                .build(),
+                .build()
+                .unwrap(),
         )
     };
     assert!(table.apply(router(), &options, keeping).is_ok());
+}
+
+/// A store factory that never reads the limit's algorithm (its store
+/// limits by settings of its own): the table is refused, naming the
+/// limit, instead of running without the file's algorithm.
+#[test]
+fn an_algorithm_the_store_factory_drops_is_refused() {
+    use ratelimit_core::{Gcra, MemoryStore};
+    use std::time::Duration;
+    use tower_ratelimit::policy::{PolicyKey, StoreSpec};
+    let table = PolicyTable::from_toml(TABLE, None).unwrap();
+    let router = || Router::new().route("/login", post(|| async { "ok" }));
+    let own = |spec: &StoreSpec| {
+        MemoryStore::<Gcra, PolicyKey>::builder(Gcra::new(100, Duration::from_secs(1)).unwrap())
+            .ban(spec.ban())
+            .build()
+    };
+    let err = table
+        .apply(router(), &PolicyOptions::default(), own)
+        .err()
+        .unwrap();
+    let text = err.to_string();
+    assert!(
+        text.contains("\"login\"") && text.contains("StoreSpec::live"),
+        "{text}"
+    );
 }

@@ -5,12 +5,12 @@ use axum::body::Body;
 use axum::routing::get;
 use axum::Router;
 use http_body_util::BodyExt;
+use ratelimit_core::TokioClock;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 use tower::ServiceExt;
 use tower_ratelimit::policy::{PolicyOptions, PolicyTable};
-use tower_ratelimit::TokioClock;
 
 const MIB: usize = 1 << 20;
 

@@ -5,13 +5,13 @@ use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::Request;
 use axum_example::{app_on, Config, DOWNLOAD_BYTES};
+use ratelimit_core::TokioClock;
 use ratelimit_test_support::spawned::Spawned;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tower::ServiceExt;
-use tower_ratelimit::TokioClock;
 
 /// (1 MiB - 64 KiB of burst) at 256 KiB/s.
 const EXPECTED: f64 = 3.75;

@@ -84,7 +84,8 @@ pub(crate) fn fixed_window(
         .transpose()?;
     match (period, anchor) {
         (Period::Fixed(d), anchor) => {
-            Ok(FixedWindow::new(limit, d)?.with_anchor(anchor.map(|(_, a)| a).unwrap_or_default()))
+            Ok(FixedWindow::new(limit, d)?
+                .with_anchor(anchor.map(|(_, a)| a).unwrap_or_default())?)
         }
         (Period::Calendar(_), Some((word, a))) if a != Anchor::Aligned => {
             Err(SpecError::CalendarAnchor(word.to_owned()))

@@ -15,7 +15,7 @@ use crate::StoreError;
 /// let store = MemoryStore::builder(Gcra::new(1, Duration::from_secs(1)).unwrap())
 ///     .max_keys(Some(1))
 ///     .at_capacity(AtCapacity::Refuse)
-///     .build();
+///     .build().unwrap();
 /// assert!(store.check(&1, 1, 0).value().unwrap().allowed);
 /// let full = store.check(&2, 1, 0).value();
 /// assert!(matches!(full, Err(StoreError::CapacityExceeded { max_keys: 1 })));
@@ -28,7 +28,8 @@ pub enum AtCapacity {
     /// are still limited.
     #[default]
     Evict,
-    /// Fail the check with [`StoreError::CapacityExceeded`]; the caller's
-    /// failure policy decides.
+    /// Fail the check with [`StoreError::CapacityExceeded`]: the new key
+    /// is refused (tower-ratelimit's layer answers 503 whatever its
+    /// failure policy).
     Refuse,
 }

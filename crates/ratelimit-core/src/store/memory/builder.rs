@@ -7,7 +7,7 @@ use crate::store::ban::BanPolicy;
 use crate::store::deny_cache::Constants;
 use crate::store::shard::ShardCell;
 use crate::store::shard_lock::Readers;
-use crate::Algorithm;
+use crate::{Algorithm, ConfigError};
 use hashbrown::DefaultHashBuilder;
 use std::marker::PhantomData;
 
@@ -23,6 +23,12 @@ const MAX_SHARDS: usize = 1024;
 
 /// The least share of a cap on keys a shard gets by default.
 const MIN_SHARE: usize = 32;
+
+/// The most shards a store takes.
+const MAX_SHARD_COUNT: usize = 1 << 16;
+
+/// The default cap on keys (see [`MemoryStoreBuilder::max_keys`]).
+pub const DEFAULT_MAX_KEYS: usize = 1_000_000;
 
 /// The default shard count (see [`MemoryStoreBuilder::shards`]), a power
 /// of two.
@@ -48,7 +54,8 @@ fn default_shards(max_keys: Option<usize>) -> usize {
 /// let store = MemoryStore::builder(Gcra::new(10, Duration::from_secs(1)).unwrap())
 ///     .max_keys(Some(100_000))
 ///     .at_capacity(AtCapacity::Evict)
-///     .build();
+///     .build().unwrap()
+///     .unwrap();
 /// assert!(store.check("alice", 1, 0).value().unwrap().allowed);
 /// # let _: &MemoryStore<Gcra, String> = &store;
 /// ```
@@ -66,8 +73,9 @@ pub struct MemoryStoreBuilder<A, K> {
 }
 
 impl<A: Algorithm, K> MemoryStoreBuilder<A, K> {
-    /// The number of shards, rounded up to a power of two (1 to 65,536;
-    /// with a cap on keys, at most the cap).
+    /// The number of shards, rounded up to a power of two (1 to 65,536,
+    /// else [`build`](Self::build) fails naming the value; with a cap on
+    /// keys, at most the cap).
     ///
     /// The default is 16 per CPU, at least 32 and at most 1,024. Two
     /// threads whose keys fall in one shard at once take turns, and while
@@ -90,10 +98,12 @@ impl<A: Algorithm, K> MemoryStoreBuilder<A, K> {
         self
     }
 
-    /// A hard cap on the number of keys with state. `None` (the default)
-    /// means no cap. The cap is split evenly over the shards, rounded
-    /// down (a store with a cap has no more shards than the cap), so the
-    /// store never holds more than `max_keys` keys.
+    /// A hard cap on the number of keys with state: by default
+    /// [`DEFAULT_MAX_KEYS`] (1,000,000), and `None` for no cap (memory
+    /// then grows with the keys clients send). The cap is split evenly
+    /// over the shards, rounded down (a store with a cap has no more
+    /// shards than the cap), so the store never holds more than
+    /// `max_keys` keys. `Some(0)` fails at [`build`](Self::build).
     pub fn max_keys(mut self, max_keys: Option<usize>) -> Self {
         self.max_keys = max_keys;
         self
@@ -132,10 +142,26 @@ impl<A: Algorithm, K> MemoryStoreBuilder<A, K> {
         self
     }
 
-    /// The store.
-    pub fn build(self) -> MemoryStore<A, K> {
+    /// The store; fails on a cap of 0 keys or a shard count out of
+    /// range, naming the setting and its value.
+    pub fn build(self) -> Result<MemoryStore<A, K>, ConfigError> {
+        if self.max_keys == Some(0) {
+            return Err(ConfigError::BadSetting(
+                "max_keys Some(0): a cap holds at least 1 key (None: no cap)".into(),
+            ));
+        }
+        if let Some(n) = self.shards.filter(|n| !(1..=MAX_SHARD_COUNT).contains(n)) {
+            return Err(ConfigError::BadSetting(format!(
+                "shards {n}: from 1 to {MAX_SHARD_COUNT}"
+            )));
+        }
+        Ok(self.build_valid())
+    }
+
+    /// The store of settings [`build`](Self::build) checked.
+    fn build_valid(self) -> MemoryStore<A, K> {
         let mut shards = match self.shards {
-            Some(shards) => shards.clamp(1, 1 << 16).next_power_of_two(),
+            Some(shards) => shards.next_power_of_two(),
             None => default_shards(self.max_keys),
         };
         if let Some(m) = self.max_keys {
@@ -178,9 +204,11 @@ impl<A: Algorithm, K> MemoryStoreBuilder<A, K> {
 }
 
 impl<A: Algorithm, K> MemoryStore<A, K> {
-    /// A store for `algorithm`, with the default shard count and no cap.
+    /// A store for `algorithm`, with the default shard count and the
+    /// default cap on keys ([`DEFAULT_MAX_KEYS`]; the
+    /// [`builder`](Self::builder) sets another, or none).
     pub fn new(algorithm: A) -> Self {
-        Self::builder(algorithm).build()
+        Self::builder(algorithm).build_valid()
     }
 
     /// A builder, to set the shard count or a cap on keys.
@@ -188,7 +216,7 @@ impl<A: Algorithm, K> MemoryStore<A, K> {
         MemoryStoreBuilder {
             algorithm,
             shards: None,
-            max_keys: None,
+            max_keys: Some(DEFAULT_MAX_KEYS),
             at_capacity: AtCapacity::Evict,
             deny_cache: true,
             promote_always: false,

@@ -25,7 +25,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     #[inline(always)]
     pub(super) fn check_key<Q>(&self, key: &Q, cost: u64, now: u64) -> Result<Decision, StoreError>
     where
-        K: Borrow<Q>,
+        K: Borrow<Q> + StableKey,
         Q: Hash + Eq + StableKey + ToOwned<Owned = K> + ?Sized,
     {
         let hash = self.hasher.hash_one(key);
@@ -109,7 +109,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         now: u64,
     ) -> Result<Decision, StoreError>
     where
-        K: Borrow<Q>,
+        K: Borrow<Q> + StableKey,
         Q: StableKey + ToOwned<Owned = K> + ?Sized,
     {
         let (decision, _) = self.check_new(cell, shard, hash, key, cost, now)?;
@@ -132,7 +132,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         promote: bool,
     ) -> Result<Decision, StoreError>
     where
-        K: Borrow<Q>,
+        K: Borrow<Q> + StableKey,
         Q: Hash + Eq + StableKey + ToOwned<Owned = K> + ?Sized,
     {
         if let Some(left) = shard.bans.as_deref().and_then(|b| b.active(hash, now)) {
@@ -203,7 +203,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         now: u64,
     ) -> Result<(Decision, bool), StoreError>
     where
-        K: Borrow<Q>,
+        K: Borrow<Q> + StableKey,
         Q: StableKey + ToOwned<Owned = K> + ?Sized,
     {
         let used = shard.evicted_use(hash, now);

@@ -18,5 +18,5 @@ mod store_impl;
 mod upkeep;
 
 pub use at_capacity::AtCapacity;
-pub use builder::MemoryStoreBuilder;
+pub use builder::{MemoryStoreBuilder, DEFAULT_MAX_KEYS};
 pub use store::MemoryStore;

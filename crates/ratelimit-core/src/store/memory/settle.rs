@@ -50,7 +50,7 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         now: u64,
     ) -> Result<Decision, StoreError>
     where
-        K: Borrow<Q>,
+        K: Borrow<Q> + StableKey,
         Q: Hash + Eq + StableKey + ToOwned<Owned = K> + ?Sized,
     {
         let hash = self.hasher.hash_one(key);

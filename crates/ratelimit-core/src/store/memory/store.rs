@@ -1,6 +1,7 @@
 //! [`MemoryStore`]: its shards, how a key finds its shard, and an insert.
 
 use super::at_capacity::AtCapacity;
+use crate::algorithm::StableKey;
 use crate::store::ban::BanPolicy;
 use crate::store::deny_cache::Constants;
 use crate::store::shard::{At, Shard, ShardCell, INSERT_STEP};
@@ -117,8 +118,9 @@ use std::hash::{BuildHasher, Hash};
 ///
 /// # At the cap
 ///
-/// An optional cap
-/// ([`MemoryStoreBuilder::max_keys`](crate::store::MemoryStoreBuilder::max_keys))
+/// A cap
+/// ([`MemoryStoreBuilder::max_keys`](crate::store::MemoryStoreBuilder::max_keys):
+/// 1,000,000 keys by default, `None` for none)
 /// bounds the number of keys with state, split evenly over the shards. A new key that finds its
 /// shard full first takes the place of a full key, if one of a few sampled
 /// ones is full (that loses nothing). Otherwise, with
@@ -242,7 +244,10 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         key: K,
         state: A::State,
         now: u64,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), StoreError>
+    where
+        K: StableKey,
+    {
         let hasher = &self.hasher;
         shard.sweep_step(&self.algorithm, now, INSERT_STEP, |k| hasher.hash_one(k));
         if shard.len() >= self.shard_cap {
@@ -260,7 +265,8 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
                 }
             }
         }
-        shard.insert(hash, key, state, |k| hasher.hash_one(k));
+        // What the store keeps of the key: its bounded form.
+        shard.insert(hash, key.into_stored(), state, |k| hasher.hash_one(k));
         cell.placed(shard);
         Ok(())
     }

@@ -86,4 +86,8 @@ impl<A: Algorithm, K: Hash + Eq> Upkeep for MemoryStore<A, K> {
     fn counts(&self) -> Option<StoreCounts> {
         Some(self.sum_counts())
     }
+
+    fn algorithm_names(&self) -> Vec<&'static str> {
+        vec![self.algorithm.name()]
+    }
 }
