@@ -17,13 +17,14 @@ const BAN_FIELDS: [&str; 4] = ["us", "un", "k", "fs"];
 const HOLD_FIELDS: [&str; 3] = ["hs", "hn", "hp"];
 
 impl Inner {
-    /// Forgets `name` in the deny cache and what this store holds of it
-    /// (see `write_back`) and, with `lease`, its lease.
+    /// Forgets `name` in the deny cache and a denial this store holds of
+    /// it (see `write_back`; a ban held stays: only an unban lifts it)
+    /// and, with `lease`, its lease.
     fn forget_here(&self, name: &str, lease: bool) {
         if let Some(cache) = &self.deny {
             cache.forget(name);
         }
-        self.write_back.held.forget(name);
+        self.write_back.held.forget_denial(name);
         if let Some(leases) = self.leases.as_ref().filter(|_| lease) {
             leases.forget(name);
         }
@@ -89,6 +90,7 @@ impl Inner {
     /// deny-cache entry here forgotten; in the fallback too.
     pub(crate) async fn unban(&self, name: String) -> Result<(), StoreError> {
         self.forget_here(&name, false);
+        self.write_back.held.forget(&name);
         if let Some(memory) = &self.policy.fallback {
             memory.unban(&name);
         }

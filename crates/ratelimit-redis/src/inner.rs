@@ -192,7 +192,7 @@ impl Inner {
                 self.hold_answer(&key, local, &v, &d, part);
                 Ok(d)
             }
-            Err(failure) => self.policy.check(&failure, &key, cost, now),
+            Err(failure) => self.fall_back(&failure, &key, cost, now),
         }
     }
 
@@ -220,7 +220,7 @@ impl Inner {
         if let Some(cache) = &self.deny {
             cache.forget(&key);
         }
-        self.write_back.held.forget(&key);
+        self.write_back.held.forget_denial(&key);
         if self.breaker.state() == BreakerState::Open {
             if let Some(memory) = &self.policy.fallback {
                 memory.refund(&key, cost, admitted_at, now);
@@ -258,7 +258,7 @@ impl Inner {
         if let Some(cache) = &self.deny {
             cache.forget(&key);
         }
-        self.write_back.held.forget(&key);
+        self.write_back.held.forget_denial(&key);
         if let Some(u) = self.leases.as_ref().and_then(|l| l.take_key(&key)) {
             let _ = self.refund(u.key, u.units, u.taken_at, now).await;
         }

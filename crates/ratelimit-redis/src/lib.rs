@@ -384,7 +384,12 @@
 //!   (`LiveRedis`, feature `live`): reloads during an outage add nothing to the
 //!   bound. Keep the breaker's threshold and the timeout such that a slow
 //!   but healthy Redis never trips them (above), and the bound is paid
-//!   only in an outage.
+//!   only in an outage;
+//! - the fallback refuses the keys its instance holds as banned (made
+//!   there, answered by Redis, or told by another instance) to the ban's
+//!   end, and a reset meanwhile does not lift one; an instance that never
+//!   saw a key's ban decides it on the algorithm alone
+//!   (`docs/ALGORITHMS.md`, "Bans").
 //!
 //! Without a fallback, whether requests pass while Redis fails is the
 //! HTTP layer's policy, which by default lets them through: a limit that

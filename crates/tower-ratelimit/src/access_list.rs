@@ -95,6 +95,20 @@ impl AccessList {
         Self::parse(std::iter::once(&entry.to_owned())).is_ok_and(|l| !l.keys.is_empty())
     }
 
+    /// Its networks, and how many keys (never shown: one may be an API
+    /// key), for a log line; `none` when empty.
+    #[cfg(feature = "redis")]
+    pub(crate) fn summary(&self) -> String {
+        let mut parts: Vec<String> = self.nets.iter().map(|(net, ())| net.to_string()).collect();
+        if !self.keys.is_empty() {
+            parts.push(format!("keys not shown: {}", self.keys.len()));
+        }
+        if parts.is_empty() {
+            return "none".to_owned();
+        }
+        parts.join(", ")
+    }
+
     /// Whether it has no entry.
     pub(crate) fn is_empty(&self) -> bool {
         self.nets.is_empty() && self.keys.is_empty()

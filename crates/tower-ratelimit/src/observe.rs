@@ -129,11 +129,12 @@ pub(crate) fn key_error(e: &KeyError) {
     metrics::counter!(names::KEY_ERRORS, "reason" => e.what()).increment(1);
 }
 
-/// Store failures, refund failures and malformed costs: at most one line per kind every 20
+/// Store failures, refund failures, malformed costs and readiness
+/// failures: at most one line per kind every 20
 /// seconds in the whole process, each with the count of those not logged,
 /// so that a failing store never logs one line per request.
 fn throttled(kind: usize) -> Option<u64> {
-    static THROTTLE: OnceLock<(Instant, LogThrottle<3>)> = OnceLock::new();
+    static THROTTLE: OnceLock<(Instant, LogThrottle<4>)> = OnceLock::new();
     let (base, throttle) =
         THROTTLE.get_or_init(|| (Instant::now(), LogThrottle::new(Duration::from_secs(20))));
     let nanos = saturating_nanos(base.elapsed());
@@ -166,6 +167,15 @@ pub(crate) fn refund_error(limit: &'static str, e: &StoreError) {
     }
     #[cfg(feature = "metrics")]
     count(names::STORE_ERRORS, limit);
+}
+
+/// A readiness probe whose store for `limit` does not answer (and has no
+/// fallback to decide meanwhile).
+#[cfg(feature = "redis")]
+pub(crate) fn not_ready(limit: &str, e: &StoreError) {
+    if let Some(suppressed) = throttled(3) {
+        tracing::warn!(limit = %limit, error = %e, suppressed, "not ready: the limit's store does not answer, and it has no fallback");
+    }
 }
 
 /// A response's cost on `limit` that is not a decimal (a header, a

@@ -6,8 +6,11 @@
 //! `Inner::local_now`), the limit that refused it, and whether it is a
 //! ban. A ban from Redis records it, and so does any answer of Redis that
 //! left the key nothing (until one more unit is back), a ban made through
-//! this store or told by another (pub/sub), a settlement in debt; a refund, a
-//! settlement, a reset or an unban of the key forgets it.
+//! this store or told by another (pub/sub), a settlement in debt. A
+//! refund, a settlement or a reset of the key forgets a denial and keeps
+//! a ban (a reset of a banned key's count never ends its ban); an unban
+//! forgets either. While Redis gives no decisions, the fallback refuses
+//! the bans held here (see `held_bans`).
 //!
 //! Bounded memory: a fixed table of [`HELD_KEYS`] entries, in sets of
 //! [`WAYS`]; a new entry takes an empty or ended one of its set, else the
@@ -99,14 +102,33 @@ impl Held {
         };
     }
 
-    /// Forgets `name`.
+    /// Forgets `name`, banned or denied (an unban).
     pub(crate) fn forget(&self, name: &str) {
+        self.forget_if(name, |_| true);
+    }
+
+    /// Forgets `name`'s denial, and keeps its ban (a refund, a
+    /// settlement, a reset: none lifts a ban).
+    pub(crate) fn forget_denial(&self, name: &str) {
+        self.forget_if(name, |e| !e.banned);
+    }
+
+    fn forget_if(&self, name: &str, which: impl Fn(&Entry) -> bool) {
         let hash = self.hash(name);
         for e in self.set(hash).iter_mut() {
-            if e.hash == hash && *e.name == *name {
+            if e.hash == hash && *e.name == *name && which(e) {
                 *e = Entry::default();
             }
         }
+    }
+
+    /// The instant `name`'s ban held here ends, if it stands at `now`.
+    pub(crate) fn ban_until(&self, name: &str, now: u64) -> Option<u64> {
+        let hash = self.hash(name);
+        self.set(hash)
+            .iter()
+            .find(|e| e.hash == hash && *e.name == *name && e.banned && now < e.until)
+            .map(|e| e.until)
     }
 
     /// Whether `name` is held at `now`.
@@ -160,12 +182,25 @@ mod tests {
             }]
         );
         assert!(h.holds("a", 199) && !h.holds("a", 200) && !h.holds("c", 0));
+        assert_eq!(h.ban_until("a", 60), Some(200));
+        // A reset keeps a ban; an unban lifts it.
+        h.forget_denial("a");
+        assert!(h.holds("a", 60));
         h.forget("a");
         assert!(h.standing(0).iter().all(|e| e.name == "b"));
         // Ended at once, or a name too long: not kept.
         h.record("c", 5, 5, 0, false);
         h.record(&"x".repeat(MAX_NAME + 1), 0, 9, 0, false);
         assert_eq!(h.standing(0).len(), 1);
+    }
+
+    #[test]
+    fn a_denial_is_forgotten_and_is_no_ban() {
+        let h = Held::with_capacity(8);
+        h.record("d", 0, 100, 1, false);
+        assert_eq!(h.ban_until("d", 0), None);
+        h.forget_denial("d");
+        assert!(!h.holds("d", 0));
     }
 
     #[test]

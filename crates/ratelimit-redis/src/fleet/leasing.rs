@@ -46,7 +46,7 @@ impl Inner {
                     }
                     size = if d.remaining < size { d.remaining } else { 0 };
                 }
-                Err(failure) => return Some(self.policy.check(&failure, key, 1, now)),
+                Err(failure) => return Some(self.fall_back(&failure, key, 1, now)),
             }
         }
         None

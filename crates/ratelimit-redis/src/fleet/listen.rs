@@ -19,8 +19,8 @@ impl Inner {
 
 impl Listener for Inner {
     /// Another store's change of `name`: its cached denial and lease
-    /// forgotten here (and what this store holds of it, see
-    /// `write_back`, on a reset or an unban), a ban remembered as a
+    /// forgotten here (a denial this store holds of it, see
+    /// `write_back`, on a reset; a ban too on an unban), a ban remembered as a
     /// standing denial and held (on the
     /// local clock; with [`TimeSource::Caller`] the caller's clock is not
     /// at hand, and the next check asks Redis) and in the fallback (at
@@ -31,7 +31,7 @@ impl Listener for Inner {
         }
         match change {
             Change::Reset => {
-                self.write_back.held.forget(name);
+                self.write_back.held.forget_denial(name);
                 if let Some(leases) = &self.leases {
                     leases.forget(name);
                 }

@@ -29,6 +29,19 @@
 //! at most once a second, with its reads); were it replaced all the
 //! same, the digests stored before match no request any more, and those
 //! entries must be added again.
+//!
+//! Redis may lose the entries too (a restart without persistence, a
+//! `FLUSHALL`, a failover to an empty replica). Each read also reads a
+//! marker, `{prefix}{entries}:epoch`, a random value the first instance
+//! to find it gone writes (`SET NX`), as the stores' write-back does. An
+//! instance that reads another marker than the one it read last writes
+//! its copy back (each entry with the time it had left, `HSETNX`: an
+//! entry written since stays), publishes `changed`, and reads again; it
+//! hands over nothing meanwhile, so its copy is never emptied by the loss.
+//! A write-back that fails is tried again at the next read. So an entry
+//! survives a loss if any instance following the entries read it; an
+//! entry removed within one read of the loss (before the instance read
+//! again) may come back.
 
 use crate::connect::conn::Conn;
 use crate::fleet::key_secret::{hash128, SecretSource, SECRET_SUFFIX};
@@ -40,7 +53,7 @@ use ratelimit_core::plumbing::{
     EntriesFuture, EntriesSink, EntryDigest, EntryTable, SharedEntries, SharedEntry,
 };
 use std::fmt;
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, PoisonError, Weak};
 use std::time::Duration;
 
 /// The default period of a full read of the entries.
@@ -72,6 +85,34 @@ redis.call('PUBLISH', ARGV[5], 'changed')
 return 1
 ";
 
+/// Writes a copy's entries back where absent (`HSETNX`); `KEYS[1]` the
+/// table, `ARGV`: triples of field, ttl in ms (0: none), value.
+const RESTORE: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local n = 0
+for i = 1, #ARGV, 3 do
+  local ttl = tonumber(ARGV[i + 1])
+  local stop = 0
+  if ttl > 0 then stop = now + ttl end
+  n = n + redis.call('HSETNX', KEYS[1], ARGV[i], stop .. ' ' .. ARGV[i + 2])
+end
+return n
+";
+
+/// Entries written back per script call.
+const RESTORE_BATCH: usize = 1_000;
+
+/// What an instance read last: the marker, its entries and when; and
+/// whether a loss seen is not written back yet.
+#[derive(Default)]
+struct LastRead {
+    marker: Option<String>,
+    entries: Vec<SharedEntry>,
+    at: Option<tokio::time::Instant>,
+    owed: bool,
+}
+
 /// The run-time entries of a policy table, shared by every instance
 /// through Redis (see the module docs); give it to
 /// `tower_ratelimit::policy::PolicyHandle::share`. Lookups never reach
@@ -95,6 +136,9 @@ struct Shared {
     timeout: Duration,
     refresh: Duration,
     put: redis::Script,
+    restore: redis::Script,
+    /// The last read, written back after a loss.
+    last: std::sync::Mutex<LastRead>,
     /// Orders writes and reads, so that a read never hands over a copy
     /// older than a write made before it.
     order: tokio::sync::Mutex<()>,
@@ -166,6 +210,8 @@ impl RedisEntries {
                 timeout,
                 refresh: refresh.max(BACKOFF_MIN),
                 put: redis::Script::new(PUT),
+                restore: redis::Script::new(RESTORE),
+                last: std::sync::Mutex::default(),
                 order: tokio::sync::Mutex::new(()),
                 log: LogThrottle::new(LOG_EVERY),
             }),
@@ -242,17 +288,33 @@ impl Shared {
         Ok(EntryDigest::new(move |text| hash128(&secret, text)))
     }
 
-    /// Every standing entry, with its time left by Redis's clock.
-    async fn read(&self) -> Result<Vec<SharedEntry>, Failure> {
+    /// The loss marker's key, in the tables' hash slot.
+    fn marker(&self) -> String {
+        format!("{}{{entries}}:epoch", self.prefix)
+    }
+
+    /// Every standing entry, with its time left by Redis's clock, and
+    /// the loss marker (written first if gone).
+    async fn read(&self) -> Result<(Vec<SharedEntry>, String), Failure> {
         type Hash = Vec<(String, String)>;
+        let fresh = crate::fleet::key_secret::to_hex(&crate::fleet::key_secret::random());
         let mut pipe = redis::pipe();
+        pipe.cmd("SET")
+            .arg(self.marker())
+            .arg(fresh)
+            .arg("NX")
+            .ignore();
+        pipe.cmd("GET").arg(self.marker());
         for table in EntryTable::ALL {
             pipe.cmd("HGETALL").arg(self.key(table));
         }
         pipe.cmd("TIME");
-        let (allow, deny, overrides, plans, (s, us)): (Hash, Hash, Hash, Hash, (u64, u64)) = self
+        type Read = (Option<String>, Hash, Hash, Hash, Hash, (u64, u64));
+        let (marker, allow, deny, overrides, plans, (s, us)): Read = self
             .run(async |mut c| pipe.query_async(&mut c).await)
             .await?;
+        let marker = marker
+            .ok_or_else(|| Failure::new(Kind::Reply, "the entries' epoch marker was not kept"))?;
         let now_ms = s * 1_000 + us / 1_000;
         let mut out = Vec::new();
         let hashes = [allow, deny, overrides, plans];
@@ -261,7 +323,59 @@ impl Shared {
                 out.extend(entry(table, &field, &value, now_ms));
             }
         }
-        Ok(out)
+        Ok((out, marker))
+    }
+
+    /// After a read that found `marker`: when it is not the one read last
+    /// (or a write-back is owed), writes the last read's entries back and
+    /// says so (the caller reads again).
+    async fn restore_if_lost(&self, marker: &str) -> Result<bool, Failure> {
+        let (entries, at) = {
+            let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+            let before = last.marker.replace(marker.to_owned());
+            if before.is_some_and(|m| m != marker) {
+                let keys = last.entries.len();
+                tracing::warn!(target: "ratelimit_redis", entries = keys, "redis lost the shared run-time entries (their epoch marker changed): writing back this instance's copy");
+                last.owed = true;
+            }
+            if !last.owed {
+                return Ok(false);
+            }
+            (last.entries.clone(), last.at)
+        };
+        let elapsed = at.map_or(Duration::ZERO, |at| at.elapsed());
+        for table in EntryTable::ALL {
+            let mut left: Vec<(String, u64, &str)> = Vec::new();
+            for e in entries.iter().filter(|e| e.table == table) {
+                let ttl = match e.left {
+                    None => 0,
+                    Some(d) if d > elapsed => millis(d - elapsed),
+                    Some(_) => continue,
+                };
+                left.push((Shared::field(&e.scope, &e.name), ttl, &e.value));
+            }
+            for batch in left.chunks(RESTORE_BATCH) {
+                let mut invocation = self.restore.prepare_invoke();
+                invocation.key(self.key(table));
+                for (field, ttl, value) in batch {
+                    invocation.arg(field).arg(*ttl).arg(*value);
+                }
+                self.run(async |mut c| invocation.invoke_async::<i64>(&mut c).await)
+                    .await?;
+            }
+        }
+        let mut pipe = redis::pipe();
+        pipe.cmd("PUBLISH")
+            .arg(self.channel())
+            .arg("changed")
+            .ignore();
+        self.run(async |mut c| pipe.query_async::<()>(&mut c).await)
+            .await?;
+        self.last
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .owed = false;
+        Ok(true)
     }
 
     /// Counts and logs (throttled) a failure.
@@ -292,14 +406,35 @@ impl Shared {
             }
         }
         let read = match self.digest().await {
-            Ok(digest) => self.read().await.map(|entries| (entries, digest)),
+            Ok(digest) => self.read().await.map(|read| (read, digest)),
             Err(f) => Err(f),
         };
-        match read {
-            Ok((entries, digest)) => sink(entries, digest),
-            Err(f) => self.failed("read", &f),
+        let ((mut entries, marker), digest) = match read {
+            Ok(read) => read,
+            Err(f) => return self.failed("read", &f),
+        };
+        match self.restore_if_lost(&marker).await {
+            Ok(false) => {}
+            // Read again, with what was written back.
+            Ok(true) => match self.read().await {
+                Ok((again, _)) => entries = again,
+                Err(f) => return self.failed("read", &f),
+            },
+            // The copy stays as it was; tried again at the next read.
+            Err(f) => return self.failed("write", &f),
         }
+        {
+            let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+            last.entries.clone_from(&entries);
+            last.at = Some(tokio::time::Instant::now());
+        }
+        sink(entries, digest)
     }
+}
+
+/// `d` in whole ms, at least 1 (0 means no end).
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
 }
 
 /// The entry of one field, unless it has expired or is not one.

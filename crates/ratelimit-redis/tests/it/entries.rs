@@ -221,3 +221,52 @@ async fn a_lost_secret_is_written_back() {
     let b = RedisEntries::new(server.url(), "lost:").unwrap();
     assert_eq!(b.digest().await.unwrap().of("sk-live-1"), h);
 }
+
+/// Redis loses the entries (`FLUSHALL`): the instances' copies are
+/// written back, each entry with the time it had left, and no copy is
+/// emptied meanwhile; a new instance reads them from Redis.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lost_entries_are_written_back() {
+    use crate::harness::Client as _;
+    let server = server!();
+    let a = RedisEntries::with(server.url(), "wb:", Duration::from_millis(100)).unwrap();
+    let b = RedisEntries::with(server.url(), "wb:", Duration::from_millis(100)).unwrap();
+    let (seen_a, seen_b) = (follow(&a), follow(&b));
+    let deny = list_entry(EntryTable::Deny, "192.0.2.0/24", Duration::from_secs(600));
+    let moved = SharedEntry {
+        table: EntryTable::Plan,
+        scope: "api-key".to_owned(),
+        name: "#00ff".to_owned(),
+        value: "pro".to_owned(),
+        left: None,
+    };
+    a.put(deny, 10).await.unwrap();
+    a.put(moved.clone(), 10).await.unwrap();
+    let both = |all: &[SharedEntry]| all.len() == 2;
+    assert!(until(&seen_b, both).await.is_some());
+    assert!(until(&seen_a, both).await.is_some());
+    let mut c = server.client().await;
+    redis::cmd("FLUSHALL")
+        .query_async::<()>(&mut c)
+        .await
+        .unwrap();
+    let since = Instant::now();
+    while since.elapsed() < Duration::from_secs(2) {
+        for seen in [&seen_a, &seen_b] {
+            let n = seen.lock().unwrap().as_ref().map_or(0, Vec::len);
+            assert_eq!(n, 2, "a copy emptied by the loss");
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let fresh = RedisEntries::with(server.url(), "wb:", Duration::from_secs(60)).unwrap();
+    let seen = follow(&fresh);
+    assert!(until(&seen, both).await.is_some(), "written back to Redis");
+    let held = seen.lock().unwrap().clone().unwrap();
+    assert!(held.contains(&moved), "{held:?}");
+    let d = held.iter().find(|e| e.name == "192.0.2.0/24").unwrap();
+    let left = d.left.unwrap();
+    assert!(
+        left > Duration::from_secs(590) && left <= Duration::from_secs(600),
+        "{left:?}"
+    );
+}

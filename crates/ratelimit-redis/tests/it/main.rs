@@ -15,6 +15,7 @@ mod entries;
 mod errors;
 mod exact;
 mod failure;
+mod held_ban;
 mod history;
 mod history_faults;
 mod invalidation;

@@ -1,5 +1,7 @@
 //! The admin API's plans: each plan's members counted, and keys moved
-//! between plans, shared through Redis when the limits are there.
+//! between plans, shared through Redis when the limits are there (into
+//! any plan, `shared = true` or not); each move's answer says whether it
+//! is (`"shared"`), since in memory a move stays in the process.
 
 use super::admin_problem::{problem, refused, Problem};
 use super::admin_state::Admin;
@@ -8,6 +10,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::MethodRouter;
 use axum::Json;
+use ratelimit_redis::StoreSettings;
 use serde_json::json;
 
 /// `GET /plans`.
@@ -58,6 +61,12 @@ fn known(admin: &Admin, plan: &str) -> Result<(), Problem> {
     }
 }
 
+/// Whether a move reaches every instance: the limits are in Redis, which
+/// shares the run-time entries.
+fn shared(admin: &Admin) -> bool {
+    matches!(admin.limits.deployment.store, StoreSettings::Redis { .. })
+}
+
 /// How a key is logged: by its length only (it may be a credential).
 fn shown(key: &str) -> String {
     format!("({} characters, not logged)", key.len())
@@ -72,7 +81,8 @@ async fn move_in(
         match admin.handle()?.plans().move_to_plan(&plan, &key).await {
             Ok(()) => {
                 tracing::info!(target: "tower_ratelimit::admin", plan = %plan, key = %shown(&key), "admin: key moved into a plan");
-                Json(json!({ "plan": plan, "moved": true })).into_response()
+                let shared = shared(&admin);
+                Json(json!({ "plan": plan, "moved": true, "shared": shared })).into_response()
             }
             Err(e) => refused(&e),
         },
@@ -87,7 +97,9 @@ async fn move_out(
     match admin.handle()?.plans().remove_from_plan(&plan, &key).await {
         Ok(Some(now)) => {
             tracing::info!(target: "tower_ratelimit::admin", plan = %plan, key = %shown(&key), now = %now, "admin: key taken out of a plan");
-            Ok(Json(json!({ "plan": plan, "removed": true, "now": now })).into_response())
+            let body =
+                json!({ "plan": plan, "removed": true, "now": now, "shared": shared(&admin) });
+            Ok(Json(body).into_response())
         }
         Ok(None) => Err(problem(
             StatusCode::NOT_FOUND,

@@ -7,7 +7,22 @@ use crate::policy::PolicyError;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-/// The variables that override the file, as [`Limits::load`](super::Limits::load) reads them.
+/// The variables that override the file, as [`Limits::load`](super::Limits::load) reads them:
+///
+/// | variable | over |
+/// |---|---|
+/// | `TRUSTED_PROXIES`, `TRUSTED_PROXY_HEADER` | `[proxies] trusted`, `header` |
+/// | `REDIS_URL`, `REDIS_TLS_CA` | `[store] url`, `tls-ca` (a URL over a memory store makes it Redis) |
+/// | `RATELIMIT_MAX_KEYS` | `[store] max-keys`, `fallback-max-keys` (default 1,000,000 in memory) |
+/// | `RATELIMIT_LEASE` | `[store] lease` |
+/// | `ADMIN_ADDR`, `ADMIN_TOKEN` | `[admin] address`, `token-env`, `token-file` |
+/// | `METRICS_ADDR` | `[metrics] address` |
+/// | `RATELIMIT_CONFIG` | the path given to `Limits::load` |
+/// | `BIND_ADDR`, `MAX_CONNECTIONS`, `MAX_CONNECTIONS_PER_CLIENT` | `[server] addr`, `max-connections`, `max-connections-per-client` |
+///
+/// ```
+/// assert!(tower_ratelimit::deploy::OVERRIDES.contains(&"REDIS_URL"));
+/// ```
 pub const OVERRIDES: [&str; 13] = [
     "TRUSTED_PROXIES",
     "TRUSTED_PROXY_HEADER",

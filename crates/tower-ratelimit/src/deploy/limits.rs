@@ -164,7 +164,7 @@ impl Limits {
             .table
             .apply(router, &options, store)
             .map_err(|mut e| {
-                e.file = inner.file.clone();
+                e.file = e.file.or_else(|| inner.file.clone());
                 DeployError::File(e)
             })?;
         let handle = Arc::new(handle);

@@ -23,6 +23,11 @@
 //! [metrics]                    # off unless an address is set
 //! address = "127.0.0.1:9100"
 //!
+//! [server]                     # where Limits::serve serves the app
+//! addr = "0.0.0.0:3000"        # default 127.0.0.1:3000
+//! max-connections = 10000      # default: below the open-file limit
+//! max-connections-per-client = 100  # default 100 (behind trusted proxies: none of its own)
+//!
 //! [[plan]]                     # see the policy table's plans
 //! name = "pro"
 //! key = "api-key"
@@ -38,7 +43,10 @@
 //!
 //! The token is never written in the file: `token = "..."` is refused,
 //! naming the field. The variables of the README's settings table
-//! ([`OVERRIDES`]) override the file, and a bad value is refused naming
+//! ([`OVERRIDES`]: `TRUSTED_PROXIES`, `TRUSTED_PROXY_HEADER`, `REDIS_URL`,
+//! `REDIS_TLS_CA`, `RATELIMIT_MAX_KEYS`, `RATELIMIT_LEASE`, `ADMIN_ADDR`,
+//! `ADMIN_TOKEN`, `METRICS_ADDR`, `RATELIMIT_CONFIG`, `BIND_ADDR`,
+//! `MAX_CONNECTIONS`, `MAX_CONNECTIONS_PER_CLIENT`) override the file, and a bad value is refused naming
 //! the variable. Unknown fields are refused, naming the file and line.
 //! Each limit runs on the store with its ban; in Redis, the key secret
 //! and the admin API's run-time entries (list entries, overrides, keys

@@ -1,17 +1,36 @@
-//! `Limits::ready`: whether every limit's store answers now.
+//! `Limits::ready`: whether every limit can decide now.
 
 use super::limits::Limits;
-use ratelimit_redis::AnyStore;
+use ratelimit_redis::{AnyStore, StoreSettings};
 use std::sync::PoisonError;
 
 impl Limits {
-    /// Whether every limit's store answers: memory always, Redis when it
-    /// answers a `PING` within the store's timeout (a store deciding in
-    /// its fallback is not ready). A store that does not answer is
-    /// logged, naming the limit. False before [`apply`](Self::apply).
+    /// Whether every limit can decide now: in memory, on Redis, or on
+    /// Redis's in-memory fallback while Redis is away (as
+    /// [`StoreState::decides`](ratelimit_redis::StoreState::decides)).
+    /// So with a fallback (`[store] fallback-max-keys`, or
+    /// `RATELIMIT_MAX_KEYS`) it stays true through an outage, and a
+    /// `/ready` probe keeps every copy serving; without one, Redis must
+    /// answer a `PING` within the store's timeout. False before
+    /// [`apply`](Self::apply).
+    ///
+    /// An outage is not a readiness failure: alert on it with
+    /// [`stores`](Self::stores) (a limit in `fallback`) or the metrics
+    /// `ratelimit_redis_breaker_state` and `ratelimit_redis_fallback_total`.
+    /// A store that does not answer is logged, naming its limit, at most
+    /// one line every 20 seconds in the whole process.
     pub async fn ready(&self) -> bool {
         if self.inner.handle.get().is_none() {
             return false;
+        }
+        if matches!(
+            self.inner.deployment.store,
+            StoreSettings::Redis {
+                fallback_max_keys: Some(_),
+                ..
+            }
+        ) {
+            return true;
         }
         let stores = self
             .inner
@@ -19,7 +38,6 @@ impl Limits {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        let mut ready = true;
         for (name, store) in stores {
             let answer = match &*store {
                 AnyStore::Redis(redis) => redis.ping().await,
@@ -27,10 +45,11 @@ impl Limits {
                 _ => Ok(()),
             };
             if let Err(e) = answer {
-                tracing::warn!(limit = %name, error = %e, "not ready: the limit's store does not answer");
-                ready = false;
+                crate::observe::not_ready(&name, &e);
+                // One Redis for every limit: the others would wait alike.
+                return false;
             }
         }
-        ready
+        true
     }
 }

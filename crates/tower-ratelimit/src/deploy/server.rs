@@ -130,7 +130,8 @@ impl Limits {
                 if !admin.addr.ip().is_loopback() {
                     tracing::warn!(addr = %admin.addr, "admin API on a non-loopback address: keep it behind a firewall");
                 }
-                tracing::info!(addr = %admin.addr, "admin API (ADMIN_ADDR), bearer token required");
+                let from = settings.from[1];
+                tracing::info!(addr = %admin.addr, from, "admin API, bearer token required");
                 Some(admin)
             }
             _ => None,
@@ -143,7 +144,8 @@ impl Limits {
                 let addr = self.metrics_addr().unwrap_or(settings.addr);
                 let what = "METRICS_ADDR, [metrics] address";
                 let metrics = Listener::bind(what, addr, router, side).await?;
-                tracing::info!(addr = %metrics.addr, "Prometheus metrics at GET /metrics (METRICS_ADDR)");
+                let from = settings.from[2];
+                tracing::info!(addr = %metrics.addr, from, "Prometheus metrics at GET /metrics");
                 Some(metrics)
             }
             None => None,
@@ -151,7 +153,7 @@ impl Limits {
         // Last: a process watching its log for this line finds every
         // listener bound.
         tracing::info!(options = ?app.options, "serving");
-        tracing::info!("listening on {}", app.addr);
+        tracing::info!(from = settings.from[0], "listening on {}", app.addr);
         Ok(Server {
             app,
             admin,

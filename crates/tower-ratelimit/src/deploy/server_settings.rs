@@ -27,7 +27,17 @@ const CAPS: [(&str, &str); 2] = [
 pub(super) struct ServerSettings {
     pub(super) addr: SocketAddr,
     pub(super) options: ServeOptions,
+    /// Where the app's, the admin API's and the metrics' addresses came
+    /// from (a variable, else the file's field), for the startup lines.
+    pub(super) from: [&'static str; 3],
 }
+
+/// Each listener's variable and its field in the file.
+const ADDRS: [(&str, &str); 3] = [
+    ("BIND_ADDR", "[server] addr"),
+    ("ADMIN_ADDR", "[admin] address"),
+    ("METRICS_ADDR", "[metrics] address"),
+];
 
 impl ServerSettings {
     /// `[server]` with the environment over it. Behind proxies (`behind`)
@@ -58,9 +68,14 @@ impl ServerSettings {
             Some(s) => env.error(s.origin, format!("{:?}: {}", s.text, e.reason)),
             None => env.error(Origin::Env(e.variable), e.reason),
         })?;
+        let mut from = ADDRS.map(|(var, field)| if env.get(var).is_some() { var } else { field });
+        if addr.is_none() {
+            from[0] = "the default";
+        }
         Ok(Self {
             addr: addr.unwrap_or(DEFAULT_ADDR),
             options,
+            from,
         })
     }
 }

@@ -13,6 +13,10 @@ use std::path::Path;
 /// The most keys a memory store (or a Redis fallback) may be given.
 const MAX_KEYS: usize = 1_000_000_000;
 
+/// A memory store's cap when neither `[store] max-keys` nor
+/// `RATELIMIT_MAX_KEYS` gives one (the README's default).
+const DEFAULT_MAX_KEYS: usize = 1_000_000;
+
 /// Everything a deployment runs with but its limits: the file's
 /// `[store]`, `[proxies]`, `[admin]` and `[metrics]` with the
 /// environment's overrides ([`OVERRIDES`](super::OVERRIDES)), each
@@ -37,8 +41,8 @@ const MAX_KEYS: usize = 1_000_000_000;
 #[non_exhaustive]
 pub struct Deployment {
     /// `[store]` (with `REDIS_URL`, `REDIS_TLS_CA`, `RATELIMIT_MAX_KEYS`,
-    /// `RATELIMIT_LEASE`): where limits keep their state; memory without
-    /// a cap by default.
+    /// `RATELIMIT_LEASE`): where limits keep their state; memory of at
+    /// most 1,000,000 keys by default.
     pub store: StoreSettings,
     /// `[proxies]` (with `TRUSTED_PROXIES`, `TRUSTED_PROXY_HEADER`): whose
     /// forwarding header names the client; `None` when no proxy is trusted.
@@ -167,8 +171,9 @@ fn store(mut store: StoreSettings, env: &Env<'_>) -> Result<StoreSettings, Deplo
     let mut url_origin = Origin::File("[store] url");
     if let Some(url) = env.get("REDIS_URL") {
         url_origin = Origin::Env("REDIS_URL");
+        // The memory store's cap, its default too, becomes the fallback's.
         let cap = match &store {
-            StoreSettings::Memory { max_keys } => *max_keys,
+            StoreSettings::Memory { max_keys } => Some(max_keys.unwrap_or(DEFAULT_MAX_KEYS)),
             _ => None,
         };
         match &mut store {
@@ -249,7 +254,7 @@ fn redis_over_memory(url: String, cap: Option<usize>) -> StoreSettings {
 }
 
 /// A memory store's cap: `RATELIMIT_MAX_KEYS` (`env_max`) over the
-/// file's `max-keys`, which may not be 0.
+/// file's `max-keys`, which may not be 0, else [`DEFAULT_MAX_KEYS`].
 fn memory_max_keys(
     file_max: Option<usize>,
     env_max: Option<usize>,
@@ -260,7 +265,8 @@ fn memory_max_keys(
             let error = format!("0: expected 1 to {MAX_KEYS}");
             Err(env.error(Origin::File("[store] max-keys"), error))
         }
-        cap => Ok(cap),
+        Some(cap) => Ok(Some(cap)),
+        None => Ok(Some(DEFAULT_MAX_KEYS)),
     }
 }
 

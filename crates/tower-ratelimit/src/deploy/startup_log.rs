@@ -4,6 +4,7 @@
 //! admin token are not shown.
 
 use super::inner::Inner;
+use crate::access_list::AccessList;
 use crate::key::ClientIp;
 use ratelimit_redis::{StoreSettings, Target};
 
@@ -14,13 +15,22 @@ pub(super) fn log(inner: &Inner) {
     if let Some(file) = &inner.file {
         tracing::info!(file = %file.display(), "rate limits from the policy file (reloaded on SIGHUP and on change)");
     }
+    let [allow, deny] = inner.table.lists();
+    tracing::info!(allow = %allow.summary(), deny = %deny.summary(), "lists of every limit (allow: never limited; deny: 403)");
     for entry in inner.table.entries() {
         let routes: Vec<String> = entry.routes.iter().map(ToString::to_string).collect();
+        let list = |entries: &[String]| match AccessList::parse(entries) {
+            Ok(list) => list.summary(),
+            Err(_) => "?".to_owned(),
+        };
         tracing::info!(
             limit = %entry.name,
             algorithm = %entry.algorithm,
             key = %entry.key,
+            plan = entry.plan.as_deref().unwrap_or("every request"),
             routes = %routes.join(", "),
+            allow = %list(&entry.allow),
+            deny = %list(&entry.deny),
             mode = ?entry.mode,
             overrides = entry.overrides.len(),
             "rate limit in force"

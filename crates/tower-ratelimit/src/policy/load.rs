@@ -119,6 +119,12 @@ impl PolicyTable {
     pub fn plans(&self) -> &[Plan] {
         self.plans.plans()
     }
+
+    /// The lists of every limit: `allow`, then `deny`.
+    #[cfg(feature = "redis")]
+    pub(crate) fn lists(&self) -> [&AccessList; 2] {
+        [&self.allow, &self.deny]
+    }
 }
 
 /// `entry` checked, on its own and against the `earlier` entries, with its

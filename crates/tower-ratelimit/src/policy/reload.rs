@@ -351,7 +351,7 @@ impl PolicyHandle {
             }
         };
         self.reload(&table).map_err(|mut e| {
-            e.file = Some(path.to_path_buf());
+            e.file = e.file.or_else(|| Some(path.to_path_buf()));
             e
         })
     }
