@@ -34,10 +34,16 @@ use std::time::{Duration, Instant};
 const KEYS: u32 = 10_000;
 
 /// ratelimitd's limit: never refuses, so every call takes the full path.
+/// `GET /check` keys on the client's address, which the bench's client,
+/// as a trusted proxy, sends in `X-Real-IP`.
 const POLICY: &str = r#"
 [server]
 grpc = "127.0.0.1:0"
 http = "127.0.0.1:0"
+
+[proxies]
+trusted = ["127.0.0.1"]
+header = "x-real-ip"
 
 [[limit]]
 name = "bench"
