@@ -25,21 +25,7 @@ pub(super) fn keys() -> MethodRouter<Admin> {
 
 /// Each plan with its members counted: no key is shown.
 async fn plans(State(admin): State<Admin>) -> Result<Response, Problem> {
-    let plans: Vec<_> = admin
-        .handle()?
-        .plans()
-        .members()
-        .into_iter()
-        .map(|p| {
-            json!({
-                "name": p.name,
-                "key": p.key,
-                "shared": p.shared,
-                "listed": p.listed,
-                "moved_in": p.moved_in,
-            })
-        })
-        .collect();
+    let plans = admin.handle()?.plans().members();
     Ok(Json(json!({ "plans": plans })).into_response())
 }
 

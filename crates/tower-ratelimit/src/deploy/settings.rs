@@ -213,17 +213,7 @@ fn store(mut store: StoreSettings, env: &Env<'_>) -> Result<StoreSettings, Deplo
             if let Some(size) = lease {
                 *file_lease = (size >= 2).then_some(size);
             }
-            if let Err(e) = Target::parse(url, tls_ca.as_deref()) {
-                let tls_env = env.get("REDIS_TLS_CA").is_some();
-                let origin = match e {
-                    ratelimit_redis::RedisBuildError::TlsCa(_) if tls_env => {
-                        Origin::Env("REDIS_TLS_CA")
-                    }
-                    ratelimit_redis::RedisBuildError::TlsCa(_) => Origin::File("[store] tls-ca"),
-                    _ => url_origin,
-                };
-                return Err(env.error(origin, e));
-            }
+            check_target(url, tls_ca.as_deref(), url_origin, env)?;
         }
         StoreSettings::Memory { max_keys: file_max } => {
             if tls.is_some() {
@@ -237,6 +227,27 @@ fn store(mut store: StoreSettings, env: &Env<'_>) -> Result<StoreSettings, Deplo
         _ => {}
     }
     Ok(store)
+}
+
+/// Refuses a Redis `url` (with the CA file `tls_ca`) that names no
+/// server, naming where the bad value came from.
+fn check_target(
+    url: &str,
+    tls_ca: Option<&std::path::Path>,
+    url_origin: Origin,
+    env: &Env<'_>,
+) -> Result<(), DeployError> {
+    let Err(e) = Target::parse(url, tls_ca) else {
+        return Ok(());
+    };
+    let origin = match e {
+        ratelimit_redis::RedisBuildError::TlsCa(_) if env.get("REDIS_TLS_CA").is_some() => {
+            Origin::Env("REDIS_TLS_CA")
+        }
+        ratelimit_redis::RedisBuildError::TlsCa(_) => Origin::File("[store] tls-ca"),
+        _ => url_origin,
+    };
+    Err(env.error(origin, e))
 }
 
 /// Redis at `url` in place of a memory store of at most `cap` keys: the

@@ -69,7 +69,8 @@ impl Moved {
     }
 }
 
-/// One plan's members, counted (the admin API's list: no key is shown).
+/// One plan's members, counted (the admin API's list: no key is shown;
+/// its JSON is these fields).
 ///
 /// ```
 /// use axum::Router;
@@ -81,7 +82,7 @@ impl Moved {
 /// let pro = &limits.plans().members()[0]; // a PlanMembers
 /// assert_eq!((pro.name.as_str(), pro.listed, pro.moved_in), ("pro", 0, 0));
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PlanMembers {
     /// The plan's name.
     pub name: String,
