@@ -54,7 +54,7 @@ fn default_shards(max_keys: Option<usize>) -> usize {
 /// let store = MemoryStore::builder(Gcra::new(10, Duration::from_secs(1)).unwrap())
 ///     .max_keys(Some(100_000))
 ///     .at_capacity(AtCapacity::Evict)
-///     .build().unwrap()
+///     .build()
 ///     .unwrap();
 /// assert!(store.check("alice", 1, 0).value().unwrap().allowed);
 /// # let _: &MemoryStore<Gcra, String> = &store;
