@@ -22,6 +22,7 @@
 //! ```
 
 pub(crate) mod answer;
+mod answer_future;
 pub(crate) mod ban;
 pub(crate) mod boxed;
 mod deny_cache;
@@ -36,6 +37,7 @@ mod shard_lock;
 mod upkeep;
 
 pub use crate::error::RemoteError;
+pub use answer_future::AnswerFuture;
 pub use memory::{AtCapacity, MemoryStoreBuilder, DEFAULT_MAX_KEYS};
 pub use never_pending::NeverPending;
 pub use shard::StoreCounts;

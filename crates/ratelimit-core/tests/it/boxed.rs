@@ -4,7 +4,7 @@
 
 use ratelimit_core::store::Upkeep;
 use ratelimit_core::{Answer, BoxStore, Decision, Gcra, MemoryStore, Store, StoreError};
-use std::future::Future;
+use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -73,8 +73,8 @@ impl Upkeep for Remote {
 }
 
 /// Polls `fut` to completion, counting the polls.
-fn block_on<F: Future>(fut: F) -> (F::Output, usize) {
-    let mut fut = std::pin::pin!(fut);
+fn block_on<F: IntoFuture>(fut: F) -> (F::Output, usize) {
+    let mut fut = std::pin::pin!(fut.into_future());
     let mut cx = Context::from_waker(Waker::noop());
     for polls in 1..100 {
         if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {

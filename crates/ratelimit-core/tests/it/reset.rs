@@ -89,7 +89,7 @@ fn the_reset_future_is_ready_and_a_key_without_state_resets_fine() {
     assert!(store.check("k", 1, 0).value().unwrap().allowed);
     assert!(store.contains_key("k"));
     store.reset("k").value().unwrap();
-    let fut = Store::reset(&store, &"k".to_owned());
+    let fut = std::future::IntoFuture::into_future(Store::reset(&store, &"k".to_owned()));
     let waker = std::task::Waker::noop();
     let mut cx = std::task::Context::from_waker(waker);
     let mut fut = fut;
@@ -131,8 +131,8 @@ impl ratelimit_core::store::Upkeep for Remote {}
 
 #[test]
 fn a_store_without_a_reset_says_so() {
-    use std::future::Future;
-    let mut fut = Remote.reset(&"k".to_owned());
+    use std::future::{Future, IntoFuture};
+    let mut fut = Remote.reset(&"k".to_owned()).into_future();
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
     match std::pin::Pin::new(&mut fut).poll(&mut cx) {
         std::task::Poll::Ready(Err(e)) => assert_eq!(e.kind(), "unsupported"),

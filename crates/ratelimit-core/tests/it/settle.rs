@@ -264,10 +264,10 @@ fn the_default_settle_refunds_down_and_refuses_up() {
 }
 
 /// Polls a future that is ready at once.
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    let mut f = std::pin::pin!(f);
+fn block_on<F: std::future::IntoFuture>(f: F) -> F::Output {
+    let mut f = std::pin::pin!(f.into_future());
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    match f.as_mut().poll(&mut cx) {
+    match std::future::Future::poll(f.as_mut(), &mut cx) {
         std::task::Poll::Ready(out) => out,
         std::task::Poll::Pending => panic!("not ready"),
     }

@@ -47,7 +47,7 @@ fn fleet(
 
 /// `call`'s value, tried again while the store reconnects (no fallback:
 /// a broken connection is an error until the reconnect).
-async fn again<T, F: std::future::Future<Output = Result<T, StoreError>>>(
+async fn again<T, F: std::future::IntoFuture<Output = Result<T, StoreError>>>(
     call: impl Fn() -> F,
 ) -> T {
     for _ in 0..200 {

@@ -31,7 +31,7 @@ fn store(url: &str, fallback: bool) -> RedisStore {
 }
 
 /// `call`'s value, tried again while the store reconnects.
-async fn again<T, F: std::future::Future<Output = Result<T, StoreError>>>(
+async fn again<T, F: std::future::IntoFuture<Output = Result<T, StoreError>>>(
     call: impl Fn() -> F,
 ) -> T {
     for _ in 0..200 {

@@ -5,10 +5,16 @@ use super::store::MemoryStore;
 use crate::algorithm::StableKey;
 use crate::store::guess;
 use crate::store::shard::{At, Shard, ShardCell};
-use crate::{Algorithm, Decision, StoreError};
+use crate::store::NeverPending;
+use crate::{Algorithm, Answer, Decision, StoreError};
+
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 use std::time::Duration;
+
+/// What a memory store's check answers: always at once.
+pub(super) type Checked =
+    Answer<Result<Decision, StoreError>, NeverPending<Result<Decision, StoreError>>>;
 
 impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     /// Decides a request of `cost` for `key` at `now` (nanoseconds of the
@@ -21,9 +27,11 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
     /// Fails only when a cap on keys is set with [`AtCapacity::Refuse`]
     /// and reached (see the type's docs).
     ///
-    /// What [`Store::check`] answers, at once.
+    /// What [`Store::check`] answers, at once. Each path builds the answer
+    /// where the caller takes it: moved out of a local, the decision would
+    /// be copied, and read back wider than it was written.
     #[inline(always)]
-    pub(super) fn check_key<Q>(&self, key: &Q, cost: u64, now: u64) -> Result<Decision, StoreError>
+    pub(super) fn check_key<Q>(&self, key: &Q, cost: u64, now: u64) -> Checked
     where
         K: Borrow<Q> + StableKey,
         Q: Hash + Eq + StableKey + ToOwned<Owned = K> + ?Sized,
@@ -32,13 +40,13 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
         let (cell, at) = self.cell(hash);
         if cost == 1 && self.deny_cache {
             if let Some(denied) = cell.remembered(hash, now, self.constants) {
-                return Ok(denied);
+                return Answer::ready(Ok(denied));
             }
         }
         cell.prefetch(hash);
         if self.read_denials && !guess::likely_admitted() {
             if let Some(denied) = self.check_read(cell, at, hash, key, cost, now) {
-                return Ok(denied);
+                return Answer::ready(Ok(denied));
             }
         }
         let (mut shard, now, contended) = cell.enter(at, now);
@@ -53,13 +61,15 @@ impl<A: Algorithm, K: Hash + Eq> MemoryStore<A, K> {
                     // Unlocked before the decision is moved out: the compiler
                     // then builds it in place, and the lock is held shorter.
                     drop(shard);
-                    return Ok(decision);
+                    return Answer::ready(Ok(decision));
                 }
                 // Probed once: a new key goes straight to its insert.
-                None => return self.check_unheld(cell, &mut shard, hash, key, cost, now),
+                None => {
+                    return Answer::ready(self.check_unheld(cell, &mut shard, hash, key, cost, now))
+                }
             }
         }
-        self.check_locked(cell, &mut shard, hash, key, cost, now, promote)
+        Answer::ready(self.check_locked(cell, &mut shard, hash, key, cost, now, promote))
     }
 
     /// A check that reads the shard without writing it (see the type's

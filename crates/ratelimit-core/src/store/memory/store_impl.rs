@@ -38,7 +38,7 @@ where
         cost: u64,
         now: u64,
     ) -> Answer<Result<Decision, StoreError>, Self::CheckFuture> {
-        Answer::ready(self.check_key(key, cost, now))
+        self.check_key(key, cost, now)
     }
 
     #[inline]
