@@ -183,7 +183,7 @@ impl<W: StateWord> Gcra<W> {
             // (every cost-1 denial).
             remaining: match short {
                 Some(_) => 0,
-                None => ((self.capacity - used) / i.step).low_u64(),
+                None => i.steps(self.capacity - used).low_u64(),
             },
             wait: match wait {
                 Some(w) if w == W::ZERO => Some(Duration::ZERO),

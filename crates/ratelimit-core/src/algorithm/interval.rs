@@ -38,6 +38,7 @@ impl StateWord for u64 {}
 impl StateWord for u128 {}
 
 pub(crate) mod word {
+    use super::super::divisor::Divisor;
     use super::*;
 
     /// The arithmetic of a state word. Public in a private module, so that
@@ -81,7 +82,14 @@ pub(crate) mod word {
         fn wrapping_mul(self, other: Self) -> Self;
         fn checked_add(self, other: Self) -> Option<Self>;
         fn checked_mul(self, other: Self) -> Option<Self>;
-        fn div_ceil(self, other: Self) -> Self;
+        /// A divisor fixed by a setting, as divisions by it take it.
+        type Divisor: Copy + Debug + Eq + Hash + Send + Sync + 'static;
+        /// `self` as a divisor (never 0).
+        fn divisor(self) -> Self::Divisor;
+        /// `floor(self / d)`.
+        fn div_by(self, d: Self::Divisor) -> Self;
+        /// `ceil(self / d)`.
+        fn div_ceil_by(self, d: Self::Divisor) -> Self;
         /// The low 64 bits.
         fn low_u64(self) -> u64;
         /// Saturated to `u64::MAX`.
@@ -141,9 +149,17 @@ pub(crate) mod word {
         fn checked_mul(self, other: Self) -> Option<Self> {
             u64::checked_mul(self, other)
         }
+        type Divisor = Divisor;
+        fn divisor(self) -> Divisor {
+            Divisor::new(self)
+        }
         #[inline(always)]
-        fn div_ceil(self, other: Self) -> Self {
-            u64::div_ceil(self, other)
+        fn div_by(self, d: Divisor) -> Self {
+            d.div(self)
+        }
+        #[inline(always)]
+        fn div_ceil_by(self, d: Divisor) -> Self {
+            d.div_ceil(self)
         }
         #[inline(always)]
         fn low_u64(self) -> u64 {
@@ -214,9 +230,18 @@ pub(crate) mod word {
         fn checked_mul(self, other: Self) -> Option<Self> {
             u128::checked_mul(self, other)
         }
+        /// A wide divisor: the division itself.
+        type Divisor = u128;
+        fn divisor(self) -> u128 {
+            self
+        }
         #[inline(always)]
-        fn div_ceil(self, other: Self) -> Self {
-            u128::div_ceil(self, other)
+        fn div_by(self, d: u128) -> Self {
+            self / d
+        }
+        #[inline(always)]
+        fn div_ceil_by(self, d: u128) -> Self {
+            u128::div_ceil(self, d)
         }
         #[inline(always)]
         fn low_u64(self) -> u64 {
@@ -254,11 +279,14 @@ pub(crate) enum Refusal {
 /// Scaled times are stored modulo `2^bits` and only ever compared as
 /// differences to `now`, so they never overflow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Interval<W> {
+pub(crate) struct Interval<W: Word> {
     /// `T` in scaled units.
     pub(crate) step: W,
     /// Scaled units per nanosecond.
     pub(crate) scale: W,
+    /// `step` and `scale` as divisors (see `divisor`).
+    per_step: W::Divisor,
+    per_ns: W::Divisor,
 }
 
 impl<W: Word> Interval<W> {
@@ -271,9 +299,12 @@ impl<W: Word> Interval<W> {
     /// be under two nanoseconds. So the horizon is never 0.
     pub(crate) fn new(limit: u64, period_ns: u64) -> Result<Self, Refusal> {
         let g = gcd(limit, period_ns);
+        let (step, scale) = (W::from_u64(period_ns / g), W::from_u64(limit / g));
         let interval = Self {
-            step: W::from_u64(period_ns / g),
-            scale: W::from_u64(limit / g),
+            step,
+            scale,
+            per_step: step.divisor(),
+            per_ns: scale.divisor(),
         };
         if interval.scale > W::MAX_SPAN {
             return Err(Refusal::Rate);
@@ -314,8 +345,14 @@ impl<W: Word> Interval<W> {
         if self.scale == W::from_u64(1) {
             units
         } else {
-            units.div_ceil(self.scale)
+            units.div_ceil_by(self.per_ns)
         }
+    }
+
+    /// Whole steps (`T`s) in `units`, rounded down.
+    #[inline(always)]
+    pub(crate) fn steps(&self, units: W) -> W {
+        units.div_by(self.per_step)
     }
 
     /// Scaled units to a [`Duration`], rounded up to a whole nanosecond.

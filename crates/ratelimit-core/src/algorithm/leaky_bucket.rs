@@ -157,7 +157,7 @@ impl<W: StateWord> LeakyBucket<W> {
             banned: false,
             allowed,
             // At most Q + 1.
-            remaining: (free / i.step).low_u64(),
+            remaining: i.steps(free).low_u64(),
             wait: wait.map(|w| i.duration_ceil(w)),
             limit: self.queue + 1,
             window: self.window(),

@@ -27,6 +27,7 @@ mod any_width;
 mod calendar;
 #[cfg(feature = "live")]
 mod carry;
+mod divisor;
 pub(crate) mod fixed_window;
 pub(crate) mod gcra;
 mod interval;
