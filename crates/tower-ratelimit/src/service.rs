@@ -156,9 +156,8 @@ where
             let answer = limit.store.check(&key, cost, now).into_ready();
             if let Ok(Ok(d)) = &answer {
                 if d.allowed && shared.plain {
-                    // The common case: straight on, the decision read where
-                    // the store wrote it.
-                    return self.straight_on(parts, body, d);
+                    // The common case: straight on.
+                    return self.straight_on(parts, body, *d);
                 }
             }
             return self.one_limit(parts, body, Spent { key, cost, now }, answer);
@@ -202,7 +201,7 @@ where
         &mut self,
         mut parts: Parts,
         body: ReqBody,
-        decision: &Decision,
+        decision: Decision,
     ) -> ResponseFuture<S::Future>
     where
         S: Service<Request<ReqBody>>,
@@ -210,7 +209,6 @@ where
         let shared = &*self.shared;
         let name = shared.limits[0].name;
         observe::allowed(name);
-        let decision = *decision;
         RateLimitInfo::one(LimitDecision { name, decision }).merge_owned(&mut parts.extensions);
         let fut = self.inner.call(Request::from_parts(parts, body));
         // The fields rendered after the call: no copies of them live across
