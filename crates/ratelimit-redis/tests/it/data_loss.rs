@@ -4,9 +4,9 @@
 //! data").
 
 use crate::ban::check;
-use crate::harness::Client;
+use crate::harness::{again, Client};
 use crate::server;
-use ratelimit_core::{AnyAlgorithm, BanPolicy, Store, StoreError};
+use ratelimit_core::{AnyAlgorithm, BanPolicy, Store};
 use ratelimit_redis::{RedisStore, TimeSource};
 use std::time::Duration;
 
@@ -43,20 +43,6 @@ fn fleet(
         store(url, spec, ban, 1024, time),
         store(url, spec, ban, 0, time),
     )
-}
-
-/// `call`'s value, tried again while the store reconnects (no fallback:
-/// a broken connection is an error until the reconnect).
-async fn again<T, F: std::future::IntoFuture<Output = Result<T, StoreError>>>(
-    call: impl Fn() -> F,
-) -> T {
-    for _ in 0..200 {
-        if let Ok(v) = call().await {
-            return v;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("no answer within 10 s");
 }
 
 async fn write_back(s: &RedisStore, now: u64) -> usize {

@@ -2,6 +2,7 @@
 //! (`ratelimit-test-support`), plus a client, the `server!` macro and a
 //! bounded wait.
 
+use ratelimit_core::StoreError;
 pub use ratelimit_test_support::{RedisServer, SplitMix64 as Rng};
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -96,4 +97,19 @@ where
         assert!(start.elapsed() < bound, "not within {bound:?}: {what}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// `call`'s value, tried again while a store reconnects (without a
+/// fallback, a broken connection is an error until the reconnect): up to
+/// 200 tries 50 ms apart.
+pub(crate) async fn again<T, F: std::future::IntoFuture<Output = Result<T, StoreError>>>(
+    call: impl Fn() -> F,
+) -> T {
+    for _ in 0..200 {
+        if let Ok(v) = call().await {
+            return v;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("no answer within 10 s");
 }

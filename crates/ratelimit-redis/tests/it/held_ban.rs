@@ -4,8 +4,9 @@
 //! comes back empty (ALGORITHMS.md, "Bans").
 
 use crate::ban::check;
+use crate::harness::again;
 use crate::server;
-use ratelimit_core::{AnyAlgorithm, BanPolicy, Store, StoreError};
+use ratelimit_core::{AnyAlgorithm, BanPolicy, Store};
 use ratelimit_redis::{RedisStore, TimeSource};
 use std::time::Duration;
 
@@ -28,19 +29,6 @@ fn store(url: &str, fallback: bool) -> RedisStore {
     }
     .build()
     .unwrap()
-}
-
-/// `call`'s value, tried again while the store reconnects.
-async fn again<T, F: std::future::IntoFuture<Output = Result<T, StoreError>>>(
-    call: impl Fn() -> F,
-) -> T {
-    for _ in 0..200 {
-        if let Ok(v) = call().await {
-            return v;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("no answer within 10 s");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
