@@ -75,14 +75,14 @@ where
 {
     let dry_run = shared.mode == Mode::DryRun;
     let i = entries.len() - 1;
+    let denied = &entries[i];
+    let summary = shared.limits[checked[i].0].summary;
+    observe::limited(denied.name, &denied.decision, dry_run, summary, now);
     let info = RateLimitInfo {
         entries,
         denied: Some(i),
         dry_run,
     };
-    let denied = &info.entries[i];
-    let summary = shared.limits[checked[i].0].summary;
-    observe::limited(denied.name, &denied.decision, dry_run, summary, now);
     if dry_run {
         return Next::Forward(forward(shared, parts, checked, info, Duration::ZERO, None));
     }

@@ -85,6 +85,7 @@ impl<F: Future> ResponseFuture<F> {
         }
     }
 
+    #[inline(always)]
     pub(crate) fn inner(fut: F, plan: Option<HeaderPlan>) -> Self {
         Self {
             kind: Kind::Inner { fut },

@@ -16,7 +16,7 @@ pub(crate) fn render<X, St, R, B>(
     shared: &Shared<X, St, R>,
     parts: &Parts,
     checked: &[(usize, Decision)],
-    refusal: Refusal,
+    refusal: &Refusal,
 ) -> Response<B>
 where
     X: KeyExtractor,
@@ -24,9 +24,9 @@ where
 {
     let info = match refusal {
         Refusal::Limited(info) => info,
-        Refusal::Unavailable(e) => return shared.response.build(Rejection::Unavailable(&e)),
+        Refusal::Unavailable(e) => return shared.response.build(Rejection::Unavailable(e)),
     };
-    let mut res = shared.response.build(Rejection::Limited(&info));
+    let mut res = shared.response.build(Rejection::Limited(info));
     if parts.extensions.get::<RateLimitInfo>().is_some() {
         // An outer rate-limit layer ran: tell it (only then, as the marker
         // costs an allocation).

@@ -7,6 +7,7 @@ use crate::info::{LimitDecision, RateLimitInfo};
 use crate::key::{KeyError, KeyExtractor};
 use crate::observe;
 use crate::render::render;
+use crate::reserve::Forward;
 use crate::response::{ProblemJson, Rejection, ResponseBuilder};
 use crate::shared::Shared;
 use http::request::Parts;
@@ -141,7 +142,7 @@ where
 
     fn call(&mut self, req: Request<ReqBody>) -> Self::Future {
         let shared = &*self.shared;
-        let (parts, body) = req.into_parts();
+        let (mut parts, body) = req.into_parts();
         let key = match shared.key.extract(&parts) {
             Ok(key) => key,
             Err(e) => return self.key_error(parts, body, &e),
@@ -151,26 +152,43 @@ where
             return self.pass(parts, body, None);
         }
         let (cost, now) = (shared.cost_of(&parts), shared.clock.now());
-        if let [limit] = &*shared.limits {
+        // The request head is borrowed until it is forwarded: moved once.
+        let checked = if let [limit] = &*shared.limits {
             // One limit: no lock, no refunds.
-            let answer = limit.store.check(&key, cost, now).into_ready();
-            if let Ok(Ok(d)) = &answer {
-                if d.allowed && shared.plain {
+            match limit.store.check(&key, cost, now).into_ready() {
+                Ok(Ok(d)) if d.allowed && shared.plain => {
                     // The common case: straight on.
-                    return self.straight_on(parts, body, *d);
+                    let plan = self.straight_on(&mut parts, d);
+                    let fut = self.inner.call(Request::from_parts(parts, body));
+                    return ResponseFuture::inner(fut, plan);
+                }
+                Ok(result) => self.one_limit(&mut parts, Spent { key, cost, now }, result),
+                Err(fut) => {
+                    let checker = Checker::resume(Spent { key, cost, now }, fut);
+                    return self.pending(parts, body, checker);
                 }
             }
-            return self.one_limit(parts, body, Spent { key, cost, now }, answer);
-        }
-        let mut checker = Checker::new(Spent { key, cost, now }, selection);
-        match checker.poll_locked(shared) {
-            Poll::Ready(verdict) => {
-                let (spent, checked) = checker.into_parts();
-                self.finish(parts, body, spent, &checked, verdict)
+        } else {
+            let mut checker = Checker::new(Spent { key, cost, now }, selection);
+            match checker.poll_locked(shared) {
+                Poll::Ready(verdict) => {
+                    let (spent, checked) = checker.into_parts();
+                    self.finish(&mut parts, spent, &checked, verdict)
+                }
+                Poll::Pending => return self.pending(parts, body, checker),
             }
-            Poll::Pending => self.pending(parts, body, checker),
+        };
+        match checked {
+            Checked::Refused(res) => ResponseFuture::ready(Ok(res)),
+            Checked::Forward(forward) => self.forward(parts, body, forward),
         }
     }
+}
+
+/// A request checked at once: its refusal, rendered, or its forwarding.
+enum Checked<K, B> {
+    Refused(Response<B>),
+    Forward(Forward<K>),
 }
 
 impl<S, X, St, R> RateLimit<S, X, St, R>
@@ -194,27 +212,15 @@ where
         ResponseFuture::inner(self.inner.call(Request::from_parts(parts, body)), plan)
     }
 
-    /// One limit admitted a request with nothing to hold or give back: its
-    /// decision for the handler, and the call.
+    /// One limit admitted a request with nothing to hold or give back:
+    /// its decision for the handler, and the fields for its response.
     #[inline(always)]
-    fn straight_on<ReqBody>(
-        &mut self,
-        mut parts: Parts,
-        body: ReqBody,
-        decision: Decision,
-    ) -> ResponseFuture<S::Future>
-    where
-        S: Service<Request<ReqBody>>,
-    {
+    fn straight_on(&self, parts: &mut Parts, decision: Decision) -> Option<HeaderPlan> {
         let shared = &*self.shared;
         let name = shared.limits[0].name;
         observe::allowed(name);
         RateLimitInfo::one(LimitDecision { name, decision }).merge_owned(&mut parts.extensions);
-        let fut = self.inner.call(Request::from_parts(parts, body));
-        // The fields rendered after the call: no copies of them live across
-        // it.
-        let plan = HeaderPlan::one(&self.shared.fields, 0, &decision);
-        ResponseFuture::inner(fut, plan)
+        HeaderPlan::one(&shared.fields, 0, &decision)
     }
 
     /// No key: reject, or pass as the policy says.
@@ -238,26 +244,19 @@ where
         ResponseFuture::ready(Ok(self.shared.response.build(Rejection::KeyError(e))))
     }
 
-    /// One limit, whose store gave `answer` (the decision, or the future
-    /// of it), and the request does not go straight on.
+    /// One limit, whose store answered at once with `result`, and the
+    /// request does not go straight on.
     #[inline]
-    fn one_limit<ReqBody>(
-        &mut self,
-        parts: Parts,
-        body: ReqBody,
+    fn one_limit<B>(
+        &self,
+        parts: &mut Parts,
         spent: Spent<X::Key>,
-        answer: Result<Result<Decision, StoreError>, St::CheckFuture>,
-    ) -> ResponseFuture<S::Future>
+        result: Result<Decision, StoreError>,
+    ) -> Checked<X::Key, B>
     where
-        S: InnerService<ReqBody>,
-        R: ResponseBuilder<S::ResBody>,
-        ReqBody: Send + 'static,
+        R: ResponseBuilder<B>,
     {
         let limit = &self.shared.limits[0];
-        let result = match answer {
-            Ok(result) => result,
-            Err(fut) => return self.pending(parts, body, Checker::resume(spent, fut)),
-        };
         let (decision, verdict) = outcome(result, limit.name, self.shared.on_store_error);
         let single;
         let checked: &[(usize, Decision)] = match decision {
@@ -268,36 +267,49 @@ where
             None => &[],
         };
         let verdict = verdict.unwrap_or(Verdict::Admitted);
-        self.finish(parts, body, spent, checked, verdict)
+        self.finish(parts, spent, checked, verdict)
     }
 
-    /// Every limit answered at once: respond, or forward. Always inlined:
-    /// the request head is not copied into its frame.
+    /// Every limit answered at once: the refusal, rendered, or the
+    /// forwarding.
     #[inline(always)]
-    fn finish<ReqBody>(
-        &mut self,
-        mut parts: Parts,
-        body: ReqBody,
+    fn finish<B>(
+        &self,
+        parts: &mut Parts,
         spent: Spent<X::Key>,
         checked: &[(usize, Decision)],
         verdict: Verdict,
+    ) -> Checked<X::Key, B>
+    where
+        R: ResponseBuilder<B>,
+    {
+        match decide(&self.shared, parts, spent, checked, verdict) {
+            Next::Refuse(refusal) => {
+                Checked::Refused(render(&self.shared, parts, checked, &refusal))
+            }
+            Next::Forward(forward) => Checked::Forward(forward),
+        }
+    }
+
+    /// Forwards an admitted (or dry-run) request: straight to the inner
+    /// service, or through the slow path that holds or reserves.
+    fn forward<ReqBody>(
+        &mut self,
+        parts: Parts,
+        body: ReqBody,
+        forward: Forward<X::Key>,
     ) -> ResponseFuture<S::Future>
     where
         S: InnerService<ReqBody>,
         R: ResponseBuilder<S::ResBody>,
         ReqBody: Send + 'static,
     {
-        match decide(&self.shared, &mut parts, spent, checked, verdict) {
-            Next::Refuse(refusal) => {
-                ResponseFuture::ready(Ok(render(&self.shared, &parts, checked, refusal)))
-            }
-            Next::Forward(forward) if forward.is_direct() => self.pass(parts, body, forward.plan),
-            Next::Forward(forward) => {
-                let req = Request::from_parts(parts, body);
-                let fut = forward.call(self.take_inner(), &self.shared, req);
-                ResponseFuture::boxed(Box::pin(fut))
-            }
+        if forward.is_direct() {
+            return self.pass(parts, body, forward.plan);
         }
+        let req = Request::from_parts(parts, body);
+        let fut = forward.call(self.take_inner(), &self.shared, req);
+        ResponseFuture::boxed(Box::pin(fut))
     }
 
     /// A remote store: finish the check asynchronously.
@@ -323,7 +335,7 @@ where
             .await;
             let (spent, checked) = checker.into_parts();
             match decide(&shared, &mut parts, spent, &checked, verdict) {
-                Next::Refuse(refusal) => Ok(render(&shared, &parts, &checked, refusal)),
+                Next::Refuse(refusal) => Ok(render(&shared, &parts, &checked, &refusal)),
                 Next::Forward(forward) => {
                     let req = Request::from_parts(parts, body);
                     forward.call(inner, &shared, req).await
