@@ -4,7 +4,7 @@
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -26,6 +26,7 @@ pub struct DelayProxy {
     /// The port it listens on.
     pub port: u16,
     stop: Arc<AtomicBool>,
+    upstream_chunks: Arc<AtomicU64>,
 }
 
 impl DelayProxy {
@@ -36,6 +37,8 @@ impl DelayProxy {
         let port = listener.local_addr().expect("proxy address").port();
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = Arc::clone(&stop);
+        let upstream_chunks = Arc::new(AtomicU64::new(0));
+        let counted = Arc::clone(&upstream_chunks);
         thread::spawn(move || {
             for client in listener.incoming() {
                 if stopping.load(Ordering::Relaxed) {
@@ -47,11 +50,22 @@ impl DelayProxy {
                 };
                 let _ = client.set_nodelay(true);
                 let _ = server.set_nodelay(true);
-                pump(&client, &server, one_way);
-                pump(&server, &client, one_way);
+                pump(&client, &server, one_way, Some(Arc::clone(&counted)));
+                pump(&server, &client, one_way, None);
             }
         });
-        Self { port, stop }
+        Self {
+            port,
+            stop,
+            upstream_chunks,
+        }
+    }
+
+    /// How many chunks clients have sent towards the upstream so far
+    /// (counted as they arrive, before their delay): a test waits for it
+    /// to grow to know that a request is on its way.
+    pub fn upstream_chunks(&self) -> u64 {
+        self.upstream_chunks.load(Ordering::SeqCst)
     }
 
     /// `redis://127.0.0.1:{port}/`.
@@ -68,8 +82,9 @@ impl Drop for DelayProxy {
     }
 }
 
-/// Copies `from` to `to`, each chunk held until `delay` after it was read.
-fn pump(from: &TcpStream, to: &TcpStream, delay: Duration) {
+/// Copies `from` to `to`, each chunk held until `delay` after it was
+/// read, and counted in `chunks` if given.
+fn pump(from: &TcpStream, to: &TcpStream, delay: Duration, chunks: Option<Arc<AtomicU64>>) {
     let (Ok(mut from), Ok(mut to)) = (from.try_clone(), to.try_clone()) else {
         return;
     };
@@ -77,6 +92,9 @@ fn pump(from: &TcpStream, to: &TcpStream, delay: Duration) {
     thread::spawn(move || {
         let mut buf = vec![0u8; 64 * 1024];
         while let Ok(n) = from.read(&mut buf) {
+            if let Some(chunks) = chunks.as_ref().filter(|_| n > 0) {
+                chunks.fetch_add(1, Ordering::SeqCst);
+            }
             if n == 0
                 || tx
                     .send((Instant::now() + delay, buf[..n].to_vec()))

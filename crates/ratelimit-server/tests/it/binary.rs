@@ -167,10 +167,19 @@ async fn sigterm_lets_a_call_in_flight_finish() {
         }
     };
     // The first call connects to Redis; the second is waiting on Redis
-    // when the signal comes.
+    // when the signal comes: its script has reached the proxy, and its
+    // answer is at least 150 ms away.
     call().await.expect("first call");
+    let sent = proxy.upstream_chunks();
     let in_flight = tokio::spawn(call());
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let waited = std::time::Instant::now();
+    while proxy.upstream_chunks() == sent {
+        assert!(
+            waited.elapsed() < Duration::from_secs(10),
+            "no call to Redis"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
     let (status, server) = terminate(server).await;
     let answer = in_flight.await.unwrap().expect("answered, not dropped");
     assert_eq!(answer.into_inner().overall_code, Code::OverLimit as i32);
