@@ -415,7 +415,8 @@ fn instance(redis: Option<&str>) -> Spawned {
     let mut cmd = example();
     cmd.env("API_KEYS", "k1,k2,k3,k4,k5,k6,k7,warm");
     if let Some(url) = redis {
-        cmd.env("REDIS_URL", url);
+        cmd.env("REDIS_URL", url)
+            .env("RATELIMIT_CONFIG", crate::patient_redis_config());
     }
     Spawned::start(cmd)
 }

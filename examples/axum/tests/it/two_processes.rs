@@ -31,6 +31,7 @@ impl App {
         for _ in 0..5 {
             let addr: SocketAddr = ([127, 0, 0, 1], free_port()).into();
             let mut child = Command::new(env!("CARGO_BIN_EXE_axum-example"))
+                .env("RATELIMIT_CONFIG", crate::patient_redis_config())
                 .envs(envs.iter().copied())
                 .env("BIND_ADDR", addr.to_string())
                 .env("REDIS_URL", redis_url)
