@@ -185,11 +185,14 @@ async fn a_reset_reaches_b_after_the_kill(cluster: &RedisCluster, a: &RedisStore
             .unwrap()
             .allowed
     );
+    let cached = Instant::now();
     Store::<str>::reset(a, "after-0").await.unwrap();
-    let took = first(b, "after-0", true, Instant::now()).await;
+    let took = first(b, "after-0", true, cached).await;
     eprintln!("after the kill, a reset seen on the other instance after {took:?}");
+    // Under B's deny cache's second (a busy machine may delay the
+    // publication by hundreds of ms).
     assert!(
-        took.is_some_and(|t| t <= Duration::from_millis(300)),
+        took.is_some_and(|t| t <= Duration::from_millis(900)),
         "{took:?}"
     );
 }
@@ -253,23 +256,27 @@ async fn admin_changes_reach_every_instance_of_a_cluster_at_once() {
         async move { subscribers(cluster, "cl:invalidate").await >= 2 }
     })
     .await;
-    let at_once = Duration::from_millis(300);
+    // From B's cached denial, under its deny cache's second (a busy
+    // machine may delay the publication by hundreds of ms).
+    let at_once = Duration::from_millis(900);
     for key in ["user:{1}", "user:{2}", "user:{3}"] {
         // B's denial, cached: answered without a round trip.
         for _ in 0..3 {
             Store::<str>::check(&b, key, 1, 0).await.unwrap();
         }
+        let cached = Instant::now();
         Store::<str>::reset(&a, key).await.unwrap();
-        let took = first(&b, key, true, Instant::now()).await;
+        let took = first(&b, key, true, cached).await;
         eprintln!("{key}: reset seen on the other instance after {took:?}");
         assert!(took.is_some_and(|t| t <= at_once), "{key}: {took:?}");
         Store::<str>::ban(&a, key, Duration::from_secs(3600), 0)
             .await
             .unwrap();
         assert!(Store::<str>::check(&b, key, 1, 0).await.unwrap().banned);
+        let cached = Instant::now();
         Store::<str>::unban(&a, key).await.unwrap();
         Store::<str>::reset(&a, key).await.unwrap();
-        let took = first(&b, key, true, Instant::now()).await;
+        let took = first(&b, key, true, cached).await;
         assert!(took.is_some_and(|t| t <= at_once), "{key} unban: {took:?}");
     }
     shared_entries_on_a_cluster(&cluster, &urls).await;
