@@ -120,7 +120,7 @@ fn with_open_files(files: u32) -> Command {
 /// global cap, kept below it (224), is reached first, and the client's
 /// connections past it are closed at once, so the process never runs out
 /// of file descriptors; another client's connection replaces the one idle
-/// longest and is answered at once (within 1 s here, a margin for a busy
+/// longest and is answered at once (within 5 s here, a margin for a busy
 /// machine; a few ms when idle).
 #[cfg(target_os = "linux")]
 #[test]
@@ -134,7 +134,7 @@ fn idle_connections_up_to_the_file_limit_leave_room_for_others() {
     let (status, took) = get_on(connect_from([127, 0, 0, 2], app.addr));
     eprintln!("another client answered in {took:?}");
     assert_eq!(status, 200, "log: {:#?}", app.log);
-    assert!(took < Duration::from_secs(1), "answered after {took:?}");
+    assert!(took < Duration::from_secs(5), "answered after {took:?}");
     assert!(
         app.log.join("\n").contains("max_connections: 224"),
         "{:#?}",

@@ -1,5 +1,5 @@
 //! The real timer's wake-up error of `Limiter::until_ready`, bounded
-//! by twice tokio's own p99 lateness measured just before, so that other
+//! by twice tokio's own p99 lateness measured before and after, so that other
 //! tests of the binary running beside it widen the bound, not break it.
 
 use ratelimit_async::Limiter;
@@ -39,8 +39,8 @@ async fn timer_p99() -> u64 {
 /// 1 ms or so by design, plus the scheduler's latency. About 2 s of real
 /// time.
 ///
-/// The bound is 2 ms plus twice tokio's own p99 lateness, measured first;
-/// on a machine too busy to time even that (tokio's own timer 1.5 ms or
+/// The bound is 2 ms plus twice tokio's own p99 lateness, measured before
+/// and after (the larger); on a machine too busy to time even that (tokio's own timer 1.5 ms or
 /// more late at p99) a miss is reported as SKIPPED and passes.
 #[tokio::test]
 async fn wake_up_error_is_within_two_ms_of_tokios_timer_at_p99() {
@@ -83,6 +83,9 @@ async fn wake_up_error_is_within_two_ms_of_tokios_timer_at_p99() {
         })
         .collect();
     errors.sort_unstable();
+    // Tokio's timer again, after: load that came during the run widens
+    // the bound too.
+    let timer = timer.max(timer_p99().await);
     let p99 = percentile(&errors, 99);
     let p50 = percentile(&errors, 50);
     eprintln!(
@@ -94,7 +97,7 @@ async fn wake_up_error_is_within_two_ms_of_tokios_timer_at_p99() {
     // no room to time the limiter: say so, loudly, and pass (in CI too: a
     // busy machine must not fail a build).
     // The bound is 2 ms past the pace, plus twice tokio's own p99
-    // lateness measured just before: the limiter adds little to the timer,
+    // lateness measured around it: the limiter adds little to the timer,
     // and a machine busy enough to delay the timer delays the waiters too.
     let bound = 2_000_000 + 2 * timer;
     if p99 >= bound && timer >= 1_500_000 {
