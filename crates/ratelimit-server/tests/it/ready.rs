@@ -45,7 +45,7 @@ async fn ready_follows_redis_down_and_back() {
         return;
     };
     let h = Harness::start_config(on_redis(&redis.url()), Arc::new(SystemClock::new())).await;
-    assert_eq!(h.http("GET", "/ready", &[], "").await.status, 200);
+    ready_becomes(&h, 200).await;
     redis.kill();
     let body = ready_becomes(&h, 503).await;
     assert!(body.contains("limit \"per-ip\""), "{body}");
