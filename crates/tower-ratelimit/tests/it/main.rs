@@ -6,6 +6,12 @@ mod basics;
 mod closures;
 mod concurrency;
 mod count_only;
+// A deployment from one file on a real redis-server (`deploy::Limits`).
+#[cfg(all(feature = "redis", feature = "prometheus"))]
+mod deploy;
+// `deploy::Limits` loaded from files on disk: errors name the file at fault.
+#[cfg(feature = "redis")]
+mod deploy_files;
 mod dry_run;
 mod failure;
 mod fair;
