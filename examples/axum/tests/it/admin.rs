@@ -219,6 +219,10 @@ async fn the_admin_listener_closes_slow_and_idle_connections() {
     );
     let start = Instant::now();
     assert_closed_after(&mut idle, start).await;
+    // On the real clock from here: a paused one would jump to the next
+    // 10 s timeout whenever the kernel had not yet handed a loopback
+    // packet over, and close the held connections as idle.
+    tokio::time::resume();
     // 64 connections saying nothing take every slot.
     let mut held = Vec::new();
     for _ in 0..64 {
@@ -235,7 +239,7 @@ async fn the_admin_listener_closes_slow_and_idle_connections() {
         String::from_utf8_lossy(&buf[..n])
     );
     let waited = start.elapsed();
-    assert!(waited < Duration::from_secs(1), "served after {waited:?}");
+    assert!(waited < Duration::from_secs(5), "served after {waited:?}");
 }
 
 /// `stream` is closed by the server 10 s (of tokio's clock) after `start`,
