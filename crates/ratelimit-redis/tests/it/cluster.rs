@@ -178,14 +178,15 @@ async fn a_reset_reaches_b_after_the_kill(cluster: &RedisCluster, a: &RedisStore
         || async { tokio::task::block_in_place(live_subscribers) >= 2 },
     )
     .await;
-    // after-0 is used up (10 of 30 admitted): B's denial is cached.
+    // after-0 is used up (10 of 30 admitted): B's denial is cached, its
+    // second running from no earlier than `cached`.
+    let cached = Instant::now();
     assert!(
         !Store::<str>::check(b, "after-0", 1, 0)
             .await
             .unwrap()
             .allowed
     );
-    let cached = Instant::now();
     Store::<str>::reset(a, "after-0").await.unwrap();
     let took = first(b, "after-0", true, cached).await;
     eprintln!("after the kill, a reset seen on the other instance after {took:?}");
@@ -256,15 +257,16 @@ async fn admin_changes_reach_every_instance_of_a_cluster_at_once() {
         async move { subscribers(cluster, "cl:invalidate").await >= 2 }
     })
     .await;
-    // From B's cached denial, under its deny cache's second (a busy
-    // machine may delay the publication by hundreds of ms).
+    // From before B's denying check, under its deny cache's second (a
+    // busy machine may delay the publication by hundreds of ms).
     let at_once = Duration::from_millis(900);
     for key in ["user:{1}", "user:{2}", "user:{3}"] {
-        // B's denial, cached: answered without a round trip.
+        // B's denial, cached: answered without a round trip (its second
+        // running from no earlier than `cached`).
+        let cached = Instant::now();
         for _ in 0..3 {
             Store::<str>::check(&b, key, 1, 0).await.unwrap();
         }
-        let cached = Instant::now();
         Store::<str>::reset(&a, key).await.unwrap();
         let took = first(&b, key, true, cached).await;
         eprintln!("{key}: reset seen on the other instance after {took:?}");
@@ -272,8 +274,8 @@ async fn admin_changes_reach_every_instance_of_a_cluster_at_once() {
         Store::<str>::ban(&a, key, Duration::from_secs(3600), 0)
             .await
             .unwrap();
-        assert!(Store::<str>::check(&b, key, 1, 0).await.unwrap().banned);
         let cached = Instant::now();
+        assert!(Store::<str>::check(&b, key, 1, 0).await.unwrap().banned);
         Store::<str>::unban(&a, key).await.unwrap();
         Store::<str>::reset(&a, key).await.unwrap();
         let took = first(&b, key, true, cached).await;

@@ -13,9 +13,10 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 /// The longest B may take to see A's change: from A's call returning, or
-/// where B's cached denial is undone, from B's denial being cached. Under
-/// the deny cache's one second, after which B would ask Redis again by
-/// itself; a busy machine may delay the publication by hundreds of ms.
+/// where B's cached denial is undone, from before B's denying check was
+/// sent. Under the deny cache's one second, after which B would ask Redis
+/// again by itself; a busy machine may delay the publication by hundreds
+/// of ms.
 const AT_ONCE: Duration = Duration::from_millis(900);
 
 fn store(url: String, lease: bool) -> RedisStore {
@@ -80,14 +81,18 @@ async fn first<K: fmt::Display + StableKey + Send + Sync + ?Sized>(
 }
 
 /// B's denial of `key`, cached: its further checks make no round trip.
+/// Returns the instant before the denying check was sent: the deny
+/// cache's second runs from no earlier.
 async fn denied_and_cached<K: fmt::Display + StableKey + Send + Sync + ?Sized>(
     b: &RedisStore,
     key: &K,
-) {
+) -> Instant {
     for _ in 0..3 {
         admits(b, key).await;
     }
+    let sent = Instant::now();
     assert!(!admits(b, key).await);
+    sent
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -95,8 +100,7 @@ async fn a_reset_on_a_admits_at_once_on_b() {
     let server = server!();
     let (a, b) = (store(server.url(), false), store(server.url(), false));
     subscribed(&server, 2).await;
-    denied_and_cached(&b, "10.0.0.1").await;
-    let cached = Instant::now();
+    let cached = denied_and_cached(&b, "10.0.0.1").await;
     Store::<str>::reset(&a, "10.0.0.1").await.unwrap();
     let took = first(&b, "10.0.0.1", true, cached).await;
     eprintln!("reset seen on the other instance after {took:?}");
@@ -111,10 +115,11 @@ async fn an_unban_on_a_admits_at_once_on_b() {
     Store::<str>::ban(&a, "10.0.0.2", Duration::from_secs(3600), 0)
         .await
         .unwrap();
-    // Denied by the ban, and cached.
-    assert!(!admits(&b, "10.0.0.2").await);
-    assert!(!admits(&b, "10.0.0.2").await);
+    // Denied by the ban, and cached (the deny cache's second runs from no
+    // earlier than `cached`).
     let cached = Instant::now();
+    assert!(!admits(&b, "10.0.0.2").await);
+    assert!(!admits(&b, "10.0.0.2").await);
     Store::<str>::unban(&a, "10.0.0.2").await.unwrap();
     let took = first(&b, "10.0.0.2", true, cached).await;
     eprintln!("unban seen on the other instance after {took:?}");
@@ -173,8 +178,7 @@ async fn a_secret_key_travels_as_its_hash() {
     listen.subscribe("inv:invalidate").await.unwrap();
     subscribed(&server, 3).await;
     let key = Secret("sk-live-0123456789");
-    denied_and_cached(&b, &key).await;
-    let cached = Instant::now();
+    let cached = denied_and_cached(&b, &key).await;
     Store::<Secret>::reset(&a, &key).await.unwrap();
     let took = first(&b, &key, true, cached).await;
     assert!(took.is_some_and(|t| t <= AT_ONCE), "{took:?}");
@@ -211,8 +215,7 @@ async fn the_subscriber_comes_back_after_its_connection_is_killed() {
         .await
         .unwrap();
     subscribed(&server, 2).await;
-    denied_and_cached(&b, "10.0.0.4").await;
-    let cached = Instant::now();
+    let cached = denied_and_cached(&b, "10.0.0.4").await;
     Store::<str>::reset(&a, "10.0.0.4").await.unwrap();
     let took = first(&b, "10.0.0.4", true, cached).await;
     assert!(took.is_some_and(|t| t <= AT_ONCE), "{took:?}");

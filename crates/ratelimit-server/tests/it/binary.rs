@@ -168,7 +168,8 @@ async fn sigterm_lets_a_call_in_flight_finish() {
     };
     // The first call connects to Redis; the second is waiting on Redis
     // when the signal comes: its script has reached the proxy, and its
-    // answer is at least 150 ms away.
+    // answer is at least 150 ms away. (Nothing else of ratelimitd's writes
+    // to Redis meanwhile: without a fallback it announces no instance.)
     call().await.expect("first call");
     let sent = proxy.upstream_chunks();
     let in_flight = tokio::spawn(call());
