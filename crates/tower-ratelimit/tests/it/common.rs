@@ -79,3 +79,16 @@ pub fn capture(level: tracing::Level) -> (Captured, tracing::subscriber::Default
         .finish();
     (out, tracing::subscriber::set_default(subscriber))
 }
+
+/// A fresh directory for a test's files under the system's temporary one,
+/// named after `name`, this process and the time.
+#[cfg(feature = "table")]
+pub fn fresh_dir(name: &str) -> std::path::PathBuf {
+    let unique = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let dir = std::env::temp_dir().join(format!("{name}-{}-{unique}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}

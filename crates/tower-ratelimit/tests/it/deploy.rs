@@ -26,6 +26,14 @@ fn file(url: &str) -> String {
     )
 }
 
+/// The error loading `text` as the file `ratelimit.toml`, with no
+/// environment.
+fn file_error(text: &str) -> String {
+    Limits::from_toml(text, Some("ratelimit.toml".as_ref()), |_| None)
+        .unwrap_err()
+        .to_string()
+}
+
 fn env(var: &str) -> Option<String> {
     (var == "ADMIN_TOKEN").then(|| TOKEN.to_owned())
 }
@@ -192,10 +200,9 @@ fn the_environment_overrides_the_file_and_bad_values_are_named() {
         limits.store()
     );
     let capped = format!("{memory}[server]\nmax-connections = 0\n");
-    let err = Limits::from_toml(&capped, Some("ratelimit.toml".as_ref()), |_| None).unwrap_err();
+    let err = file_error(&capped);
     assert!(
-        err.to_string()
-            .contains("[server] max-connections: \"0\": out of range"),
+        err.contains("[server] max-connections: \"0\": out of range"),
         "{err}"
     );
     let with_admin = format!("{memory}[admin]\naddress = \"127.0.0.1:0\"\n");
@@ -215,13 +222,9 @@ fn the_environment_overrides_the_file_and_bad_values_are_named() {
 #[test]
 fn a_token_in_the_file_and_unknown_fields_are_refused() {
     let text = "[admin]\naddress = \"127.0.0.1:0\"\ntoken = \"0123456789abcdef0123\"\n";
-    let err = Limits::from_toml(text, Some("ratelimit.toml".as_ref()), |_| None).unwrap_err();
-    assert!(
-        err.to_string()
-            .starts_with("ratelimit.toml:3: [admin] token"),
-        "{err}"
-    );
-    assert!(!err.to_string().contains("0123456789abcdef0123"), "{err}");
+    let err = file_error(text);
+    assert!(err.starts_with("ratelimit.toml:3: [admin] token"), "{err}");
+    assert!(!err.contains("0123456789abcdef0123"), "{err}");
     let err = Limits::from_toml("[store]\nkind = \"memory\"\nmax_keys = 5\n", None, |_| None)
         .unwrap_err();
     assert!(
@@ -265,12 +268,8 @@ async fn metrics_router_scrapes_the_layer_counters() {
 #[test]
 fn the_policy_tables_errors_keep_the_files_lines() {
     let text = "[store]\nkind = \"memory\"\n\n[[limit]]\nname = \"api\"\nalgorithm = \"gcra 5/1m\"\nkey = \"baerer\"\n";
-    let err = Limits::from_toml(text, Some("ratelimit.toml".as_ref()), |_| None).unwrap_err();
-    assert!(
-        err.to_string()
-            .starts_with("ratelimit.toml:7: limit \"api\""),
-        "{err}"
-    );
+    let err = file_error(text);
+    assert!(err.starts_with("ratelimit.toml:7: limit \"api\""), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -557,10 +556,9 @@ async fn a_key_moved_into_a_plan_on_one_instance_gets_its_limits_on_both() {
 #[test]
 fn a_shared_plan_needs_the_store_in_redis() {
     let text = "[[plan]]\nname = \"partner\"\nkey = \"api-key\"\nshared = true\n";
-    let err = Limits::from_toml(text, Some("ratelimit.toml".as_ref()), |_| None).unwrap_err();
+    let err = file_error(text);
     assert!(
-        err.to_string()
-            .contains("plan \"partner\": shared = true needs the store in Redis"),
+        err.contains("plan \"partner\": shared = true needs the store in Redis"),
         "{err}"
     );
 }

@@ -2,24 +2,14 @@
 //! names that file and its line, never the deployment file's line, nor
 //! the key.
 
+use crate::common::{capture, fresh_dir};
 use axum::routing::get;
 use axum::Router;
 use tower_ratelimit::deploy::Limits;
 
-/// A fresh directory of its own under the system's temporary one.
-fn dir(name: &str) -> std::path::PathBuf {
-    let unique = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let dir = std::env::temp_dir().join(format!("{name}-{}-{unique}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 #[test]
 fn a_key_in_two_plans_is_blamed_on_its_keys_file_and_line() {
-    let dir = dir("deploy-plans");
+    let dir = fresh_dir("deploy-plans");
     let gw = dir.join("gw.toml");
     std::fs::write(dir.join("free.keys"), "free-key-1\nsecret-key-both\n").unwrap();
     std::fs::write(dir.join("pro.keys"), "# pro\npro-key-1\nsecret-key-both\n").unwrap();
@@ -72,20 +62,6 @@ async fn a_move_says_whether_other_instances_get_it() {
     assert!(body.contains("\"shared\":false"), "{body}");
 }
 
-/// Log lines written while the guard lives (this thread's).
-#[derive(Clone, Default)]
-struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// The startup lines name each limit's plan, the allow list (its keys
 /// counted, never shown), the memory store's cap and where the admin
 /// address came from.
@@ -100,20 +76,14 @@ async fn the_startup_log_names_plans_lists_and_sources() {
         "ADMIN_TOKEN" => Some("0123456789abcdef-admin".to_owned()),
         _ => None,
     };
-    let logs = Captured::default();
-    let writer = logs.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_max_level(tracing::Level::INFO)
-        .finish();
-    let guard = tracing::subscriber::set_default(subscriber);
+    let (logs, guard) = capture(tracing::Level::INFO);
     let limits = Limits::from_toml(text, None, env).unwrap();
     let app = limits
         .apply(Router::new().route("/", get(|| async { "ok" })))
         .unwrap();
     let server = limits.bind(app).await.unwrap();
     drop((server, guard));
-    let text = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    let text = logs.text();
     for said in [
         "plan=\"pro\"",
         "allow=10.0.0.0/8, keys not shown: 1",

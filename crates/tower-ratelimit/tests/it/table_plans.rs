@@ -4,7 +4,7 @@
 //! and kept across reloads; the keys file read again on reload, all or
 //! nothing.
 
-use crate::common::get_from;
+use crate::common::{fresh_dir, get_from};
 use axum::http::StatusCode;
 use axum::routing::get;
 use axum::Router;
@@ -16,17 +16,6 @@ use tower_ratelimit::policy::{PlanKeys, PolicyHandle, PolicyOptions, PolicyTable
 /// A 100-byte pro key: keyed by its digest, matched all the same.
 fn long_key() -> String {
     format!("pro-{}", "j".repeat(96))
-}
-
-/// A fresh directory for this test's files.
-fn dir(name: &str) -> PathBuf {
-    let unique = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let dir = std::env::temp_dir().join(format!("plans-{name}-{}-{unique}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// The table: pro from `pro-keys.txt` beside it, free from the app.
@@ -100,7 +89,7 @@ async fn admitted(app: &Router, peer: &str, key: Option<&str>, n: usize) -> usiz
 
 #[tokio::test]
 async fn free_pro_and_none_each_count_on_their_own_limits() {
-    let dir = dir("split");
+    let dir = fresh_dir("plans-split");
     let (app, handle, _) = apply(&dir);
     assert_eq!(admitted(&app, "192.0.2.1:1", Some("pro-key-1"), 5).await, 3);
     let long = long_key();
@@ -129,7 +118,7 @@ async fn free_pro_and_none_each_count_on_their_own_limits() {
 #[test]
 fn a_key_of_another_plan_is_no_key_error_and_requests_are_counted_by_plan() {
     use crate::metrics::{send, Counting};
-    let dir = dir("metrics");
+    let dir = fresh_dir("plans-metrics");
     let (mut app, _handle, _) = apply(&dir);
     let recorder = Counting::default();
     let counts = recorder.0.clone();
@@ -160,7 +149,7 @@ fn a_key_of_another_plan_is_no_key_error_and_requests_are_counted_by_plan() {
 
 #[tokio::test]
 async fn a_key_moved_at_run_time_gets_its_new_plans_limits_across_reloads() {
-    let dir = dir("moves");
+    let dir = fresh_dir("plans-moves");
     let (app, handle, path) = apply(&dir);
     assert_eq!(
         admitted(&app, "192.0.2.1:1", Some("free-key-1"), 2).await,
@@ -230,7 +219,7 @@ async fn a_key_moved_at_run_time_gets_its_new_plans_limits_across_reloads() {
 
 #[tokio::test]
 async fn a_reload_reads_the_keys_file_again_all_or_nothing() {
-    let dir = dir("reload");
+    let dir = fresh_dir("plans-reload");
     let (app, handle, path) = apply(&dir);
     assert_eq!(
         admitted(&app, "192.0.2.1:1", Some("new-pro"), 3).await,
@@ -327,7 +316,7 @@ fn bad_plans_are_refused_at_load_naming_the_file_line_and_plan() {
 
 #[test]
 fn members_that_cannot_be_are_refused_at_apply_and_never_shown() {
-    let dir = dir("apply-errors");
+    let dir = fresh_dir("plans-apply-errors");
     std::fs::write(dir.join("ips.txt"), "192.0.2.7\nsk-live-secret\n").unwrap();
     let text = "[[plan]]\nname = \"office\"\nkey = \"peer-ip\"\nkeys-file = \"ips.txt\"\n\n\
                 [[plan]]\nname = \"partner\"\nkey = \"api-key\"\nkeys-app = \"partners\"\n";
