@@ -33,6 +33,15 @@ fn a_key_in_two_plans_is_blamed_on_its_keys_file_and_line() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The environment: the plan's key and the admin token.
+fn env(var: &str) -> Option<String> {
+    match var {
+        "PRO_KEYS" => Some("pro-key-1".to_owned()),
+        "ADMIN_TOKEN" => Some("0123456789abcdef-admin".to_owned()),
+        _ => None,
+    }
+}
+
 /// In memory a move stays in the process, and its answer says so.
 #[tokio::test]
 async fn a_move_says_whether_other_instances_get_it() {
@@ -40,11 +49,6 @@ async fn a_move_says_whether_other_instances_get_it() {
     let text = "[store]\nkind = \"memory\"\n[admin]\naddress = \"127.0.0.1:0\"\n\n\
         [[plan]]\nname = \"pro\"\nkey = \"api-key\"\nkeys-env = \"PRO_KEYS\"\n\n\
         [[limit]]\nname = \"pro-requests\"\nplan = \"pro\"\nalgorithm = \"gcra 5/1m\"\nkey = \"api-key\"\n";
-    let env = |var: &str| match var {
-        "PRO_KEYS" => Some("pro-key-1".to_owned()),
-        "ADMIN_TOKEN" => Some("0123456789abcdef-admin".to_owned()),
-        _ => None,
-    };
     let limits = Limits::from_toml(text, None, env).unwrap();
     let _app = limits
         .apply(Router::new().route("/", get(|| async { "ok" })))
@@ -71,11 +75,6 @@ async fn the_startup_log_names_plans_lists_and_sources() {
         [store]\nkind = \"memory\"\n[admin]\naddress = \"127.0.0.1:0\"\n[server]\naddr = \"127.0.0.1:0\"\n\n\
         [[plan]]\nname = \"pro\"\nkey = \"api-key\"\nkeys-env = \"PRO_KEYS\"\n\n\
         [[limit]]\nname = \"pro-requests\"\nplan = \"pro\"\nalgorithm = \"gcra 5/1m\"\nkey = \"api-key\"\n";
-    let env = |var: &str| match var {
-        "PRO_KEYS" => Some("pro-key-1".to_owned()),
-        "ADMIN_TOKEN" => Some("0123456789abcdef-admin".to_owned()),
-        _ => None,
-    };
     let (logs, guard) = capture(tracing::Level::INFO);
     let limits = Limits::from_toml(text, None, env).unwrap();
     let app = limits
